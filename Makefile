@@ -1,0 +1,50 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+GO       ?= go
+BIN      := bin/runnel
+DATA_DIR ?= ./data
+CORE_PKGS := ./segments/... ./raftfsm/... ./api/... ./kafkaproto/...
+# Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
+FUZZTIME ?= 10s
+
+.PHONY: run build test test-core test-integration fuzz bench chaos lint generate clean
+
+run: build
+	$(BIN) serve --data-dir $(DATA_DIR)
+
+build:
+	$(GO) build -o $(BIN) ./cmd/runnel
+
+test: test-core test-integration fuzz-short
+
+# Core packages under the race detector.
+test-core:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m $(CORE_PKGS)
+
+# Everything else: real runnel processes, real Kafka clients, headless Chromium.
+test-integration:
+	$(GO) test -count=1 -timeout 20m $$($(GO) list ./... | grep -v -E '/(segments|raftfsm|api|kafkaproto)(/|$$)')
+
+# Every fuzz target, briefly. Listed by `go test -list '^Fuzz'`.
+fuzz-short:
+	@FUZZTIME=3s ./scripts/fuzz.sh
+
+fuzz:
+	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+bench:
+	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+chaos:
+	RUNNEL_CHAOS=1 $(GO) test -count=1 -timeout 60m -run 'Chaos|Crash|Kill' ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+generate:
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin
