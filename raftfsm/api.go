@@ -111,7 +111,7 @@ type Broker struct {
 }
 
 type Topic struct {
-	ID         string
+	ID         [16]byte // random UUID, Kafka's topic id
 	Name       string
 	Configs    map[string]string // only explicitly set configs
 	Partitions []Partition       // index = partition id
