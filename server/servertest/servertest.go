@@ -1,0 +1,295 @@
+// Package servertest starts real runnel processes for integration tests: the
+// binary is built once per test process, each node gets free loopback ports
+// and a temporary data directory, and every node is stopped when its test ends.
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary returns the path of a runnel binary built from this module's source,
+// building it on first use. Set RUNNEL_BINARY to use a prebuilt one.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("RUNNEL_BINARY"); p != "" {
+		return p
+	}
+	build.once.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			build.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "runnel-bin-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "runnel")
+		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/runnel")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build ./cmd/runnel: %v\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		t.Fatalf("servertest: %v", build.err)
+	}
+	return build.path
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not inside the runnel module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("servertest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Options describe one node. Zero values pick fresh ports and a temp dir.
+type Options struct {
+	NodeID    int
+	DataDir   string
+	HTTPAddr  string
+	KafkaAddr string // "-" disables the Kafka listener
+	RaftAddr  string
+	Args      []string // extra `runnel serve` flags
+	Env       []string
+}
+
+// Node is a running (or stopped) runnel process.
+type Node struct {
+	t    testing.TB
+	bin  string
+	opts Options
+
+	URL       string // http://host:port
+	HTTPAddr  string
+	KafkaAddr string
+	RaftAddr  string
+	DataDir   string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{}
+}
+
+// Start starts a node and waits until /readyz answers 200.
+func Start(t testing.TB, opts Options) *Node {
+	t.Helper()
+	n := New(t, opts)
+	n.Start()
+	return n
+}
+
+// New prepares a node without starting it.
+func New(t testing.TB, opts Options) *Node {
+	t.Helper()
+	if opts.NodeID == 0 {
+		opts.NodeID = 1
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = t.TempDir()
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = FreeAddr(t)
+	}
+	if opts.KafkaAddr == "" {
+		opts.KafkaAddr = FreeAddr(t)
+	}
+	if opts.RaftAddr == "" {
+		opts.RaftAddr = FreeAddr(t)
+	}
+	n := &Node{t: t, bin: Binary(t), opts: opts, URL: "http://" + opts.HTTPAddr,
+		HTTPAddr: opts.HTTPAddr, RaftAddr: opts.RaftAddr, DataDir: opts.DataDir}
+	if opts.KafkaAddr != "-" {
+		n.KafkaAddr = opts.KafkaAddr
+	}
+	t.Cleanup(func() { n.Kill() })
+	return n
+}
+
+// Args returns the `runnel serve` arguments of this node.
+func (n *Node) Args() []string {
+	kafka := n.opts.KafkaAddr
+	if kafka == "-" {
+		kafka = ""
+	}
+	args := []string{"serve",
+		"--node-id", fmt.Sprint(n.opts.NodeID),
+		"--data-dir", n.opts.DataDir,
+		"--http-addr", n.opts.HTTPAddr,
+		"--kafka-addr", kafka,
+		"--raft-addr", n.opts.RaftAddr,
+	}
+	return append(args, n.opts.Args...)
+}
+
+// Start launches the process (again, after Stop or Kill) and waits for readiness.
+func (n *Node) Start() {
+	n.t.Helper()
+	n.StartNoWait()
+	n.WaitReady(30 * time.Second)
+}
+
+// StartNoWait launches the process without waiting for readiness.
+func (n *Node) StartNoWait() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		n.t.Fatalf("servertest: node %d already running", n.opts.NodeID)
+	}
+	cmd := exec.Command(n.bin, n.Args()...)
+	cmd.Env = append(os.Environ(), n.opts.Env...)
+	if n.logs == nil {
+		n.logs = &lockedBuffer{}
+	}
+	cmd.Stdout = n.logs
+	cmd.Stderr = n.logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("servertest: start %s: %v", n.bin, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	n.cmd, n.done = cmd, done
+}
+
+// WaitReady polls /readyz until it answers 200.
+func (n *Node) WaitReady(timeout time.Duration) {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if n.exited() {
+			n.t.Fatalf("servertest: node %d exited during start:\n%s", n.opts.NodeID, n.Logs())
+		}
+		resp, err := http.Get(n.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	n.t.Fatalf("servertest: node %d not ready after %v:\n%s", n.opts.NodeID, timeout, n.Logs())
+}
+
+func (n *Node) exited() bool {
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit.
+func (n *Node) Stop() {
+	n.t.Helper()
+	n.signal(syscall.SIGTERM, 30*time.Second)
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (n *Node) Kill() { n.signal(syscall.SIGKILL, 10*time.Second) }
+
+func (n *Node) signal(sig syscall.Signal, wait time.Duration) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.cmd, n.done = nil, nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-done
+		n.t.Errorf("servertest: node %d did not exit within %v of %v", n.opts.NodeID, wait, sig)
+	}
+}
+
+// Logs returns everything the process wrote so far.
+func (n *Node) Logs() string {
+	if n.logs == nil {
+		return ""
+	}
+	return n.logs.String()
+}
+
+// WaitFor polls cond until it is true or timeout passes.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		if cond() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("servertest: timed out after %v waiting for %s", timeout, what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
