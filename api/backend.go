@@ -1,0 +1,272 @@
+// Package api is runnel's HTTP front door: the chi router, one handler group per
+// resource, request validation against openapi.yaml (kin-openapi), RFC 9457
+// problem responses, the SSE live tail and the docs page.
+//
+// api imports no other project package. It declares the narrow Backend interface
+// it needs; server implements it. Optional features are optional interfaces
+// (SeriesBackend, KafkaAPIVersionsBackend, ...) checked with a type assertion; a
+// backend without one answers that endpoint with 501.
+//
+// JSON tags on the types below are the wire shapes of openapi.yaml; the handlers
+// marshal them directly, so renaming a tag is a contract change.
+package api
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is what the HTTP API needs from a runnel node.
+//
+// Concurrency: every method is called from many request goroutines at once and
+// must be safe for concurrent use. Methods taking a context return promptly
+// (with ctx.Err() wrapped, or ErrTimeout) once it is done.
+//
+// Errors: wrap the api sentinel errors (fmt.Errorf("%w: ...", api.ErrUnknownTopic))
+// to pick the HTTP status and problem type; any other error becomes a 500.
+type Backend interface {
+	// Cluster describes the cluster: id, controllers with their raft state, brokers.
+	Cluster(ctx context.Context) (Cluster, error)
+	// Brokers lists the registered brokers, ordered by id.
+	Brokers(ctx context.Context) ([]Broker, error)
+
+	// ListTopics lists topics ordered by name (internal topics included).
+	ListTopics(ctx context.Context) ([]TopicSummary, error)
+	// CreateTopic creates a topic (through Raft). The name has been validated
+	// (Kafka's rules) by api; configs have not: the backend validates them and
+	// returns ErrInvalidConfig. ErrTopicExists when the name is taken.
+	CreateTopic(ctx context.Context, req CreateTopicRequest) (TopicDetail, error)
+	// DescribeTopic returns the topic with its partitions. ErrUnknownTopic.
+	DescribeTopic(ctx context.Context, name string) (TopicDetail, error)
+	// DeleteTopic deletes a topic. ErrUnknownTopic.
+	DeleteTopic(ctx context.Context, name string) error
+	// AlterTopicConfigs sets (non-nil value) or deletes (nil value: back to the
+	// default) topic configs, all or nothing, and returns the updated topic.
+	// ErrUnknownTopic, ErrInvalidConfig.
+	AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (TopicDetail, error)
+
+	// Produce appends records to a topic. The records of each partition are
+	// appended atomically (one batch): on error nothing of that partition is
+	// written, and api has already decoded and validated the whole request, so a
+	// request rejected by api writes nothing. Records with Partition nil are placed
+	// by the backend: murmur2 of the key like Kafka's default partitioner, or
+	// sticky/round-robin without a key. acks is Kafka's: 0, 1 or -1 (all).
+	// The result holds one RecordOffset per input record, in input order
+	// (with acks=0 the offsets are -1).
+	// Errors: ErrUnknownTopic, ErrUnknownPartition, ErrTooLarge (over
+	// max.message.bytes), ErrNotEnoughReplicas, ErrNotLeader, ErrTimeout.
+	Produce(ctx context.Context, topic string, records []ProduceRecord, acks int) ([]RecordOffset, error)
+
+	// Consume reads one partition from req's position. When there is nothing to
+	// read it waits up to req.Wait for new data (woken by appends, no busy
+	// polling) and then returns an empty result; it also returns early when ctx
+	// is done. Errors: ErrUnknownTopic, ErrUnknownPartition, ErrOffsetOutOfRange
+	// (offset below the log start or above the high watermark), ErrNotLeader.
+	Consume(ctx context.Context, req ConsumeRequest) (ConsumeResult, error)
+
+	// Ready returns nil when the node serves requests, otherwise why not
+	// (GET /readyz answers 503, write endpoints too). It must be cheap.
+	Ready() error
+}
+
+// SeriesBackend is optionally implemented by a Backend to feed the charts of the
+// web UI (GET /v1/stats/series). Safe for concurrent use.
+type SeriesBackend interface {
+	Series(ctx context.Context) (Series, error)
+}
+
+// KafkaAPIVersionsBackend is optionally implemented by a Backend that runs the
+// Kafka listener (GET /v1/kafka/api-versions). Safe for concurrent use.
+type KafkaAPIVersionsBackend interface {
+	KafkaAPIVersions(ctx context.Context) ([]KafkaAPIVersion, error)
+}
+
+// Offset positions for ConsumeRequest.Offset, as in Kafka's ListOffsets.
+const (
+	OffsetLatest   int64 = -1 // the high watermark: only records produced from now on
+	OffsetEarliest int64 = -2 // the log start offset
+)
+
+// Acks values for Backend.Produce.
+const (
+	AcksNone   = 0
+	AcksLeader = 1
+	AcksAll    = -1
+)
+
+// Cluster is GET /v1/cluster.
+type Cluster struct {
+	ClusterID   string       `json:"cluster_id"`
+	LeaderID    int32        `json:"leader_id"` // controller leader, -1 when unknown
+	Controllers []Controller `json:"controllers"`
+	Brokers     []Broker     `json:"brokers"`
+}
+
+// Controller is one Raft voter as seen from this node.
+type Controller struct {
+	ID          int32  `json:"id"`
+	Address     string `json:"address"` // raft host:port
+	Role        string `json:"role"`    // leader, follower, candidate, unknown
+	Term        uint64 `json:"term"`
+	LastIndex   uint64 `json:"last_index"`
+	CommitIndex uint64 `json:"commit_index"`
+}
+
+// Broker states.
+const (
+	BrokerAlive        = "alive"
+	BrokerFenced       = "fenced"
+	BrokerShuttingDown = "shutting_down"
+)
+
+// Broker is one registered broker.
+type Broker struct {
+	ID             int32  `json:"id"`
+	State          string `json:"state"` // BrokerAlive, BrokerFenced, BrokerShuttingDown
+	Rack           string `json:"rack"`
+	Epoch          int64  `json:"epoch"`
+	MetadataOffset int64  `json:"metadata_offset"` // last metadata index it applied
+	HTTPAddress    string `json:"http_address"`
+	KafkaAddress   string `json:"kafka_address"`
+	Partitions     int32  `json:"partitions"` // replicas hosted
+	Leaders        int32  `json:"leaders"`    // partitions it leads
+}
+
+// TopicSummary is one entry of GET /v1/topics.
+type TopicSummary struct {
+	Name              string `json:"name"`
+	Partitions        int32  `json:"partitions"`
+	ReplicationFactor int16  `json:"replication_factor"`
+	Internal          bool   `json:"internal"`
+	SizeBytes         int64  `json:"size_bytes"` // on-disk size of the leader replicas, 0 if unknown
+}
+
+// CreateTopicRequest is the body of POST /v1/topics. Partitions and
+// ReplicationFactor are -1 when the client left them out: the broker defaults.
+type CreateTopicRequest struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions"`
+	ReplicationFactor int16             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs"`
+}
+
+// TopicDetail is GET /v1/topics/{topic}.
+type TopicDetail struct {
+	Name              string            `json:"name"`
+	ID                string            `json:"id"` // topic id (UUID)
+	ReplicationFactor int16             `json:"replication_factor"`
+	Internal          bool              `json:"internal"`
+	Configs           map[string]string `json:"configs"` // explicitly set configs
+	Partitions        []PartitionDetail `json:"partitions"`
+}
+
+// PartitionDetail is one partition of a TopicDetail.
+type PartitionDetail struct {
+	Partition     int32   `json:"partition"`
+	Leader        int32   `json:"leader"` // -1: offline
+	LeaderEpoch   int32   `json:"leader_epoch"`
+	Replicas      []int32 `json:"replicas"`
+	ISR           []int32 `json:"isr"`
+	StartOffset   int64   `json:"start_offset"`
+	EndOffset     int64   `json:"end_offset"` // log end offset
+	HighWatermark int64   `json:"high_watermark"`
+	SizeBytes     int64   `json:"size_bytes"`
+}
+
+// Header is one record header. Value nil is a null header value.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// ProduceRecord is one record to append, already decoded to bytes by api.
+// Key nil is a null key; Value nil is a null value (a tombstone).
+// Timestamp nil means the append time.
+type ProduceRecord struct {
+	Partition *int32
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+	Timestamp *time.Time
+}
+
+// RecordOffset is where one produced record landed.
+type RecordOffset struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+}
+
+// ConsumeRequest reads one partition.
+type ConsumeRequest struct {
+	Topic     string
+	Partition int32
+	// Offset is the first offset to read, or OffsetEarliest / OffsetLatest.
+	// Ignored when Timestamp is set.
+	Offset int64
+	// Timestamp, when set, starts at the first record whose timestamp is at or
+	// after it (milliseconds since the epoch, Kafka's ListOffsets rule); if there
+	// is none, at the high watermark.
+	Timestamp *int64
+	// MaxRecords caps the records returned (> 0).
+	MaxRecords int
+	// MaxBytes caps the sum of key+value+header bytes returned (> 0); at least
+	// one record is returned even when it alone is larger.
+	MaxBytes int
+	// Wait is the long-poll budget when no record is available (0: no wait).
+	Wait time.Duration
+}
+
+// ConsumedRecord is one record read. Key and Value nil are null.
+type ConsumedRecord struct {
+	Partition int32
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte
+	Value     []byte
+	Headers   []Header
+}
+
+// ConsumeResult is what Consume read. NextOffset is the offset to ask for next
+// (last returned offset + 1, or the resolved start position when no record was
+// returned). Only records below the high watermark are returned.
+type ConsumeResult struct {
+	Records       []ConsumedRecord
+	NextOffset    int64
+	HighWatermark int64
+	StartOffset   int64 // log start offset
+}
+
+// Series is GET /v1/stats/series: rates over the last hour for the UI charts.
+// Every slice holds one value per bucket, oldest first, the last bucket being
+// the one in progress; bucket i covers [StartMS + i*IntervalMS, + IntervalMS).
+type Series struct {
+	StartMS    int64         `json:"start_ms"`
+	IntervalMS int64         `json:"interval_ms"`
+	Topics     []TopicSeries `json:"topics"`
+	Groups     []GroupSeries `json:"groups"`
+}
+
+// TopicSeries holds per-bucket counts for one topic (all partitions, all
+// protocols).
+type TopicSeries struct {
+	Topic           string  `json:"topic"`
+	ProducedRecords []int64 `json:"produced_records"`
+	ProducedBytes   []int64 `json:"produced_bytes"`
+	ConsumedRecords []int64 `json:"consumed_records"`
+	ConsumedBytes   []int64 `json:"consumed_bytes"`
+}
+
+// GroupSeries holds a consumer group's total lag (records) sampled at the end
+// of each bucket; -1 where it was not sampled.
+type GroupSeries struct {
+	Group string  `json:"group"`
+	Lag   []int64 `json:"lag"`
+}
+
+// KafkaAPIVersion is one Kafka API key the Kafka listener supports.
+type KafkaAPIVersion struct {
+	APIKey     int16  `json:"api_key"`
+	Name       string `json:"name"`
+	MinVersion int16  `json:"min_version"`
+	MaxVersion int16  `json:"max_version"`
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+)
+
+// Sentinel errors. The backend wraps them (fmt.Errorf("%w: ...", api.ErrUnknownTopic))
+// and api maps them to an HTTP status and a stable problem type with ProblemFor.
+var (
+	ErrInvalidRequest    = errors.New("api: invalid request")
+	ErrInvalidTopicName  = errors.New("api: invalid topic name")
+	ErrInvalidConfig     = errors.New("api: invalid config")
+	ErrInvalidPartitions = errors.New("api: invalid partition count or replication factor")
+	ErrMalformedJSON     = errors.New("api: malformed JSON")
+	ErrUnknownTopic      = errors.New("api: unknown topic")
+	ErrUnknownPartition  = errors.New("api: unknown partition")
+	ErrUnknownGroup      = errors.New("api: unknown group")
+	ErrNotFound          = errors.New("api: not found")
+	ErrMethodNotAllowed  = errors.New("api: method not allowed")
+	ErrTopicExists       = errors.New("api: topic already exists")
+	ErrConflict          = errors.New("api: conflict")
+	ErrOffsetOutOfRange  = errors.New("api: offset out of range")
+	ErrBodyTooLarge      = errors.New("api: request body too large")
+	ErrTooLarge          = errors.New("api: record too large")
+	ErrUnsupportedMedia  = errors.New("api: unsupported media type")
+	ErrNotReady          = errors.New("api: not ready")
+	ErrNotLeader         = errors.New("api: not the leader")
+	ErrNotController     = errors.New("api: not the active controller")
+	ErrNotEnoughReplicas = errors.New("api: not enough in-sync replicas")
+	ErrTimeout           = errors.New("api: timed out")
+	ErrNotImplemented    = errors.New("api: not implemented")
+)
+
+// ProblemTypePrefix starts every problem type URI.
+const ProblemTypePrefix = "urn:runnel:problem:"
+
+// ProblemKind is one row of the error table: what a sentinel error becomes.
+type ProblemKind struct {
+	Err    error
+	Status int
+	Type   string // stable problem type URI
+	Title  string
+}
+
+// problemKinds is THE error table, most specific first; the first row whose
+// Err matches (errors.Is) wins. Returned by ProblemKinds for docs and tests.
+func problemKinds() []ProblemKind {
+	return []ProblemKind{
+		{ErrInvalidTopicName, http.StatusBadRequest, "invalid-topic-name", "Invalid topic name"},
+		{ErrInvalidConfig, http.StatusBadRequest, "invalid-config", "Invalid topic config"},
+		{ErrInvalidPartitions, http.StatusBadRequest, "invalid-partitions", "Invalid partition count or replication factor"},
+		{ErrMalformedJSON, http.StatusBadRequest, "malformed-json", "Malformed JSON"},
+		{ErrInvalidRequest, http.StatusBadRequest, "invalid-request", "Invalid request"},
+		{ErrUnknownTopic, http.StatusNotFound, "unknown-topic", "Unknown topic"},
+		{ErrUnknownPartition, http.StatusNotFound, "unknown-partition", "Unknown partition"},
+		{ErrUnknownGroup, http.StatusNotFound, "unknown-group", "Unknown consumer group"},
+		{ErrNotFound, http.StatusNotFound, "not-found", "Not found"},
+		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
+		{ErrTopicExists, http.StatusConflict, "topic-exists", "Topic already exists"},
+		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},
+		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
+		{ErrTooLarge, http.StatusRequestEntityTooLarge, "record-too-large", "Record larger than max.message.bytes"},
+		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
+		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},
+		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
+		{ErrNotReady, http.StatusServiceUnavailable, "not-ready", "Node not ready"},
+		{ErrNotLeader, http.StatusServiceUnavailable, "not-leader", "Not the partition leader"},
+		{ErrNotController, http.StatusServiceUnavailable, "not-controller", "Not the active controller"},
+		{ErrNotEnoughReplicas, http.StatusServiceUnavailable, "not-enough-replicas", "Not enough in-sync replicas"},
+		{ErrTimeout, http.StatusGatewayTimeout, "timeout", "Timed out"},
+	}
+}
+
+// internalKind is what an error matching no row becomes.
+func internalKind() ProblemKind {
+	return ProblemKind{Status: http.StatusInternalServerError, Type: "internal", Title: "Internal server error"}
+}
+
+// ProblemKinds returns a copy of the error table with full type URIs.
+func ProblemKinds() []ProblemKind {
+	kinds := append(problemKinds(), internalKind())
+	for i := range kinds {
+		kinds[i].Type = ProblemTypePrefix + kinds[i].Type
+	}
+	return kinds
+}
+
+// KindOf returns the table row for err (the internal row when none matches).
+func KindOf(err error) ProblemKind {
+	for _, k := range problemKinds() {
+		if errors.Is(err, k.Err) {
+			k.Type = ProblemTypePrefix + k.Type
+			return k
+		}
+	}
+	k := internalKind()
+	k.Type = ProblemTypePrefix + k.Type
+	return k
+}
+
+// Problem is an RFC 9457 application/problem+json body.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Detail    string `json:"detail,omitempty"`
+	Instance  string `json:"instance,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Field names the offending request field or parameter, when known
+	// (e.g. "records[3].value", "query.offset").
+	Field string `json:"field,omitempty"`
+}
+
+// FieldError is an ErrInvalidRequest (or other sentinel) naming a field.
+type FieldError struct {
+	Field string
+	Err   error // wraps a sentinel, e.g. ErrInvalidRequest
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() + ": " + e.Field + ": " + e.Msg }
+func (e *FieldError) Unwrap() error { return e.Err }
