@@ -1,0 +1,110 @@
+package kafkaproto
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Sentinel errors the Broker implementation wraps (fmt.Errorf("...: %w",
+// kafkaproto.ErrX)) so the listener can answer with the Kafka error code in
+// errorTable. Any other error is sent as UNKNOWN_SERVER_ERROR.
+var (
+	ErrUnknownTopicOrPartition  = errors.New("kafkaproto: unknown topic or partition")
+	ErrUnknownTopicID           = errors.New("kafkaproto: unknown topic id")
+	ErrNotLeader                = errors.New("kafkaproto: not leader or follower")
+	ErrLeaderNotAvailable       = errors.New("kafkaproto: leader not available")
+	ErrNotController            = errors.New("kafkaproto: not controller")
+	ErrRequestTimedOut          = errors.New("kafkaproto: request timed out")
+	ErrMessageTooLarge          = errors.New("kafkaproto: message too large")
+	ErrRecordListTooLarge       = errors.New("kafkaproto: record list too large")
+	ErrCorruptMessage           = errors.New("kafkaproto: corrupt message")
+	ErrInvalidRecord            = errors.New("kafkaproto: invalid record")
+	ErrInvalidTimestamp         = errors.New("kafkaproto: invalid timestamp")
+	ErrUnsupportedCompression   = errors.New("kafkaproto: unsupported compression type")
+	ErrInvalidRequiredAcks      = errors.New("kafkaproto: invalid required acks")
+	ErrInvalidTopic             = errors.New("kafkaproto: invalid topic")
+	ErrTopicExists              = errors.New("kafkaproto: topic already exists")
+	ErrInvalidPartitions        = errors.New("kafkaproto: invalid partitions")
+	ErrInvalidReplicationFactor = errors.New("kafkaproto: invalid replication factor")
+	ErrInvalidConfig            = errors.New("kafkaproto: invalid config")
+	ErrInvalidRequest           = errors.New("kafkaproto: invalid request")
+	ErrPolicyViolation          = errors.New("kafkaproto: policy violation")
+	ErrOffsetOutOfRange         = errors.New("kafkaproto: offset out of range")
+	ErrDuplicateSequence        = errors.New("kafkaproto: duplicate sequence number")
+	ErrOutOfOrderSequence       = errors.New("kafkaproto: out of order sequence number")
+	ErrInvalidProducerEpoch     = errors.New("kafkaproto: invalid producer epoch")
+	ErrUnknownProducerID        = errors.New("kafkaproto: unknown producer id")
+	ErrTransactionsUnsupported  = errors.New("kafkaproto: transactions not supported")
+	ErrNotEnoughReplicas        = errors.New("kafkaproto: not enough replicas")
+	ErrNotEnoughReplicasAfter   = errors.New("kafkaproto: not enough replicas after append")
+	ErrFencedLeaderEpoch        = errors.New("kafkaproto: fenced leader epoch")
+	ErrUnknownLeaderEpoch       = errors.New("kafkaproto: unknown leader epoch")
+	ErrStorage                  = errors.New("kafkaproto: storage error")
+	ErrReassignmentInProgress   = errors.New("kafkaproto: reassignment in progress")
+)
+
+// errorTable maps each sentinel to its Kafka error. It is the only place
+// that does; kafkaErr walks it in order, so more specific errors come first.
+var errorTable = []struct {
+	err  error
+	code *kerr.Error
+}{
+	{ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
+	{ErrUnknownTopicID, kerr.UnknownTopicID},
+	{ErrNotLeader, kerr.NotLeaderForPartition},
+	{ErrLeaderNotAvailable, kerr.LeaderNotAvailable},
+	{ErrNotController, kerr.NotController},
+	{ErrRequestTimedOut, kerr.RequestTimedOut},
+	{ErrMessageTooLarge, kerr.MessageTooLarge},
+	{ErrRecordListTooLarge, kerr.RecordListTooLarge},
+	{ErrCorruptMessage, kerr.CorruptMessage},
+	{ErrInvalidRecord, kerr.InvalidRecord},
+	{ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
+	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
+	{ErrInvalidTopic, kerr.InvalidTopicException},
+	{ErrTopicExists, kerr.TopicAlreadyExists},
+	{ErrInvalidPartitions, kerr.InvalidPartitions},
+	{ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{ErrInvalidConfig, kerr.InvalidConfig},
+	{ErrInvalidRequest, kerr.InvalidRequest},
+	{ErrPolicyViolation, kerr.PolicyViolation},
+	{ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	{ErrDuplicateSequence, kerr.DuplicateSequenceNumber},
+	{ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
+	{ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{ErrUnknownProducerID, kerr.UnknownProducerID},
+	{ErrTransactionsUnsupported, kerr.TransactionalIDAuthorizationFailed},
+	{ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
+	{ErrNotEnoughReplicasAfter, kerr.NotEnoughReplicasAfterAppend},
+	{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
+	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{ErrStorage, kerr.KafkaStorageError},
+	{ErrReassignmentInProgress, kerr.ReassignmentInProgress},
+	{context.DeadlineExceeded, kerr.RequestTimedOut},
+}
+
+// kafkaErr returns the Kafka error code for err: 0 for nil, the table's code
+// for a wrapped sentinel, UNKNOWN_SERVER_ERROR otherwise.
+func kafkaErr(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.code.Code
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// errMessage returns the message to put in a response's ErrorMessage field.
+func errMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	return &s
+}
