@@ -1,0 +1,342 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// errBadConfig reports a -c value that is not key=value.
+var errBadConfig = errors.New("config must be key=value")
+
+// topicSummary is one entry of GET /v1/topics.
+type topicSummary struct {
+	Name              string `json:"name"`
+	Partitions        int32  `json:"partitions"`
+	ReplicationFactor int32  `json:"replication_factor"`
+}
+
+type topicList struct {
+	Topics []topicSummary `json:"topics"`
+}
+
+// partitionInfo is one partition of GET /v1/topics/{topic}.
+type partitionInfo struct {
+	Partition     int32   `json:"partition"`
+	Leader        int32   `json:"leader"`
+	Replicas      []int32 `json:"replicas"`
+	ISR           []int32 `json:"isr"`
+	StartOffset   int64   `json:"start_offset"`
+	EndOffset     int64   `json:"end_offset"`
+	HighWatermark int64   `json:"high_watermark"`
+}
+
+// topicDetail is GET /v1/topics/{topic}.
+type topicDetail struct {
+	Name              string            `json:"name"`
+	ID                string            `json:"id"`
+	ReplicationFactor int32             `json:"replication_factor"`
+	Configs           map[string]string `json:"configs"`
+	Partitions        []partitionInfo   `json:"partitions"`
+}
+
+// createTopicRequest is the body of POST /v1/topics.
+type createTopicRequest struct {
+	Name              string            `json:"name"`
+	Partitions        *int32            `json:"partitions,omitempty"`
+	ReplicationFactor *int32            `json:"replication_factor,omitempty"`
+	Configs           map[string]string `json:"configs,omitempty"`
+}
+
+// alterConfigsRequest is the body of PATCH /v1/topics/{topic}/configs: a nil
+// value deletes the config (back to its default).
+type alterConfigsRequest struct {
+	Configs map[string]*string `json:"configs"`
+}
+
+func topicPath(name string) string { return "/v1/topics/" + url.PathEscape(name) }
+
+func newTopicCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, delete and configure topics",
+	}
+	cmd.AddCommand(
+		newTopicCreateCommand(g),
+		newTopicListCommand(g),
+		newTopicDescribeCommand(g),
+		newTopicDeleteCommand(g),
+		newTopicAlterConfigCommand(g),
+	)
+	return cmd
+}
+
+func newTopicCreateCommand(g *globalFlags) *cobra.Command {
+	var (
+		partitions, rf int32
+		configs        []string
+	)
+	cmd := &cobra.Command{
+		Use:     "create NAME",
+		Short:   "Create a topic",
+		Example: "  runnel topic create orders -p 6 -r 3 -c retention.ms=86400000",
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.Flags().Int32VarP(&partitions, "partitions", "p", 1, "number of partitions (default: the server's)")
+	cmd.Flags().Int32VarP(&rf, "replication-factor", "r", 0, "replicas per partition (default: the server's default)")
+	cmd.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
+	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
+		req, err := buildCreateTopic(args[0], partitions, cmd.Flags().Changed("partitions"),
+			rf, cmd.Flags().Changed("replication-factor"), configs)
+		if err != nil {
+			return err
+		}
+		var created topicDetail
+		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodPost, path: "/v1/topics", body: req}, &created)
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			return writeJSON(cmd.OutOrStdout(), raw)
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "Created topic %q with %d partition(s), replication factor %d.\n",
+			req.Name, len(created.Partitions), created.ReplicationFactor)
+		return err
+	})
+	return cmd
+}
+
+// buildCreateTopic validates the create arguments; partitions and rf are sent
+// only when set, so that the server's defaults apply otherwise.
+func buildCreateTopic(name string, partitions int32, partsSet bool, rf int32, rfSet bool, configs []string) (createTopicRequest, error) {
+	if strings.TrimSpace(name) == "" {
+		return createTopicRequest{}, errors.New("topic name is empty")
+	}
+	req := createTopicRequest{Name: name}
+	if partsSet {
+		if partitions < 1 {
+			return createTopicRequest{}, fmt.Errorf("--partitions must be at least 1, not %d", partitions)
+		}
+		req.Partitions = &partitions
+	}
+	if rfSet {
+		if rf < 1 {
+			return createTopicRequest{}, fmt.Errorf("--replication-factor must be at least 1, not %d", rf)
+		}
+		req.ReplicationFactor = &rf
+	}
+	cfg, err := parseConfigs(configs)
+	if err != nil {
+		return createTopicRequest{}, err
+	}
+	if len(cfg) > 0 {
+		req.Configs = cfg
+	}
+	return req, nil
+}
+
+// parseConfigs turns ["k=v", ...] into a map. Values may contain '=' and ','.
+func parseConfigs(kvs []string) (map[string]string, error) {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%w, got %q", errBadConfig, kv)
+		}
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("config %q given twice", k)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func newTopicListCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List topics",
+		Args:    cobra.NoArgs,
+	}
+	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
+		var list topicList
+		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/topics"}, &list)
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			return writeJSON(cmd.OutOrStdout(), raw)
+		}
+		return writeTopicList(cmd.OutOrStdout(), list)
+	})
+	return cmd
+}
+
+// writeTopicList prints topics sorted by name.
+func writeTopicList(w io.Writer, list topicList) error {
+	topics := append([]topicSummary(nil), list.Topics...)
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
+	t := newTable(w, "NAME", "PARTITIONS", "REPLICATION")
+	for _, tp := range topics {
+		t.row(tp.Name, fmt.Sprint(tp.Partitions), fmt.Sprint(tp.ReplicationFactor))
+	}
+	return t.flush()
+}
+
+func newTopicDescribeCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "describe NAME",
+		Aliases: []string{"get"},
+		Short:   "Show a topic's configs and partitions",
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
+		var d topicDetail
+		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: topicPath(args[0])}, &d)
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			return writeJSON(cmd.OutOrStdout(), raw)
+		}
+		return writeTopicDetail(cmd.OutOrStdout(), d)
+	})
+	return cmd
+}
+
+// writeTopicDetail prints the topic header, its configs and a partition table.
+func writeTopicDetail(w io.Writer, d topicDetail) error {
+	fmt.Fprintf(w, "Topic:               %s\n", d.Name)
+	if d.ID != "" {
+		fmt.Fprintf(w, "ID:                  %s\n", d.ID)
+	}
+	fmt.Fprintf(w, "Partitions:          %d\n", len(d.Partitions))
+	fmt.Fprintf(w, "Replication factor:  %d\n", d.ReplicationFactor)
+	if err := writeConfigs(w, d.Configs); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	parts := append([]partitionInfo(nil), d.Partitions...)
+	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
+	t := newTable(w, "PARTITION", "LEADER", "REPLICAS", "ISR", "START", "END", "HIGH WATERMARK")
+	for _, p := range parts {
+		leader := fmt.Sprint(p.Leader)
+		if p.Leader < 0 {
+			leader = "none"
+		}
+		t.row(fmt.Sprint(p.Partition), leader, orDash(joinInts(p.Replicas)), orDash(joinInts(p.ISR)),
+			fmt.Sprint(p.StartOffset), fmt.Sprint(p.EndOffset), fmt.Sprint(p.HighWatermark))
+	}
+	return t.flush()
+}
+
+func newTopicDeleteCommand(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "delete NAME",
+		Aliases: []string{"rm"},
+		Short:   "Delete a topic and its data",
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
+		raw, err := c.do(ctx, apiRequest{method: http.MethodDelete, path: topicPath(args[0])})
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			if len(strings.TrimSpace(string(raw))) > 0 {
+				return writeJSON(cmd.OutOrStdout(), raw)
+			}
+			return writeValueJSON(cmd.OutOrStdout(), map[string]any{"name": args[0], "deleted": true})
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "Deleted topic %q.\n", args[0])
+		return err
+	})
+	return cmd
+}
+
+func newTopicAlterConfigCommand(g *globalFlags) *cobra.Command {
+	var set, del []string
+	cmd := &cobra.Command{
+		Use:     "alter-config NAME",
+		Short:   "Set or delete topic configs",
+		Example: "  runnel topic alter-config orders -c retention.ms=3600000 --delete cleanup.policy",
+		Args:    cobra.ExactArgs(1),
+	}
+	cmd.Flags().StringArrayVarP(&set, "config", "c", nil, "config to set, key=value (repeatable)")
+	cmd.Flags().StringArrayVar(&del, "delete", nil, "config key to reset to its default (repeatable)")
+	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
+		req, err := buildAlterConfigs(set, del)
+		if err != nil {
+			return err
+		}
+		var d topicDetail
+		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodPatch, path: topicPath(args[0]) + "/configs", body: req}, &d)
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			if len(strings.TrimSpace(string(raw))) > 0 {
+				return writeJSON(cmd.OutOrStdout(), raw)
+			}
+			return writeValueJSON(cmd.OutOrStdout(), req)
+		}
+		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "Updated configs of topic %q.\n", args[0]); err != nil {
+			return err
+		}
+		return writeConfigs(cmd.OutOrStdout(), d.Configs)
+	})
+	return cmd
+}
+
+// buildAlterConfigs checks that at least one change is asked and that no key
+// is both set and deleted.
+func buildAlterConfigs(set, del []string) (alterConfigsRequest, error) {
+	if len(set) == 0 && len(del) == 0 {
+		return alterConfigsRequest{}, errors.New("nothing to change: give -c key=value or --delete key")
+	}
+	m, err := parseConfigs(set)
+	if err != nil {
+		return alterConfigsRequest{}, err
+	}
+	req := alterConfigsRequest{Configs: make(map[string]*string, len(m)+len(del))}
+	for k, v := range m {
+		req.Configs[k] = &v
+	}
+	for _, k := range del {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return alterConfigsRequest{}, errors.New("--delete needs a config key")
+		}
+		if _, both := m[k]; both {
+			return alterConfigsRequest{}, fmt.Errorf("config %q is both set and deleted", k)
+		}
+		req.Configs[k] = nil
+	}
+	return req, nil
+}
+
+// writeConfigs prints explicitly set configs sorted by key, one per line.
+func writeConfigs(w io.Writer, configs map[string]string) error {
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) == 0 {
+		_, err := fmt.Fprintln(w, "Configs:             (all defaults)")
+		return err
+	}
+	fmt.Fprintln(w, "Configs:")
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %s=%s\n", k, configs[k])
+	}
+	return nil
+}
