@@ -1,0 +1,45 @@
+package raftfsm
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// openBadger opens a small-footprint badger database in dir. Metadata is tiny
+// compared to badger's defaults (64 MiB memtables, 256 MiB block cache), so
+// the sizes are cut down; several nodes may share one process in tests.
+func openBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, error) {
+	opts := badger.DefaultOptions(dir).
+		WithSyncWrites(syncWrites).
+		WithLogger(badgerLogger{log: log}).
+		WithMemTableSize(8 << 20).
+		WithValueThreshold(64 << 10).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(2 << 20).
+		WithValueLogFileSize(16 << 20).
+		WithBlockCacheSize(4 << 20).
+		WithNumCompactors(2)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: open badger %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+// badgerLogger routes badger's printf-style logs to slog; badger's info
+// chatter is logged at debug level.
+type badgerLogger struct{ log *slog.Logger }
+
+func (l badgerLogger) Errorf(f string, a ...any) { l.log.Error(trim(f, a), "component", "badger") }
+func (l badgerLogger) Warningf(f string, a ...any) {
+	l.log.Warn(trim(f, a), "component", "badger")
+}
+func (l badgerLogger) Infof(f string, a ...any)  { l.log.Debug(trim(f, a), "component", "badger") }
+func (l badgerLogger) Debugf(f string, a ...any) { l.log.Debug(trim(f, a), "component", "badger") }
+
+func trim(f string, a []any) string { return strings.TrimSpace(fmt.Sprintf(f, a...)) }

@@ -1,0 +1,52 @@
+package raftfsm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// encodeCommand is the raft log encoding of a command: its JSON.
+func encodeCommand(c Command) ([]byte, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("raftfsm: encode command: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeCommand decodes a command from raft log bytes and checks the
+// envelope: a known version and exactly one command set.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Command{}, fmt.Errorf("%w: decode: %v", ErrInvalidCommand, err)
+	}
+	if err := c.check(); err != nil {
+		return Command{}, err
+	}
+	return c, nil
+}
+
+func (c *Command) check() error {
+	if c.Version != CommandVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrInvalidCommand, c.Version, CommandVersion)
+	}
+	if n := c.count(); n != 1 {
+		return fmt.Errorf("%w: %d commands in one envelope, want 1", ErrInvalidCommand, n)
+	}
+	return nil
+}
+
+func (c *Command) count() int {
+	n := 0
+	for _, set := range []bool{
+		c.CreateTopic != nil, c.DeleteTopic != nil, c.AlterConfigs != nil,
+		c.CreatePartitions != nil, c.RegisterBroker != nil, c.SetBrokerState != nil,
+		c.ChangePartition != nil, c.AllocateProducerIDs != nil, c.InitCluster != nil,
+	} {
+		if set {
+			n++
+		}
+	}
+	return n
+}

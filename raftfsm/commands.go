@@ -1,0 +1,248 @@
+package raftfsm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// The command handlers. Each validates against c.base, records its changes
+// in c and returns the command's result; an error leaves nothing changed.
+
+func (c *change) topic(name string) (*Topic, error) {
+	t, ok := c.base.Topics[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
+	}
+	return t, nil
+}
+
+func (c *change) createTopic(cmd *CreateTopic) (any, error) {
+	if cmd.Name == "" {
+		return nil, fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
+	}
+	if _, ok := c.base.Topics[cmd.Name]; ok {
+		return nil, fmt.Errorf("%w: %q", ErrTopicExists, cmd.Name)
+	}
+	if cmd.Partitions < 1 || cmd.ReplicationFactor < 1 {
+		return nil, fmt.Errorf("%w: %d partitions, replication factor %d", ErrInvalidPartitions, cmd.Partitions, cmd.ReplicationFactor)
+	}
+	if err := c.checkAssignments(cmd.Assignments, int(cmd.Partitions), int(cmd.ReplicationFactor)); err != nil {
+		return nil, err
+	}
+	t := &Topic{ID: cmd.TopicID, Name: cmd.Name, Configs: copyConfigs(cmd.Configs)}
+	if t.ID == ([16]byte{}) {
+		t.ID = derivedTopicID(cmd.Name, c.index)
+	}
+	t.Partitions = newPartitions(cmd.Assignments)
+	c.putTopic(t)
+	return t, nil
+}
+
+// derivedTopicID is a deterministic UUIDv4-shaped id for a command proposed
+// without one (Apply always sets one; this keeps the FSM deterministic).
+func derivedTopicID(name string, index uint64) [16]byte {
+	h := sha256.New()
+	h.Write(binary.BigEndian.AppendUint64(nil, index))
+	h.Write([]byte(name))
+	var id [16]byte
+	copy(id[:], h.Sum(nil))
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+func newPartitions(assignments [][]int32) []Partition {
+	ps := make([]Partition, len(assignments))
+	for i, r := range assignments {
+		ps[i] = Partition{
+			Leader:   r[0],
+			Replicas: slices.Clone(r),
+			ISR:      slices.Clone(r),
+		}
+	}
+	return ps
+}
+
+// checkAssignments checks there are n assignments of rf distinct, known brokers.
+func (c *change) checkAssignments(as [][]int32, n, rf int) error {
+	if len(as) != n {
+		return fmt.Errorf("%w: %d assignments for %d partitions", ErrInvalidAssignment, len(as), n)
+	}
+	for p, r := range as {
+		if len(r) != rf {
+			return fmt.Errorf("%w: partition %d has %d replicas, want %d", ErrInvalidAssignment, p, len(r), rf)
+		}
+		for i, id := range r {
+			if _, ok := c.base.Brokers[id]; !ok {
+				return fmt.Errorf("%w: %d (partition %d)", ErrUnknownBroker, id, p)
+			}
+			if slices.Contains(r[:i], id) {
+				return fmt.Errorf("%w: partition %d lists broker %d twice", ErrInvalidAssignment, p, id)
+			}
+		}
+	}
+	return nil
+}
+
+func copyConfigs(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *change) deleteTopic(cmd *DeleteTopic) (any, error) {
+	t, err := c.topic(cmd.Name)
+	if err != nil {
+		return nil, err
+	}
+	delete(c.next.Topics, cmd.Name)
+	c.writes = append(c.writes, write{key: topicKey(cmd.Name)})
+	return t, nil
+}
+
+func (c *change) alterConfigs(cmd *AlterConfigs) (any, error) {
+	t, err := c.topic(cmd.Topic)
+	if err != nil {
+		return nil, err
+	}
+	t = t.clone()
+	for k, v := range cmd.Set {
+		t.Configs[k] = v
+	}
+	for _, k := range cmd.Delete {
+		delete(t.Configs, k)
+	}
+	c.putTopic(t)
+	return t, nil
+}
+
+func (c *change) createPartitions(cmd *CreatePartitions) (any, error) {
+	t, err := c.topic(cmd.Topic)
+	if err != nil {
+		return nil, err
+	}
+	have := int32(len(t.Partitions))
+	if cmd.Count <= have {
+		return nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, cmd.Topic, have, cmd.Count)
+	}
+	if err := c.checkAssignments(cmd.Assignments, int(cmd.Count-have), topicRF(t)); err != nil {
+		return nil, err
+	}
+	t = t.clone()
+	t.Partitions = append(t.Partitions, newPartitions(cmd.Assignments)...)
+	c.putTopic(t)
+	return t, nil
+}
+
+// topicRF is a topic's replication factor: its first partition's.
+func topicRF(t *Topic) int {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	return len(t.Partitions[0].Replicas)
+}
+
+func (c *change) registerBroker(cmd *RegisterBroker) (any, error) {
+	if cmd.ID < 0 {
+		return nil, fmt.Errorf("%w: broker id %d", ErrInvalidCommand, cmd.ID)
+	}
+	b := &Broker{
+		ID:            cmd.ID,
+		IncarnationID: cmd.IncarnationID,
+		Epoch:         int64(c.index),
+		Rack:          cmd.Rack,
+		HTTPAddr:      cmd.HTTPAddr,
+		KafkaAddr:     cmd.KafkaAddr,
+		State:         BrokerAlive,
+	}
+	c.putBroker(b)
+	return b, nil
+}
+
+func (c *change) setBrokerState(cmd *SetBrokerState) (any, error) {
+	b, ok := c.base.Brokers[cmd.ID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownBroker, cmd.ID)
+	}
+	if cmd.Epoch != b.Epoch {
+		return nil, fmt.Errorf("%w: broker %d epoch %d, current %d", ErrStaleEpoch, cmd.ID, cmd.Epoch, b.Epoch)
+	}
+	switch cmd.State {
+	case BrokerAlive, BrokerFenced, BrokerShuttingDown:
+	default:
+		return nil, fmt.Errorf("%w: broker state %q", ErrInvalidCommand, cmd.State)
+	}
+	nb := *b
+	nb.State = cmd.State
+	c.putBroker(&nb)
+	return &nb, nil
+}
+
+func (c *change) changePartition(cmd *ChangePartition) (any, error) {
+	t, err := c.topic(cmd.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Partition < 0 || int(cmd.Partition) >= len(t.Partitions) {
+		return nil, fmt.Errorf("%w: %q/%d", ErrUnknownPartition, cmd.Topic, cmd.Partition)
+	}
+	cur := t.Partitions[cmd.Partition]
+	if cmd.LeaderEpoch != cur.LeaderEpoch || cmd.PartitionEpoch != cur.PartitionEpoch {
+		return nil, fmt.Errorf("%w: %q/%d at epochs %d/%d, current %d/%d", ErrStaleEpoch,
+			cmd.Topic, cmd.Partition, cmd.LeaderEpoch, cmd.PartitionEpoch, cur.LeaderEpoch, cur.PartitionEpoch)
+	}
+	if err := checkLeaderISR(cur.Replicas, cmd.Leader, cmd.ISR); err != nil {
+		return nil, fmt.Errorf("%w (%q/%d)", err, cmd.Topic, cmd.Partition)
+	}
+	t = t.clone()
+	p := &t.Partitions[cmd.Partition]
+	if p.Leader != cmd.Leader {
+		p.LeaderEpoch++
+	}
+	p.Leader = cmd.Leader
+	p.ISR = slices.Clone(cmd.ISR)
+	p.PartitionEpoch++
+	c.putTopic(t)
+	res := p.clone()
+	return &res, nil
+}
+
+// checkLeaderISR: the ISR is a duplicate-free subset of the replicas, and the
+// leader is -1 (offline) or in the ISR.
+func checkLeaderISR(replicas []int32, leader int32, isr []int32) error {
+	for i, id := range isr {
+		if !slices.Contains(replicas, id) || slices.Contains(isr[:i], id) {
+			return fmt.Errorf("%w: isr %v, replicas %v", ErrInvalidAssignment, isr, replicas)
+		}
+	}
+	if leader != -1 && !slices.Contains(isr, leader) {
+		return fmt.Errorf("%w: leader %d not in isr %v", ErrInvalidAssignment, leader, isr)
+	}
+	return nil
+}
+
+func (c *change) allocateProducerIDs(cmd *AllocateProducerIDs) (any, error) {
+	if cmd.Count < 1 {
+		return nil, fmt.Errorf("%w: producer id count %d", ErrInvalidCommand, cmd.Count)
+	}
+	first := c.base.NextProducerID
+	c.next.NextProducerID = first + cmd.Count
+	c.writes = append(c.writes, write{keyNextProducerID, u64(uint64(c.next.NextProducerID))})
+	return first, nil
+}
+
+func (c *change) initCluster(cmd *InitCluster) (any, error) {
+	if c.base.ClusterID != "" {
+		return c.base.ClusterID, nil
+	}
+	if cmd.ClusterID == "" {
+		return nil, fmt.Errorf("%w: empty cluster id", ErrInvalidCommand)
+	}
+	c.next.ClusterID = cmd.ClusterID
+	c.writes = append(c.writes, write{keyClusterID, []byte(cmd.ClusterID)})
+	return cmd.ClusterID, nil
+}

@@ -1,0 +1,93 @@
+package raftfsm
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync/atomic"
+)
+
+// Digest is a hash of the image's content (not Index), equal on every node
+// that applied the same log.
+func (img *Image) Digest() string {
+	// encoding/json writes map keys sorted, so this encoding is canonical.
+	b, err := json.Marshal(struct {
+		ClusterID      string
+		Brokers        map[int32]*Broker
+		Topics         map[string]*Topic
+		NextProducerID int64
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID})
+	if err != nil {
+		// Only plain data types: cannot happen.
+		panic("raftfsm: digest: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// next returns a shallow copy of img for the command at index: the maps are
+// copied, the *Broker and *Topic values shared until replaced.
+func (img *Image) next(index uint64) *Image {
+	n := &Image{
+		Index:          index,
+		ClusterID:      img.ClusterID,
+		Brokers:        make(map[int32]*Broker, len(img.Brokers)),
+		Topics:         make(map[string]*Topic, len(img.Topics)),
+		NextProducerID: img.NextProducerID,
+	}
+	for k, v := range img.Brokers {
+		n.Brokers[k] = v
+	}
+	for k, v := range img.Topics {
+		n.Topics[k] = v
+	}
+	return n
+}
+
+func emptyImage() *Image {
+	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}}
+}
+
+// clone returns a deep copy of t, for modification before it is published.
+func (t *Topic) clone() *Topic {
+	c := *t
+	c.Configs = make(map[string]string, len(t.Configs))
+	for k, v := range t.Configs {
+		c.Configs[k] = v
+	}
+	c.Partitions = make([]Partition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		c.Partitions[i] = p.clone()
+	}
+	return &c
+}
+
+func (p Partition) clone() Partition {
+	p.Replicas = append([]int32(nil), p.Replicas...)
+	p.ISR = append([]int32(nil), p.ISR...)
+	return p
+}
+
+// published is one image and the channel closed when it is replaced.
+type published struct {
+	img     *Image
+	changed chan struct{}
+}
+
+// imageHolder publishes images. Load is safe for concurrent use; publish is
+// called only from the FSM goroutine (raft serialises Apply and Restore).
+type imageHolder struct {
+	cur atomic.Pointer[published]
+}
+
+func (h *imageHolder) load() (*Image, <-chan struct{}) {
+	p := h.cur.Load()
+	return p.img, p.changed
+}
+
+func (h *imageHolder) publish(img *Image) {
+	old := h.cur.Swap(&published{img: img, changed: make(chan struct{})})
+	if old != nil {
+		close(old.changed)
+	}
+}

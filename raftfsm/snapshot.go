@@ -1,0 +1,217 @@
+package raftfsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/hashicorp/raft"
+)
+
+// Snapshot format (what raft stores and ships to followers):
+//
+//	"RNLSNAP1" | applied index u64 BE
+//	records: uvarint len(key) | key | uvarint len(val) | val   (len(key) > 0)
+//	end: uvarint 0 | CRC-32C (Castagnoli) u32 BE of every byte before it
+//
+// The records are the badger state read in one read-only transaction, so a
+// snapshot is consistent while Apply goes on concurrently with Persist.
+const snapMagic = "RNLSNAP1"
+
+var (
+	errBadSnapshot = errors.New("raftfsm: corrupt snapshot")
+	castagnoli     = crc32.MakeTable(crc32.Castagnoli)
+)
+
+type fsmSnapshot struct {
+	txn     *badger.Txn
+	applied uint64
+}
+
+func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
+	// Called on the FSM goroutine: txn and applied index agree.
+	return &fsmSnapshot{txn: f.db.NewTransaction(false), applied: f.applied.Load()}, nil
+}
+
+// Persist writes the snapshot to sink; it runs concurrently with Apply.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("raftfsm: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) write(w io.Writer) error {
+	crc := crc32.New(castagnoli)
+	bw := bufio.NewWriter(io.MultiWriter(w, crc))
+	hdr := binary.BigEndian.AppendUint64([]byte(snapMagic), s.applied)
+	if _, err := bw.Write(hdr); err != nil {
+		return err
+	}
+	it := s.txn.NewIterator(badger.DefaultIteratorOptions)
+	defer it.Close()
+	var rec []byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if string(item.Key()) == keyApplied {
+			continue // the header carries it
+		}
+		val, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		rec = binary.AppendUvarint(rec[:0], uint64(len(item.Key())))
+		rec = append(rec, item.Key()...)
+		rec = binary.AppendUvarint(rec, uint64(len(val)))
+		rec = append(rec, val...)
+		if _, err := bw.Write(rec); err != nil {
+			return err
+		}
+	}
+	if err := bw.WriteByte(0); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// Release ends the read transaction.
+func (s *fsmSnapshot) Release() { s.txn.Discard() }
+
+// restore replaces the state with the snapshot's, unless this state machine
+// has already applied the snapshot's index (raft restores the newest snapshot
+// on every start; the badger state is durable and usually ahead of it).
+func (f *fsm) restore(r io.Reader) error {
+	applied, recs, err := readSnapshot(r)
+	if err != nil {
+		return err
+	}
+	if applied <= f.applied.Load() {
+		f.log.Debug("raftfsm: state already past snapshot", "snapshot", applied, "applied", f.applied.Load())
+		return nil
+	}
+	if err := replaceState(f.db, applied, recs); err != nil {
+		return err
+	}
+	img, idx, err := loadImage(f.db)
+	if err != nil {
+		return err
+	}
+	f.applied.Store(idx)
+	f.images.publish(img)
+	f.log.Info("raftfsm: restored snapshot", "index", idx, "topics", len(img.Topics), "brokers", len(img.Brokers))
+	return nil
+}
+
+// readSnapshot reads and checks a whole snapshot (metadata is small).
+func readSnapshot(r io.Reader) (uint64, []write, error) {
+	crc := crc32.New(castagnoli)
+	br := bufio.NewReader(r)
+	tr := io.TeeReader(br, crc)
+	hdr := make([]byte, len(snapMagic)+8)
+	if _, err := io.ReadFull(tr, hdr); err != nil || string(hdr[:len(snapMagic)]) != snapMagic {
+		return 0, nil, fmt.Errorf("%w: bad header", errBadSnapshot)
+	}
+	applied := binary.BigEndian.Uint64(hdr[len(snapMagic):])
+	bre := byteReader{tr}
+	var recs []write
+	for {
+		key, err := readChunk(bre, tr)
+		if err != nil {
+			return 0, nil, err
+		}
+		if key == nil {
+			break
+		}
+		val, err := readChunk(bre, tr)
+		if err != nil {
+			return 0, nil, err
+		}
+		if val == nil {
+			val = []byte{}
+		}
+		recs = append(recs, write{string(key), val})
+	}
+	want := crc.Sum32()
+	var sum [4]byte
+	if _, err := io.ReadFull(br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
+		return 0, nil, fmt.Errorf("%w: checksum", errBadSnapshot)
+	}
+	return applied, recs, nil
+}
+
+// maxChunk bounds one key or value in a snapshot.
+const maxChunk = 64 << 20
+
+// readChunk reads a uvarint-prefixed chunk; nil for a zero length.
+func readChunk(br io.ByteReader, r io.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > maxChunk {
+		return nil, fmt.Errorf("%w: bad length", errBadSnapshot)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("%w: truncated", errBadSnapshot)
+	}
+	return b, nil
+}
+
+type byteReader struct{ r io.Reader }
+
+func (b byteReader) ReadByte() (byte, error) {
+	var p [1]byte
+	_, err := io.ReadFull(b.r, p[:])
+	return p[0], err
+}
+
+// replaceState swaps the whole badger state for recs. The applied index is
+// removed first and written last, so a crash in between leaves applied 0 and
+// raft restores the snapshot again on the next start.
+func replaceState(db *badger.DB, applied uint64, recs []write) error {
+	err := db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(keyApplied)) })
+	if err != nil {
+		return fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	keep := make(map[string]bool, len(recs))
+	for _, w := range recs {
+		keep[w.key] = true
+	}
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	err = db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if keep[string(it.Item().Key())] {
+				continue
+			}
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("raftfsm: restore: clear state: %w", err)
+	}
+	for _, w := range recs {
+		if err := wb.Set([]byte(w.key), w.val); err != nil {
+			return fmt.Errorf("raftfsm: restore: %w", err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	return commitWrites(db, applied, nil)
+}
