@@ -1,0 +1,353 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+func newTestFSM(t *testing.T, dir string) *fsm {
+	t.Helper()
+	db, err := openBadger(dir, true, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := newFSM(db, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return f
+}
+
+// applyAt applies cmd at index through the raft log encoding.
+func applyAt(t *testing.T, f *fsm, index uint64, cmd Command) any {
+	t.Helper()
+	cmd.Version = CommandVersion
+	data, err := encodeCommand(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+}
+
+func reg(id int32, rack string) Command {
+	return Command{RegisterBroker: &RegisterBroker{ID: id, Rack: rack}}
+}
+
+func create(name string, as ...[]int32) Command {
+	rf := int16(0)
+	if len(as) > 0 {
+		rf = int16(len(as[0]))
+	}
+	return Command{CreateTopic: &CreateTopic{Name: name, Partitions: int32(len(as)), ReplicationFactor: rf, Assignments: as}}
+}
+
+// setup is applied before each case: brokers 1..3 at indexes 1..3, topic
+// "t" with two partitions at index 4.
+func setup(t *testing.T, f *fsm) {
+	for i, c := range []Command{reg(1, "a"), reg(2, "b"), reg(3, "c"), create("t", []int32{1, 2}, []int32{2, 3})} {
+		if res := applyAt(t, f, uint64(i+1), c); isErr(res) {
+			t.Fatalf("setup %d: %v", i, res)
+		}
+	}
+}
+
+func isErr(v any) bool { _, ok := v.(error); return ok }
+
+func TestFSMCommands(t *testing.T) {
+	tests := []struct {
+		name  string
+		cmd   Command
+		err   error
+		check func(t *testing.T, res any, img *Image)
+	}{
+		{name: "create topic", cmd: create("u", []int32{3}),
+			check: func(t *testing.T, res any, img *Image) {
+				tp := res.(*Topic)
+				if img.Topics["u"] != tp || tp.Partitions[0].Leader != 3 || !reflect.DeepEqual(tp.Partitions[0].ISR, []int32{3}) {
+					t.Fatalf("topic %+v", tp)
+				}
+				if tp.ID == ([16]byte{}) {
+					t.Fatal("no topic id")
+				}
+			}},
+		{name: "create existing", cmd: create("t", []int32{1}), err: ErrTopicExists},
+		{name: "create zero partitions", cmd: Command{CreateTopic: &CreateTopic{Name: "z", ReplicationFactor: 1}}, err: ErrInvalidPartitions},
+		{name: "create zero rf", cmd: Command{CreateTopic: &CreateTopic{Name: "z", Partitions: 1}}, err: ErrInvalidPartitions},
+		{name: "create unknown broker", cmd: create("z", []int32{9}), err: ErrUnknownBroker},
+		{name: "create duplicate replica", cmd: create("z", []int32{1, 1}), err: ErrInvalidAssignment},
+		{name: "create ragged", cmd: create("z", []int32{1, 2}, []int32{1}), err: ErrInvalidAssignment},
+		{name: "create empty name", cmd: create("", []int32{1}), err: ErrInvalidCommand},
+		{name: "delete", cmd: Command{DeleteTopic: &DeleteTopic{Name: "t"}},
+			check: func(t *testing.T, res any, img *Image) {
+				if _, ok := img.Topics["t"]; ok || res.(*Topic).Name != "t" {
+					t.Fatal("topic not deleted")
+				}
+			}},
+		{name: "delete unknown", cmd: Command{DeleteTopic: &DeleteTopic{Name: "x"}}, err: ErrUnknownTopic},
+		{name: "alter configs", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"a": "1"}, Delete: []string{"b"}}},
+			check: func(t *testing.T, res any, img *Image) {
+				if img.Topics["t"].Configs["a"] != "1" {
+					t.Fatalf("configs %v", img.Topics["t"].Configs)
+				}
+			}},
+		{name: "alter unknown", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "x"}}, err: ErrUnknownTopic},
+		{name: "create partitions", cmd: Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3, 1}}}},
+			check: func(t *testing.T, res any, img *Image) {
+				if n := len(img.Topics["t"].Partitions); n != 3 {
+					t.Fatalf("%d partitions", n)
+				}
+			}},
+		{name: "create partitions shrink", cmd: Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 2}}, err: ErrInvalidPartitions},
+		{name: "create partitions wrong rf", cmd: Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3}}}}, err: ErrInvalidAssignment},
+		{name: "register again", cmd: reg(2, "b"),
+			check: func(t *testing.T, res any, img *Image) {
+				if b := res.(*Broker); b.Epoch != 10 || img.Brokers[2] != b {
+					t.Fatalf("broker %+v", b)
+				}
+			}},
+		{name: "register negative", cmd: reg(-1, ""), err: ErrInvalidCommand},
+		{name: "fence", cmd: Command{SetBrokerState: &SetBrokerState{ID: 2, Epoch: 2, State: BrokerFenced}},
+			check: func(t *testing.T, res any, img *Image) {
+				if img.Brokers[2].State != BrokerFenced {
+					t.Fatal("not fenced")
+				}
+			}},
+		{name: "fence stale", cmd: Command{SetBrokerState: &SetBrokerState{ID: 2, Epoch: 1, State: BrokerFenced}}, err: ErrStaleEpoch},
+		{name: "fence unknown", cmd: Command{SetBrokerState: &SetBrokerState{ID: 7, State: BrokerFenced}}, err: ErrUnknownBroker},
+		{name: "bad state", cmd: Command{SetBrokerState: &SetBrokerState{ID: 2, Epoch: 2, State: "gone"}}, err: ErrInvalidCommand},
+		{name: "change leader", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 1, Leader: 3, ISR: []int32{3}}},
+			check: func(t *testing.T, res any, img *Image) {
+				p := img.Topics["t"].Partitions[1]
+				if p.Leader != 3 || p.LeaderEpoch != 1 || p.PartitionEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{3}) {
+					t.Fatalf("partition %+v", p)
+				}
+				if got := res.(*Partition); !reflect.DeepEqual(*got, p) {
+					t.Fatalf("result %+v", got)
+				}
+			}},
+		{name: "shrink isr", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}}},
+			check: func(t *testing.T, res any, img *Image) {
+				if p := img.Topics["t"].Partitions[0]; p.LeaderEpoch != 0 || p.PartitionEpoch != 1 {
+					t.Fatalf("partition %+v", p)
+				}
+			}},
+		{name: "offline", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: -1}},
+			check: func(t *testing.T, res any, img *Image) {
+				if p := img.Topics["t"].Partitions[0]; p.Leader != -1 || p.LeaderEpoch != 1 {
+					t.Fatalf("partition %+v", p)
+				}
+			}},
+		{name: "change stale", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, LeaderEpoch: 1, Leader: 1, ISR: []int32{1}}}, err: ErrStaleEpoch},
+		{name: "leader outside isr", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 2, ISR: []int32{1}}}, err: ErrInvalidAssignment},
+		{name: "isr outside replicas", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1, 3}}}, err: ErrInvalidAssignment},
+		{name: "unknown partition", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 2}}, err: ErrUnknownPartition},
+		{name: "producer ids", cmd: Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 1000}},
+			check: func(t *testing.T, res any, img *Image) {
+				if res.(int64) != 0 || img.NextProducerID != 1000 {
+					t.Fatalf("first %v next %d", res, img.NextProducerID)
+				}
+			}},
+		{name: "producer ids zero", cmd: Command{AllocateProducerIDs: &AllocateProducerIDs{}}, err: ErrInvalidCommand},
+		{name: "init cluster", cmd: Command{InitCluster: &InitCluster{ClusterID: "abc"}},
+			check: func(t *testing.T, res any, img *Image) {
+				if res != "abc" || img.ClusterID != "abc" {
+					t.Fatalf("cluster %v %q", res, img.ClusterID)
+				}
+			}},
+		{name: "init cluster empty", cmd: Command{InitCluster: &InitCluster{}}, err: ErrInvalidCommand},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newTestFSM(t, t.TempDir())
+			setup(t, f)
+			before, changed := f.image()
+			res := applyAt(t, f, 10, tc.cmd)
+			img, _ := f.image()
+			if tc.err != nil {
+				if err, _ := res.(error); !errors.Is(err, tc.err) {
+					t.Fatalf("result %v, want %v", res, tc.err)
+				}
+				if img != before || img.Digest() != before.Digest() {
+					t.Fatal("a rejected command changed the image")
+				}
+				return
+			}
+			if isErr(res) {
+				t.Fatalf("unexpected error %v", res)
+			}
+			select {
+			case <-changed:
+			default:
+				t.Fatal("image change not signalled")
+			}
+			if img.Index != 10 {
+				t.Fatalf("image index %d", img.Index)
+			}
+			tc.check(t, res, img)
+			// The state in badger matches the published image.
+			loaded, applied, err := loadImage(f.db)
+			if err != nil || applied != 10 || loaded.Digest() != img.Digest() {
+				t.Fatalf("badger state: applied %d err %v, digest mismatch %v", applied, err, loaded.Digest() != img.Digest())
+			}
+		})
+	}
+}
+
+func TestFSMCopyOnWrite(t *testing.T) {
+	f := newTestFSM(t, t.TempDir())
+	setup(t, f)
+	applyAt(t, f, 5, create("u", []int32{1}))
+	before, _ := f.image()
+	applyAt(t, f, 6, Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"k": "v"}}})
+	after, _ := f.image()
+	if before.Topics["u"] != after.Topics["u"] {
+		t.Error("unchanged topic not shared")
+	}
+	if before.Topics["t"] == after.Topics["t"] || len(before.Topics["t"].Configs) != 0 {
+		t.Error("changed topic modified in place")
+	}
+}
+
+func TestFSMIdempotentReplay(t *testing.T) {
+	dir := t.TempDir()
+	f := newTestFSM(t, dir)
+	setup(t, f)
+	applyAt(t, f, 5, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 10}})
+	img, _ := f.image()
+	want := img.Digest()
+	// Replaying applied indexes, even with other commands, changes nothing.
+	for i := uint64(1); i <= 5; i++ {
+		if res := applyAt(t, f, i, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 10}}); res != nil {
+			t.Fatalf("replay %d: %v", i, res)
+		}
+	}
+	if img2, _ := f.image(); img2 != img || img2.NextProducerID != 10 {
+		t.Fatalf("replay changed the image: next producer id %d", img2.NextProducerID)
+	}
+	// Reopening the badger state gives the same image and applied index.
+	_ = f.db.Close()
+	f2 := newTestFSM(t, dir)
+	if f2.appliedIndex() != 5 {
+		t.Fatalf("applied %d after reopen", f2.appliedIndex())
+	}
+	if img3, _ := f2.image(); img3.Digest() != want || img3.Index != 5 {
+		t.Fatalf("reopened image index %d, digest changed %v", img3.Index, img3.Digest() != want)
+	}
+}
+
+type bufSink struct {
+	bytes.Buffer
+	cancelled bool
+}
+
+func (s *bufSink) ID() string    { return "test" }
+func (s *bufSink) Cancel() error { s.cancelled = true; return nil }
+func (s *bufSink) Close() error  { return nil }
+
+func snapshotBytes(t *testing.T, f *fsm) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var sink bufSink
+	if err := snap.Persist(&sink); err != nil || sink.cancelled {
+		t.Fatalf("persist: %v", err)
+	}
+	return sink.Bytes()
+}
+
+func TestFSMSnapshotRestore(t *testing.T) {
+	src := newTestFSM(t, t.TempDir())
+	setup(t, src)
+	applyAt(t, src, 5, Command{InitCluster: &InitCluster{ClusterID: "c1"}})
+	applyAt(t, src, 6, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 7}})
+	data := snapshotBytes(t, src)
+	// Applying after Snapshot does not leak into the snapshot taken before.
+	applyAt(t, src, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
+	img, _ := src.image()
+
+	dst := newTestFSM(t, t.TempDir())
+	applyAt(t, dst, 1, reg(9, "")) // stale state the restore must remove
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	got, _ := dst.image()
+	if got.Index != 6 || got.ClusterID != "c1" || got.Brokers[9] != nil || got.Topics["t"] == nil {
+		t.Fatalf("restored image %+v", got)
+	}
+	applyAt(t, dst, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
+	got, _ = dst.image()
+	if got.Digest() != img.Digest() {
+		t.Fatal("digest differs after restore and the same log")
+	}
+	// A snapshot older than the applied state is ignored.
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := dst.image(); again != got {
+		t.Fatal("old snapshot replaced newer state")
+	}
+	// Corruption is detected.
+	bad := bytes.Clone(data)
+	bad[len(bad)/2] ^= 0xff
+	dst2 := newTestFSM(t, t.TempDir())
+	if err := dst2.Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, errBadSnapshot) {
+		t.Fatalf("corrupt snapshot: %v", err)
+	}
+}
+
+func TestPlacement(t *testing.T) {
+	brokers := func(racks ...string) *Image {
+		img := emptyImage()
+		for i, r := range racks {
+			img.Brokers[int32(i+1)] = &Broker{ID: int32(i + 1), Rack: r, State: BrokerAlive}
+		}
+		return img
+	}
+	tests := []struct {
+		name string
+		img  *Image
+		n    int32
+		rf   int16
+		want [][]int32
+		err  error
+	}{
+		{name: "single", img: brokers(""), n: 2, rf: 1, want: [][]int32{{1}, {1}}},
+		{name: "no racks", img: brokers("", "", ""), n: 3, rf: 2, want: [][]int32{{1, 2}, {2, 3}, {3, 1}}},
+		{name: "racks", img: brokers("a", "a", "b", "b"), n: 2, rf: 2, want: [][]int32{{1, 3}, {3, 2}}},
+		{name: "uneven racks", img: brokers("a", "a", "a", "b"), n: 4, rf: 2, want: [][]int32{{1, 4}, {4, 2}, {2, 4}, {3, 4}}},
+		{name: "too few", img: brokers("", ""), n: 1, rf: 3, err: ErrNotEnoughBrokers},
+		{name: "zero partitions", img: brokers(""), n: 0, rf: 1, err: ErrInvalidPartitions},
+		{name: "zero rf", img: brokers(""), n: 1, rf: 0, err: ErrInvalidPartitions},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := placeReplicas(tc.img, tc.n, tc.rf)
+			if !errors.Is(err, tc.err) || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
+func TestPlacementSkipsFencedAndBalancesLeaders(t *testing.T) {
+	img := emptyImage()
+	for id := int32(1); id <= 3; id++ {
+		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
+	}
+	img.Brokers[2] = &Broker{ID: 2, State: BrokerFenced}
+	img.Topics["x"] = &Topic{Name: "x", Partitions: []Partition{{Leader: 1, Replicas: []int32{1}}}}
+	got, err := placeReplicas(img, 1, 1)
+	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
+		t.Fatalf("got %v %v, want [[3]] (broker 1 already leads, 2 fenced)", got, err)
+	}
+}
