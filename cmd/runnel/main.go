@@ -1,0 +1,36 @@
+// Command runnel is the event log server (`runnel serve`) and its command-line
+// client (`runnel topic|produce|consume|cluster`, talking to the REST API).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "runnel:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "runnel",
+		Short:         "runnel is an event log: HTTP first, Kafka compatible, Raft metadata",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	var g globalFlags
+	g.register(root.PersistentFlags())
+	root.AddCommand(newServeCommand())
+	root.AddCommand(newClientCommands(&g)...)
+	return root
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/runnel/runnel/server"
+)
+
+// serveFlags are the `runnel serve` flags. Each may also come from the
+// environment (RUNNEL_<NAME>, dashes as underscores) or from the YAML config
+// file given by --config (keys are the flag names); a flag on the command line
+// wins over the environment, which wins over the file.
+type serveFlags struct {
+	configFile string
+	nodeID     int32
+	roles      string
+	dataDir    string
+	httpAddr   string
+	httpAdv    string
+	kafkaAddr  string
+	kafkaAdv   string
+	raftAddr   string
+	raftAdv    string
+	ctrls      string
+	rack       string
+	logLevel   string
+	logFormat  string
+	maxFiles   int
+}
+
+func newServeCommand() *cobra.Command {
+	def := server.DefaultConfig()
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a runnel node (controller, broker or both)",
+		Long: "Run a runnel node. With no flags: a complete single-node cluster on ./data,\n" +
+			"HTTP and the UI on :8080, the Kafka listener on :9092.\n\n" +
+			"Every flag can also be set as RUNNEL_<FLAG> (e.g. RUNNEL_DATA_DIR) or in the\n" +
+			"YAML file named by --config (keys are flag names).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndFile(cmd.Flags(), f.configFile); err != nil {
+				return err
+			}
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			return server.Run(cmd.Context(), cfg)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.configFile, "config", "", "YAML config file (keys are flag names)")
+	fs.Int32Var(&f.nodeID, "node-id", def.NodeID, "this node's id, unique in the cluster")
+	fs.StringVar(&f.roles, "roles", "controller,broker", "roles: controller, broker, or both")
+	fs.StringVar(&f.dataDir, "data-dir", def.DataDir, "directory for partitions and metadata")
+	fs.StringVar(&f.httpAddr, "http-addr", def.HTTPAddr, "HTTP API and UI listen address")
+	fs.StringVar(&f.httpAdv, "http-advertised-addr", "", "HTTP address other nodes and clients use (default: from --http-addr)")
+	fs.StringVar(&f.kafkaAddr, "kafka-addr", def.KafkaAddr, "Kafka protocol listen address; empty disables it")
+	fs.StringVar(&f.kafkaAdv, "kafka-advertised-addr", "", "Kafka address given to clients in Metadata (default: from --kafka-addr)")
+	fs.StringVar(&f.raftAddr, "raft-addr", def.RaftAddr, "Raft listen address (controllers)")
+	fs.StringVar(&f.raftAdv, "raft-advertised-addr", "", "Raft address peers dial (default: from --raft-addr)")
+	fs.StringVar(&f.ctrls, "controllers", "", "controller quorum as id@host:port,... (default: this node alone)")
+	fs.StringVar(&f.rack, "rack", "", "rack or zone of this broker, for rack-aware placement")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
+	return cmd
+}
+
+func (f *serveFlags) config() (server.Config, error) {
+	cfg := server.DefaultConfig()
+	roles, err := server.ParseRoles(f.roles)
+	if err != nil {
+		return cfg, fmt.Errorf("--roles: %w", err)
+	}
+	ctrls, err := server.ParseControllers(f.ctrls)
+	if err != nil {
+		return cfg, fmt.Errorf("--controllers: %w", err)
+	}
+	logger, err := newLogger(f.logLevel, f.logFormat)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.NodeID = f.nodeID
+	cfg.Roles = roles
+	cfg.DataDir = f.dataDir
+	cfg.HTTPAddr, cfg.HTTPAdvertisedAddr = f.httpAddr, f.httpAdv
+	cfg.KafkaAddr, cfg.KafkaAdvertisedAddr = f.kafkaAddr, f.kafkaAdv
+	cfg.RaftAddr, cfg.RaftAdvertisedAddr = f.raftAddr, f.raftAdv
+	cfg.Controllers = ctrls
+	cfg.Rack = f.rack
+	cfg.MaxOpenFiles = f.maxFiles
+	cfg.Logger = logger
+	return cfg, nil
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
+
+// envName is the environment variable for a flag: node-id -> RUNNEL_NODE_ID.
+func envName(flag string) string {
+	return "RUNNEL_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnvAndFile fills every flag not given on the command line from the
+// environment, then from the config file.
+func applyEnvAndFile(fs *pflag.FlagSet, file string) error {
+	if file == "" {
+		file = os.Getenv(envName("config"))
+	}
+	fileValues := map[string]any{}
+	if file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("read config file: %w", err)
+		}
+		if err := yaml.Unmarshal(raw, &fileValues); err != nil {
+			return fmt.Errorf("parse config file %s: %w", file, err)
+		}
+		for key := range fileValues {
+			if fs.Lookup(key) == nil {
+				return fmt.Errorf("config file %s: unknown key %q", file, key)
+			}
+		}
+	}
+	var firstErr error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed || firstErr != nil {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(fl.Name)); ok {
+			if err := fs.Set(fl.Name, v); err != nil {
+				firstErr = fmt.Errorf("%s: %w", envName(fl.Name), err)
+			}
+			return
+		}
+		if v, ok := fileValues[fl.Name]; ok {
+			if err := fs.Set(fl.Name, fmt.Sprint(v)); err != nil {
+				firstErr = fmt.Errorf("config file key %s: %w", fl.Name, err)
+			}
+		}
+	})
+	return firstErr
+}

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+var (
+	errInvalidTopicName  = errors.New("invalid topic name")
+	errInvalidPartitions = errors.New("invalid partition count")
+	errInvalidReplicas   = errors.New("invalid replication factor")
+)
+
+// Broker-wide topic defaults (Kafka's num.partitions and default.replication.factor).
+const (
+	defaultPartitions        = 1
+	defaultReplicationFactor = 1
+	metadataApplyTimeout     = 10 * time.Second
+)
+
+var topicNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// validateTopicName applies Kafka's rules.
+func validateTopicName(name string) error {
+	if name == "." || name == ".." || !topicNameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q (want 1 to 249 of [a-zA-Z0-9._-], not . or ..)", errInvalidTopicName, name)
+	}
+	return nil
+}
+
+// topicSpec is a topic to create; -1 means the broker default.
+type topicSpec struct {
+	name              string
+	partitions        int32
+	replicationFactor int16
+	configs           map[string]string
+}
+
+// applyMeta proposes a metadata command with a bounded wait.
+func (s *Server) applyMeta(ctx context.Context, cmd raftfsm.Command) (any, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, metadataApplyTimeout)
+		defer cancel()
+	}
+	cmd.Version = 1
+	res, err := s.meta.Apply(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	// The partitions of this broker follow the image; catch up now so the
+	// caller can use what it just created.
+	if s.broker != nil {
+		img, _ := s.meta.Image()
+		if err := s.broker.reconcile(img); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// checkTopicSpec validates a creation request and fills in defaults.
+func checkTopicSpec(spec topicSpec) (topicSpec, error) {
+	if err := validateTopicName(spec.name); err != nil {
+		return spec, err
+	}
+	if spec.partitions == -1 || spec.partitions == 0 {
+		spec.partitions = defaultPartitions
+	}
+	if spec.replicationFactor == -1 || spec.replicationFactor == 0 {
+		spec.replicationFactor = defaultReplicationFactor
+	}
+	if spec.partitions < 1 || spec.partitions > 100000 {
+		return spec, fmt.Errorf("%w: %d (want 1 to 100000)", errInvalidPartitions, spec.partitions)
+	}
+	if spec.replicationFactor < 1 {
+		return spec, fmt.Errorf("%w: %d", errInvalidReplicas, spec.replicationFactor)
+	}
+	if err := validateTopicConfigs(spec.configs); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
+func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly bool) (*raftfsm.Topic, error) {
+	spec, err := checkTopicSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	img, _ := s.meta.Image()
+	if _, ok := img.Topics[spec.name]; ok {
+		return nil, fmt.Errorf("%w: %s", raftfsm.ErrTopicExists, spec.name)
+	}
+	if alive := aliveBrokers(img); int(spec.replicationFactor) > alive {
+		return nil, fmt.Errorf("%w: replication factor %d, %d brokers alive", raftfsm.ErrNotEnoughBrokers, spec.replicationFactor, alive)
+	}
+	if validateOnly {
+		return nil, nil
+	}
+	res, err := s.applyMeta(ctx, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{
+		Name: spec.name, Partitions: spec.partitions, ReplicationFactor: spec.replicationFactor, Configs: spec.configs,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("create topic %s: %w", spec.name, err)
+	}
+	return res.(*raftfsm.Topic), nil
+}
+
+func aliveBrokers(img *raftfsm.Image) int {
+	n := 0
+	for _, b := range img.Brokers {
+		if b.State == raftfsm.BrokerAlive {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) deleteTopic(ctx context.Context, name string) error {
+	if _, err := s.applyMeta(ctx, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: name}}); err != nil {
+		return fmt.Errorf("delete topic %s: %w", name, err)
+	}
+	return nil
+}
+
+// alterTopicConfigs sets (non-nil) or removes (nil) configs, all or nothing.
+func (s *Server) alterTopicConfigs(ctx context.Context, name string, changes map[string]*string, validateOnly bool) (*raftfsm.Topic, error) {
+	cmd := &raftfsm.AlterConfigs{Topic: name, Set: map[string]string{}}
+	for k, v := range changes {
+		if v == nil {
+			if _, ok := lookupTopicConfig(k); !ok {
+				return nil, fmt.Errorf("%w: unknown config %q", errInvalidConfig, k)
+			}
+			cmd.Delete = append(cmd.Delete, k)
+			continue
+		}
+		if err := validateTopicConfig(k, *v); err != nil {
+			return nil, err
+		}
+		cmd.Set[k] = *v
+	}
+	img, _ := s.meta.Image()
+	if _, ok := img.Topics[name]; !ok {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	if validateOnly {
+		return img.Topics[name], nil
+	}
+	res, err := s.applyMeta(ctx, raftfsm.Command{AlterConfigs: cmd})
+	if err != nil {
+		return nil, fmt.Errorf("alter configs of %s: %w", name, err)
+	}
+	return res.(*raftfsm.Topic), nil
+}
+
+func (s *Server) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	img, _ := s.meta.Image()
+	t, ok := img.Topics[name]
+	if !ok {
+		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+	}
+	if int(count) <= len(t.Partitions) {
+		return fmt.Errorf("%w: %s has %d partitions, asked for %d", errInvalidPartitions, name, len(t.Partitions), count)
+	}
+	if validateOnly {
+		return nil
+	}
+	_, err := s.applyMeta(ctx, raftfsm.Command{CreatePartitions: &raftfsm.CreatePartitions{Topic: name, Count: count}})
+	if err != nil {
+		return fmt.Errorf("create partitions of %s: %w", name, err)
+	}
+	return nil
+}
+
+func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
+	res, err := s.applyMeta(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	if err != nil {
+		return 0, fmt.Errorf("allocate producer id: %w", err)
+	}
+	return res.(int64), nil
+}

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+)
+
+// broker hosts partition replicas: it follows the metadata image, opens the
+// logs of the partitions placed on it, removes those of deleted topics, and
+// serves produce and read for both front doors.
+//
+// Goroutines: run (metadata follower + maintenance) is started by start and
+// stopped by close.
+type broker struct {
+	id      int32
+	dir     string // <data-dir>/partitions
+	meta    *raftfsm.Node
+	logOpts segments.Options
+	logger  *slog.Logger
+	metrics *metrics
+
+	mu     sync.RWMutex
+	topics map[string]*hostedTopic // guarded by mu
+	closed bool                    // guarded by mu
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// hostedTopic is the partitions of one topic that live on this broker.
+type hostedTopic struct {
+	id    [16]byte
+	parts map[int32]*partition
+}
+
+const partitionMetaFile = "partition.metadata"
+
+func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics) (*broker, error) {
+	dir := filepath.Join(dataDir, "partitions")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partitions dir: %w", err)
+	}
+	return &broker{
+		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
+		logOpts: segments.Options{Files: files, Logger: logger},
+		topics:  map[string]*hostedTopic{},
+	}, nil
+}
+
+// start reconciles with the current image, then follows metadata changes and
+// runs log maintenance until close.
+func (b *broker) start(maintainEvery time.Duration) error {
+	img, _ := b.meta.Image()
+	if err := b.reconcile(img); err != nil {
+		return err
+	}
+	if err := b.removeStrayDirs(img); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan struct{})
+	go b.run(ctx, maintainEvery)
+	return nil
+}
+
+func (b *broker) run(ctx context.Context, maintainEvery time.Duration) {
+	defer close(b.done)
+	tick := time.NewTicker(maintainEvery)
+	defer tick.Stop()
+	for {
+		_, changed := b.meta.Image()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			img, _ := b.meta.Image()
+			if err := b.reconcile(img); err != nil {
+				b.logger.Error("apply metadata to partitions", "index", img.Index, "err", err)
+			}
+		case now := <-tick.C:
+			b.maintain(now)
+		}
+	}
+}
+
+func (b *broker) maintain(now time.Time) {
+	for _, p := range b.allPartitions() {
+		if err := p.log.Maintain(now); err != nil {
+			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
+		}
+	}
+}
+
+func (b *broker) allPartitions() []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []*partition
+	for _, t := range b.topics {
+		for _, p := range t.parts {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reconcile makes the hosted partitions match img: open what is placed here,
+// close and delete what is gone, apply config changes.
+func (b *broker) reconcile(img *raftfsm.Image) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	var errs []error
+	for name, ht := range b.topics {
+		t, ok := img.Topics[name]
+		if ok && t.ID == ht.id {
+			continue
+		}
+		for _, p := range ht.parts {
+			p.wake()
+			if err := p.log.Delete(); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.index, err))
+			}
+		}
+		delete(b.topics, name)
+	}
+	for name, t := range img.Topics {
+		if err := b.hostTopicLocked(t); err != nil {
+			errs = append(errs, fmt.Errorf("host topic %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
+	ht, ok := b.topics[t.Name]
+	if !ok {
+		ht = &hostedTopic{id: t.ID, parts: map[int32]*partition{}}
+		b.topics[t.Name] = ht
+	}
+	cfg := logConfig(t.Configs)
+	for i, pm := range t.Partitions {
+		idx := int32(i)
+		if !containsID(pm.Replicas, b.id) {
+			continue
+		}
+		if p, ok := ht.parts[idx]; ok {
+			p.leaderEpoch.Store(pm.LeaderEpoch)
+			p.applyConfig(t.Configs)
+			if err := p.log.SetConfig(cfg); err != nil {
+				return fmt.Errorf("partition %d config: %w", idx, err)
+			}
+			continue
+		}
+		log, err := b.openLog(t, idx, cfg)
+		if err != nil {
+			return err
+		}
+		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
+		p.leaderEpoch.Store(pm.LeaderEpoch)
+		ht.parts[idx] = p
+	}
+	return nil
+}
+
+func containsID(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func partitionDirName(topic string, idx int32) string { return fmt.Sprintf("%s-%d", topic, idx) }
+
+// openLog opens a partition's log. The directory records the topic id, so a
+// directory left from an older topic of the same name is replaced.
+func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*segments.Log, error) {
+	dir := filepath.Join(b.dir, partitionDirName(t.Name, idx))
+	id := hex.EncodeToString(t.ID[:])
+	metaPath := filepath.Join(dir, partitionMetaFile)
+	if raw, err := os.ReadFile(metaPath); err == nil && strings.TrimSpace(string(raw)) != id {
+		b.logger.Info("removing data of an older topic with the same name", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("remove stale %s: %w", dir, err)
+		}
+	}
+	log, err := segments.Open(dir, cfg, b.logOpts)
+	if err != nil {
+		return nil, fmt.Errorf("open partition %d: %w", idx, err)
+	}
+	if _, err := os.Stat(metaPath); errors.Is(err, os.ErrNotExist) {
+		if err := writeFileSync(metaPath, []byte(id+"\n")); err != nil {
+			log.Close()
+			return nil, err
+		}
+	}
+	return log, nil
+}
+
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// removeStrayDirs deletes partition directories of topics deleted while this
+// node was down.
+func (b *broker) removeStrayDirs(img *raftfsm.Image) error {
+	entries, err := os.ReadDir(b.dir)
+	if err != nil {
+		return fmt.Errorf("list partitions: %w", err)
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		i := strings.LastIndexByte(e.Name(), '-')
+		if i > 0 {
+			if ht, ok := b.topics[e.Name()[:i]]; ok {
+				var idx int32
+				if _, err := fmt.Sscan(e.Name()[i+1:], &idx); err == nil && ht.parts[idx] != nil {
+					continue
+				}
+			}
+		}
+		b.logger.Info("removing partition directory not in the metadata", "dir", e.Name())
+		if err := os.RemoveAll(filepath.Join(b.dir, e.Name())); err != nil {
+			return fmt.Errorf("remove %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// partition returns a hosted partition, first catching up with the image
+// when the topic is newer than what this broker has applied.
+func (b *broker) partition(topic string, idx int32) (*partition, error) {
+	if p, err := b.lookup(topic, idx); err == nil || !errors.Is(err, errUnknownTopic) {
+		return p, err
+	}
+	img, _ := b.meta.Image()
+	if _, ok := img.Topics[topic]; !ok {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+	}
+	if err := b.reconcile(img); err != nil {
+		return nil, err
+	}
+	return b.lookup(topic, idx)
+}
+
+func (b *broker) lookup(topic string, idx int32) (*partition, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, errShuttingDown
+	}
+	ht, ok := b.topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+	}
+	p, ok := ht.parts[idx]
+	if !ok {
+		img, _ := b.meta.Image()
+		if t, ok := img.Topics[topic]; ok && idx >= 0 && int(idx) < len(t.Partitions) {
+			return nil, fmt.Errorf("%w: %s-%d is led by broker %d", errNotLeader, topic, idx, t.Partitions[idx].Leader)
+		}
+		return nil, fmt.Errorf("%w: %s has no partition %d", errUnknownPartition, topic, idx)
+	}
+	return p, nil
+}
+
+// partitionsOf returns the hosted partitions of a topic sorted by index.
+func (b *broker) partitionsOf(topic string) []*partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	ht, ok := b.topics[topic]
+	if !ok {
+		return nil
+	}
+	out := make([]*partition, 0, len(ht.parts))
+	for _, p := range ht.parts {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	return out
+}
+
+// close stops the follower and closes every log (flushing it and writing
+// its recovery checkpoint).
+func (b *broker) close() error {
+	if b.cancel != nil {
+		b.cancel()
+		<-b.done
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	var errs []error
+	for _, ht := range b.topics {
+		for _, p := range ht.parts {
+			if err := p.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

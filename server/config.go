@@ -1,0 +1,126 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// Role is what a process does in the cluster.
+type Role string
+
+const (
+	RoleController Role = "controller"
+	RoleBroker     Role = "broker"
+)
+
+// Config is everything `runnel serve` is told.
+type Config struct {
+	NodeID              int32
+	Roles               []Role
+	DataDir             string
+	HTTPAddr            string
+	HTTPAdvertisedAddr  string
+	KafkaAddr           string // empty disables the Kafka listener
+	KafkaAdvertisedAddr string
+	RaftAddr            string
+	RaftAdvertisedAddr  string
+	Controllers         []raftfsm.Server // empty: this node alone
+	Rack                string
+
+	MaxOpenFiles     int           // segment file handles shared by all partitions
+	MaintainInterval time.Duration // retention, compaction, flush.ms checks
+	ShutdownTimeout  time.Duration
+	MaxBodyBytes     int64
+
+	Logger *slog.Logger
+}
+
+// DefaultConfig is `runnel serve` with no flags.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:           1,
+		Roles:            []Role{RoleController, RoleBroker},
+		DataDir:          "./data",
+		HTTPAddr:         ":8080",
+		KafkaAddr:        ":9092",
+		RaftAddr:         "127.0.0.1:9093",
+		MaxOpenFiles:     1024,
+		MaintainInterval: 5 * time.Second,
+		ShutdownTimeout:  20 * time.Second,
+		MaxBodyBytes:     16 << 20,
+	}
+}
+
+// HasRole reports whether the process plays r.
+func (c Config) HasRole(r Role) bool {
+	for _, have := range c.Roles {
+		if have == r {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseRoles parses "controller,broker".
+func ParseRoles(s string) ([]Role, error) {
+	var roles []Role
+	for _, part := range strings.Split(s, ",") {
+		switch r := Role(strings.TrimSpace(part)); r {
+		case RoleController, RoleBroker:
+			roles = append(roles, r)
+		case "":
+		default:
+			return nil, fmt.Errorf("unknown role %q (want controller, broker or both)", part)
+		}
+	}
+	if len(roles) == 0 {
+		return nil, fmt.Errorf("no roles given")
+	}
+	return roles, nil
+}
+
+// ParseControllers parses "1@host:port,2@host:port".
+func ParseControllers(s string) ([]raftfsm.Server, error) {
+	var out []raftfsm.Server
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		idStr, addr, ok := strings.Cut(part, "@")
+		if !ok {
+			return nil, fmt.Errorf("controller %q: want id@host:port", part)
+		}
+		id, err := strconv.ParseInt(idStr, 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("controller %q: bad id", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("controller %q: %w", part, err)
+		}
+		out = append(out, raftfsm.Server{ID: int32(id), Address: addr})
+	}
+	return out, nil
+}
+
+// advertised returns adv, or addr with an unspecified host replaced by a
+// name peers can dial.
+func advertised(adv, addr string) string {
+	if adv != "" || addr == "" {
+		return adv
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}

@@ -1,0 +1,295 @@
+package server
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// httpBackend is the server as the HTTP API sees it.
+type httpBackend struct {
+	s      *Server
+	sticky atomic.Uint32 // partition choice for records without key or partition
+}
+
+var _ api.Backend = (*httpBackend)(nil)
+
+// httpErrors is the one table from server errors to the api's sentinels.
+var httpErrors = []struct{ from, to error }{
+	{errUnknownTopic, api.ErrUnknownTopic},
+	{raftfsm.ErrUnknownTopic, api.ErrUnknownTopic},
+	{errUnknownPartition, api.ErrUnknownPartition},
+	{raftfsm.ErrTopicExists, api.ErrTopicExists},
+	{errInvalidTopicName, api.ErrInvalidTopicName},
+	{errInvalidConfig, api.ErrInvalidConfig},
+	{errInvalidPartitions, api.ErrInvalidPartitions},
+	{errInvalidReplicas, api.ErrInvalidPartitions},
+	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
+	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
+	{errTooLarge, api.ErrTooLarge},
+	{errCorruptBatch, api.ErrInvalidRequest},
+	{errOffsetOutOfRange, api.ErrOffsetOutOfRange},
+	{errNotLeader, api.ErrNotLeader},
+	{raftfsm.ErrNotLeader, api.ErrNotController},
+	{errNotReady, api.ErrNotReady},
+	{errShuttingDown, api.ErrNotReady},
+	{context.DeadlineExceeded, api.ErrTimeout},
+}
+
+func toHTTPError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range httpErrors {
+		if errors.Is(err, e.from) {
+			return fmt.Errorf("%w: %v", e.to, err)
+		}
+	}
+	return err
+}
+
+func (h *httpBackend) Ready() error {
+	if !h.s.ready.Load() {
+		return api.ErrNotReady
+	}
+	return nil
+}
+
+func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
+	img, _ := h.s.meta.Image()
+	st := h.s.meta.Status()
+	out := api.Cluster{ClusterID: img.ClusterID, LeaderID: st.LeaderID}
+	for _, v := range st.Voters {
+		c := api.Controller{ID: v.ID, Address: v.Address, Role: "unknown"}
+		if v.ID == st.ID {
+			c.Role, c.Term, c.LastIndex, c.CommitIndex = st.Role, st.Term, st.LastIndex, st.CommitIndex
+		} else if v.ID == st.LeaderID {
+			c.Role = "leader"
+		} else if st.LeaderID >= 0 {
+			c.Role = "follower"
+		}
+		out.Controllers = append(out.Controllers, c)
+	}
+	brokers, err := h.Brokers(ctx)
+	out.Brokers = brokers
+	return out, err
+}
+
+func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
+	img, _ := h.s.meta.Image()
+	replicas, leaders := map[int32]int32{}, map[int32]int32{}
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				replicas[r]++
+			}
+			if p.Leader >= 0 {
+				leaders[p.Leader]++
+			}
+		}
+	}
+	out := make([]api.Broker, 0, len(img.Brokers))
+	for _, b := range img.Brokers {
+		ab := api.Broker{ID: b.ID, State: string(b.State), Rack: b.Rack, Epoch: b.Epoch,
+			HTTPAddress: b.HTTPAddr, KafkaAddress: b.KafkaAddr,
+			Partitions: replicas[b.ID], Leaders: leaders[b.ID]}
+		if b.ID == h.s.cfg.NodeID {
+			ab.MetadataOffset = int64(img.Index)
+		}
+		out = append(out, ab)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (h *httpBackend) ListTopics(ctx context.Context) ([]api.TopicSummary, error) {
+	img, _ := h.s.meta.Image()
+	out := make([]api.TopicSummary, 0, len(img.Topics))
+	for _, t := range img.Topics {
+		var size int64
+		for _, p := range h.s.broker.partitionsOf(t.Name) {
+			size += p.log.Size()
+		}
+		out = append(out, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
+			ReplicationFactor: replicationFactor(t), Internal: isInternal(t.Name), SizeBytes: size})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func replicationFactor(t *raftfsm.Topic) int16 {
+	if len(t.Partitions) == 0 {
+		return 0
+	}
+	return int16(len(t.Partitions[0].Replicas))
+}
+
+func isInternal(name string) bool { return strings.HasPrefix(name, "__") }
+
+func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {
+	t, err := h.s.createTopic(ctx, topicSpec{name: req.Name, partitions: req.Partitions,
+		replicationFactor: req.ReplicationFactor, configs: req.Configs}, false)
+	if err != nil {
+		return api.TopicDetail{}, toHTTPError(err)
+	}
+	return h.detail(t), nil
+}
+
+func (h *httpBackend) DescribeTopic(ctx context.Context, name string) (api.TopicDetail, error) {
+	img, _ := h.s.meta.Image()
+	t, ok := img.Topics[name]
+	if !ok {
+		return api.TopicDetail{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, name)
+	}
+	return h.detail(t), nil
+}
+
+func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
+	d := api.TopicDetail{Name: t.Name, ID: uuidString(t.ID), ReplicationFactor: replicationFactor(t),
+		Internal: isInternal(t.Name), Configs: map[string]string{}}
+	for k, v := range t.Configs {
+		d.Configs[k] = v
+	}
+	hosted := map[int32]*partition{}
+	for _, p := range h.s.broker.partitionsOf(t.Name) {
+		hosted[p.index] = p
+	}
+	for i, pm := range t.Partitions {
+		pd := api.PartitionDetail{Partition: int32(i), Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch,
+			Replicas: nonNil(pm.Replicas), ISR: nonNil(pm.ISR)}
+		if p, ok := hosted[int32(i)]; ok {
+			pd.StartOffset, pd.EndOffset = p.log.StartOffset(), p.log.EndOffset()
+			pd.HighWatermark, pd.SizeBytes = p.hwm.Load(), p.log.Size()
+		}
+		d.Partitions = append(d.Partitions, pd)
+	}
+	return d
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+func uuidString(id [16]byte) string {
+	h := hex.EncodeToString(id[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func (h *httpBackend) DeleteTopic(ctx context.Context, name string) error {
+	return toHTTPError(h.s.deleteTopic(ctx, name))
+}
+
+func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (api.TopicDetail, error) {
+	t, err := h.s.alterTopicConfigs(ctx, name, set, false)
+	if err != nil {
+		return api.TopicDetail{}, toHTTPError(err)
+	}
+	return h.detail(t), nil
+}
+
+// Produce groups records by partition, encodes one batch per partition and
+// checks every batch before appending any.
+func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
+	img, _ := h.s.meta.Image()
+	t, ok := img.Topics[topic]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
+	}
+	n := int32(len(t.Partitions))
+	sticky := int32(h.sticky.Add(1) % uint32(n))
+	now := time.Now().UnixMilli()
+	byPart := map[int32][]newRecord{}
+	where := make([]api.RecordOffset, len(records))
+	for i, r := range records {
+		var part int32
+		switch {
+		case r.Partition != nil:
+			part = *r.Partition
+			if part < 0 || part >= n {
+				return nil, fmt.Errorf("%w: records[%d]: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, i, topic, n-1, part)
+			}
+		case r.Key != nil:
+			part = keyPartition(r.Key, n)
+		default:
+			part = sticky
+		}
+		nr := newRecord{Key: r.Key, Value: r.Value, Timestamp: now}
+		if r.Timestamp != nil {
+			nr.Timestamp = r.Timestamp.UnixMilli()
+		}
+		for _, hd := range r.Headers {
+			nr.Headers = append(nr.Headers, kmsg.Header{Key: hd.Key, Value: hd.Value})
+		}
+		where[i] = api.RecordOffset{Partition: part, Offset: int64(len(byPart[part]))}
+		byPart[part] = append(byPart[part], nr)
+	}
+	batches := map[int32][]byte{}
+	parts := map[int32]*partition{}
+	for part, recs := range byPart {
+		p, err := h.s.broker.partition(topic, part)
+		if err != nil {
+			return nil, toHTTPError(err)
+		}
+		batch := buildBatch(recs)
+		if max := p.maxMessage.Load(); len(batch) > int(max) {
+			return nil, fmt.Errorf("%w: partition %d batch of %d bytes, max.message.bytes is %d", api.ErrTooLarge, part, len(batch), max)
+		}
+		batches[part], parts[part] = batch, p
+	}
+	bases := map[int32]int64{}
+	for part, batch := range batches {
+		res, err := parts[part].append(batch)
+		if err != nil {
+			return nil, toHTTPError(err)
+		}
+		bases[part] = res.baseOffset
+		h.s.metrics.produced(topic, len(byPart[part]), len(batch))
+	}
+	for i := range where {
+		if acks == api.AcksNone {
+			where[i].Offset = -1
+			continue
+		}
+		where[i].Offset += bases[where[i].Partition]
+	}
+	return where, nil
+}
+
+func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
+	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
+		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait})
+	if err != nil && !(errors.Is(err, context.Canceled) && len(res.records) > 0) {
+		return api.ConsumeResult{}, toHTTPError(err)
+	}
+	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart,
+		Records: make([]api.ConsumedRecord, 0, len(res.records))}
+	bytes := 0
+	for _, r := range res.records {
+		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset,
+			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
+		for _, hd := range r.Headers {
+			cr.Headers = append(cr.Headers, api.Header{Key: hd.Key, Value: hd.Value})
+		}
+		bytes += len(r.Key) + len(r.Value)
+		out.Records = append(out.Records, cr)
+	}
+	h.s.metrics.consumed(req.Topic, len(out.Records), bytes)
+	return out, nil
+}
+
+func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {
+	return h.s.metrics.series(), nil
+}

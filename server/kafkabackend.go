@@ -1,0 +1,337 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+)
+
+// kafkaBackend is the server as the Kafka listener sees it.
+type kafkaBackend struct {
+	s *Server
+
+	mu       sync.Mutex
+	cached   *kafkaproto.Cluster // built from cachedOf; guarded by mu
+	cachedOf *raftfsm.Image      // guarded by mu
+}
+
+var _ kafkaproto.Broker = (*kafkaBackend)(nil)
+
+// kafkaErrors is the one table from server errors to the listener's sentinels.
+var kafkaErrors = []struct{ from, to error }{
+	{errUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
+	{raftfsm.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
+	{errUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
+	{raftfsm.ErrTopicExists, kafkaproto.ErrTopicExists},
+	{errInvalidTopicName, kafkaproto.ErrInvalidTopic},
+	{errInvalidConfig, kafkaproto.ErrInvalidConfig},
+	{errInvalidPartitions, kafkaproto.ErrInvalidPartitions},
+	{raftfsm.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
+	{errInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
+	{raftfsm.ErrNotEnoughBrokers, kafkaproto.ErrInvalidReplicationFactor},
+	{errTooLarge, kafkaproto.ErrMessageTooLarge},
+	{errDecompressedLimit, kafkaproto.ErrMessageTooLarge},
+	{segments.ErrBatchTooLarge, kafkaproto.ErrMessageTooLarge},
+	{errCorruptBatch, kafkaproto.ErrCorruptMessage},
+	{segments.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
+	{errOffsetOutOfRange, kafkaproto.ErrOffsetOutOfRange},
+	{errOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},
+	{errInvalidProducerEpoch, kafkaproto.ErrInvalidProducerEpoch},
+	{errNotLeader, kafkaproto.ErrNotLeader},
+	{errShuttingDown, kafkaproto.ErrNotLeader},
+	{raftfsm.ErrNotLeader, kafkaproto.ErrNotController},
+	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
+}
+
+func toKafkaError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range kafkaErrors {
+		if errors.Is(err, e.from) {
+			return fmt.Errorf("%w: %v", e.to, err)
+		}
+	}
+	return err
+}
+
+// Cluster converts the metadata image, once per image.
+func (k *kafkaBackend) Cluster() (*kafkaproto.Cluster, <-chan struct{}) {
+	img, changed := k.s.meta.Image()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.cachedOf != img {
+		k.cached, k.cachedOf = k.convert(img), img
+	}
+	return k.cached, changed
+}
+
+func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
+	c := &kafkaproto.Cluster{ClusterID: img.ClusterID, ControllerID: k.s.meta.Status().LeaderID, Self: k.s.cfg.NodeID}
+	down := map[int32]bool{}
+	for _, b := range img.Brokers {
+		if b.State == raftfsm.BrokerFenced {
+			down[b.ID] = true
+			continue
+		}
+		host, portStr, err := net.SplitHostPort(b.KafkaAddr)
+		port, perr := strconv.Atoi(portStr)
+		if err != nil || perr != nil {
+			continue
+		}
+		c.Brokers = append(c.Brokers, kafkaproto.BrokerInfo{ID: b.ID, Host: host, Port: int32(port), Rack: b.Rack})
+	}
+	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
+	for _, t := range img.Topics {
+		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: isInternal(t.Name)}
+		for i, p := range t.Partitions {
+			pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+				Replicas: p.Replicas, ISR: p.ISR}
+			for _, r := range p.Replicas {
+				if down[r] {
+					pi.Offline = append(pi.Offline, r)
+				}
+			}
+			ti.Partitions = append(ti.Partitions, pi)
+		}
+		c.Topics = append(c.Topics, ti)
+	}
+	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].Name < c.Topics[j].Name })
+	return c
+}
+
+func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
+	p, err := k.s.broker.partition(topic, partition)
+	if err != nil {
+		return kafkaproto.ProduceResult{}, toKafkaError(err)
+	}
+	res, err := p.append(batches)
+	if err != nil {
+		return kafkaproto.ProduceResult{}, toKafkaError(err)
+	}
+	if !res.duplicate {
+		k.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	}
+	return kafkaproto.ProduceResult{BaseOffset: res.baseOffset, LogAppendTime: res.logAppendTime, LogStartOffset: res.logStart}, nil
+}
+
+func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
+	p, err := k.s.broker.partition(req.Topic, req.Partition)
+	if err != nil {
+		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafkaError(err)
+	}
+	if err := p.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
+		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, err
+	}
+	hwm := p.hwm.Load()
+	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}
+	chunk, err := p.read(req.Offset, req.MaxBytes)
+	if err != nil {
+		return res, toKafkaError(err)
+	}
+	res.Records = chunk
+	k.s.metrics.consumed(req.Topic, 0, chunk.Len())
+	return res, nil
+}
+
+func (p *partition) checkLeaderEpoch(current int32) error {
+	if current < 0 {
+		return nil
+	}
+	switch mine := p.leaderEpoch.Load(); {
+	case current < mine:
+		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrFencedLeaderEpoch, current, mine)
+	case current > mine:
+		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrUnknownLeaderEpoch, current, mine)
+	}
+	return nil
+}
+
+func (k *kafkaBackend) Notify(topic string, partition int32) <-chan struct{} {
+	p, err := k.s.broker.lookup(topic, partition)
+	if err != nil {
+		return nil
+	}
+	return p.changed()
+}
+
+func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (int64, int64, int32, error) {
+	p, err := k.s.broker.partition(topic, partition)
+	if err != nil {
+		return -1, -1, -1, toKafkaError(err)
+	}
+	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+		return -1, -1, -1, err
+	}
+	epoch := p.leaderEpoch.Load()
+	switch timestamp {
+	case -2:
+		return p.log.StartOffset(), -1, epoch, nil
+	case -1:
+		return p.hwm.Load(), -1, epoch, nil
+	case -3:
+		off, ts, err := p.maxTimestamp()
+		return off, ts, epoch, toKafkaError(err)
+	}
+	off, ts, ok, err := p.log.OffsetForTimestamp(timestamp)
+	if err != nil {
+		return -1, -1, -1, toKafkaError(err)
+	}
+	if !ok || off >= p.hwm.Load() {
+		return -1, -1, -1, nil
+	}
+	return off, ts, epoch, nil
+}
+
+// maxTimestamp finds the record with the largest timestamp (ListOffsets -3)
+// by scanning batch headers.
+func (p *partition) maxTimestamp() (int64, int64, error) {
+	bestOff, bestTS := int64(-1), int64(-1)
+	hwm := p.hwm.Load()
+	for off := p.log.StartOffset(); off < hwm; {
+		chunk, err := p.read(off, 1<<20)
+		if err != nil {
+			return -1, -1, err
+		}
+		data, err := chunk.Bytes()
+		chunk.Close()
+		if err != nil {
+			return -1, -1, err
+		}
+		next := off
+		err = splitBatches(data, func(b batchView) error {
+			if b.maxTS > bestTS && !b.isControl() {
+				recs, err := decodeRecords(nil, b, consumeDecompressLimit)
+				if err != nil {
+					return err
+				}
+				for _, r := range recs {
+					if r.Timestamp > bestTS {
+						bestOff, bestTS = r.Offset, r.Timestamp
+					}
+				}
+			}
+			next = b.lastOffset() + 1
+			return nil
+		})
+		if err != nil || next <= off {
+			return bestOff, bestTS, err
+		}
+		off = next
+	}
+	return bestOff, bestTS, nil
+}
+
+func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, error) {
+	p, err := k.s.broker.partition(topic, partition)
+	if err != nil {
+		return -1, -1, toKafkaError(err)
+	}
+	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+		return -1, -1, err
+	}
+	epoch, end, err := p.log.EndOffsetForEpoch(leaderEpoch)
+	if err != nil {
+		return -1, -1, toKafkaError(err)
+	}
+	return epoch, end, nil
+}
+
+func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	p, err := k.s.broker.partition(topic, partition)
+	if err != nil {
+		return -1, toKafkaError(err)
+	}
+	hwm := p.hwm.Load()
+	if offset == -1 {
+		offset = hwm
+	}
+	if offset < 0 || offset > hwm {
+		return -1, fmt.Errorf("%w: %d above the high watermark %d", kafkaproto.ErrOffsetOutOfRange, offset, hwm)
+	}
+	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+		return -1, toKafkaError(err)
+	}
+	return p.log.StartOffset(), nil
+}
+
+func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
+	_, err := k.s.createTopic(ctx, topicSpec{name: spec.Name, partitions: spec.Partitions,
+		replicationFactor: spec.ReplicationFactor, configs: spec.Configs}, validateOnly)
+	return toKafkaError(err)
+}
+
+func (k *kafkaBackend) DeleteTopic(ctx context.Context, name string) error {
+	return toKafkaError(k.s.deleteTopic(ctx, name))
+}
+
+func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
+	return toKafkaError(k.s.createPartitions(ctx, topic, count, validateOnly))
+}
+
+func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
+	if res.Type != kafkaproto.ResourceTopic {
+		return nil, nil
+	}
+	img, _ := k.s.meta.Image()
+	t, ok := img.Topics[res.Name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
+	}
+	var out []kafkaproto.ConfigEntry
+	for _, def := range topicConfigDefs() {
+		v, set := t.Configs[def.name]
+		src := kafkaproto.SourceTopic
+		if !set {
+			v, src = def.def, kafkaproto.SourceDefault
+		}
+		val := v
+		out = append(out, kafkaproto.ConfigEntry{Name: def.name, Value: &val, Source: src, Type: def.kind, Doc: def.doc})
+	}
+	return out, nil
+}
+
+func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
+	if res.Type != kafkaproto.ResourceTopic {
+		return fmt.Errorf("%w: only topic configs can be altered", kafkaproto.ErrInvalidRequest)
+	}
+	changes := map[string]*string{}
+	for _, op := range ops {
+		switch op.Op {
+		case kafkaproto.OpSet:
+			if op.Value == nil {
+				return fmt.Errorf("%w: %s: null value", kafkaproto.ErrInvalidConfig, op.Name)
+			}
+			changes[op.Name] = op.Value
+		case kafkaproto.OpDelete:
+			changes[op.Name] = nil
+		default:
+			return fmt.Errorf("%w: %s: list operations are not supported", kafkaproto.ErrInvalidConfig, op.Name)
+		}
+	}
+	_, err := k.s.alterTopicConfigs(ctx, res.Name, changes, validateOnly)
+	return toKafkaError(err)
+}
+
+func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, _ time.Duration, producerID int64, producerEpoch int16) (int64, int16, error) {
+	if transactionalID != nil {
+		return -1, -1, kafkaproto.ErrTransactionsUnsupported
+	}
+	if producerID >= 0 && producerEpoch >= 0 && producerEpoch < 1<<15-1 {
+		return producerID, producerEpoch + 1, nil
+	}
+	id, err := k.s.allocateProducerID(ctx)
+	if err != nil {
+		return -1, -1, toKafkaError(err)
+	}
+	return id, 0, nil
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runnel/runnel/api"
+)
+
+// metrics are the server's Prometheus collectors plus an in-process ring of
+// per-topic rates for the UI charts (no external metrics stack needed).
+type metrics struct {
+	producedRecords *prometheus.CounterVec
+	producedBytes   *prometheus.CounterVec
+	consumedRecords *prometheus.CounterVec
+	consumedBytes   *prometheus.CounterVec
+
+	mu   sync.Mutex
+	ring map[string]*topicRing // guarded by mu
+	now  func() time.Time
+}
+
+const (
+	seriesBucket  = 10 * time.Second
+	seriesBuckets = 360 // one hour
+)
+
+// topicRing holds counts per bucket; slot = bucket number % seriesBuckets.
+type topicRing struct {
+	bucket [seriesBuckets]int64 // the bucket number each slot holds
+	counts [seriesBuckets][4]int64
+}
+
+func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
+	m := &metrics{ring: map[string]*topicRing{}, now: time.Now}
+	vec := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "runnel", Name: name, Help: help}, []string{"topic"})
+		reg.MustRegister(c)
+		return c
+	}
+	m.producedRecords = vec("topic_produced_records_total", "Records appended, by topic, over HTTP and Kafka.")
+	m.producedBytes = vec("topic_produced_bytes_total", "Record batch bytes appended, by topic.")
+	m.consumedRecords = vec("topic_consumed_records_total", "Records read by consumers, by topic.")
+	m.consumedBytes = vec("topic_consumed_bytes_total", "Bytes read by consumers, by topic.")
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "partitions", Help: "Partition replicas hosted by this broker."},
+			func() float64 {
+				if s.broker == nil {
+					return 0
+				}
+				return float64(len(s.broker.allPartitions()))
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_term", Help: "Current Raft term."},
+			func() float64 { return float64(s.meta.Status().Term) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_commit_index", Help: "Raft commit index."},
+			func() float64 { return float64(s.meta.Status().CommitIndex) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_applied_index", Help: "Metadata log index applied by this node."},
+			func() float64 { return float64(s.meta.Status().AppliedIndex) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_is_leader", Help: "1 when this node is the active controller."},
+			func() float64 {
+				if s.meta.Status().Role == "leader" {
+					return 1
+				}
+				return 0
+			}),
+	)
+	return m
+}
+
+func (m *metrics) produced(topic string, records, bytes int) {
+	m.producedRecords.WithLabelValues(topic).Add(float64(records))
+	m.producedBytes.WithLabelValues(topic).Add(float64(bytes))
+	m.add(topic, 0, int64(records), int64(bytes))
+}
+
+func (m *metrics) consumed(topic string, records, bytes int) {
+	if records == 0 {
+		return
+	}
+	m.consumedRecords.WithLabelValues(topic).Add(float64(records))
+	m.consumedBytes.WithLabelValues(topic).Add(float64(bytes))
+	m.add(topic, 2, int64(records), int64(bytes))
+}
+
+func (m *metrics) add(topic string, kind int, records, bytes int64) {
+	b := m.now().UnixMilli() / seriesBucket.Milliseconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.ring[topic]
+	if !ok {
+		r = &topicRing{}
+		m.ring[topic] = r
+	}
+	slot := b % seriesBuckets
+	if r.bucket[slot] != b {
+		r.bucket[slot], r.counts[slot] = b, [4]int64{}
+	}
+	r.counts[slot][kind] += records
+	r.counts[slot][kind+1] += bytes
+}
+
+// series returns the last hour in buckets, oldest first.
+func (m *metrics) series() api.Series {
+	last := m.now().UnixMilli() / seriesBucket.Milliseconds()
+	first := last - seriesBuckets + 1
+	out := api.Series{StartMS: first * seriesBucket.Milliseconds(), IntervalMS: seriesBucket.Milliseconds(),
+		Topics: []api.TopicSeries{}, Groups: []api.GroupSeries{}}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for topic, r := range m.ring {
+		ts := api.TopicSeries{Topic: topic,
+			ProducedRecords: make([]int64, seriesBuckets), ProducedBytes: make([]int64, seriesBuckets),
+			ConsumedRecords: make([]int64, seriesBuckets), ConsumedBytes: make([]int64, seriesBuckets)}
+		for i := int64(0); i < seriesBuckets; i++ {
+			b := first + i
+			slot := b % seriesBuckets
+			if r.bucket[slot] != b {
+				continue
+			}
+			c := r.counts[slot]
+			ts.ProducedRecords[i], ts.ProducedBytes[i] = c[0], c[1]
+			ts.ConsumedRecords[i], ts.ConsumedBytes[i] = c[2], c[3]
+		}
+		out.Topics = append(out.Topics, ts)
+	}
+	sort.Slice(out.Topics, func(i, j int) bool { return out.Topics[i].Topic < out.Topics[j].Topic })
+	return out
+}
+
+// forget drops a deleted topic's series and labels.
+func (m *metrics) forget(topic string) {
+	m.mu.Lock()
+	delete(m.ring, topic)
+	m.mu.Unlock()
+	for _, v := range []*prometheus.CounterVec{m.producedRecords, m.producedBytes, m.consumedRecords, m.consumedBytes} {
+		v.DeleteLabelValues(topic)
+	}
+}

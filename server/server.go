@@ -1,0 +1,241 @@
+// Package server is runnel's composition root: configuration, lifecycle and
+// roles, the broker (partitions following the metadata image), and the
+// adapters that let the two front doors, api (HTTP) and kafkaproto (Kafka),
+// reach the same partitions and metadata.
+//
+// Goroutines: Open starts the HTTP server, the Kafka listener and the
+// broker's follower; Close stops them in reverse order and waits for each.
+// Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/web"
+)
+
+// Server is one runnel process.
+type Server struct {
+	cfg    Config
+	logger *slog.Logger
+	lock   *os.File // flock on the data dir
+
+	meta    *raftfsm.Node
+	broker  *broker
+	metrics *metrics
+	ready   atomic.Bool
+
+	httpSrv *http.Server
+	kafka   *kafkaproto.Server
+	wg      sync.WaitGroup
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := Open(cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.logger.Info("shutting down")
+	return s.Close()
+}
+
+// Open starts a node: listeners first (so /livez answers at once), then the
+// metadata quorum, then the broker. It returns once the node is ready.
+func Open(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	start := time.Now()
+	s := &Server{cfg: cfg, logger: cfg.Logger}
+	if err := s.lockDataDir(); err != nil {
+		return nil, err
+	}
+	if err := s.open(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.ready.Store(true)
+	s.logger.Info("runnel ready", "node_id", cfg.NodeID, "http", cfg.HTTPAddr, "kafka", cfg.KafkaAddr,
+		"data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
+	return s, nil
+}
+
+func (s *Server) lockDataDir() error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(s.cfg.DataDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("open data dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("data dir %s is in use by another runnel process: %w", s.cfg.DataDir, err)
+	}
+	s.lock = f
+	return nil
+}
+
+func (s *Server) open() error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	httpLn, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+	}
+	var kafkaLn net.Listener
+	if s.cfg.KafkaAddr != "" {
+		if kafkaLn, err = net.Listen("tcp", s.cfg.KafkaAddr); err != nil {
+			httpLn.Close()
+			return fmt.Errorf("listen Kafka on %s: %w", s.cfg.KafkaAddr, err)
+		}
+	}
+	s.meta, err = raftfsm.Open(raftfsm.Config{
+		NodeID:        s.cfg.NodeID,
+		Dir:           filepath.Join(s.cfg.DataDir, "meta"),
+		BindAddr:      s.cfg.RaftAddr,
+		AdvertiseAddr: advertised(s.cfg.RaftAdvertisedAddr, s.cfg.RaftAddr),
+		Voters:        s.cfg.Controllers,
+		Logger:        s.logger.With("component", "raft"),
+	})
+	if err != nil {
+		httpLn.Close()
+		if kafkaLn != nil {
+			kafkaLn.Close()
+		}
+		return fmt.Errorf("open metadata quorum: %w", err)
+	}
+	s.metrics = newMetrics(reg, s)
+
+	handler, err := api.NewHandler(&httpBackend{s: s}, api.Options{
+		Logger:       s.logger.With("component", "http"),
+		Registerer:   reg,
+		UI:           web.Handler(),
+		MaxBodyBytes: s.cfg.MaxBodyBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("build HTTP API: %w", err)
+	}
+	s.httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("HTTP server stopped", "err", err)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.meta.WaitReady(ctx); err != nil {
+		return fmt.Errorf("wait for the metadata quorum: %w", err)
+	}
+	if s.cfg.HasRole(RoleBroker) {
+		if err := s.startBroker(ctx); err != nil {
+			return err
+		}
+		if kafkaLn != nil {
+			s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{Logger: s.logger.With("component", "kafka")})
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				if err := s.kafka.Serve(context.Background(), kafkaLn); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
+					s.logger.Error("Kafka listener stopped", "err", err)
+				}
+			}()
+		}
+	} else if kafkaLn != nil {
+		kafkaLn.Close()
+	}
+	return nil
+}
+
+// startBroker registers this broker with the controller and opens the
+// partitions placed on it.
+func (s *Server) startBroker(ctx context.Context) error {
+	_, err := s.meta.Apply(ctx, raftfsm.Command{Version: 1, RegisterBroker: &raftfsm.RegisterBroker{
+		ID:            s.cfg.NodeID,
+		IncarnationID: nuid.Next(),
+		Rack:          s.cfg.Rack,
+		HTTPAddr:      advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr),
+		KafkaAddr:     advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr),
+	}})
+	if err != nil {
+		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
+	}
+	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
+	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics)
+	if err != nil {
+		return err
+	}
+	if err := b.start(s.cfg.MaintainInterval); err != nil {
+		b.close()
+		return fmt.Errorf("open partitions: %w", err)
+	}
+	s.broker = b
+	return nil
+}
+
+// Close stops accepting work, lets in-flight requests finish, flushes every
+// partition and stops the metadata node.
+func (s *Server) Close() error {
+	s.ready.Store(false)
+	var errs []error
+	if s.httpSrv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout())
+		if err := s.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop HTTP: %w", err))
+			s.httpSrv.Close()
+		}
+		cancel()
+	}
+	if s.kafka != nil {
+		if err := s.kafka.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop Kafka listener: %w", err))
+		}
+	}
+	s.wg.Wait()
+	if s.broker != nil {
+		if err := s.broker.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close partitions: %w", err))
+		}
+	}
+	if s.meta != nil {
+		if err := s.meta.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close metadata node: %w", err))
+		}
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) shutdownTimeout() time.Duration {
+	if s.cfg.ShutdownTimeout > 0 {
+		return s.cfg.ShutdownTimeout
+	}
+	return 20 * time.Second
+}
