@@ -204,8 +204,8 @@ func TestProblemError(t *testing.T) {
 	req := apiRequest{method: http.MethodGet, path: "/v1/topics/x"}
 	for _, tc := range []struct {
 		name, ctype, body string
-		status           int
-		want             string
+		status            int
+		want              string
 	}{
 		{"problem", "application/problem+json",
 			`{"type":"urn:runnel:problem:topic-not-found","title":"Topic not found","status":404,"detail":"no topic \"x\""}`,
