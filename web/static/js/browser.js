@@ -1,0 +1,191 @@
+// The message browser: pick partition(s) and a start (newest N, earliest, an
+// offset or a timestamp), page forward, find by key (murmur2 picks the one
+// partition to search), render values (JSON pretty, text, hex, base64) and
+// export the shown records as JSON lines.
+// Calls GET /v1/topics/{t}/partitions/{p}/records?offset|timestamp&max_records&encoding=base64.
+import { h, replace, field, fmtTime, fmtNum, errorBox } from './dom.js';
+import { get, seg } from './api.js';
+import { curlButton } from './curl.js';
+import { partitionFor } from './murmur2.js';
+import { decodeRecord, render as renderBytes, classify, toJSONLine, timestampMs, utf8 } from './records.js';
+
+const PAGE = 500; // records per request when scanning
+
+function recordsPath(topic, p) {
+  return '/v1/topics/' + seg(topic) + '/partitions/' + p + '/records';
+}
+
+// fetchPartition reads up to max records of one partition from a position.
+export async function fetchPartition(topic, p, pos, max, signal) {
+  const query = { max_records: max, encoding: 'base64' };
+  if (pos.timestamp !== undefined) query.timestamp = pos.timestamp;
+  else query.offset = pos.offset;
+  const res = await get(recordsPath(topic, p), query, { signal });
+  return { records: (res.records || []).map(r => decodeRecord({ partition: p, ...r })), next: res.next_offset, hw: res.high_watermark };
+}
+
+function bytesEqual(a, b) {
+  if (a === null || b === null) return a === b;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+// recordView renders one decoded record.
+export function recordView(r, mode, fresh = false) {
+  const kind = classify(r.value).kind;
+  const keyText = r.key === null ? h('span', { class: 'muted' }, 'null') : (utf8(r.key) ?? renderBytes(r.key, 'hex'));
+  return h('article', { class: 'record' + (fresh ? ' fresh' : ''), 'data-partition': r.partition, 'data-offset': r.offset },
+    h('header', null,
+      h('span', null, 'partition ', h('b', null, String(r.partition))),
+      h('span', null, 'offset ', h('b', { class: 'mono' }, String(r.offset))),
+      h('span', { class: 'mono' }, fmtTime(timestampMs(r.timestamp))),
+      h('span', { class: 'badge' }, kind)),
+    h('div', { class: 'body' },
+      h('span', null, 'key'), h('pre', { class: 'mono rec-key' }, keyText),
+      r.headers.length ? [h('span', null, 'headers'), h('pre', { class: 'mono' }, r.headers.map(([k, v]) => `${k}: ${v === null ? 'null' : (utf8(v) ?? renderBytes(v, 'hex'))}`).join('\n'))] : null,
+      h('span', null, 'value'), h('pre', { class: 'mono rec-value' }, renderBytes(r.value, mode))));
+}
+
+function download(name, text) {
+  const a = h('a', { href: URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' })), download: name });
+  document.body.append(a);
+  a.click();
+  setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+}
+
+export function messageBrowser(topic, signal, refreshTopic, params = {}) {
+  const parts = (topic.partitions || []).map(p => p.partition);
+  const partSel = h('select', { name: 'partition' }, h('option', { value: 'all' }, 'All partitions'),
+    parts.map(p => h('option', { value: String(p), selected: params.partition === String(p) }, 'Partition ' + p)));
+  const startSel = h('select', { name: 'start' },
+    h('option', { value: 'newest' }, 'Newest'), h('option', { value: 'earliest' }, 'Earliest'),
+    h('option', { value: 'offset', selected: params.offset !== undefined }, 'Offset'), h('option', { value: 'timestamp' }, 'Timestamp'));
+  const offsetIn = h('input', { type: 'number', min: 0, name: 'offset', value: params.offset ?? '0', class: 'mono' });
+  const tsIn = h('input', { type: 'datetime-local', name: 'timestamp', step: 1 });
+  const limitIn = h('input', { type: 'number', min: 1, max: 5000, value: '50', name: 'limit' });
+  const modeSel = h('select', { name: 'view' }, ['auto', 'text', 'hex', 'base64'].map(m => h('option', { value: m }, m === 'auto' ? 'Auto (JSON pretty)' : m)));
+  const keyIn = h('input', { type: 'text', name: 'key', placeholder: 'exact key', class: 'mono', autocomplete: 'off' });
+  const offsetField = field('Offset', offsetIn);
+  const tsField = field('From time (local)', tsIn);
+  const status = h('div', { class: 'muted', role: 'status', 'aria-live': 'polite' });
+  const list = h('div', { class: 'records', 'aria-label': 'Records' });
+  const more = h('button', { type: 'button', class: 'ghost', hidden: true }, 'Load more');
+  const exportBtn = h('button', { type: 'button', class: 'ghost', disabled: true }, 'Export JSON lines');
+  let shown = [];
+  let cursor = null; // {partition: next offset} for "Load more"
+  let op = null;
+
+  const syncFields = () => {
+    offsetField.hidden = startSel.value !== 'offset';
+    tsField.hidden = startSel.value !== 'timestamp';
+  };
+  startSel.addEventListener('change', syncFields);
+  syncFields();
+  const selected = () => (partSel.value === 'all' ? parts : [Number(partSel.value)]);
+  const limit = () => Math.max(1, Math.min(5000, Number(limitIn.value) || 50));
+  const draw = () => {
+    replace(list, shown.map(r => recordView(r, modeSel.value)));
+    exportBtn.disabled = shown.length === 0;
+  };
+  modeSel.addEventListener('change', draw);
+  const begin = () => {
+    if (op) op.abort();
+    op = new AbortController();
+    signal.addEventListener('abort', () => op.abort(), { once: true });
+    return op.signal;
+  };
+  const fail = (e) => { if (e.name !== 'AbortError') replace(status, errorBox(e)); };
+
+  // startPositions resolves the start mode to a position per partition.
+  const startPositions = (t) => {
+    const n = limit();
+    const pos = {};
+    for (const p of t.partitions || []) {
+      if (!selected().includes(p.partition)) continue;
+      const hw = p.high_watermark ?? p.end_offset;
+      if (startSel.value === 'newest') pos[p.partition] = { offset: Math.max(p.start_offset, hw - n) };
+      else if (startSel.value === 'earliest') pos[p.partition] = { offset: 'earliest' };
+      else if (startSel.value === 'offset') pos[p.partition] = { offset: Math.max(0, Number(offsetIn.value) || 0) };
+      else pos[p.partition] = { timestamp: tsIn.value ? new Date(tsIn.value).getTime() : 0 };
+    }
+    return pos;
+  };
+
+  const load = async (append) => {
+    const sig = begin();
+    replace(status, 'Loading…');
+    try {
+      let pos;
+      if (append && cursor) {
+        pos = Object.fromEntries(Object.entries(cursor).map(([p, o]) => [p, { offset: o }]));
+      } else {
+        const t = await refreshTopic();
+        pos = startPositions(t);
+      }
+      const n = limit();
+      const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig)));
+      let recs = results.flatMap(r => r.records);
+      cursor = {};
+      Object.keys(pos).forEach((p, i) => { cursor[p] = results[i].next; });
+      const newest = startSel.value === 'newest' && !append;
+      recs.sort((a, b) => (timestampMs(a.timestamp) - timestampMs(b.timestamp)) || (a.partition - b.partition) || (a.offset - b.offset));
+      if (newest) recs = recs.slice(-n).reverse();
+      else if (Object.keys(pos).length > 1) recs = recs.slice(0, n);
+      shown = append ? shown.concat(recs) : recs;
+      more.hidden = newest || results.every(r => r.records.length === 0 || r.next >= r.hw);
+      replace(status, `${shown.length} records shown` + (newest ? ' (newest first)' : '') + '.');
+      draw();
+    } catch (e) { fail(e); }
+  };
+
+  const findByKey = async () => {
+    const key = keyIn.value;
+    if (key === '') { keyIn.focus(); return; }
+    const sig = begin();
+    try {
+      const t = await refreshTopic();
+      const p = partitionFor(key, (t.partitions || []).length);
+      const info = t.partitions.find(x => x.partition === p);
+      const want = new TextEncoder().encode(key);
+      const hw = info.high_watermark ?? info.end_offset;
+      let off = startSel.value === 'offset' ? Math.max(info.start_offset, Number(offsetIn.value) || 0) : info.start_offset;
+      const found = [];
+      let scanned = 0;
+      while (off < hw && found.length < limit() && scanned < 200000) {
+        replace(status, `Key "${key}" hashes (murmur2) to partition ${p}; scanning offsets ${fmtNum(off)} to ${fmtNum(hw)}… ${found.length} found.`);
+        const res = await fetchPartition(t.name, p, { offset: off }, PAGE, sig);
+        if (res.records.length === 0) break;
+        scanned += res.records.length;
+        for (const r of res.records) if (bytesEqual(r.key, want)) found.push(r);
+        off = res.next;
+      }
+      shown = found.slice(0, limit());
+      cursor = null;
+      more.hidden = true;
+      replace(status, h('span', { 'data-test': 'find-result' }, `Key "${key}" → partition ${p} (murmur2). Scanned ${fmtNum(scanned)} records, found ${found.length}.`));
+      draw();
+    } catch (e) { fail(e); }
+  };
+
+  more.addEventListener('click', () => load(true));
+  exportBtn.addEventListener('click', () => download(`${topic.name}.jsonl`, shown.map(toJSONLine).join('\n') + '\n'));
+  const form = h('form', { class: 'grid-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
+    field('Partitions', partSel), field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
+    h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
+      curlButton(() => {
+        const p = selected()[0] ?? 0;
+        const query = { max_records: limit(), encoding: 'base64' };
+        if (startSel.value === 'timestamp') query.timestamp = tsIn.value ? new Date(tsIn.value).getTime() : 0;
+        else query.offset = startSel.value === 'offset' ? offsetIn.value : startSel.value === 'newest' ? 'earliest' : 'earliest';
+        return { path: recordsPath(topic.name, p), query };
+      })));
+  const keyForm = h('form', { class: 'row end', 'aria-label': 'Find by key', onSubmit: (e) => { e.preventDefault(); findByKey(); } },
+    field('Find by key', keyIn, 'Searches only the partition the key hashes to.'),
+    h('button', { type: 'submit', class: 'ghost', 'data-test': 'find-key' }, 'Find'));
+  const box = h('div', null, form, keyForm, h('div', { class: 'row' }, status, h('span', { class: 'spacer' }), exportBtn), list, more);
+  if (params.offset !== undefined) startSel.value = 'offset';
+  syncFields();
+  load(false);
+  return box;
+}

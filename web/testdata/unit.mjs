@@ -1,0 +1,74 @@
+// Unit tests of the UI's pure modules, run by web_test.go with node:
+//   node unit.mjs <dir holding a copy of static/js> <murmur2 input json>
+// Prints one JSON object: {"partitions": [...], "failures": [...]}.
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+
+const [dir, inputPath] = process.argv.slice(2);
+const load = (m) => import(pathToFileURL(join(dir, m)).href);
+const failures = [];
+const eq = (name, got, want) => {
+  const g = JSON.stringify(got);
+  const w = JSON.stringify(want);
+  if (g !== w) failures.push(`${name}: got ${g}, want ${w}`);
+};
+
+const { partitionFor } = await load('murmur2.js');
+const input = JSON.parse(readFileSync(inputPath, 'utf8'));
+const partitions = input.keys.map((b64) => {
+  const key = Uint8Array.from(Buffer.from(b64, 'base64'));
+  return input.counts.map((n) => partitionFor(key, n));
+});
+// A string key is hashed as its UTF-8 bytes.
+eq('string key', partitionFor('héllo', 12), partitionFor(new TextEncoder().encode('héllo'), 12));
+
+const rec = await load('records.js');
+const bytes = (s) => new TextEncoder().encode(s);
+eq('classify json', rec.classify(bytes('{"a":1}')).kind, 'json');
+eq('classify text', rec.classify(bytes('hello world')).kind, 'text');
+eq('classify binary', rec.classify(Uint8Array.from([0, 159, 146, 150])).kind, 'binary');
+eq('classify invalid utf8', rec.classify(Uint8Array.from([0xc3, 0x28])).kind, 'binary');
+eq('classify null', rec.classify(null).kind, 'null');
+eq('render pretty', rec.render(bytes('{"a":[1,2]}')), '{\n  "a": [\n    1,\n    2\n  ]\n}');
+eq('render hex', rec.render(Uint8Array.from([0, 1, 0xab, 0xff, 0x10])), '0001 abff 10');
+eq('render base64', rec.render(bytes('hi!'), 'base64'), 'aGkh');
+eq('render binary auto is hex', rec.render(Uint8Array.from([0, 255])), '00ff');
+eq('b64 roundtrip', Array.from(rec.b64ToBytes(rec.bytesToB64(Uint8Array.from([1, 2, 250])))), [1, 2, 250]);
+const decoded = rec.decodeRecord({ partition: 2, offset: 7, timestamp: '2026-01-02T03:04:05.006Z', key: 'aw==', value: null, headers: { h: 'dg==' } });
+eq('decode key', Array.from(decoded.key), [107]);
+eq('decode null value', decoded.value, null);
+eq('decode header', [decoded.headers[0][0], Array.from(decoded.headers[0][1])], ['h', [118]]);
+eq('jsonl text', JSON.parse(rec.toJSONLine(decoded)), { partition: 2, offset: 7, timestamp: '2026-01-02T03:04:05.006Z', key: 'k', value: null, headers: { h: 'v' } });
+const bin = rec.decodeRecord({ partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {} });
+eq('jsonl binary', JSON.parse(rec.toJSONLine(bin)), { partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {}, value_encoding: 'base64' });
+eq('timestamp rfc3339', rec.timestampMs('1970-01-01T00:00:01.5Z'), 1500);
+
+const g = await load('groups.js');
+const desc = { offsets: [{ topic: 'b', partition: 1, committed_offset: 5, end_offset: 9 }, { topic: 'a', partition: 0, committed_offset: -1, end_offset: 3 }] };
+eq('offsetsOf', g.offsetsOf(desc).map(o => [o.topic, o.partition, o.lag]), [['a', 0, undefined], ['b', 1, 4]]);
+eq('totalLag', g.totalLag(desc), 4);
+const info = new Map([['b', { partitions: [{ partition: 1, start_offset: 2, high_watermark: 9 }] }]]);
+const rows = g.offsetsOf({ offsets: [{ topic: 'b', partition: 1, committed_offset: 5, end_offset: 9 }] });
+const plan = (s, v) => g.planReset(rows, s, v, info, new Map()).map(o => [o.target, o.newLag, o.clamped]);
+eq('reset earliest', plan('earliest'), [[2, 7, false]]);
+eq('reset latest', plan('latest'), [[9, 0, false]]);
+eq('reset shift back', plan('shift', -2), [[3, 6, false]]);
+eq('reset shift clamped', plan('shift', -10), [[2, 7, true]]);
+eq('reset offset clamped', plan('offset', 100), [[9, 0, true]]);
+eq('assignment', g.assignmentOf({ assignment: [{ topic: 't', partitions: [0, 2] }] }), 't: 0, 2');
+
+const chart = await load('chart.js');
+eq('niceMax', [0, 0.3, 1, 7, 12, 950, 1001].map(chart.niceMax), [1, 0.5, 1, 10, 20, 1000, 2000]);
+eq('perSecond', chart.perSecond([10, -1, null], 5000), [2, null, null]);
+
+const main = await load('main.js');
+const route = (hash) => { const r = main.parseRoute(hash); return [r.nav, r.params]; };
+eq('route empty', route(''), ['cluster', {}]);
+eq('route topics', route('#/topics'), ['topics', {}]);
+eq('route topic', route('#/topics/orders.v1'), ['topics', { topic: 'orders.v1' }]);
+eq('route topic tab', route('#/topics/a%2Fb?tab=tail'), ['topics', { topic: 'a/b', tab: 'tail' }]);
+eq('route group', route('#/groups/billing'), ['groups', { group: 'billing' }]);
+eq('route cluster', route('#/cluster'), ['cluster', {}]);
+
+process.stdout.write(JSON.stringify({ partitions, failures }));
