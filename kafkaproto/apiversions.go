@@ -1,0 +1,41 @@
+package kafkaproto
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ApiVersions, key 18: versions 0-4 (flexible from 3). An unsupported
+// version is answered with UNSUPPORTED_VERSION in a v0 response (conn.go).
+const (
+	apiVersionsKey = 18
+	apiVersionsMin = 0
+	apiVersionsMax = 4
+)
+
+func (s *Server) apiVersions(_ context.Context, req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+	resp := s.apiVersionsError(0)
+	resp.SetVersion(req.Version)
+	return resp
+}
+
+// apiVersionsError is a v0 ApiVersions response listing every API.
+func (s *Server) apiVersionsError(code int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = code
+	for _, h := range s.handlers {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = h.key, h.min, h.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	slices.SortFunc(resp.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	return resp
+}
+
+func apiVersionsFail(req *kmsg.ApiVersionsRequest, code int16) *kmsg.ApiVersionsResponse {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,227 @@
+package kafkaproto
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Framing errors; each closes the connection it happened on.
+var (
+	errFrameTooLarge = errors.New("kafkaproto: request frame too large")
+	errFrameTooSmall = errors.New("kafkaproto: request frame too small")
+	errBadHeader     = errors.New("kafkaproto: malformed request header")
+	errUnknownAPI    = errors.New("kafkaproto: unknown api key")
+	errBadVersion    = errors.New("kafkaproto: api version not decodable")
+	errBadBody       = errors.New("kafkaproto: malformed request body")
+)
+
+const (
+	minFrame   = 10       // key, version, correlation id, client id length
+	readChunk  = 64 << 10 // frame buffers grow by at most this per read
+	keepBuffer = 1 << 20  // a connection keeps a frame buffer up to this size
+)
+
+// header is a parsed request header (v1 or v2).
+type header struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      *string
+}
+
+// conn is one client connection, served by one goroutine: requests are read,
+// handled and answered strictly in order, as Kafka does, so pipelined
+// produce requests append in the order they were sent.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	br  *bufio.Reader
+	in  []byte // frame buffer, reused between requests
+	out []byte // response buffer, reused between requests
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk)}
+	for {
+		frame, err := c.readFrame()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
+				s.log.Info("closing kafka connection", "remote", nc.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		if err := c.handle(frame); err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Info("closing kafka connection", "remote", nc.RemoteAddr().String(), "err", err)
+			}
+			return
+		}
+		if cap(c.in) > keepBuffer {
+			c.in = nil
+		}
+		if cap(c.out) > keepBuffer {
+			c.out = nil
+		}
+	}
+}
+
+// readFrame reads one size-prefixed request frame. The buffer grows as bytes
+// arrive, so a frame that only claims to be large costs nothing.
+func (c *conn) readFrame() ([]byte, error) {
+	c.nc.SetReadDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	var size [4]byte
+	if _, err := io.ReadFull(c.br, size[:]); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(size[:])))
+	if n < minFrame {
+		return nil, fmt.Errorf("%w: %d bytes", errFrameTooSmall, n)
+	}
+	key, err := c.br.Peek(2)
+	if err != nil {
+		return nil, err
+	}
+	if limit := c.s.frameLimit(int16(binary.BigEndian.Uint16(key))); n > limit {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, n, limit)
+	}
+	buf := c.in[:0]
+	for len(buf) < n {
+		want := min(n, len(buf)+max(len(buf), readChunk))
+		if cap(buf) < want {
+			buf = append(buf[:cap(buf)], make([]byte, want-cap(buf))...)
+		}
+		m, err := io.ReadFull(c.br, buf[len(buf):want])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, fmt.Errorf("kafkaproto: reading %d byte frame: %w", n, err)
+		}
+	}
+	c.in = buf
+	return buf, nil
+}
+
+// frameLimit is the largest frame accepted for an API key.
+func (s *Server) frameLimit(key int16) int {
+	if key == produceKey {
+		return int(s.opts.MaxRequestSize)
+	}
+	return int(min(s.opts.MaxRequestSize, smallRequestMax))
+}
+
+// parseHeader splits a frame into its header and body. flexible says
+// whether the header carries tagged fields (request header v2).
+func parseHeader(frame []byte) (header, []byte, error) {
+	var h header
+	if len(frame) < minFrame {
+		return h, nil, errBadHeader
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	idLen := int(int16(binary.BigEndian.Uint16(frame[8:])))
+	rest := frame[minFrame:]
+	if idLen >= 0 {
+		if idLen > len(rest) {
+			return h, nil, errBadHeader
+		}
+		id := string(rest[:idLen])
+		h.clientID = &id
+		rest = rest[idLen:]
+	}
+	return h, rest, nil
+}
+
+// skipTags skips a tagged-field section.
+func skipTags(b []byte) ([]byte, error) {
+	n, l := binary.Uvarint(b)
+	if l <= 0 || n > uint64(len(b)) {
+		return nil, errBadHeader
+	}
+	b = b[l:]
+	for range n {
+		if _, l = binary.Uvarint(b); l <= 0 {
+			return nil, errBadHeader
+		}
+		b = b[l:]
+		size, l := binary.Uvarint(b)
+		if l <= 0 || size > uint64(len(b)-l) {
+			return nil, errBadHeader
+		}
+		b = b[l+int(size):]
+	}
+	return b, nil
+}
+
+// handle decodes one frame, runs its handler and writes the response. An
+// error means the connection must be closed.
+func (c *conn) handle(frame []byte) error {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return err
+	}
+	api, ok := c.s.handlers[h.key]
+	if !ok {
+		return fmt.Errorf("%w %d", errUnknownAPI, h.key)
+	}
+	supported := h.version >= api.min && h.version <= api.max
+	if h.key == apiVersionsKey && !supported {
+		// Answer in v0 so that the client can pick a version it shares.
+		resp := c.s.apiVersionsError(kerr.UnsupportedVersion.Code)
+		return c.write(h, resp, false)
+	}
+	req := kmsg.RequestForKey(h.key)
+	if h.version < 0 || h.version > req.MaxVersion() {
+		return fmt.Errorf("%w: key %d version %d", errBadVersion, h.key, h.version)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		if body, err = skipTags(body); err != nil {
+			return err
+		}
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("%w: %s v%d: %v", errBadBody, kmsg.NameForKey(h.key), h.version, err)
+	}
+	var resp kmsg.Response
+	if supported {
+		resp = api.serve(c.s, c.s.ctx, req)
+	} else {
+		resp = api.fail(req, kerr.UnsupportedVersion.Code)
+	}
+	if resp == nil { // acks=0 produce: no response
+		return nil
+	}
+	// ApiVersions responses always use header v0 (KIP-511).
+	return c.write(h, resp, resp.IsFlexible() && h.key != apiVersionsKey)
+}
+
+// write sends resp with a response header for h.
+func (c *conn) write(h header, resp kmsg.Response, flexibleHeader bool) error {
+	out := append(c.out[:0], 0, 0, 0, 0)
+	out = binary.BigEndian.AppendUint32(out, uint32(h.correlationID))
+	if flexibleHeader {
+		out = append(out, 0) // no tagged fields
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
+	if fr, ok := resp.(*fetchReply); ok {
+		defer fr.close()
+		var err error
+		c.out, err = fr.writeTo(c.nc, out)
+		return err
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	c.out = out
+	if _, err := c.nc.Write(out); err != nil {
+		return fmt.Errorf("kafkaproto: writing response: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package kafkaproto
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreatePartitions, key 37: versions 0-3 (flexible from 2). Manual
+// assignment of the new partitions is not supported.
+const (
+	createPartitionsKey = 37
+	createPartitionsMin = 0
+	createPartitionsMax = 3
+)
+
+func (s *Server) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreatePartitionsResponseTopic()
+		t.Topic = rt.Topic
+		var err error
+		if len(rt.Assignment) > 0 {
+			err = fmt.Errorf("%w: manual partition assignment is not supported", ErrInvalidRequest)
+		} else {
+			err = s.broker.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
+		}
+		t.ErrorCode, t.ErrorMessage = kafkaErr(err), errMessage(err)
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+func createPartitionsError(req *kmsg.CreatePartitionsRequest, code int16) *kmsg.CreatePartitionsResponse {
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreatePartitionsResponseTopic()
+		t.Topic, t.ErrorCode = rt.Topic, code
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

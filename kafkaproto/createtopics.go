@@ -1,0 +1,104 @@
+package kafkaproto
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreateTopics, key 19: versions 2-7 (flexible from 5; v5+ responses carry
+// the partitions, replication factor and configs of the new topic, v7 its
+// id). Manual replica assignment is not supported; a topic named twice in
+// one request is rejected.
+const (
+	createTopicsKey = 19
+	createTopicsMin = 2
+	createTopicsMax = 7
+)
+
+func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic = rt.Topic
+		spec, err := topicSpec(rt)
+		if err == nil && seen[rt.Topic] > 1 {
+			err = fmt.Errorf("%w: topic %q named more than once", ErrInvalidRequest, rt.Topic)
+		}
+		if err == nil {
+			err = s.broker.CreateTopic(ctx, spec, req.ValidateOnly)
+		}
+		if err != nil {
+			t.ErrorCode, t.ErrorMessage = kafkaErr(err), errMessage(err)
+			t.NumPartitions, t.ReplicationFactor = -1, -1
+		} else if req.Version >= 5 {
+			s.describeCreated(ctx, &t, spec, req.ValidateOnly)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+func topicSpec(rt kmsg.CreateTopicsRequestTopic) (TopicSpec, error) {
+	spec := TopicSpec{
+		Name:              rt.Topic,
+		Partitions:        rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+		Configs:           make(map[string]string, len(rt.Configs)),
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return spec, fmt.Errorf("%w: manual replica assignment is not supported", ErrInvalidRequest)
+	}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			return spec, fmt.Errorf("%w: config %q has a null value", ErrInvalidConfig, c.Name)
+		}
+		spec.Configs[c.Name] = *c.Value
+	}
+	return spec, nil
+}
+
+// describeCreated fills the v5+ fields describing a created (or validated)
+// topic.
+func (s *Server) describeCreated(ctx context.Context, t *kmsg.CreateTopicsResponseTopic, spec TopicSpec, validateOnly bool) {
+	t.NumPartitions, t.ReplicationFactor = spec.Partitions, spec.ReplicationFactor
+	cl, _ := s.broker.Cluster()
+	if ti, ok := cl.Topic(spec.Name); ok && !validateOnly {
+		t.TopicID = ti.ID
+		t.NumPartitions = int32(len(ti.Partitions))
+		if len(ti.Partitions) > 0 {
+			t.ReplicationFactor = int16(len(ti.Partitions[0].Replicas))
+		}
+	}
+	if validateOnly {
+		return
+	}
+	entries, err := s.broker.DescribeConfigs(ctx, ConfigResource{Type: ResourceTopic, Name: spec.Name})
+	if err != nil {
+		t.ConfigErrorCode = kafkaErr(err)
+		return
+	}
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
+		t.Configs = append(t.Configs, c)
+	}
+}
+
+func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic, t.ErrorCode = rt.Topic, code
+		t.NumPartitions, t.ReplicationFactor = -1, -1
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

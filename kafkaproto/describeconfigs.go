@@ -1,0 +1,82 @@
+package kafkaproto
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeConfigs, key 32: versions 1-4 (flexible from 4). Topic and
+// broker resources; ConfigNames filters, documentation is included on
+// request (v3+). Synonyms are not reported.
+const (
+	describeConfigsKey = 32
+	describeConfigsMin = 1
+	describeConfigsMax = 4
+)
+
+func (s *Server) describeConfigs(ctx context.Context, req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		r := kmsg.NewDescribeConfigsResponseResource()
+		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		entries, err := s.describeResource(ctx, rr)
+		if err != nil {
+			r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+				continue
+			}
+			r.Configs = append(r.Configs, describeConfig(e, req.IncludeDocumentation))
+		}
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp
+}
+
+func (s *Server) describeResource(ctx context.Context, rr kmsg.DescribeConfigsRequestResource) ([]ConfigEntry, error) {
+	res, err := configResource(int8(rr.ResourceType), rr.ResourceName)
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.DescribeConfigs(ctx, res)
+}
+
+// configResource validates a resource type and name from a request.
+func configResource(typ int8, name string) (ConfigResource, error) {
+	switch ResourceType(typ) {
+	case ResourceTopic:
+		if !validTopicName(name) {
+			return ConfigResource{}, fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+		}
+	case ResourceBroker:
+	default:
+		return ConfigResource{}, fmt.Errorf("%w: config resource type %d not supported", ErrInvalidRequest, typ)
+	}
+	return ConfigResource{Type: ResourceType(typ), Name: name}, nil
+}
+
+func describeConfig(e ConfigEntry, doc bool) kmsg.DescribeConfigsResponseResourceConfig {
+	c := kmsg.NewDescribeConfigsResponseResourceConfig()
+	c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
+	c.IsDefault = e.Source == SourceDefault
+	c.Source = kmsg.ConfigSource(e.Source)
+	c.ConfigType = kmsg.ConfigType(e.Type)
+	if doc && e.Doc != "" {
+		c.Documentation = &e.Doc
+	}
+	return c
+}
+
+func describeConfigsError(req *kmsg.DescribeConfigsRequest, code int16) *kmsg.DescribeConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		r := kmsg.NewDescribeConfigsResponseResource()
+		r.ResourceType, r.ResourceName, r.ErrorCode = rr.ResourceType, rr.ResourceName, code
+		resp.Resources = append(resp.Resources, r)
+	}
+	return resp
+}

@@ -1,0 +1,83 @@
+package kafkaproto
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// apiHandler serves one API key over a range of versions.
+type apiHandler struct {
+	key      int16
+	min, max int16
+	// serve answers a decoded request of a supported version; a nil
+	// response means none is sent (Produce with acks=0).
+	serve func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
+	// fail answers a decoded request with code in every error field; it
+	// is used for versions outside [min, max] that kmsg can still encode.
+	fail func(req kmsg.Request, code int16) kmsg.Response
+}
+
+// handle adapts a typed handler pair to apiHandler.
+func handle[Req kmsg.Request, Resp kmsg.Response](key, minV, maxV int16,
+	serve func(*Server, context.Context, Req) Resp, fail func(Req, int16) Resp,
+) apiHandler {
+	return apiHandler{
+		key: key, min: minV, max: maxV,
+		serve: func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response {
+			resp := serve(s, ctx, req.(Req))
+			var none Resp // nil pointer: no response
+			if any(resp) == any(none) {
+				return nil
+			}
+			return resp
+		},
+		fail: func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(Req), code) },
+	}
+}
+
+// handlerTable lists every API the listener implements, with the version
+// range it advertises. Each entry's constants and functions live in the
+// file named after the API.
+func handlerTable() map[int16]apiHandler {
+	t := make(map[int16]apiHandler)
+	for _, h := range []apiHandler{
+		handle(produceKey, produceMin, produceMax, (*Server).produce, produceError),
+		handle(fetchKey, fetchMin, fetchMax, (*Server).fetch, fetchError),
+		handle(listOffsetsKey, listOffsetsMin, listOffsetsMax, (*Server).listOffsets, listOffsetsError),
+		handle(metadataKey, metadataMin, metadataMax, (*Server).metadata, metadataError),
+		handle(apiVersionsKey, apiVersionsMin, apiVersionsMax, (*Server).apiVersions, apiVersionsFail),
+		handle(createTopicsKey, createTopicsMin, createTopicsMax, (*Server).createTopics, createTopicsError),
+		handle(deleteTopicsKey, deleteTopicsMin, deleteTopicsMax, (*Server).deleteTopics, deleteTopicsError),
+		handle(deleteRecordsKey, deleteRecordsMin, deleteRecordsMax, (*Server).deleteRecords, deleteRecordsError),
+		handle(initProducerIDKey, initProducerIDMin, initProducerIDMax, (*Server).initProducerID, initProducerIDError),
+		handle(offsetForLeaderEpochKey, offsetForLeaderEpochMin, offsetForLeaderEpochMax, (*Server).offsetForLeaderEpoch, offsetForLeaderEpochError),
+		handle(describeConfigsKey, describeConfigsMin, describeConfigsMax, (*Server).describeConfigs, describeConfigsError),
+		handle(createPartitionsKey, createPartitionsMin, createPartitionsMax, (*Server).createPartitions, createPartitionsError),
+		handle(incrementalAlterConfigsKey, incrementalAlterConfigsMin, incrementalAlterConfigsMax, (*Server).incrementalAlterConfigs, incrementalAlterConfigsError),
+		handle(describeClusterKey, describeClusterMin, describeClusterMax, (*Server).describeCluster, describeClusterError),
+	} {
+		t[h.key] = h
+	}
+	return t
+}
+
+// APIVersion is one supported API key and its version range.
+type APIVersion struct {
+	Key        int16  `json:"key"`
+	Name       string `json:"name"`
+	MinVersion int16  `json:"min_version"`
+	MaxVersion int16  `json:"max_version"`
+}
+
+// SupportedVersions lists the API keys and versions the listener
+// implements, sorted by key: what ApiVersions advertises.
+func SupportedVersions() []APIVersion {
+	var out []APIVersion
+	for _, h := range handlerTable() {
+		out = append(out, APIVersion{Key: h.key, Name: kmsg.NameForKey(h.key), MinVersion: h.min, MaxVersion: h.max})
+	}
+	slices.SortFunc(out, func(a, b APIVersion) int { return int(a.Key) - int(b.Key) })
+	return out
+}

@@ -1,0 +1,144 @@
+package kafkaproto
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Metadata, key 3: versions 0-12 (flexible from 9; topic ids from 10).
+// Missing topics are created only when both the request allows it and
+// Options.AutoCreateTopics is set.
+const (
+	metadataKey = 3
+	metadataMin = 0
+	metadataMax = 12
+)
+
+func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	cl, _ := s.broker.Cluster()
+	if s.opts.AutoCreateTopics && (req.AllowAutoTopicCreation || req.Version < 4) {
+		if s.autoCreate(ctx, cl, req) {
+			cl, _ = s.broker.Cluster()
+		}
+	}
+	resp.ClusterID = &cl.ClusterID
+	resp.ControllerID = cl.ControllerID
+	for _, b := range cl.Brokers {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		if b.Rack != "" {
+			rb.Rack = &b.Rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if allTopics {
+		for i := range cl.Topics {
+			resp.Topics = append(resp.Topics, metadataTopic(&cl.Topics[i]))
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var (
+			t  *TopicInfo
+			ok bool
+		)
+		if rt.Topic == nil && rt.TopicID != [16]byte{} {
+			if t, ok = cl.TopicByID(rt.TopicID); !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		} else if rt.Topic != nil {
+			t, ok = cl.Topic(*rt.Topic)
+		}
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = rt.Topic, kerr.UnknownTopicOrPartition.Code
+			if rt.Topic != nil && !validTopicName(*rt.Topic) {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(t))
+	}
+	return resp
+}
+
+// autoCreate creates the requested topics that do not exist; it reports
+// whether it created any.
+func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.MetadataRequest) bool {
+	created := false
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || !validTopicName(*rt.Topic) {
+			continue
+		}
+		if _, ok := cl.Topic(*rt.Topic); ok {
+			continue
+		}
+		err := s.broker.CreateTopic(ctx, TopicSpec{Name: *rt.Topic, Partitions: -1, ReplicationFactor: -1}, false)
+		if err != nil && !errors.Is(err, ErrTopicExists) {
+			s.log.Info("auto-creating topic failed", "topic", *rt.Topic, "err", err)
+			continue
+		}
+		created = true
+	}
+	return created
+}
+
+func metadataTopic(t *TopicInfo) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = orEmpty(p.Replicas), orEmpty(p.ISR), orEmpty(p.Offline)
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func orEmpty(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+// validTopicName applies Kafka's topic name rules: 1-249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func validTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func metadataError(req *kmsg.MetadataRequest, code int16) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ErrorCode = code
+	for _, rt := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, code
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}

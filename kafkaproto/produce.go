@@ -1,0 +1,103 @@
+package kafkaproto
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce, key 0: versions 3-12 (flexible from 9). Records are passed to
+// the broker as received; partitions of one request are appended
+// concurrently (at most produceParallelism at a time), each partition's
+// batches in request order. acks=0 requests get no response.
+const (
+	produceKey = 0
+	produceMin = 3
+	produceMax = 12
+
+	produceParallelism = 8
+)
+
+func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	var pre error
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		pre = fmt.Errorf("%w: acks %d", ErrInvalidRequiredAcks, req.Acks)
+	case req.TransactionID != nil:
+		pre = ErrTransactionsUnsupported
+	}
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, produceParallelism)
+	for i, rt := range req.Topics {
+		t := &resp.Topics[i]
+		*t = kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j, rp := range rt.Partitions {
+			p := &t.Partitions[j]
+			*p = kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			if pre != nil {
+				setProduceError(p, pre)
+				continue
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.producePartition(ctx, req.Acks, rt.Topic, rp, p)
+			}()
+		}
+	}
+	wg.Wait()
+	if req.Acks == 0 {
+		return nil
+	}
+	return resp
+}
+
+func (s *Server) producePartition(ctx context.Context, acks int16, topic string, rp kmsg.ProduceRequestTopicPartition, p *kmsg.ProduceResponseTopicPartition) {
+	if len(rp.Records) == 0 {
+		setProduceError(p, fmt.Errorf("%w: no records", ErrCorruptMessage))
+		return
+	}
+	res, err := s.broker.Produce(ctx, topic, rp.Partition, rp.Records, acks)
+	if err != nil {
+		setProduceError(p, err)
+		return
+	}
+	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+}
+
+func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error) {
+	p.ErrorCode = kafkaErr(err)
+	p.ErrorMessage = errMessage(err)
+	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+}
+
+func produceError(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, code
+			p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
