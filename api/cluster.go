@@ -1,0 +1,137 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// clusterResource serves /v1/cluster.
+type clusterResource struct{ h *handler }
+
+func (c clusterResource) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/", c.get)
+	return r
+}
+
+func (c clusterResource) get(w http.ResponseWriter, r *http.Request) {
+	cl, err := c.h.b.Cluster(r.Context())
+	if err != nil {
+		c.h.problem(w, r, err)
+		return
+	}
+	if cl.Controllers == nil {
+		cl.Controllers = []Controller{}
+	}
+	cl.Brokers = nonNilBrokers(cl.Brokers)
+	c.h.writeJSON(w, r, http.StatusOK, cl)
+}
+
+// brokersResource serves /v1/brokers.
+type brokersResource struct{ h *handler }
+
+func (b brokersResource) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/", b.list)
+	return r
+}
+
+// BrokerList is GET /v1/brokers.
+type BrokerList struct {
+	Brokers []Broker `json:"brokers"`
+}
+
+func (b brokersResource) list(w http.ResponseWriter, r *http.Request) {
+	bs, err := b.h.b.Brokers(r.Context())
+	if err != nil {
+		b.h.problem(w, r, err)
+		return
+	}
+	b.h.writeJSON(w, r, http.StatusOK, BrokerList{Brokers: nonNilBrokers(bs)})
+}
+
+func nonNilBrokers(bs []Broker) []Broker {
+	if bs == nil {
+		return []Broker{}
+	}
+	return bs
+}
+
+// kafkaResource serves /v1/kafka (KafkaAPIVersionsBackend).
+type kafkaResource struct{ h *handler }
+
+func (k kafkaResource) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/api-versions", k.apiVersions)
+	return r
+}
+
+// KafkaAPIVersions is GET /v1/kafka/api-versions.
+type KafkaAPIVersions struct {
+	APIVersions []KafkaAPIVersion `json:"api_versions"`
+}
+
+func (k kafkaResource) apiVersions(w http.ResponseWriter, r *http.Request) {
+	kb, ok := k.h.b.(KafkaAPIVersionsBackend)
+	if !ok {
+		k.h.problem(w, r, fmt.Errorf("%w: no Kafka listener", ErrNotImplemented))
+		return
+	}
+	vs, err := kb.KafkaAPIVersions(r.Context())
+	if err != nil {
+		k.h.problem(w, r, err)
+		return
+	}
+	if vs == nil {
+		vs = []KafkaAPIVersion{}
+	}
+	k.h.writeJSON(w, r, http.StatusOK, KafkaAPIVersions{APIVersions: vs})
+}
+
+// statsResource serves /v1/stats (SeriesBackend).
+type statsResource struct{ h *handler }
+
+func (s statsResource) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/series", s.series)
+	return r
+}
+
+func (s statsResource) series(w http.ResponseWriter, r *http.Request) {
+	sb, ok := s.h.b.(SeriesBackend)
+	if !ok {
+		s.h.problem(w, r, fmt.Errorf("%w: no series", ErrNotImplemented))
+		return
+	}
+	ser, err := sb.Series(r.Context())
+	if err != nil {
+		s.h.problem(w, r, err)
+		return
+	}
+	s.h.writeJSON(w, r, http.StatusOK, normalizeSeries(ser))
+}
+
+func normalizeSeries(s Series) Series {
+	if s.Topics == nil {
+		s.Topics = []TopicSeries{}
+	}
+	if s.Groups == nil {
+		s.Groups = []GroupSeries{}
+	}
+	for i := range s.Topics {
+		t := &s.Topics[i]
+		for _, p := range []*[]int64{&t.ProducedRecords, &t.ProducedBytes, &t.ConsumedRecords, &t.ConsumedBytes} {
+			if *p == nil {
+				*p = []int64{}
+			}
+		}
+	}
+	for i := range s.Groups {
+		if s.Groups[i].Lag == nil {
+			s.Groups[i].Lag = []int64{}
+		}
+	}
+	return s
+}

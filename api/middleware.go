@@ -1,0 +1,212 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nuid"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// RequestIDHeader carries the request id both ways.
+const RequestIDHeader = "X-Request-ID"
+
+func requestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// requestID keeps a sane incoming X-Request-ID or makes one with nuid, stores it
+// in the context and echoes it in the response.
+func (h *handler) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(RequestIDHeader)
+		if !saneID(id) {
+			id = nuid.Next()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func saneID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// statusWriter records the status and size of a response. It passes Flush
+// through and unwraps for http.ResponseController (SSE needs both).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(p)
+	s.bytes += int64(n)
+	return n, err
+}
+
+func (s *statusWriter) Flush() {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// accessLog logs one line per request and observes the duration histogram
+// labelled with the chi route pattern (not the raw path: bounded cardinality).
+func (h *handler) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := h.opts.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		d := h.opts.Now().Sub(start)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		h.metrics.observe(route, r.Method, sw.status, d)
+		level := slog.LevelInfo
+		switch route {
+		case "/livez", "/readyz", "/metrics":
+			level = slog.LevelDebug
+		}
+		h.log.LogAttrs(r.Context(), level, "http",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", route), slog.Int("status", sw.status),
+			slog.Int64("bytes", sw.bytes), slog.Duration("duration", d),
+			slog.String("request_id", requestIDFrom(r.Context())))
+	})
+}
+
+// recoverer turns a handler panic into a logged 500 (when nothing was written
+// yet). http.ErrAbortHandler is re-raised: it is how a handler aborts on purpose.
+func (h *handler) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.LogAttrs(r.Context(), slog.LevelError, "handler panic",
+				slog.String("request_id", requestIDFrom(r.Context())),
+				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+				return
+			}
+			h.problem(w, r, fmt.Errorf("api: panic: %v", v))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// readBody reads a request body whole, within MaxBodyBytes (413 above) and
+// BodyReadTimeout, and replaces it with an in-memory reader, so validation and
+// the handler see the same bytes and no handler blocks on a slow client.
+func (h *handler) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.ContentLength > h.opts.MaxBodyBytes {
+			h.problem(w, r, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBodyTooLarge, r.ContentLength, h.opts.MaxBodyBytes))
+			return
+		}
+		body, err := h.slurp(w, r)
+		if err != nil {
+			h.problem(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handler) slurp(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// Not every ResponseWriter supports deadlines (httptest's does not); then the
+	// server's own ReadTimeout is the only bound.
+	if err := rc.SetReadDeadline(h.opts.Now().Add(h.opts.BodyReadTimeout)); err == nil {
+		// A deadline left behind would cancel the request context later on
+		// (net/http's background read fails), so clear it once the body is in.
+		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
+		}
+		return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err)
+	}
+	return body, nil
+}
+
+// writesNeedReady answers 503 to writes while the backend is not ready.
+func (h *handler) writesNeedReady(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			if err := h.b.Ready(); err != nil {
+				h.problem(w, r, readyErr(err))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func levelFor(status int) slog.Level {
+	if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusNotImplemented {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
+}
+
+func slogString(k, v string) slog.Attr { return slog.String(k, v) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+)
+
+// writeJSON writes v as a JSON response with status.
+func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		h.problem(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// problem writes err as an RFC 9457 problem: the error table picks status and
+// type; the detail is the error text. 5xx details are logged with the request id.
+func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client left; nobody reads the answer
+	}
+	k := KindOf(err)
+	p := Problem{
+		Type:      k.Type,
+		Title:     k.Title,
+		Status:    k.Status,
+		Detail:    err.Error(),
+		Instance:  r.URL.Path,
+		RequestID: requestIDFrom(r.Context()),
+	}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		p.Field = fe.Field
+	}
+	if k.Status >= 500 {
+		h.log.LogAttrs(r.Context(), levelFor(k.Status), "request failed",
+			slogString("request_id", p.RequestID), slogString("error", err.Error()))
+		if k.Status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		if k.Status == http.StatusInternalServerError {
+			p.Detail = "internal error; see the server log for request " + p.RequestID
+		}
+	}
+	body, _ := json.Marshal(p) // Problem always marshals
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(k.Status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,184 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// recordsResource serves produce, consume and the SSE stream of a topic.
+type recordsResource struct{ h *handler }
+
+// ProduceResponse is the answer to POST /v1/topics/{topic}/records.
+type ProduceResponse struct {
+	Offsets []RecordOffset `json:"offsets"`
+}
+
+// ConsumeResponse is the answer to GET .../partitions/{partition}/records.
+type ConsumeResponse struct {
+	Records       []wireConsumed `json:"records"`
+	NextOffset    int64          `json:"next_offset"`
+	HighWatermark int64          `json:"high_watermark"`
+	StartOffset   int64          `json:"start_offset"`
+}
+
+func (rr recordsResource) produce(w http.ResponseWriter, r *http.Request) {
+	topic, err := topicParam(r)
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	acks, err := parseAcks(q.Get("acks"))
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		rr.h.problem(w, r, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err))
+		return
+	}
+	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")))
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	offs, err := rr.h.b.Produce(r.Context(), topic, recs, acks)
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	var size int64
+	for _, rec := range recs {
+		size += recordSize(rec.Key, rec.Value, rec.Headers)
+	}
+	rr.h.metrics.produced(topic, len(recs), size)
+	if offs == nil {
+		offs = []RecordOffset{}
+	}
+	rr.h.writeJSON(w, r, http.StatusOK, ProduceResponse{Offsets: offs})
+}
+
+func parseAcks(s string) (int, error) {
+	switch s {
+	case "", "all", "-1":
+		return AcksAll, nil
+	case "0":
+		return AcksNone, nil
+	case "1":
+		return AcksLeader, nil
+	}
+	return 0, &FieldError{Field: "query.acks", Err: ErrInvalidRequest, Msg: "must be 0, 1 or all"}
+}
+
+func encodingParam(s string) string {
+	if s == "" {
+		return EncodingJSON
+	}
+	return s // the spec's enum was checked by validation
+}
+
+// parseOffset reads an offset query value: a number, earliest or latest.
+func parseOffset(s string, def int64) (int64, error) {
+	switch s {
+	case "":
+		return def, nil
+	case "earliest":
+		return OffsetEarliest, nil
+	case "latest":
+		return OffsetLatest, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, &FieldError{Field: "query.offset", Err: ErrInvalidRequest, Msg: "must be a non-negative integer, earliest or latest"}
+	}
+	return n, nil
+}
+
+// intParam reads an optional integer query parameter within [lo, hi].
+func intParam(q map[string][]string, name string, def, lo, hi int64) (int64, error) {
+	vs := q[name]
+	if len(vs) == 0 || vs[0] == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, &FieldError{Field: "query." + name, Err: ErrInvalidRequest,
+			Msg: fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
+	}
+	return n, nil
+}
+
+// timestampParam reads the optional timestamp query parameter.
+func timestampParam(q map[string][]string) (*int64, error) {
+	if len(q["timestamp"]) == 0 {
+		return nil, nil
+	}
+	ts, err := intParam(q, "timestamp", 0, 0, 1<<62)
+	if err != nil {
+		return nil, err
+	}
+	return &ts, nil
+}
+
+func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
+	req, enc, err := rr.consumeRequest(r)
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	res, err := rr.h.b.Consume(r.Context(), req)
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	out := ConsumeResponse{Records: make([]wireConsumed, len(res.Records)),
+		NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, StartOffset: res.StartOffset}
+	var size int64
+	for i, rec := range res.Records {
+		out.Records[i] = encodeRecord(rec, enc)
+		size += recordSize(rec.Key, rec.Value, rec.Headers)
+	}
+	rr.h.metrics.consumed(req.Topic, len(res.Records), size)
+	rr.h.writeJSON(w, r, http.StatusOK, out)
+}
+
+func (rr recordsResource) consumeRequest(r *http.Request) (ConsumeRequest, string, error) {
+	var req ConsumeRequest
+	var err error
+	if req.Topic, err = topicParam(r); err != nil {
+		return req, "", err
+	}
+	p, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	if err != nil || p < 0 {
+		return req, "", &FieldError{Field: "path.partition", Err: ErrInvalidRequest, Msg: "must be an integer from 0"}
+	}
+	req.Partition = int32(p)
+	q := r.URL.Query()
+	if req.Offset, err = parseOffset(q.Get("offset"), OffsetEarliest); err != nil {
+		return req, "", err
+	}
+	if req.Timestamp, err = timestampParam(q); err != nil {
+		return req, "", err
+	}
+	maxRecords, err := intParam(q, "max_records", 100, 1, 10000)
+	if err != nil {
+		return req, "", err
+	}
+	maxBytes, err := intParam(q, "max_bytes", 1<<20, 1, 64<<20)
+	if err != nil {
+		return req, "", err
+	}
+	waitMS, err := intParam(q, "wait_ms", 0, 0, 60000)
+	if err != nil {
+		return req, "", err
+	}
+	req.MaxRecords, req.MaxBytes = int(maxRecords), int(maxBytes)
+	req.Wait = min(time.Duration(waitMS)*time.Millisecond, rr.h.opts.MaxWait)
+	return req, encodingParam(q.Get("encoding")), nil
+}

@@ -1,0 +1,207 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// topicsResource serves /v1/topics and everything under a topic.
+type topicsResource struct{ h *handler }
+
+func (t topicsResource) Routes() chi.Router {
+	r := chi.NewRouter()
+	r.Get("/", t.list)
+	r.Post("/", t.create)
+	r.Route("/{topic}", func(r chi.Router) {
+		r.Get("/", t.describe)
+		r.Delete("/", t.delete)
+		r.Patch("/configs", t.alterConfigs)
+		rec := recordsResource{t.h}
+		r.Post("/records", rec.produce)
+		r.Get("/records/stream", rec.stream)
+		r.Get("/partitions/{partition}/records", rec.consume)
+	})
+	return r
+}
+
+// ValidTopicName reports whether name is a legal topic name (Kafka's rules).
+func ValidTopicName(name string) error {
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopicName, name)
+	}
+	if !legalTopicName(name) {
+		return fmt.Errorf("%w: %q: 1 to 249 characters of [a-zA-Z0-9._-]", ErrInvalidTopicName, name)
+	}
+	return nil
+}
+
+// legalTopicName: 1 to 249 characters of [a-zA-Z0-9._-].
+func legalTopicName(name string) bool {
+	if len(name) == 0 || len(name) > 249 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// topicParam returns the {topic} path parameter, checked.
+func topicParam(r *http.Request) (string, error) {
+	name := chi.URLParam(r, "topic")
+	if un, err := url.PathUnescape(name); err == nil {
+		name = un
+	}
+	if err := ValidTopicName(name); err != nil {
+		return "", &FieldError{Field: "path.topic", Err: err, Msg: "invalid topic name"}
+	}
+	return name, nil
+}
+
+// TopicList is GET /v1/topics.
+type TopicList struct {
+	Topics []TopicSummary `json:"topics"`
+}
+
+func (t topicsResource) list(w http.ResponseWriter, r *http.Request) {
+	ts, err := t.h.b.ListTopics(r.Context())
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	if ts == nil {
+		ts = []TopicSummary{}
+	}
+	t.h.writeJSON(w, r, http.StatusOK, TopicList{Topics: ts})
+}
+
+// createBody is CreateTopicRequest as sent: absent numbers are the defaults.
+type createBody struct {
+	Name              string            `json:"name"`
+	Partitions        *int32            `json:"partitions"`
+	ReplicationFactor *int16            `json:"replication_factor"`
+	Configs           map[string]string `json:"configs"`
+}
+
+func (t topicsResource) create(w http.ResponseWriter, r *http.Request) {
+	var body createBody
+	if err := decodeJSONBody(r, &body); err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	if err := ValidTopicName(body.Name); err != nil {
+		t.h.problem(w, r, &FieldError{Field: "body.name", Err: err, Msg: "invalid topic name"})
+		return
+	}
+	req := CreateTopicRequest{Name: body.Name, Partitions: -1, ReplicationFactor: -1, Configs: body.Configs}
+	if body.Partitions != nil {
+		req.Partitions = *body.Partitions
+	}
+	if body.ReplicationFactor != nil {
+		req.ReplicationFactor = *body.ReplicationFactor
+	}
+	if req.Configs == nil {
+		req.Configs = map[string]string{}
+	}
+	td, err := t.h.b.CreateTopic(r.Context(), req)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/topics/"+url.PathEscape(td.Name))
+	t.h.writeJSON(w, r, http.StatusCreated, normalizeTopic(td))
+}
+
+func (t topicsResource) describe(w http.ResponseWriter, r *http.Request) {
+	name, err := topicParam(r)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	td, err := t.h.b.DescribeTopic(r.Context(), name)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	t.h.writeJSON(w, r, http.StatusOK, normalizeTopic(td))
+}
+
+func (t topicsResource) delete(w http.ResponseWriter, r *http.Request) {
+	name, err := topicParam(r)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	if err := t.h.b.DeleteTopic(r.Context(), name); err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// AlterConfigsRequest is the body of PATCH /v1/topics/{topic}/configs.
+type AlterConfigsRequest struct {
+	Configs map[string]*string `json:"configs"`
+}
+
+func (t topicsResource) alterConfigs(w http.ResponseWriter, r *http.Request) {
+	name, err := topicParam(r)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	var body AlterConfigsRequest
+	if err := decodeJSONBody(r, &body); err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	if body.Configs == nil {
+		body.Configs = map[string]*string{}
+	}
+	td, err := t.h.b.AlterTopicConfigs(r.Context(), name, body.Configs)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	t.h.writeJSON(w, r, http.StatusOK, normalizeTopic(td))
+}
+
+// decodeJSONBody decodes the (already read and size-checked) body strictly.
+func decodeJSONBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err)
+	}
+	if err := strictUnmarshal(body, v); err != nil {
+		return jsonProblem("body", err)
+	}
+	return nil
+}
+
+// normalizeTopic makes nil maps and slices empty so the JSON matches the schema.
+func normalizeTopic(td TopicDetail) TopicDetail {
+	if td.Configs == nil {
+		td.Configs = map[string]string{}
+	}
+	if td.Partitions == nil {
+		td.Partitions = []PartitionDetail{}
+	}
+	for i := range td.Partitions {
+		p := &td.Partitions[i]
+		if p.Replicas == nil {
+			p.Replicas = []int32{}
+		}
+		if p.ISR == nil {
+			p.ISR = []int32{}
+		}
+	}
+	return td
+}
