@@ -20,9 +20,10 @@ import (
 
 // Node is this process's member of the metadata quorum. Safe for concurrent use.
 //
-// Goroutines: raft's own (stopped by Shutdown in Close) and the leader loop
+// Goroutines: raft's own (stopped by Shutdown in Close), the leader loop
 // (leaderLoop), which proposes InitCluster when this node leads a cluster
-// without id; Close cancels and waits for it.
+// without id, and one waiter per Apply in flight (spawn). Close shuts raft
+// down (which resolves every future), cancels the loop and waits for all.
 type Node struct {
 	cfg    Config
 	log    *slog.Logger
@@ -32,6 +33,9 @@ type Node struct {
 	fsm    *fsm
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards closing; held while adding to wg
+	closing bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -117,8 +121,7 @@ func (n *Node) start(ctx context.Context) error {
 	if n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.logs, snaps, n.trans); err != nil {
 		return n.failStart(fmt.Errorf("raftfsm: start raft: %w", err))
 	}
-	n.wg.Add(1)
-	go n.leaderLoop(ctx, notify)
+	n.spawn(func() { n.leaderLoop(ctx, notify) })
 	return nil
 }
 
@@ -215,7 +218,6 @@ func parseServerID(id raft.ServerID) int32 {
 // leaderLoop follows leadership changes; as leader of a cluster without id it
 // proposes one.
 func (n *Node) leaderLoop(ctx context.Context, notify <-chan bool) {
-	defer n.wg.Done()
 	for {
 		select {
 		case <-ctx.Done():
@@ -255,16 +257,11 @@ func (n *Node) ensureClusterID(ctx context.Context) {
 // is the raft timeout. It returns the command's result (see each command) or
 // its error (ErrTopicExists, ...). On a follower it returns ErrNotLeader.
 func (n *Node) Apply(ctx context.Context, cmd Command) (any, error) {
-	if n.isClosed() {
-		return nil, ErrClosed
+	timeout, err := n.leaderTimeout(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if n.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("raftfsm: apply: %w", err)
-	}
-	cmd, err := n.prepare(cmd)
+	cmd, err = n.prepare(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -272,20 +269,41 @@ func (n *Node) Apply(ctx context.Context, cmd Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := defaultApplyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, fmt.Errorf("raftfsm: apply: %w", context.DeadlineExceeded)
-		}
-	}
 	f := n.raft.Apply(data, timeout)
-	if err := f.Error(); err != nil {
+	// raft's timeout only bounds enqueueing: wait for the outcome in an owned
+	// goroutine so that ctx also bounds commit and apply.
+	waited := make(chan error, 1)
+	if !n.spawn(func() { waited <- f.Error() }) {
+		return nil, ErrClosed
+	}
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err())
+	}
+	if err != nil {
 		return nil, raftError(err)
 	}
 	if err, ok := f.Response().(error); ok {
 		return nil, err
 	}
 	return f.Response(), nil
+}
+
+// spawn runs fn in a goroutine that Close waits for; false once closing.
+// fn must return when raft shuts down.
+func (n *Node) spawn(fn func()) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closing {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // prepare fills in what must be decided before proposing, so that applying
@@ -354,22 +372,22 @@ func raftError(err error) error {
 func (n *Node) Image() (*Image, <-chan struct{}) { return n.fsm.image() }
 
 // WaitReady blocks until the node knows a leader, has applied the log up to
-// the commit index it saw when the leader became known, and the cluster has
-// an id.
+// the commit index it saw then (on the leader: everything committed, through
+// a barrier), and the cluster has an id.
 func (n *Node) WaitReady(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var target uint64
-	known := false
+	caughtUp := false
 	for {
 		if n.isClosed() {
 			return ErrClosed
 		}
-		if _, id := n.raft.LeaderWithID(); id != "" && !known {
-			known, target = true, n.raft.CommitIndex()
+		if !caughtUp {
+			caughtUp, target = n.catchUp(ctx, target)
 		}
 		img, changed := n.Image()
-		if known && img.ClusterID != "" && n.raft.AppliedIndex() >= target {
+		if caughtUp && img.ClusterID != "" {
 			return nil
 		}
 		select {
@@ -381,6 +399,22 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// catchUp reports whether this node has applied what was committed when it
+// first saw a leader; target is that commit index (0: no leader seen yet).
+func (n *Node) catchUp(ctx context.Context, target uint64) (bool, uint64) {
+	if n.raft.State() == raft.Leader {
+		timeout, err := n.leaderTimeout(ctx)
+		return err == nil && n.raft.Barrier(timeout).Error() == nil, target
+	}
+	if target == 0 {
+		if _, id := n.raft.LeaderWithID(); id == "" {
+			return false, 0
+		}
+		target = max(n.raft.CommitIndex(), 1)
+	}
+	return n.raft.AppliedIndex() >= target, target
 }
 
 // Status reports the local Raft state.
@@ -430,6 +464,9 @@ func (n *Node) isClosed() bool {
 // Close stops raft and closes the stores. Safe to call more than once.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		n.closing = true
+		n.mu.Unlock()
 		close(n.done)
 		var errs []error
 		if err := n.raft.Shutdown().Error(); err != nil {

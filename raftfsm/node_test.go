@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -102,5 +104,130 @@ func TestSingleNodeBootstrapAndRestart(t *testing.T) {
 	}
 	if got := img2.Topics["orders"].Configs["retention.ms"]; got != "1000" {
 		t.Fatalf("config after restart %q", got)
+	}
+}
+
+func TestRestartDoesNotReapply(t *testing.T) {
+	dir := t.TempDir()
+	n := openSingle(t, dir)
+	alloc := raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 100}}
+	apply(t, n, alloc)
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	// Entries after the snapshot are replayed by raft on restart.
+	apply(t, n, alloc)
+	apply(t, n, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	img, _ := n.Image()
+	want := img.Digest()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		n = openSingle(t, dir)
+		img, _ = n.Image()
+		if img.NextProducerID != 200+int64(round)*100 || img.Digest() != want {
+			t.Fatalf("restart %d: next producer id %d, digest changed %v", round, img.NextProducerID, img.Digest() != want)
+		}
+		if first := apply(t, n, alloc).(int64); first != 200+int64(round)*100 {
+			t.Fatalf("restart %d: allocated %d", round, first)
+		}
+		img, _ = n.Image()
+		want = img.Digest()
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRecoverStateFromSnapshotAndLog(t *testing.T) {
+	dir := t.TempDir()
+	n := openSingle(t, dir)
+	apply(t, n, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	apply(t, n, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "a", Partitions: 2, ReplicationFactor: 1}})
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, n, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "b", Partitions: 1, ReplicationFactor: 1}})
+	img, _ := n.Image()
+	want := img.Digest()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Lose the state machine's badger directory: the snapshot plus the log
+	// after it rebuild the same state.
+	if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
+		t.Fatal(err)
+	}
+	n = openSingle(t, dir)
+	img, _ = n.Image()
+	if img.Digest() != want || img.Topics["b"] == nil {
+		t.Fatalf("rebuilt state differs: topics %v", len(img.Topics))
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	n := openSingle(t, t.TempDir())
+	tests := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		cmd  raftfsm.Command
+		err  error
+	}{
+		{"no brokers yet", nil, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "a", Partitions: 1, ReplicationFactor: 1}}, raftfsm.ErrNotEnoughBrokers},
+		{"zero partitions", nil, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "a", ReplicationFactor: 1}}, raftfsm.ErrInvalidPartitions},
+		{"empty envelope", nil, raftfsm.Command{}, raftfsm.ErrInvalidCommand},
+		{"two commands", nil, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{}, InitCluster: &raftfsm.InitCluster{}}, raftfsm.ErrInvalidCommand},
+		{"future version", nil, raftfsm.Command{Version: 9, DeleteTopic: &raftfsm.DeleteTopic{}}, raftfsm.ErrInvalidCommand},
+		{"unknown topic", nil, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "x"}}, raftfsm.ErrUnknownTopic},
+		{"expired context", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "x"}}, context.DeadlineExceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if tc.ctx != nil {
+				ctx, cancel = tc.ctx()
+			}
+			defer cancel()
+			if _, err := n.Apply(ctx, tc.cmd); !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+		})
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Apply(context.Background(), raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "x"}}); !errors.Is(err, raftfsm.ErrClosed) {
+		t.Fatalf("apply after close: %v", err)
+	}
+	if err := n.WaitReady(context.Background()); !errors.Is(err, raftfsm.ErrClosed) {
+		t.Fatalf("wait ready after close: %v", err)
+	}
+	if st := n.Status(); st.Role != "shutdown" {
+		t.Fatalf("status after close %+v", st)
+	}
+}
+
+func BenchmarkApplySingleNode(b *testing.B) {
+	dir := b.TempDir()
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	n, err := raftfsm.Open(raftfsm.Config{NodeID: 1, Dir: dir, BindAddr: addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.WaitReady(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cmd := raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := n.Apply(context.Background(), cmd); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

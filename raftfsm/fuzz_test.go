@@ -1,0 +1,26 @@
+package raftfsm_test
+
+import (
+	"testing"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// FuzzDecodeCommand: decoding raft log bytes never panics, and what decodes
+// has exactly one command and the supported version.
+func FuzzDecodeCommand(f *testing.F) {
+	f.Add([]byte(`{"Version":1,"CreateTopic":{"Name":"a","Partitions":1,"ReplicationFactor":1,"Assignments":[[1]]}}`))
+	f.Add([]byte(`{"Version":1,"ChangePartition":{"Topic":"a","Partition":0,"Leader":-1,"ISR":[]}}`))
+	f.Add([]byte(`{"Version":1,"DeleteTopic":{"Name":"a"},"InitCluster":{"ClusterID":"x"}}`))
+	f.Add([]byte(`{"Version":2}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cmd, err := raftfsm.DecodeCommand(data)
+		if err != nil {
+			return
+		}
+		if cmd.Version != raftfsm.CommandVersion {
+			t.Fatalf("decoded version %d", cmd.Version)
+		}
+	})
+}
