@@ -1,0 +1,137 @@
+package segments
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+)
+
+// Sentinel errors; callers match them with errors.Is.
+var (
+	ErrOffsetOutOfRange = errors.New("segments: offset out of range")
+	ErrCorruptBatch     = errors.New("segments: corrupt record batch")
+	ErrBatchTooLarge    = errors.New("segments: record batch larger than max.message.bytes")
+	ErrClosed           = errors.New("segments: log closed")
+)
+
+// Config is a partition's log configuration, the segment-related topic configs.
+// Start from DefaultConfig and override: zero values of SegmentBytes,
+// SegmentMs, MaxMessageBytes and CleanupPolicy mean the default, while a zero
+// RetentionMs, RetentionBytes or DeleteRetentionMs means zero, as in Kafka.
+type Config struct {
+	SegmentBytes       int64  // segment.bytes, default 1 GiB
+	SegmentMs          int64  // segment.ms, default 7 days
+	RetentionMs        int64  // retention.ms, -1 = keep forever; default 7 days
+	RetentionBytes     int64  // retention.bytes, -1 = unlimited (default)
+	CleanupPolicy      string // "delete" (default), "compact", "compact,delete"
+	MaxMessageBytes    int32  // max.message.bytes, default 1048588
+	IndexIntervalBytes int32  // index.interval.bytes, default 4096
+	FlushMessages      int64  // flush.messages: fsync after this many messages; 1 = fsync before acknowledging every append; default: never forced
+	FlushMs            int64  // flush.ms: fsync when the oldest unflushed append is this old; default: never forced
+	DeleteRetentionMs  int64  // delete.retention.ms, default 1 day
+}
+
+// Kafka's defaults.
+const (
+	DefaultSegmentBytes       = 1 << 30
+	DefaultSegmentMs          = 7 * 24 * 60 * 60 * 1000
+	DefaultRetentionMs        = 7 * 24 * 60 * 60 * 1000
+	DefaultMaxMessageBytes    = 1048588
+	DefaultIndexIntervalBytes = 4096
+	DefaultDeleteRetentionMs  = 24 * 60 * 60 * 1000
+)
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       DefaultSegmentBytes,
+		SegmentMs:          DefaultSegmentMs,
+		RetentionMs:        DefaultRetentionMs,
+		RetentionBytes:     -1,
+		CleanupPolicy:      "delete",
+		MaxMessageBytes:    DefaultMaxMessageBytes,
+		IndexIntervalBytes: DefaultIndexIntervalBytes,
+		FlushMessages:      math.MaxInt64,
+		FlushMs:            math.MaxInt64,
+		DeleteRetentionMs:  DefaultDeleteRetentionMs,
+	}
+}
+
+// normalized fills defaults for fields whose zero value is not meaningful and
+// rejects values the log cannot work with.
+func (c Config) normalized() (Config, error) {
+	if c.SegmentBytes <= 0 {
+		c.SegmentBytes = DefaultSegmentBytes
+	}
+	if c.SegmentBytes < batchHeaderLen {
+		return c, fmt.Errorf("segments: segment.bytes %d is below the %d-byte batch header", c.SegmentBytes, batchHeaderLen)
+	}
+	if c.SegmentBytes > math.MaxUint32 {
+		// Index positions are 32-bit.
+		c.SegmentBytes = math.MaxUint32
+	}
+	if c.SegmentMs <= 0 {
+		c.SegmentMs = DefaultSegmentMs
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.IndexIntervalBytes < 0 {
+		c.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if c.FlushMessages <= 0 {
+		c.FlushMessages = math.MaxInt64
+	}
+	if c.FlushMs <= 0 {
+		c.FlushMs = math.MaxInt64
+	}
+	if c.CleanupPolicy == "" {
+		c.CleanupPolicy = "delete"
+	}
+	for _, p := range strings.Split(c.CleanupPolicy, ",") {
+		if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
+			return c, fmt.Errorf("segments: unknown cleanup.policy %q", c.CleanupPolicy)
+		}
+	}
+	return c, nil
+}
+
+func (c Config) compact() bool     { return strings.Contains(c.CleanupPolicy, "compact") }
+func (c Config) deleteOld() bool   { return strings.Contains(c.CleanupPolicy, "delete") }
+func (c Config) fsyncEach() bool   { return c.FlushMessages == 1 }
+func (c Config) segmentAge() int64 { return c.SegmentMs }
+
+// Options carries a log's dependencies.
+type Options struct {
+	FS     FS               // nil: the operating system's filesystem
+	Files  *FileCache       // nil: a private cache
+	Logger *slog.Logger     // nil: slog.Default()
+	Now    func() time.Time // nil: time.Now
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = OSFS()
+	}
+	if o.Files == nil {
+		o.Files = NewFileCache(8)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// AppendInfo describes what an Append stored.
+type AppendInfo struct {
+	BaseOffset     int64
+	LastOffset     int64
+	MaxTimestamp   int64
+	LogStartOffset int64
+}

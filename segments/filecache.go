@@ -1,0 +1,158 @@
+package segments
+
+import (
+	"container/list"
+	"errors"
+	"sync"
+)
+
+// FileCache bounds the open file descriptors shared by all logs of a process.
+// A log opens a segment file through the cache only while it uses it; a file
+// no one uses stays open until the cache needs room, so an idle log costs no
+// descriptor once other logs have pushed its files out. Files in use
+// ("pinned", for example by an unclosed Chunk) are never closed under their
+// user, so the bound can be exceeded while more files are pinned than max.
+// A FileCache is safe for concurrent use.
+type FileCache struct {
+	max int
+
+	mu      sync.Mutex // guards the fields below; taken after any Log.mu
+	entries map[fileKey]*cachedFile
+	idle    *list.List // unpinned entries, least recently used first
+	open    int        // open files, including forgotten ones still pinned
+}
+
+type fileKey struct {
+	fs   FS
+	path string
+}
+
+// cachedFile is one open file; refs counts its pins. Fields other than f and
+// key are guarded by FileCache.mu.
+type cachedFile struct {
+	key       fileKey
+	f         File
+	refs      int
+	elem      *list.Element // in idle while refs == 0 and not forgotten
+	forgotten bool          // no longer in entries; closed at refs == 0
+}
+
+// NewFileCache returns a cache holding at most max open files (at least 1).
+func NewFileCache(max int) *FileCache {
+	if max < 1 {
+		max = 1
+	}
+	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile), idle: list.New()}
+}
+
+// Open reports the number of files the cache holds open.
+func (c *FileCache) Open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open
+}
+
+// acquire returns path opened for reading and writing, pinned until release.
+func (c *FileCache) acquire(fs FS, path string) (*cachedFile, error) {
+	k := fileKey{fs, path}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[k]; ok {
+		if e.refs == 0 {
+			c.idle.Remove(e.elem)
+			e.elem = nil
+		}
+		e.refs++
+		return e, nil
+	}
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.insertLocked(k, f), nil
+}
+
+// create creates (or truncates) path and returns it pinned.
+func (c *FileCache) create(fs FS, path string) (*cachedFile, error) {
+	k := fileKey{fs, path}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(k)
+	f, err := fs.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.insertLocked(k, f), nil
+}
+
+func (c *FileCache) insertLocked(k fileKey, f File) *cachedFile {
+	e := &cachedFile{key: k, f: f, refs: 1}
+	c.entries[k] = e
+	c.open++
+	c.evictLocked()
+	return e
+}
+
+func (c *FileCache) evictLocked() {
+	for c.open > c.max && c.idle.Len() > 0 {
+		e := c.idle.Remove(c.idle.Front()).(*cachedFile)
+		e.elem = nil
+		delete(c.entries, e.key)
+		c.closeLocked(e)
+	}
+}
+
+func (c *FileCache) closeLocked(e *cachedFile) {
+	c.open--
+	_ = e.f.Close() // a read-write handle: data was synced or is covered by recovery
+}
+
+// release unpins e.
+func (c *FileCache) release(e *cachedFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs > 0 {
+		return
+	}
+	if e.forgotten {
+		c.closeLocked(e)
+		return
+	}
+	e.elem = c.idle.PushBack(e)
+	c.evictLocked()
+}
+
+// forget drops path from the cache (before it is removed, renamed over or
+// recreated); a pinned handle stays usable until its last release.
+func (c *FileCache) forget(fs FS, path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.forgetLocked(fileKey{fs, path})
+}
+
+func (c *FileCache) forgetLocked(k fileKey) {
+	e, ok := c.entries[k]
+	if !ok {
+		return
+	}
+	delete(c.entries, k)
+	e.forgotten = true
+	if e.refs == 0 {
+		c.idle.Remove(e.elem)
+		e.elem = nil
+		c.closeLocked(e)
+	}
+}
+
+// closeIdle closes every unpinned file of fs under no particular path; used by
+// tests and by Close to make an idle log hold nothing.
+func (c *FileCache) forgetAll(fs FS, paths []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range paths {
+		c.forgetLocked(fileKey{fs, p})
+	}
+}
+
+var errReleased = errors.New("segments: file released")

@@ -1,0 +1,145 @@
+package segments
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// indexEntry maps a batch's base offset (relative to the segment base) to the
+// batch's byte position in the segment file.
+type indexEntry struct {
+	rel uint32
+	pos uint32
+}
+
+// timeEntry says that every batch of the segment with a base offset below
+// base+rel has a max timestamp <= ts. Entries grow strictly in ts and rel.
+type timeEntry struct {
+	ts  int64
+	rel uint32
+}
+
+const (
+	indexEntryLen = 8
+	timeEntryLen  = 12
+)
+
+var errBadIndex = errors.New("segments: inconsistent index")
+
+// segIndex is a segment's sparse offset index and time index, in memory.
+type segIndex struct {
+	offsets []indexEntry
+	times   []timeEntry
+	// sinceLast counts the bytes appended since the last offset entry.
+	sinceLast int64
+}
+
+// add records the batch h that was written at pos. maxBefore is the largest
+// timestamp of the batches before it in the segment.
+func (x *segIndex) add(base int64, h batchHeader, pos int64, maxBefore int64, interval int32) {
+	if len(x.offsets) == 0 || x.sinceLast >= int64(interval) {
+		rel := uint32(h.baseOffset - base)
+		x.offsets = append(x.offsets, indexEntry{rel: rel, pos: uint32(pos)})
+		x.sinceLast = 0
+		if maxBefore >= 0 && (len(x.times) == 0 || maxBefore > x.times[len(x.times)-1].ts) {
+			x.times = append(x.times, timeEntry{ts: maxBefore, rel: rel})
+		}
+	}
+	x.sinceLast += h.size
+}
+
+// seal adds the final time entry: everything below rel has max ts <= maxTs.
+func (x *segIndex) seal(rel uint32, maxTs int64) {
+	if maxTs >= 0 && (len(x.times) == 0 || maxTs > x.times[len(x.times)-1].ts) {
+		x.times = append(x.times, timeEntry{ts: maxTs, rel: rel})
+	}
+}
+
+// lookup returns the entry of the last indexed batch with base <= rel, or
+// the zero entry (position 0).
+func (x *segIndex) lookup(rel uint32) indexEntry {
+	i := sort.Search(len(x.offsets), func(i int) bool { return x.offsets[i].rel > rel })
+	if i == 0 {
+		return indexEntry{}
+	}
+	return x.offsets[i-1]
+}
+
+// lookupPos returns the last indexed entry at a position <= pos.
+func (x *segIndex) lookupPos(pos int64) indexEntry {
+	i := sort.Search(len(x.offsets), func(i int) bool { return int64(x.offsets[i].pos) > pos })
+	if i == 0 {
+		return indexEntry{}
+	}
+	return x.offsets[i-1]
+}
+
+// lookupTime returns the relative offset from which a scan for the first
+// batch with max timestamp >= ts must start.
+func (x *segIndex) lookupTime(ts int64) uint32 {
+	i := sort.Search(len(x.times), func(i int) bool { return x.times[i].ts >= ts })
+	if i == 0 {
+		return 0
+	}
+	return x.times[i-1].rel
+}
+
+// truncate drops the entries at or past pos / rel.
+func (x *segIndex) truncate(rel uint32, pos int64) {
+	i := sort.Search(len(x.offsets), func(i int) bool { return int64(x.offsets[i].pos) >= pos })
+	x.offsets = x.offsets[:i]
+	j := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel > rel })
+	x.times = x.times[:j]
+	x.sinceLast = 1 << 62 // index the next batch
+}
+
+func (x *segIndex) encodeOffsets() []byte {
+	b := make([]byte, 0, len(x.offsets)*indexEntryLen)
+	for _, e := range x.offsets {
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+		b = binary.BigEndian.AppendUint32(b, e.pos)
+	}
+	return b
+}
+
+func (x *segIndex) encodeTimes() []byte {
+	b := make([]byte, 0, len(x.times)*timeEntryLen)
+	for _, e := range x.times {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.ts))
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+	}
+	return b
+}
+
+// decodeIndex parses index files and checks them against the segment size:
+// strictly increasing, inside the file, first entry at position 0.
+func decodeIndex(offs, times []byte, size int64) (segIndex, error) {
+	var x segIndex
+	if len(offs)%indexEntryLen != 0 || len(times)%timeEntryLen != 0 {
+		return x, fmt.Errorf("%w: odd length %d/%d", errBadIndex, len(offs), len(times))
+	}
+	for i := 0; i < len(offs); i += indexEntryLen {
+		e := indexEntry{rel: binary.BigEndian.Uint32(offs[i:]), pos: binary.BigEndian.Uint32(offs[i+4:])}
+		if int64(e.pos) >= size || (i == 0 && e.pos != 0) {
+			return x, fmt.Errorf("%w: position %d outside %d bytes", errBadIndex, e.pos, size)
+		}
+		if n := len(x.offsets); n > 0 && (e.rel <= x.offsets[n-1].rel || e.pos <= x.offsets[n-1].pos) {
+			return x, fmt.Errorf("%w: offset entries not increasing", errBadIndex)
+		}
+		x.offsets = append(x.offsets, e)
+	}
+	if size > 0 && len(x.offsets) == 0 {
+		return x, fmt.Errorf("%w: no entries for %d bytes", errBadIndex, size)
+	}
+	for i := 0; i < len(times); i += timeEntryLen {
+		e := timeEntry{ts: int64(binary.BigEndian.Uint64(times[i:])), rel: binary.BigEndian.Uint32(times[i+8:])}
+		if n := len(x.times); n > 0 && (e.ts <= x.times[n-1].ts || e.rel < x.times[n-1].rel) {
+			return x, fmt.Errorf("%w: time entries not increasing", errBadIndex)
+		}
+		x.times = append(x.times, e)
+	}
+	x.sinceLast = 1 << 62
+	return x, nil
+}

@@ -1,0 +1,444 @@
+package segments
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Log is one partition's log. All methods are safe for concurrent use; they
+// serialize on one mutex, and a Chunk returned by Read is used without it.
+type Log struct {
+	dir    string
+	fs     FS
+	files  *FileCache
+	logger *slog.Logger
+	now    func() time.Time
+
+	// mu guards every field below. Lock order: Log.mu, then FileCache.mu.
+	mu            sync.Mutex
+	cfg           Config
+	segs          []*segment // by base offset; the last one is active
+	start         int64      // log start offset
+	end           int64      // log end offset
+	recoveryPoint int64      // every batch below it is fsynced
+	savedRP       int64      // recovery point in the state file
+	unflushed     int64      // records appended since the last fsync
+	oldestUnsync  time.Time  // when the first of them was appended
+	epochs        []epochEntry
+	cleanOnDisk   bool  // the state file says "clean": remove before mutating
+	err           error // sticky write/fsync error
+	closed        bool
+}
+
+// Open opens (recovering if needed) or creates the log in dir.
+func Open(dir string, cfg Config, opts Options) (*Log, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.openLocked(); err != nil {
+		l.forgetFilesLocked()
+		return nil, fmt.Errorf("segments: open %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+// Dir returns the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+func (l *Log) nowMs() int64 { return l.now().UnixMilli() }
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) usableLocked() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.err
+}
+
+// failLocked makes err sticky and returns it.
+func (l *Log) failLocked(err error) error {
+	if l.err == nil {
+		l.err = err
+		l.logger.Error("segments: log failed; appends refused until reopened", "err", err)
+	}
+	return err
+}
+
+// Append validates one or more concatenated RecordBatch v2 and appends them
+// atomically, assigning base offsets and the partition leader epoch in place
+// (batches is modified). A rejected call leaves the log unchanged; errors
+// wrap ErrCorruptBatch, ErrBatchTooLarge, ErrClosed or the sticky I/O error.
+func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	l.mu.Lock()
+	limit := int64(l.cfg.MaxMessageBytes)
+	l.mu.Unlock()
+	hs, err := splitBatches(batches, limit, countExact)
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	next := l.end
+	for i := range hs {
+		hs[i].baseOffset = next
+		hs[i].epoch = leaderEpoch
+		next = hs[i].nextOffset()
+	}
+	return l.appendLocked(batches, hs, func() {
+		pos := 0
+		for _, h := range hs {
+			setBaseOffset(batches[pos:], h.baseOffset)
+			setEpoch(batches[pos:], leaderEpoch)
+			pos += int(h.size)
+		}
+	})
+}
+
+// AppendReplicated appends batches that already carry their offsets and
+// leader epochs, as a follower copies them from the leader. Batches may have
+// been compacted (fewer records than offsets). The first base offset must be
+// >= EndOffset and offsets must increase. Neither field is rewritten.
+func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
+	l.mu.Lock()
+	limit := int64(l.cfg.MaxMessageBytes)
+	l.mu.Unlock()
+	hs, err := splitBatches(batches, limit, countCompacted)
+	if err != nil {
+		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	next := l.end
+	for i, h := range hs {
+		if h.baseOffset < next {
+			return AppendInfo{}, fmt.Errorf("segments: append: %w: batch %d has base offset %d below %d", ErrCorruptBatch, i, h.baseOffset, next)
+		}
+		next = h.nextOffset()
+	}
+	return l.appendLocked(batches, hs, nil)
+}
+
+// appendLocked writes validated batches whose headers (with the offsets they
+// will have) are hs; assign, when set, rewrites offsets in buf after the log
+// has rolled if needed.
+func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (AppendInfo, error) {
+	first, last := hs[0].baseOffset, hs[len(hs)-1].lastOffset()
+	s := l.active()
+	if err := l.loadLocked(s); err != nil {
+		return AppendInfo{}, l.failLocked(err)
+	}
+	if l.shouldRollLocked(s, int64(len(buf)), first, last, l.nowMs()) {
+		if err := l.rollLocked(first); err != nil {
+			return AppendInfo{}, err
+		}
+		s = l.active()
+	}
+	if err := l.markDirtyLocked(); err != nil {
+		return AppendInfo{}, err
+	}
+	if assign != nil {
+		assign()
+	}
+	if err := l.writeLocked(s, buf); err != nil {
+		return AppendInfo{}, err
+	}
+	info := AppendInfo{BaseOffset: first, LastOffset: last, MaxTimestamp: -1, LogStartOffset: l.start}
+	var records int64
+	pos := s.size
+	for _, h := range hs {
+		s.idx.add(s.base, h, pos, s.maxTs, l.cfg.IndexIntervalBytes)
+		if s.rollTs < 0 {
+			// segment.ms runs from the wall-clock time of the first append,
+			// so batches with old timestamps do not roll every append.
+			s.rollTs = l.nowMs()
+		}
+		s.maxTs = max(s.maxTs, h.maxTimestamp)
+		info.MaxTimestamp = max(info.MaxTimestamp, h.maxTimestamp)
+		records += int64(h.numRecords)
+		pos += h.size
+		if err := l.assignEpochLocked(h.epoch, h.baseOffset); err != nil {
+			return info, l.failLocked(err)
+		}
+	}
+	s.size = pos
+	s.next = last + 1
+	l.end = last + 1
+	if l.unflushed == 0 {
+		l.oldestUnsync = l.now()
+	}
+	l.unflushed += records
+	if l.unflushed >= l.cfg.FlushMessages {
+		if err := l.flushLocked(); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	return info, nil
+}
+
+// writeLocked writes buf at the end of s. On failure it cuts the file back
+// so no partial batch is left, and the error becomes sticky.
+func (l *Log) writeLocked(s *segment, buf []byte) error {
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: open %s: %w", s.path(l.dir), err))
+	}
+	defer l.files.release(cf)
+	if _, err := cf.f.WriteAt(buf, s.size); err != nil {
+		if terr := cf.f.Truncate(s.size); terr != nil {
+			l.logger.Error("segments: cannot cut back a failed write; recovery will", "err", terr)
+		}
+		return l.failLocked(fmt.Errorf("segments: write %s: %w", s.path(l.dir), err))
+	}
+	return nil
+}
+
+func (l *Log) shouldRollLocked(s *segment, n, first, last, nowMs int64) bool {
+	if s.size == 0 {
+		return false
+	}
+	return s.size+n > l.cfg.SegmentBytes ||
+		!fitsRelative(s.base, last) ||
+		(s.rollTs >= 0 && nowMs-s.rollTs >= l.cfg.SegmentMs) ||
+		first < s.base
+}
+
+// rollLocked seals the active segment (fsync, index files) and starts a new
+// one at base, moving the recovery point to it.
+func (l *Log) rollLocked(base int64) error {
+	if err := l.markDirtyLocked(); err != nil {
+		return err
+	}
+	s := l.active()
+	if err := l.loadLocked(s); err != nil {
+		return l.failLocked(err)
+	}
+	if err := l.syncSegmentLocked(s); err != nil {
+		return err
+	}
+	if err := l.sealLocked(s); err != nil {
+		return l.failLocked(err)
+	}
+	ns := &segment{base: base, loaded: true, next: base, maxTs: -1, rollTs: -1}
+	cf, err := l.files.create(l.fs, ns.path(l.dir))
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: create segment: %w", err))
+	}
+	l.files.release(cf)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
+	}
+	l.segs = append(l.segs, ns)
+	l.recoveryPoint = base
+	l.unflushed = 0
+	return l.saveStateLocked(false)
+}
+
+// sealLocked writes the index files of s, fsynced. s must be loaded.
+func (l *Log) sealLocked(s *segment) error {
+	s.idx.seal(s.rel(s.next), s.maxTs)
+	for _, f := range []struct {
+		suffix string
+		data   []byte
+	}{{indexSuffix, s.idx.encodeOffsets()}, {timeIndexSuffix, s.idx.encodeTimes()}} {
+		if err := writeFileSync(l.fs, filepath.Join(l.dir, segmentName(s.base, f.suffix)), f.data); err != nil {
+			return fmt.Errorf("segments: write index: %w", err)
+		}
+	}
+	s.indexOnDisk = true
+	return nil
+}
+
+// syncSegmentLocked fsyncs s; a failure is sticky.
+func (l *Log) syncSegmentLocked(s *segment) error {
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: open %s: %w", s.path(l.dir), err))
+	}
+	defer l.files.release(cf)
+	if err := cf.f.Sync(); err != nil {
+		return l.failLocked(fmt.Errorf("segments: fsync %s: %w", s.path(l.dir), err))
+	}
+	return nil
+}
+
+// flushLocked fsyncs the active segment and advances the recovery point.
+func (l *Log) flushLocked() error {
+	if l.unflushed == 0 && l.recoveryPoint == l.end {
+		return nil
+	}
+	if err := l.syncSegmentLocked(l.active()); err != nil {
+		return err
+	}
+	l.recoveryPoint = l.end
+	l.unflushed = 0
+	return nil
+}
+
+// Sync fsyncs everything appended so far.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.flushLocked()
+}
+
+// saveStateLocked writes the state file; clean records a clean shutdown.
+func (l *Log) saveStateLocked(clean bool) error {
+	st := logState{recoveryPoint: l.recoveryPoint, startOffset: l.start}
+	if clean {
+		s := l.active()
+		st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
+	}
+	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+		return l.failLocked(fmt.Errorf("segments: write %s: %w", stateFile, err))
+	}
+	l.savedRP = l.recoveryPoint
+	l.cleanOnDisk = clean
+	return nil
+}
+
+// markDirtyLocked clears the clean-shutdown mark before the first change.
+func (l *Log) markDirtyLocked() error {
+	if !l.cleanOnDisk {
+		return nil
+	}
+	return l.saveStateLocked(false)
+}
+
+// StartOffset returns the log start offset.
+func (l *Log) StartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.start
+}
+
+// EndOffset returns the log end offset: the offset the next record gets.
+func (l *Log) EndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end
+}
+
+// RecoveryPoint returns the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recoveryPoint
+}
+
+// Size is the bytes held on disk by the log's segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// Segments returns the number of segment files.
+func (l *Log) Segments() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.segs)
+}
+
+// SetConfig applies a changed topic config.
+func (l *Log) SetConfig(cfg Config) error {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
+// Config returns the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}
+
+// segmentForLocked returns the index of the segment holding off: the last
+// one whose base is <= off (0 when off is below every base).
+func (l *Log) segmentForLocked(off int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > off })
+	return max(i-1, 0)
+}
+
+// Close flushes, writes the recovery checkpoint and releases files.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	err := l.closeLocked()
+	l.closed = true
+	l.forgetFilesLocked()
+	return err
+}
+
+func (l *Log) closeLocked() error {
+	if l.err != nil {
+		return nil // reopening recovers
+	}
+	if l.cleanOnDisk {
+		return nil
+	}
+	s := l.active()
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if !s.indexOnDisk {
+		if err := l.loadLocked(s); err != nil {
+			return err
+		}
+		if err := l.sealLocked(s); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	return l.saveStateLocked(true)
+}
+
+func (l *Log) forgetFilesLocked() {
+	paths := make([]string, 0, len(l.segs))
+	for _, s := range l.segs {
+		paths = append(paths, s.path(l.dir))
+	}
+	l.files.forgetAll(l.fs, paths)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		l.logger.Warn("segments: close before delete", "err", err)
+	}
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("segments: delete %s: %w", l.dir, err)
+	}
+	return nil
+}

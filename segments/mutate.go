@@ -1,0 +1,177 @@
+package segments
+
+import (
+	"fmt"
+)
+
+// Truncate removes every record at offset >= to, cutting at a batch
+// boundary: a batch holding offset to is removed whole, so EndOffset is
+// afterwards the end of the last batch kept (== to when to is a batch
+// boundary, as the offsets a replica truncates to are). A to below the log
+// start offset empties the log and restarts it at to.
+func (l *Log) Truncate(to int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if to >= l.end {
+		return nil
+	}
+	if to < 0 {
+		return fmt.Errorf("%w: truncate to %d", ErrOffsetOutOfRange, to)
+	}
+	if err := l.markDirtyLocked(); err != nil {
+		return err
+	}
+	if to < l.start || to < l.segs[0].base {
+		return l.restartAtLocked(to)
+	}
+	// The recovery point goes down first, so a crash mid-way rescans.
+	l.recoveryPoint = min(l.recoveryPoint, to)
+	if err := l.saveStateLocked(false); err != nil {
+		return err
+	}
+	i := l.segmentForLocked(to)
+	if i < len(l.segs)-1 {
+		if err := l.dropFromLocked(i + 1); err != nil {
+			return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
+		}
+	}
+	if err := l.cutSegmentLocked(l.segs[i], to); err != nil {
+		return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
+	}
+	l.end = l.active().next
+	l.recoveryPoint = min(l.recoveryPoint, l.end)
+	l.unflushed = 0
+	return l.trimEpochsLocked()
+}
+
+// cutSegmentLocked removes the batches of s whose last offset is >= to.
+func (l *Log) cutSegmentLocked(s *segment, to int64) error {
+	if err := l.loadLocked(s); err != nil {
+		return err
+	}
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return err
+	}
+	defer l.files.release(cf)
+	pos, h, ok, err := s.findBatch(cf.f, to)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil // nothing at or past to in s
+	}
+	s.indexOnDisk = false
+	if err := cf.f.Truncate(pos); err != nil {
+		return err
+	}
+	if err := cf.f.Sync(); err != nil {
+		return err
+	}
+	s.size = pos
+	s.idx.truncate(s.rel(h.baseOffset), pos)
+	// Recompute the next offset and max timestamp of what is left.
+	s.next, s.maxTs = s.base, -1
+	if n := len(s.idx.times); n > 0 {
+		s.maxTs = s.idx.times[n-1].ts
+	}
+	from := int64(0)
+	if n := len(s.idx.offsets); n > 0 {
+		from = int64(s.idx.offsets[n-1].pos)
+	}
+	next, tailMax, err := tailScan(cf.f, from, pos)
+	if err != nil {
+		return err
+	}
+	if next >= 0 {
+		s.next = next
+	}
+	s.maxTs = max(s.maxTs, tailMax)
+	if pos == 0 {
+		s.rollTs = -1
+	}
+	return nil
+}
+
+// restartAtLocked deletes every segment and starts an empty log at off.
+func (l *Log) restartAtLocked(off int64) error {
+	l.recoveryPoint, l.start = off, off
+	if err := l.saveStateLocked(false); err != nil {
+		return err
+	}
+	ns := &segment{base: off, loaded: true, next: off, maxTs: -1, rollTs: -1}
+	old := l.segs
+	for j := len(old) - 1; j >= 0; j-- {
+		if err := l.removeSegmentFilesLocked(old[j]); err != nil {
+			return l.failLocked(fmt.Errorf("segments: remove segment: %w", err))
+		}
+	}
+	cf, err := l.files.create(l.fs, ns.path(l.dir))
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: create segment: %w", err))
+	}
+	l.files.release(cf)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
+	}
+	l.segs = []*segment{ns}
+	l.end, l.unflushed = off, 0
+	l.epochs = nil
+	return l.saveEpochsLocked()
+}
+
+// DeleteRecordsBefore advances the log start offset to offset and deletes
+// the segments wholly below it. offset must be <= EndOffset.
+func (l *Log) DeleteRecordsBefore(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset > l.end {
+		return fmt.Errorf("%w: delete records before %d, end offset %d", ErrOffsetOutOfRange, offset, l.end)
+	}
+	if offset <= l.start {
+		return nil
+	}
+	if err := l.markDirtyLocked(); err != nil {
+		return err
+	}
+	l.start = offset
+	if err := l.saveStateLocked(false); err != nil {
+		return err
+	}
+	n := 0
+	for n+1 < len(l.segs) && l.segs[n+1].base <= offset {
+		n++
+	}
+	if err := l.dropOldestLocked(n); err != nil {
+		return err
+	}
+	return l.trimEpochsLocked()
+}
+
+// dropOldestLocked deletes the n oldest segments (never the active one).
+func (l *Log) dropOldestLocked(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	n = min(n, len(l.segs)-1)
+	for _, s := range l.segs[:n] {
+		if err := l.removeSegmentFilesLocked(s); err != nil {
+			return l.failLocked(fmt.Errorf("segments: remove segment: %w", err))
+		}
+	}
+	l.segs = append([]*segment(nil), l.segs[n:]...)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
+	}
+	if l.start < l.segs[0].base {
+		l.start = l.segs[0].base
+		return l.saveStateLocked(false)
+	}
+	return nil
+}

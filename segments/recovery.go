@@ -1,0 +1,274 @@
+package segments
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// openLocked reads the directory and the checkpoints and, unless the last
+// shutdown was clean, recovers the segments from the recovery point on.
+func (l *Log) openLocked() error {
+	if err := l.fs.MkdirAll(l.dir); err != nil {
+		return err
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if base, ok := parseSegmentName(name); ok {
+			l.segs = append(l.segs, &segment{base: base, maxTs: -1, rollTs: -1})
+			continue
+		}
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, cleanedSuffix) {
+			// A checkpoint or compaction that did not finish.
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	st, err := l.readStateLocked()
+	if err != nil {
+		return err
+	}
+	if l.epochs, err = l.readEpochsLocked(); err != nil {
+		return err
+	}
+	for _, s := range l.segs {
+		fi, err := l.fs.Stat(s.path(l.dir))
+		if err != nil {
+			return err
+		}
+		s.size = fi.Size()
+	}
+	if len(l.segs) == 0 {
+		return l.createFirstLocked(st.startOffset)
+	}
+	a := l.active()
+	if st.clean && st.activeBase == a.base && st.activeSize == a.size && st.end >= a.base {
+		l.end = st.end
+		l.recoveryPoint = st.end
+		l.savedRP = st.end
+		l.cleanOnDisk = true
+	} else {
+		l.recoveryPoint = st.recoveryPoint
+		if err := l.recoverLocked(); err != nil {
+			return err
+		}
+	}
+	l.start = max(st.startOffset, l.segs[0].base)
+	if l.start > l.end {
+		l.start = l.end
+	}
+	return l.trimEpochsLocked()
+}
+
+func (l *Log) readStateLocked() (logState, error) {
+	b, err := readFile(l.fs, filepath.Join(l.dir, stateFile))
+	if err != nil || b == nil {
+		return logState{}, err
+	}
+	st, err := decodeState(b)
+	if err != nil {
+		l.logger.Warn("segments: ignoring a bad state file; recovering every segment", "err", err)
+		return logState{}, nil
+	}
+	return st, nil
+}
+
+func (l *Log) readEpochsLocked() ([]epochEntry, error) {
+	b, err := readFile(l.fs, filepath.Join(l.dir, epochsFile))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	es, err := decodeEpochs(b)
+	if err != nil {
+		l.logger.Warn("segments: ignoring a bad leader-epoch checkpoint", "err", err)
+		return nil, nil
+	}
+	return es, nil
+}
+
+// createFirstLocked starts an empty log at base.
+func (l *Log) createFirstLocked(base int64) error {
+	s := &segment{base: base, loaded: true, next: base, maxTs: -1, rollTs: -1}
+	cf, err := l.files.create(l.fs, s.path(l.dir))
+	if err != nil {
+		return err
+	}
+	l.files.release(cf)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	l.segs = []*segment{s}
+	l.start, l.end, l.recoveryPoint = base, base, base
+	return l.saveStateLocked(false)
+}
+
+// recoverLocked scans the segments from the one holding the recovery point
+// to the end, cuts a torn or corrupt tail (dropping any later segment) and
+// rebuilds their indexes. Segments before it are not read.
+func (l *Log) recoverLocked() error {
+	i := l.segmentForLocked(l.recoveryPoint)
+	minNext := int64(0)
+	for ; i < len(l.segs); i++ {
+		s := l.segs[i]
+		if s.base < minNext {
+			// A segment starting inside its predecessor: not ours to keep.
+			return l.dropFromLocked(i)
+		}
+		stopped, err := l.recoverSegmentLocked(s, minNext)
+		if err != nil {
+			return err
+		}
+		minNext = s.next
+		if stopped && i < len(l.segs)-1 {
+			if err := l.dropFromLocked(i + 1); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	l.end = l.active().next
+	l.recoveryPoint = l.end
+	return l.saveStateLocked(false)
+}
+
+// recoverSegmentLocked scans s, truncates it to its valid prefix and
+// installs the rebuilt index; stopped reports a cut.
+func (l *Log) recoverSegmentLocked(s *segment, minNext int64) (stopped bool, err error) {
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return false, err
+	}
+	defer l.files.release(cf)
+	r, err := scanSegment(cf.f, s.size, s.base, minNext, l.cfg.IndexIntervalBytes)
+	if err != nil {
+		return false, fmt.Errorf("scan %s: %w", s.path(l.dir), err)
+	}
+	if r.stop != nil {
+		l.logger.Warn("segments: truncating a torn or corrupt tail", "segment", s.base, "at", r.valid, "size", s.size, "reason", r.stop)
+		if err := cf.f.Truncate(r.valid); err != nil {
+			return false, err
+		}
+		if err := cf.f.Sync(); err != nil {
+			return false, err
+		}
+	}
+	s.size, s.idx, s.next, s.maxTs, s.rollTs = r.valid, r.idx, r.next, r.maxTs, r.rollTs
+	s.loaded, s.indexOnDisk = true, false
+	return r.stop != nil, nil
+}
+
+// dropFromLocked deletes segments i.. (newest first, so a crash leaves a
+// prefix) and syncs the directory.
+func (l *Log) dropFromLocked(i int) error {
+	for j := len(l.segs) - 1; j >= i; j-- {
+		if err := l.removeSegmentFilesLocked(l.segs[j]); err != nil {
+			return err
+		}
+	}
+	l.segs = l.segs[:i]
+	if len(l.segs) == 0 {
+		return errors.New("segments: no segment left")
+	}
+	return l.fs.SyncDir(l.dir)
+}
+
+// removeSegmentFilesLocked removes the files of s (not syncing the dir).
+func (l *Log) removeSegmentFilesLocked(s *segment) error {
+	l.files.forget(l.fs, s.path(l.dir))
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		err := l.fs.Remove(filepath.Join(l.dir, segmentName(s.base, suffix)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadLocked makes the indexes, next offset and max timestamp of s known:
+// from the index files when they agree with the segment, else by a scan.
+func (l *Log) loadLocked(s *segment) error {
+	if s.loaded {
+		return nil
+	}
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return fmt.Errorf("segments: open %s: %w", s.path(l.dir), err)
+	}
+	defer l.files.release(cf)
+	if err := l.loadIndexLocked(s, cf.f); err == nil {
+		s.loaded, s.indexOnDisk = true, true
+		return nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		l.logger.Info("segments: rebuilding index", "segment", s.base, "reason", err)
+	}
+	r, err := scanSegment(cf.f, s.size, s.base, 0, l.cfg.IndexIntervalBytes)
+	if err != nil {
+		return fmt.Errorf("segments: scan %s: %w", s.path(l.dir), err)
+	}
+	if r.stop != nil {
+		// Below the recovery point the bytes were fsynced; keep them, index
+		// what is readable, and say so.
+		l.logger.Error("segments: corrupt batch below the recovery point", "segment", s.base, "at", r.valid, "reason", r.stop)
+	}
+	s.idx, s.next, s.maxTs, s.rollTs, s.loaded = r.idx, r.next, r.maxTs, r.rollTs, true
+	if s != l.active() {
+		if err := l.sealLocked(s); err != nil {
+			l.logger.Warn("segments: cannot write rebuilt index", "err", err)
+		}
+	}
+	return nil
+}
+
+// loadIndexLocked reads the index files of s and checks them against the
+// segment: the last indexed batch must sit where the index says, and the
+// batches after it must end exactly at the end of the file.
+func (l *Log) loadIndexLocked(s *segment, f File) error {
+	offs, err := readFile(l.fs, filepath.Join(l.dir, segmentName(s.base, indexSuffix)))
+	if err != nil {
+		return err
+	}
+	times, err := readFile(l.fs, filepath.Join(l.dir, segmentName(s.base, timeIndexSuffix)))
+	if err != nil {
+		return err
+	}
+	if offs == nil || times == nil {
+		if s.size == 0 {
+			s.next, s.maxTs = s.base, -1
+			s.idx = segIndex{}
+			return nil
+		}
+		return os.ErrNotExist
+	}
+	x, err := decodeIndex(offs, times, s.size)
+	if err != nil {
+		return err
+	}
+	s.next, s.maxTs = s.base, -1
+	if len(x.offsets) > 0 {
+		e := x.offsets[len(x.offsets)-1]
+		h, err := readHeader(f, int64(e.pos), s.size)
+		if err != nil || h.baseOffset != s.base+int64(e.rel) {
+			return fmt.Errorf("%w: last entry does not point at its batch", errBadIndex)
+		}
+		next, tailMax, err := tailScan(f, int64(e.pos), s.size)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errBadIndex, err)
+		}
+		first, err := readHeader(f, 0, s.size)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errBadIndex, err)
+		}
+		s.next, s.maxTs, s.rollTs = next, tailMax, first.maxTimestamp
+	}
+	if n := len(x.times); n > 0 {
+		s.maxTs = max(s.maxTs, x.times[n-1].ts)
+	}
+	s.idx = x
+	return nil
+}

@@ -1,0 +1,199 @@
+package segments
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+)
+
+// segment is one file of the log: the batches with offsets from base up to the
+// next segment's base. Guarded by the owning Log's mu.
+type segment struct {
+	base int64
+	size int64 // bytes of whole, valid batches
+
+	// Known once loaded (indexes read or rebuilt); a sealed segment of a log
+	// opened cleanly is loaded only when first used.
+	loaded bool
+	idx    segIndex
+	next   int64 // offset after the last batch; base when empty
+	maxTs  int64 // largest batch max timestamp, -1 when none
+	rollTs int64 // ms the segment.ms clock runs from; -1 until known
+	// indexOnDisk says the index files match idx and the segment is sealed.
+	indexOnDisk bool
+}
+
+func segmentName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
+
+func (s *segment) path(dir string) string { return filepath.Join(dir, segmentName(s.base, logSuffix)) }
+
+// parseSegmentName returns the base offset of a "%020d.log" file name.
+func parseSegmentName(name string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, logSuffix)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// rel returns off relative to the segment base, clamped to the uint32 range.
+func (s *segment) rel(off int64) uint32 {
+	switch {
+	case off <= s.base:
+		return 0
+	case off-s.base > 1<<32-1:
+		return 1<<32 - 1
+	}
+	return uint32(off - s.base)
+}
+
+// readHeader reads the batch header at pos.
+func readHeader(f io.ReaderAt, pos, size int64) (batchHeader, error) {
+	var b [batchHeaderLen]byte
+	if pos+batchHeaderLen > size {
+		return batchHeader{}, fmt.Errorf("%w: header at %d past the end %d", ErrCorruptBatch, pos, size)
+	}
+	if _, err := f.ReadAt(b[:], pos); err != nil {
+		return batchHeader{}, err
+	}
+	h := parseHeader(b[:])
+	if h.size < batchHeaderLen || pos+h.size > size {
+		return h, fmt.Errorf("%w: batch at %d of %d bytes past the end %d", ErrCorruptBatch, pos, h.size, size)
+	}
+	return h, nil
+}
+
+// scanResult is what a full scan of a segment file found.
+type scanResult struct {
+	idx    segIndex
+	valid  int64 // bytes of whole valid batches
+	next   int64
+	maxTs  int64
+	rollTs int64 // first batch's max timestamp, -1 when none
+	stop   error // why the scan stopped before the end, nil at a clean end
+}
+
+// scanSegment reads size bytes of a segment file from the start, checking
+// every batch (length, magic, CRC, record count, offsets increasing from
+// minNext and fitting the segment), and rebuilds its indexes. It stops at
+// the first bad or torn batch; I/O errors are returned as err.
+func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scanResult, error) {
+	r := scanResult{next: max(base, minNext), maxTs: -1, rollTs: -1}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
+	var buf []byte
+	for r.valid < size {
+		if size-r.valid < batchHeaderLen {
+			r.stop = fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, size-r.valid)
+			break
+		}
+		buf = append(buf[:0], make([]byte, batchPrefixLen)...)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return r, err
+		}
+		n, err := batchSizeFromPrefix(buf)
+		if err == nil && n > size-r.valid {
+			err = fmt.Errorf("%w: torn batch of %d bytes, %d left", ErrCorruptBatch, n, size-r.valid)
+		}
+		if err != nil {
+			r.stop = err
+			break
+		}
+		buf = append(buf, make([]byte, n-batchPrefixLen)...)
+		if _, err := io.ReadFull(br, buf[batchPrefixLen:]); err != nil {
+			return r, err
+		}
+		h, err := checkBatch(buf, 0, countCompacted)
+		if err == nil && (h.baseOffset < r.next || !fitsRelative(base, h.lastOffset())) {
+			err = fmt.Errorf("%w: offset %d out of order (next %d, segment %d)", ErrCorruptBatch, h.baseOffset, r.next, base)
+		}
+		if err != nil {
+			r.stop = err
+			break
+		}
+		r.idx.add(base, h, r.valid, r.maxTs, interval)
+		if r.rollTs < 0 {
+			r.rollTs = h.maxTimestamp
+		}
+		r.maxTs = max(r.maxTs, h.maxTimestamp)
+		r.next = h.nextOffset()
+		r.valid += h.size
+	}
+	return r, nil
+}
+
+// tailScan walks batch headers (no CRC check) from pos to end and returns the
+// next offset and the largest max timestamp seen.
+func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs int64, err error) {
+	next, maxTs = -1, -1
+	for pos < end {
+		h, err := readHeader(f, pos, end)
+		if err != nil {
+			return next, maxTs, err
+		}
+		next, maxTs = h.nextOffset(), max(maxTs, h.maxTimestamp)
+		pos += h.size
+	}
+	return next, maxTs, nil
+}
+
+// findBatch returns the position and header of the first batch of s whose
+// last offset is >= off, scanning from the index; ok is false when the
+// segment holds none.
+func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, batchHeader, bool, error) {
+	pos := int64(s.idx.lookup(s.rel(off)).pos)
+	for pos < s.size {
+		h, err := readHeader(f, pos, s.size)
+		if err != nil {
+			return 0, h, false, err
+		}
+		if h.lastOffset() >= off {
+			return pos, h, true, nil
+		}
+		pos += h.size
+	}
+	return pos, batchHeader{}, false, nil
+}
+
+// rangeEnd returns the end of the run of whole batches that starts with the
+// batch h at pos, is at most maxBytes long (but holds h) and holds no batch
+// whose base offset is >= maxOffset (when maxOffset >= 0).
+func (s *segment) rangeEnd(f io.ReaderAt, pos int64, h batchHeader, maxBytes int, maxOffset int64) (int64, error) {
+	end := pos + h.size
+	limit := s.size
+	if int64(maxBytes) < s.size-pos {
+		limit = pos + int64(maxBytes)
+	}
+	if maxOffset < 0 {
+		maxOffset = 1<<63 - 1
+	}
+	// Batches before an index entry at a position <= limit fit, and those
+	// before the entry for maxOffset have smaller base offsets.
+	jump := int64(s.idx.lookupPos(limit).pos)
+	if e := s.idx.lookup(s.rel(maxOffset)); s.base+int64(e.rel) <= maxOffset {
+		jump = min(jump, int64(e.pos))
+	} else {
+		jump = 0
+	}
+	end = max(end, jump)
+	for end < s.size {
+		h, err := readHeader(f, end, s.size)
+		if err != nil {
+			return 0, err
+		}
+		if end+h.size > limit || h.baseOffset >= maxOffset {
+			break
+		}
+		end += h.size
+	}
+	return end, nil
+}
