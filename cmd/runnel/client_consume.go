@@ -61,8 +61,9 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 		Use:   "consume TOPIC",
 		Short: "Print records as JSON, one per line",
 		Long: "Consume reads a topic's partitions from an offset and prints each record as one\n" +
-			"line of JSON on stdout. Without --follow it stops at the high watermark seen\n" +
-			"when it started; with --follow it long-polls until interrupted (Ctrl-C).",
+			"line of JSON on stdout. Without --follow it stops at each partition's high\n" +
+			"watermark as of its first fetch; with --follow it long-polls until interrupted\n" +
+			"(Ctrl-C), retrying when the server is briefly unavailable.",
 		Example: "  runnel consume orders -n 10\n  runnel consume orders -p 2 --offset 1000 -f",
 		Args:    cobra.ExactArgs(1),
 	}
@@ -90,7 +91,7 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 		}
-		cs := &consumer{c: c, topic: args[0], opts: o}
+		cs := &consumer{c: c, topic: args[0], opts: o, warnW: cmd.ErrOrStderr()}
 		n, err := cs.run(ctx, parts, cmd.OutOrStdout())
 		fmt.Fprintf(cmd.ErrOrStderr(), "Consumed %d records.\n", n)
 		return err
@@ -166,6 +167,15 @@ type consumer struct {
 	c     *apiClient
 	topic string
 	opts  consumeOptions
+
+	warnMu sync.Mutex // serialises the pollers' writes to warnW
+	warnW  io.Writer  // stderr: retry warnings
+}
+
+func (cs *consumer) warn(format string, args ...any) {
+	cs.warnMu.Lock()
+	defer cs.warnMu.Unlock()
+	fmt.Fprintf(cs.warnW, format, args...)
 }
 
 // run starts one poller goroutine per partition and prints what they fetch
@@ -232,15 +242,19 @@ func writeRecordLine(w *bufio.Writer, rec json.RawMessage) error {
 }
 
 // poll fetches one partition from the start offset, sending each non-empty
-// batch to out, until it reaches the high watermark (without --follow) or
-// ctx ends.
+// batch to out, until it reaches the high watermark of its first fetch
+// (without --follow) or ctx ends.
 func (cs *consumer) poll(ctx context.Context, part int32, out chan<- []json.RawMessage) error {
 	offset, _ := parseStartOffset(cs.opts.offset) // validated by the caller
+	stopAt := int64(-1)
 	for {
 		start := time.Now()
-		resp, err := cs.fetch(ctx, part, offset)
+		resp, err := cs.fetchRetrying(ctx, part, offset)
 		if err != nil {
 			return err
+		}
+		if stopAt < 0 {
+			stopAt = resp.HighWatermark
 		}
 		next := nextOffset(resp)
 		if len(resp.Records) > 0 {
@@ -253,7 +267,7 @@ func (cs *consumer) poll(ctx context.Context, part int32, out chan<- []json.RawM
 		prev := offset
 		offset = strconv.FormatInt(next, 10)
 		if !cs.opts.follow {
-			if next >= resp.HighWatermark || (len(resp.Records) == 0 && offset == prev) {
+			if next >= stopAt || (len(resp.Records) == 0 && offset == prev) {
 				return nil
 			}
 			continue
@@ -282,6 +296,39 @@ func nextOffset(resp fetchResponse) int64 {
 		}
 	}
 	return next
+}
+
+// fetchRetrying is fetch that, with --follow, rides out a server that is
+// briefly unreachable or unavailable (restart, leader change): it retries
+// with a growing pause, up to retryFor in total since the last success.
+func (cs *consumer) fetchRetrying(ctx context.Context, part int32, offset string) (fetchResponse, error) {
+	const retryFor = 2 * time.Minute
+	pause, first := 100*time.Millisecond, time.Now()
+	for {
+		resp, err := cs.fetch(ctx, part, offset)
+		if err == nil || !cs.opts.follow || !retryable(err) || time.Since(first) > retryFor || ctx.Err() != nil {
+			return resp, err
+		}
+		if pause == 100*time.Millisecond {
+			cs.warn("partition %d: %v; retrying\n", part, err)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return resp, err
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+// retryable reports whether err may go away by itself: no response at all, or
+// a 5xx or 429 problem.
+func retryable(err error) bool {
+	var p *problemError
+	if errors.As(err, &p) {
+		return p.Status >= 500 || p.Status == http.StatusTooManyRequests
+	}
+	return true
 }
 
 // fetch asks for one partition's records from offset.

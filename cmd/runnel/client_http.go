@@ -129,7 +129,7 @@ func (c *apiClient) do(ctx context.Context, req apiRequest) ([]byte, error) {
 	}
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.method, req.path, unwrapURLError(err))
+		return nil, c.transportError(req, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
@@ -210,6 +210,18 @@ func snippet(b []byte, n int) string {
 		s = s[:n] + "..."
 	}
 	return s
+}
+
+// transportError wraps a failure to get any response; when nothing answered
+// at all it says which server was tried and how to pick another.
+func (c *apiClient) transportError(req apiRequest, err error) error {
+	err = unwrapURLError(err)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%s %s: cannot reach %s (set --server or RUNNEL_SERVER): %w",
+			req.method, req.path, c.base.Redacted(), err)
+	}
+	return fmt.Errorf("%s %s: %w", req.method, req.path, err)
 }
 
 // unwrapURLError drops *url.Error's repetition of method and URL, which the

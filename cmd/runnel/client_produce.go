@@ -124,8 +124,11 @@ func newProduceCommand(g *globalFlags) *cobra.Command {
 		start := time.Now()
 		runErr := p.run(ctx, in)
 		sum := p.summary(time.Since(start))
-		if runErr != nil {
+		if runErr != nil && sum.Records > 0 {
 			return fmt.Errorf("%w (%d records were written before the failure)", runErr, sum.Records)
+		}
+		if runErr != nil {
+			return runErr
 		}
 		if g.json() {
 			return writeValueJSON(cmd.OutOrStdout(), sum)
