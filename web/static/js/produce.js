@@ -5,6 +5,7 @@ import { post, seg } from './api.js';
 import { curlButton } from './curl.js';
 import { kvEditor } from './forms.js';
 import { partitionFor } from './murmur2.js';
+import { bytesToB64 } from './records.js';
 
 const ENCODINGS = [
   ['string', 'Text (encoding=string)'],
@@ -30,14 +31,17 @@ export function produceForm(topic, onProduced) {
 
   const request = () => {
     const rec = {};
-    if (key.value !== '') rec.key = enc.value === 'base64' ? btoa(String.fromCharCode(...new TextEncoder().encode(key.value))) : key.value;
+    // In base64 mode only the value is typed as base64; key and header values
+    // are typed as text and encoded here.
+    const b64 = (text) => (enc.value === 'base64' ? bytesToB64(new TextEncoder().encode(text)) : text);
+    if (key.value !== '') rec.key = b64(key.value);
     if (enc.value === 'json') {
       rec.value = value.value.trim() === '' ? null : JSON.parse(value.value);
     } else {
       rec.value = value.value;
     }
     const hs = headers.get();
-    if (hs.length) rec.headers = Object.fromEntries(hs);
+    if (hs.length) rec.headers = Object.fromEntries(hs.map(([k, v]) => [k, b64(v)]));
     if (part.value !== '') rec.partition = Number(part.value);
     return { method: 'POST', path: '/v1/topics/' + seg(topic.name) + '/records', query: { encoding: enc.value }, body: { records: [rec] } };
   };

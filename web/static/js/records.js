@@ -70,21 +70,32 @@ export function render(bytes, mode = 'auto') {
   return bytesToHex(bytes);
 }
 
-// decodeRecord turns a wire record (encoding=base64) into bytes.
+// fieldBytes turns one wire field into bytes by its declared encoding
+// (key_encoding, value_encoding, headers_encoding); records are requested
+// with encoding=base64, which is also the default when no encoding is given.
+function fieldBytes(v, enc) {
+  if (v === null || v === undefined) return null;
+  if (enc === 'json') return new TextEncoder().encode(JSON.stringify(v));
+  if (enc === 'string') return new TextEncoder().encode(String(v));
+  return b64ToBytes(v);
+}
+
+// decodeRecord turns a wire record into {partition, offset, timestamp, key,
+// value, headers: [[name, bytes]]} with keys and values as Uint8Array or null.
 export function decodeRecord(r) {
   const headers = [];
   const hs = r.headers || {};
   if (Array.isArray(hs)) {
-    for (const x of hs) headers.push([x.key, b64ToBytes(x.value)]);
+    for (const x of hs) headers.push([x.key, fieldBytes(x.value, r.headers_encoding)]);
   } else {
-    for (const [k, v] of Object.entries(hs)) headers.push([k, b64ToBytes(v)]);
+    for (const [k, v] of Object.entries(hs)) headers.push([k, fieldBytes(v, r.headers_encoding)]);
   }
   return {
     partition: r.partition,
     offset: r.offset,
     timestamp: r.timestamp,
-    key: b64ToBytes(r.key),
-    value: b64ToBytes(r.value),
+    key: fieldBytes(r.key, r.key_encoding),
+    value: fieldBytes(r.value, r.value_encoding),
     headers,
   };
 }

@@ -1,7 +1,9 @@
-// Live tail over Server-Sent Events: GET /v1/topics/{t}/records/stream. Each
-// event is one record with id "partition:offset"; EventSource reconnects by
-// itself and sends Last-Event-ID, so the server resumes without loss or
-// duplicates. The UI also drops any id it has already shown.
+// Live tail over Server-Sent Events: GET /v1/topics/{t}/records/stream
+// (query partitions, offset, encoding). Each "record" event is one record; its
+// id holds "partition:offset" pairs, so when EventSource reconnects by itself
+// and sends Last-Event-ID the server resumes without loss or duplicates. The
+// UI also drops any partition:offset it has already shown. An "error" event
+// carries a problem and ends the stream.
 import { h, replace, field, fmtNum } from './dom.js';
 import { url, seg } from './api.js';
 import { curlButton } from './curl.js';
@@ -24,7 +26,7 @@ export function liveTail(topic, signal) {
   let seen = new Set();
   let total = 0;
 
-  const query = () => ({ offset: fromSel.value, encoding: 'base64', partition: partSel.value });
+  const query = () => ({ offset: fromSel.value, encoding: 'base64', partitions: partSel.value });
   const setState = (text, cls) => { state.textContent = text; state.className = 'badge ' + cls; };
   const onRecord = (ev) => {
     let data;
@@ -32,7 +34,7 @@ export function liveTail(topic, signal) {
     const recs = Array.isArray(data.records) ? data.records : [data];
     for (const raw of recs) {
       const r = decodeRecord(raw);
-      const id = ev.lastEventId && recs.length === 1 ? ev.lastEventId : `${r.partition}:${r.offset}`;
+      const id = `${r.partition}:${r.offset}`;
       if (seen.has(id)) continue;
       seen.add(id);
       total++;
@@ -54,7 +56,17 @@ export function liveTail(topic, signal) {
     toggle.textContent = 'Stop';
     setState('connecting', 'warn');
     es.addEventListener('open', () => setState('live', 'good'));
-    es.addEventListener('error', () => { if (es) setState(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting', 'bad'); });
+    es.addEventListener('error', (ev) => {
+      if (!es) return;
+      if (ev.data) { // a problem sent by the server: the stream is over
+        let p = {};
+        try { p = JSON.parse(ev.data); } catch { /* keep the raw text */ }
+        stop();
+        setState('ended: ' + (p.title || ev.data), 'bad');
+        return;
+      }
+      setState(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting', 'bad');
+    });
     es.addEventListener('message', onRecord);
     es.addEventListener('record', onRecord);
   };

@@ -1,0 +1,364 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// The web UI driven in a real headless Chromium against a real runnel process:
+// create a topic, produce in the UI, find the record by key in the message
+// browser, see a record produced over HTTP arrive in the live tail, the groups
+// page, charts, a 360 px wide viewport and the dark scheme. Screenshots go to
+// $RUNNEL_SCREENSHOTS when set (for review), else to a temp dir.
+
+const chromiumPath = "/usr/bin/chromium"
+
+func uiBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if _, err := os.Stat(path); err != nil {
+		if p, err := exec.LookPath("chromium"); err == nil {
+			path = p
+		} else if os.Getenv("CI") != "" {
+			t.Fatalf("chromium is required in CI: %v", err)
+		} else {
+			t.Skip("chromium not installed")
+		}
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	ctx, cancelTimeout := context.WithTimeout(context.Background(), 3*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); cancelTimeout() })
+	if err := chromedp.Do(bctx); err != nil { // starts the browser
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return bctx
+}
+
+// uiConsole records exceptions and console.error calls of the page; the test
+// fails on any at the end.
+type uiConsole struct {
+	mu   sync.Mutex
+	errs []string
+	wg   sync.WaitGroup
+}
+
+func watchConsole(t *testing.T, ctx context.Context) *uiConsole {
+	c := &uiConsole{}
+	cctx, cancel := context.WithCancel(ctx)
+	msgs := chromedp.Console(cctx)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleException || (m.Type == "error" && m.Source == "") {
+				c.mu.Lock()
+				c.errs = append(c.errs, fmt.Sprintf("%s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line))
+				c.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		c.wg.Wait()
+		for _, e := range c.errs {
+			t.Errorf("browser console: %s", e)
+		}
+	})
+	return c
+}
+
+type uiShots struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func newShots(t *testing.T) *uiShots {
+	dir := os.Getenv("RUNNEL_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+	return &uiShots{t: t, dir: dir}
+}
+
+func (s *uiShots) take(ctx context.Context, name string) {
+	s.t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		s.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	s.n++
+	file := filepath.Join(s.dir, fmt.Sprintf("%02d-%s.png", s.n, name))
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func uiDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// uiWait polls a JavaScript predicate in the page.
+func uiWait(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(wctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText`))
+		t.Fatalf("waiting for %s: %v\npage text:\n%s", what, err, html)
+	}
+}
+
+func uiEval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func uiHTTP(t *testing.T, method, url string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, url, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+func TestUIEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts chromium")
+	}
+	node := servertest.Start(t, servertest.Options{})
+	ctx := uiBrowser(t)
+	watchConsole(t, ctx)
+	shots := newShots(t)
+	ui := node.URL + "/ui/"
+	const topic = "ui-orders"
+
+	// Cluster page: quorum and brokers of the real node.
+	var cluster struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	uiHTTP(t, "GET", node.URL+"/v1/cluster", nil, &cluster)
+	uiDo(t, ctx, "open cluster page", chromedp.Navigate(ui+"#/cluster"))
+	uiWait(t, ctx, "cluster id", fmt.Sprintf(`document.querySelector('[data-test=cluster-id]')?.textContent === %q`, cluster.ClusterID))
+	uiWait(t, ctx, "controller leader badge", `document.querySelector('main').innerText.includes('leader')`)
+	shots.take(ctx, "cluster")
+
+	// Create a topic in the UI.
+	uiDo(t, ctx, "create topic",
+		chromedp.Navigate(ui+"#/topics"),
+		chromedp.Click(chromedp.CSS(`[data-test=new-topic]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[aria-label="Create topic"] input[name=name]`), topic),
+		chromedp.SetValue(chromedp.CSS(`form[aria-label="Create topic"] input[name=partitions]`), "3"),
+		chromedp.Click(chromedp.CSS(`[data-test=create-topic]`)))
+	uiWait(t, ctx, "topic page", fmt.Sprintf(`location.hash === '#/topics/%s' && document.querySelectorAll('main table tbody tr').length === 3`, topic))
+	var td struct {
+		Partitions []struct{} `json:"partitions"`
+	}
+	if code := uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &td); code != 200 || len(td.Partitions) != 3 {
+		t.Fatalf("topic created in the UI: status %d, %d partitions", code, len(td.Partitions))
+	}
+	shots.take(ctx, "topic-created")
+
+	// Produce in the UI: key, JSON value, a header; the key picks the partition.
+	const key = "order-1"
+	produceForm := `form[aria-label="Produce a message"] `
+	uiDo(t, ctx, "produce",
+		chromedp.Click(chromedp.CSS(`#tab-produce`)),
+		chromedp.SendKeys(chromedp.CSS(produceForm+`input[name=key]`), key),
+		chromedp.SetValue(chromedp.CSS(produceForm+`select[name=encoding]`), "json"),
+		chromedp.SendKeys(chromedp.CSS(produceForm+`textarea[name=value]`), `{"id":1,"item":"tea"}`),
+		chromedp.Click(chromedp.CSS(produceForm+`fieldset button`)),
+		chromedp.SendKeys(chromedp.CSS(produceForm+`input[name=header-key]`), "source"),
+		chromedp.SendKeys(chromedp.CSS(produceForm+`input[name=header-value]`), "ui-test"),
+		chromedp.Click(chromedp.CSS(`[data-test=produce]`)))
+	uiWait(t, ctx, "produce result", `!!document.querySelector('[data-test=produced]')`)
+	produced := uiEval[string](t, ctx, `document.querySelector('[data-test=produced]').textContent`)
+	m := regexp.MustCompile(`partition (\d+) at offset (\d+)`).FindStringSubmatch(produced)
+	if m == nil {
+		t.Fatalf("produce result %q", produced)
+	}
+	part, _ := strconv.Atoi(m[1])
+	if want := kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(&kgo.Record{Key: []byte(key)}, 3); part != want {
+		t.Errorf("UI produced key %q to partition %d, Kafka's partitioner picks %d", key, part, want)
+	}
+	var got struct {
+		Records []struct {
+			Key     string            `json:"key"`
+			Value   json.RawMessage   `json:"value"`
+			Headers map[string]string `json:"headers"`
+		} `json:"records"`
+	}
+	uiHTTP(t, "GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%s&encoding=json", node.URL, topic, part, m[2]), nil, &got)
+	if len(got.Records) != 1 || got.Records[0].Key != key || string(got.Records[0].Value) != `{"id":1,"item":"tea"}` || got.Records[0].Headers["source"] != "ui-test" {
+		t.Fatalf("record produced in the UI reads back as %+v", got.Records)
+	}
+	shots.take(ctx, "produced")
+
+	// More records over HTTP, so find-by-key has something to skip.
+	for i := range 20 {
+		body := map[string]any{"records": []map[string]any{{"key": fmt.Sprintf("other-%d", i), "value": map[string]int{"n": i}}}}
+		if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records", body, nil); code != 200 {
+			t.Fatalf("produce over HTTP: status %d", code)
+		}
+	}
+
+	// Message browser: newest records across partitions, then find by key.
+	uiDo(t, ctx, "browse newest", chromedp.Click(chromedp.CSS(`#tab-messages`)),
+		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+	uiWait(t, ctx, "21 newest records", `document.querySelectorAll('.records article').length === 21`)
+	uiDo(t, ctx, "find by key",
+		chromedp.SendKeys(chromedp.CSS(`form[aria-label="Find by key"] input[name=key]`), key),
+		chromedp.Click(chromedp.CSS(`[data-test=find-key]`)))
+	uiWait(t, ctx, "find result", fmt.Sprintf(`document.querySelector('[data-test=find-result]')?.textContent.includes('partition %d') && document.querySelector('[data-test=find-result]').textContent.includes('found 1.')`, part))
+	value := uiEval[string](t, ctx, `document.querySelector('.records article .rec-value').textContent`)
+	if value != "{\n  \"id\": 1,\n  \"item\": \"tea\"\n}" {
+		t.Errorf("found record value shown as %q, want pretty-printed JSON", value)
+	}
+	scanned := uiEval[string](t, ctx, `document.querySelector('[data-test=find-result]').textContent`)
+	if strings.Contains(scanned, "Scanned 21 ") {
+		t.Errorf("find by key scanned every partition: %q", scanned)
+	}
+	shots.take(ctx, "find-by-key")
+
+	// Keyboard: arrow keys move between the tabs.
+	uiDo(t, ctx, "keyboard tabs", chromedp.Focus(chromedp.CSS(`#tab-messages`)), chromedp.KeyEvent(kb.ArrowRight))
+	uiWait(t, ctx, "produce tab selected by keyboard", `document.activeElement.id === 'tab-produce' && document.activeElement.getAttribute('aria-selected') === 'true'`)
+
+	// Live tail: a record produced over HTTP appears.
+	uiDo(t, ctx, "open live tail", chromedp.Click(chromedp.CSS(`#tab-tail`)))
+	uiWait(t, ctx, "stream open", `document.querySelector('[data-test=tail-state]')?.textContent === 'live'`)
+	marker := fmt.Sprintf("tail-%d", time.Now().UnixNano())
+	body := map[string]any{"records": []map[string]any{{"key": "k", "value": marker}}}
+	if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
+		t.Fatalf("produce over HTTP: status %d", code)
+	}
+	uiWait(t, ctx, "tailed record", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, marker))
+	if n := uiEval[int](t, ctx, `document.querySelectorAll('[data-test=tail-records] article').length`); n != 1 {
+		t.Errorf("live tail from latest shows %d records, want 1", n)
+	}
+	shots.take(ctx, "live-tail")
+
+	uiGroups(t, ctx, node, shots, ui, topic)
+
+	// Charts from the series endpoint: the produce above shows up.
+	uiDo(t, ctx, "charts", chromedp.Navigate(ui+"#/charts"))
+	uiWait(t, ctx, "charts drawn", `document.querySelectorAll('svg.chart path.line').length >= 1`)
+	shots.take(ctx, "charts")
+
+	// 360 px wide: no horizontal scrolling of the page.
+	uiDo(t, ctx, "narrow viewport", chromedp.EmulateViewport(360, 800), chromedp.Navigate(ui+"#/topics/"+topic))
+	uiWait(t, ctx, "topic page at 360px", `document.querySelectorAll('main table tbody tr').length === 3`)
+	if w := uiEval[int](t, ctx, `document.documentElement.scrollWidth`); w > 360 {
+		t.Errorf("page is %d px wide in a 360 px viewport", w)
+	}
+	shots.take(ctx, "narrow-topic")
+
+	// Dark scheme follows the OS preference.
+	dark := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	})
+	uiDo(t, ctx, "dark scheme", chromedp.EmulateViewport(1280, 900), dark, chromedp.Navigate(ui+"#/topics"))
+	uiWait(t, ctx, "topics list", fmt.Sprintf(`document.querySelector('main').innerText.includes(%q)`, topic))
+	if bg := uiEval[string](t, ctx, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(18, 23, 22)" {
+		t.Errorf("dark scheme body background %s", bg)
+	}
+	shots.take(ctx, "dark-topics")
+}
+
+// uiGroups checks the groups pages: "no groups" while the server has no group
+// support, otherwise a committed offset shows up as lag.
+func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *uiShots, ui, topic string) {
+	t.Helper()
+	const group = "ui-group"
+	commit := map[string]any{"offsets": []map[string]any{{"topic": topic, "partition": 0, "offset": 0}}}
+	code := uiHTTP(t, "POST", node.URL+"/v1/groups/"+group+"/offsets", commit, nil)
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed || code == http.StatusNotImplemented {
+		uiDo(t, ctx, "groups page", chromedp.Navigate(ui+"#/groups"))
+		uiWait(t, ctx, "no groups", `!!document.querySelector('[data-test=no-groups]') || document.querySelector('main').innerText.includes('No consumer groups')`)
+		shots.take(ctx, "groups-none")
+		return
+	}
+	if code >= 300 {
+		t.Fatalf("commit group offsets: status %d", code)
+	}
+	var tp struct {
+		Partitions []struct {
+			Partition     int   `json:"partition"`
+			HighWatermark int64 `json:"high_watermark"`
+		} `json:"partitions"`
+	}
+	uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &tp)
+	lag := tp.Partitions[0].HighWatermark
+	uiDo(t, ctx, "group page", chromedp.Navigate(ui+"#/groups/"+group))
+	uiWait(t, ctx, "group lag", fmt.Sprintf(`document.querySelector('[data-test=group-lag]')?.textContent === %q`, strconv.FormatInt(lag, 10)))
+	uiDo(t, ctx, "reset dry run", chromedp.SetValue(chromedp.CSS(`form[aria-label="Reset offsets"] select[name=strategy]`), "latest"),
+		chromedp.Click(chromedp.CSS(`[data-test=dry-run]`)))
+	uiWait(t, ctx, "dry-run preview", `!!document.querySelector('[data-test=apply-reset]')`)
+	shots.take(ctx, "group")
+}
