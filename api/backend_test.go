@@ -160,10 +160,15 @@ func (m *memBackend) DescribeTopic(_ context.Context, name string) (api.TopicDet
 func (m *memBackend) DeleteTopic(_ context.Context, name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.topic(name); err != nil {
+	t, err := m.topic(name)
+	if err != nil {
 		return err
 	}
 	delete(m.topics, name)
+	for _, p := range t.parts {
+		close(p.grew) // waiting readers find the topic gone
+		p.grew = make(chan struct{})
+	}
 	return nil
 }
 

@@ -237,6 +237,7 @@ func (rr recordsResource) writeBatch(sw *sseWriter, sp streamPlan, b streamBatch
 		k := KindOf(b.err)
 		data, _ := json.Marshal(Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: b.err.Error()})
 		sw.event("", "error", data)
+		sw.flush()
 		return false
 	}
 	var size int64
