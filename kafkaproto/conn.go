@@ -96,7 +96,9 @@ func (c *conn) readFrame() ([]byte, error) {
 	for len(buf) < n {
 		want := min(n, len(buf)+max(len(buf), readChunk))
 		if cap(buf) < want {
-			buf = append(buf[:cap(buf)], make([]byte, want-cap(buf))...)
+			grown := make([]byte, len(buf), want)
+			copy(grown, buf)
+			buf = grown
 		}
 		m, err := io.ReadFull(c.br, buf[len(buf):want])
 		buf = buf[:len(buf)+m]
