@@ -99,10 +99,8 @@ func (c Config) normalized() (Config, error) {
 	return c, nil
 }
 
-func (c Config) compact() bool     { return strings.Contains(c.CleanupPolicy, "compact") }
-func (c Config) deleteOld() bool   { return strings.Contains(c.CleanupPolicy, "delete") }
-func (c Config) fsyncEach() bool   { return c.FlushMessages == 1 }
-func (c Config) segmentAge() int64 { return c.SegmentMs }
+func (c Config) compact() bool   { return strings.Contains(c.CleanupPolicy, "compact") }
+func (c Config) deleteOld() bool { return strings.Contains(c.CleanupPolicy, "delete") }
 
 // Options carries a log's dependencies.
 type Options struct {

@@ -2,7 +2,6 @@ package segments
 
 import (
 	"container/list"
-	"errors"
 	"sync"
 )
 
@@ -145,8 +144,7 @@ func (c *FileCache) forgetLocked(k fileKey) {
 	}
 }
 
-// closeIdle closes every unpinned file of fs under no particular path; used by
-// tests and by Close to make an idle log hold nothing.
+// forgetAll forgets paths of fs; Close uses it so a closed log holds nothing.
 func (c *FileCache) forgetAll(fs FS, paths []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -154,5 +152,3 @@ func (c *FileCache) forgetAll(fs FS, paths []string) {
 		c.forgetLocked(fileKey{fs, p})
 	}
 }
-
-var errReleased = errors.New("segments: file released")

@@ -30,6 +30,8 @@ type Log struct {
 	unflushed     int64      // records appended since the last fsync
 	oldestUnsync  time.Time  // when the first of them was appended
 	epochs        []epochEntry
+	cleanedTo     int64 // compaction has cleaned the segments below it
+	tombstoneDue  int64 // ms when a kept tombstone may be dropped, 0 = none
 	cleanOnDisk   bool  // the state file says "clean": remove before mutating
 	err           error // sticky write/fsync error
 	closed        bool
@@ -200,6 +202,7 @@ func (l *Log) writeLocked(s *segment, buf []byte) error {
 		return l.failLocked(fmt.Errorf("segments: open %s: %w", s.path(l.dir), err))
 	}
 	defer l.files.release(cf)
+	s.indexOnDisk = false
 	if _, err := cf.f.WriteAt(buf, s.size); err != nil {
 		if terr := cf.f.Truncate(s.size); terr != nil {
 			l.logger.Error("segments: cannot cut back a failed write; recovery will", "err", terr)
@@ -248,6 +251,20 @@ func (l *Log) rollLocked(base int64) error {
 	l.recoveryPoint = base
 	l.unflushed = 0
 	return l.saveStateLocked(false)
+}
+
+// Roll seals the active segment and starts a new one at the end offset,
+// unless the active segment is empty.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.rollLocked(l.end)
 }
 
 // sealLocked writes the index files of s, fsynced. s must be loaded.

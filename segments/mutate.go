@@ -44,6 +44,7 @@ func (l *Log) Truncate(to int64) error {
 	l.end = l.active().next
 	l.recoveryPoint = min(l.recoveryPoint, l.end)
 	l.unflushed = 0
+	l.cleanedTo = min(l.cleanedTo, l.active().base)
 	return l.trimEpochsLocked()
 }
 
@@ -118,7 +119,7 @@ func (l *Log) restartAtLocked(off int64) error {
 		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
 	}
 	l.segs = []*segment{ns}
-	l.end, l.unflushed = off, 0
+	l.end, l.unflushed, l.cleanedTo = off, 0, 0
 	l.epochs = nil
 	return l.saveEpochsLocked()
 }
