@@ -16,7 +16,6 @@ func openBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, erro
 		WithSyncWrites(syncWrites).
 		WithLogger(badgerLogger{log: log}).
 		WithMemTableSize(8 << 20).
-		WithValueThreshold(64 << 10).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).

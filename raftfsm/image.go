@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sync/atomic"
 )
 
@@ -63,8 +64,8 @@ func (t *Topic) clone() *Topic {
 }
 
 func (p Partition) clone() Partition {
-	p.Replicas = append([]int32(nil), p.Replicas...)
-	p.ISR = append([]int32(nil), p.ISR...)
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
 	return p
 }
 

@@ -23,6 +23,20 @@ func (n *Node) AddVoter(ctx context.Context, s Server) error {
 	return nil
 }
 
+// AddNonvoter adds a server that receives the log but does not vote (a
+// broker following the metadata); leader only.
+func (n *Node) AddNonvoter(ctx context.Context, s Server) error {
+	timeout, err := n.leaderTimeout(ctx)
+	if err != nil {
+		return err
+	}
+	f := n.raft.AddNonvoter(serverID(s.ID), raft.ServerAddress(s.Address), 0, timeout)
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("raftfsm: add nonvoter %d: %w", s.ID, raftError(err))
+	}
+	return nil
+}
+
 // RemoveVoter removes a server from the quorum; leader only.
 func (n *Node) RemoveVoter(ctx context.Context, id int32) error {
 	timeout, err := n.leaderTimeout(ctx)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nuid"
 )
@@ -110,7 +110,12 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return n.failStart(fmt.Errorf("raftfsm: check state: %w", err))
 	}
-	if !existing {
+	switch {
+	case existing:
+	case !isMember(voters, rc.LocalID):
+		// Not a voter: wait to be added by the leader (AddVoter/AddNonvoter).
+		n.log.Info("raftfsm: not among the voters, waiting to be added", "node", n.cfg.NodeID)
+	default:
 		n.log.Info("raftfsm: bootstrapping cluster", "voters", len(voters.Servers))
 		if err := raft.BootstrapCluster(rc, n.logs, n.logs, snaps, n.trans, voters); err != nil {
 			return n.failStart(fmt.Errorf("raftfsm: bootstrap: %w", err))
@@ -170,11 +175,25 @@ func (n *Node) raftConfig(hl hclog.Logger) (*raft.Config, raft.Configuration) {
 	return rc, voters
 }
 
-// newTransport listens on BindAddr. Without AdvertiseAddr the listener's
-// address is advertised, with an unspecified IP (":9093") replaced by
-// loopback, which only suits a single node.
+func isMember(c raft.Configuration, id raft.ServerID) bool {
+	for _, s := range c.Servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// newTransport listens on BindAddr. Without AdvertiseAddr this node's address
+// in Voters is advertised, else BindAddr with an unspecified IP (":9093")
+// replaced by loopback, which only suits a single node.
 func newTransport(cfg Config, hl hclog.Logger) (*raft.NetworkTransport, error) {
 	adv := cfg.AdvertiseAddr
+	for _, v := range cfg.Voters {
+		if adv == "" && v.ID == cfg.NodeID {
+			adv = v.Address
+		}
+	}
 	if adv == "" {
 		adv = cfg.BindAddr
 	}
@@ -196,12 +215,6 @@ func newTransport(cfg Config, hl hclog.Logger) (*raft.NetworkTransport, error) {
 		return nil, fmt.Errorf("raftfsm: raft transport on %s: %w", cfg.BindAddr, err)
 	}
 	return t, nil
-}
-
-// hclogFor adapts slog for raft's hclog.
-func hclogFor(log *slog.Logger) hclog.Logger {
-	std := slog.NewLogLogger(log.Handler(), slog.LevelInfo)
-	return hclog.FromStandardLogger(std, &hclog.LoggerOptions{Name: "raft", Level: hclog.Info})
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.FormatInt(int64(id), 10)) }

@@ -1,0 +1,145 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func newTestLogStore(t *testing.T) *logStore {
+	t.Helper()
+	db, err := openBadger(t.TempDir(), true, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return &logStore{db: db}
+}
+
+func testLog(i uint64) *raft.Log {
+	return &raft.Log{Index: i, Term: i / 3, Type: raft.LogCommand, Data: []byte{byte(i)},
+		AppendedAt: time.Unix(0, int64(i)*1000)}
+}
+
+func TestLogStore(t *testing.T) {
+	s := newTestLogStore(t)
+	check := func(first, last uint64) {
+		t.Helper()
+		f, err1 := s.FirstIndex()
+		l, err2 := s.LastIndex()
+		if err1 != nil || err2 != nil || f != first || l != last {
+			t.Fatalf("first %d last %d (%v %v), want %d %d", f, l, err1, err2, first, last)
+		}
+	}
+	check(0, 0)
+	var batch []*raft.Log
+	for i := uint64(1); i <= 300; i++ {
+		batch = append(batch, testLog(i))
+	}
+	if err := s.StoreLogs(batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StoreLog(testLog(301)); err != nil {
+		t.Fatal(err)
+	}
+	check(1, 301)
+	var got raft.Log
+	if err := s.GetLog(256, &got); err != nil || !reflect.DeepEqual(&got, testLog(256)) {
+		t.Fatalf("get 256: %+v %v", got, err)
+	}
+	if err := s.DeleteRange(1, 100); err != nil {
+		t.Fatal(err)
+	}
+	check(101, 301)
+	if err := s.GetLog(100, &got); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("deleted entry: %v", err)
+	}
+	if err := s.DeleteRange(250, 301); err != nil { // a suffix, as on conflict
+		t.Fatal(err)
+	}
+	check(101, 249)
+}
+
+func TestStableStore(t *testing.T) {
+	s := newTestLogStore(t)
+	if v, err := s.GetUint64([]byte("term")); err != nil || v != 0 {
+		t.Fatalf("missing uint64: %d %v", v, err)
+	}
+	if _, err := s.Get([]byte("x")); err == nil || err.Error() != "not found" {
+		t.Fatalf("missing key: %v", err) // raft matches this message
+	}
+	if err := s.SetUint64([]byte("term"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set([]byte("x"), []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.GetUint64([]byte("term"))
+	b, err2 := s.Get([]byte("x"))
+	if err != nil || err2 != nil || v != 7 || string(b) != "y" {
+		t.Fatalf("got %d %q (%v %v)", v, b, err, err2)
+	}
+	// Stable keys and log entries do not mix.
+	if err := s.StoreLog(testLog(5)); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := s.FirstIndex(); f != 5 {
+		t.Fatalf("first index %d", f)
+	}
+}
+
+func FuzzDecodeLog(f *testing.F) {
+	f.Add(encodeLog(testLog(3)))
+	f.Add(encodeLog(&raft.Log{Index: 1, Type: raft.LogNoop}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var l raft.Log
+		if decodeLog(b, &l) != nil {
+			return
+		}
+		var again raft.Log
+		if err := decodeLog(encodeLog(&l), &again); err != nil || !reflect.DeepEqual(l, again) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, l, again)
+		}
+	})
+}
+
+func FuzzReadSnapshot(f *testing.F) {
+	src := newFSMForFuzz(f)
+	f.Add(src)
+	f.Add([]byte(snapMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, recs, err := readSnapshot(bytes.NewReader(b))
+		if err == nil {
+			for _, r := range recs {
+				if r.key == "" {
+					t.Fatal("empty key decoded")
+				}
+			}
+		}
+	})
+}
+
+// newFSMForFuzz returns a valid snapshot as a seed.
+func newFSMForFuzz(f *testing.F) []byte {
+	s := &fsmSnapshot{applied: 3}
+	db, err := openBadger(f.TempDir(), false, slog.New(slog.DiscardHandler))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer db.Close()
+	if err := commitWrites(db, 3, []write{{topicKey("a"), []byte(`{"Name":"a"}`)}}); err != nil {
+		f.Fatal(err)
+	}
+	s.txn = db.NewTransaction(false)
+	defer s.Release()
+	var buf bytes.Buffer
+	if err := s.write(&buf); err != nil {
+		f.Fatal(err)
+	}
+	return buf.Bytes()
+}
