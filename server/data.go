@@ -101,6 +101,9 @@ func (b *broker) isClosed() bool {
 // readDecoded reads records at or after offset below the high watermark.
 func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
+	if offset < res.logStart || offset > res.hwm {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, res.hwm)
+	}
 	size := 0
 	for res.next < res.hwm && len(res.records) < maxRecords && size < maxBytes {
 		chunk, err := p.read(res.next, max(maxBytes-size, 1))
@@ -117,7 +120,10 @@ func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int) (readRes
 		}
 		before := res.next
 		err = splitBatches(data, func(bv batchView) error {
-			if bv.isControl() || len(res.records) >= maxRecords || size >= maxBytes {
+			if len(res.records) >= maxRecords || size >= maxBytes {
+				return errStopRead
+			}
+			if bv.isControl() {
 				res.next = max(res.next, bv.lastOffset()+1)
 				return nil
 			}

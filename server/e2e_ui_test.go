@@ -123,9 +123,21 @@ func newShots(t *testing.T) *uiShots {
 	return &uiShots{t: t, dir: dir}
 }
 
+// take writes a PNG of the whole page.
 func (s *uiShots) take(ctx context.Context, name string) {
 	s.t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	s.write(ctx, name, chromedp.FullScreenshot(100))
+}
+
+// viewport writes a PNG of what the viewport shows.
+func (s *uiShots) viewport(ctx context.Context, name string) {
+	s.t.Helper()
+	s.write(ctx, name, chromedp.CaptureScreenshot())
+}
+
+func (s *uiShots) write(ctx context.Context, name string, shot chromedp.Action[[]byte]) {
+	s.t.Helper()
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		s.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -315,7 +327,9 @@ func TestUIEndToEnd(t *testing.T) {
 	if w := uiEval[int](t, ctx, `document.documentElement.scrollWidth`); w > 360 {
 		t.Errorf("page is %d px wide in a 360 px viewport", w)
 	}
-	shots.take(ctx, "narrow-topic")
+	shots.viewport(ctx, "narrow-topic")
+	uiDo(t, ctx, "scroll to tabs", chromedp.ScrollIntoView(chromedp.CSS(`#tab-messages`)))
+	shots.viewport(ctx, "narrow-messages")
 
 	// Dark scheme follows the OS preference.
 	dark := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
