@@ -112,7 +112,8 @@ func TestCLIEndToEnd(t *testing.T) {
 	if recs := parseLines(t, c.ok(nil, "consume", "orders", "-n", "7")); len(recs) != 7 {
 		t.Fatalf("consume -n 7 printed %d records", len(recs))
 	}
-	recs := parseLines(t, c.ok(nil, "consume", "orders", "--encoding", "string"))
+	// A small --fetch-max makes every partition take several requests.
+	recs := parseLines(t, c.ok(nil, "consume", "orders", "--encoding", "string", "--fetch-max", "64"))
 	if len(recs) != n {
 		t.Fatalf("consume printed %d records, want %d", len(recs), n)
 	}
@@ -131,6 +132,25 @@ func TestCLIEndToEnd(t *testing.T) {
 	if len(want) != 0 || len(perPartition) != 2 {
 		t.Fatalf("%d produced values never consumed; partitions seen %v", len(want), perPartition)
 	}
+	// Batches of exactly 100 records read 50 at a time: every other response
+	// ends exactly on a batch boundary, where nothing may be skipped.
+	var seq strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&seq, "%d\n", i)
+	}
+	c.ok(strings.NewReader(seq.String()), "produce", "orders", "--partition", "0", "--batch-size", "100", "--encoding", "json")
+	p0 := parseLines(t, c.ok(nil, "consume", "orders", "-p", "0", "--offset", fmt.Sprint(perPartition[0]),
+		"--fetch-max", "50", "--encoding", "json"))
+	if len(p0) != 1000 {
+		t.Fatalf("consume -p 0 --fetch-max 50 read %d of 1000 records", len(p0))
+	}
+	for i, r := range p0 {
+		if v, _ := r.Value.(float64); r.Offset != perPartition[0]+int64(i) || int(v) != i {
+			t.Fatalf("record %d: offset %d value %v", i, r.Offset, r.Value)
+		}
+	}
+	perPartition[0] += 1000
+
 	p1 := parseLines(t, c.ok(nil, "consume", "orders", "-p", "1", "--offset", "3", "-n", "2"))
 	if len(p1) != 2 || p1[0].Partition != 1 || p1[0].Offset != 3 || p1[1].Offset != 4 {
 		t.Fatalf("consume -p 1 --offset 3 -n 2 = %+v", p1)

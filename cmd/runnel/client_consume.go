@@ -283,19 +283,21 @@ func (cs *consumer) poll(ctx context.Context, part int32, out chan<- []json.RawM
 	}
 }
 
-// nextOffset is the server's next_offset, or one past the last record when a
-// server left next_offset out.
+// nextOffset is where to continue: one past the last record returned, or the
+// server's next_offset when there was none. Continuing right after the last
+// record is always safe (the server returns the first record at or after the
+// offset asked for), and it cannot skip records should a server report a
+// next_offset beyond records it left out of a full response.
 func nextOffset(resp fetchResponse) int64 {
-	next := resp.NextOffset
 	if n := len(resp.Records); n > 0 {
 		var last struct {
-			Offset int64 `json:"offset"`
+			Offset *int64 `json:"offset"`
 		}
-		if json.Unmarshal(resp.Records[n-1], &last) == nil && last.Offset+1 > next {
-			next = last.Offset + 1
+		if json.Unmarshal(resp.Records[n-1], &last) == nil && last.Offset != nil {
+			return *last.Offset + 1
 		}
 	}
-	return next
+	return resp.NextOffset
 }
 
 // fetchRetrying is fetch that, with --follow, rides out a server that is

@@ -232,9 +232,11 @@ func TestNextOffset(t *testing.T) {
 		resp fetchResponse
 		want int64
 	}{
-		{"server next", fetchResponse{NextOffset: 10, Records: []json.RawMessage{[]byte(`{"offset":9}`)}}, 10},
+		{"after last", fetchResponse{NextOffset: 10, Records: []json.RawMessage{[]byte(`{"offset":9}`)}}, 10},
 		{"missing next", fetchResponse{Records: []json.RawMessage{[]byte(`{"offset":4}`), []byte(`{"offset":7}`)}}, 8},
+		{"next beyond a full response", fetchResponse{NextOffset: 900, Records: []json.RawMessage{[]byte(`{"offset":0}`), []byte(`{"offset":1}`)}}, 2},
 		{"empty", fetchResponse{NextOffset: 3}, 3},
+		{"no offset field", fetchResponse{NextOffset: 5, Records: []json.RawMessage{[]byte(`{}`)}}, 5},
 	} {
 		if got := nextOffset(tc.resp); got != tc.want {
 			t.Errorf("%s: nextOffset = %d, want %d", tc.name, got, tc.want)
