@@ -215,6 +215,10 @@ func (c *conn) write(h header, resp kmsg.Response, flexibleHeader bool) error {
 	c.nc.SetWriteDeadline(time.Now().Add(c.s.opts.IdleTimeout))
 	if fr, ok := resp.(*fetchReply); ok {
 		defer fr.close()
+	}
+	// The hand-written Fetch encoder covers the served versions; others
+	// (errors for unsupported versions) go through kmsg.
+	if fr, ok := resp.(*fetchReply); ok && fr.Version >= fetchMin && fr.Version <= fetchMax {
 		var err error
 		c.out, err = fr.writeTo(c.nc, out)
 		return err
