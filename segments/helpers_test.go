@@ -3,6 +3,7 @@ package segments
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -69,6 +70,9 @@ func decodeBatches(t testing.TB, b []byte) []kmsg.RecordBatch {
 
 func mustOpen(t testing.TB, dir string, cfg Config, opts Options) *Log {
 	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	l, err := Open(dir, cfg, opts)
 	if err != nil {
 		t.Fatalf("open: %v", err)
