@@ -71,4 +71,20 @@ eq('route topic tab', route('#/topics/a%2Fb?tab=tail'), ['topics', { topic: 'a/b
 eq('route group', route('#/groups/billing'), ['groups', { group: 'billing' }]);
 eq('route cluster', route('#/cluster'), ['cluster', {}]);
 
+const topics = await load('pages/topics.js');
+// 10 s buckets from t=0; now is 5 s into the last one (70-80 s): the rate
+// covers buckets 10-80 s (70 records) over the 65 s from 10 s to now.
+eq('recentRate', topics.recentRate([100, 10, 10, 10, 10, 10, 10, 10], 0, 10000, 75000), 70 * 1000 / 65000);
+eq('recentRate empty', topics.recentRate([], 0, 10000, 1), undefined);
+
+const cluster = await load('pages/cluster.js');
+const health = cluster.partitionHealth([{ name: 't', partitions: [
+  { partition: 0, leader: 1, replicas: [1, 2], isr: [1, 2] },
+  { partition: 1, leader: 2, replicas: [2, 1], isr: [2] },
+  { partition: 2, leader: -1, replicas: [1], isr: [] },
+  { partition: 3, leader: 3, replicas: [3], isr: [3] },
+] }], [{ id: 1, state: 'alive' }, { id: 2, state: 'alive' }, { id: 3, state: 'fenced' }]);
+eq('health problems', health.problems.map(p => [p.partition, p.offline, p.under]), [[1, false, true], [2, true, true], [3, true, false]]);
+eq('health per broker', [...health.perBroker.entries()].sort(), [[1, { partitions: 3, leaders: 1 }], [2, { partitions: 2, leaders: 1 }], [3, { partitions: 1, leaders: 1 }]]);
+
 process.stdout.write(JSON.stringify({ partitions, failures }));

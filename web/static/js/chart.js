@@ -88,7 +88,7 @@ export function lineChart({ title, startMs, intervalMs, series, unit = '' }) {
   svg.addEventListener('focus', () => show(n - 1));
 
   const legend = h('ul', { class: 'legend' }, series.map((x, si) => h('li', null, h('span', { class: 'swatch c' + (si % 8), 'aria-hidden': 'true' }), x.name)));
-  return h('figure', { class: 'chart-box' }, h('figcaption', null, title), svg, series.length > 1 ? legend : null, readout,
+  return h('figure', { class: 'chart-box' }, h('figcaption', null, title), svg, series.length > 0 ? legend : null, readout,
     n === 0 ? h('p', { class: 'muted' }, 'No data yet.') : null);
 }
 

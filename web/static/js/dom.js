@@ -74,7 +74,7 @@ export function fmtTime(ms) {
   if (ms === undefined || ms === null || ms === '') return '—';
   const d = new Date(typeof ms === 'number' ? ms : Date.parse(ms));
   if (Number.isNaN(d.getTime())) return String(ms);
-  return d.toISOString().replace('T', ' ').replace('Z', '');
+  return d.toISOString().replace('T', ' ').replace('Z', ' UTC');
 }
 
 export function fmtDuration(ms) {

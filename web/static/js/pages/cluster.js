@@ -55,7 +55,7 @@ function controllersTable(c) {
     { label: 'Last index', num: true, get: x => fmtNum(x.last_index) },
     { label: 'Commit index', num: true, get: x => fmtNum(x.commit_index) },
     { label: 'Leader', get: x => (x.id === c.leader_id ? h('span', { class: 'badge good' }, '★ leader') : '') },
-  ], c.controllers || [], { caption: 'Controllers (Raft metadata quorum)', empty: 'No controller information.' });
+  ], c.controllers || [], { empty: 'No controller information.' });
 }
 
 function brokersTable(brokers, health) {
@@ -69,7 +69,7 @@ function brokersTable(brokers, health) {
     { label: 'Leaders', num: true, get: b => fmtNum(b.leaders || health.perBroker.get(b.id)?.leaders || 0) },
     { label: 'HTTP', get: b => h('code', null, b.http_address || '—') },
     { label: 'Kafka', get: b => h('code', null, b.kafka_address || '—') },
-  ], brokers, { caption: 'Brokers', rowClass: b => (b.state === 'fenced' ? 'bad' : b.state === 'shutting_down' ? 'warn' : null), empty: 'No brokers registered.' });
+  ], brokers, { rowClass: b => (b.state === 'fenced' ? 'bad' : b.state === 'shutting_down' ? 'warn' : null), empty: 'No brokers registered.' });
 }
 
 function problemsTable(health) {
@@ -83,7 +83,7 @@ function problemsTable(health) {
     { label: 'Leader', num: true, get: p => String(p.leader) },
     { label: 'Replicas', get: p => (p.replicas || []).join(', ') },
     { label: 'ISR', get: p => (p.isr || []).join(', ') },
-  ], health.problems, { caption: 'Partitions needing attention', rowClass: p => (p.offline ? 'bad' : 'warn') });
+  ], health.problems, { rowClass: p => (p.offline ? 'bad' : 'warn') });
 }
 
 function card(k, v, cls) {

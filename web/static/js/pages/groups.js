@@ -26,7 +26,7 @@ export async function render(root, params, ctx) {
   };
   search.addEventListener('input', draw);
   replace(root, h('div', { class: 'row' }, h('h1', null, 'Consumer groups'), h('span', { class: 'spacer' }), curlButton(() => ({ path: '/v1/groups' }))),
-    h('div', { class: 'row' }, search), list);
+    h('div', { class: 'row toolbar' }, search), list);
   ctx.every(5000, async () => {
     try {
       const res = await optional(get('/v1/groups', null, { signal: ctx.signal }));

@@ -7,10 +7,17 @@ import { get, post, del, optional, seg } from '../api.js';
 import { curlButton } from '../curl.js';
 import { kvEditor, confirmDialog } from '../forms.js';
 
-// lastRate is the per-second rate of the last complete bucket of a series.
-export function lastRate(values, intervalMs) {
-  if (!values || values.length < 2 || !intervalMs) return undefined;
-  return (values[values.length - 2] * 1000) / intervalMs;
+// recentRate is the per-second rate over about the last minute of a series:
+// the last buckets (the one in progress included) divided by the time they
+// cover up to now.
+export function recentRate(values, startMs, intervalMs, nowMs) {
+  if (!values || values.length === 0 || !intervalMs) return undefined;
+  const k = Math.min(values.length, Math.ceil(60000 / intervalMs) + 1);
+  const from = startMs + (values.length - k) * intervalMs;
+  const elapsed = Math.max(intervalMs * (k - 1), nowMs - from);
+  let sum = 0;
+  for (const v of values.slice(-k)) sum += Math.max(0, v || 0);
+  return (sum * 1000) / elapsed;
 }
 
 function createForm(onCreated) {
@@ -71,8 +78,8 @@ export async function render(root, params, ctx) {
       { label: 'Partitions', num: true, get: t => fmtNum(t.partitions) },
       { label: 'Replication', num: true, get: t => fmtNum(t.replication_factor) },
       { label: 'Size', num: true, get: t => (t.size_bytes ? fmtBytes(t.size_bytes) : '—') },
-      { label: 'In', num: true, get: t => fmtRate(lastRate(rate.get(t.name)?.produced_records, series?.interval_ms)) },
-      { label: 'Out', num: true, get: t => fmtRate(lastRate(rate.get(t.name)?.consumed_records, series?.interval_ms)) },
+      { label: 'In (1 min)', num: true, get: t => fmtRate(recentRate(rate.get(t.name)?.produced_records, series?.start_ms, series?.interval_ms, Date.now())) },
+      { label: 'Out (1 min)', num: true, get: t => fmtRate(recentRate(rate.get(t.name)?.consumed_records, series?.start_ms, series?.interval_ms, Date.now())) },
       { label: '', get: t => h('button', {
         type: 'button', class: 'ghost danger small', 'aria-label': 'Delete topic ' + t.name,
         onClick: () => deleteTopic(t.name, load),
@@ -100,7 +107,7 @@ export async function render(root, params, ctx) {
   replace(root,
     h('div', { class: 'row' }, h('h1', null, 'Topics'), h('span', { class: 'spacer' }), toggle, curlButton(() => ({ path: '/v1/topics' }))),
     formSlot,
-    h('div', { class: 'row' }, search, h('label', { for: 'show-internal', class: 'row' }, internal, 'Show internal')),
+    h('div', { class: 'row toolbar' }, search, h('label', { for: 'show-internal', class: 'row' }, internal, 'Show internal')),
     list);
   if (params.create !== undefined) toggle.click();
   ctx.every(10000, load);
