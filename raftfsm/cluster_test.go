@@ -208,3 +208,54 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A single node grows to three voters with AddVoter; the joiners start
+// without bootstrapping (they are not among their configured voters).
+func TestJoinWithAddVoter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	first := raftfsm.Server{ID: 1, Address: freeAddr(t)}
+	c := &cluster{t: t, nodes: make([]*raftfsm.Node, 3)}
+	c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: 1, Dir: t.TempDir(), BindAddr: first.Address})
+	for id := int32(2); id <= 3; id++ {
+		c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: id, Dir: t.TempDir(), BindAddr: freeAddr(t),
+			Voters: []raftfsm.Server{first}, ElectionTimeout: 300 * time.Millisecond})
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.stop(i)
+		}
+	})
+	for i := range c.cfgs {
+		c.start(i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.nodes[0].WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, c.nodes[0], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	for i := 1; i < 3; i++ {
+		if err := c.nodes[i].AddVoter(ctx, raftfsm.Server{ID: 9, Address: "x:1"}); !errors.Is(err, raftfsm.ErrNotLeader) {
+			t.Fatalf("add voter on a non-member: %v", err)
+		}
+		s := raftfsm.Server{ID: c.cfgs[i].NodeID, Address: c.cfgs[i].BindAddr}
+		if err := c.nodes[0].AddVoter(ctx, s); err != nil {
+			t.Fatalf("add voter %d: %v", s.ID, err)
+		}
+	}
+	for i, n := range c.nodes {
+		if err := n.WaitReady(ctx); err != nil {
+			t.Fatalf("node %d ready: %v", i+1, err)
+		}
+	}
+	c.converged(0)
+	if st := c.nodes[2].Status(); len(st.Voters) != 3 || st.LeaderID != 1 || st.LeaderAddr != first.Address {
+		t.Fatalf("joiner status %+v", st)
+	}
+	if err := c.nodes[0].RemoveVoter(ctx, 3); err != nil {
+		t.Fatalf("remove voter: %v", err)
+	}
+	waitFor(t, 5*time.Second, "voter removed", func() bool { return len(c.nodes[1].Status().Voters) == 2 })
+}
