@@ -63,7 +63,8 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 		Long: "Consume reads a topic's partitions from an offset and prints each record as one\n" +
 			"line of JSON on stdout. Without --follow it stops at each partition's high\n" +
 			"watermark as of its first fetch; with --follow it long-polls until interrupted\n" +
-			"(Ctrl-C), retrying when the server is briefly unavailable.",
+			"(Ctrl-C), retrying when the server is briefly unavailable. The output is always\n" +
+			"JSON lines (-o does not apply); a count goes to stderr at the end.",
 		Example: "  runnel consume orders -n 10\n  runnel consume orders -p 2 --offset 1000 -f",
 		Args:    cobra.ExactArgs(1),
 	}

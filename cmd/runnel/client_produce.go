@@ -101,7 +101,7 @@ func newProduceCommand(g *globalFlags) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of stdin (\"-\": stdin)")
 	f.StringVar(&o.keySep, "key-sep", "", "split each line at the first SEP into key and value")
-	f.Int32Var(&o.partition, "partition", -1, "send every record to this partition (default: chosen by key)")
+	f.Int32Var(&o.partition, "partition", -1, "send every record to this partition; -1: chosen by the key")
 	f.StringVar(&o.encoding, "encoding", encodingString, "how lines are read: string, json (each value is a JSON document) or base64")
 	f.IntVar(&o.batchSize, "batch-size", 500, "records per request")
 	f.StringVar(&o.acks, "acks", "", "acknowledgement level: 0, 1 or all (default: the server's, all)")

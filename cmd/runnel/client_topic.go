@@ -89,7 +89,7 @@ func newTopicCreateCommand(g *globalFlags) *cobra.Command {
 		Example: "  runnel topic create orders -p 6 -r 3 -c retention.ms=86400000",
 		Args:    cobra.ExactArgs(1),
 	}
-	cmd.Flags().Int32VarP(&partitions, "partitions", "p", 1, "number of partitions (default: the server's)")
+	cmd.Flags().Int32VarP(&partitions, "partitions", "p", 0, "number of partitions (default: the server's)")
 	cmd.Flags().Int32VarP(&rf, "replication-factor", "r", 0, "replicas per partition (default: the server's default)")
 	cmd.Flags().StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
