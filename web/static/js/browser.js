@@ -73,6 +73,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const more = h('button', { type: 'button', class: 'ghost', hidden: true }, 'Load more');
   const exportBtn = h('button', { type: 'button', class: 'ghost', disabled: true }, 'Export JSON lines');
   let shown = [];
+  let lastPos = {}; // start position per partition of the last load, for curl
   let cursor = null; // {partition: next offset} for "Load more"
   let op = null;
 
@@ -123,6 +124,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
         const t = await refreshTopic();
         pos = startPositions(t);
       }
+      lastPos = pos;
       const n = limit();
       const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig)));
       let recs = results.flatMap(r => r.records);
@@ -174,10 +176,10 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
     field('Partitions', partSel), field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
     h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
       curlButton(() => {
+        // The first selected partition, from where the last load started.
         const p = selected()[0] ?? 0;
-        const query = { max_records: limit(), encoding: 'base64' };
-        if (startSel.value === 'timestamp') query.timestamp = tsIn.value ? new Date(tsIn.value).getTime() : 0;
-        else query.offset = startSel.value === 'offset' ? offsetIn.value : startSel.value === 'newest' ? 'earliest' : 'earliest';
+        const at = lastPos[p] || { offset: 'earliest' };
+        const query = { ...at, max_records: limit(), encoding: 'base64' };
         return { path: recordsPath(topic.name, p), query };
       })));
   const keyForm = h('form', { class: 'row end', 'aria-label': 'Find by key', onSubmit: (e) => { e.preventDefault(); findByKey(); } },

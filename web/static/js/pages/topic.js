@@ -27,7 +27,7 @@ function partitionsTable(t) {
     { label: 'High watermark', num: true, get: p => fmtNum(p.high_watermark) },
     { label: 'Records', num: true, get: p => fmtNum(Math.max(0, (p.high_watermark ?? p.end_offset) - p.start_offset)) },
     { label: 'Size', num: true, get: p => (p.size_bytes ? fmtBytes(p.size_bytes) : '—') },
-  ], parts, { caption: `${parts.length} partitions`, rowClass: p => (p.leader === -1 ? 'bad' : (p.isr || []).length < (p.replicas || []).length ? 'warn' : null) });
+  ], parts, { caption: parts.length === 1 ? '1 partition' : `${parts.length} partitions`, rowClass: p => (p.leader === -1 ? 'bad' : (p.isr || []).length < (p.replicas || []).length ? 'warn' : null) });
 }
 
 function configsPanel(t, reload) {
@@ -147,7 +147,7 @@ export async function render(root, params, ctx) {
     h('div', { class: 'row' }, h('h1', null, name), t.internal ? h('span', { class: 'badge' }, 'internal') : null,
       h('span', { class: 'spacer' }),
       curlButton(() => ({ path })),
-      h('button', { type: 'button', class: 'ghost danger', onClick: async () => { if (await deleteTopic(name)) location.hash = '#/topics'; } }, 'Delete topic')),
+      h('button', { type: 'button', class: 'ghost danger', 'data-test': 'delete-topic', onClick: async () => { if (await deleteTopic(name)) location.hash = '#/topics'; } }, 'Delete topic')),
     h('p', { class: 'muted' }, 'Replication factor ', String(t.replication_factor ?? '—'), t.id ? [' · id ', h('code', null, t.id)] : null),
     partsSlot,
     tabs(active, select),
