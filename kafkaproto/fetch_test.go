@@ -1,0 +1,188 @@
+package kafkaproto
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestFetchWriterMatchesKmsg: the spliced Fetch encoding equals kmsg's
+// encoding of the same response, for every served version, with small
+// (inlined) and large (separately written) chunks, errors and empty
+// partitions.
+func TestFetchWriterMatchesKmsg(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var open countingInt
+	for v := int16(fetchMin); v <= fetchMax; v++ {
+		for round := range 4 {
+			t.Run(fmt.Sprintf("v%d/%d", v, round), func(t *testing.T) {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version = v
+				for ti := range 1 + rng.IntN(3) {
+					rt := kmsg.NewFetchRequestTopic()
+					rt.Topic = fmt.Sprintf("topic-%d-%d", ti, rng.IntN(1000))
+					for pi := range 1 + rng.IntN(4) {
+						rp := kmsg.NewFetchRequestTopicPartition()
+						rp.Partition = int32(pi)
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					req.Topics = append(req.Topics, rt)
+				}
+				fr := newFetchReply(req)
+				fr.ThrottleMillis, fr.ErrorCode, fr.SessionID = 3, 0, 0
+				for i := range fr.Topics {
+					for j := range fr.Topics[i].Partitions {
+						p := &fr.Topics[i].Partitions[j]
+						p.HighWatermark, p.LastStableOffset, p.LogStartOffset = rng.Int64N(1<<40), rng.Int64N(1<<40), rng.Int64N(100)
+						switch rng.IntN(4) {
+						case 0: // empty
+						case 1:
+							p.ErrorCode = kerr.OffsetOutOfRange.Code
+						case 2: // inlined
+							fr.chunks[i][j] = newTestChunk(&open, 1+rng.IntN(inlineChunk))
+						case 3: // written on its own
+							fr.chunks[i][j] = newTestChunk(&open, inlineChunk+1+rng.IntN(300<<10))
+						}
+					}
+				}
+				want := fr.AppendTo(nil)
+				var got bytes.Buffer
+				prefix := []byte{0, 0, 0, 0, 9, 9, 9, 9}
+				if _, err := fr.writeTo(&got, prefix); err != nil {
+					t.Fatal(err)
+				}
+				if size := binary.BigEndian.Uint32(got.Bytes()); int(size) != got.Len()-4 {
+					t.Fatalf("size prefix %d, frame %d", size, got.Len()-4)
+				}
+				if !bytes.Equal(got.Bytes()[8:], want) {
+					t.Fatalf("encoding differs from kmsg: got %d bytes, want %d", got.Len()-8, len(want))
+				}
+				fr.close()
+			})
+		}
+	}
+	if open != 0 {
+		t.Fatalf("%d chunks left open", open)
+	}
+}
+
+type countingInt int
+
+// testChunk is a Chunk of pseudo-random bytes.
+type testChunk struct {
+	b    []byte
+	open *countingInt
+}
+
+func newTestChunk(open *countingInt, n int) *testChunk {
+	*open++
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + n)
+	}
+	return &testChunk{b: b, open: open}
+}
+
+func (c *testChunk) Len() int               { return len(c.b) }
+func (c *testChunk) Bytes() ([]byte, error) { return c.b, nil }
+func (c *testChunk) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(c.b)
+	return int64(n), err
+}
+
+func (c *testChunk) Close() error {
+	if c.open != nil {
+		*c.open--
+		c.open = nil
+	}
+	return nil
+}
+
+// TestFetchByteLimits checks KIP-74 and partition limits through the
+// handler: the first partition with data returns a whole batch even when it
+// exceeds the limits; later ones return only what fits, as Kafka does.
+func TestFetchByteLimits(t *testing.T) {
+	b := newMemBroker()
+	mustCreate(t, b, "big", 3)
+	batch := testBatch(50, -1, -1) // one batch, ~1 KiB
+	for p := range int32(3) {
+		for range 4 {
+			if _, err := b.Produce(context.Background(), "big", p, batch, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := NewServer(b, Options{})
+	defer s.Close()
+	for _, tc := range []struct {
+		name              string
+		maxBytes, partMax int32
+		wantBatches       []int // per partition
+	}{
+		{"everything", 1 << 20, 1 << 20, []int{4, 4, 4}},
+		{"partition limit below one batch", 1 << 20, 10, []int{1, 0, 0}},
+		{"partition limit two batches", 1 << 20, int32(2*len(batch) + 10), []int{2, 2, 2}},
+		{"response limit below one batch", 10, 1 << 20, []int{1, 0, 0}},
+		{"response limit five batches", int32(5*len(batch) + 10), 1 << 20, []int{4, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version, req.MaxBytes, req.SessionEpoch = fetchMax, tc.maxBytes, -1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "big"
+			for p := range int32(3) {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.PartitionMaxBytes = p, tc.partMax
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+			fr := s.fetch(context.Background(), req)
+			defer fr.close()
+			for p, want := range tc.wantBatches {
+				got := 0
+				if c := fr.chunks[0][p]; c != nil {
+					got = c.Len() / len(batch)
+				}
+				if got != want {
+					t.Errorf("partition %d: %d batches, want %d", p, got, want)
+				}
+				if hw := fr.Topics[0].Partitions[p].HighWatermark; hw != 200 {
+					t.Errorf("partition %d: high watermark %d", p, hw)
+				}
+			}
+		})
+	}
+	if n := b.chunks.Load(); n != 0 {
+		t.Fatalf("%d chunks left open", n)
+	}
+}
+
+func TestFetchSessions(t *testing.T) {
+	b := newMemBroker()
+	s := NewServer(b, Options{})
+	defer s.Close()
+	for _, tc := range []struct {
+		id, epoch int32
+		want      int16
+	}{
+		{0, -1, 0},
+		{0, 0, 0}, // asks for a session, gets id 0: none
+		{5, 1, kerr.FetchSessionIDNotFound.Code},
+		{0, 3, kerr.InvalidFetchSessionEpoch.Code},
+	} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.SessionID, req.SessionEpoch = 12, tc.id, tc.epoch
+		fr := s.fetch(context.Background(), req)
+		if fr.ErrorCode != tc.want || fr.SessionID != 0 {
+			t.Errorf("session %d epoch %d: error %d session %d, want error %d", tc.id, tc.epoch, fr.ErrorCode, fr.SessionID, tc.want)
+		}
+		fr.close()
+	}
+}
