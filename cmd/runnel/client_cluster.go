@@ -29,6 +29,8 @@ type brokerInfo struct {
 	MetadataOffset int64  `json:"metadata_offset"`
 	HTTPAddress    string `json:"http_address"`
 	KafkaAddress   string `json:"kafka_address"`
+	Partitions     int32  `json:"partitions"`
+	Leaders        int32  `json:"leaders"`
 }
 
 // clusterInfo is GET /v1/cluster.
@@ -83,10 +85,11 @@ func writeCluster(w io.Writer, ci clusterInfo) error {
 	brokers := append([]brokerInfo(nil), ci.Brokers...)
 	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID < brokers[j].ID })
 	fmt.Fprintln(w, "\nBROKERS")
-	t = newTable(w, "ID", "STATE", "RACK", "EPOCH", "METADATA OFFSET", "HTTP ADDRESS", "KAFKA ADDRESS")
+	t = newTable(w, "ID", "STATE", "RACK", "EPOCH", "METADATA OFFSET", "HTTP ADDRESS", "KAFKA ADDRESS", "REPLICAS", "LEADERS")
 	for _, b := range brokers {
 		t.row(fmt.Sprint(b.ID), orDash(b.State), orDash(b.Rack), fmt.Sprint(b.Epoch),
-			fmt.Sprint(b.MetadataOffset), orDash(b.HTTPAddress), orDash(b.KafkaAddress))
+			fmt.Sprint(b.MetadataOffset), orDash(b.HTTPAddress), orDash(b.KafkaAddress),
+			fmt.Sprint(b.Partitions), fmt.Sprint(b.Leaders))
 	}
 	return t.flush()
 }

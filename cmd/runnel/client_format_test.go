@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestBuildRecord(t *testing.T) {
@@ -134,14 +135,16 @@ func TestWriteTopicList(t *testing.T) {
 	var buf bytes.Buffer
 	err := writeTopicList(&buf, topicList{Topics: []topicSummary{
 		{Name: "zeta", Partitions: 1, ReplicationFactor: 1},
-		{Name: "alpha", Partitions: 12, ReplicationFactor: 3},
+		{Name: "alpha", Partitions: 12, ReplicationFactor: 3, SizeBytes: 3 << 20},
+		{Name: "__consumer_offsets", Partitions: 50, ReplicationFactor: 3, Internal: true},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "NAME   PARTITIONS  REPLICATION\n" +
-		"alpha  12          3\n" +
-		"zeta   1           1\n"
+	want := "NAME                           PARTITIONS  REPLICATION  SIZE\n" +
+		"__consumer_offsets (internal)  50          3            0 B\n" +
+		"alpha                          12          3            3.0 MiB\n" +
+		"zeta                           1           1            0 B\n"
 	if buf.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
 	}
@@ -154,7 +157,7 @@ func TestWriteTopicDetail(t *testing.T) {
 		Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"},
 		Partitions: []partitionInfo{
 			{Partition: 1, Leader: -1, Replicas: []int32{2, 3}, ISR: nil},
-			{Partition: 0, Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2, 3}, StartOffset: 5, EndOffset: 9, HighWatermark: 8},
+			{Partition: 0, Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2, 3}, StartOffset: 5, EndOffset: 9, HighWatermark: 8, SizeBytes: 2048},
 		},
 	})
 	if err != nil {
@@ -167,9 +170,9 @@ func TestWriteTopicDetail(t *testing.T) {
 		"  cleanup.policy=compact\n" +
 		"  retention.ms=1000\n" +
 		"\n" +
-		"PARTITION  LEADER  REPLICAS  ISR  START  END  HIGH WATERMARK\n" +
-		"0          2       2,3       2,3  5      9    8\n" +
-		"1          none    2,3       -    0      0    0\n"
+		"PARTITION  LEADER  REPLICAS  ISR  START  END  HIGH WATERMARK  SIZE\n" +
+		"0          2       2,3       2,3  5      9    8               2.0 KiB\n" +
+		"1          none    2,3       -    0      0    0               0 B\n"
 	if buf.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", buf.String(), want)
 	}
@@ -185,12 +188,12 @@ func TestWriteCluster(t *testing.T) {
 			ClusterID: "c-1", LeaderID: ptr(int32(1)),
 			Controllers: []controllerInfo{{ID: 2, Address: "h2:9093", Role: "follower", Term: 3, LastIndex: 10, CommitIndex: 10},
 				{ID: 1, Address: "h1:9093", Role: "leader", Term: 3, LastIndex: 11, CommitIndex: 10}},
-			Brokers: []brokerInfo{{ID: 1, State: "alive", Epoch: 4, MetadataOffset: 11, HTTPAddress: "h1:8080", KafkaAddress: "h1:9092"}},
+			Brokers: []brokerInfo{{ID: 1, State: "alive", Epoch: 4, MetadataOffset: 11, HTTPAddress: "h1:8080", KafkaAddress: "h1:9092", Partitions: 6, Leaders: 2}},
 		}, []string{
 			"Cluster ID:         c-1\n",
 			"Active controller:  1\n",
 			"CONTROLLERS\nID  ADDRESS  ROLE      TERM  LAST INDEX  COMMIT INDEX\n1   h1:9093  leader    3     11          10\n2   h2:9093  follower  3     10          10\n",
-			"BROKERS\nID  STATE  RACK  EPOCH  METADATA OFFSET  HTTP ADDRESS  KAFKA ADDRESS\n1   alive  -     4      11               h1:8080       h1:9092\n",
+			"BROKERS\nID  STATE  RACK  EPOCH  METADATA OFFSET  HTTP ADDRESS  KAFKA ADDRESS  REPLICAS  LEADERS\n1   alive  -     4      11               h1:8080       h1:9092        6         2\n",
 		}},
 		{"no leader", clusterInfo{ClusterID: "c-2", LeaderID: ptr(int32(-1))},
 			[]string{"Active controller:  none\n"}},
@@ -245,3 +248,39 @@ func TestNextOffset(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// FuzzBuildRecord feeds arbitrary input lines (produce reads untrusted files)
+// and checks that an accepted line always becomes a valid request record and,
+// for UTF-8 text, that key and value reassemble the line.
+func FuzzBuildRecord(f *testing.F) {
+	f.Add([]byte("k:v"), ":", uint8(0))
+	f.Add([]byte(`{"a":1}`), "", uint8(1))
+	f.Add([]byte("aGk="), "", uint8(2))
+	f.Add([]byte("\xff\xfe:x"), ":", uint8(0))
+	encodings := []string{encodingString, encodingJSON, encodingBase64}
+	f.Fuzz(func(t *testing.T, line []byte, sep string, enc uint8) {
+		o := produceOptions{encoding: encodings[int(enc)%len(encodings)], keySep: sep, partition: -1}
+		rec, err := buildRecord(line, o)
+		if err != nil {
+			return
+		}
+		b, err := json.Marshal(rec)
+		if err != nil || !json.Valid(b) || !json.Valid(rec.Value) {
+			t.Fatalf("accepted line %q gave an invalid record %s: %v", line, b, err)
+		}
+		if o.encoding != encodingString || !utf8.Valid(line) || !utf8.ValidString(sep) {
+			return
+		}
+		var value string
+		if err := json.Unmarshal(rec.Value, &value); err != nil {
+			t.Fatal(err)
+		}
+		got := value
+		if rec.Key != nil {
+			got = *rec.Key + sep + value
+		}
+		if got != string(line) {
+			t.Fatalf("line %q came back as %q", line, got)
+		}
+	})
+}

@@ -21,6 +21,8 @@ type topicSummary struct {
 	Name              string `json:"name"`
 	Partitions        int32  `json:"partitions"`
 	ReplicationFactor int32  `json:"replication_factor"`
+	Internal          bool   `json:"internal"`
+	SizeBytes         int64  `json:"size_bytes"`
 }
 
 type topicList struct {
@@ -36,6 +38,7 @@ type partitionInfo struct {
 	StartOffset   int64   `json:"start_offset"`
 	EndOffset     int64   `json:"end_offset"`
 	HighWatermark int64   `json:"high_watermark"`
+	SizeBytes     int64   `json:"size_bytes"`
 }
 
 // topicDetail is GET /v1/topics/{topic}.
@@ -184,9 +187,13 @@ func newTopicListCommand(g *globalFlags) *cobra.Command {
 func writeTopicList(w io.Writer, list topicList) error {
 	topics := append([]topicSummary(nil), list.Topics...)
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
-	t := newTable(w, "NAME", "PARTITIONS", "REPLICATION")
+	t := newTable(w, "NAME", "PARTITIONS", "REPLICATION", "SIZE")
 	for _, tp := range topics {
-		t.row(tp.Name, fmt.Sprint(tp.Partitions), fmt.Sprint(tp.ReplicationFactor))
+		name := tp.Name
+		if tp.Internal {
+			name += " (internal)"
+		}
+		t.row(name, fmt.Sprint(tp.Partitions), fmt.Sprint(tp.ReplicationFactor), formatBytes(tp.SizeBytes))
 	}
 	return t.flush()
 }
@@ -226,14 +233,14 @@ func writeTopicDetail(w io.Writer, d topicDetail) error {
 	fmt.Fprintln(w)
 	parts := append([]partitionInfo(nil), d.Partitions...)
 	sort.Slice(parts, func(i, j int) bool { return parts[i].Partition < parts[j].Partition })
-	t := newTable(w, "PARTITION", "LEADER", "REPLICAS", "ISR", "START", "END", "HIGH WATERMARK")
+	t := newTable(w, "PARTITION", "LEADER", "REPLICAS", "ISR", "START", "END", "HIGH WATERMARK", "SIZE")
 	for _, p := range parts {
 		leader := fmt.Sprint(p.Leader)
 		if p.Leader < 0 {
 			leader = "none"
 		}
 		t.row(fmt.Sprint(p.Partition), leader, orDash(joinInts(p.Replicas)), orDash(joinInts(p.ISR)),
-			fmt.Sprint(p.StartOffset), fmt.Sprint(p.EndOffset), fmt.Sprint(p.HighWatermark))
+			fmt.Sprint(p.StartOffset), fmt.Sprint(p.EndOffset), fmt.Sprint(p.HighWatermark), formatBytes(p.SizeBytes))
 	}
 	return t.flush()
 }
