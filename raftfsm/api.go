@@ -40,7 +40,8 @@ type Config struct {
 	SnapshotThreshold uint64        // raft entries between snapshots; 0: default
 	SnapshotInterval  time.Duration // 0: default
 	// ElectionTimeout is raft's heartbeat and election timeout; 0: 100ms for
-	// a single voter (ready fast), 1s with several voters.
+	// a single voter (ready fast), 1s with several voters, 200ms once a
+	// single voter has grown into a quorum with AddVoter.
 	ElectionTimeout time.Duration
 }
 

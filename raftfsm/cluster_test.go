@@ -217,7 +217,9 @@ func TestJoinWithAddVoter(t *testing.T) {
 	}
 	first := raftfsm.Server{ID: 1, Address: freeAddr(t)}
 	c := &cluster{t: t, nodes: make([]*raftfsm.Node, 3)}
-	c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: 1, Dir: t.TempDir(), BindAddr: first.Address})
+	var logs syncBuffer
+	c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: 1, Dir: t.TempDir(), BindAddr: first.Address,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for id := int32(2); id <= 3; id++ {
 		c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: id, Dir: t.TempDir(), BindAddr: freeAddr(t),
 			Voters: []raftfsm.Server{first}, ElectionTimeout: 300 * time.Millisecond})
@@ -251,6 +253,9 @@ func TestJoinWithAddVoter(t *testing.T) {
 		}
 	}
 	c.converged(0)
+	if !strings.Contains(logs.String(), "raft timeouts lengthened") {
+		t.Error("grown quorum kept the single-voter timeouts")
+	}
 	if st := c.nodes[2].Status(); len(st.Voters) != 3 || st.LeaderID != 1 || st.LeaderAddr != first.Address {
 		t.Fatalf("joiner status %+v", st)
 	}

@@ -20,6 +20,7 @@ func (n *Node) AddVoter(ctx context.Context, s Server) error {
 	if err := f.Error(); err != nil {
 		return fmt.Errorf("raftfsm: add voter %d: %w", s.ID, raftError(err))
 	}
+	n.tuneTimeouts()
 	return nil
 }
 

@@ -55,7 +55,15 @@ const (
 	defaultSnapshotThreshold = 8192
 	defaultSnapshotInterval  = 2 * time.Minute
 	snapshotsRetained        = 2
-	trailingLogs             = 1024
+	// Raft heartbeat/election timeouts when Config.ElectionTimeout is 0. A
+	// lone voter elects itself after one timeout, so it is short; a quorum
+	// that grew from one voter is moved to grownTimeout (the leader lease,
+	// fixed at start at singleVoterTimeout, stays 2.5 times the longest
+	// heartbeat interval, 2*grownTimeout/10).
+	singleVoterTimeout = 100 * time.Millisecond
+	grownTimeout       = 200 * time.Millisecond
+	multiVoterTimeout  = time.Second
+	trailingLogs       = 1024
 )
 
 // Open starts the node; on an empty Dir it bootstraps the cluster from Voters.
@@ -152,16 +160,17 @@ func (n *Node) raftConfig(hl hclog.Logger) (*raft.Config, raft.Configuration) {
 	if len(voters.Servers) == 0 {
 		voters.Servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}
 	}
-	timeout := n.cfg.ElectionTimeout
-	if timeout == 0 {
-		timeout = time.Second
-		if len(voters.Servers) == 1 {
-			timeout = 100 * time.Millisecond
-		}
+	timeout, lease := n.cfg.ElectionTimeout, n.cfg.ElectionTimeout/2
+	switch {
+	case timeout != 0:
+	case len(voters.Servers) == 1:
+		timeout, lease = singleVoterTimeout, singleVoterTimeout
+	default:
+		timeout, lease = multiVoterTimeout, multiVoterTimeout/2
 	}
 	rc.HeartbeatTimeout = timeout
 	rc.ElectionTimeout = timeout
-	rc.LeaderLeaseTimeout = timeout / 2
+	rc.LeaderLeaseTimeout = lease
 	rc.CommitTimeout = min(rc.CommitTimeout, timeout/4)
 	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	if rc.SnapshotThreshold == 0 {
@@ -401,6 +410,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		}
 		img, changed := n.Image()
 		if caughtUp && img.ClusterID != "" {
+			n.tuneTimeouts()
 			return nil
 		}
 		select {
@@ -428,6 +438,34 @@ func (n *Node) catchUp(ctx context.Context, target uint64) (bool, uint64) {
 		target = max(n.raft.CommitIndex(), 1)
 	}
 	return n.raft.AppliedIndex() >= target, target
+}
+
+// tuneTimeouts lengthens the single-voter timeouts once the configuration
+// has several voters (a cluster grown with AddVoter).
+func (n *Node) tuneTimeouts() {
+	rc := n.raft.ReloadableConfig()
+	if n.cfg.ElectionTimeout != 0 || rc.HeartbeatTimeout != singleVoterTimeout {
+		return
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters < 2 {
+		return
+	}
+	rc.HeartbeatTimeout, rc.ElectionTimeout = grownTimeout, grownTimeout
+	if err := n.raft.ReloadConfig(rc); err != nil {
+		n.log.Warn("raftfsm: cannot lengthen raft timeouts", "err", err)
+		return
+	}
+	n.log.Info("raftfsm: several voters, raft timeouts lengthened", "timeout", grownTimeout)
 }
 
 // Status reports the local Raft state.
