@@ -28,6 +28,10 @@ type apiClient struct {
 	base    *url.URL
 	hc      *http.Client
 	timeout time.Duration // deadline of one request, added to any long-poll wait
+	// unavailableFor is how long a request is retried while the server answers
+	// 503 (not ready, not the leader or controller yet): a 503 means the
+	// server did not act on it, so repeating it cannot duplicate anything.
+	unavailableFor time.Duration
 }
 
 // newAPIClient returns a client for server ("host:port" or an http(s) URL).
@@ -48,7 +52,8 @@ func newAPIClient(server string, timeout time.Duration) (*apiClient, error) {
 	}
 	// No http.Client.Timeout: each request carries its own context deadline,
 	// which for a long poll is the poll's wait plus the request timeout.
-	return &apiClient{base: base, hc: &http.Client{Transport: tr}, timeout: timeout}, nil
+	return &apiClient{base: base, hc: &http.Client{Transport: tr}, timeout: timeout,
+		unavailableFor: 10 * time.Second}, nil
 }
 
 // parseServerURL accepts "host:port", "http://host:port" or "https://host/prefix".
@@ -119,8 +124,26 @@ type apiRequest struct {
 }
 
 // do sends req and returns the raw body of a 2xx response. A non-2xx response
-// becomes a *problemError.
+// becomes a *problemError. 503 answers are retried for up to unavailableFor.
 func (c *apiClient) do(ctx context.Context, req apiRequest) ([]byte, error) {
+	start, pause := time.Now(), 50*time.Millisecond
+	for {
+		raw, err := c.doOnce(ctx, req)
+		var p *problemError
+		if err == nil || !errors.As(err, &p) || p.Status != http.StatusServiceUnavailable ||
+			time.Since(start)+pause > c.unavailableFor {
+			return raw, err
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return raw, err
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+func (c *apiClient) doOnce(ctx context.Context, req apiRequest) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+req.wait)
 	defer cancel()
 	hreq, err := c.newRequest(ctx, req)

@@ -282,3 +282,51 @@ func jsonEqual(t *testing.T, a, b any) bool {
 	}
 	return bytes.Equal(ja, jb)
 }
+
+// TestClientRetriesUnavailable: a 503 (the server did nothing) is retried
+// until it clears or the budget runs out; other errors are not retried.
+func TestClientRetriesUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failures  int
+		status    int
+		budget    time.Duration
+		wantCalls int
+		wantErr   bool
+	}{
+		{"clears", 2, http.StatusServiceUnavailable, 5 * time.Second, 3, false},
+		{"budget exhausted", 100, http.StatusServiceUnavailable, 200 * time.Millisecond, 0, true},
+		{"not retried", 1, http.StatusBadRequest, 5 * time.Second, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls++
+				if calls <= tc.failures {
+					w.Header().Set("Content-Type", "application/problem+json")
+					w.WriteHeader(tc.status)
+					w.Write([]byte(`{"type":"urn:runnel:problem:not-leader","title":"Not the partition leader","status":503}`))
+					return
+				}
+				w.Write([]byte(`{"topics":[]}`))
+			}))
+			defer srv.Close()
+			c, err := newAPIClient(srv.URL, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.unavailableFor = tc.budget
+			start := time.Now()
+			_, err = c.do(t.Context(), apiRequest{method: http.MethodGet, path: "/v1/topics"})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantCalls > 0 && calls != tc.wantCalls {
+				t.Fatalf("%d calls, want %d", calls, tc.wantCalls)
+			}
+			if time.Since(start) > tc.budget+time.Second {
+				t.Fatalf("took %v, budget %v", time.Since(start), tc.budget)
+			}
+		})
+	}
+}
