@@ -47,7 +47,7 @@ func newAPIClient(server string, timeout time.Duration) (*apiClient, error) {
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConnsPerHost: 16,
+		MaxIdleConnsPerHost: 128, // consume -f holds one long poll per partition
 		IdleConnTimeout:     60 * time.Second,
 	}
 	// No http.Client.Timeout: each request carries its own context deadline,
