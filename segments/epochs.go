@@ -26,15 +26,15 @@ func (l *Log) saveEpochsLocked() error {
 // epochs that started before the log start offset up to it.
 func (l *Log) trimEpochsLocked() error {
 	es, changed := l.epochs, false
-	for len(es) > 0 && es[len(es)-1].start >= l.end {
-		es, changed = es[:len(es)-1], true
-	}
 	// Keep the last epoch that starts at or before the log start offset.
 	for len(es) > 1 && es[1].start <= l.start {
 		es, changed = es[1:], true
 	}
 	if len(es) > 0 && es[0].start < l.start {
 		es[0].start, changed = l.start, true
+	}
+	for len(es) > 0 && es[len(es)-1].start >= l.end {
+		es, changed = es[:len(es)-1], true
 	}
 	l.epochs = es
 	if !changed {

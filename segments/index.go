@@ -95,6 +95,12 @@ func (x *segIndex) truncate(rel uint32, pos int64) {
 	x.sinceLast = 1 << 62 // index the next batch
 }
 
+// truncateTimes drops the time entries past rel.
+func (x *segIndex) truncateTimes(rel uint32) {
+	j := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel > rel })
+	x.times = x.times[:j]
+}
+
 func (x *segIndex) encodeOffsets() []byte {
 	b := make([]byte, 0, len(x.offsets)*indexEntryLen)
 	for _, e := range x.offsets {

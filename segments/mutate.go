@@ -45,6 +45,13 @@ func (l *Log) Truncate(to int64) error {
 	l.recoveryPoint = min(l.recoveryPoint, l.end)
 	l.unflushed = 0
 	l.cleanedTo = min(l.cleanedTo, l.active().base)
+	if l.start > l.end {
+		// The cut removed a batch straddling the start offset.
+		l.start = l.end
+		if err := l.saveStateLocked(false); err != nil {
+			return err
+		}
+	}
 	return l.trimEpochsLocked()
 }
 
@@ -62,10 +69,13 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return nil // nothing at or past to in s
-	}
 	s.indexOnDisk = false
+	if !ok {
+		// Nothing at or past to in s, but s takes appends again: its time
+		// entries must not vouch for offsets past its last batch.
+		s.idx.truncateTimes(s.rel(s.next))
+		return nil
+	}
 	if err := cf.f.Truncate(pos); err != nil {
 		return err
 	}
@@ -91,6 +101,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 		s.next = next
 	}
 	s.maxTs = max(s.maxTs, tailMax)
+	s.idx.truncateTimes(s.rel(s.next))
 	if pos == 0 {
 		s.rollTs = -1
 	}
@@ -136,7 +147,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		return fmt.Errorf("%w: delete records before %d, end offset %d", ErrOffsetOutOfRange, offset, l.end)
 	}
 	if offset <= l.start {
-		return nil
+		return l.trimEpochsLocked()
 	}
 	if err := l.markDirtyLocked(); err != nil {
 		return err

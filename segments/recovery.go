@@ -47,6 +47,7 @@ func (l *Log) openLocked() error {
 	if len(l.segs) == 0 {
 		return l.createFirstLocked(st.startOffset)
 	}
+	l.start = max(st.startOffset, l.segs[0].base)
 	a := l.active()
 	if st.clean && st.activeBase == a.base && st.activeSize == a.size && st.end >= a.base {
 		l.end = st.end
@@ -59,9 +60,11 @@ func (l *Log) openLocked() error {
 			return err
 		}
 	}
-	l.start = max(st.startOffset, l.segs[0].base)
 	if l.start > l.end {
 		l.start = l.end
+		if err := l.saveStateLocked(false); err != nil {
+			return err
+		}
 	}
 	return l.trimEpochsLocked()
 }

@@ -72,7 +72,7 @@ func (l *Log) retainLocked(now time.Time) error {
 		}
 	}
 	if n == 0 {
-		return nil
+		return l.trimEpochsLocked()
 	}
 	if err := l.markDirtyLocked(); err != nil {
 		return err

@@ -42,7 +42,10 @@ func (l *Log) searchTimeLocked(s *segment, ts int64) (int64, int64, bool, error)
 			break
 		}
 		if h.maxTimestamp >= ts && h.lastOffset() >= l.start {
-			return l.searchBatchLocked(cf.f, pos, h, ts)
+			off, t, found, err := l.searchBatchLocked(cf.f, pos, h, ts)
+			if err != nil || found {
+				return off, t, found, err
+			}
 		}
 		pos += h.size
 	}
@@ -74,8 +77,9 @@ func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int
 		}
 		return true
 	})
-	if err != nil || !found {
+	if err != nil {
 		return max(h.baseOffset, l.start), h.maxTimestamp, true, nil
 	}
-	return off, t, true, nil
+	// Not found: the records >= ts are below the log start offset.
+	return off, t, found, nil
 }
