@@ -231,3 +231,69 @@ func BenchmarkApplySingleNode(b *testing.B) {
 		}
 	}
 }
+
+// Concurrent Apply calls and image readers: every allocation is distinct and
+// readers watching the change channel see the final image.
+func TestConcurrentApplyAndReaders(t *testing.T) {
+	n := openSingle(t, t.TempDir())
+	const writers, each = 4, 10
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	seen := make(chan int64, 2)
+	for range 2 {
+		go func() {
+			var last int64
+			for {
+				img, changed := n.Image()
+				_ = img.Digest()
+				last = img.NextProducerID
+				if last == writers*each {
+					seen <- last
+					return
+				}
+				select {
+				case <-changed:
+				case <-done:
+					seen <- last
+					return
+				}
+			}
+		}()
+	}
+	firsts := make(chan int64, writers*each)
+	errs := make(chan error, writers)
+	for range writers {
+		go func() {
+			for range each {
+				res, err := n.Apply(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				firsts <- res.(int64)
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(firsts)
+	got := map[int64]bool{}
+	for id := range firsts {
+		if got[id] {
+			t.Fatalf("producer id %d allocated twice", id)
+		}
+		got[id] = true
+	}
+	timer := time.AfterFunc(5*time.Second, func() { close(done) })
+	defer timer.Stop()
+	for range 2 {
+		if last := <-seen; last != writers*each {
+			t.Fatalf("reader stopped at %d, want %d", last, writers*each)
+		}
+	}
+}

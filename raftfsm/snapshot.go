@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 
@@ -90,13 +91,17 @@ func (s *fsmSnapshot) Release() { s.txn.Discard() }
 // has already applied the snapshot's index (raft restores the newest snapshot
 // on every start; the badger state is durable and usually ahead of it).
 func (f *fsm) restore(r io.Reader) error {
-	applied, recs, err := readSnapshot(r)
+	sr, applied, err := newSnapshotReader(r)
 	if err != nil {
 		return err
 	}
 	if applied <= f.applied.Load() {
 		f.log.Debug("raftfsm: state already past snapshot", "snapshot", applied, "applied", f.applied.Load())
 		return nil
+	}
+	recs, err := sr.records()
+	if err != nil {
+		return err
 	}
 	if err := replaceState(f.db, applied, recs); err != nil {
 		return err
@@ -113,39 +118,60 @@ func (f *fsm) restore(r io.Reader) error {
 
 // readSnapshot reads and checks a whole snapshot (metadata is small).
 func readSnapshot(r io.Reader) (uint64, []write, error) {
+	sr, applied, err := newSnapshotReader(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	recs, err := sr.records()
+	return applied, recs, err
+}
+
+// snapshotReader reads a snapshot: the header first, so that a snapshot the
+// state has passed is not read further.
+type snapshotReader struct {
+	br  *bufio.Reader
+	tr  io.Reader // br, checksummed into crc
+	crc hash.Hash32
+}
+
+func newSnapshotReader(r io.Reader) (*snapshotReader, uint64, error) {
 	crc := crc32.New(castagnoli)
 	br := bufio.NewReader(r)
-	tr := io.TeeReader(br, crc)
+	sr := &snapshotReader{br: br, tr: io.TeeReader(br, crc), crc: crc}
 	hdr := make([]byte, len(snapMagic)+8)
-	if _, err := io.ReadFull(tr, hdr); err != nil || string(hdr[:len(snapMagic)]) != snapMagic {
-		return 0, nil, fmt.Errorf("%w: bad header", errBadSnapshot)
+	if _, err := io.ReadFull(sr.tr, hdr); err != nil || string(hdr[:len(snapMagic)]) != snapMagic {
+		return nil, 0, fmt.Errorf("%w: bad header", errBadSnapshot)
 	}
-	applied := binary.BigEndian.Uint64(hdr[len(snapMagic):])
-	bre := byteReader{tr}
+	return sr, binary.BigEndian.Uint64(hdr[len(snapMagic):]), nil
+}
+
+// records reads the records and checks the trailing checksum.
+func (sr *snapshotReader) records() ([]write, error) {
+	bre := byteReader{sr.tr}
 	var recs []write
 	for {
-		key, err := readChunk(bre, tr)
+		key, err := readChunk(bre, sr.tr)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if key == nil {
 			break
 		}
-		val, err := readChunk(bre, tr)
+		val, err := readChunk(bre, sr.tr)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		if val == nil {
 			val = []byte{}
 		}
 		recs = append(recs, write{string(key), val})
 	}
-	want := crc.Sum32()
+	want := sr.crc.Sum32()
 	var sum [4]byte
-	if _, err := io.ReadFull(br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
-		return 0, nil, fmt.Errorf("%w: checksum", errBadSnapshot)
+	if _, err := io.ReadFull(sr.br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
+		return nil, fmt.Errorf("%w: checksum", errBadSnapshot)
 	}
-	return applied, recs, nil
+	return recs, nil
 }
 
 // maxChunk bounds one key or value in a snapshot.
