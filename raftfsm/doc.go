@@ -15,8 +15,10 @@
 //
 //	api.go        errors, Config, Status, the model (Image, Broker, Topic,
 //	              Partition) and the commands
-//	node.go       Node: open/bootstrap, Apply, WaitReady, Status, Close, the
-//	              leader loop that creates the cluster id
+//	node.go       Node: open/bootstrap, raft config, transport, Close
+//	propose.go    Apply and what is decided before proposing; the leader
+//	              loop that creates the cluster id
+//	status.go     Image, WaitReady, Status, timeout tuning
 //	membership.go AddVoter, AddNonvoter, RemoveVoter, Snapshot
 //	command.go    the command envelope's encoding (JSON) and checks
 //	fsm.go        the raft.FSM: decode, skip applied indexes, one switch,

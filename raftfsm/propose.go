@@ -1,0 +1,164 @@
+package raftfsm
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/nats-io/nuid"
+)
+
+// leaderLoop follows leadership changes; as leader of a cluster without id it
+// proposes one.
+func (n *Node) leaderLoop(ctx context.Context, notify <-chan bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case leader := <-notify:
+			n.log.Info("raftfsm: leadership changed", "leader", leader, "node", n.cfg.NodeID)
+			if leader {
+				n.ensureClusterID(ctx)
+			}
+		}
+	}
+}
+
+// ensureClusterID proposes InitCluster until the image has a cluster id or
+// this node is no longer leader.
+func (n *Node) ensureClusterID(ctx context.Context) {
+	for ctx.Err() == nil && n.raft.State() == raft.Leader {
+		if err := n.raft.Barrier(defaultApplyTimeout).Error(); err == nil {
+			if img, _ := n.Image(); img.ClusterID != "" {
+				return
+			}
+			actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
+			_, err = n.Apply(actx, Command{InitCluster: &InitCluster{ClusterID: nuid.Next()}})
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Apply proposes cmd through Raft and waits until it is applied; ctx's deadline
+// is the raft timeout. It returns the command's result (see each command) or
+// its error (ErrTopicExists, ...). On a follower it returns ErrNotLeader.
+func (n *Node) Apply(ctx context.Context, cmd Command) (any, error) {
+	timeout, err := n.leaderTimeout(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd, err = n.prepare(cmd)
+	if err != nil {
+		return nil, err
+	}
+	data, err := encodeCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f := n.raft.Apply(data, timeout)
+	// raft's timeout only bounds enqueueing: wait for the outcome in an owned
+	// goroutine so that ctx also bounds commit and apply.
+	waited := make(chan error, 1)
+	if !n.spawn(func() { waited <- f.Error() }) {
+		return nil, ErrClosed
+	}
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err())
+	}
+	if err != nil {
+		return nil, raftError(err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, err
+	}
+	return f.Response(), nil
+}
+
+// spawn runs fn in a goroutine that Close waits for; false once closing.
+// fn must return when raft shuts down.
+func (n *Node) spawn(fn func()) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closing {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// prepare fills in what must be decided before proposing, so that applying
+// stays deterministic: version, topic id, replica placement.
+func (n *Node) prepare(cmd Command) (Command, error) {
+	if cmd.Version == 0 {
+		cmd.Version = CommandVersion
+	}
+	if err := cmd.check(); err != nil {
+		return cmd, err
+	}
+	img, _ := n.Image()
+	switch {
+	case cmd.CreateTopic != nil:
+		ct := *cmd.CreateTopic
+		if ct.TopicID == ([16]byte{}) {
+			ct.TopicID = newUUID()
+		}
+		if ct.Assignments == nil {
+			as, err := placeReplicas(img, ct.Partitions, ct.ReplicationFactor)
+			if err != nil {
+				return cmd, err
+			}
+			ct.Assignments = as
+		}
+		cmd.CreateTopic = &ct
+	case cmd.CreatePartitions != nil && cmd.CreatePartitions.Assignments == nil:
+		cp := *cmd.CreatePartitions
+		t, ok := img.Topics[cp.Topic]
+		if !ok {
+			return cmd, fmt.Errorf("%w: %q", ErrUnknownTopic, cp.Topic)
+		}
+		as, err := placeReplicas(img, cp.Count-int32(len(t.Partitions)), int16(topicRF(t)))
+		if err != nil {
+			return cmd, err
+		}
+		cp.Assignments = as
+		cmd.CreatePartitions = &cp
+	}
+	return cmd, nil
+}
+
+func newUUID() [16]byte {
+	var id [16]byte
+	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// raftError maps raft's errors to this package's.
+func raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrClosed
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("raftfsm: apply: %w (%v)", context.DeadlineExceeded, err)
+	}
+	return fmt.Errorf("raftfsm: apply: %w", err)
+}

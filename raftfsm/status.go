@@ -1,0 +1,123 @@
+package raftfsm
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Image returns the current metadata image (immutable: never modify it) and a
+// channel closed when a newer image replaces it.
+func (n *Node) Image() (*Image, <-chan struct{}) { return n.fsm.image() }
+
+// WaitReady blocks until the node knows a leader, has applied the log up to
+// the commit index it saw then (on the leader: everything committed, through
+// a barrier), and the cluster has an id.
+func (n *Node) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var target uint64
+	caughtUp := false
+	for {
+		if n.isClosed() {
+			return ErrClosed
+		}
+		if !caughtUp {
+			caughtUp, target = n.catchUp(ctx, target)
+		}
+		img, changed := n.Image()
+		if caughtUp && img.ClusterID != "" {
+			n.tuneTimeouts()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("raftfsm: wait ready: %w", ctx.Err())
+		case <-n.done:
+			return ErrClosed
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// catchUp reports whether this node has applied what was committed when it
+// first saw a leader; target is that commit index (0: no leader seen yet).
+func (n *Node) catchUp(ctx context.Context, target uint64) (bool, uint64) {
+	if n.raft.State() == raft.Leader {
+		timeout, err := n.leaderTimeout(ctx)
+		return err == nil && n.raft.Barrier(timeout).Error() == nil, target
+	}
+	if target == 0 {
+		if _, id := n.raft.LeaderWithID(); id == "" {
+			return false, 0
+		}
+		target = max(n.raft.CommitIndex(), 1)
+	}
+	return n.raft.AppliedIndex() >= target, target
+}
+
+// tuneTimeouts lengthens the single-voter timeouts once the configuration
+// has several voters (a cluster grown with AddVoter).
+func (n *Node) tuneTimeouts() {
+	rc := n.raft.ReloadableConfig()
+	if n.cfg.ElectionTimeout != 0 || rc.HeartbeatTimeout != singleVoterTimeout {
+		return
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	voters := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters < 2 {
+		return
+	}
+	rc.HeartbeatTimeout, rc.ElectionTimeout = grownTimeout, grownTimeout
+	if err := n.raft.ReloadConfig(rc); err != nil {
+		n.log.Warn("raftfsm: cannot lengthen raft timeouts", "err", err)
+		return
+	}
+	n.log.Info("raftfsm: several voters, raft timeouts lengthened", "timeout", grownTimeout)
+}
+
+// Status reports the local Raft state.
+func (n *Node) Status() Status {
+	addr, id := n.raft.LeaderWithID()
+	s := Status{
+		ID:           n.cfg.NodeID,
+		Role:         roleName(n.raft.State()),
+		Term:         n.raft.CurrentTerm(),
+		LeaderID:     parseServerID(id),
+		LeaderAddr:   string(addr),
+		LastIndex:    n.raft.LastIndex(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(),
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == raft.Voter {
+				s.Voters = append(s.Voters, Server{ID: parseServerID(srv.ID), Address: string(srv.Address)})
+			}
+		}
+	}
+	return s
+}
+
+func roleName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Follower:
+		return "follower"
+	}
+	return "shutdown"
+}
