@@ -30,6 +30,7 @@ var (
 	ErrNotEnoughReplicas = errors.New("api: not enough in-sync replicas")
 	ErrTimeout           = errors.New("api: timed out")
 	ErrNotImplemented    = errors.New("api: not implemented")
+	ErrBodyTimeout       = errors.New("api: request body not received in time")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -61,6 +62,7 @@ func problemKinds() []ProblemKind {
 		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},
 		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
 		{ErrTooLarge, http.StatusRequestEntityTooLarge, "record-too-large", "Record larger than max.message.bytes"},
+		{ErrBodyTimeout, http.StatusRequestTimeout, "request-timeout", "Request body not received in time"},
 		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},

@@ -1,12 +1,16 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -324,5 +328,32 @@ func TestMetricsExposed(t *testing.T) {
 	// Two handlers on one registry must fail loudly, not share counters.
 	if _, err := api.NewHandler(e.b, api.Options{Registerer: e.reg}); err == nil {
 		t.Error("second registration on one registry succeeded")
+	}
+}
+
+// TestSlowBody: a client that stops sending its body gets 408 after
+// BodyReadTimeout instead of holding a handler forever.
+func TestSlowBody(t *testing.T) {
+	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend {
+		o.BodyReadTimeout = 100 * time.Millisecond
+		return nil
+	})
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", res.StatusCode)
 	}
 }

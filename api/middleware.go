@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -168,22 +169,30 @@ func (h *handler) readBody(next http.Handler) http.Handler {
 
 func (h *handler) slurp(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
-	// Not every ResponseWriter supports deadlines (httptest's does not); then the
-	// server's own ReadTimeout is the only bound.
-	if err := rc.SetReadDeadline(h.opts.Now().Add(h.opts.BodyReadTimeout)); err == nil {
-		// A deadline left behind would cancel the request context later on
-		// (net/http's background read fails), so clear it once the body is in.
-		defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
-	}
+	// Not every ResponseWriter supports deadlines (httptest's recorder does
+	// not); then the server's own ReadTimeout is the only bound.
+	deadline := rc.SetReadDeadline(h.opts.Now().Add(h.opts.BodyReadTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
+	if err == nil {
+		if deadline {
+			// A deadline left behind would cancel the request context later
+			// (net/http's background read fails), so clear it.
+			_ = rc.SetReadDeadline(time.Time{})
 		}
-		return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err)
+		return body, nil
 	}
-	return body, nil
+	// On failure the expired deadline stays and the connection is closed
+	// after the reply: net/http must not wait for the rest of the body.
+	w.Header().Set("Connection", "close")
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, fmt.Errorf("%w: %v", ErrBodyTimeout, h.opts.BodyReadTimeout)
+	}
+	return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err)
 }
 
 // writesNeedReady answers 503 to writes while the backend is not ready.
