@@ -313,6 +313,7 @@ func TestUIEndToEnd(t *testing.T) {
 		t.Errorf("live tail from latest shows %d records, want 1", n)
 	}
 	shots.take(ctx, "live-tail")
+	uiTailAcrossRestart(t, ctx, node, topic)
 
 	uiConfigsAndCurl(t, ctx, node, shots, topic)
 	uiGroups(t, ctx, node, shots, ui, topic)
@@ -455,4 +456,41 @@ func uiDelete(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	servertest.WaitFor(t, 10*time.Second, "topic deleted from the UI", func() bool {
 		return uiHTTP(t, "GET", node.URL+"/v1/topics/"+doomed, nil, nil) == http.StatusNotFound
 	})
+}
+
+// uiTailAcrossRestart kills and restarts the node under an open live tail: EventSource
+// reconnects with Last-Event-ID, so records produced right after the restart
+// appear, and none twice.
+func uiTailAcrossRestart(t *testing.T, ctx context.Context, node *servertest.Node, topic string) {
+	t.Helper()
+	// Kill, not Stop: a graceful stop waits for open streams to end.
+	node.Kill()
+	uiWait(t, ctx, "tail notices the disconnect", `document.querySelector('[data-test=tail-state]').textContent !== 'live'`)
+	node.Start()
+	var markers []string
+	for i := range 3 {
+		m := fmt.Sprintf("after-restart-%d", i)
+		markers = append(markers, m)
+		body := map[string]any{"records": []map[string]any{{"key": m, "value": m}}}
+		if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
+			t.Fatalf("produce after restart: status %d", code)
+		}
+	}
+	for _, m := range markers {
+		uiWait(t, ctx, "record produced after the restart in the tail", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, m))
+	}
+	ids := uiEval[[]string](t, ctx, `[...document.querySelectorAll('[data-test=tail-records] article')].map(a => a.dataset.partition + ':' + a.dataset.offset)`)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Errorf("live tail shows %s twice", id)
+		}
+		seen[id] = true
+	}
+	if len(ids) != 4 {
+		t.Errorf("live tail shows %d records after the restart, want 4: %v", len(ids), ids)
+	}
+	if state := uiEval[string](t, ctx, `document.querySelector('[data-test=tail-state]').textContent`); state != "live" {
+		t.Errorf("tail state after the restart %q, want live", state)
+	}
 }

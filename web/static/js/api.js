@@ -5,9 +5,18 @@ export function apiBase() {
   return new URL('../', document.baseURI).href.replace(/\/$/, '');
 }
 
+// connection shows in the header whether the server answers.
+function connection(ok) {
+  const el = typeof document !== 'undefined' && document.getElementById('conn');
+  if (!el) return;
+  el.textContent = ok ? '' : 'Server unreachable, retrying…';
+  el.classList.toggle('down', !ok);
+}
+
 export class ApiError extends Error {
   constructor(status, problem, message) {
     super(message);
+    this.name = 'ApiError';
     this.status = status;
     this.problem = problem;
   }
@@ -37,8 +46,10 @@ export async function request(method, path, { query, body, signal } = {}) {
     res = await fetch(url(path, query), init);
   } catch (e) {
     if (e.name === 'AbortError') throw e;
+    connection(false);
     throw new ApiError(0, null, 'network error: ' + e.message);
   }
+  connection(true);
   const text = await res.text();
   let data = null;
   if (text) {

@@ -3,6 +3,7 @@
 // Each page is render(root, params, ctx); ctx owns the page's timers, event
 // sources and fetches and is closed when the route changes.
 import { replace, errorBox } from './dom.js';
+import { ApiError } from './api.js';
 import * as cluster from './pages/cluster.js';
 import * as topics from './pages/topics.js';
 import * as topic from './pages/topic.js';
@@ -37,7 +38,8 @@ class PageContext {
     const tick = async () => {
       if (this.closed) return;
       if (!document.hidden) {
-        try { await fn(); } catch (e) { if (e.name !== 'AbortError') console.error(e); }
+        // Request failures show in the header (api.js); anything else is a bug.
+        try { await fn(); } catch (e) { if (e.name !== 'AbortError' && !(e instanceof ApiError)) console.error(e); }
       }
       if (!this.closed) timer = setTimeout(tick, ms);
     };
