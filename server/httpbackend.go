@@ -52,11 +52,18 @@ func toHTTPError(err error) error {
 	}
 	for _, e := range httpErrors {
 		if errors.Is(err, e.from) {
-			return fmt.Errorf("%w: %v", e.to, err)
+			return &translatedError{kind: e.to, err: err}
 		}
 	}
 	return err
 }
+
+// translatedError carries a front door's sentinel (kind) beside the server's
+// error, keeping the server's message as the problem detail.
+type translatedError struct{ kind, err error }
+
+func (e *translatedError) Error() string   { return e.err.Error() }
+func (e *translatedError) Unwrap() []error { return []error{e.kind, e.err} }
 
 func (h *httpBackend) Ready() error {
 	if !h.s.ready.Load() {

@@ -58,7 +58,7 @@ func toKafkaError(err error) error {
 	}
 	for _, e := range kafkaErrors {
 		if errors.Is(err, e.from) {
-			return fmt.Errorf("%w: %v", e.to, err)
+			return &translatedError{kind: e.to, err: err}
 		}
 	}
 	return err
