@@ -15,7 +15,7 @@ import (
 
 type docsPage struct {
 	Title, Version string
-	Intro          []string // paragraphs
+	Intro          template.HTML
 	Tags           []docsTag
 	Schemas        []docsSchema
 	Problems       []ProblemKind
@@ -54,10 +54,10 @@ type docsSchema struct {
 
 func renderDocs(doc *openapi3.T) ([]byte, error) {
 	page := docsPage{Title: doc.Info.Title, Version: doc.Info.Version, Problems: ProblemKinds()}
-	page.Intro = strings.Split(strings.TrimSpace(doc.Info.Description), "\n\n")
+	page.Intro = mdHTML(doc.Info.Description)
 	page.Tags = docsTags(doc)
 	page.Schemas = docsSchemas(doc)
-	tmpl, err := template.New("docs").Funcs(template.FuncMap{"lower": strings.ToLower}).Parse(docsTemplate)
+	tmpl, err := template.New("docs").Funcs(template.FuncMap{"lower": strings.ToLower, "md": mdHTML}).Parse(docsTemplate)
 	if err != nil {
 		return nil, fmt.Errorf("api: docs template: %w", err)
 	}
@@ -231,13 +231,13 @@ section.op { border: 1px solid var(--line); border-radius: 6px; padding: .5rem 1
 table { border-collapse: collapse; width: 100%; margin: .5rem 0; font-size: 14px; }
 th, td { border: 1px solid var(--line); padding: .25rem .5rem; text-align: left; vertical-align: top; }
 .muted { color: var(--muted); }
-pre { white-space: pre-wrap; }
+td p { margin: 0; } li { margin: .2em 0; }
 </style>
 </head>
 <body>
 <h1>{{.Title}} API <span class="muted">{{.Version}}</span></h1>
 <p>The machine-readable contract is <a href="/openapi.yaml">/openapi.yaml</a>.</p>
-{{range .Intro}}<pre>{{.}}</pre>{{end}}
+{{.Intro}}
 <nav><ul>{{range .Tags}}<li><a href="#tag-{{.Name}}">{{.Name}}</a><ul>{{range .Ops}}<li><a href="#op-{{.ID}}"><span class="method {{lower .Method}}">{{.Method}}</span> {{.Path}}</a></li>{{end}}</ul></li>{{end}}
 <li><a href="#problems">Error types</a></li><li><a href="#schemas">Schemas</a></li></ul></nav>
 {{range .Tags}}
@@ -247,11 +247,11 @@ pre { white-space: pre-wrap; }
 <section class="op" id="op-{{.ID}}">
 <h3><span class="method {{lower .Method}}">{{.Method}}</span> <span class="path">{{.Path}}</span></h3>
 <p>{{.Summary}} <span class="muted">({{.ID}})</span></p>
-{{if .Description}}<pre>{{.Description}}</pre>{{end}}
+{{if .Description}}{{md .Description}}{{end}}
 {{if .Params}}<table><tr><th>Parameter</th><th>In</th><th>Type</th><th>Description</th></tr>
-{{range .Params}}<tr><td><code>{{.Name}}</code>{{if .Required}} <b>required</b>{{end}}</td><td>{{.In}}</td><td>{{.Type}}</td><td>{{.Description}}</td></tr>{{end}}
+{{range .Params}}<tr><td><code>{{.Name}}</code>{{if .Required}} <b>required</b>{{end}}</td><td>{{.In}}</td><td>{{.Type}}</td><td>{{md .Description}}</td></tr>{{end}}
 </table>{{end}}
-{{if .Body}}<p>Request body: {{range .Body}}<code>{{.MediaType}}</code> {{.Type}}; {{end}}</p>{{end}}
+{{if .Body}}<p>Request body: {{range .Body}}<code>{{.MediaType}}</code> <a href="#schema-{{.Type}}">{{.Type}}</a>; {{end}}</p>{{end}}
 <table><tr><th>Status</th><th>Description</th><th>Body</th></tr>
 {{range .Responses}}<tr><td>{{.Status}}</td><td>{{.Description}}</td><td>{{range .Content}}<code>{{.MediaType}}</code> <a href="#schema-{{.Type}}">{{.Type}}</a> {{end}}</td></tr>{{end}}
 </table>
@@ -268,7 +268,7 @@ pre { white-space: pre-wrap; }
 <h3>{{.Name}} <span class="muted">{{.Type}}</span></h3>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
 {{if .Fields}}<table><tr><th>Field</th><th>Type</th><th>Description</th></tr>
-{{range .Fields}}<tr><td><code>{{.Name}}</code>{{if .Required}} <b>required</b>{{end}}</td><td>{{.Type}}</td><td>{{.Description}}</td></tr>{{end}}
+{{range .Fields}}<tr><td><code>{{.Name}}</code>{{if .Required}} <b>required</b>{{end}}</td><td>{{.Type}}</td><td>{{md .Description}}</td></tr>{{end}}
 </table>{{end}}
 </section>
 {{end}}
