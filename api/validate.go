@@ -70,7 +70,8 @@ func requestProblem(err error) error {
 	sentinel := ErrInvalidRequest
 	switch {
 	case strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
-		sentinel, field, msg = ErrUnsupportedMedia, "header.Content-Type", re.Reason
+		sentinel, field = ErrUnsupportedMedia, "header.Content-Type"
+		msg = re.Reason + "; send " + strings.Join(sortedKeys(re.RequestBody.Content), " or ")
 	case re.RequestBody != nil && strings.Contains(re.Reason, "failed to decode request body"):
 		sentinel, msg = ErrMalformedJSON, re.Error()
 	case re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
