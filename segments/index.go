@@ -50,13 +50,6 @@ func (x *segIndex) add(base int64, h batchHeader, pos int64, maxBefore int64, in
 	x.sinceLast += h.size
 }
 
-// seal adds the final time entry: everything below rel has max ts <= maxTs.
-func (x *segIndex) seal(rel uint32, maxTs int64) {
-	if maxTs >= 0 && (len(x.times) == 0 || maxTs > x.times[len(x.times)-1].ts) {
-		x.times = append(x.times, timeEntry{ts: maxTs, rel: rel})
-	}
-}
-
 // lookup returns the entry of the last indexed batch with base <= rel, or
 // the zero entry (position 0).
 func (x *segIndex) lookup(rel uint32) indexEntry {
@@ -90,15 +83,18 @@ func (x *segIndex) lookupTime(ts int64) uint32 {
 func (x *segIndex) truncate(rel uint32, pos int64) {
 	i := sort.Search(len(x.offsets), func(i int) bool { return int64(x.offsets[i].pos) >= pos })
 	x.offsets = x.offsets[:i]
-	j := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel > rel })
+	j := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel >= rel })
 	x.times = x.times[:j]
-	x.sinceLast = 1 << 62 // index the next batch
+	x.resume(pos)
 }
 
-// truncateTimes drops the time entries past rel.
-func (x *segIndex) truncateTimes(rel uint32) {
-	j := sort.Search(len(x.times), func(i int) bool { return x.times[i].rel > rel })
-	x.times = x.times[:j]
+// resume sets sinceLast for a segment of size bytes, as appending every batch
+// would have left it, so the index stays equal to a rebuild.
+func (x *segIndex) resume(size int64) {
+	x.sinceLast = 0
+	if n := len(x.offsets); n > 0 {
+		x.sinceLast = size - int64(x.offsets[n-1].pos)
+	}
 }
 
 func (x *segIndex) encodeOffsets() []byte {
@@ -110,9 +106,16 @@ func (x *segIndex) encodeOffsets() []byte {
 	return b
 }
 
-func (x *segIndex) encodeTimes() []byte {
-	b := make([]byte, 0, len(x.times)*timeEntryLen)
-	for _, e := range x.times {
+// encodeTimes encodes the time index of a sealed segment: its entries and a
+// final one, (maxTs, end) with end the relative offset after the last batch,
+// that records the segment's max timestamp. Loading strips that entry again.
+func (x *segIndex) encodeTimes(end uint32, maxTs int64) []byte {
+	b := make([]byte, 0, (len(x.times)+1)*timeEntryLen)
+	times := x.times
+	if maxTs >= 0 && (len(times) == 0 || maxTs > times[len(times)-1].ts) {
+		times = append(times[:len(times):len(times)], timeEntry{ts: maxTs, rel: end})
+	}
+	for _, e := range times {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.ts))
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 	}
@@ -146,6 +149,6 @@ func decodeIndex(offs, times []byte, size int64) (segIndex, error) {
 		}
 		x.times = append(x.times, e)
 	}
-	x.sinceLast = 1 << 62
+	x.resume(size)
 	return x, nil
 }

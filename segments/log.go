@@ -269,11 +269,10 @@ func (l *Log) Roll() error {
 
 // sealLocked writes the index files of s, fsynced. s must be loaded.
 func (l *Log) sealLocked(s *segment) error {
-	s.idx.seal(s.rel(s.next), s.maxTs)
 	for _, f := range []struct {
 		suffix string
 		data   []byte
-	}{{indexSuffix, s.idx.encodeOffsets()}, {timeIndexSuffix, s.idx.encodeTimes()}} {
+	}{{indexSuffix, s.idx.encodeOffsets()}, {timeIndexSuffix, s.idx.encodeTimes(s.rel(s.next), s.maxTs)}} {
 		if err := writeFileSync(l.fs, filepath.Join(l.dir, segmentName(s.base, f.suffix)), f.data); err != nil {
 			return fmt.Errorf("segments: write index: %w", err)
 		}

@@ -366,6 +366,9 @@ func TestModel(t *testing.T) {
 						ops = ops[1:]
 					}
 					r.check(fmt.Sprint(ops))
+					if i%20 == 0 || op == "reopen" || op == "crash" {
+						checkIndexes(t, r.l)
+					}
 				}
 				r.l.Close()
 			})

@@ -71,10 +71,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	}
 	s.indexOnDisk = false
 	if !ok {
-		// Nothing at or past to in s, but s takes appends again: its time
-		// entries must not vouch for offsets past its last batch.
-		s.idx.truncateTimes(s.rel(s.next))
-		return nil
+		return nil // nothing at or past to in s
 	}
 	if err := cf.f.Truncate(pos); err != nil {
 		return err
@@ -101,7 +98,6 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 		s.next = next
 	}
 	s.maxTs = max(s.maxTs, tailMax)
-	s.idx.truncateTimes(s.rel(s.next))
 	if pos == 0 {
 		s.rollTs = -1
 	}

@@ -271,6 +271,9 @@ func (l *Log) loadIndexLocked(s *segment, f File) error {
 	}
 	if n := len(x.times); n > 0 {
 		s.maxTs = max(s.maxTs, x.times[n-1].ts)
+		if x.times[n-1].rel == s.rel(s.next) {
+			x.times = x.times[:n-1] // the sealing entry; see encodeTimes
+		}
 	}
 	s.idx = x
 	return nil
