@@ -310,7 +310,7 @@ func (b *memBroker) CreatePartitions(_ context.Context, topic string, count int3
 	if !ok {
 		return fmt.Errorf("mem: %q: %w", topic, ErrUnknownTopicOrPartition)
 	}
-	if int(count) <= len(t.parts) {
+	if int(count) <= len(t.parts) || count > 1000 {
 		return fmt.Errorf("mem: %d: %w", count, ErrInvalidPartitions)
 	}
 	if !validateOnly {
