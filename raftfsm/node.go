@@ -76,7 +76,10 @@ func Open(cfg Config) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	return n, n.start(ctx)
+	if err := n.start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 func (n *Node) open() error {
