@@ -302,6 +302,9 @@ func (b *broker) lookup(topic string, idx int32) (*partition, error) {
 
 // partitionsOf returns the hosted partitions of a topic sorted by index.
 func (b *broker) partitionsOf(topic string) []*partition {
+	if b == nil { // a controller-only node hosts nothing
+		return nil
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	ht, ok := b.topics[topic]

@@ -245,14 +245,20 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 	}
 	batches := map[int32][]byte{}
 	parts := map[int32]*partition{}
+	remote := map[int32]string{} // partition -> leader's HTTP address
+	maxMessage := int(configInt(t.Configs, "max.message.bytes"))
 	for part, recs := range byPart {
-		p, err := h.s.broker.partition(topic, part)
-		if err != nil {
-			return nil, toHTTPError(err)
-		}
 		batch := buildBatch(recs)
-		if max := p.maxMessage.Load(); len(batch) > int(max) {
-			return nil, fmt.Errorf("%w: partition %d batch of %d bytes, max.message.bytes is %d", api.ErrTooLarge, part, len(batch), max)
+		if len(batch) > maxMessage {
+			return nil, fmt.Errorf("%w: partition %d batch of %d bytes, max.message.bytes is %d", api.ErrTooLarge, part, len(batch), maxMessage)
+		}
+		p, addr, err := h.route(ctx, img, t, part)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			remote[part] = addr
+			continue
 		}
 		batches[part], parts[part] = batch, p
 	}
@@ -265,6 +271,13 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 		bases[part] = res.baseOffset
 		h.s.metrics.produced(topic, len(byPart[part]), len(batch))
 	}
+	for part, addr := range remote {
+		base, err := h.s.forward.produce(ctx, addr, topic, part, byPart[part], acks)
+		if err != nil {
+			return nil, err
+		}
+		bases[part] = base
+	}
 	for i := range where {
 		if acks == api.AcksNone {
 			where[i].Offset = -1
@@ -275,7 +288,38 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 	return where, nil
 }
 
+// route finds where a partition is served: the local partition when this
+// broker leads it, else the leader's HTTP address.
+func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*partition, string, error) {
+	leader := t.Partitions[part].Leader
+	if leader == h.s.cfg.NodeID && h.s.broker != nil {
+		p, err := h.s.broker.partition(t.Name, part)
+		return p, "", toHTTPError(err)
+	}
+	b, ok := img.Brokers[leader]
+	if leader < 0 || !ok || b.HTTPAddr == "" {
+		return nil, "", fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Name, part)
+	}
+	if isForwarded(ctx) {
+		return nil, "", fmt.Errorf("%w: %s-%d is led by broker %d", api.ErrNotLeader, t.Name, part, leader)
+	}
+	return nil, b.HTTPAddr, nil
+}
+
 func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
+	img, _ := h.s.meta.Image()
+	t, ok := img.Topics[req.Topic]
+	if !ok {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
+	}
+	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
+	}
+	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
+		return api.ConsumeResult{}, err
+	} else if addr != "" {
+		return h.s.forward.consume(ctx, addr, req)
+	}
 	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
 		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait})
 	if err != nil && !(errors.Is(err, context.Canceled) && len(res.records) > 0) {

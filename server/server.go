@@ -45,6 +45,7 @@ type Server struct {
 	ready   atomic.Bool
 
 	httpSrv *http.Server
+	forward *forwarder
 	kafka   *kafkaproto.Server
 	wg      sync.WaitGroup
 }
@@ -138,7 +139,8 @@ func (s *Server) open() error {
 	if err != nil {
 		return fmt.Errorf("build HTTP API: %w", err)
 	}
-	s.httpSrv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.forward = newForwarder()
+	s.httpSrv = &http.Server{Handler: markForwarded(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

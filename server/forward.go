@@ -1,0 +1,200 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/runnel/runnel/api"
+)
+
+// HTTP clients may talk to any node. A produce or consume for a partition
+// led by another broker is forwarded to that broker over its public HTTP
+// API (base64 encoding, explicit partitions), one hop at most: a forwarded
+// request is marked, and a node that receives one for a partition it does
+// not lead answers not-leader instead of forwarding again.
+
+const forwardedHeader = "X-Runnel-Forwarded"
+
+type forwardedKey struct{}
+
+// markForwarded records in the request context whether the request was
+// forwarded by another node.
+func markForwarded(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(forwardedHeader) != "" {
+			r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, true))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isForwarded(ctx context.Context) bool {
+	v, _ := ctx.Value(forwardedKey{}).(bool)
+	return v
+}
+
+type forwarder struct {
+	client *http.Client
+}
+
+func newForwarder() *forwarder {
+	return &forwarder{client: &http.Client{Timeout: 0, Transport: &http.Transport{
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: 0,
+	}}}
+}
+
+type wireOutRecord struct {
+	Partition int32              `json:"partition"`
+	Key       *string            `json:"key"`
+	Value     *string            `json:"value"`
+	Headers   map[string]*string `json:"headers,omitempty"`
+	Timestamp *int64             `json:"timestamp,omitempty"`
+}
+
+func b64(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := base64.StdEncoding.EncodeToString(b)
+	return &s
+}
+
+func unb64(s *string) ([]byte, error) {
+	if s == nil {
+		return nil, nil
+	}
+	return base64.StdEncoding.DecodeString(*s)
+}
+
+// produce appends records (all for one partition) on the broker at addr and
+// returns the base offset.
+func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []newRecord, acks int) (int64, error) {
+	out := make([]wireOutRecord, len(recs))
+	for i, r := range recs {
+		ts := r.Timestamp
+		out[i] = wireOutRecord{Partition: part, Key: b64(r.Key), Value: b64(r.Value), Timestamp: &ts}
+		if len(r.Headers) > 0 {
+			out[i].Headers = map[string]*string{}
+			for _, h := range r.Headers {
+				out[i].Headers[h.Key] = b64(h.Value)
+			}
+		}
+	}
+	body, err := json.Marshal(map[string]any{"records": out})
+	if err != nil {
+		return 0, err
+	}
+	q := url.Values{"encoding": {"base64"}, "acks": {acksParam(acks)}}
+	u := "http://" + addr + "/v1/topics/" + url.PathEscape(topic) + "/records?" + q.Encode()
+	var res struct {
+		Offsets []api.RecordOffset `json:"offsets"`
+	}
+	if err := f.do(ctx, http.MethodPost, u, body, &res); err != nil {
+		return 0, err
+	}
+	if len(res.Offsets) != len(recs) {
+		return 0, fmt.Errorf("forward produce to %s: %d offsets for %d records", addr, len(res.Offsets), len(recs))
+	}
+	return res.Offsets[0].Offset, nil
+}
+
+func acksParam(acks int) string {
+	if acks == api.AcksAll {
+		return "all"
+	}
+	return strconv.Itoa(acks)
+}
+
+// consume reads one partition on the broker at addr.
+func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeRequest) (api.ConsumeResult, error) {
+	q := url.Values{"encoding": {"base64"}}
+	switch {
+	case req.Timestamp != nil:
+		q.Set("timestamp", strconv.FormatInt(*req.Timestamp, 10))
+	case req.Offset == api.OffsetEarliest:
+		q.Set("offset", "earliest")
+	case req.Offset == api.OffsetLatest:
+		q.Set("offset", "latest")
+	default:
+		q.Set("offset", strconv.FormatInt(req.Offset, 10))
+	}
+	q.Set("max_records", strconv.Itoa(req.MaxRecords))
+	q.Set("max_bytes", strconv.Itoa(req.MaxBytes))
+	q.Set("wait_ms", strconv.FormatInt(req.Wait.Milliseconds(), 10))
+	u := fmt.Sprintf("http://%s/v1/topics/%s/partitions/%d/records?%s", addr, url.PathEscape(req.Topic), req.Partition, q.Encode())
+	var res struct {
+		Records []struct {
+			Offset    int64              `json:"offset"`
+			Timestamp int64              `json:"timestamp"`
+			Key       *string            `json:"key"`
+			Value     *string            `json:"value"`
+			Headers   map[string]*string `json:"headers"`
+		} `json:"records"`
+		NextOffset    int64 `json:"next_offset"`
+		HighWatermark int64 `json:"high_watermark"`
+		StartOffset   int64 `json:"start_offset"`
+	}
+	if err := f.do(ctx, http.MethodGet, u, nil, &res); err != nil {
+		return api.ConsumeResult{}, err
+	}
+	out := api.ConsumeResult{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, StartOffset: res.StartOffset}
+	for _, r := range res.Records {
+		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp)}
+		var err error
+		if cr.Key, err = unb64(r.Key); err == nil {
+			cr.Value, err = unb64(r.Value)
+		}
+		for k, v := range r.Headers {
+			hv, herr := unb64(v)
+			err = errors.Join(err, herr)
+			cr.Headers = append(cr.Headers, api.Header{Key: k, Value: hv})
+		}
+		if err != nil {
+			return api.ConsumeResult{}, fmt.Errorf("forward consume from %s: %w", addr, err)
+		}
+		out.Records = append(out.Records, cr)
+	}
+	return out, nil
+}
+
+// do sends one forwarded request; a problem answer becomes the api sentinel
+// of its type, so the client sees the leader's error as if local.
+func (f *forwarder) do(ctx context.Context, method, u string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set(forwardedHeader, "1")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: forward to the partition leader: %v", api.ErrNotLeader, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("forward to the partition leader: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var p api.Problem
+		json.Unmarshal(raw, &p)
+		for _, k := range api.ProblemKinds() {
+			if k.Type == p.Type && k.Err != nil {
+				return fmt.Errorf("%w: %s (from the partition leader)", k.Err, p.Detail)
+			}
+		}
+		return fmt.Errorf("forward to the partition leader: status %d: %s", resp.StatusCode, raw)
+	}
+	return json.Unmarshal(raw, out)
+}
