@@ -1,0 +1,1105 @@
+package main
+
+// Checks deploy/ against the binary itself. Every deployment file is reduced
+// to the `runnel serve` processes it starts (arguments and environment, with
+// the Kubernetes start scripts run under /bin/sh and the Helm chart rendered
+// by helm from the Go module proxy); each process is then resolved by the
+// serve command's own flag parsing, and the files are checked against the
+// result: flags and RUNNEL_* variables exist, listeners, exposed ports, probes
+// and advertised addresses agree, the voter list names exactly the
+// controllers. TestDeployImageServes builds the binary with the Dockerfile's
+// own build line and checks that it serves the probe and metric paths the
+// files use, and the metrics the Grafana dashboard plots.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server"
+)
+
+const (
+	deployDir   = "../../deploy"
+	moduleRoot  = "../.."
+	ciBuild     = "CGO_ENABLED=0 go build -trimpath -o /out/runnel ./cmd/runnel"
+	imageBinary = "/usr/local/bin/runnel"
+	helmCmd     = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+
+	livezPath   = "/livez"
+	readyzPath  = "/readyz"
+	metricsPath = "/metrics"
+)
+
+// pendingMetric reports the dashboard metrics that later issues export
+// (replication, consumer groups); every other runnel_* name the dashboard
+// uses must be served by today's binary.
+func pendingMetric(name string) bool {
+	switch name {
+	case "runnel_under_replicated_partitions", "runnel_offline_partitions", "runnel_group_lag":
+		return true
+	}
+	return false
+}
+
+// deployNode is one `runnel serve` process as a deployment file starts it.
+type deployNode struct {
+	where     string
+	args      []string          // after the binary: "serve", flags
+	env       map[string]string // the process environment
+	published map[int]bool      // container ports the platform exposes; nil: not a container
+}
+
+// resolved is a node's effective settings, parsed by newServeCommand itself.
+type resolved struct {
+	deployNode
+	id                           int32
+	roles                        []server.Role
+	ctrls                        []raftfsm.Server
+	http, kafka, raft            string
+	httpAdv, kafkaAdv, raftAdv   string // effective: the flag, else the listen address
+	dataDir, rack, maxOpenFiles  string
+}
+
+func (r resolved) has(role server.Role) bool { return slices.Contains(r.roles, role) }
+
+// resolve runs the node's arguments and environment through the serve
+// command's flag set and applyEnvAndFile, as `runnel serve` would.
+func resolve(t *testing.T, n deployNode) resolved {
+	t.Helper()
+	fs := newServeCommand().Flags()
+	if len(n.args) == 0 || n.args[0] != "serve" {
+		t.Fatalf("%s: command %q is not `runnel serve`", n.where, n.args)
+	}
+	if err := fs.Parse(n.args[1:]); err != nil {
+		t.Fatalf("%s: runnel %s: %v", n.where, strings.Join(n.args, " "), err)
+	}
+	if fs.NArg() > 0 {
+		t.Errorf("%s: runnel serve takes no arguments, got %q", n.where, fs.Args())
+	}
+	known := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { known[envName(f.Name)] = true })
+	for k := range n.env {
+		if strings.HasPrefix(k, "RUNNEL_") && !known[k] {
+			t.Errorf("%s: %s is not a `runnel serve` variable", n.where, k)
+		}
+	}
+	for k := range known {
+		if v, ok := n.env[k]; ok {
+			t.Setenv(k, v)
+		} else {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	if err := applyEnvAndFile(fs, ""); err != nil {
+		t.Fatalf("%s: %v", n.where, err)
+	}
+	get := func(name string) string { return fs.Lookup(name).Value.String() }
+	r := resolved{deployNode: n, http: get("http-addr"), kafka: get("kafka-addr"), raft: get("raft-addr"),
+		dataDir: get("data-dir"), rack: get("rack"), maxOpenFiles: get("max-open-files")}
+	var err error
+	if r.id, err = fs.GetInt32("node-id"); err != nil {
+		t.Fatalf("%s: node-id: %v", n.where, err)
+	}
+	if r.roles, err = server.ParseRoles(get("roles")); err != nil {
+		t.Errorf("%s: --roles: %v", n.where, err)
+	}
+	if r.ctrls, err = server.ParseControllers(get("controllers")); err != nil {
+		t.Errorf("%s: --controllers: %v", n.where, err)
+	}
+	if _, err := newLogger(get("log-level"), get("log-format")); err != nil {
+		t.Errorf("%s: %v", n.where, err)
+	}
+	r.httpAdv = orDefault(get("http-advertised-addr"), r.http)
+	r.kafkaAdv = orDefault(get("kafka-advertised-addr"), r.kafka)
+	r.raftAdv = orDefault(get("raft-advertised-addr"), r.raft)
+	if len(r.ctrls) == 0 && r.has(server.RoleController) {
+		r.ctrls = []raftfsm.Server{{ID: r.id, Address: r.raftAdv}} // this node alone
+	}
+	return r
+}
+
+func orDefault(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
+}
+
+func splitPort(t *testing.T, where, addr string) (string, int) {
+	t.Helper()
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("%s: address %q: %v", where, addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("%s: address %q: port: %v", where, addr, err)
+	}
+	return host, port
+}
+
+func portOf(t *testing.T, where, addr string) int {
+	_, p := splitPort(t, where, addr)
+	return p
+}
+
+// checkListeners: a node in a container or on a server host must listen on
+// all interfaces, and a container must expose exactly what the node serves
+// (Raft may stay unpublished: only peers on the container network dial it).
+func checkListeners(t *testing.T, r resolved) {
+	t.Helper()
+	served := map[int]bool{}
+	for _, a := range []struct{ name, addr string }{{"http", r.http}, {"kafka", r.kafka}, {"raft", r.raft}} {
+		if a.addr == "" {
+			continue
+		}
+		host, port := splitPort(t, r.where, a.addr)
+		if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+			t.Errorf("%s: %s listener %q is not on all interfaces", r.where, a.name, a.addr)
+		}
+		served[port] = true
+	}
+	if r.has(server.RoleBroker) && r.kafka == "" {
+		t.Errorf("%s: a broker without a Kafka listener", r.where)
+	}
+	if r.published == nil {
+		return
+	}
+	for p := range r.published {
+		if !served[p] {
+			t.Errorf("%s: exposes port %d, which runnel does not listen on (%s, %s, %s)", r.where, p, r.http, r.kafka, r.raft)
+		}
+	}
+	for _, addr := range []string{r.http, r.kafka} {
+		if addr != "" && !r.published[portOf(t, r.where, addr)] {
+			t.Errorf("%s: listener %s is not exposed (%v)", r.where, addr, r.published)
+		}
+	}
+}
+
+// checkVoter: a controller's own entry in --controllers is the Raft address
+// it advertises.
+func checkVoter(t *testing.T, r resolved) {
+	t.Helper()
+	if !r.has(server.RoleController) {
+		return
+	}
+	for _, c := range r.ctrls {
+		if c.ID == r.id {
+			if c.Address != r.raftAdv {
+				t.Errorf("%s: --controllers has %d@%s, the node advertises Raft at %s", r.where, c.ID, c.Address, r.raftAdv)
+			}
+			if portOf(t, r.where, c.Address) != portOf(t, r.where, r.raft) {
+				t.Errorf("%s: voter port of %s differs from --raft-addr %s", r.where, c.Address, r.raft)
+			}
+			return
+		}
+	}
+	t.Errorf("%s: controller %d is not in --controllers %v", r.where, r.id, r.ctrls)
+}
+
+// checkCluster checks a complete set of nodes: unique ids, one voter list,
+// naming exactly the controller-role nodes, and at least one broker.
+func checkCluster(t *testing.T, name string, nodes []resolved) {
+	t.Helper()
+	if len(nodes) == 0 {
+		t.Fatalf("%s: no nodes", name)
+	}
+	ids := map[int32]string{}
+	var ctrlIDs []int32
+	brokers := 0
+	for _, n := range nodes {
+		if prev, dup := ids[n.id]; dup {
+			t.Errorf("%s: node id %d used by %s and %s", name, n.id, prev, n.where)
+		}
+		ids[n.id] = n.where
+		if fmt.Sprint(n.ctrls) != fmt.Sprint(nodes[0].ctrls) {
+			t.Errorf("%s: %s has --controllers %v, %s has %v", name, n.where, n.ctrls, nodes[0].where, nodes[0].ctrls)
+		}
+		if n.has(server.RoleController) {
+			ctrlIDs = append(ctrlIDs, n.id)
+		}
+		if n.has(server.RoleBroker) {
+			brokers++
+		}
+		checkListeners(t, n)
+		checkVoter(t, n)
+	}
+	var listed []int32
+	for _, c := range nodes[0].ctrls {
+		listed = append(listed, c.ID)
+	}
+	slices.Sort(ctrlIDs)
+	slices.Sort(listed)
+	if !slices.Equal(ctrlIDs, listed) {
+		t.Errorf("%s: controllers %v, but --controllers lists %v", name, ctrlIDs, listed)
+	}
+	if len(listed)%2 == 0 {
+		t.Errorf("%s: %d voters: a Raft quorum wants an odd count", name, len(listed))
+	}
+	if brokers == 0 {
+		t.Errorf("%s: no broker", name)
+	}
+}
+
+// checkProbe: an HTTP probe hits a path runnel serves on its HTTP port.
+func checkProbe(t *testing.T, r resolved, what, path string, port int, want ...string) {
+	t.Helper()
+	if !slices.Contains(want, path) {
+		t.Errorf("%s: %s probes %q, want one of %v", r.where, what, path, want)
+	}
+	if port != portOf(t, r.where, r.http) {
+		t.Errorf("%s: %s probes port %d, HTTP listens on %s", r.where, what, port, r.http)
+	}
+}
+
+func checkURLProbe(t *testing.T, r resolved, what string, cmd []string, want ...string) {
+	t.Helper()
+	for _, w := range cmd {
+		if u, err := url.Parse(w); err == nil && u.Scheme == "http" {
+			checkProbe(t, r, what, u.Path, portOrZero(u.Port()), want...)
+			return
+		}
+	}
+	t.Errorf("%s: %s %q has no http:// URL", r.where, what, cmd)
+}
+
+func portOrZero(s string) int {
+	p, _ := strconv.Atoi(s)
+	return p
+}
+
+func readDeploy(t *testing.T, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(deployDir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// ---- Dockerfile ------------------------------------------------------------
+
+type dockerfile struct {
+	from        []string
+	runs        []string
+	env         map[string]string
+	expose      map[int]bool
+	volumes     []string
+	user        string
+	healthcheck []string
+	entrypoint  []string
+	cmd         []string
+	copies      [][]string
+	stopSignal  string
+}
+
+func parseDockerfile(t *testing.T) dockerfile {
+	t.Helper()
+	d := dockerfile{env: map[string]string{}, expose: map[int]bool{}}
+	var lines []string
+	cont := ""
+	sc := bufio.NewScanner(bytes.NewReader(readDeploy(t, "docker/Dockerfile")))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") || (line == "" && cont == "") {
+			continue
+		}
+		if s, ok := strings.CutSuffix(line, "\\"); ok {
+			cont += s + " "
+			continue
+		}
+		lines = append(lines, strings.Join(strings.Fields(cont+line), " "))
+		cont = ""
+	}
+	jsonArray := func(s string) []string {
+		var out []string
+		if err := json.Unmarshal([]byte(s), &out); err != nil {
+			t.Fatalf("Dockerfile: %q is not a JSON array: %v", s, err)
+		}
+		return out
+	}
+	for _, line := range lines {
+		instr, rest, _ := strings.Cut(line, " ")
+		switch strings.ToUpper(instr) {
+		case "FROM":
+			d.from = append(d.from, rest)
+		case "RUN":
+			d.runs = append(d.runs, rest)
+		case "ENV":
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				d.env[k] = v
+			}
+		case "EXPOSE":
+			for _, p := range strings.Fields(rest) {
+				d.expose[portOrZero(p)] = true
+			}
+		case "VOLUME":
+			d.volumes = append(d.volumes, strings.Fields(rest)...)
+		case "USER":
+			d.user = rest
+		case "HEALTHCHECK":
+			_, c, _ := strings.Cut(rest, "CMD ")
+			d.healthcheck = strings.Fields(c)
+		case "ENTRYPOINT":
+			d.entrypoint = jsonArray(rest)
+		case "CMD":
+			d.cmd = jsonArray(rest)
+		case "COPY":
+			d.copies = append(d.copies, strings.Fields(rest))
+		case "STOPSIGNAL":
+			d.stopSignal = rest
+		}
+	}
+	return d
+}
+
+// imageNode is the node `docker run` starts: the image's ENV, ENTRYPOINT and CMD.
+func (d dockerfile) imageNode(t *testing.T, where string, env map[string]string, cmd []string) deployNode {
+	t.Helper()
+	if !slices.Equal(d.entrypoint, []string{imageBinary}) {
+		t.Errorf("Dockerfile: ENTRYPOINT %q, want [%s]", d.entrypoint, imageBinary)
+	}
+	all := map[string]string{}
+	for k, v := range d.env {
+		all[k] = v
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	if cmd == nil {
+		cmd = d.cmd
+	}
+	return deployNode{where: where, args: cmd, env: all}
+}
+
+func TestDeployDockerfile(t *testing.T) {
+	d := parseDockerfile(t)
+	var builds []string
+	for _, r := range d.runs {
+		if strings.Contains(r, "go build") {
+			builds = append(builds, r)
+		}
+	}
+	if len(builds) != 1 || builds[0] != ciBuild {
+		t.Errorf("Dockerfile go build lines %q, want exactly [%q] (the build CI runs)", builds, ciBuild)
+	}
+	gomod, err := os.ReadFile(filepath.Join(moduleRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+	if len(d.from) < 2 || goVersion == nil || !strings.HasPrefix(d.from[0], "golang:"+string(goVersion[1])+" ") {
+		t.Errorf("Dockerfile: build stage FROM %q, want golang:%s (go.mod)", d.from, goVersion[1])
+	}
+	if !slices.ContainsFunc(d.copies, func(c []string) bool {
+		return slices.Equal(c, []string{"--from=build", "/out/runnel", imageBinary})
+	}) {
+		t.Errorf("Dockerfile: no COPY --from=build /out/runnel %s in %q", imageBinary, d.copies)
+	}
+	if d.user == "" || d.user == "root" || strings.HasPrefix(d.user, "0") {
+		t.Errorf("Dockerfile: USER %q, want a non-root user", d.user)
+	}
+	if d.stopSignal != "SIGTERM" {
+		t.Errorf("Dockerfile: STOPSIGNAL %q, want SIGTERM (controlled shutdown)", d.stopSignal)
+	}
+	r := resolve(t, d.imageNode(t, "Dockerfile", nil, nil))
+	r.published = d.expose
+	checkListeners(t, r)
+	if !slices.Equal(d.volumes, []string{r.dataDir}) {
+		t.Errorf("Dockerfile: VOLUME %q, data dir is %s", d.volumes, r.dataDir)
+	}
+	for _, p := range []string{r.http, r.kafka, r.raft} {
+		if !d.expose[portOf(t, "Dockerfile", p)] {
+			t.Errorf("Dockerfile: %s not in EXPOSE %v", p, d.expose)
+		}
+	}
+	checkURLProbe(t, r, "HEALTHCHECK", d.healthcheck, livezPath)
+	checkCluster(t, "docker run", []resolved{r})
+}
+
+// ---- docker compose --------------------------------------------------------
+
+type composeService struct {
+	Command     []string          `yaml:"command"`
+	Environment map[string]string `yaml:"environment"`
+	Ports       []string          `yaml:"ports"`
+	Profiles    []string          `yaml:"profiles"`
+	Volumes     []string          `yaml:"volumes"`
+	StopSignal  string            `yaml:"stop_signal"`
+	StopGrace   string            `yaml:"stop_grace_period"`
+	Healthcheck struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+	Build struct {
+		Context    string `yaml:"context"`
+		Dockerfile string `yaml:"dockerfile"`
+	} `yaml:"build"`
+}
+
+func TestDeployCompose(t *testing.T) {
+	var file struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(readDeploy(t, "compose/docker-compose.yml"), &file); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	d := parseDockerfile(t)
+	grace := 2 * server.DefaultConfig().ShutdownTimeout
+	profiles := map[string][]resolved{}
+	names := make([]string, 0, len(file.Services))
+	for name := range file.Services {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		svc := file.Services[name]
+		where := "compose " + name
+		if filepath.Join(deployDir, "compose", svc.Build.Context, svc.Build.Dockerfile) != filepath.Join(deployDir, "docker", "Dockerfile") {
+			t.Errorf("%s: builds %s/%s, not deploy/docker/Dockerfile", where, svc.Build.Context, svc.Build.Dockerfile)
+		}
+		r := resolve(t, d.imageNode(t, where, svc.Environment, svc.Command))
+		hostPort := map[int]int{} // container port -> host port
+		r.published = map[int]bool{}
+		for _, p := range svc.Ports {
+			h, c, ok := strings.Cut(p, ":")
+			if !ok {
+				t.Errorf("%s: port %q is not host:container", where, p)
+				continue
+			}
+			hostPort[portOrZero(c)] = portOrZero(h)
+			r.published[portOrZero(c)] = true
+		}
+		// Clients on the host dial what the node advertises.
+		for _, a := range []struct{ listen, adv string }{{r.http, r.httpAdv}, {r.kafka, r.kafkaAdv}} {
+			if a.listen == "" {
+				continue
+			}
+			want := fmt.Sprintf("localhost:%d", hostPort[portOf(t, where, a.listen)])
+			if a.adv != want {
+				t.Errorf("%s: advertises %s, host clients reach it at %s", where, a.adv, want)
+			}
+		}
+		if host, _ := splitPort(t, where, r.raftAdv); host != name {
+			t.Errorf("%s: advertises Raft at %s, peers know it as %s", where, r.raftAdv, name)
+		}
+		checkURLProbe(t, r, "healthcheck", svc.Healthcheck.Test, livezPath, readyzPath)
+		if len(svc.Volumes) != 1 || !strings.HasSuffix(svc.Volumes[0], ":"+r.dataDir) {
+			t.Errorf("%s: volumes %q, want one mounted on the data dir %s", where, svc.Volumes, r.dataDir)
+		}
+		if g, err := time.ParseDuration(svc.StopGrace); err != nil || g < grace || svc.StopSignal != "SIGTERM" {
+			t.Errorf("%s: stop %s after %q, want SIGTERM and at least %v", where, svc.StopSignal, svc.StopGrace, grace)
+		}
+		profile := "default"
+		if len(svc.Profiles) > 0 {
+			profile = strings.Join(svc.Profiles, ",")
+		}
+		profiles[profile] = append(profiles[profile], r)
+	}
+	for _, want := range []string{"default", "dedicated"} {
+		nodes := profiles[want]
+		if len(nodes) == 0 {
+			t.Errorf("compose: no services in profile %q", want)
+			continue
+		}
+		checkCluster(t, "compose profile "+want, nodes)
+	}
+	if n := len(profiles["dedicated"]); n != 6 {
+		t.Errorf("compose: profile dedicated has %d nodes, want 3 controllers + 3 brokers", n)
+	}
+}
+
+// ---- systemd ---------------------------------------------------------------
+
+// parseUnit reads a systemd unit: section -> key -> values in order.
+func parseUnit(t *testing.T, raw []byte) map[string]map[string][]string {
+	t.Helper()
+	out := map[string]map[string][]string{}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+			out[section] = map[string][]string{}
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || section == "" {
+				t.Fatalf("unit: bad line %q", line)
+			}
+			out[section][k] = append(out[section][k], v)
+		}
+	}
+	return out
+}
+
+func parseEnvFile(t *testing.T, raw []byte) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			t.Fatalf("runnel.env: bad line %q", line)
+		}
+		env[k] = strings.Trim(v, `"`)
+	}
+	return env
+}
+
+func TestDeploySystemd(t *testing.T) {
+	unit := parseUnit(t, readDeploy(t, "systemd/runnel.service"))
+	svc := unit["Service"]
+	one := func(key string) string {
+		if v := svc[key]; len(v) > 0 {
+			return v[len(v)-1]
+		}
+		return ""
+	}
+	exec := strings.Fields(one("ExecStart"))
+	if len(exec) < 2 || filepath.Base(exec[0]) != "runnel" {
+		t.Fatalf("ExecStart %q does not run runnel", exec)
+	}
+	// Environment= first; EnvironmentFile= overrides it (systemd.exec(5)).
+	env := map[string]string{}
+	for _, e := range svc["Environment"] {
+		k, v, _ := strings.Cut(e, "=")
+		env[k] = v
+	}
+	if filepath.Base(one("EnvironmentFile")) != "runnel.env" {
+		t.Errorf("EnvironmentFile=%s, want the runnel.env example's name", one("EnvironmentFile"))
+	}
+	for k, v := range parseEnvFile(t, readDeploy(t, "systemd/runnel.env")) {
+		env[k] = v
+	}
+	r := resolve(t, deployNode{where: "systemd", args: exec[1:], env: env})
+	checkListeners(t, r)
+	checkVoter(t, r)
+	if want := "/var/lib/" + one("StateDirectory"); one("StateDirectory") == "" || r.dataDir != want {
+		t.Errorf("systemd: data dir %s, StateDirectory=%s", r.dataDir, one("StateDirectory"))
+	}
+	if !slices.Contains(strings.Fields(strings.Join(svc["ReadWritePaths"], " ")), r.dataDir) {
+		t.Errorf("systemd: ReadWritePaths %q lacks the data dir %s", svc["ReadWritePaths"], r.dataDir)
+	}
+	nofile, _ := strconv.Atoi(one("LimitNOFILE"))
+	maxFiles, _ := strconv.Atoi(r.maxOpenFiles)
+	if nofile < 2*maxFiles {
+		t.Errorf("systemd: LimitNOFILE=%s leaves no room above --max-open-files=%s", one("LimitNOFILE"), r.maxOpenFiles)
+	}
+	stop, err := time.ParseDuration(one("TimeoutStopSec") + "s")
+	if err != nil || stop < 2*server.DefaultConfig().ShutdownTimeout {
+		t.Errorf("systemd: TimeoutStopSec=%s, too short for a controlled shutdown", one("TimeoutStopSec"))
+	}
+	for key, want := range map[string]string{
+		"Restart": "on-failure", "KillSignal": "SIGTERM", "NoNewPrivileges": "yes",
+		"ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes", "CapabilityBoundingSet": "",
+	} {
+		if v, ok := svc[key]; !ok || v[len(v)-1] != want {
+			t.Errorf("systemd: %s=%q, want %q", key, v, want)
+		}
+	}
+}
+
+// ---- Kubernetes: plain manifests and the Helm chart ------------------------
+
+type kubeMeta struct {
+	Name        string            `yaml:"name"`
+	Labels      map[string]string `yaml:"labels"`
+	Annotations map[string]string `yaml:"annotations"`
+}
+
+type kubeProbe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+type kubeContainer struct {
+	Name    string   `yaml:"name"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     []struct {
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom *struct {
+			FieldRef *struct {
+				FieldPath string `yaml:"fieldPath"`
+			} `yaml:"fieldRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	LivenessProbe  *kubeProbe `yaml:"livenessProbe"`
+	ReadinessProbe *kubeProbe `yaml:"readinessProbe"`
+	StartupProbe   *kubeProbe `yaml:"startupProbe"`
+	VolumeMounts   []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+}
+
+type kubeStatefulSet struct {
+	ServiceName string `yaml:"serviceName"`
+	Replicas    int    `yaml:"replicas"`
+	Template    struct {
+		Metadata kubeMeta `yaml:"metadata"`
+		Spec     struct {
+			TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
+			Affinity                      struct {
+				PodAntiAffinity map[string][]map[string]any `yaml:"podAntiAffinity"`
+			} `yaml:"affinity"`
+			Containers []kubeContainer `yaml:"containers"`
+		} `yaml:"spec"`
+	} `yaml:"template"`
+	VolumeClaimTemplates []struct {
+		Metadata kubeMeta `yaml:"metadata"`
+	} `yaml:"volumeClaimTemplates"`
+}
+
+type kubeService struct {
+	Type                     string            `yaml:"type"`
+	ClusterIP                string            `yaml:"clusterIP"`
+	PublishNotReadyAddresses bool              `yaml:"publishNotReadyAddresses"`
+	Selector                 map[string]string `yaml:"selector"`
+	Ports                    []struct {
+		Name       string `yaml:"name"`
+		Port       int    `yaml:"port"`
+		TargetPort any    `yaml:"targetPort"`
+		NodePort   int    `yaml:"nodePort"`
+	} `yaml:"ports"`
+}
+
+type kubeObjects struct {
+	sets     map[string]kubeStatefulSet
+	services map[string]kubeService
+	meta     map[string]kubeMeta // "Kind/name"
+	pdbs     []map[string]string // selectors
+	monitors []kubeMonitor
+}
+
+type kubeMonitor struct {
+	Selector struct {
+		MatchLabels map[string]string `yaml:"matchLabels"`
+	} `yaml:"selector"`
+	Endpoints []struct {
+		Port string `yaml:"port"`
+		Path string `yaml:"path"`
+	} `yaml:"endpoints"`
+}
+
+func parseKube(t *testing.T, where string, raw []byte) kubeObjects {
+	t.Helper()
+	objs := kubeObjects{sets: map[string]kubeStatefulSet{}, services: map[string]kubeService{}, meta: map[string]kubeMeta{}}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var doc struct {
+			Kind     string    `yaml:"kind"`
+			Metadata kubeMeta  `yaml:"metadata"`
+			Spec     yaml.Node `yaml:"spec"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			if err.Error() == "EOF" {
+				return objs
+			}
+			t.Fatalf("%s: %v", where, err)
+		}
+		objs.meta[doc.Kind+"/"+doc.Metadata.Name] = doc.Metadata
+		var err error
+		switch doc.Kind {
+		case "StatefulSet":
+			var s kubeStatefulSet
+			err = doc.Spec.Decode(&s)
+			objs.sets[doc.Metadata.Name] = s
+		case "Service":
+			var s kubeService
+			err = doc.Spec.Decode(&s)
+			objs.services[doc.Metadata.Name] = s
+		case "PodDisruptionBudget":
+			var p struct {
+				Selector struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"selector"`
+			}
+			err = doc.Spec.Decode(&p)
+			objs.pdbs = append(objs.pdbs, p.Selector.MatchLabels)
+		case "ServiceMonitor":
+			var m kubeMonitor
+			err = doc.Spec.Decode(&m)
+			objs.monitors = append(objs.monitors, m)
+		}
+		if err != nil {
+			t.Fatalf("%s: %s %s: %v", where, doc.Kind, doc.Metadata.Name, err)
+		}
+	}
+}
+
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// Downward API values the simulated pods get.
+const (
+	simHostIP = "192.0.2.7"
+	simZone   = "zone-a"
+)
+
+// kubePod runs pod `pod` of a StatefulSet's runnel container as far as the
+// exec of runnel: $(VAR) references and downward API fields are expanded, a
+// /bin/sh -c start script is run with the binary replaced by a stub that
+// prints its arguments and environment.
+func kubePod(t *testing.T, where, pod string, c kubeContainer) deployNode {
+	t.Helper()
+	env := map[string]string{}
+	expand := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+	for _, e := range c.Env {
+		v := expand.ReplaceAllStringFunc(e.Value, func(m string) string {
+			if x, ok := env[m[2:len(m)-1]]; ok {
+				return x
+			}
+			return m
+		})
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			switch fp := e.ValueFrom.FieldRef.FieldPath; fp {
+			case "metadata.name":
+				v = pod
+			case "status.hostIP":
+				v = simHostIP
+			case "metadata.labels['topology.kubernetes.io/zone']":
+				v = simZone
+			default:
+				t.Fatalf("%s: env %s from unexpected field %s", where, e.Name, fp)
+			}
+		}
+		env[e.Name] = v
+	}
+	argv := append(slices.Clone(c.Command), c.Args...)
+	if slices.Equal(c.Command, []string{"/bin/sh", "-c"}) && len(c.Args) == 1 {
+		return runStartScript(t, where, c.Args[0], env)
+	}
+	if len(argv) == 0 || argv[0] != imageBinary {
+		t.Fatalf("%s: command %q does not run %s", where, argv, imageBinary)
+	}
+	return deployNode{where: where, args: argv[1:], env: env}
+}
+
+func runStartScript(t *testing.T, where, script string, env map[string]string) deployNode {
+	t.Helper()
+	if !strings.Contains(script, "exec "+imageBinary+" serve") {
+		t.Fatalf("%s: start script does not exec %s serve:\n%s", where, imageBinary, script)
+	}
+	stub := filepath.Join(t.TempDir(), "runnel")
+	if err := os.WriteFile(stub, []byte("#!/bin/sh\nfor a in \"$@\"; do printf 'ARG %s\\n' \"$a\"; done\nenv\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(script, imageBinary, stub))
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: start script: %v\n%s", where, err, out)
+	}
+	n := deployNode{where: where, env: map[string]string{}}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if a, ok := strings.CutPrefix(line, "ARG "); ok {
+			n.args = append(n.args, a)
+		} else if k, v, ok := strings.Cut(line, "="); ok && k != "PATH" && k != "PWD" && k != "SHLVL" && k != "_" {
+			n.env[k] = v
+		}
+	}
+	return n
+}
+
+// checkKube checks one set of manifests: every StatefulSet pod resolved, the
+// pods together form one cluster, and Services, probes, PDBs and scrape
+// settings point at what the pods serve.
+func checkKube(t *testing.T, name string, objs kubeObjects) {
+	t.Helper()
+	if len(objs.sets) == 0 {
+		t.Fatalf("%s: no StatefulSet", name)
+	}
+	var nodes []resolved
+	var voters int
+	graceMin := int(server.DefaultConfig().ShutdownTimeout.Seconds()) * 2
+	for setName, s := range objs.sets {
+		where := name + " StatefulSet " + setName
+		spec := s.Template.Spec
+		if len(spec.Containers) != 1 {
+			t.Fatalf("%s: %d containers, want the runnel one", where, len(spec.Containers))
+		}
+		c := spec.Containers[0]
+		head, ok := objs.services[s.ServiceName]
+		if !ok || head.ClusterIP != "None" || !head.PublishNotReadyAddresses || !selects(head.Selector, s.Template.Metadata.Labels) {
+			t.Errorf("%s: serviceName %q is not a headless Service publishing not-ready pods of this set", where, s.ServiceName)
+		}
+		if spec.TerminationGracePeriodSeconds < graceMin {
+			t.Errorf("%s: terminationGracePeriodSeconds %d < %d", where, spec.TerminationGracePeriodSeconds, graceMin)
+		}
+		if !strings.Contains(fmt.Sprint(spec.Affinity.PodAntiAffinity), "topologyKey:kubernetes.io/hostname") {
+			t.Errorf("%s: no pod anti-affinity by hostname", where)
+		}
+		if !slices.ContainsFunc(objs.pdbs, func(sel map[string]string) bool { return selects(sel, s.Template.Metadata.Labels) }) {
+			t.Errorf("%s: no PodDisruptionBudget covers the pods", where)
+		}
+		ports := map[string]int{}
+		published := map[int]bool{}
+		for _, p := range c.Ports {
+			ports[p.Name] = p.ContainerPort
+			published[p.ContainerPort] = true
+		}
+		probePort := func(p any) int {
+			if s, ok := p.(string); ok {
+				return ports[s]
+			}
+			return p.(int)
+		}
+		for i := 0; i < s.Replicas; i++ {
+			pod := fmt.Sprintf("%s-%d", setName, i)
+			r := resolve(t, kubePod(t, name+" pod "+pod, pod, c))
+			r.published = published
+			for _, p := range []struct {
+				what  string
+				probe *kubeProbe
+				want  string
+			}{{"livenessProbe", c.LivenessProbe, livezPath}, {"readinessProbe", c.ReadinessProbe, readyzPath}, {"startupProbe", c.StartupProbe, livezPath}} {
+				if p.probe == nil || p.probe.HTTPGet == nil {
+					if p.what != "startupProbe" {
+						t.Errorf("%s: no HTTP %s", r.where, p.what)
+					}
+					continue
+				}
+				checkProbe(t, r, p.what, p.probe.HTTPGet.Path, probePort(p.probe.HTTPGet.Port), p.want)
+			}
+			if a := s.Template.Metadata.Annotations; a["prometheus.io/scrape"] == "true" {
+				if a["prometheus.io/path"] != metricsPath || portOrZero(a["prometheus.io/port"]) != portOf(t, r.where, r.http) {
+					t.Errorf("%s: scrape annotations %v, runnel serves %s on %s", r.where, a, metricsPath, r.http)
+				}
+			}
+			if !slices.ContainsFunc(c.VolumeMounts, func(m struct {
+				Name      string `yaml:"name"`
+				MountPath string `yaml:"mountPath"`
+			}) bool {
+				return m.MountPath == r.dataDir && slices.ContainsFunc(s.VolumeClaimTemplates, func(v struct {
+					Metadata kubeMeta `yaml:"metadata"`
+				}) bool {
+					return v.Metadata.Name == m.Name
+				})
+			}) {
+				t.Errorf("%s: data dir %s is not on a volumeClaimTemplate", r.where, r.dataDir)
+			}
+			checkKubeAddresses(t, r, pod, s.ServiceName, objs)
+			if r.has(server.RoleController) {
+				voters++
+			}
+			if r.rack != "" && r.rack != simZone {
+				t.Errorf("%s: rack %q, want the zone %q", r.where, r.rack, simZone)
+			}
+			nodes = append(nodes, r)
+		}
+	}
+	checkCluster(t, name, nodes)
+	if len(nodes[0].ctrls) != voters {
+		t.Errorf("%s: --controllers lists %d voters, the StatefulSets run %d controller pods", name, len(nodes[0].ctrls), voters)
+	}
+	checkKubeServices(t, name, objs)
+}
+
+// checkKubeAddresses: Raft and HTTP are advertised under the pod's stable
+// name; Kafka under it too, or under the pod's external Service.
+func checkKubeAddresses(t *testing.T, r resolved, pod, headless string, objs kubeObjects) {
+	t.Helper()
+	stable := pod + "." + headless
+	for _, adv := range []string{r.raftAdv, r.httpAdv} {
+		if host, _ := splitPort(t, r.where, adv); host != stable && !strings.HasPrefix(host, stable+".") {
+			t.Errorf("%s: advertises %s, not the stable name %s", r.where, adv, stable)
+		}
+	}
+	if r.kafka == "" {
+		return
+	}
+	host, port := splitPort(t, r.where, r.kafkaAdv)
+	if host == stable || strings.HasPrefix(host, stable+".") {
+		if port != portOf(t, r.where, r.kafka) {
+			t.Errorf("%s: advertises Kafka %s, listens on %s", r.where, r.kafkaAdv, r.kafka)
+		}
+		return
+	}
+	ext, ok := objs.services[pod+"-external"]
+	if !ok || ext.Selector["statefulset.kubernetes.io/pod-name"] != pod || len(ext.Ports) != 1 {
+		t.Errorf("%s: advertises Kafka %s, but there is no %s-external Service for it", r.where, r.kafkaAdv, pod)
+		return
+	}
+	want := ext.Ports[0].Port
+	if ext.Type == "NodePort" {
+		want = ext.Ports[0].NodePort
+		if host != simHostIP {
+			t.Errorf("%s: advertises Kafka on %s, the pod's node is %s", r.where, host, simHostIP)
+		}
+	}
+	if port != want {
+		t.Errorf("%s: advertises Kafka port %d, its %s Service opens %d", r.where, port, ext.Type, want)
+	}
+}
+
+// checkKubeServices: every Service selects pods and targets ports they have;
+// a ServiceMonitor scrapes /metrics on the http port of a selected Service.
+func checkKubeServices(t *testing.T, name string, objs kubeObjects) {
+	t.Helper()
+	for svcName, svc := range objs.services {
+		found := false
+		for setName, s := range objs.sets {
+			labels := map[string]string{"statefulset.kubernetes.io/pod-name": ""}
+			for k, v := range s.Template.Metadata.Labels {
+				labels[k] = v
+			}
+			if pod := svc.Selector["statefulset.kubernetes.io/pod-name"]; strings.HasPrefix(pod, setName+"-") {
+				labels["statefulset.kubernetes.io/pod-name"] = pod
+			}
+			if !selects(svc.Selector, labels) {
+				continue
+			}
+			found = true
+			for _, p := range svc.Ports {
+				ok := slices.ContainsFunc(s.Template.Spec.Containers[0].Ports, func(cp struct {
+					Name          string `yaml:"name"`
+					ContainerPort int    `yaml:"containerPort"`
+				}) bool {
+					return cp.Name == p.TargetPort || cp.ContainerPort == p.TargetPort
+				})
+				if !ok && p.Name != "kafka" || !ok && s.Template.Metadata.Labels["runnel.io/broker"] != "false" {
+					t.Errorf("%s: Service %s port %s targets %v, which StatefulSet %s does not open", name, svcName, p.Name, p.TargetPort, setName)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: Service %s selects no runnel pods", name, svcName)
+		}
+	}
+	for _, m := range objs.monitors {
+		ok := false
+		for svcName := range objs.services {
+			if selects(m.Selector.MatchLabels, objs.meta["Service/"+svcName].Labels) {
+				ok = true
+			}
+		}
+		if !ok || len(m.Endpoints) != 1 || m.Endpoints[0].Port != "http" || m.Endpoints[0].Path != metricsPath {
+			t.Errorf("%s: ServiceMonitor %+v does not scrape %s on a runnel Service's http port", name, m, metricsPath)
+		}
+	}
+}
+
+func TestDeployKubernetesManifests(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(deployDir, "kubernetes/manifests/*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("namespace:")) {
+			t.Errorf("%s: sets a namespace; the plain manifests are namespace-agnostic", f)
+		}
+		all = append(append(all, b...), "\n---\n"...)
+	}
+	checkKube(t, "manifests", parseKube(t, "manifests", all))
+}
+
+// helm runs helm from the Go module proxy (built once, then cached by go run).
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"run", helmCmd}, args...)...)
+	cmd.Dir = moduleRoot
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+func TestDeployHelmChart(t *testing.T) {
+	if os.Getenv("RUNNEL_SKIP_HELM") != "" {
+		t.Skip("RUNNEL_SKIP_HELM is set")
+	}
+	chart := filepath.Join("deploy", "kubernetes", "helm", "runnel")
+	if out, err := helm(t, "lint", "--strict", chart); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, v := range []struct {
+		name string
+		set  []string
+	}{
+		{"defaults", nil},
+		{"five-voters", []string{"controllers.replicas=5"}},
+		{"dedicated", []string{"controllers.roles=controller", "brokers.replicas=3"}},
+		{"combined-plus-brokers-nodeport", []string{"brokers.replicas=2", "externalAccess.enabled=true", "antiAffinity=soft"}},
+		{"loadbalancer", []string{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer",
+			"externalAccess.loadBalancer.addresses={k0.example.com,k1.example.com,k2.example.com:19092}"}},
+		{"rack-and-servicemonitor", []string{"rack.source=podLabel", "metrics.serviceMonitor.enabled=true"}},
+		{"rack-from-node", []string{"rack.source=nodeLabel", "rack.kubectlImage=example.invalid/kubectl:1", "brokers.replicas=1"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			args := []string{"template", "rn", chart, "--namespace", "streams"}
+			for _, s := range v.set {
+				args = append(args, "--set", s)
+			}
+			out, err := helm(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkKube(t, "helm "+v.name, parseKube(t, "helm "+v.name, out))
+		})
+	}
+	// The chart refuses settings that cannot make a cluster.
+	for _, bad := range [][]string{{"controllers.replicas=0"}, {"controllers.roles=controller"},
+		{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer"}} {
+		args := []string{"template", "rn", chart}
+		for _, s := range bad {
+			args = append(args, "--set", s)
+		}
+		if _, err := helm(t, args...); err == nil {
+			t.Errorf("helm template with %v succeeded, want a refusal", bad)
+		}
+	}
+}
