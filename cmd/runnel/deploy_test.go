@@ -17,7 +17,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,6 +37,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server"
+	"github.com/runnel/runnel/server/servertest"
 )
 
 const (
@@ -71,12 +74,12 @@ type deployNode struct {
 // resolved is a node's effective settings, parsed by newServeCommand itself.
 type resolved struct {
 	deployNode
-	id                           int32
-	roles                        []server.Role
-	ctrls                        []raftfsm.Server
-	http, kafka, raft            string
-	httpAdv, kafkaAdv, raftAdv   string // effective: the flag, else the listen address
-	dataDir, rack, maxOpenFiles  string
+	id                          int32
+	roles                       []server.Role
+	ctrls                       []raftfsm.Server
+	http, kafka, raft           string
+	httpAdv, kafkaAdv, raftAdv  string // effective: the flag, else the listen address
+	dataDir, rack, maxOpenFiles string
 }
 
 func (r resolved) has(role server.Role) bool { return slices.Contains(r.roles, role) }
@@ -626,480 +629,125 @@ func TestDeploySystemd(t *testing.T) {
 	}
 }
 
-// ---- Kubernetes: plain manifests and the Helm chart ------------------------
+// ---- the image's binary, live ---------------------------------------------
 
-type kubeMeta struct {
-	Name        string            `yaml:"name"`
-	Labels      map[string]string `yaml:"labels"`
-	Annotations map[string]string `yaml:"annotations"`
-}
-
-type kubeProbe struct {
-	HTTPGet *struct {
-		Path string `yaml:"path"`
-		Port any    `yaml:"port"`
-	} `yaml:"httpGet"`
-}
-
-type kubeContainer struct {
-	Name    string   `yaml:"name"`
-	Command []string `yaml:"command"`
-	Args    []string `yaml:"args"`
-	Env     []struct {
-		Name      string `yaml:"name"`
-		Value     string `yaml:"value"`
-		ValueFrom *struct {
-			FieldRef *struct {
-				FieldPath string `yaml:"fieldPath"`
-			} `yaml:"fieldRef"`
-		} `yaml:"valueFrom"`
-	} `yaml:"env"`
-	Ports []struct {
-		Name          string `yaml:"name"`
-		ContainerPort int    `yaml:"containerPort"`
-	} `yaml:"ports"`
-	LivenessProbe  *kubeProbe `yaml:"livenessProbe"`
-	ReadinessProbe *kubeProbe `yaml:"readinessProbe"`
-	StartupProbe   *kubeProbe `yaml:"startupProbe"`
-	VolumeMounts   []struct {
-		Name      string `yaml:"name"`
-		MountPath string `yaml:"mountPath"`
-	} `yaml:"volumeMounts"`
-}
-
-type kubeStatefulSet struct {
-	ServiceName string `yaml:"serviceName"`
-	Replicas    int    `yaml:"replicas"`
-	Template    struct {
-		Metadata kubeMeta `yaml:"metadata"`
-		Spec     struct {
-			TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
-			Affinity                      struct {
-				PodAntiAffinity map[string][]map[string]any `yaml:"podAntiAffinity"`
-			} `yaml:"affinity"`
-			Containers []kubeContainer `yaml:"containers"`
-		} `yaml:"spec"`
-	} `yaml:"template"`
-	VolumeClaimTemplates []struct {
-		Metadata kubeMeta `yaml:"metadata"`
-	} `yaml:"volumeClaimTemplates"`
-}
-
-type kubeService struct {
-	Type                     string            `yaml:"type"`
-	ClusterIP                string            `yaml:"clusterIP"`
-	PublishNotReadyAddresses bool              `yaml:"publishNotReadyAddresses"`
-	Selector                 map[string]string `yaml:"selector"`
-	Ports                    []struct {
-		Name       string `yaml:"name"`
-		Port       int    `yaml:"port"`
-		TargetPort any    `yaml:"targetPort"`
-		NodePort   int    `yaml:"nodePort"`
-	} `yaml:"ports"`
-}
-
-type kubeObjects struct {
-	sets     map[string]kubeStatefulSet
-	services map[string]kubeService
-	meta     map[string]kubeMeta // "Kind/name"
-	pdbs     []map[string]string // selectors
-	monitors []kubeMonitor
-}
-
-type kubeMonitor struct {
-	Selector struct {
-		MatchLabels map[string]string `yaml:"matchLabels"`
-	} `yaml:"selector"`
-	Endpoints []struct {
-		Port string `yaml:"port"`
-		Path string `yaml:"path"`
-	} `yaml:"endpoints"`
-}
-
-func parseKube(t *testing.T, where string, raw []byte) kubeObjects {
+// buildLikeCI runs line (VAR=value... go build ... -o <path> ...) from the
+// module root with the -o path replaced by out.
+func buildLikeCI(t *testing.T, line, out string) {
 	t.Helper()
-	objs := kubeObjects{sets: map[string]kubeStatefulSet{}, services: map[string]kubeService{}, meta: map[string]kubeMeta{}}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	for {
-		var doc struct {
-			Kind     string    `yaml:"kind"`
-			Metadata kubeMeta  `yaml:"metadata"`
-			Spec     yaml.Node `yaml:"spec"`
-		}
-		if err := dec.Decode(&doc); err != nil {
-			if err.Error() == "EOF" {
-				return objs
-			}
-			t.Fatalf("%s: %v", where, err)
-		}
-		objs.meta[doc.Kind+"/"+doc.Metadata.Name] = doc.Metadata
-		var err error
-		switch doc.Kind {
-		case "StatefulSet":
-			var s kubeStatefulSet
-			err = doc.Spec.Decode(&s)
-			objs.sets[doc.Metadata.Name] = s
-		case "Service":
-			var s kubeService
-			err = doc.Spec.Decode(&s)
-			objs.services[doc.Metadata.Name] = s
-		case "PodDisruptionBudget":
-			var p struct {
-				Selector struct {
-					MatchLabels map[string]string `yaml:"matchLabels"`
-				} `yaml:"selector"`
-			}
-			err = doc.Spec.Decode(&p)
-			objs.pdbs = append(objs.pdbs, p.Selector.MatchLabels)
-		case "ServiceMonitor":
-			var m kubeMonitor
-			err = doc.Spec.Decode(&m)
-			objs.monitors = append(objs.monitors, m)
-		}
-		if err != nil {
-			t.Fatalf("%s: %s %s: %v", where, doc.Kind, doc.Metadata.Name, err)
-		}
+	fields := strings.Fields(line)
+	var env []string
+	for len(fields) > 0 && strings.Contains(fields[0], "=") {
+		env, fields = append(env, fields[0]), fields[1:]
 	}
-}
-
-func selects(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
+	i := slices.Index(fields, "-o")
+	if len(fields) < 2 || fields[0] != "go" || fields[1] != "build" || i < 0 || i+1 >= len(fields) {
+		t.Fatalf("%q is not a go build -o line", line)
 	}
-	return len(selector) > 0
-}
-
-// Downward API values the simulated pods get.
-const (
-	simHostIP = "192.0.2.7"
-	simZone   = "zone-a"
-)
-
-// kubePod runs pod `pod` of a StatefulSet's runnel container as far as the
-// exec of runnel: $(VAR) references and downward API fields are expanded, a
-// /bin/sh -c start script is run with the binary replaced by a stub that
-// prints its arguments and environment.
-func kubePod(t *testing.T, where, pod string, c kubeContainer) deployNode {
-	t.Helper()
-	env := map[string]string{}
-	expand := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-	for _, e := range c.Env {
-		v := expand.ReplaceAllStringFunc(e.Value, func(m string) string {
-			if x, ok := env[m[2:len(m)-1]]; ok {
-				return x
-			}
-			return m
-		})
-		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
-			switch fp := e.ValueFrom.FieldRef.FieldPath; fp {
-			case "metadata.name":
-				v = pod
-			case "status.hostIP":
-				v = simHostIP
-			case "metadata.labels['topology.kubernetes.io/zone']":
-				v = simZone
-			default:
-				t.Fatalf("%s: env %s from unexpected field %s", where, e.Name, fp)
-			}
-		}
-		env[e.Name] = v
-	}
-	argv := append(slices.Clone(c.Command), c.Args...)
-	if slices.Equal(c.Command, []string{"/bin/sh", "-c"}) && len(c.Args) == 1 {
-		return runStartScript(t, where, c.Args[0], env)
-	}
-	if len(argv) == 0 || argv[0] != imageBinary {
-		t.Fatalf("%s: command %q does not run %s", where, argv, imageBinary)
-	}
-	return deployNode{where: where, args: argv[1:], env: env}
-}
-
-func runStartScript(t *testing.T, where, script string, env map[string]string) deployNode {
-	t.Helper()
-	if !strings.Contains(script, "exec "+imageBinary+" serve") {
-		t.Fatalf("%s: start script does not exec %s serve:\n%s", where, imageBinary, script)
-	}
-	stub := filepath.Join(t.TempDir(), "runnel")
-	if err := os.WriteFile(stub, []byte("#!/bin/sh\nfor a in \"$@\"; do printf 'ARG %s\\n' \"$a\"; done\nenv\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(script, imageBinary, stub))
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: start script: %v\n%s", where, err, out)
-	}
-	n := deployNode{where: where, env: map[string]string{}}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if a, ok := strings.CutPrefix(line, "ARG "); ok {
-			n.args = append(n.args, a)
-		} else if k, v, ok := strings.Cut(line, "="); ok && k != "PATH" && k != "PWD" && k != "SHLVL" && k != "_" {
-			n.env[k] = v
-		}
-	}
-	return n
-}
-
-// checkKube checks one set of manifests: every StatefulSet pod resolved, the
-// pods together form one cluster, and Services, probes, PDBs and scrape
-// settings point at what the pods serve.
-func checkKube(t *testing.T, name string, objs kubeObjects) {
-	t.Helper()
-	if len(objs.sets) == 0 {
-		t.Fatalf("%s: no StatefulSet", name)
-	}
-	var nodes []resolved
-	var voters int
-	graceMin := int(server.DefaultConfig().ShutdownTimeout.Seconds()) * 2
-	for setName, s := range objs.sets {
-		where := name + " StatefulSet " + setName
-		spec := s.Template.Spec
-		if len(spec.Containers) != 1 {
-			t.Fatalf("%s: %d containers, want the runnel one", where, len(spec.Containers))
-		}
-		c := spec.Containers[0]
-		head, ok := objs.services[s.ServiceName]
-		if !ok || head.ClusterIP != "None" || !head.PublishNotReadyAddresses || !selects(head.Selector, s.Template.Metadata.Labels) {
-			t.Errorf("%s: serviceName %q is not a headless Service publishing not-ready pods of this set", where, s.ServiceName)
-		}
-		if spec.TerminationGracePeriodSeconds < graceMin {
-			t.Errorf("%s: terminationGracePeriodSeconds %d < %d", where, spec.TerminationGracePeriodSeconds, graceMin)
-		}
-		if !strings.Contains(fmt.Sprint(spec.Affinity.PodAntiAffinity), "topologyKey:kubernetes.io/hostname") {
-			t.Errorf("%s: no pod anti-affinity by hostname", where)
-		}
-		if !slices.ContainsFunc(objs.pdbs, func(sel map[string]string) bool { return selects(sel, s.Template.Metadata.Labels) }) {
-			t.Errorf("%s: no PodDisruptionBudget covers the pods", where)
-		}
-		ports := map[string]int{}
-		published := map[int]bool{}
-		for _, p := range c.Ports {
-			ports[p.Name] = p.ContainerPort
-			published[p.ContainerPort] = true
-		}
-		probePort := func(p any) int {
-			if s, ok := p.(string); ok {
-				return ports[s]
-			}
-			return p.(int)
-		}
-		for i := 0; i < s.Replicas; i++ {
-			pod := fmt.Sprintf("%s-%d", setName, i)
-			r := resolve(t, kubePod(t, name+" pod "+pod, pod, c))
-			r.published = published
-			for _, p := range []struct {
-				what  string
-				probe *kubeProbe
-				want  string
-			}{{"livenessProbe", c.LivenessProbe, livezPath}, {"readinessProbe", c.ReadinessProbe, readyzPath}, {"startupProbe", c.StartupProbe, livezPath}} {
-				if p.probe == nil || p.probe.HTTPGet == nil {
-					if p.what != "startupProbe" {
-						t.Errorf("%s: no HTTP %s", r.where, p.what)
-					}
-					continue
-				}
-				checkProbe(t, r, p.what, p.probe.HTTPGet.Path, probePort(p.probe.HTTPGet.Port), p.want)
-			}
-			if a := s.Template.Metadata.Annotations; a["prometheus.io/scrape"] == "true" {
-				if a["prometheus.io/path"] != metricsPath || portOrZero(a["prometheus.io/port"]) != portOf(t, r.where, r.http) {
-					t.Errorf("%s: scrape annotations %v, runnel serves %s on %s", r.where, a, metricsPath, r.http)
-				}
-			}
-			if !slices.ContainsFunc(c.VolumeMounts, func(m struct {
-				Name      string `yaml:"name"`
-				MountPath string `yaml:"mountPath"`
-			}) bool {
-				return m.MountPath == r.dataDir && slices.ContainsFunc(s.VolumeClaimTemplates, func(v struct {
-					Metadata kubeMeta `yaml:"metadata"`
-				}) bool {
-					return v.Metadata.Name == m.Name
-				})
-			}) {
-				t.Errorf("%s: data dir %s is not on a volumeClaimTemplate", r.where, r.dataDir)
-			}
-			checkKubeAddresses(t, r, pod, s.ServiceName, objs)
-			if r.has(server.RoleController) {
-				voters++
-			}
-			if r.rack != "" && r.rack != simZone {
-				t.Errorf("%s: rack %q, want the zone %q", r.where, r.rack, simZone)
-			}
-			nodes = append(nodes, r)
-		}
-	}
-	checkCluster(t, name, nodes)
-	if len(nodes[0].ctrls) != voters {
-		t.Errorf("%s: --controllers lists %d voters, the StatefulSets run %d controller pods", name, len(nodes[0].ctrls), voters)
-	}
-	checkKubeServices(t, name, objs)
-}
-
-// checkKubeAddresses: Raft and HTTP are advertised under the pod's stable
-// name; Kafka under it too, or under the pod's external Service.
-func checkKubeAddresses(t *testing.T, r resolved, pod, headless string, objs kubeObjects) {
-	t.Helper()
-	stable := pod + "." + headless
-	for _, adv := range []string{r.raftAdv, r.httpAdv} {
-		if host, _ := splitPort(t, r.where, adv); host != stable && !strings.HasPrefix(host, stable+".") {
-			t.Errorf("%s: advertises %s, not the stable name %s", r.where, adv, stable)
-		}
-	}
-	if r.kafka == "" {
-		return
-	}
-	host, port := splitPort(t, r.where, r.kafkaAdv)
-	if host == stable || strings.HasPrefix(host, stable+".") {
-		if port != portOf(t, r.where, r.kafka) {
-			t.Errorf("%s: advertises Kafka %s, listens on %s", r.where, r.kafkaAdv, r.kafka)
-		}
-		return
-	}
-	ext, ok := objs.services[pod+"-external"]
-	if !ok || ext.Selector["statefulset.kubernetes.io/pod-name"] != pod || len(ext.Ports) != 1 {
-		t.Errorf("%s: advertises Kafka %s, but there is no %s-external Service for it", r.where, r.kafkaAdv, pod)
-		return
-	}
-	want := ext.Ports[0].Port
-	if ext.Type == "NodePort" {
-		want = ext.Ports[0].NodePort
-		if host != simHostIP {
-			t.Errorf("%s: advertises Kafka on %s, the pod's node is %s", r.where, host, simHostIP)
-		}
-	}
-	if port != want {
-		t.Errorf("%s: advertises Kafka port %d, its %s Service opens %d", r.where, port, ext.Type, want)
-	}
-}
-
-// checkKubeServices: every Service selects pods and targets ports they have;
-// a ServiceMonitor scrapes /metrics on the http port of a selected Service.
-func checkKubeServices(t *testing.T, name string, objs kubeObjects) {
-	t.Helper()
-	for svcName, svc := range objs.services {
-		found := false
-		for setName, s := range objs.sets {
-			labels := map[string]string{"statefulset.kubernetes.io/pod-name": ""}
-			for k, v := range s.Template.Metadata.Labels {
-				labels[k] = v
-			}
-			if pod := svc.Selector["statefulset.kubernetes.io/pod-name"]; strings.HasPrefix(pod, setName+"-") {
-				labels["statefulset.kubernetes.io/pod-name"] = pod
-			}
-			if !selects(svc.Selector, labels) {
-				continue
-			}
-			found = true
-			for _, p := range svc.Ports {
-				ok := slices.ContainsFunc(s.Template.Spec.Containers[0].Ports, func(cp struct {
-					Name          string `yaml:"name"`
-					ContainerPort int    `yaml:"containerPort"`
-				}) bool {
-					return cp.Name == p.TargetPort || cp.ContainerPort == p.TargetPort
-				})
-				if !ok && p.Name != "kafka" || !ok && s.Template.Metadata.Labels["runnel.io/broker"] != "false" {
-					t.Errorf("%s: Service %s port %s targets %v, which StatefulSet %s does not open", name, svcName, p.Name, p.TargetPort, setName)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("%s: Service %s selects no runnel pods", name, svcName)
-		}
-	}
-	for _, m := range objs.monitors {
-		ok := false
-		for svcName := range objs.services {
-			if selects(m.Selector.MatchLabels, objs.meta["Service/"+svcName].Labels) {
-				ok = true
-			}
-		}
-		if !ok || len(m.Endpoints) != 1 || m.Endpoints[0].Port != "http" || m.Endpoints[0].Path != metricsPath {
-			t.Errorf("%s: ServiceMonitor %+v does not scrape %s on a runnel Service's http port", name, m, metricsPath)
-		}
-	}
-}
-
-func TestDeployKubernetesManifests(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(deployDir, "kubernetes/manifests/*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests: %v", err)
-	}
-	var all []byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte("namespace:")) {
-			t.Errorf("%s: sets a namespace; the plain manifests are namespace-agnostic", f)
-		}
-		all = append(append(all, b...), "\n---\n"...)
-	}
-	checkKube(t, "manifests", parseKube(t, "manifests", all))
-}
-
-// helm runs helm from the Go module proxy (built once, then cached by go run).
-func helm(t *testing.T, args ...string) ([]byte, error) {
-	t.Helper()
+	fields[i+1] = out
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"run", helmCmd}, args...)...)
+	cmd := exec.CommandContext(ctx, fields[0], fields[1:]...)
 	cmd.Dir = moduleRoot
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, b)
 	}
-	return out, nil
 }
 
-func TestDeployHelmChart(t *testing.T) {
-	if os.Getenv("RUNNEL_SKIP_HELM") != "" {
-		t.Skip("RUNNEL_SKIP_HELM is set")
+// TestDeployImageServes builds runnel with the Dockerfile's build line, so CI
+// compiles exactly what the image ships, starts it with the image's
+// environment, and checks that it serves the paths the deploy files probe
+// and scrape and every metric the Grafana dashboard plots.
+func TestDeployImageServes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds runnel with the Dockerfile's go build line")
 	}
-	chart := filepath.Join("deploy", "kubernetes", "helm", "runnel")
-	if out, err := helm(t, "lint", "--strict", chart); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	d := parseDockerfile(t)
+	bin := filepath.Join(t.TempDir(), "runnel")
+	buildLikeCI(t, ciBuild, bin)
+	t.Setenv("RUNNEL_BINARY", bin)
+	var env []string
+	for k, v := range d.env {
+		env = append(env, k+"="+v)
 	}
-	for _, v := range []struct {
-		name string
-		set  []string
-	}{
-		{"defaults", nil},
-		{"five-voters", []string{"controllers.replicas=5"}},
-		{"dedicated", []string{"controllers.roles=controller", "brokers.replicas=3"}},
-		{"combined-plus-brokers-nodeport", []string{"brokers.replicas=2", "externalAccess.enabled=true", "antiAffinity=soft"}},
-		{"loadbalancer", []string{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer",
-			"externalAccess.loadBalancer.addresses={k0.example.com,k1.example.com,k2.example.com:19092}"}},
-		{"rack-and-servicemonitor", []string{"rack.source=podLabel", "metrics.serviceMonitor.enabled=true"}},
-		{"rack-from-node", []string{"rack.source=nodeLabel", "rack.kubectlImage=example.invalid/kubectl:1", "brokers.replicas=1"}},
-	} {
-		t.Run(v.name, func(t *testing.T) {
-			args := []string{"template", "rn", chart, "--namespace", "streams"}
-			for _, s := range v.set {
-				args = append(args, "--set", s)
-			}
-			out, err := helm(t, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkKube(t, "helm "+v.name, parseKube(t, "helm "+v.name, out))
-		})
-	}
-	// The chart refuses settings that cannot make a cluster.
-	for _, bad := range [][]string{{"controllers.replicas=0"}, {"controllers.roles=controller"},
-		{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer"}} {
-		args := []string{"template", "rn", chart}
-		for _, s := range bad {
-			args = append(args, "--set", s)
-		}
-		if _, err := helm(t, args...); err == nil {
-			t.Errorf("helm template with %v succeeded, want a refusal", bad)
+	node := servertest.Start(t, servertest.Options{Env: env}) // ports and data dir: fresh ones
+	for _, path := range []string{livezPath, readyzPath, metricsPath} {
+		if code, body := httpDo(t, "GET", node.URL+path, ""); code != 200 {
+			t.Errorf("GET %s: %d %s", path, code, body)
 		}
 	}
+	httpDo(t, "POST", node.URL+"/v1/topics", `{"name":"deploy","partitions":1,"replication_factor":1}`)
+	if code, body := httpDo(t, "POST", node.URL+"/v1/topics/deploy/records", `{"records":[{"value":{"a":1}}]}`); code != 200 {
+		t.Fatalf("produce: %d %s", code, body)
+	}
+	httpDo(t, "GET", node.URL+"/v1/topics/deploy/partitions/0/records?offset=0", "")
+	_, exposition := httpDo(t, "GET", node.URL+metricsPath, "")
+	types := map[string]string{}
+	for _, line := range strings.Split(exposition, "\n") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			types[f[2]] = f[3]
+		}
+	}
+	used := dashboardMetrics(t)
+	for name := range used {
+		base := regexp.MustCompile(`_(bucket|sum|count)$`).ReplaceAllString(name, "")
+		if types[name] == "" && types[base] != "histogram" && !pendingMetric(name) {
+			t.Errorf("dashboard plots %s, which runnel does not export", name)
+		}
+	}
+	for _, name := range []string{"runnel_under_replicated_partitions", "runnel_offline_partitions", "runnel_group_lag"} {
+		if !used[name] {
+			t.Errorf("pending metric %s is not on the dashboard", name)
+		}
+	}
+}
+
+// dashboardMetrics returns every runnel_* name in the Grafana dashboard.
+func dashboardMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	var dash any
+	if err := json.Unmarshal(readDeploy(t, "grafana/runnel-dashboard.json"), &dash); err != nil {
+		t.Fatalf("runnel-dashboard.json: %v", err)
+	}
+	names := map[string]bool{}
+	re := regexp.MustCompile(`\brunnel_[a-z0-9_]+`)
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case string:
+			for _, m := range re.FindAllString(v, -1) {
+				names[m] = true
+			}
+		}
+	}
+	walk(dash)
+	if len(names) == 0 {
+		t.Fatal("runnel-dashboard.json uses no runnel metric")
+	}
+	return names
+}
+
+func httpDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
