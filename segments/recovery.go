@@ -135,9 +135,12 @@ func (l *Log) recoverLocked() error {
 			break
 		}
 	}
+	// The recovery point moves to the end in memory only: saving it costs two
+	// fsyncs per log, and a crash before the next save just scans again.
 	l.end = l.active().next
+	l.savedRP = l.recoveryPoint
 	l.recoveryPoint = l.end
-	return l.saveStateLocked(false)
+	return nil
 }
 
 // recoverSegmentLocked scans s, truncates it to its valid prefix and

@@ -1,0 +1,240 @@
+package segments
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// benchBatch is 100 records of 1 KiB, the append benchmarks' unit.
+func benchBatch() []byte { return valueBatch(100, 1024, 1_700_000_000_000) }
+
+// BenchmarkAppend compares appending 1 KiB records in batches of 100 with
+// writing the same bytes to a plain file, in the same run:
+//
+//   - plain-file: sequential writes, fsync and a new file every segment.bytes;
+//   - log/flush-on-roll: Append with the default flush policy (fsync on roll);
+//   - plain-file-fsync-each: a write and fsync per batch;
+//   - log/fsync-each: Append with flush.messages=1.
+func BenchmarkAppend(b *testing.B) {
+	const segBytes = 128 << 20
+	batch := benchBatch()
+	b.Run("plain-file", func(b *testing.B) { benchPlainFile(b, batch, segBytes, false) })
+	b.Run("log/flush-on-roll", func(b *testing.B) { benchLogAppend(b, batch, segBytes, 0) })
+	b.Run("plain-file-fsync-each", func(b *testing.B) { benchPlainFile(b, batch, segBytes, true) })
+	b.Run("log/fsync-each", func(b *testing.B) { benchLogAppend(b, batch, segBytes, 1) })
+}
+
+func benchPlainFile(b *testing.B, batch []byte, segBytes int64, syncEach bool) {
+	dir := b.TempDir()
+	b.SetBytes(int64(len(batch)))
+	var f *os.File
+	var written int64
+	newFile := func(i int) {
+		if f != nil {
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		var err error
+		if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("%d.log", i))); err != nil {
+			b.Fatal(err)
+		}
+		written = 0
+	}
+	newFile(0)
+	for i := 0; b.Loop(); i++ {
+		if written+int64(len(batch)) > segBytes {
+			newFile(i)
+		}
+		if _, err := f.Write(batch); err != nil {
+			b.Fatal(err)
+		}
+		written += int64(len(batch))
+		if syncEach {
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	f.Close()
+}
+
+func benchLogAppend(b *testing.B, batch []byte, segBytes, flushMessages int64) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = segBytes
+	cfg.FlushMessages = flushMessages
+	l := mustOpen(b, b.TempDir(), cfg, Options{})
+	defer l.Close()
+	b.SetBytes(int64(len(batch)))
+	for b.Loop() {
+		if _, err := l.Append(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead reads 1 MiB chunks of a 64 MiB log and writes them to a
+// loopback TCP socket through Chunk.WriteTo (sendfile), against the plain
+// file copied to the same socket by io.Copy (which Go also does with
+// sendfile), and through Chunk.Bytes.
+func BenchmarkRead(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 16 << 20
+	dir := b.TempDir()
+	l := mustOpen(b, dir, cfg, Options{})
+	defer l.Close()
+	batch := benchBatch()
+	for l.Size() < 64<<20 {
+		if _, err := l.Append(batch, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	conn, stop := sinkConn(b)
+	defer stop()
+	const chunk = 1 << 20
+	end := l.EndOffset()
+	b.Run("log/sendfile", func(b *testing.B) {
+		b.SetBytes(chunk)
+		off := int64(0)
+		for b.Loop() {
+			c, err := l.Read(off, chunk, -1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.WriteTo(conn); err != nil {
+				b.Fatal(err)
+			}
+			off = nextOff(c, len(batch), off, end)
+			c.Close()
+		}
+	})
+	b.Run("plain-file/io.Copy", func(b *testing.B) {
+		f, err := os.Open(filepath.Join(dir, segmentName(0, logSuffix)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		b.SetBytes(chunk)
+		pos := int64(0)
+		for b.Loop() {
+			if _, err := f.Seek(pos, io.SeekStart); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(conn, io.LimitReader(f, chunk)); err != nil {
+				b.Fatal(err)
+			}
+			if pos += chunk; pos+chunk > 16<<20 {
+				pos = 0
+			}
+		}
+	})
+	b.Run("log/bytes", func(b *testing.B) {
+		b.SetBytes(chunk)
+		off := int64(0)
+		for b.Loop() {
+			c, err := l.Read(off, chunk, -1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.Bytes(); err != nil {
+				b.Fatal(err)
+			}
+			off = nextOff(c, len(batch), off, end)
+			c.Close()
+		}
+	})
+}
+
+// nextOff returns the offset after chunk c read at off (every batch holds
+// 100 records and has the same size), wrapping to 0.
+func nextOff(c Chunk, batchLen int, off, end int64) int64 {
+	next := off + int64(c.Len()/batchLen)*100
+	if next >= end {
+		return 0
+	}
+	return next
+}
+
+// sinkConn returns a loopback TCP connection whose peer discards everything.
+func sinkConn(b *testing.B) (net.Conn, func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, c)
+		c.Close()
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return conn, func() { conn.Close(); ln.Close(); <-done }
+}
+
+// BenchmarkOpenLogs opens many small logs (10,000 with RUNNEL_BENCH=1, else
+// 1,000) sharing one FileCache, after a clean and after an unclean shutdown.
+// One op opens them all.
+func BenchmarkOpenLogs(b *testing.B) {
+	n := 1000
+	if os.Getenv("RUNNEL_BENCH") != "" {
+		n = 10000
+	}
+	root := b.TempDir()
+	files := NewFileCache(256)
+	cfg := DefaultConfig()
+	dirs := make([]string, n)
+	batch := valueBatch(10, 100, 1)
+	for i := range dirs {
+		dirs[i] = filepath.Join(root, fmt.Sprint(i))
+		l := mustOpen(b, dirs[i], cfg, Options{Files: files})
+		for j := 0; j < 5; j++ {
+			if _, err := l.Append(batch, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		l.Close()
+	}
+	openAll := func(b *testing.B, clean bool) {
+		for b.Loop() {
+			for _, d := range dirs {
+				l := mustOpen(b, d, cfg, Options{Files: files})
+				if clean {
+					l.Close()
+				} else {
+					abandon(l)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/log")
+	}
+	b.Run(fmt.Sprintf("clean/%d", n), func(b *testing.B) { openAll(b, true) })
+	// Leave every log's state unclean, as after a crash.
+	for _, d := range dirs {
+		l := mustOpen(b, d, cfg, Options{Files: files})
+		if _, err := l.Append(batch, 0); err != nil {
+			b.Fatal(err)
+		}
+		abandon(l)
+	}
+	b.Run(fmt.Sprintf("unclean/%d", n), func(b *testing.B) { openAll(b, false) })
+}
+
+// abandon drops l as a crash would: no flush, no clean mark, files released.
+func abandon(l *Log) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.forgetFilesLocked()
+}

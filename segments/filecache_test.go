@@ -1,0 +1,158 @@
+package segments
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// TestIdleLogsHoldNoFiles: many logs sharing a small FileCache never hold
+// more descriptors than the cache allows, and none once closed.
+func TestIdleLogsHoldNoFiles(t *testing.T) {
+	root := t.TempDir()
+	files := NewFileCache(16)
+	before := openFDs(t)
+	var logs []*Log
+	for i := 0; i < 300; i++ {
+		l := mustOpen(t, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), Options{Files: files})
+		mustAppend(t, l, valueBatch(2, 10, 1), 0)
+		logs = append(logs, l)
+	}
+	for _, l := range logs[:50] {
+		readAll(t, l, 0, 100)
+	}
+	if got := files.Open(); got > 16 {
+		t.Fatalf("cache holds %d files, limit 16", got)
+	}
+	if got := openFDs(t) - before; got > 16+2 {
+		t.Fatalf("%d descriptors open for 300 idle logs", got)
+	}
+	for _, l := range logs {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := files.Open(); got != 0 {
+		t.Fatalf("%d files open after closing every log", got)
+	}
+}
+
+// TestChunkOutlivesEvictionAndDelete: a chunk pins its file through cache
+// pressure and even the log's deletion.
+func TestChunkOutlivesEvictionAndDelete(t *testing.T) {
+	files := NewFileCache(1)
+	root := t.TempDir()
+	l := mustOpen(t, filepath.Join(root, "a"), DefaultConfig(), Options{Files: files})
+	want := valueBatch(3, 50, 1)
+	mustAppend(t, l, want, 0)
+	c, err := l.Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := mustOpen(t, filepath.Join(root, "b"), DefaultConfig(), Options{Files: files})
+	mustAppend(t, other, valueBatch(1, 5, 1), 0)
+	if err := l.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Bytes()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("chunk after delete: %v", err)
+	}
+	c.Close()
+	other.Close()
+	if files.Open() != 0 {
+		t.Fatalf("%d files open", files.Open())
+	}
+	if _, err := l.Read(0, 1, -1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read after delete: %v", err)
+	}
+}
+
+// TestConcurrentUse runs an appender, readers and maintenance at once (for
+// the race detector); readers check every batch they get.
+func TestConcurrentUse(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 8 << 10
+	cfg.RetentionBytes = 32 << 10
+	cfg.IndexIntervalBytes = 512
+	l := mustOpen(t, t.TempDir(), cfg, Options{Files: NewFileCache(4)})
+	defer l.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := 0; r < 3; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start, end := l.StartOffset(), l.EndOffset()
+				if end == start {
+					continue
+				}
+				c, err := l.Read(start+int64(i)%(end-start), 4096, -1)
+				if errors.Is(err, ErrOffsetOutOfRange) {
+					continue // retention moved the start
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := c.Bytes()
+				c.Close()
+				if err == nil {
+					_, err = splitBatches(b, 0, countExact)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				if err := l.Maintain(time.Now()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}
+	}()
+	for i := 0; i < 1500; i++ {
+		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if l.StartOffset() == 0 {
+		t.Error("retention never ran")
+	}
+}
