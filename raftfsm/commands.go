@@ -7,11 +7,13 @@ import (
 	"slices"
 )
 
-// The command handlers. Each validates against c.base, records its changes
-// in c and returns the command's result; an error leaves nothing changed.
+// The command handlers. Each validates against c.img, then records its
+// changes in c and returns the command's result; an error leaves nothing
+// changed. Values in c.img are shared with published images: replace them,
+// never modify them.
 
 func (c *change) topic(name string) (*Topic, error) {
-	t, ok := c.base.Topics[name]
+	t, ok := c.img.Topics[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
@@ -22,7 +24,7 @@ func (c *change) createTopic(cmd *CreateTopic) (any, error) {
 	if cmd.Name == "" {
 		return nil, fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
 	}
-	if _, ok := c.base.Topics[cmd.Name]; ok {
+	if _, ok := c.img.Topics[cmd.Name]; ok {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, cmd.Name)
 	}
 	if cmd.Partitions < 1 || cmd.ReplicationFactor < 1 {
@@ -75,7 +77,7 @@ func (c *change) checkAssignments(as [][]int32, n, rf int) error {
 			return fmt.Errorf("%w: partition %d has %d replicas, want %d", ErrInvalidAssignment, p, len(r), rf)
 		}
 		for i, id := range r {
-			if _, ok := c.base.Brokers[id]; !ok {
+			if _, ok := c.img.Brokers[id]; !ok {
 				return fmt.Errorf("%w: %d (partition %d)", ErrUnknownBroker, id, p)
 			}
 			if slices.Contains(r[:i], id) {
@@ -99,7 +101,7 @@ func (c *change) deleteTopic(cmd *DeleteTopic) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	delete(c.next.Topics, cmd.Name)
+	delete(c.img.Topics, cmd.Name)
 	c.writes = append(c.writes, write{key: topicKey(cmd.Name)})
 	return t, nil
 }
@@ -164,7 +166,7 @@ func (c *change) registerBroker(cmd *RegisterBroker) (any, error) {
 }
 
 func (c *change) setBrokerState(cmd *SetBrokerState) (any, error) {
-	b, ok := c.base.Brokers[cmd.ID]
+	b, ok := c.img.Brokers[cmd.ID]
 	if !ok {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownBroker, cmd.ID)
 	}
@@ -229,20 +231,20 @@ func (c *change) allocateProducerIDs(cmd *AllocateProducerIDs) (any, error) {
 	if cmd.Count < 1 {
 		return nil, fmt.Errorf("%w: producer id count %d", ErrInvalidCommand, cmd.Count)
 	}
-	first := c.base.NextProducerID
-	c.next.NextProducerID = first + cmd.Count
-	c.writes = append(c.writes, write{keyNextProducerID, u64(uint64(c.next.NextProducerID))})
+	first := c.img.NextProducerID
+	c.img.NextProducerID = first + cmd.Count
+	c.writes = append(c.writes, write{keyNextProducerID, u64(uint64(c.img.NextProducerID))})
 	return first, nil
 }
 
 func (c *change) initCluster(cmd *InitCluster) (any, error) {
-	if c.base.ClusterID != "" {
-		return c.base.ClusterID, nil
+	if c.img.ClusterID != "" {
+		return c.img.ClusterID, nil
 	}
 	if cmd.ClusterID == "" {
 		return nil, fmt.Errorf("%w: empty cluster id", ErrInvalidCommand)
 	}
-	c.next.ClusterID = cmd.ClusterID
+	c.img.ClusterID = cmd.ClusterID
 	c.writes = append(c.writes, write{keyClusterID, []byte(cmd.ClusterID)})
 	return cmd.ClusterID, nil
 }

@@ -10,11 +10,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// fsm is the metadata state machine. Raft calls Apply, Snapshot and Restore
-// from one goroutine; image() and appliedIndex() are safe for concurrent use.
+// fsm is the metadata state machine. Raft calls ApplyBatch, Snapshot and
+// Restore from one goroutine; image() and appliedIndex() are safe for
+// concurrent use.
 //
-// Each applied command commits its key changes and the applied index in one
-// badger transaction, then publishes a new immutable image. Entries at or
+// Each batch of applied commands commits its key changes and the applied
+// index in one badger transaction, then publishes a new immutable image. Entries at or
 // below the persisted applied index are skipped, so replaying the log after a
 // restart changes nothing.
 type fsm struct {
@@ -24,7 +25,7 @@ type fsm struct {
 	applied atomic.Uint64
 }
 
-var _ raft.FSM = (*fsm)(nil)
+var _ raft.BatchingFSM = (*fsm)(nil)
 
 func newFSM(db *badger.DB, log *slog.Logger) (*fsm, error) {
 	img, applied, err := loadImage(db)
@@ -43,38 +44,75 @@ func (f *fsm) appliedIndex() uint64 { return f.applied.Load() }
 
 // Apply applies one committed command. It returns the command's result or
 // its error; nil for a skipped (already applied) index.
-func (f *fsm) Apply(l *raft.Log) any {
-	if l.Index <= f.applied.Load() {
-		return nil
-	}
-	cmd, err := DecodeCommand(l.Data)
-	if err != nil {
-		f.log.Warn("raftfsm: skipping undecodable command", "index", l.Index, "err", err)
-		return err
-	}
+func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed entries in order with one badger transaction
+// and one published image for the whole batch. Entries that are not commands
+// or at or below the applied index get a nil response. A rejected command
+// changes nothing, not even the applied index: replayed, it is rejected again
+// (Apply is deterministic).
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	applied := f.applied.Load()
 	base, _ := f.images.load()
-	ch := &change{base: base, next: base.next(l.Index), index: l.Index}
-	res, err := ch.apply(cmd)
-	if err != nil {
-		return err
+	var ch *change // created at the first command to apply
+	var last uint64
+	for i, l := range logs {
+		if l.Type != raft.LogCommand || l.Index <= applied {
+			continue
+		}
+		cmd, err := DecodeCommand(l.Data)
+		if err != nil {
+			f.log.Warn("raftfsm: skipping undecodable command", "index", l.Index, "err", err)
+			out[i] = err
+			continue
+		}
+		if ch == nil {
+			ch = &change{img: base.next(l.Index)}
+		}
+		if out[i] = ch.applyAt(l.Index, cmd); !isError(out[i]) {
+			last = l.Index
+		}
 	}
-	if err := commitWrites(f.db, l.Index, ch.writes); err != nil {
-		// The state machine cannot skip a committed command and stay
+	if last == 0 {
+		return out
+	}
+	if err := commitWrites(f.db, last, ch.writes); err != nil {
+		// The state machine cannot skip committed commands and stay
 		// consistent with its peers: stop here, a restart replays the log.
-		panic(fmt.Sprintf("raftfsm: apply index %d: %v", l.Index, err))
+		panic(fmt.Sprintf("raftfsm: apply through index %d: %v", last, err))
 	}
-	f.applied.Store(l.Index)
-	f.images.publish(ch.next)
-	return res
+	f.applied.Store(last)
+	f.images.publish(ch.img)
+	return out
 }
 
-// change is one command being applied: the next image (maps copied, values
-// shared until replaced) and the badger writes that go with it.
+func isError(v any) bool {
+	_, ok := v.(error)
+	return ok
+}
+
+// change is a batch of commands being applied to an unpublished image (its
+// maps copied from the published one, the values shared until replaced),
+// with the badger writes that go with it. Handlers validate before they
+// change anything, so a rejected command leaves img and writes as they were.
 type change struct {
-	base   *Image
-	next   *Image
-	index  uint64
+	img    *Image
+	index  uint64 // of the command being applied
 	writes []write
+}
+
+// applyAt applies one command at index and returns its result or error.
+func (c *change) applyAt(index uint64, cmd Command) any {
+	c.index = index
+	n := len(c.writes)
+	res, err := c.apply(cmd)
+	if err != nil {
+		c.writes = c.writes[:n]
+		return err
+	}
+	c.img.Index = index
+	return res
 }
 
 // apply is the one switch over the command kinds.
@@ -103,12 +141,12 @@ func (c *change) apply(cmd Command) (any, error) {
 }
 
 func (c *change) putTopic(t *Topic) {
-	c.next.Topics[t.Name] = t
+	c.img.Topics[t.Name] = t
 	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
 }
 
 func (c *change) putBroker(b *Broker) {
-	c.next.Brokers[b.ID] = b
+	c.img.Brokers[b.ID] = b
 	c.writes = append(c.writes, write{brokerKey(b.ID), mustJSON(b)})
 }
 

@@ -351,3 +351,57 @@ func TestPlacementSkipsFencedAndBalancesLeaders(t *testing.T) {
 		t.Fatalf("got %v %v, want [[3]] (broker 1 already leads, 2 fenced)", got, err)
 	}
 }
+
+// Applying a batch gives the same state and results as applying its entries
+// one by one, rejected and already-applied entries included.
+func TestFSMApplyBatchMatchesSingle(t *testing.T) {
+	cmds := []Command{
+		reg(1, ""), reg(2, ""),
+		create("a", []int32{1, 2}),
+		create("a", []int32{1}), // rejected: exists
+		{AlterConfigs: &AlterConfigs{Topic: "a", Set: map[string]string{"x": "1"}}},
+		{DeleteTopic: &DeleteTopic{Name: "nope"}}, // rejected
+		{ChangePartition: &ChangePartition{Topic: "a", Leader: 2, ISR: []int32{2}}},
+		{AllocateProducerIDs: &AllocateProducerIDs{Count: 3}},
+		{ChangePartition: &ChangePartition{Topic: "a", Leader: 2, ISR: []int32{2}}}, // rejected: stale
+	}
+	var logs []*raft.Log
+	for i, c := range cmds {
+		c.Version = CommandVersion
+		data, err := encodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 2), Type: raft.LogCommand, Data: data})
+	}
+	// A configuration entry in the middle gets a nil response.
+	logs = append(logs[:3], append([]*raft.Log{{Index: 100, Type: raft.LogConfiguration}}, logs[3:]...)...)
+
+	single := newTestFSM(t, t.TempDir())
+	var want []any
+	for _, l := range logs {
+		want = append(want, single.Apply(l))
+	}
+	batch := newTestFSM(t, t.TempDir())
+	got := batch.ApplyBatch(logs)
+	for i := range logs {
+		if isErr(want[i]) != isErr(got[i]) || (!isErr(want[i]) && !reflect.DeepEqual(want[i], got[i])) {
+			t.Errorf("entry %d: batch %v, single %v", i, got[i], want[i])
+		}
+	}
+	wi, _ := single.image()
+	gi, _ := batch.image()
+	if wi.Digest() != gi.Digest() || wi.Index != gi.Index || gi.Index != 9 {
+		t.Fatalf("images differ: index %d/%d", gi.Index, wi.Index)
+	}
+	// Replaying the batch is a no-op: applied entries are skipped, and the
+	// rejected one after the last applied index is rejected again.
+	for i, r := range batch.ApplyBatch(logs) {
+		if r != nil && (i != len(logs)-1 || !errors.Is(r.(error), ErrStaleEpoch)) {
+			t.Fatalf("replay entry %d: %v", i, r)
+		}
+	}
+	if again, _ := batch.image(); again != gi {
+		t.Fatal("replay published a new image")
+	}
+}

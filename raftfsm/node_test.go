@@ -294,6 +294,33 @@ func TestConcurrentApplyAndReaders(t *testing.T) {
 	}
 }
 
+// BenchmarkApplyParallel proposes from 32 goroutines: raft batches the log
+// writes and the state machine applies in batches.
+func BenchmarkApplyParallel(b *testing.B) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := l.Addr().String()
+	l.Close()
+	n, err := raftfsm.Open(raftfsm.Config{NodeID: 1, Dir: b.TempDir(), BindAddr: addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	if err := n.WaitReady(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cmd := raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := n.Apply(context.Background(), cmd); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // BenchmarkBootstrapReady measures Open to WaitReady on an empty directory
 // (bootstrap, self-election, cluster id); the product target is well under
 // a second.
