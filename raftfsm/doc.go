@@ -39,8 +39,10 @@
 //
 // # Idempotence
 //
-// Every applied command commits its changes together with meta/applied (its
-// raft index) in one badger transaction. Apply skips indexes at or below it,
+// Every batch of applied commands commits its changes together with
+// meta/applied (the raft index of its last applied command) in one badger
+// transaction (command by command when the batch is too big for one).
+// ApplyBatch skips indexes at or below it,
 // and Restore ignores a snapshot the state has already passed, so raft
 // restoring its newest snapshot and replaying the log on start is a no-op.
 // Apply is deterministic: what needs randomness or the current cluster view

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,7 +78,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	if last == 0 {
 		return out
 	}
-	if err := commitWrites(f.db, last, ch.writes); err != nil {
+	if err := ch.commit(f.db); err != nil {
 		// The state machine cannot skip committed commands and stay
 		// consistent with its peers: stop here, a restart replays the log.
 		panic(fmt.Sprintf("raftfsm: apply through index %d: %v", last, err))
@@ -100,6 +101,13 @@ type change struct {
 	img    *Image
 	index  uint64 // of the command being applied
 	writes []write
+	marks  []mark // one per applied command, in order
+}
+
+// mark is where an applied command's writes end.
+type mark struct {
+	index uint64
+	end   int
 }
 
 // applyAt applies one command at index and returns its result or error.
@@ -112,7 +120,42 @@ func (c *change) applyAt(index uint64, cmd Command) any {
 		return err
 	}
 	c.img.Index = index
+	c.marks = append(c.marks, mark{index, len(c.writes)})
 	return res
+}
+
+// commit writes the batch with its last index in one transaction, or, when
+// that is too big for badger, command by command, each with its own index:
+// the applied index always matches the writes committed with it.
+func (c *change) commit(db *badger.DB) error {
+	last := c.marks[len(c.marks)-1].index
+	err := commitWrites(db, last, lastWrites(c.writes))
+	if !errors.Is(err, badger.ErrTxnTooBig) || len(c.marks) == 1 {
+		return err
+	}
+	start := 0
+	for _, m := range c.marks {
+		if err := commitWrites(db, m.index, lastWrites(c.writes[start:m.end])); err != nil {
+			return err
+		}
+		start = m.end
+	}
+	return nil
+}
+
+// lastWrites keeps the last write of each key, in order.
+func lastWrites(ws []write) []write {
+	pos := make(map[string]int, len(ws))
+	out := make([]write, 0, len(ws))
+	for _, w := range ws {
+		if i, ok := pos[w.key]; ok {
+			out[i] = w
+			continue
+		}
+		pos[w.key] = len(out)
+		out = append(out, w)
+	}
+	return out
 }
 
 // apply is the one switch over the command kinds.

@@ -3,6 +3,7 @@ package raftfsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
@@ -403,5 +404,47 @@ func TestFSMApplyBatchMatchesSingle(t *testing.T) {
 	}
 	if again, _ := batch.image(); again != gi {
 		t.Fatal("replay published a new image")
+	}
+}
+
+// A batch whose writes exceed one badger transaction is committed command by
+// command, each with its own applied index.
+func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
+	dir := t.TempDir()
+	f := newTestFSM(t, dir)
+	setup(t, f)
+	big := string(bytes.Repeat([]byte("x"), 300<<10))
+	var logs []*raft.Log
+	for i := range 12 { // 12 x 300 KiB, over the 2.4 MiB transaction limit
+		name := fmt.Sprint("big", i)
+		for _, c := range []Command{create(name, []int32{1}), {AlterConfigs: &AlterConfigs{Topic: name, Set: map[string]string{"v": big}}}} {
+			c.Version = CommandVersion
+			data, err := encodeCommand(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, &raft.Log{Index: uint64(len(logs) + 5), Type: raft.LogCommand, Data: data})
+		}
+	}
+	if total := int64(12 * len(big)); total < f.db.MaxBatchSize() {
+		t.Fatalf("%d bytes fit one transaction (%d): the fallback is not exercised", total, f.db.MaxBatchSize())
+	}
+	for i, r := range f.ApplyBatch(logs) {
+		if isErr(r) {
+			t.Fatalf("entry %d: %v", i, r)
+		}
+	}
+	img, _ := f.image()
+	loaded, applied, err := loadImage(f.db)
+	if err != nil || applied != uint64(len(logs)+4) || loaded.Digest() != img.Digest() || len(img.Topics) != 13 {
+		t.Fatalf("applied %d, %d topics, err %v, digests equal %v", applied, len(img.Topics), err, loaded.Digest() == img.Digest())
+	}
+}
+
+func TestLastWrites(t *testing.T) {
+	got := lastWrites([]write{{"a", []byte("1")}, {"b", []byte("1")}, {"a", nil}, {"c", []byte("1")}, {"b", []byte("2")}})
+	want := []write{{"a", nil}, {"b", []byte("2")}, {"c", []byte("1")}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
