@@ -3,12 +3,9 @@ package segments
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 )
 
 // cleanedSuffix names a segment being rewritten by compaction; Open removes
@@ -154,11 +151,8 @@ func (l *Log) cleanSegmentLocked(s *segment, c *cleaner) error {
 
 // swapSegmentLocked installs the rewritten segment ns from tmp in place of s.
 func (l *Log) swapSegmentLocked(s, ns *segment, tmp string) error {
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
-		err := l.fs.Remove(filepath.Join(l.dir, segmentName(s.base, suffix)))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+	if err := l.removeIndexFilesLocked(s); err != nil {
+		return err
 	}
 	l.files.forget(l.fs, s.path(l.dir))
 	if err := l.fs.Rename(tmp, s.path(l.dir)); err != nil {

@@ -17,7 +17,7 @@ func (l *Log) assignEpochLocked(epoch int32, start int64) error {
 
 func (l *Log) saveEpochsLocked() error {
 	if err := writeFileAtomic(l.fs, l.dir, epochsFile, encodeEpochs(l.epochs)); err != nil {
-		return fmt.Errorf("segments: write %s: %w", epochsFile, err)
+		return l.failLocked(fmt.Errorf("segments: write %s: %w", epochsFile, err))
 	}
 	return nil
 }

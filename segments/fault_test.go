@@ -108,7 +108,7 @@ func TestFaultsEverywhere(t *testing.T) {
 	ops := []Op{OpCreate, OpOpen, OpRemove, OpRename, OpSyncDir, OpRead, OpWrite, OpTruncate, OpSync}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, op := range ops {
-		for trial := 0; trial < 5; trial++ {
+		for trial := 0; trial < 12; trial++ {
 			const dir = "/d/faults"
 			mem := NewMemFS()
 			efs := NewErrorFS(mem, nil)

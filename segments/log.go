@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -213,13 +212,13 @@ func (l *Log) writeLocked(s *segment, buf []byte) error {
 }
 
 func (l *Log) shouldRollLocked(s *segment, n, first, last, nowMs int64) bool {
+	if !fitsRelative(s.base, last) {
+		return true // index entries hold offsets relative to the base in 32 bits
+	}
 	if s.size == 0 {
 		return false
 	}
-	return s.size+n > l.cfg.SegmentBytes ||
-		!fitsRelative(s.base, last) ||
-		(s.rollTs >= 0 && nowMs-s.rollTs >= l.cfg.SegmentMs) ||
-		first < s.base
+	return s.size+n > l.cfg.SegmentBytes || (s.rollTs >= 0 && nowMs-s.rollTs >= l.cfg.SegmentMs)
 }
 
 // rollLocked seals the active segment (fsync, index files) and starts a new
@@ -267,13 +266,14 @@ func (l *Log) Roll() error {
 	return l.rollLocked(l.end)
 }
 
-// sealLocked writes the index files of s, fsynced. s must be loaded.
+// sealLocked writes the index files of s, each atomically and durably, so
+// they are whole or absent. s must be loaded.
 func (l *Log) sealLocked(s *segment) error {
 	for _, f := range []struct {
 		suffix string
 		data   []byte
 	}{{indexSuffix, s.idx.encodeOffsets()}, {timeIndexSuffix, s.idx.encodeTimes(s.rel(s.next), s.maxTs)}} {
-		if err := writeFileSync(l.fs, filepath.Join(l.dir, segmentName(s.base, f.suffix)), f.data); err != nil {
+		if err := writeFileAtomic(l.fs, l.dir, segmentName(s.base, f.suffix), f.data); err != nil {
 			return fmt.Errorf("segments: write index: %w", err)
 		}
 	}

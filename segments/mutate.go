@@ -69,9 +69,14 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	if err != nil {
 		return err
 	}
-	s.indexOnDisk = false
 	if !ok {
 		return nil // nothing at or past to in s
+	}
+	// s takes appends again: its index files go (the lowered recovery point
+	// makes a crash rescan it) and are written anew when it is sealed.
+	s.indexOnDisk = false
+	if err := l.removeIndexFilesLocked(s); err != nil {
+		return err
 	}
 	if err := cf.f.Truncate(pos); err != nil {
 		return err
@@ -102,6 +107,23 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 		s.rollTs = -1
 	}
 	return nil
+}
+
+// Reset empties the log and restarts it at offset: a follower whose log is
+// entirely behind the leader's log start offset starts over there.
+func (l *Log) Reset(offset int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.markDirtyLocked(); err != nil {
+		return err
+	}
+	return l.restartAtLocked(offset)
 }
 
 // restartAtLocked deletes every segment and starts an empty log at off.

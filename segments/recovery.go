@@ -30,6 +30,9 @@ func (l *Log) openLocked() error {
 			}
 		}
 	}
+	if err := l.removeOrphanIndexesLocked(names); err != nil {
+		return err
+	}
 	st, err := l.readStateLocked()
 	if err != nil {
 		return err
@@ -184,14 +187,29 @@ func (l *Log) dropFromLocked(i int) error {
 	return l.fs.SyncDir(l.dir)
 }
 
-// removeSegmentFilesLocked removes the files of s (not syncing the dir).
+// removeSegmentFilesLocked removes the files of s, the segment last, so a
+// crash never leaves index files without their segment (the directory is
+// not synced).
 func (l *Log) removeSegmentFilesLocked(s *segment) error {
 	l.files.forget(l.fs, s.path(l.dir))
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
-		err := l.fs.Remove(filepath.Join(l.dir, segmentName(s.base, suffix)))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := l.removeIndexFilesLocked(s); err != nil {
+		return err
+	}
+	return removeIfExists(l.fs, s.path(l.dir))
+}
+
+func (l *Log) removeIndexFilesLocked(s *segment) error {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		if err := removeIfExists(l.fs, filepath.Join(l.dir, segmentName(s.base, suffix))); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func removeIfExists(fs FS, path string) error {
+	if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	return nil
 }
@@ -279,5 +297,27 @@ func (l *Log) loadIndexLocked(s *segment, f File) error {
 		}
 	}
 	s.idx = x
+	return nil
+}
+
+// removeOrphanIndexesLocked removes index files whose segment is gone.
+func (l *Log) removeOrphanIndexesLocked(names []string) error {
+	have := make(map[int64]bool, len(l.segs))
+	for _, s := range l.segs {
+		have[s.base] = true
+	}
+	for _, name := range names {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			digits, ok := strings.CutSuffix(name, suffix)
+			if !ok {
+				continue
+			}
+			if base, ok := parseSegmentName(digits + logSuffix); ok && !have[base] {
+				if err := removeIfExists(l.fs, filepath.Join(l.dir, name)); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }

@@ -1,0 +1,242 @@
+package segments
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+)
+
+// buildCodecBatch is buildBatch with the record section compressed.
+func buildCodecBatch(t testing.TB, recs []rec, codec int, xerialFraming bool) []byte {
+	t.Helper()
+	b := buildBatch(recs)
+	if codec == codecNone {
+		return b
+	}
+	payload, err := compress(codec, b[batchHeaderLen:], xerialFraming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append(bytes.Clone(b[:batchHeaderLen]), payload...)
+	binary.BigEndian.PutUint16(out[attrAt:], uint16(codec))
+	binary.BigEndian.PutUint32(out[lengthAt:], uint32(len(out)-batchPrefixLen))
+	binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[attrAt:], castagnoli))
+	return out
+}
+
+var codecCases = []struct {
+	name   string
+	codec  int
+	xerial bool
+}{
+	{"none", codecNone, false}, {"gzip", codecGzip, false}, {"snappy", codecSnappy, false},
+	{"snappy-xerial", codecSnappy, true}, {"lz4", codecLZ4, false}, {"zstd", codecZstd, false},
+}
+
+// TestCompactionCodecs compacts logs of batches in every codec: the latest
+// value of each key survives, old tombstones go, recent ones stay, and the
+// rewritten batches keep their codec and offsets.
+func TestCompactionCodecs(t *testing.T) {
+	for _, cc := range codecCases {
+		t.Run(cc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.CleanupPolicy = "compact"
+			cfg.DeleteRetentionMs = 1000
+			now := int64(1_000_000)
+			l := mustOpen(t, t.TempDir(), cfg, Options{Now: func() time.Time { return time.UnixMilli(now) }})
+			defer l.Close()
+			// Keys k0..k4 written 4 times; k3 ends with an old tombstone,
+			// k4 with a recent one.
+			for round := 0; round < 4; round++ {
+				var recs []rec
+				for k := 0; k < 5; k++ {
+					r := rec{key: []byte(fmt.Sprint("k", k)), value: []byte(fmt.Sprintf("v%d%d", round, k)), ts: now - 5000 + int64(round*10+k)}
+					if round == 3 && k == 3 {
+						r.value = nil
+					}
+					if round == 3 && k == 4 {
+						r.value, r.ts = nil, now-10
+					}
+					recs = append(recs, r)
+				}
+				mustAppend(t, l, buildCodecBatch(t, recs, cc.codec, cc.xerial), 0)
+			}
+			if err := l.Roll(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Maintain(time.UnixMilli(now)); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			b := readAll(t, l, 0, 1<<20)
+			for len(b) > 0 {
+				h, err := checkBatch(b, 0, countCompacted)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.compression() != cc.codec {
+					t.Fatalf("codec %d became %d", cc.codec, h.compression())
+				}
+				data, err := batchRecords(h, b[:h.size])
+				if err != nil {
+					t.Fatal(err)
+				}
+				forEachRecord(h, data, func(r record) bool {
+					v := string(r.value)
+					if r.value == nil {
+						v = "<nil>"
+					}
+					got[fmt.Sprintf("%s@%d", r.key, r.offset)] = v
+					return true
+				})
+				b = b[h.size:]
+			}
+			want := map[string]string{"k0@15": "v30", "k1@16": "v31", "k2@17": "v32", "k4@19": "<nil>"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after compaction %v, want %v", got, want)
+			}
+			if l.EndOffset() != 20 {
+				t.Fatalf("end offset %d", l.EndOffset())
+			}
+			checkIndexes(t, l)
+		})
+	}
+}
+
+// TestOffsetForTimestampCompressed finds records inside compressed batches.
+func TestOffsetForTimestampCompressed(t *testing.T) {
+	for _, cc := range codecCases {
+		l := mustOpen(t, t.TempDir(), DefaultConfig(), Options{})
+		for i := 0; i < 10; i++ {
+			recs := []rec{{key: []byte("a"), value: []byte("x"), ts: int64(100*i + 10)}, {key: []byte("b"), value: []byte("y"), ts: int64(100*i + 20)}}
+			mustAppend(t, l, buildCodecBatch(t, recs, cc.codec, cc.xerial), 0)
+		}
+		off, ts, ok, err := l.OffsetForTimestamp(515)
+		if err != nil || !ok || off != 11 || ts != 520 {
+			t.Errorf("%s: got %d %d %v %v, want 11 520", cc.name, off, ts, ok, err)
+		}
+		l.Close()
+	}
+}
+
+// TestAppendReplicated copies a leader's batches to a follower byte for
+// byte, with the leader's offsets and epochs.
+func TestAppendReplicated(t *testing.T) {
+	leader := mustOpen(t, t.TempDir(), DefaultConfig(), Options{})
+	defer leader.Close()
+	follower := mustOpen(t, t.TempDir(), DefaultConfig(), Options{})
+	defer follower.Close()
+	for i := 0; i < 10; i++ {
+		mustAppend(t, leader, valueBatch(3, 20, int64(i)), int32(i/4))
+	}
+	b := readAll(t, leader, 0, 1<<20)
+	if _, err := follower.AppendReplicated(bytes.Clone(b)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, follower, 0, 1<<20); !bytes.Equal(got, b) {
+		t.Fatal("follower bytes differ from the leader's")
+	}
+	for e := int32(0); e < 4; e++ {
+		le, lo, _ := leader.EndOffsetForEpoch(e)
+		fe, fo, _ := follower.EndOffsetForEpoch(e)
+		if le != fe || lo != fo {
+			t.Fatalf("epoch %d: leader %d/%d follower %d/%d", e, le, lo, fe, fo)
+		}
+	}
+	if _, err := follower.AppendReplicated(b[:len(b)/2+100]); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("torn replicated append: %v", err)
+	}
+	first := b[:parseHeader(b).size]
+	if _, err := follower.AppendReplicated(bytes.Clone(first)); !errors.Is(err, ErrCorruptBatch) {
+		t.Fatalf("replicated append below the end offset: %v", err)
+	}
+}
+
+// TestTimeDrivenWork: segment.ms rolls and flush.ms fsyncs through Maintain.
+func TestTimeDrivenWork(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentMs = 1000
+	cfg.FlushMs = 500
+	now := time.UnixMilli(5_000_000)
+	clock := func() time.Time { return now }
+	l := mustOpen(t, t.TempDir(), cfg, Options{Now: clock})
+	defer l.Close()
+	mustAppend(t, l, valueBatch(2, 10, 1), 0)
+	if err := l.Maintain(now.Add(400 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != 0 || l.Segments() != 1 {
+		t.Fatalf("too early: recovery point %d, %d segments", l.RecoveryPoint(), l.Segments())
+	}
+	if err := l.Maintain(now.Add(600 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if l.RecoveryPoint() != 2 {
+		t.Fatalf("flush.ms did not flush: recovery point %d", l.RecoveryPoint())
+	}
+	if err := l.Maintain(now.Add(1100 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Segments() != 2 {
+		t.Fatalf("segment.ms did not roll: %d segments", l.Segments())
+	}
+	// An append after segment.ms on a non-empty segment rolls too.
+	mustAppend(t, l, valueBatch(1, 10, 1), 0)
+	now = now.Add(2 * time.Second)
+	mustAppend(t, l, valueBatch(1, 10, 1), 0)
+	if l.Segments() != 3 {
+		t.Fatalf("append after segment.ms did not roll: %d segments", l.Segments())
+	}
+}
+
+func TestConfigNormalize(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		ok   bool
+	}{
+		{"zero gets defaults", Config{}, true},
+		{"compact,delete", Config{CleanupPolicy: "compact,delete"}, true},
+		{"bad policy", Config{CleanupPolicy: "shred"}, false},
+		{"tiny segment", Config{SegmentBytes: 10}, false},
+	}
+	for _, tt := range tests {
+		c, err := tt.cfg.normalized()
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+		if err == nil && (c.SegmentBytes <= 0 || c.MaxMessageBytes <= 0 || c.FlushMessages <= 0) {
+			t.Errorf("%s: not normalized: %+v", tt.name, c)
+		}
+	}
+}
+
+// TestReset restarts a log at an offset past its end, as a follower behind
+// the leader's log start offset does.
+func TestReset(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, DefaultConfig(), Options{})
+	mustAppend(t, l, valueBatch(2, 10, 1), 3)
+	if err := l.Reset(1000); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 1000 || l.EndOffset() != 1000 || l.Size() != 0 {
+		t.Fatalf("after reset [%d, %d) %d bytes", l.StartOffset(), l.EndOffset(), l.Size())
+	}
+	if e, _, _ := l.EndOffsetForEpoch(3); e != -1 {
+		t.Fatalf("epochs survived the reset: %d", e)
+	}
+	if info := mustAppend(t, l, valueBatch(1, 10, 1), 4); info.BaseOffset != 1000 {
+		t.Fatalf("append at %d", info.BaseOffset)
+	}
+	l.Close()
+	l = mustOpen(t, dir, DefaultConfig(), Options{})
+	defer l.Close()
+	if l.StartOffset() != 1000 || l.EndOffset() != 1001 {
+		t.Fatalf("after reopen [%d, %d)", l.StartOffset(), l.EndOffset())
+	}
+}
