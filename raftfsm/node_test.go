@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,6 +177,7 @@ func TestApplyErrors(t *testing.T) {
 		{"two commands", nil, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{}, InitCluster: &raftfsm.InitCluster{}}, raftfsm.ErrInvalidCommand},
 		{"future version", nil, raftfsm.Command{Version: 9, DeleteTopic: &raftfsm.DeleteTopic{}}, raftfsm.ErrInvalidCommand},
 		{"unknown topic", nil, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "x"}}, raftfsm.ErrUnknownTopic},
+		{"too big", nil, raftfsm.Command{AlterConfigs: &raftfsm.AlterConfigs{Topic: "x", Set: map[string]string{"v": strings.Repeat("x", 2<<20)}}}, raftfsm.ErrInvalidCommand},
 		{"expired context", func() (context.Context, context.CancelFunc) {
 			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		}, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "x"}}, context.DeadlineExceeded},

@@ -49,6 +49,10 @@ func (n *Node) ensureClusterID(ctx context.Context) {
 	}
 }
 
+// maxCommandBytes bounds one encoded command, well inside what one badger
+// transaction holds (see openBadger), for the log entry and its writes.
+const maxCommandBytes = 1 << 20
+
 // Apply proposes cmd through Raft and waits until it is applied; ctx's deadline
 // is the raft timeout. It returns the command's result (see each command) or
 // its error (ErrTopicExists, ...). On a follower it returns ErrNotLeader.
@@ -64,6 +68,9 @@ func (n *Node) Apply(ctx context.Context, cmd Command) (any, error) {
 	data, err := encodeCommand(cmd)
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxCommandBytes {
+		return nil, fmt.Errorf("%w: %d bytes encoded, at most %d", ErrInvalidCommand, len(data), maxCommandBytes)
 	}
 	f := n.raft.Apply(data, timeout)
 	// raft's timeout only bounds enqueueing: wait for the outcome in an owned
