@@ -36,11 +36,11 @@ func openBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, erro
 // chatter is logged at debug level.
 type badgerLogger struct{ log *slog.Logger }
 
-func (l badgerLogger) Errorf(f string, a ...any) { l.log.Error(trim(f, a), "component", "badger") }
+func (l badgerLogger) Errorf(f string, a ...any) { l.log.Error(trim(f, a), "subsystem", "badger") }
 func (l badgerLogger) Warningf(f string, a ...any) {
-	l.log.Warn(trim(f, a), "component", "badger")
+	l.log.Warn(trim(f, a), "subsystem", "badger")
 }
-func (l badgerLogger) Infof(f string, a ...any)  { l.log.Debug(trim(f, a), "component", "badger") }
-func (l badgerLogger) Debugf(f string, a ...any) { l.log.Debug(trim(f, a), "component", "badger") }
+func (l badgerLogger) Infof(f string, a ...any)  { l.log.Debug(trim(f, a), "subsystem", "badger") }
+func (l badgerLogger) Debugf(f string, a ...any) { l.log.Debug(trim(f, a), "subsystem", "badger") }
 
 func trim(f string, a []any) string { return strings.TrimSpace(fmt.Sprintf(f, a...)) }

@@ -26,12 +26,12 @@ type slogWriter struct{ log *slog.Logger }
 func (w slogWriter) Write(p []byte) (int, error) {
 	var fields map[string]any
 	if err := json.Unmarshal(p, &fields); err != nil {
-		w.log.Info(strings.TrimSpace(string(p)), "component", "raft")
+		w.log.Info(strings.TrimSpace(string(p)), "subsystem", "raft")
 		return len(p), nil
 	}
 	msg, _ := fields["@message"].(string)
 	level := hclogLevel(fields["@level"])
-	attrs := []slog.Attr{slog.String("component", "raft")}
+	attrs := []slog.Attr{slog.String("subsystem", "raft")}
 	for k, v := range fields {
 		if !strings.HasPrefix(k, "@") {
 			attrs = append(attrs, slog.Any(k, v))

@@ -14,7 +14,7 @@ func TestRaftLogsReachSlog(t *testing.T) {
 	hl.Warn("peer unreachable", "peer", "2")
 	hl.Debug("chatter") // below hclog's Info level: dropped
 	out := buf.String()
-	for _, want := range []string{"level=WARN", `msg="peer unreachable"`, "peer=2", "component=raft"} {
+	for _, want := range []string{"level=WARN", `msg="peer unreachable"`, "peer=2", "subsystem=raft"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log %q lacks %q", out, want)
 		}

@@ -69,7 +69,7 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger.With("component", "raftfsm"), done: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
 	if err := n.open(); err != nil {
 		n.closeStores()
 		return nil, err
