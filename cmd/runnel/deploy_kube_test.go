@@ -70,18 +70,21 @@ type kubeStatefulSet struct {
 	ServiceName string `yaml:"serviceName"`
 	Replicas    int    `yaml:"replicas"`
 	Template    struct {
-		Metadata kubeMeta `yaml:"metadata"`
-		Spec     struct {
-			TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
-			Affinity                      struct {
-				PodAntiAffinity map[string][]map[string]any `yaml:"podAntiAffinity"`
-			} `yaml:"affinity"`
-			Containers []kubeContainer `yaml:"containers"`
-		} `yaml:"spec"`
+		Metadata kubeMeta    `yaml:"metadata"`
+		Spec     kubePodSpec `yaml:"spec"`
 	} `yaml:"template"`
 	VolumeClaimTemplates []struct {
 		Metadata kubeMeta `yaml:"metadata"`
 	} `yaml:"volumeClaimTemplates"`
+}
+
+type kubePodSpec struct {
+	TerminationGracePeriodSeconds int `yaml:"terminationGracePeriodSeconds"`
+	Affinity                      struct {
+		PodAntiAffinity map[string][]map[string]any `yaml:"podAntiAffinity"`
+	} `yaml:"affinity"`
+	InitContainers []kubeContainer `yaml:"initContainers"`
+	Containers     []kubeContainer `yaml:"containers"`
 }
 
 type kubeService struct {
@@ -176,11 +179,44 @@ const (
 	simZone   = "zone-a"
 )
 
-// kubePod runs pod `pod` of a StatefulSet's runnel container as far as the
-// exec of runnel: $(VAR) references and downward API fields are expanded, a
-// /bin/sh -c start script is run with the binary replaced by a stub that
-// prints its arguments and environment.
-func kubePod(t *testing.T, where, pod string, c kubeContainer) deployNode {
+// podSim is what a simulated pod runs with: stub binaries (runnel prints its
+// arguments and environment, kubectl answers the node's zone) and a temporary
+// directory for each emptyDir its init containers share.
+type podSim struct {
+	bin   string
+	paths map[string]string // mount path -> temp dir
+}
+
+func newPodSim(t *testing.T, initContainers []kubeContainer) podSim {
+	t.Helper()
+	dir := t.TempDir()
+	sim := podSim{bin: filepath.Join(dir, "bin"), paths: map[string]string{}}
+	stubs := map[string]string{
+		"runnel":  "#!/bin/sh\nfor a in \"$@\"; do printf 'ARG %s\\n' \"$a\"; done\nenv\n",
+		"kubectl": "#!/bin/sh\ncase \"$*\" in *'topology\\.kubernetes\\.io/zone'*) printf " + simZone + " ;; *) exit 1 ;; esac\n",
+	}
+	if err := os.Mkdir(sim.bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range stubs {
+		if err := os.WriteFile(filepath.Join(sim.bin, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range initContainers {
+		for _, m := range c.VolumeMounts {
+			sim.paths[m.MountPath] = filepath.Join(dir, m.Name)
+			if err := os.MkdirAll(sim.paths[m.MountPath], 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return sim
+}
+
+// podEnv expands a container's environment as the kubelet would: $(VAR)
+// references to earlier variables and downward API fields.
+func podEnv(t *testing.T, where, pod string, c kubeContainer) map[string]string {
 	t.Helper()
 	env := map[string]string{}
 	expand := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
@@ -195,6 +231,8 @@ func kubePod(t *testing.T, where, pod string, c kubeContainer) deployNode {
 			switch fp := e.ValueFrom.FieldRef.FieldPath; fp {
 			case "metadata.name":
 				v = pod
+			case "spec.nodeName":
+				v = "node-a"
 			case "status.hostIP":
 				v = simHostIP
 			case "metadata.labels['topology.kubernetes.io/zone']":
@@ -205,36 +243,57 @@ func kubePod(t *testing.T, where, pod string, c kubeContainer) deployNode {
 		}
 		env[e.Name] = v
 	}
-	argv := append(slices.Clone(c.Command), c.Args...)
-	if slices.Equal(c.Command, []string{"/bin/sh", "-c"}) && len(c.Args) == 1 {
-		return runStartScript(t, where, c.Args[0], env)
-	}
-	if len(argv) == 0 || argv[0] != imageBinary {
-		t.Fatalf("%s: command %q does not run %s", where, argv, imageBinary)
-	}
-	return deployNode{where: where, args: argv[1:], env: env}
+	return env
 }
 
-func runStartScript(t *testing.T, where, script string, env map[string]string) deployNode {
+// run runs a container's /bin/sh -c script in the simulation.
+func (s podSim) run(t *testing.T, where, script string, env map[string]string) string {
 	t.Helper()
-	if !strings.Contains(script, "exec "+imageBinary+" serve") {
-		t.Fatalf("%s: start script does not exec %s serve:\n%s", where, imageBinary, script)
+	script = strings.ReplaceAll(script, imageBinary, filepath.Join(s.bin, "runnel"))
+	for from, to := range s.paths {
+		script = strings.ReplaceAll(script, from, to)
 	}
-	stub := filepath.Join(t.TempDir(), "runnel")
-	if err := os.WriteFile(stub, []byte("#!/bin/sh\nfor a in \"$@\"; do printf 'ARG %s\\n' \"$a\"; done\nenv\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("/bin/sh", "-c", strings.ReplaceAll(script, imageBinary, stub))
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"PATH=" + s.bin + ":/usr/bin:/bin"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: start script: %v\n%s", where, err, out)
+		t.Fatalf("%s: script: %v\n%s\n%s", where, err, script, out)
+	}
+	return string(out)
+}
+
+func isShell(c kubeContainer) bool {
+	return slices.Equal(c.Command, []string{"/bin/sh", "-c"}) && len(c.Args) == 1
+}
+
+// kubePod runs pod `pod` as far as the exec of runnel: init containers first,
+// then the runnel container's start script with the binary stubbed out.
+func kubePod(t *testing.T, where, pod string, spec kubePodSpec) deployNode {
+	t.Helper()
+	sim := newPodSim(t, spec.InitContainers)
+	for _, ic := range spec.InitContainers {
+		if !isShell(ic) {
+			t.Fatalf("%s: init container %s is not a /bin/sh -c script", where, ic.Name)
+		}
+		sim.run(t, where+" init "+ic.Name, ic.Args[0], podEnv(t, where, pod, ic))
+	}
+	c := spec.Containers[0]
+	env := podEnv(t, where, pod, c)
+	if !isShell(c) {
+		argv := append(slices.Clone(c.Command), c.Args...)
+		if len(argv) == 0 || argv[0] != imageBinary {
+			t.Fatalf("%s: command %q does not run %s", where, argv, imageBinary)
+		}
+		return deployNode{where: where, args: argv[1:], env: env}
+	}
+	if !strings.Contains(c.Args[0], "exec "+imageBinary+" serve") {
+		t.Fatalf("%s: start script does not exec %s serve:\n%s", where, imageBinary, c.Args[0])
 	}
 	n := deployNode{where: where, env: map[string]string{}}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(sim.run(t, where, c.Args[0], env)), "\n") {
 		if a, ok := strings.CutPrefix(line, "ARG "); ok {
 			n.args = append(n.args, a)
 		} else if k, v, ok := strings.Cut(line, "="); ok && k != "PATH" && k != "PWD" && k != "SHLVL" && k != "_" {
@@ -247,7 +306,7 @@ func runStartScript(t *testing.T, where, script string, env map[string]string) d
 // checkKube checks one set of manifests: every StatefulSet pod resolved, the
 // pods together form one cluster, and Services, probes, PDBs and scrape
 // settings point at what the pods serve.
-func checkKube(t *testing.T, name string, objs kubeObjects) {
+func checkKube(t *testing.T, name string, objs kubeObjects, wantRack bool) {
 	t.Helper()
 	if len(objs.sets) == 0 {
 		t.Fatalf("%s: no StatefulSet", name)
@@ -289,7 +348,7 @@ func checkKube(t *testing.T, name string, objs kubeObjects) {
 		}
 		for i := 0; i < s.Replicas; i++ {
 			pod := fmt.Sprintf("%s-%d", setName, i)
-			r := resolve(t, kubePod(t, name+" pod "+pod, pod, c))
+			r := resolve(t, kubePod(t, name+" pod "+pod, pod, spec))
 			r.published = published
 			for _, p := range []struct {
 				what  string
@@ -325,8 +384,8 @@ func checkKube(t *testing.T, name string, objs kubeObjects) {
 			if r.has(server.RoleController) {
 				voters++
 			}
-			if r.rack != "" && r.rack != simZone {
-				t.Errorf("%s: rack %q, want the zone %q", r.where, r.rack, simZone)
+			if want := map[bool]string{true: simZone}[wantRack]; r.rack != want {
+				t.Errorf("%s: rack %q, want %q", r.where, r.rack, want)
 			}
 			nodes = append(nodes, r)
 		}
@@ -438,7 +497,7 @@ func TestDeployKubernetesManifests(t *testing.T) {
 		}
 		all = append(append(all, b...), "\n---\n"...)
 	}
-	checkKube(t, "manifests", parseKube(t, "manifests", all))
+	checkKube(t, "manifests", parseKube(t, "manifests", all), true)
 }
 
 // helm runs helm from the Go module proxy (built once, then cached by go run).
@@ -466,17 +525,18 @@ func TestDeployHelmChart(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, v := range []struct {
-		name string
-		set  []string
+		name     string
+		set      []string
+		wantRack bool
 	}{
-		{"defaults", nil},
-		{"five-voters", []string{"controllers.replicas=5"}},
-		{"dedicated", []string{"controllers.roles=controller", "brokers.replicas=3"}},
-		{"combined-plus-brokers-nodeport", []string{"brokers.replicas=2", "externalAccess.enabled=true", "antiAffinity=soft"}},
+		{"defaults", nil, false},
+		{"five-voters", []string{"controllers.replicas=5"}, false},
+		{"dedicated", []string{"controllers.roles=controller", "brokers.replicas=3"}, false},
+		{"combined-plus-brokers-nodeport", []string{"brokers.replicas=2", "externalAccess.enabled=true", "antiAffinity=soft"}, false},
 		{"loadbalancer", []string{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer",
-			"externalAccess.loadBalancer.addresses={k0.example.com,k1.example.com,k2.example.com:19092}"}},
-		{"rack-and-servicemonitor", []string{"rack.source=podLabel", "metrics.serviceMonitor.enabled=true"}},
-		{"rack-from-node", []string{"rack.source=nodeLabel", "rack.kubectlImage=example.invalid/kubectl:1", "brokers.replicas=1"}},
+			"externalAccess.loadBalancer.addresses={k0.example.com,k1.example.com,k2.example.com:19092}"}, false},
+		{"rack-and-servicemonitor", []string{"rack.source=podLabel", "metrics.serviceMonitor.enabled=true"}, true},
+		{"rack-from-node", []string{"rack.source=nodeLabel", "rack.kubectlImage=example.invalid/kubectl:1", "brokers.replicas=1"}, true},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			args := []string{"template", "rn", chart, "--namespace", "streams"}
@@ -487,7 +547,7 @@ func TestDeployHelmChart(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkKube(t, "helm "+v.name, parseKube(t, "helm "+v.name, out))
+			checkKube(t, "helm "+v.name, parseKube(t, "helm "+v.name, out), v.wantRack)
 		})
 	}
 	// The chart refuses settings that cannot make a cluster.
