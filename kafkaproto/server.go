@@ -80,7 +80,7 @@ func NewServer(broker Broker, opts Options) *Server {
 	return &Server{
 		broker:    broker,
 		opts:      opts,
-		log:       opts.Logger.With("component", "kafka"),
+		log:       opts.Logger,
 		handlers:  handlerTable(),
 		slots:     make(chan struct{}, opts.MaxConnections),
 		ctx:       ctx,

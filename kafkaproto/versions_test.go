@@ -24,9 +24,8 @@ func testBatch(n int, pid int64, seq int32) []byte {
 		r.Key = []byte(fmt.Sprintf("k%d", i))
 		r.Value = []byte(fmt.Sprintf("v%d", i))
 		r.Headers = []kmsg.Header{{Key: "h", Value: []byte("x")}}
-		body := r.AppendTo(nil)
-		// AppendTo writes the length as a varint prefix already.
-		records = append(records, body...)
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the (1-byte, zero) length
+		records = r.AppendTo(records)
 	}
 	b := kmsg.NewRecordBatch()
 	b.Magic = 2
