@@ -476,9 +476,13 @@ func TestDeployCompose(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	scrape := map[string]bool{}
 	for _, name := range names {
 		svc := file.Services[name]
 		where := "compose " + name
+		if slices.Contains(svc.Profiles, "monitoring") {
+			continue
+		}
 		if filepath.Join(deployDir, "compose", svc.Build.Context, svc.Build.Dockerfile) != filepath.Join(deployDir, "docker", "Dockerfile") {
 			t.Errorf("%s: builds %s/%s, not deploy/docker/Dockerfile", where, svc.Build.Context, svc.Build.Dockerfile)
 		}
@@ -514,6 +518,7 @@ func TestDeployCompose(t *testing.T) {
 		if g, err := time.ParseDuration(svc.StopGrace); err != nil || g < grace || svc.StopSignal != "SIGTERM" {
 			t.Errorf("%s: stop %s after %q, want SIGTERM and at least %v", where, svc.StopSignal, svc.StopGrace, grace)
 		}
+		scrape[fmt.Sprintf("%s:%d", name, portOf(t, where, r.http))] = true
 		profile := "default"
 		if len(svc.Profiles) > 0 {
 			profile = strings.Join(svc.Profiles, ",")
@@ -530,6 +535,43 @@ func TestDeployCompose(t *testing.T) {
 	}
 	if n := len(profiles["dedicated"]); n != 6 {
 		t.Errorf("compose: profile dedicated has %d nodes, want 3 controllers + 3 brokers", n)
+	}
+	checkComposeMonitoring(t, file.Services["grafana"], scrape)
+}
+
+// checkComposeMonitoring: Prometheus scrapes /metrics on every node's HTTP
+// port and nothing else; Grafana mounts the dashboard.
+func checkComposeMonitoring(t *testing.T, grafana composeService, want map[string]bool) {
+	t.Helper()
+	var prom struct {
+		ScrapeConfigs []struct {
+			MetricsPath   string `yaml:"metrics_path"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(readDeploy(t, "compose/prometheus.yml"), &prom); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	got := map[string]bool{}
+	for _, sc := range prom.ScrapeConfigs {
+		if sc.MetricsPath != metricsPath {
+			t.Errorf("prometheus.yml: metrics_path %q, runnel serves %s", sc.MetricsPath, metricsPath)
+		}
+		for _, st := range sc.StaticConfigs {
+			for _, target := range st.Targets {
+				got[target] = true
+			}
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("prometheus.yml scrapes %v, the compose nodes serve HTTP at %v", got, want)
+	}
+	if !slices.ContainsFunc(grafana.Volumes, func(v string) bool {
+		return strings.HasPrefix(v, "../grafana/runnel-dashboard.json:")
+	}) {
+		t.Errorf("compose grafana: volumes %q do not mount deploy/grafana/runnel-dashboard.json", grafana.Volumes)
 	}
 }
 
