@@ -166,9 +166,11 @@ func uiWait(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
-func uiEval[T any](t *testing.T, ctx context.Context, expr string) T {
+func uiEval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	ectx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ectx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
@@ -270,6 +272,11 @@ func TestUIEndToEnd(t *testing.T) {
 	}
 	shots.take(ctx, "produced")
 
+	// "Show in browser" opens the message browser at the produced record.
+	uiDo(t, ctx, "show in browser", chromedp.Click(chromedp.CSS(`[data-test=produced] button`)))
+	uiWait(t, ctx, "browser at the produced record", fmt.Sprintf(
+		`document.querySelectorAll('.records article').length === 1 && !!document.querySelector('.records article[data-partition="%d"][data-offset="%s"]')`, part, m[2]))
+
 	// More records over HTTP, so find-by-key has something to skip.
 	for i := range 20 {
 		body := map[string]any{"records": []map[string]any{{"key": fmt.Sprintf("other-%d", i), "value": map[string]int{"n": i}}}}
@@ -279,9 +286,28 @@ func TestUIEndToEnd(t *testing.T) {
 	}
 
 	// Message browser: newest records across partitions, then find by key.
-	uiDo(t, ctx, "browse newest", chromedp.Click(chromedp.CSS(`#tab-messages`)),
+	uiDo(t, ctx, "browse newest",
+		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=partition]`), "all"),
+		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=start]`), "newest"),
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, ctx, "21 newest records", `document.querySelectorAll('.records article').length === 21`)
+	// Export: capture the JSON lines the export link would download.
+	export := uiEval[string](t, ctx, `new Promise((resolve) => {
+		const orig = URL.createObjectURL;
+		URL.createObjectURL = (blob) => { URL.createObjectURL = orig; blob.text().then(resolve); return orig(blob); };
+		[...document.querySelectorAll('button')].find(b => b.textContent === 'Export JSON lines').click();
+	})`, chromedp.EvalAwaitPromise)
+	lines := strings.Split(strings.TrimSpace(export), "\n")
+	if len(lines) != 21 {
+		t.Fatalf("export has %d lines, want 21:\n%s", len(lines), export)
+	}
+	var exported struct {
+		Key   string          `json:"key"`
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(lines[20]), &exported); err != nil || exported.Key != key || string(exported.Value) != `"{\"id\":1,\"item\":\"tea\"}"` {
+		t.Errorf("oldest exported line %s (%v)", lines[20], err)
+	}
 	uiDo(t, ctx, "find by key",
 		chromedp.SendKeys(chromedp.CSS(`form[aria-label="Find by key"] input[name=key]`), key),
 		chromedp.Click(chromedp.CSS(`[data-test=find-key]`)))

@@ -103,7 +103,8 @@ export function toast(msg, kind = 'info') {
   if (!box) return;
   const el = h('div', { class: 'toast ' + kind, role: kind === 'error' ? 'alert' : 'status' }, msg);
   box.append(el);
-  setTimeout(() => el.remove(), kind === 'error' ? 8000 : 4000);
+  while (box.children.length > 2) box.firstElementChild.remove();
+  setTimeout(() => el.remove(), kind === 'error' ? 8000 : 3500);
 }
 
 export function errorBox(err) {

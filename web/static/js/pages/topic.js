@@ -27,7 +27,7 @@ function partitionsTable(t) {
     { label: 'High watermark', num: true, get: p => fmtNum(p.high_watermark) },
     { label: 'Records', num: true, get: p => fmtNum(Math.max(0, (p.high_watermark ?? p.end_offset) - p.start_offset)) },
     { label: 'Size', num: true, get: p => (p.size_bytes ? fmtBytes(p.size_bytes) : '—') },
-  ], parts, { caption: parts.length === 1 ? '1 partition' : `${parts.length} partitions`, rowClass: p => (p.leader === -1 ? 'bad' : (p.isr || []).length < (p.replicas || []).length ? 'warn' : null) });
+  ], parts, { stack: false, caption: parts.length === 1 ? '1 partition' : `${parts.length} partitions`, rowClass: p => (p.leader === -1 ? 'bad' : (p.isr || []).length < (p.replicas || []).length ? 'warn' : null) });
 }
 
 function configsPanel(t, reload) {
