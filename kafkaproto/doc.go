@@ -2,5 +2,42 @@
 // connection handling and one file per API key, each a function from a kmsg
 // request to a kmsg response. It talks to the rest of runnel only through the
 // Broker interface (broker.go), which the server package implements; errors
-// cross that boundary as the sentinels in errors.go.
+// cross that boundary as the sentinels in errors.go, mapped to Kafka error
+// codes by the one table there.
+//
+// # Files
+//
+//	broker.go     the Broker interface (MetadataSource, Partitions, Admin) and its types
+//	errors.go     sentinel errors and their Kafka codes
+//	server.go     Options, Server: accept loop, connection cap, Close
+//	conn.go       one connection: framing, request header, dispatch, response header
+//	handlers.go   the handler table (API key -> versions, handler) and SupportedVersions
+//	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
+//	admin.go      helpers shared by the admin APIs
+//	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
+//	              createtopics, deletetopics, createpartitions, describeconfigs,
+//	              incrementalalterconfigs, deleterecords, initproducerid,
+//	              offsetforleaderepoch, describecluster
+//
+// # Goroutines and locks
+//
+// Serve runs the accept loop in the caller's goroutine. Each accepted
+// connection gets one goroutine that reads a request, handles it and writes
+// the response before reading the next, so pipelined requests are answered
+// in order and a client's produce requests append in the order sent (as in
+// Kafka). A Produce request touching several partitions appends them from
+// at most produceParallelism short-lived goroutines that it waits for.
+// Close closes listeners and connections and waits for every goroutine;
+// handlers see the server's context cancelled. Server.mu guards only the
+// listener and connection sets and is never held while calling the Broker.
+//
+// # Limits
+//
+// A frame larger than Options.MaxRequestSize (Produce) or 1 MiB (any other
+// API) closes the connection before its body is read; the frame buffer
+// grows only as bytes arrive. kmsg refuses an array count larger than the
+// bytes left divided by the smallest element size before allocating, so a
+// decoded request costs at most a small multiple (measured: 16x) of its
+// frame. Unknown API keys, undecodable versions and malformed bodies close
+// that connection only.
 package kafkaproto

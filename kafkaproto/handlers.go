@@ -65,7 +65,7 @@ func handlerTable() map[int16]apiHandler {
 
 // APIVersion is one supported API key and its version range.
 type APIVersion struct {
-	Key        int16  `json:"key"`
+	Key        int16  `json:"api_key"`
 	Name       string `json:"name"`
 	MinVersion int16  `json:"min_version"`
 	MaxVersion int16  `json:"max_version"`

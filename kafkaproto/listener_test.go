@@ -105,6 +105,9 @@ func TestFranzGoRoundTrip(t *testing.T) {
 			last[r.Partition], nextOffset[r.Partition] = i, r.Offset+1
 		})
 	}
+	if b.sockets.Load() == 0 {
+		t.Fatal("no record chunk was handed the TCP connection (the sendfile path)")
+	}
 }
 
 // TestLongPollWakesOnAppend: a fetch waiting for MinBytes is answered as

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type memBroker struct {
 	changed chan struct{}
 	nextPID int64
 	chunks  atomic.Int64 // open chunks, to find leaks
+	sockets atomic.Int64 // chunks written straight to a TCP socket (sendfile path)
 	host    string
 	port    int32
 }
@@ -184,7 +186,7 @@ func (b *memBroker) Fetch(_ context.Context, req FetchRequest) (FetchResult, err
 		out = append(out, batch...)
 	}
 	b.chunks.Add(1)
-	res.Records = &memChunk{b: out, open: &b.chunks}
+	res.Records = &memChunk{b: out, open: &b.chunks, sockets: &b.sockets}
 	return res, nil
 }
 
@@ -386,14 +388,18 @@ func (b *memBroker) InitProducerID(_ context.Context, txn *string, _ time.Durati
 
 // memChunk is an in-memory Chunk that counts itself open until closed.
 type memChunk struct {
-	b      []byte
-	open   *atomic.Int64
-	closed bool
+	b       []byte
+	open    *atomic.Int64
+	sockets *atomic.Int64
+	closed  bool
 }
 
 func (c *memChunk) Len() int { return len(c.b) }
 
 func (c *memChunk) WriteTo(w io.Writer) (int64, error) {
+	if _, ok := w.(*net.TCPConn); ok {
+		c.sockets.Add(1)
+	}
 	n, err := w.Write(c.b)
 	return int64(n), err
 }

@@ -51,6 +51,10 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 				setProduceError(p, pre)
 				continue
 			}
+			if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
+				s.producePartition(ctx, req.Acks, rt.Topic, rp, p)
+				continue
+			}
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
