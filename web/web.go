@@ -35,16 +35,25 @@ import (
 //go:embed static
 var assets embed.FS
 
-// contentTypes maps the extensions the UI uses to their media types, so the
+// contentType maps the extensions the UI uses to their media types, so the
 // answer does not depend on the host's mime tables.
-var contentTypes = map[string]string{
-	".html": "text/html; charset=utf-8",
-	".css":  "text/css; charset=utf-8",
-	".js":   "text/javascript; charset=utf-8",
-	".svg":  "image/svg+xml",
-	".json": "application/json",
-	".png":  "image/png",
-	".ico":  "image/x-icon",
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	case ".json":
+		return "application/json"
+	case ".png":
+		return "image/png"
+	default:
+		return "application/octet-stream"
+	}
 }
 
 // csp allows only same-origin scripts, styles and connections: the UI needs
@@ -78,14 +87,10 @@ func Handler() http.Handler {
 			return err
 		}
 		sum := sha256.Sum256(data)
-		ctyp, ok := contentTypes[path.Ext(p)]
-		if !ok {
-			ctyp = "application/octet-stream"
-		}
 		h.files[strings.TrimPrefix(p, "static/")] = file{
 			data: data,
 			etag: `"` + hex.EncodeToString(sum[:12]) + `"`,
-			ctyp: ctyp,
+			ctyp: contentType(p),
 		}
 		return nil
 	})

@@ -299,3 +299,36 @@ func TestJavaScriptUnits(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHandlerPath: whatever the request path, the handler answers 200 only
+// with one of the embedded files, or 301, 304 or 404, and never panics.
+func FuzzHandlerPath(f *testing.F) {
+	for _, s := range []string{"/", "/ui", "/ui/", "/js/main.js", "/ui/../../etc/passwd", "//x//app.css", "/a/b/c/", "%2e%2e/web.go", "/ui/js/pages/../main.js"} {
+		f.Add(s)
+	}
+	h := web.Handler()
+	assets := map[string]bool{}
+	_ = fs.WalkDir(os.DirFS("static"), ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(filepath.Join("static", p))
+			assets[string(b)] = true
+		}
+		return nil
+	})
+	f.Fuzz(func(t *testing.T, p string) {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.URL.Path = p
+		req.RequestURI = p
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK:
+			if !assets[rec.Body.String()] {
+				t.Fatalf("%q served %d bytes that are no embedded asset", p, rec.Body.Len())
+			}
+		case http.StatusMovedPermanently, http.StatusNotFound:
+		default:
+			t.Fatalf("%q: status %d", p, rec.Code)
+		}
+	})
+}
