@@ -372,6 +372,17 @@ func TestUIEndToEnd(t *testing.T) {
 		t.Errorf("dark scheme body background %s", bg)
 	}
 	shots.take(ctx, "dark-topics")
+
+	// Keyboard: Tab reaches the skip link, then the navigation, with a
+	// visible focus ring.
+	uiDo(t, ctx, "tab through", chromedp.Reload())
+	uiWait(t, ctx, "topics list", fmt.Sprintf(`document.querySelector('main').innerText.includes(%q)`, topic))
+	uiDo(t, ctx, "tab through", chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent(kb.Tab))
+	focused := uiEval[string](t, ctx, `document.activeElement.tagName + ' ' + document.activeElement.textContent.trim() + ' ' + getComputedStyle(document.activeElement).outlineStyle`)
+	if focused != "A Cluster solid" {
+		t.Errorf("after three Tabs the focus is on %q, want the Cluster link with a solid outline", focused)
+	}
+	shots.viewport(ctx, "keyboard-focus")
 }
 
 // uiGroups checks the groups pages: "no groups" while the server has no group
