@@ -90,12 +90,14 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
     exportBtn.disabled = shown.length === 0;
   };
   modeSel.addEventListener('change', draw);
+  // begin cancels the running load or search and starts a new one; all of
+  // them end with the tab (signal).
   const begin = () => {
     if (op) op.abort();
     op = new AbortController();
-    signal.addEventListener('abort', () => op.abort(), { once: true });
     return op.signal;
   };
+  signal.addEventListener('abort', () => op && op.abort(), { once: true });
   const fail = (e) => { if (e.name !== 'AbortError') replace(status, errorBox(e)); };
 
   // startPositions resolves the start mode to a position per partition.
@@ -184,7 +186,11 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
       })));
   const keyForm = h('form', { class: 'row end', 'aria-label': 'Find by key', onSubmit: (e) => { e.preventDefault(); findByKey(); } },
     field('Find by key', keyIn, 'Searches only the partition the key hashes to.'),
-    h('button', { type: 'submit', class: 'ghost', 'data-test': 'find-key' }, 'Find'));
+    h('button', { type: 'submit', class: 'ghost', 'data-test': 'find-key' }, 'Find'),
+    curlButton(() => ({
+      path: recordsPath(topic.name, keyIn.value === '' ? 0 : partitionFor(keyIn.value, parts.length)),
+      query: { offset: 'earliest', max_records: PAGE, encoding: 'base64' },
+    })));
   const box = h('div', null, form, keyForm, h('div', { class: 'row' }, status, h('span', { class: 'spacer' }), exportBtn), list, more);
   if (params.offset !== undefined) startSel.value = 'offset';
   syncFields();
