@@ -116,6 +116,9 @@ type Partitions interface {
 	// a stale producer epoch ErrInvalidProducerEpoch. acks is 0, 1 or -1;
 	// with -1 Produce waits until the batches are replicated to the ISR or
 	// ctx's deadline (the request's timeout) passes (ErrRequestTimedOut).
+	// batches aliases the connection's read buffer: it may be modified
+	// in place (offsets, epochs) but must not be retained after Produce
+	// returns; copy what is kept.
 	Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (ProduceResult, error)
 
 	// Fetch reads whole batches starting with the one holding req.Offset,

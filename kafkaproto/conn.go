@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 
@@ -193,10 +194,15 @@ func (c *conn) handle(frame []byte) error {
 		return fmt.Errorf("%w: %s v%d: %v", errBadBody, kmsg.NameForKey(h.key), h.version, err)
 	}
 	var resp kmsg.Response
+	start := time.Now()
 	if supported {
 		resp = api.serve(c.s, c.s.ctx, req)
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)
+	}
+	if c.s.log.Enabled(c.s.ctx, slog.LevelDebug) {
+		c.s.log.Debug("kafka request", "api", kmsg.NameForKey(h.key), "version", h.version,
+			"client_id", deref(h.clientID), "remote", c.nc.RemoteAddr(), "elapsed", time.Since(start))
 	}
 	if resp == nil { // acks=0 produce: no response
 		return nil
@@ -230,4 +236,11 @@ func (c *conn) write(h header, resp kmsg.Response, flexibleHeader bool) error {
 		return fmt.Errorf("kafkaproto: writing response: %w", err)
 	}
 	return nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

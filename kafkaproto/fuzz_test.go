@@ -21,6 +21,7 @@ type captureConn struct {
 
 func (c *captureConn) Write(b []byte) (int, error)      { return c.out.Write(b) }
 func (c *captureConn) SetWriteDeadline(time.Time) error { return nil }
+func (c *captureConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
 
 // FuzzRequestFrame feeds arbitrary request frames (header and body, without
 // the size prefix) of every API key and version through the request path.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -114,6 +115,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 	}()
+	var backoff time.Duration
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -123,18 +125,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			case s.ctx.Err() != nil:
 				return ErrServerClosed
 			case isTemporary(err):
-				time.Sleep(10 * time.Millisecond)
+				// Out of file descriptors or an aborted handshake:
+				// back off and keep serving, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("kafka accept failed; retrying", "err", err, "backoff", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				case <-s.ctx.Done():
+				}
 				continue
 			}
 			return fmt.Errorf("kafkaproto: accept: %w", err)
 		}
+		backoff = 0
 		s.startConn(conn)
 	}
 }
 
+// isTemporary reports accept errors that do not mean the listener is gone.
 func isTemporary(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED)
 }
 
 // startConn registers conn and starts its goroutine, or closes it when the
