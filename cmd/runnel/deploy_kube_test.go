@@ -530,7 +530,7 @@ func TestDeployHelmChart(t *testing.T) {
 		wantRack bool
 	}{
 		{"defaults", nil, false},
-		{"five-voters", []string{"controllers.replicas=5"}, false},
+		{"five-voters", []string{"controllers.replicas=5", "extraArgs={--log-level=debug,--max-open-files=4096}"}, false},
 		{"dedicated", []string{"controllers.roles=controller", "brokers.replicas=3"}, false},
 		{"combined-plus-brokers-nodeport", []string{"brokers.replicas=2", "externalAccess.enabled=true", "antiAffinity=soft"}, false},
 		{"loadbalancer", []string{"externalAccess.enabled=true", "externalAccess.type=LoadBalancer",
