@@ -1,4 +1,122 @@
-// Package segments is one partition's log on disk: Kafka RecordBatch v2 bytes
-// stored exactly as received, split into segment files, with sparse offset and
-// time indexes, crash recovery, retention and compaction.
+// Package segments is one partition's log on disk: Kafka RecordBatch v2
+// bytes stored exactly as received, split into segment files, with sparse
+// offset and time indexes, crash recovery, retention and compaction. It
+// knows nothing of HTTP, Kafka or Raft.
+//
+// # Use
+//
+// Open a Log per partition directory with a Config (start from
+// DefaultConfig) and Options (a shared FileCache bounds open descriptors
+// across all logs of a process). Append takes one or more concatenated
+// producer batches and assigns offsets and the leader epoch in place;
+// AppendReplicated takes a leader's batches as they are. Read returns a
+// Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
+// Log method is safe for concurrent use; Maintain (time roll, flush.ms,
+// retention, compaction) is meant to be called periodically by one owner.
+// The package starts no goroutine.
+//
+// # Directory layout
+//
+// A log directory holds:
+//
+//	00000000000000000000.log        segment: batches with offsets from its base
+//	00000000000000000000.index      sparse offset index of a sealed segment
+//	00000000000000000000.timeindex  time index of a sealed segment
+//	log.state                       recovery point, log start offset, clean mark
+//	leader-epoch-checkpoint         leader epoch -> first offset
+//
+// File names are the segment's base offset, zero-padded to 20 digits. Files
+// ending in ".tmp" (a checkpoint being replaced) or ".cleaned" (a segment
+// being compacted) are leftovers of an interrupted operation and are deleted
+// by Open, as are index files whose segment is gone.
+//
+// # Segment files
+//
+// A segment is a sequence of Kafka RecordBatch v2 (magic 2) byte for byte,
+// with nothing between them. The 61-byte header, all integers big-endian:
+//
+//	 0  int64  baseOffset            assigned by the log on Append
+//	 8  int32  batchLength           bytes after this field
+//	12  int32  partitionLeaderEpoch  assigned by the log on Append
+//	16  int8   magic                 2
+//	17  uint32 crc                   CRC-32C (Castagnoli) of bytes 21..end
+//	21  int16  attributes            bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+//	23  int32  lastOffsetDelta
+//	27  int64  baseTimestamp
+//	35  int64  maxTimestamp
+//	43  int64  producerId
+//	51  int16  producerEpoch
+//	53  int32  baseSequence
+//	57  int32  recordCount
+//	61         records (compressed as a whole when the codec is not 0)
+//
+// baseOffset and partitionLeaderEpoch lie outside the CRC, so assigning them
+// leaves the producer's bytes and CRC valid. A batch holds the offsets
+// baseOffset..baseOffset+lastOffsetDelta; base offsets increase strictly
+// through a segment and across segments, and every offset of a segment is
+// below the next segment's base. Compaction can leave gaps (a batch with
+// fewer records than offsets, or offsets with no batch). A segment rolls
+// when the next append would pass segment.bytes, segment.ms has passed since
+// its first append, or an offset would not fit 32 bits relative to its base.
+//
+// # Index files
+//
+// Both indexes are written whole when a segment is sealed (rolled, or the
+// active one on a clean Close), through a temporary file, fsync and rename.
+// While a segment is active its indexes live in memory.
+//
+// The offset index (.index) is a sequence of 8-byte entries: uint32 offset
+// of a batch relative to the segment base, uint32 byte position of that
+// batch. The first batch is always indexed, then the first batch starting
+// index.interval.bytes or more after the last indexed one. Entries increase
+// strictly in both fields.
+//
+// The time index (.timeindex) is a sequence of 12-byte entries: int64
+// timestamp T, uint32 relative offset R, meaning that every batch of the
+// segment with a base offset below base+R has a max timestamp <= T. An entry
+// is added with each offset entry when the running max timestamp of the
+// batches before it has grown; the file ends with one more entry (segment
+// max timestamp, relative offset after the last batch), dropped on load.
+// Both fields increase.
+//
+// An index is trusted only when it is consistent with its segment: sizes a
+// multiple of the entry size, entries increasing and inside the file, the
+// last offset entry pointing at a batch with that base offset, and the batch
+// headers after it ending exactly at the end of the file. Otherwise, or when
+// missing, it is rebuilt from the segment.
+//
+// # Checkpoints
+//
+// log.state is text, replaced atomically (temporary file, fsync, rename,
+// directory fsync):
+//
+//	runnel-log-state 1
+//	recovery-point <offset>      every batch below it was fsynced
+//	start-offset <offset>        the log start offset (DeleteRecordsBefore)
+//	clean <end> <base> <size>    only after a clean Close: end offset, base
+//	                             and size of the last segment
+//	end
+//
+// The clean line is removed (the file rewritten) before the first change
+// after Open. leader-epoch-checkpoint is Kafka's text format, replaced the
+// same way: a version line "0", a count line, then one "epoch startOffset"
+// line per epoch, both increasing.
+//
+// # Durability and recovery
+//
+// Appends are written with pwrite at the end of the active segment; a failed
+// write is cut back and, like a failed fsync, makes the log refuse every
+// later change until it is reopened. flush.messages=1 fsyncs before Append
+// returns; flush.messages and flush.ms otherwise bound the unsynced records
+// and their age. Rolling fsyncs the sealed segment and its indexes and moves
+// the recovery point to the new segment. The directory is fsynced after a
+// segment file is created, renamed or removed.
+//
+// Open with a valid clean line reads no segment: the end offset comes from
+// the state file and indexes are loaded lazily. Otherwise it scans the
+// segments from the one holding the recovery point to the last, checking
+// every batch (length, magic, CRC-32C, record count, increasing offsets),
+// truncates at the first bad or torn batch, deletes any later segment, and
+// rebuilds those segments' indexes. Segments below the recovery point are
+// not read.
 package segments
