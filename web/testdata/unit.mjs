@@ -59,7 +59,8 @@ eq('reset offset clamped', plan('offset', 100), [[9, 0, true]]);
 eq('assignment', g.assignmentOf({ assignment: [{ topic: 't', partitions: [0, 2] }] }), 't: 0, 2');
 
 const chart = await load('chart.js');
-eq('niceMax', [0, 0.3, 1, 7, 12, 950, 1001].map(chart.niceMax), [1, 0.5, 1, 10, 20, 1000, 2000]);
+eq('niceScale', [0.42, 1, 2.5, 7, 12, 950, 1001].map(v => { const s = chart.niceScale(v); return [+s.max.toFixed(6), +s.step.toFixed(6)]; }),
+  [[0.6, 0.2], [1, 0.5], [3, 1], [8, 2], [15, 5], [1000, 500], [1500, 500]]);
 eq('perSecond', chart.perSecond([10, -1, null], 5000), [2, null, null]);
 
 const main = await load('main.js');

@@ -6,12 +6,16 @@ const W = 640;
 const H = 220;
 const PAD = { l: 48, r: 12, t: 10, b: 24 };
 
-// niceMax rounds v up to 1, 2 or 5 times a power of ten.
-export function niceMax(v) {
-  if (!(v > 0)) return 1;
-  const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+// niceScale picks a y axis for values up to v: a step of 1, 2 or 5 times a
+// power of ten giving at most 4 intervals, and the top as a whole number of steps.
+export function niceScale(v) {
+  if (!(v > 0)) return { max: 1, step: 0.25 };
+  const raw = v / 4;
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  let step = 10 * p;
+  for (const m of [1, 2, 5]) if (m * p >= raw) { step = m * p; break; }
+  const max = Math.ceil(v / step - 1e-9) * step;
+  return { max, step };
 }
 
 function fmtTick(v) {
@@ -29,7 +33,7 @@ function clock(ms) {
 // values may hold null (or negative, meaning "not sampled") as gaps.
 export function lineChart({ title, startMs, intervalMs, series, unit = '' }) {
   const n = Math.max(0, ...series.map(x => x.values.length));
-  const max = niceMax(Math.max(0, ...series.flatMap(x => x.values.filter(v => v !== null && v >= 0))));
+  const { max, step } = niceScale(Math.max(0, ...series.flatMap(x => x.values.filter(v => v !== null && v >= 0))));
   const iw = W - PAD.l - PAD.r;
   const ih = H - PAD.t - PAD.b;
   const xAt = i => PAD.l + (n <= 1 ? 0 : (i / (n - 1)) * iw);
@@ -37,8 +41,8 @@ export function lineChart({ title, startMs, intervalMs, series, unit = '' }) {
 
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': title });
   svg.append(s('title', null, title));
-  for (let k = 0; k <= 4; k++) {
-    const v = (max * k) / 4;
+  for (let k = 0; k * step <= max + step / 1e6; k++) {
+    const v = k * step;
     svg.append(s('line', { x1: PAD.l, x2: W - PAD.r, y1: yAt(v), y2: yAt(v), class: 'grid' }));
     svg.append(s('text', { x: PAD.l - 6, y: yAt(v) + 4, class: 'tick', 'text-anchor': 'end' }, fmtTick(v)));
   }
