@@ -10,6 +10,8 @@ import (
 )
 
 var (
+	// ErrNotLeader: this node cannot propose (not leader, or leadership was
+	// lost while the command was in flight, when it may still apply).
 	ErrNotLeader         = errors.New("raftfsm: not the active controller")
 	ErrTopicExists       = errors.New("raftfsm: topic already exists")
 	ErrUnknownTopic      = errors.New("raftfsm: unknown topic")

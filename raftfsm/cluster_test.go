@@ -264,3 +264,46 @@ func TestJoinWithAddVoter(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "voter removed", func() bool { return len(c.nodes[1].Status().Voters) == 2 })
 }
+
+// Five voters survive two failures; a third loses the quorum and writes
+// fail until a voter returns.
+func TestClusterOfFiveQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	c := newCluster(t, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, n := range c.nodes {
+		if err := n.WaitReady(ctx); err != nil {
+			t.Fatalf("node %d ready: %v", i+1, err)
+		}
+	}
+	l := c.leader()
+	var down []int
+	for i := range c.nodes {
+		if i != l && len(down) < 3 {
+			down = append(down, i)
+		}
+	}
+	c.stop(down[0])
+	c.stop(down[1])
+	apply(t, c.nodes[l], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+
+	c.stop(down[2])
+	short, cancelShort := context.WithTimeout(ctx, time.Second)
+	_, err := c.nodes[l].Apply(short, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, raftfsm.ErrNotLeader) {
+		t.Fatalf("apply without quorum: %v", err)
+	}
+
+	c.start(down[2])
+	l = c.leader()
+	apply(t, c.nodes[l], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 3}})
+	c.converged(l)
+	img, _ := c.nodes[l].Image()
+	if img.Brokers[1] == nil || img.Brokers[3] == nil {
+		t.Fatalf("brokers %v", img.Brokers)
+	}
+}

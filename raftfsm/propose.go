@@ -162,6 +162,9 @@ func raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		return ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// The entry may still commit under the next leader: outcome unknown.
+		return fmt.Errorf("%w (%v; the command may still apply)", ErrNotLeader, err)
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrClosed
 	case errors.Is(err, raft.ErrEnqueueTimeout):
