@@ -162,6 +162,8 @@ func TestKafkaSarama(t *testing.T) {
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Producer.Compression = sarama.CompressionLZ4
 	cfg.Producer.Partitioner = sarama.NewHashPartitioner
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
 	cfg.Metadata.AllowAutoTopicCreation = false
 
 	admin, err := sarama.NewClusterAdmin([]string{n.KafkaAddr}, cfg)
