@@ -158,7 +158,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 			continue
 		}
 		if p, ok := ht.parts[idx]; ok {
-			p.leaderEpoch.Store(pm.LeaderEpoch)
+			p.setLeader(pm.Leader, pm.LeaderEpoch)
 			p.applyConfig(t.Configs)
 			if err := p.log.SetConfig(cfg); err != nil {
 				return fmt.Errorf("partition %d config: %w", idx, err)
@@ -170,7 +170,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 			return err
 		}
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
-		p.leaderEpoch.Store(pm.LeaderEpoch)
+		p.setLeader(pm.Leader, pm.LeaderEpoch)
 		ht.parts[idx] = p
 	}
 	return nil
@@ -263,9 +263,21 @@ func (b *broker) removeStrayDirs(img *raftfsm.Image) error {
 	return nil
 }
 
-// partition returns a hosted partition, first catching up with the image
-// when the topic is newer than what this broker has applied.
+// partition returns a partition this broker leads, first catching up with
+// the image when the topic is newer than what this broker has applied.
 func (b *broker) partition(topic string, idx int32) (*partition, error) {
+	p, err := b.replica(topic, idx)
+	if err != nil {
+		return nil, err
+	}
+	if leader := p.leader.Load(); leader != b.id {
+		return nil, fmt.Errorf("%w: %s-%d is led by broker %d", errNotLeader, topic, idx, leader)
+	}
+	return p, nil
+}
+
+// replica returns a hosted partition replica, leader or follower.
+func (b *broker) replica(topic string, idx int32) (*partition, error) {
 	if p, err := b.lookup(topic, idx); err == nil || !errors.Is(err, errUnknownTopic) {
 		return p, err
 	}

@@ -544,6 +544,22 @@ func TestKafkaIdempotentReplay(t *testing.T) {
 	if end := httpEndOffset(t, n, "idem", 0); end != 10 {
 		t.Fatalf("end offset %d, want 10 (the replayed batch stored once)", end)
 	}
+
+	// The sequence state is rebuilt from the log after a restart.
+	n.Stop()
+	n.Start()
+	c3 := rawDial(t, n.KafkaAddr)
+	again := rawProduce(t, c3, "idem", rawBatch(5, ip.ProducerID, ip.ProducerEpoch, 5))
+	if again.ErrorCode != 0 || again.BaseOffset != second.BaseOffset {
+		t.Fatalf("replay after restart: error %v offset %d, want offset %d", kerr.ErrorForCode(again.ErrorCode), again.BaseOffset, second.BaseOffset)
+	}
+	third := rawProduce(t, c3, "idem", rawBatch(5, ip.ProducerID, ip.ProducerEpoch, 10))
+	if third.ErrorCode != 0 || third.BaseOffset != second.BaseOffset+5 {
+		t.Fatalf("next batch after restart: error %v offset %d", kerr.ErrorForCode(third.ErrorCode), third.BaseOffset)
+	}
+	if end := httpEndOffset(t, n, "idem", 0); end != 15 {
+		t.Fatalf("end offset after restart %d, want 15", end)
+	}
 }
 
 func rawDial(t *testing.T, addr string) net.Conn {

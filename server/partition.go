@@ -32,6 +32,7 @@ type partition struct {
 	log     *segments.Log
 
 	leaderEpoch atomic.Int32
+	leader      atomic.Int32 // the partition's leader per the metadata image
 	hwm         atomic.Int64 // high watermark: with one replica, the log end
 
 	appendMu   sync.Mutex     // serializes appends and guards producers
@@ -45,9 +46,20 @@ type partition struct {
 
 func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *partition {
 	p := &partition{topic: topic, index: index, topicID: id, log: log, notify: make(chan struct{})}
+	p.leader.Store(-1)
 	p.hwm.Store(log.EndOffset())
 	p.applyConfig(cfgs)
 	return p
+}
+
+// setLeader records the leader and epoch the metadata gives, waking waiters
+// when leadership moved so long polls notice.
+func (p *partition) setLeader(leader, epoch int32) {
+	old := p.leader.Swap(leader)
+	p.leaderEpoch.Store(epoch)
+	if old != leader {
+		p.wake()
+	}
 }
 
 func (p *partition) applyConfig(cfgs map[string]string) {
