@@ -204,8 +204,8 @@ func (c *conn) handle(frame []byte) error {
 		c.s.log.Debug("kafka request", "api", kmsg.NameForKey(h.key), "version", h.version,
 			"client_id", deref(h.clientID), "remote", c.nc.RemoteAddr(), "elapsed", time.Since(start))
 	}
-	if resp == nil { // acks=0 produce: no response
-		return nil
+	if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == 0 && supported {
+		return silentProduceOutcome(resp.(*kmsg.ProduceResponse))
 	}
 	// ApiVersions responses always use header v0 (KIP-511).
 	return c.write(h, resp, resp.IsFlexible() && h.key != apiVersionsKey)

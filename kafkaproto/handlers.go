@@ -11,8 +11,7 @@ import (
 type apiHandler struct {
 	key      int16
 	min, max int16
-	// serve answers a decoded request of a supported version; a nil
-	// response means none is sent (Produce with acks=0).
+	// serve answers a decoded request of a supported version.
 	serve func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
 	// fail answers a decoded request with code in every error field; it
 	// is used for versions outside [min, max] that kmsg can still encode.
@@ -26,12 +25,7 @@ func handle[Req kmsg.Request, Resp kmsg.Response](key, minV, maxV int16,
 	return apiHandler{
 		key: key, min: minV, max: maxV,
 		serve: func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response {
-			resp := serve(s, ctx, req.(Req))
-			var none Resp // nil pointer: no response
-			if any(resp) == any(none) {
-				return nil
-			}
-			return resp
+			return serve(s, ctx, req.(Req))
 		},
 		fail: func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(Req), code) },
 	}

@@ -72,9 +72,29 @@ func TestProduceErrors(t *testing.T) {
 			}
 		})
 	}
-	if resp := s.produce(context.Background(), produceReq("t", 0, 0, good)); resp != nil {
-		t.Fatalf("acks=0 produce answered: %+v", resp)
+}
+
+// TestProduceAcksZero: an acks=0 produce gets no response; one that fails
+// closes the connection.
+func TestProduceAcksZero(t *testing.T) {
+	b := newMemBroker()
+	addr, _ := startServer(t, b, Options{})
+	mustCreate(t, b, "t", 1)
+	c := dial(t, addr)
+	for range 3 {
+		if _, err := c.Write(testFormatter.AppendRequest(nil, produceReq("t", 0, 0, testBatch(2, -1, -1)), 1)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	// The next response on the connection is the ApiVersions one.
+	roundTrip(t, c, apiVersionsRequest(3))
+	if end := b.topics["t"].parts[0].end; end != 6 {
+		t.Fatalf("log end %d after three acks=0 produces, want 6", end)
+	}
+	if _, err := c.Write(testFormatter.AppendRequest(nil, produceReq("nope", 0, 0, testBatch(2, -1, -1)), 2)); err != nil {
+		t.Fatal(err)
+	}
+	assertClosed(t, c)
 }
 
 // TestProduceIdempotentDuplicate: a batch replayed with the same producer

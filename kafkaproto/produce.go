@@ -2,6 +2,7 @@ package kafkaproto
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,7 +13,9 @@ import (
 // Produce, key 0: versions 3-12 (flexible from 9). Records are passed to
 // the broker as received; partitions of one request are appended
 // concurrently (at most produceParallelism at a time), each partition's
-// batches in request order. acks=0 requests get no response.
+// batches in request order. acks=0 requests get no response; when one of
+// their partitions fails the connection is closed instead, as Kafka does,
+// so that the producer notices and refreshes its metadata.
 const (
 	produceKey = 0
 	produceMin = 3
@@ -65,10 +68,23 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 		}
 	}
 	wg.Wait()
-	if req.Acks == 0 {
-		return nil
-	}
 	return resp
+}
+
+// errAcksZeroFailed closes the connection of an acks=0 produce that failed.
+var errAcksZeroFailed = errors.New("kafkaproto: acks=0 produce failed")
+
+// silentProduceOutcome decides what an acks=0 produce sends: nothing, or
+// (on any partition error) an error that closes the connection.
+func silentProduceOutcome(resp *kmsg.ProduceResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("%w: %s[%d]: error code %d", errAcksZeroFailed, t.Topic, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) producePartition(ctx context.Context, acks int16, topic string, rp kmsg.ProduceRequestTopicPartition, p *kmsg.ProduceResponseTopicPartition) {
