@@ -24,22 +24,22 @@ func openFDs(t *testing.T) int {
 // more descriptors than the cache allows, and none once closed.
 func TestIdleLogsHoldNoFiles(t *testing.T) {
 	root := t.TempDir()
-	files := NewFileCache(16)
+	files := NewFileCache(8)
 	before := openFDs(t)
 	var logs []*Log
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 120; i++ {
 		l := mustOpen(t, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), Options{Files: files})
 		mustAppend(t, l, valueBatch(2, 10, 1), 0)
 		logs = append(logs, l)
 	}
-	for _, l := range logs[:50] {
+	for _, l := range logs[:40] {
 		readAll(t, l, 0, 100)
 	}
-	if got := files.Open(); got > 16 {
-		t.Fatalf("cache holds %d files, limit 16", got)
+	if got := files.Open(); got > 8 {
+		t.Fatalf("cache holds %d files, limit 8", got)
 	}
-	if got := openFDs(t) - before; got > 16+2 {
-		t.Fatalf("%d descriptors open for 300 idle logs", got)
+	if got := openFDs(t) - before; got > 8+2 {
+		t.Fatalf("%d descriptors open for 120 idle logs", got)
 	}
 	for _, l := range logs {
 		if err := l.Close(); err != nil {

@@ -95,7 +95,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	if n := len(s.idx.offsets); n > 0 {
 		from = int64(s.idx.offsets[n-1].pos)
 	}
-	next, tailMax, err := tailScan(cf.f, from, pos)
+	next, tailMax, _, err := tailScan(cf.f, from, pos)
 	if err != nil {
 		return err
 	}

@@ -280,9 +280,13 @@ func (l *Log) loadIndexLocked(s *segment, f File) error {
 		if err != nil || h.baseOffset != s.base+int64(e.rel) {
 			return fmt.Errorf("%w: last entry does not point at its batch", errBadIndex)
 		}
-		next, tailMax, err := tailScan(f, int64(e.pos), s.size)
+		next, tailMax, lastPos, err := tailScan(f, int64(e.pos), s.size)
 		if err != nil {
 			return fmt.Errorf("%w: %v", errBadIndex, err)
+		}
+		if lastPos-int64(e.pos) >= int64(l.cfg.IndexIntervalBytes) {
+			// A batch that far past the last entry would have been indexed.
+			return fmt.Errorf("%w: batch at %d not indexed", errBadIndex, lastPos)
 		}
 		first, err := readHeader(f, 0, s.size)
 		if err != nil {

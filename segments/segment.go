@@ -132,18 +132,18 @@ func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scan
 }
 
 // tailScan walks batch headers (no CRC check) from pos to end and returns the
-// next offset and the largest max timestamp seen.
-func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs int64, err error) {
-	next, maxTs = -1, -1
+// next offset, the largest max timestamp seen and where the last batch starts.
+func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs, lastPos int64, err error) {
+	next, maxTs, lastPos = -1, -1, pos
 	for pos < end {
 		h, err := readHeader(f, pos, end)
 		if err != nil {
-			return next, maxTs, err
+			return next, maxTs, lastPos, err
 		}
-		next, maxTs = h.nextOffset(), max(maxTs, h.maxTimestamp)
+		next, maxTs, lastPos = h.nextOffset(), max(maxTs, h.maxTimestamp), pos
 		pos += h.size
 	}
-	return next, maxTs, nil
+	return next, maxTs, lastPos, nil
 }
 
 // findBatch returns the position and header of the first batch of s whose

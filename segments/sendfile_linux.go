@@ -3,6 +3,7 @@
 package segments
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"syscall"
@@ -50,6 +51,9 @@ func sendfile(dst, src syscall.Conn, off, n int64) (written int64, handled bool,
 	})
 	if opErr == nil {
 		opErr = cerr
+	}
+	if written == 0 && (errors.Is(opErr, syscall.EINVAL) || errors.Is(opErr, syscall.ENOSYS) || errors.Is(opErr, syscall.EOPNOTSUPP)) {
+		return 0, false, nil // this file or socket cannot sendfile: copy
 	}
 	if opErr != nil {
 		return written, true, fmt.Errorf("segments: sendfile: %w", opErr)
