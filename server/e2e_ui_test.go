@@ -134,10 +134,17 @@ func recordAPICalls(t *testing.T, ctx context.Context) {
 		mu.Lock()
 		defer mu.Unlock()
 		paths := map[string]bool{}
+		writes, withBody := 0, 0
 		for _, r := range reqs {
 			var body []byte
 			for _, e := range r.PostDataEntries {
 				body = append(body, e.Bytes...)
+			}
+			if r.Method == http.MethodPost || r.Method == http.MethodPatch {
+				writes++
+				if len(body) > 0 {
+					withBody++
+				}
 			}
 			req, _ := http.NewRequest(r.Method, r.URL, bytes.NewReader(body))
 			if ct := r.Headers["Content-Type"]; ct != nil {
@@ -157,6 +164,9 @@ func recordAPICalls(t *testing.T, ctx context.Context) {
 			if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
 				t.Errorf("the UI's request %s %s does not match openapi.yaml: %v", r.Method, r.URL, err)
 			}
+		}
+		if writes == 0 || withBody != writes {
+			t.Errorf("recorded %d POST/PATCH requests, %d with a body: the recorder misses bodies", writes, withBody)
 		}
 		t.Logf("the UI sent %d API requests to %d method+paths, all checked against openapi.yaml", len(reqs), len(paths))
 	})
