@@ -47,7 +47,7 @@ func TestCompactionCodecs(t *testing.T) {
 			cfg.CleanupPolicy = "compact"
 			cfg.DeleteRetentionMs = 1000
 			now := int64(1_000_000)
-			l := mustOpen(t, t.TempDir(), cfg, Options{Now: func() time.Time { return time.UnixMilli(now) }})
+			l := mustOpen(t, "/t", cfg, Options{FS: NewMemFS(), Now: func() time.Time { return time.UnixMilli(now) }})
 			defer l.Close()
 			// Keys k0..k4 written 4 times; k3 ends with an old tombstone,
 			// k4 with a recent one.
@@ -110,7 +110,7 @@ func TestCompactionCodecs(t *testing.T) {
 // TestOffsetForTimestampCompressed finds records inside compressed batches.
 func TestOffsetForTimestampCompressed(t *testing.T) {
 	for _, cc := range codecCases {
-		l := mustOpen(t, t.TempDir(), DefaultConfig(), Options{})
+		l := mustOpen(t, "/t", DefaultConfig(), Options{FS: NewMemFS()})
 		for i := 0; i < 10; i++ {
 			recs := []rec{{key: []byte("a"), value: []byte("x"), ts: int64(100*i + 10)}, {key: []byte("b"), value: []byte("y"), ts: int64(100*i + 20)}}
 			mustAppend(t, l, buildCodecBatch(t, recs, cc.codec, cc.xerial), 0)

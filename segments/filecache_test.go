@@ -24,22 +24,22 @@ func openFDs(t *testing.T) int {
 // more descriptors than the cache allows, and none once closed.
 func TestIdleLogsHoldNoFiles(t *testing.T) {
 	root := t.TempDir()
-	files := NewFileCache(8)
+	files := NewFileCache(4)
 	before := openFDs(t)
 	var logs []*Log
-	for i := 0; i < 120; i++ {
+	for i := 0; i < 40; i++ {
 		l := mustOpen(t, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), Options{Files: files})
 		mustAppend(t, l, valueBatch(2, 10, 1), 0)
 		logs = append(logs, l)
 	}
-	for _, l := range logs[:40] {
+	for _, l := range logs[:20] {
 		readAll(t, l, 0, 100)
 	}
-	if got := files.Open(); got > 8 {
-		t.Fatalf("cache holds %d files, limit 8", got)
+	if got := files.Open(); got > 4 {
+		t.Fatalf("cache holds %d files, limit 4", got)
 	}
-	if got := openFDs(t) - before; got > 8+2 {
-		t.Fatalf("%d descriptors open for 120 idle logs", got)
+	if got := openFDs(t) - before; got > 4+2 {
+		t.Fatalf("%d descriptors open for 40 idle logs", got)
 	}
 	for _, l := range logs {
 		if err := l.Close(); err != nil {

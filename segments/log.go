@@ -26,6 +26,7 @@ type Log struct {
 	end           int64      // log end offset
 	recoveryPoint int64      // every batch below it is fsynced
 	savedRP       int64      // recovery point in the state file
+	savedAt       time.Time  // when the state file was last written
 	unflushed     int64      // records appended since the last fsync
 	oldestUnsync  time.Time  // when the first of them was appended
 	epochs        []epochEntry
@@ -327,7 +328,7 @@ func (l *Log) saveStateLocked(clean bool) error {
 	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
 		return l.failLocked(fmt.Errorf("segments: write %s: %w", stateFile, err))
 	}
-	l.savedRP = l.recoveryPoint
+	l.savedRP, l.savedAt = l.recoveryPoint, l.now()
 	l.cleanOnDisk = clean
 	return nil
 }

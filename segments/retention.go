@@ -38,11 +38,16 @@ func (l *Log) Maintain(now time.Time) error {
 			return err
 		}
 	}
-	if l.recoveryPoint != l.savedRP && !l.cleanOnDisk {
+	if l.recoveryPoint != l.savedRP && !l.cleanOnDisk && now.Sub(l.savedAt) >= checkpointInterval {
 		return l.saveStateLocked(false)
 	}
 	return nil
 }
+
+// checkpointInterval spaces Maintain's recovery-point checkpoints (Kafka's
+// log.flush.offset.checkpoint.interval.ms); the point only bounds how much
+// an unclean open rescans.
+const checkpointInterval = time.Minute
 
 // retainLocked deletes the oldest sealed segments that are past
 // retention.ms (by their largest timestamp, or their file time when no
