@@ -42,11 +42,12 @@ type header struct {
 // handled and answered strictly in order, as Kafka does, so pipelined
 // produce requests append in the order they were sent.
 type conn struct {
-	s   *Server
-	nc  net.Conn
-	br  *bufio.Reader
-	in  []byte // frame buffer, reused between requests
-	out []byte // response buffer, reused between requests
+	s     *Server
+	nc    net.Conn
+	br    *bufio.Reader
+	in    []byte // frame buffer, reused between requests
+	out   []byte // response buffer, reused between requests
+	state connState
 }
 
 func (s *Server) serveConn(nc net.Conn) {
@@ -196,7 +197,11 @@ func (c *conn) handle(frame []byte) error {
 	var resp kmsg.Response
 	start := time.Now()
 	if supported {
-		resp = api.serve(c.s, c.s.ctx, req)
+		ctx := c.s.ctx
+		if h.key == fetchKey {
+			ctx = withConnState(ctx, &c.state)
+		}
+		resp = api.serve(c.s, ctx, req)
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fetch, key 1: versions 4-12 (flexible from 12). Sessionless: a client
-// asking for a new session gets session id 0, which tells it to keep
-// sending full requests. Long polling waits until MinBytes are available,
+// Fetch, key 1: versions 4-12 (flexible from 12). Fetch sessions (KIP-227,
+// v7+) are kept per connection (fetchsession.go); without one every request
+// is a full fetch. Long polling waits until MinBytes are available,
 // MaxWaitMillis pass, a partition reports an error, or metadata changes.
 // Response and partition byte limits follow KIP-74: the first partition
 // with data returns at least one whole batch. Records are written straight
@@ -23,32 +23,57 @@ const (
 	fetchMax = 12
 )
 
+// fetchTarget is one partition a Fetch reads: what the client asked for and
+// what the last read found. The records chunk passes to the reply.
+type fetchTarget struct {
+	topic       string
+	partition   int32
+	offset      int64
+	maxBytes    int32
+	leaderEpoch int32
+
+	errCode           int16
+	hw, lso, logStart int64
+	records           Chunk
+}
+
 func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply {
-	fr := newFetchReply(req)
-	if code := fetchSessionError(req); code != 0 {
+	sess, targets, code := fetchTargets(ctx, s, req)
+	if code != 0 {
+		fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 		fr.ErrorCode = code
 		return fr
 	}
+	s.longPoll(ctx, req, targets)
+	return buildFetchReply(req, sess, targets)
+}
+
+// requestTargets lists the partitions of a request, in request order.
+func requestTargets(req *kmsg.FetchRequest) []*fetchTarget {
+	var out []*fetchTarget
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			out = append(out, &fetchTarget{topic: rt.Topic, partition: rp.Partition, offset: rp.FetchOffset,
+				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch})
+		}
+	}
+	return out
+}
+
+// longPoll reads the targets until enough bytes are there or the wait ends.
+func (s *Server) longPoll(ctx context.Context, req *kmsg.FetchRequest, targets []*fetchTarget) {
 	deadline := time.Now().Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	for {
-		_, metaChanged := s.broker.Cluster()
-		waits := []reflect.SelectCase{
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(metaChanged)},
-		}
-		for _, rt := range req.Topics {
-			for _, rp := range rt.Partitions {
-				if ch := s.broker.Notify(rt.Topic, rp.Partition); ch != nil {
-					waits = append(waits, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-				}
-			}
-		}
-		size, failed := s.fetchOnce(ctx, req, fr)
+		waits := s.fetchWaits(ctx, targets)
+		size, failed := s.fetchOnce(ctx, req, targets)
 		wait := time.Until(deadline)
 		if failed || int64(size) >= int64(req.MinBytes) || wait <= 0 || ctx.Err() != nil {
-			return fr
+			return
 		}
-		fr.reset()
+		for _, t := range targets {
+			closeChunk(t.records)
+			t.records = nil
+		}
 		timer := time.NewTimer(wait)
 		waits = append(waits, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
 		reflect.Select(waits)
@@ -56,63 +81,100 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply 
 	}
 }
 
-// fetchSessionError checks the session fields of a sessionless server.
-func fetchSessionError(req *kmsg.FetchRequest) int16 {
-	switch {
-	case req.Version < 7 || req.SessionEpoch == -1 || (req.SessionID == 0 && req.SessionEpoch == 0):
-		return 0
-	case req.SessionID != 0:
-		return kerr.FetchSessionIDNotFound.Code
-	default:
-		return kerr.InvalidFetchSessionEpoch.Code
+// fetchWaits collects what ends a long poll early: the context, a metadata
+// change and an advance of any target's high watermark. It is taken before
+// reading, so that no advance is missed.
+func (s *Server) fetchWaits(ctx context.Context, targets []*fetchTarget) []reflect.SelectCase {
+	_, metaChanged := s.broker.Cluster()
+	waits := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(metaChanged)},
 	}
+	for _, t := range targets {
+		if ch := s.broker.Notify(t.topic, t.partition); ch != nil {
+			waits = append(waits, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+		}
+	}
+	return waits
 }
 
-// fetchOnce reads every requested partition into fr. It returns the bytes
-// of records read and whether any partition failed.
-func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, fr *fetchReply) (int, bool) {
+// fetchOnce reads every target. It returns the bytes of records read and
+// whether any partition failed.
+func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets []*fetchTarget) (int, bool) {
 	remaining := int64(math.MaxInt32)
 	if req.MaxBytes > 0 {
 		remaining = int64(req.MaxBytes)
 	}
 	total, failed := 0, false
-	for i, rt := range req.Topics {
-		for j, rp := range rt.Partitions {
-			p := &fr.Topics[i].Partitions[j]
-			budget := max(min(int64(rp.PartitionMaxBytes), remaining), 1)
-			res, err := s.broker.Fetch(ctx, FetchRequest{
-				Topic:              rt.Topic,
-				Partition:          rp.Partition,
-				Offset:             rp.FetchOffset,
-				MaxBytes:           int(budget),
-				CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
-				ReadCommitted:      req.IsolationLevel == 1,
-			})
-			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
-			if err != nil {
-				closeChunk(res.Records)
-				p.ErrorCode = kafkaErr(err)
-				if p.ErrorCode == kerr.UnknownServerError.Code {
-					s.log.Warn("fetch failed", "topic", rt.Topic, "partition", rp.Partition, "err", err)
-				}
-				failed = true
-				continue
+	for _, t := range targets {
+		budget := max(min(int64(t.maxBytes), remaining), 1)
+		res, err := s.broker.Fetch(ctx, FetchRequest{
+			Topic:              t.topic,
+			Partition:          t.partition,
+			Offset:             t.offset,
+			MaxBytes:           int(budget),
+			CurrentLeaderEpoch: t.leaderEpoch,
+			ReadCommitted:      req.IsolationLevel == 1,
+		})
+		t.hw, t.lso, t.logStart, t.errCode, t.records = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, 0, nil
+		if err != nil {
+			closeChunk(res.Records)
+			t.errCode = kafkaErr(err)
+			if t.errCode == kerr.UnknownServerError.Code {
+				s.log.Warn("fetch failed", "topic", t.topic, "partition", t.partition, "err", err)
 			}
-			n := 0
-			if res.Records != nil {
-				n = res.Records.Len()
-			}
-			// KIP-74: only the first data may exceed the limits.
-			if n == 0 || (total > 0 && int64(n) > budget) || remaining <= 0 {
-				closeChunk(res.Records)
-				continue
-			}
-			fr.chunks[i][j] = res.Records
-			total += n
-			remaining -= int64(n)
+			failed = true
+			continue
 		}
+		n := 0
+		if res.Records != nil {
+			n = res.Records.Len()
+		}
+		// KIP-74: only the first data may exceed the limits.
+		if n == 0 || (total > 0 && int64(n) > budget) || remaining <= 0 {
+			closeChunk(res.Records)
+			continue
+		}
+		t.records = res.Records
+		total += n
+		remaining -= int64(n)
 	}
 	return total, failed
+}
+
+// buildFetchReply turns the targets into the response, grouped by topic.
+// In an incremental session fetch only partitions with news are included.
+// The reply takes over the targets' chunks.
+func buildFetchReply(req *kmsg.FetchRequest, sess *fetchSession, targets []*fetchTarget) *fetchReply {
+	fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	topicIdx := make(map[string]int)
+	for _, t := range targets {
+		if sess != nil && !sess.mustRespond(t) {
+			closeChunk(t.records)
+			t.records = nil
+			continue
+		}
+		i, ok := topicIdx[t.topic]
+		if !ok {
+			i = len(fr.Topics)
+			topicIdx[t.topic] = i
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic = t.topic
+			fr.Topics = append(fr.Topics, rt)
+			fr.chunks = append(fr.chunks, nil)
+		}
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.Partition, p.ErrorCode = t.partition, t.errCode
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = t.hw, t.lso, t.logStart
+		fr.Topics[i].Partitions = append(fr.Topics[i].Partitions, p)
+		fr.chunks[i] = append(fr.chunks[i], t.records)
+		t.records = nil
+	}
+	if sess != nil {
+		fr.SessionID = sess.id
+		sess.responded()
+	}
+	return fr
 }
 
 func closeChunk(c Chunk) {
@@ -121,6 +183,7 @@ func closeChunk(c Chunk) {
 	}
 }
 
+// newFetchReply is a reply mirroring the request's partitions, with no data.
 func newFetchReply(req *kmsg.FetchRequest) *fetchReply {
 	fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	fr.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))

@@ -164,25 +164,99 @@ func TestFetchByteLimits(t *testing.T) {
 	}
 }
 
+// TestFetchSessions walks a session through KIP-227: creation, incremental
+// requests that answer only partitions with news, forgotten partitions,
+// epoch and id errors, and closing.
 func TestFetchSessions(t *testing.T) {
 	b := newMemBroker()
+	mustCreate(t, b, "s", 3)
 	s := NewServer(b, Options{})
 	defer s.Close()
+	st := &connState{}
+	ctx := withConnState(context.Background(), st)
+	produce := func(p int32) {
+		if _, err := b.Produce(ctx, "s", p, testBatch(2, -1, -1), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fetch := func(id, epoch int32, offsets map[int32]int64, forget ...int32) *fetchReply {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.SessionID, req.SessionEpoch, req.MaxBytes = 12, id, epoch, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "s"
+		for p := range int32(3) {
+			if off, ok := offsets[p]; ok {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<20
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		}
+		req.Topics = append(req.Topics, rt)
+		if len(forget) > 0 {
+			req.ForgottenTopics = []kmsg.FetchRequestForgottenTopic{{Topic: "s", Partitions: forget}}
+		}
+		fr := s.fetch(ctx, req)
+		t.Cleanup(fr.close)
+		return fr
+	}
+	answered := func(fr *fetchReply) map[int32]int {
+		out := map[int32]int{}
+		for i, rt := range fr.Topics {
+			for j, rp := range rt.Partitions {
+				n := 0
+				if c := fr.chunks[i][j]; c != nil {
+					n = c.Len()
+				}
+				out[rp.Partition] = n
+			}
+		}
+		return out
+	}
+
+	produce(0)
+	full := fetch(0, 0, map[int32]int64{0: 0, 1: 0, 2: 0})
+	if full.SessionID == 0 || full.ErrorCode != 0 || len(answered(full)) != 3 {
+		t.Fatalf("creating fetch: session %d error %d partitions %v", full.SessionID, full.ErrorCode, answered(full))
+	}
+	id := full.SessionID
+	// Nothing new: an empty incremental answer.
+	if got := answered(fetch(id, 1, map[int32]int64{0: 2})); len(got) != 0 {
+		t.Fatalf("incremental without news answered %v", got)
+	}
+	// New records on partition 2 (its position kept from the session).
+	produce(2)
+	if got := answered(fetch(id, 2, nil)); len(got) != 1 || got[2] == 0 {
+		t.Fatalf("incremental after produce to 2 answered %v", got)
+	}
+	// Forget partition 1, then records there are not reported.
+	fetch(id, 3, map[int32]int64{2: 2}, 1)
+	produce(1)
+	if got := answered(fetch(id, 4, nil)); len(got) != 0 {
+		t.Fatalf("forgotten partition answered: %v", got)
+	}
 	for _, tc := range []struct {
 		id, epoch int32
 		want      int16
 	}{
-		{0, -1, 0},
-		{0, 0, 0}, // asks for a session, gets id 0: none
-		{5, 1, kerr.FetchSessionIDNotFound.Code},
-		{0, 3, kerr.InvalidFetchSessionEpoch.Code},
+		{id, 9, kerr.InvalidFetchSessionEpoch.Code},
+		{id + 1, 5, kerr.FetchSessionIDNotFound.Code},
+		{0, 3, kerr.FetchSessionIDNotFound.Code},
 	} {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.SessionID, req.SessionEpoch = 12, tc.id, tc.epoch
-		fr := s.fetch(context.Background(), req)
-		if fr.ErrorCode != tc.want || fr.SessionID != 0 {
-			t.Errorf("session %d epoch %d: error %d session %d, want error %d", tc.id, tc.epoch, fr.ErrorCode, fr.SessionID, tc.want)
+		if fr := fetch(tc.id, tc.epoch, nil); fr.ErrorCode != tc.want {
+			t.Errorf("session %d epoch %d: error %d, want %d", tc.id, tc.epoch, fr.ErrorCode, tc.want)
 		}
-		fr.close()
+	}
+	// Epoch -1 closes the session: a full, sessionless answer.
+	if fr := fetch(id, -1, map[int32]int64{0: 0}); fr.SessionID != 0 || fr.ErrorCode != 0 || len(answered(fr)) != 1 || st.session != nil {
+		t.Fatalf("closing fetch: session %d error %d", fr.SessionID, fr.ErrorCode)
+	}
+	if fr := fetch(id, 5, nil); fr.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("closed session still answers: error %d", fr.ErrorCode)
+	}
+	// Without connection state (no session support) every fetch is full.
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.SessionEpoch = 12, 0
+	if fr := s.fetch(context.Background(), req); fr.SessionID != 0 || fr.ErrorCode != 0 {
+		t.Fatalf("sessionless: %+v", fr.FetchResponse)
 	}
 }

@@ -63,7 +63,7 @@ func mustCreate(t testing.TB, b *memBroker, topic string, partitions int32) {
 // partition, keys, values and headers.
 func TestFranzGoRoundTrip(t *testing.T) {
 	b := newMemBroker()
-	addr, _ := startServer(t, b, Options{})
+	addr, srv := startServer(t, b, Options{})
 	mustCreate(t, b, "orders", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -107,6 +107,9 @@ func TestFranzGoRoundTrip(t *testing.T) {
 	}
 	if b.sockets.Load() == 0 {
 		t.Fatal("no record chunk was handed the TCP connection (the sendfile path)")
+	}
+	if srv.sessionIDs.Load() == 0 {
+		t.Fatal("the consumer used no fetch session")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,8 @@ type Server struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // Serve calls and connection goroutines
+
+	sessionIDs atomic.Int32 // source of fetch session ids
 
 	mu        sync.Mutex // guards the fields below
 	closed    bool
