@@ -13,6 +13,7 @@
 //	conn.go       one connection: framing, request header, dispatch, response header
 //	handlers.go   the handler table (API key -> versions, handler) and SupportedVersions
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
+//	fetchsession.go fetch sessions (KIP-227), kept per connection
 //	admin.go      helpers shared by the admin APIs
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
 //	              createtopics, deletetopics, createpartitions, describeconfigs,
@@ -30,6 +31,8 @@
 // Close closes listeners and connections and waits for every goroutine;
 // handlers see the server's context cancelled. Server.mu guards only the
 // listener and connection sets and is never held while calling the Broker.
+// Per-connection state (fetch sessions) is reached through the request
+// context and touched only by the connection's goroutine.
 //
 // # Limits
 //
