@@ -1,0 +1,76 @@
+package segments
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSegmentDirOpsAreSynced records the filesystem operations of each
+// public call and checks that every creation, rename or removal of a
+// segment file is followed by a directory fsync before the call returns.
+func TestSegmentDirOpsAreSynced(t *testing.T) {
+	var mu sync.Mutex
+	var ops []string
+	efs := NewErrorFS(NewMemFS(), func(op Op, path string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		ops = append(ops, fmt.Sprintf("%v %s", op, path))
+		return nil
+	})
+	check := func(call string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		pending := ""
+		for _, o := range ops {
+			op, path, _ := strings.Cut(o, " ")
+			switch {
+			case op == "syncdir":
+				pending = ""
+			case (op == "create" || op == "remove") && strings.HasSuffix(path, logSuffix),
+				op == "rename" && strings.HasSuffix(path, cleanedSuffix):
+				pending = o
+			}
+		}
+		if pending != "" {
+			t.Fatalf("%s: %q not followed by a directory fsync (ops %v)", call, pending, ops)
+		}
+		ops = nil
+	}
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1024
+	cfg.CleanupPolicy = "compact,delete"
+	cfg.RetentionBytes = 4000
+	now := time.UnixMilli(1_000_000)
+	l := mustOpen(t, "/s", cfg, Options{FS: efs, Now: func() time.Time { return now }})
+	check("open")
+	for i := 0; i < 40; i++ {
+		mustAppend(t, l, buildBatch([]rec{{key: []byte{byte(i % 3)}, value: []byte("v"), ts: now.UnixMilli()}}), 0)
+		check("append")
+		mustAppend(t, l, valueBatch(2, 100, now.UnixMilli()), 0)
+		check("append")
+	}
+	if err := l.Maintain(now); err != nil {
+		t.Fatal(err)
+	}
+	check("maintain")
+	if err := l.Truncate(l.EndOffset() - 30); err != nil {
+		t.Fatal(err)
+	}
+	check("truncate")
+	if err := l.DeleteRecordsBefore(l.EndOffset() - 3); err != nil {
+		t.Fatal(err)
+	}
+	check("delete records")
+	if err := l.Reset(500); err != nil {
+		t.Fatal(err)
+	}
+	check("reset")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("close")
+}
