@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -52,6 +53,14 @@ type conn struct {
 
 func (s *Server) serveConn(nc net.Conn) {
 	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk)}
+	defer func() {
+		// A bug in a handler or the broker costs this connection, not the
+		// process (as in net/http).
+		if r := recover(); r != nil {
+			s.log.Error("panic serving kafka connection", "remote", nc.RemoteAddr().String(),
+				"panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	for {
 		frame, err := c.readFrame()
 		if err != nil {

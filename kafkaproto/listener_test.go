@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startServer serves b on a loopback port and advertises it.
@@ -212,4 +213,34 @@ func TestFrameLimits(t *testing.T) {
 			assertClosed(t, c)
 		})
 	}
+}
+
+// panickyBroker panics in DescribeConfigs.
+type panickyBroker struct{ *memBroker }
+
+func (panickyBroker) DescribeConfigs(context.Context, ConfigResource) ([]ConfigEntry, error) {
+	panic("broker bug")
+}
+
+// TestHandlerPanicClosesOnlyThatConnection: a panic while serving a request
+// closes that connection; the server keeps serving others.
+func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
+	b := newMemBroker()
+	mustCreate(t, b, "t", 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(panickyBroker{b}, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	go s.Serve(context.Background(), ln)
+	defer s.Close()
+	bad := dial(t, ln.Addr().String())
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version = 4
+	req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}}
+	if _, err := bad.Write(testFormatter.AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	assertClosed(t, bad)
+	roundTrip(t, dial(t, ln.Addr().String()), apiVersionsRequest(3))
 }

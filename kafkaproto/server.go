@@ -34,7 +34,8 @@ type Options struct {
 	// beyond it are closed at once. 0: DefaultMaxConnections.
 	MaxConnections int
 	// IdleTimeout closes a connection that sends no request for this
-	// long. 0: DefaultIdleTimeout.
+	// long; it also bounds reading one request and writing one response.
+	// 0: DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// AutoCreateTopics lets Metadata requests with AllowAutoTopicCreation
 	// create missing topics with the broker's default partitions and
