@@ -1,6 +1,7 @@
 package segments
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,24 @@ func BenchmarkAppend(b *testing.B) {
 	b.Run("log/flush-on-roll", func(b *testing.B) { benchLogAppend(b, batch, segBytes, 0) })
 	b.Run("plain-file-fsync-each", func(b *testing.B) { benchPlainFile(b, batch, segBytes, true) })
 	b.Run("log/fsync-each", func(b *testing.B) { benchLogAppend(b, batch, segBytes, 1) })
+	b.Run("log/fsync-each-4-appenders", func(b *testing.B) {
+		cfg := DefaultConfig()
+		cfg.SegmentBytes = segBytes
+		cfg.FlushMessages = 1
+		l := mustOpen(b, b.TempDir(), cfg, Options{})
+		defer l.Close()
+		b.SetBytes(int64(len(batch)))
+		b.SetParallelism(2) // 2 per CPU: 4 appenders on the 2-core VM
+		b.RunParallel(func(pb *testing.PB) {
+			mine := bytes.Clone(batch)
+			for pb.Next() {
+				if _, err := l.Append(mine, 1); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 }
 
 func benchPlainFile(b *testing.B, batch []byte, segBytes int64, syncEach bool) {

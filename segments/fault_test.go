@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -145,4 +147,57 @@ func TestFaultsEverywhere(t *testing.T) {
 			l2.Close()
 		}
 	}
+}
+
+// TestConcurrentFsyncFailure: appenders share fsyncs (group commit); when
+// one fails, no append that starts afterwards is acknowledged, and every
+// acknowledged record survives a power cut.
+func TestConcurrentFsyncFailure(t *testing.T) {
+	const dir = "/d/group"
+	mem := NewMemFS()
+	efs := NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	cfg.SegmentBytes = 16 << 10
+	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	efs.SetInjector(FailAfter(OpSync, 120, syscall.EIO))
+	var mu sync.Mutex
+	var acked []int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 80; i++ {
+				startedAfterFailure := failed.Load()
+				info, err := l.Append(valueBatch(2, 50, int64(i)), 0)
+				if err != nil {
+					if !errors.Is(err, syscall.EIO) {
+						t.Errorf("append: %v", err)
+					}
+					failed.Store(true)
+					continue
+				}
+				if startedAfterFailure {
+					t.Errorf("append started after a failed fsync was acknowledged")
+				}
+				mu.Lock()
+				acked = append(acked, info.LastOffset)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if !failed.Load() {
+		t.Fatal("no fsync failed")
+	}
+	l2 := mustOpen(t, dir, cfg, Options{FS: mem.Crash(rand.New(rand.NewPCG(5, 6)))})
+	defer l2.Close()
+	for _, off := range acked {
+		if off >= l2.EndOffset() {
+			t.Fatalf("acknowledged offset %d lost (end %d)", off, l2.EndOffset())
+		}
+	}
+	checkIndexes(t, l2)
 }

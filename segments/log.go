@@ -18,7 +18,12 @@ type Log struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	// mu guards every field below. Lock order: Log.mu, then FileCache.mu.
+	// syncMu serializes the fsyncs appends wait for, done without mu so
+	// reads and further appends go on meanwhile (group commit). Lock order:
+	// syncMu, Log.mu, FileCache.mu.
+	syncMu sync.Mutex
+
+	// mu guards every field below.
 	mu            sync.Mutex
 	cfg           Config
 	segs          []*segment // by base offset; the last one is active
@@ -28,6 +33,7 @@ type Log struct {
 	savedRP       int64      // recovery point in the state file
 	savedAt       time.Time  // when the state file was last written
 	unflushed     int64      // records appended since the last fsync
+	truncGen      uint64     // bumped when the log is cut back
 	oldestUnsync  time.Time  // when the first of them was appended
 	epochs        []epochEntry
 	cleanedTo     int64 // compaction has cleaned the segments below it
@@ -90,8 +96,8 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
 	next := l.end
@@ -100,7 +106,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 		hs[i].epoch = leaderEpoch
 		next = hs[i].nextOffset()
 	}
-	return l.appendLocked(batches, hs, func() {
+	info, syncTo, err := l.appendLocked(batches, hs, func() {
 		pos := 0
 		for _, h := range hs {
 			setBaseOffset(batches[pos:], h.baseOffset)
@@ -108,6 +114,22 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 			pos += int(h.size)
 		}
 	})
+	l.mu.Unlock()
+	return l.ackAfterSync(info, syncTo, err)
+}
+
+// ackAfterSync waits, when the flush policy asks for it, until the log is
+// fsynced up to syncTo before acknowledging an append.
+func (l *Log) ackAfterSync(info AppendInfo, syncTo int64, err error) (AppendInfo, error) {
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	if syncTo > 0 {
+		if err := l.syncTo(syncTo); err != nil {
+			return AppendInfo{}, err
+		}
+	}
+	return info, nil
 }
 
 // AppendReplicated appends batches that already carry their offsets and
@@ -123,45 +145,49 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
 	next := l.end
 	for i, h := range hs {
 		if h.baseOffset < next {
+			l.mu.Unlock()
 			return AppendInfo{}, fmt.Errorf("segments: append: %w: batch %d has base offset %d below %d", ErrCorruptBatch, i, h.baseOffset, next)
 		}
 		next = h.nextOffset()
 	}
-	return l.appendLocked(batches, hs, nil)
+	info, syncTo, err := l.appendLocked(batches, hs, nil)
+	l.mu.Unlock()
+	return l.ackAfterSync(info, syncTo, err)
 }
 
 // appendLocked writes validated batches whose headers (with the offsets they
 // will have) are hs; assign, when set, rewrites offsets in buf after the log
-// has rolled if needed.
-func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (AppendInfo, error) {
+// has rolled if needed. syncTo > 0 asks the caller to wait for an fsync up
+// to that offset (after releasing mu) before acknowledging.
+func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info AppendInfo, syncTo int64, err error) {
 	first, last := hs[0].baseOffset, hs[len(hs)-1].lastOffset()
 	s := l.active()
 	if err := l.loadLocked(s); err != nil {
-		return AppendInfo{}, l.failLocked(err)
+		return info, 0, l.failLocked(err)
 	}
 	if l.shouldRollLocked(s, int64(len(buf)), first, last, l.nowMs()) {
 		if err := l.rollLocked(first); err != nil {
-			return AppendInfo{}, err
+			return info, 0, err
 		}
 		s = l.active()
 	}
 	if err := l.markDirtyLocked(); err != nil {
-		return AppendInfo{}, err
+		return info, 0, err
 	}
 	if assign != nil {
 		assign()
 	}
 	if err := l.writeLocked(s, buf); err != nil {
-		return AppendInfo{}, err
+		return info, 0, err
 	}
-	info := AppendInfo{BaseOffset: first, LastOffset: last, MaxTimestamp: -1, LogStartOffset: l.start}
+	info = AppendInfo{BaseOffset: first, LastOffset: last, MaxTimestamp: -1, LogStartOffset: l.start}
 	var records int64
 	pos := s.size
 	for _, h := range hs {
@@ -176,7 +202,7 @@ func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (AppendI
 		records += int64(h.numRecords)
 		pos += h.size
 		if err := l.assignEpochLocked(h.epoch, h.baseOffset); err != nil {
-			return info, l.failLocked(err)
+			return info, 0, l.failLocked(err)
 		}
 	}
 	s.size = pos
@@ -187,11 +213,9 @@ func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (AppendI
 	}
 	l.unflushed += records
 	if l.unflushed >= l.cfg.FlushMessages {
-		if err := l.flushLocked(); err != nil {
-			return AppendInfo{}, err
-		}
+		return info, l.end, nil
 	}
-	return info, nil
+	return info, 0, nil
 }
 
 // writeLocked writes buf at the end of s. On failure it cuts the file back
@@ -311,11 +335,47 @@ func (l *Log) flushLocked() error {
 // Sync fsyncs everything appended so far.
 func (l *Log) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	end := l.end
+	l.mu.Unlock()
+	return l.syncTo(end)
+}
+
+// syncTo returns once everything below target is fsynced: by an fsync of the
+// active segment done here without holding mu, or by one that another
+// caller finished meanwhile. A failure is sticky, so no append is
+// acknowledged after a failed fsync.
+func (l *Log) syncTo(target int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
 		return err
 	}
-	return l.flushLocked()
+	if l.recoveryPoint >= target {
+		l.mu.Unlock()
+		return nil
+	}
+	s, end, gen, pending := l.active(), l.end, l.truncGen, l.unflushed
+	path := s.path(l.dir)
+	cf, err := l.files.acquire(l.fs, path)
+	l.mu.Unlock()
+	if err == nil {
+		err = cf.f.Sync()
+		l.files.release(cf)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: fsync %s: %w", path, err))
+	}
+	if gen == l.truncGen {
+		// Unchanged since the snapshot but for appends past end (a roll
+		// fsyncs what it seals and moves the recovery point itself).
+		l.recoveryPoint = max(l.recoveryPoint, end)
+		l.unflushed = max(l.unflushed-pending, 0)
+	}
+	return nil
 }
 
 // saveStateLocked writes the state file; clean records a clean shutdown.

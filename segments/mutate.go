@@ -44,6 +44,7 @@ func (l *Log) Truncate(to int64) error {
 	l.end = l.active().next
 	l.recoveryPoint = min(l.recoveryPoint, l.end)
 	l.unflushed = 0
+	l.truncGen++
 	l.cleanedTo = min(l.cleanedTo, l.active().base)
 	if l.start > l.end {
 		// The cut removed a batch straddling the start offset.
@@ -149,6 +150,7 @@ func (l *Log) restartAtLocked(off int64) error {
 	}
 	l.segs = []*segment{ns}
 	l.end, l.unflushed, l.cleanedTo = off, 0, 0
+	l.truncGen++
 	l.epochs = nil
 	return l.saveEpochsLocked()
 }
