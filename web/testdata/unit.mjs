@@ -88,4 +88,10 @@ const health = cluster.partitionHealth([{ name: 't', partitions: [
 eq('health problems', health.problems.map(p => [p.partition, p.offline, p.under]), [[1, false, true], [2, true, true], [3, true, false]]);
 eq('health per broker', [...health.perBroker.entries()].sort(), [[1, { partitions: 3, leaders: 1 }], [2, { partitions: 2, leaders: 1 }], [3, { partitions: 1, leaders: 1 }]]);
 
+const tail = await load('tail.js');
+eq('parseEventID', [...tail.parseEventID('2:7,0:-1,1:12')], [[2, 7], [0, -1], [1, 12]]);
+eq('parseEventID junk', [...tail.parseEventID('x:1,:,3')], []);
+eq('resumeQuery', tail.resumeQuery({ offset: 'latest', encoding: 'base64' }, new Map([[0, 9], [1, 4]])), { offset: 5, encoding: 'base64' });
+eq('resumeQuery nothing seen', tail.resumeQuery({ offset: 'latest' }, new Map()), { offset: 'latest' });
+
 process.stdout.write(JSON.stringify({ partitions, failures }));

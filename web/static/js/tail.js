@@ -1,8 +1,12 @@
 // Live tail over Server-Sent Events: GET /v1/topics/{t}/records/stream
 // (query partitions, offset, encoding). Each "record" event is one record; its
-// id holds "partition:offset" pairs, so when EventSource reconnects by itself
-// and sends Last-Event-ID the server resumes without loss or duplicates. The
-// UI also drops any partition:offset it has already shown. An "error" event
+// id lists "partition:last offset" for every streamed partition. When the
+// connection drops, EventSource reconnects by itself with Last-Event-ID and the
+// server resumes without loss or duplicates. When EventSource gives up (the
+// server answered a reconnect with an error status, e.g. while restarting), the
+// UI reconnects itself from the positions of the last id (the smallest next
+// offset, a new EventSource cannot send Last-Event-ID) and drops what it has
+// already shown, so nothing is lost or repeated either. An "error" event
 // carries a problem and ends the stream.
 import { h, replace, field, fmtNum } from './dom.js';
 import { url, seg } from './api.js';
@@ -11,6 +15,28 @@ import { decodeRecord } from './records.js';
 import { recordView } from './browser.js';
 
 const KEEP = 200; // records kept on screen
+const MAX_BACKOFF = 10000;
+
+// parseEventID reads "p:o,p:o" into a Map partition -> last delivered offset.
+export function parseEventID(id) {
+  const out = new Map();
+  for (const pair of (id || '').split(',')) {
+    const [p, o] = pair.split(':');
+    if (p === undefined || o === undefined || p.trim() === '' || o.trim() === '') continue;
+    const pn = Number(p);
+    const on = Number(o);
+    if (Number.isInteger(pn) && Number.isInteger(on)) out.set(pn, on);
+  }
+  return out;
+}
+
+// resumeQuery is the query that restarts a stream after the positions in
+// last (partition -> last delivered offset): one offset for all partitions, so
+// the smallest next offset; records already shown are dropped by the caller.
+export function resumeQuery(base, last) {
+  if (last.size === 0) return base;
+  return { ...base, offset: Math.min(...[...last.values()].map(o => o + 1)) };
+}
 
 export function liveTail(topic, signal) {
   const path = '/v1/topics/' + seg(topic.name) + '/records/stream';
@@ -23,7 +49,12 @@ export function liveTail(topic, signal) {
   const count = h('span', { class: 'muted' });
   const list = h('div', { class: 'records', 'aria-live': 'off', 'data-test': 'tail-records' });
   let es = null;
-  let seen = new Set();
+  let retry = null; // timer of a UI-side reconnect
+  let backoff = 1000;
+  // last: partition -> last offset delivered, from the event ids (only moves
+  // forward). A record at or below it was shown already (a replay after a
+  // UI-side reconnect) and is dropped.
+  let last = new Map();
   let total = 0;
 
   const query = () => ({ offset: fromSel.value, encoding: 'base64', partitions: partSel.value });
@@ -32,32 +63,37 @@ export function liveTail(topic, signal) {
     let data;
     try { data = JSON.parse(ev.data); } catch { return; }
     const recs = Array.isArray(data.records) ? data.records : [data];
-    for (const raw of recs) {
-      const r = decodeRecord(raw);
-      const id = `${r.partition}:${r.offset}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
+    const fresh = recs.map(decodeRecord).filter(r => !(last.has(r.partition) && r.offset <= last.get(r.partition)));
+    for (const [p, o] of parseEventID(ev.lastEventId)) last.set(p, Math.max(o, last.has(p) ? last.get(p) : -1));
+    for (const r of fresh) {
+      last.set(r.partition, Math.max(r.offset, last.has(r.partition) ? last.get(r.partition) : -1));
       total++;
       list.prepend(recordView(r, modeSel.value, true));
       while (list.children.length > KEEP) list.lastElementChild.remove();
     }
-    if (seen.size > 10 * KEEP) seen = new Set([...seen].slice(-KEEP * 2));
+    backoff = 1000;
     count.textContent = `${fmtNum(total)} records received`;
   };
-  const stop = () => {
+  const close = () => {
+    clearTimeout(retry);
+    retry = null;
     if (es) es.close();
     es = null;
+  };
+  const stop = () => {
+    close();
     toggle.textContent = 'Start';
     setState('stopped', '');
   };
-  const start = () => {
-    stop();
-    es = new EventSource(url(path, query()));
+  const connect = (q) => {
+    close();
+    const src = new EventSource(url(path, q));
+    es = src;
     toggle.textContent = 'Stop';
     setState('connecting', 'warn');
-    es.addEventListener('open', () => setState('live', 'good'));
-    es.addEventListener('error', (ev) => {
-      if (!es) return;
+    src.addEventListener('open', () => setState('live', 'good'));
+    src.addEventListener('error', (ev) => {
+      if (es !== src) return;
       if (ev.data) { // a problem sent by the server: the stream is over
         let p = {};
         try { p = JSON.parse(ev.data); } catch { /* keep the raw text */ }
@@ -65,13 +101,21 @@ export function liveTail(topic, signal) {
         setState('ended: ' + (p.title || ev.data), 'bad');
         return;
       }
-      setState(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting', 'bad');
+      if (src.readyState !== EventSource.CLOSED) { setState('reconnecting', 'bad'); return; }
+      setState('reconnecting', 'bad');
+      src.close();
+      retry = setTimeout(() => connect(resumeQuery(query(), last)), backoff);
+      backoff = Math.min(MAX_BACKOFF, backoff * 2);
     });
-    es.addEventListener('message', onRecord);
-    es.addEventListener('record', onRecord);
+    src.addEventListener('message', onRecord);
+    src.addEventListener('record', onRecord);
   };
-  toggle.addEventListener('click', () => (es ? stop() : start()));
-  for (const el of [partSel, fromSel]) el.addEventListener('change', () => { if (es) { seen = new Set(); replace(list); start(); } });
+  const start = () => {
+    last = new Map();
+    connect(query());
+  };
+  toggle.addEventListener('click', () => (es || retry ? stop() : start()));
+  for (const el of [partSel, fromSel]) el.addEventListener('change', () => { if (es || retry) { replace(list); start(); } });
   signal.addEventListener('abort', stop, { once: true });
   const box = h('div', null,
     h('div', { class: 'grid-form' }, field('Partitions', partSel), field('Start', fromSel), field('Show values as', modeSel),
