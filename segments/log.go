@@ -9,8 +9,10 @@ import (
 	"time"
 )
 
-// Log is one partition's log. All methods are safe for concurrent use; they
-// serialize on one mutex, and a Chunk returned by Read is used without it.
+// Log is one partition's log. All methods are safe for concurrent use. They
+// serialize on one mutex, except that an append waiting for its fsync
+// (flush.messages) waits without it, and a Chunk returned by Read is used
+// without it.
 type Log struct {
 	dir    string
 	fs     FS
@@ -33,8 +35,8 @@ type Log struct {
 	savedRP       int64      // recovery point in the state file
 	savedAt       time.Time  // when the state file was last written
 	unflushed     int64      // records appended since the last fsync
-	truncGen      uint64     // bumped when the log is cut back
 	oldestUnsync  time.Time  // when the first of them was appended
+	truncGen      uint64     // bumped when the log is cut back
 	epochs        []epochEntry
 	cleanedTo     int64 // compaction has cleaned the segments below it
 	tombstoneDue  int64 // ms when a kept tombstone may be dropped, 0 = none
@@ -172,7 +174,7 @@ func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info Ap
 	if err := l.loadLocked(s); err != nil {
 		return info, 0, l.failLocked(err)
 	}
-	if l.shouldRollLocked(s, int64(len(buf)), first, last, l.nowMs()) {
+	if l.shouldRollLocked(s, int64(len(buf)), last, l.nowMs()) {
 		if err := l.rollLocked(first); err != nil {
 			return info, 0, err
 		}
@@ -236,7 +238,7 @@ func (l *Log) writeLocked(s *segment, buf []byte) error {
 	return nil
 }
 
-func (l *Log) shouldRollLocked(s *segment, n, first, last, nowMs int64) bool {
+func (l *Log) shouldRollLocked(s *segment, n, last, nowMs int64) bool {
 	if !fitsRelative(s.base, last) {
 		return true // index entries hold offsets relative to the base in 32 bits
 	}
