@@ -3,6 +3,7 @@ package segments
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,7 +95,11 @@ func TestCrashCutPoints(t *testing.T) {
 		ends = append(ends, len(bytes.Join(tail, nil)))
 	}
 	full := bytes.Join(tail, nil)
-	for i := 0; i < 1000; i++ {
+	cases := 1000
+	if os.Getenv("RUNNEL_CHAOS") != "" {
+		cases = 20000
+	}
+	for i := 0; i < cases; i++ {
 		fs := img.Crash(nil)
 		data := full
 		keep := len(tail)

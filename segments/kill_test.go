@@ -50,9 +50,13 @@ func TestKillDuringAppends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	rounds := 3
+	if os.Getenv("RUNNEL_CHAOS") != "" {
+		rounds = 20
+	}
 	dir := t.TempDir()
-	for round := 0; round < 3; round++ {
-		acked := runAndKill(t, dir, 300+round*700)
+	for round := 0; round < rounds; round++ {
+		acked := runAndKill(t, dir, 300+round%3*700)
 		cfg := DefaultConfig()
 		cfg.SegmentBytes = 64 << 10
 		cfg.IndexIntervalBytes = 1024
