@@ -44,8 +44,8 @@ func NewFileCache(max int) *FileCache {
 	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile), idle: list.New()}
 }
 
-// Open reports the number of files the cache holds open.
-func (c *FileCache) Open() int {
+// OpenFiles reports the number of files the cache holds open.
+func (c *FileCache) OpenFiles() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.open

@@ -35,7 +35,7 @@ func TestIdleLogsHoldNoFiles(t *testing.T) {
 	for _, l := range logs[:20] {
 		readAll(t, l, 0, 100)
 	}
-	if got := files.Open(); got > 4 {
+	if got := files.OpenFiles(); got > 4 {
 		t.Fatalf("cache holds %d files, limit 4", got)
 	}
 	if got := openFDs(t) - before; got > 4+2 {
@@ -46,7 +46,7 @@ func TestIdleLogsHoldNoFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := files.Open(); got != 0 {
+	if got := files.OpenFiles(); got != 0 {
 		t.Fatalf("%d files open after closing every log", got)
 	}
 }
@@ -74,8 +74,8 @@ func TestChunkOutlivesEvictionAndDelete(t *testing.T) {
 	}
 	c.Close()
 	other.Close()
-	if files.Open() != 0 {
-		t.Fatalf("%d files open", files.Open())
+	if files.OpenFiles() != 0 {
+		t.Fatalf("%d files open", files.OpenFiles())
 	}
 	if _, err := l.Read(0, 1, -1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("read after delete: %v", err)
