@@ -100,6 +100,29 @@ type Cluster struct {
 	LeaderID    int32        `json:"leader_id"` // controller leader, -1 when unknown
 	Controllers []Controller `json:"controllers"`
 	Brokers     []Broker     `json:"brokers"`
+	Node        *NodeSelf    `json:"node,omitempty"`
+}
+
+// NodeSelf is the answering node and the metadata image it applied.
+type NodeSelf struct {
+	ID             int32    `json:"id"`
+	Roles          []string `json:"roles"`
+	MetadataOffset int64    `json:"metadata_offset"`
+	MetadataDigest string   `json:"metadata_digest"`
+}
+
+// ControllerChange is the body of POST /v1/cluster/controllers.
+type ControllerChange struct {
+	ID      int32  `json:"id"`
+	Address string `json:"address"`
+}
+
+// ControllersBackend is optionally implemented by a Backend that can change
+// the controller quorum (POST/DELETE /v1/cluster/controllers). Safe for
+// concurrent use; each returns the cluster after the change.
+type ControllersBackend interface {
+	AddController(ctx context.Context, c ControllerChange) (Cluster, error)
+	RemoveController(ctx context.Context, id int32) (Cluster, error)
 }
 
 // Controller is one Raft voter as seen from this node.

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -13,7 +14,57 @@ type clusterResource struct{ h *handler }
 func (c clusterResource) Routes() chi.Router {
 	r := chi.NewRouter()
 	r.Get("/", c.get)
+	r.Post("/controllers", c.addController)
+	r.Delete("/controllers/{id}", c.removeController)
 	return r
+}
+
+func (c clusterResource) controllers(w http.ResponseWriter, r *http.Request) (ControllersBackend, bool) {
+	cb, ok := c.h.b.(ControllersBackend)
+	if !ok {
+		c.h.problem(w, r, fmt.Errorf("%w: quorum changes", ErrNotImplemented))
+	}
+	return cb, ok
+}
+
+func (c clusterResource) addController(w http.ResponseWriter, r *http.Request) {
+	cb, ok := c.controllers(w, r)
+	if !ok {
+		return
+	}
+	var req ControllerChange
+	if err := decodeJSONBody(r, &req); err != nil {
+		c.h.problem(w, r, err)
+		return
+	}
+	c.writeCluster(w, r)(cb.AddController(r.Context(), req))
+}
+
+func (c clusterResource) removeController(w http.ResponseWriter, r *http.Request) {
+	cb, ok := c.controllers(w, r)
+	if !ok {
+		return
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 32)
+	if err != nil {
+		c.h.problem(w, r, &FieldError{Field: "path.id", Err: ErrInvalidRequest, Msg: "not a controller id"})
+		return
+	}
+	c.writeCluster(w, r)(cb.RemoveController(r.Context(), int32(id)))
+}
+
+func (c clusterResource) writeCluster(w http.ResponseWriter, r *http.Request) func(Cluster, error) {
+	return func(cl Cluster, err error) {
+		if err != nil {
+			c.h.problem(w, r, err)
+			return
+		}
+		if cl.Controllers == nil {
+			cl.Controllers = []Controller{}
+		}
+		cl.Brokers = nonNilBrokers(cl.Brokers)
+		c.h.writeJSON(w, r, http.StatusOK, cl)
+	}
 }
 
 func (c clusterResource) get(w http.ResponseWriter, r *http.Request) {

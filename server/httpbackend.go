@@ -22,7 +22,11 @@ type httpBackend struct {
 	sticky atomic.Uint32 // partition choice for records without key or partition
 }
 
-var _ api.Backend = (*httpBackend)(nil)
+var (
+	_ api.Backend            = (*httpBackend)(nil)
+	_ api.ControllersBackend = (*httpBackend)(nil)
+	_ api.SeriesBackend      = (*httpBackend)(nil)
+)
 
 // httpErrors is the one table from server errors to the api's sentinels.
 var httpErrors = []struct{ from, to error }{
@@ -89,7 +93,25 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	}
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
+	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest()}
+	for _, r := range h.s.cfg.Roles {
+		out.Node.Roles = append(out.Node.Roles, string(r))
+	}
 	return out, err
+}
+
+func (h *httpBackend) AddController(ctx context.Context, c api.ControllerChange) (api.Cluster, error) {
+	if err := h.s.meta.AddVoter(ctx, raftfsm.Server{ID: c.ID, Address: c.Address}); err != nil {
+		return api.Cluster{}, toHTTPError(fmt.Errorf("add controller %d: %w", c.ID, err))
+	}
+	return h.Cluster(ctx)
+}
+
+func (h *httpBackend) RemoveController(ctx context.Context, id int32) (api.Cluster, error) {
+	if err := h.s.meta.RemoveVoter(ctx, id); err != nil {
+		return api.Cluster{}, toHTTPError(fmt.Errorf("remove controller %d: %w", id, err))
+	}
+	return h.Cluster(ctx)
 }
 
 func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {

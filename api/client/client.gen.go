@@ -98,10 +98,12 @@ func (e ConsumedRecordValueEncoding) Valid() bool {
 
 // Defines values for ControllerRole.
 const (
-	Candidate ControllerRole = "candidate"
-	Follower  ControllerRole = "follower"
-	Leader    ControllerRole = "leader"
-	Unknown   ControllerRole = "unknown"
+	Candidate   ControllerRole = "candidate"
+	Follower    ControllerRole = "follower"
+	Leader      ControllerRole = "leader"
+	Shutdown    ControllerRole = "shutdown"
+	Unknown     ControllerRole = "unknown"
+	Unreachable ControllerRole = "unreachable"
 )
 
 // Valid indicates whether the value is a known member of the ControllerRole enum.
@@ -113,7 +115,29 @@ func (e ControllerRole) Valid() bool {
 		return true
 	case Leader:
 		return true
+	case Shutdown:
+		return true
 	case Unknown:
+		return true
+	case Unreachable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for NodeSelfRoles.
+const (
+	NodeSelfRolesBroker     NodeSelfRoles = "broker"
+	NodeSelfRolesController NodeSelfRoles = "controller"
+)
+
+// Valid indicates whether the value is a known member of the NodeSelfRoles enum.
+func (e NodeSelfRoles) Valid() bool {
+	switch e {
+	case NodeSelfRolesBroker:
+		return true
+	case NodeSelfRolesController:
 		return true
 	default:
 		return false
@@ -267,6 +291,9 @@ type Cluster struct {
 
 	// LeaderId Controller leader id, -1 when unknown.
 	LeaderId int32 `json:"leader_id"`
+
+	// Node The node that answered, and the metadata image it has applied.
+	Node *NodeSelf `json:"node,omitempty"`
 }
 
 // ConsumeResponse defines model for ConsumeResponse.
@@ -318,6 +345,13 @@ type Controller struct {
 // ControllerRole defines model for Controller.Role.
 type ControllerRole string
 
+// ControllerChange defines model for ControllerChange.
+type ControllerChange struct {
+	// Address Raft host:port of the controller to add.
+	Address string `json:"address"`
+	Id      int32  `json:"id"`
+}
+
 // CreateTopicRequest defines model for CreateTopicRequest.
 type CreateTopicRequest struct {
 	Configs *map[string]string `json:"configs,omitempty"`
@@ -353,6 +387,21 @@ type KafkaAPIVersion struct {
 type KafkaAPIVersions struct {
 	ApiVersions []KafkaAPIVersion `json:"api_versions"`
 }
+
+// NodeSelf The node that answered, and the metadata image it has applied.
+type NodeSelf struct {
+	Id int32 `json:"id"`
+
+	// MetadataDigest Hash of the metadata image; equal on nodes that applied the same log.
+	MetadataDigest string `json:"metadata_digest"`
+
+	// MetadataOffset Last metadata log index applied by this node.
+	MetadataOffset int64           `json:"metadata_offset"`
+	Roles          []NodeSelfRoles `json:"roles"`
+}
+
+// NodeSelfRoles defines model for NodeSelf.Roles.
+type NodeSelfRoles string
 
 // PartitionDetail defines model for PartitionDetail.
 type PartitionDetail struct {
@@ -539,6 +588,9 @@ type StreamRecordsParams struct {
 // StreamRecordsParamsEncoding defines parameters for StreamRecords.
 type StreamRecordsParamsEncoding string
 
+// AddControllerJSONRequestBody defines body for AddController for application/json ContentType.
+type AddControllerJSONRequestBody = ControllerChange
+
 // CreateTopicJSONRequestBody defines body for CreateTopic for application/json ContentType.
 type CreateTopicJSONRequestBody = CreateTopicRequest
 
@@ -656,6 +708,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddControllerWithBody Add a controller (Raft voter) to the quorum while the cluster serves
+	//
+	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+	AddControllerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddController Add a controller (Raft voter) to the quorum while the cluster serves
+	//
+	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+	AddController(ctx context.Context, body AddControllerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveController Remove a controller from the quorum
+	//
+	// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
+	RemoveController(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetKafkaAPIVersions Kafka API keys and versions the Kafka listener supports
 	//
@@ -876,6 +951,59 @@ func (c *Client) ListBrokers(ctx context.Context, reqEditors ...RequestEditorFn)
 // Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetClusterRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddControllerWithBody Add a controller (Raft voter) to the quorum while the cluster serves
+//
+// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+func (c *Client) AddControllerWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddControllerRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddController Add a controller (Raft voter) to the quorum while the cluster serves
+//
+// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+func (c *Client) AddController(ctx context.Context, body AddControllerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddControllerRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveController Remove a controller from the quorum
+//
+// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
+func (c *Client) RemoveController(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveControllerRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -1321,6 +1449,80 @@ func NewGetClusterRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddControllerRequest calls the generic AddController builder with application/json body
+func NewAddControllerRequest(server string, body AddControllerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddControllerRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAddControllerRequestWithBody constructs an http.Request for the AddController method, with any body, and a specified content type
+func NewAddControllerRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/controllers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveControllerRequest constructs an http.Request for the RemoveController method
+func NewRemoveControllerRequest(server string, id int32) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/cluster/controllers/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -1983,6 +2185,31 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
+	// AddControllerWithBodyWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
+	//
+	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+	AddControllerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddControllerResponse, error)
+
+	// AddControllerWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
+	//
+	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+	AddControllerWithResponse(ctx context.Context, body AddControllerJSONRequestBody, reqEditors ...RequestEditorFn) (*AddControllerResponse, error)
+
+	// RemoveControllerWithResponse Remove a controller from the quorum
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
+	RemoveControllerWithResponse(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*RemoveControllerResponse, error)
+
 	// GetKafkaAPIVersionsWithResponse Kafka API keys and versions the Kafka listener supports
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2395,6 +2622,102 @@ func (r GetClusterResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetClusterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type AddControllerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cluster
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AddControllerResponse) GetJSON200() *Cluster {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AddControllerResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AddControllerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddControllerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddControllerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddControllerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RemoveControllerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Cluster
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RemoveControllerResponse) GetJSON200() *Cluster {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RemoveControllerResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveControllerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveControllerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveControllerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveControllerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3119,6 +3442,49 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
+// AddControllerWithBodyWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
+//
+// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+func (c *ClientWithResponses) AddControllerWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddControllerResponse, error) {
+	rsp, err := c.AddControllerWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddControllerResponse(rsp)
+}
+
+// AddControllerWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
+//
+// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/cluster/controllers (the `AddController` operationId).
+func (c *ClientWithResponses) AddControllerWithResponse(ctx context.Context, body AddControllerJSONRequestBody, reqEditors ...RequestEditorFn) (*AddControllerResponse, error) {
+	rsp, err := c.AddController(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddControllerResponse(rsp)
+}
+
+// RemoveControllerWithResponse Remove a controller from the quorum
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
+func (c *ClientWithResponses) RemoveControllerWithResponse(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*RemoveControllerResponse, error) {
+	rsp, err := c.RemoveController(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveControllerResponse(rsp)
+}
+
 // GetKafkaAPIVersionsWithResponse Kafka API keys and versions the Kafka listener supports
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3476,6 +3842,72 @@ func ParseGetClusterResponse(rsp *http.Response) (*GetClusterResponse, error) {
 	}
 
 	response := &GetClusterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cluster
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddControllerResponse parses an HTTP response from a AddControllerWithResponse call
+func ParseAddControllerResponse(rsp *http.Response) (*AddControllerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddControllerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Cluster
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemoveControllerResponse parses an HTTP response from a RemoveControllerWithResponse call
+func ParseRemoveControllerResponse(rsp *http.Response) (*RemoveControllerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveControllerResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
