@@ -231,3 +231,52 @@ func TestRestartKeepsEverything(t *testing.T) {
 		t.Fatalf("offset after restart: %+v", out)
 	}
 }
+
+func TestHTTPKafkaAPIVersionsAndCluster(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	c := newAPIClient(t, n)
+	var versions struct {
+		APIVersions []struct {
+			APIKey     int `json:"api_key"`
+			MaxVersion int `json:"max_version"`
+		} `json:"api_versions"`
+	}
+	c.json("GET", "/v1/kafka/api-versions", nil, 200, &versions)
+	keys := map[int]int{}
+	for _, v := range versions.APIVersions {
+		keys[v.APIKey] = v.MaxVersion
+	}
+	if keys[0] < 3 || keys[1] < 4 || keys[18] < 3 {
+		t.Fatalf("api versions: %+v", versions)
+	}
+	var cl struct {
+		ClusterID   string `json:"cluster_id"`
+		LeaderID    int32  `json:"leader_id"`
+		Controllers []struct {
+			ID   int32  `json:"id"`
+			Role string `json:"role"`
+		} `json:"controllers"`
+		Brokers []struct {
+			ID    int32  `json:"id"`
+			State string `json:"state"`
+		} `json:"brokers"`
+		Node struct {
+			ID             int32  `json:"id"`
+			MetadataDigest string `json:"metadata_digest"`
+		} `json:"node"`
+	}
+	c.json("GET", "/v1/cluster", nil, 200, &cl)
+	if cl.ClusterID == "" || cl.LeaderID != 1 || len(cl.Controllers) != 1 || cl.Controllers[0].Role != "leader" ||
+		len(cl.Brokers) != 1 || cl.Brokers[0].State != "alive" || cl.Node.ID != 1 || cl.Node.MetadataDigest == "" {
+		t.Fatalf("cluster: %+v", cl)
+	}
+	n.Stop()
+	n.Start()
+	var again struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	c.json("GET", "/v1/cluster", nil, 200, &again)
+	if again.ClusterID != cl.ClusterID {
+		t.Fatalf("cluster id changed across restart: %s -> %s", cl.ClusterID, again.ClusterID)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -562,39 +564,67 @@ func uiDelete(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	})
 }
 
-// uiTailAcrossRestart kills and restarts the node under an open live tail: EventSource
-// reconnects with Last-Event-ID, so records produced right after the restart
-// appear, and none twice.
+// uiTailAcrossRestart kills and restarts the node twice under an open live
+// tail. First plainly: EventSource reconnects by itself with Last-Event-ID.
+// Then with a stand-in answering 503 on the node's address meanwhile (as a
+// proxy would while the node is down): EventSource gives up on an error
+// status, and the UI reconnects by itself from the positions of the last
+// event id. Both times the records produced right after the restart appear,
+// none twice.
 func uiTailAcrossRestart(t *testing.T, ctx context.Context, node *servertest.Node, topic string) {
 	t.Helper()
-	// Kill, not Stop: a graceful stop waits for open streams to end.
-	node.Kill()
-	uiWait(t, ctx, "tail notices the disconnect", `document.querySelector('[data-test=tail-state]').textContent !== 'live'`)
-	node.Start()
-	var markers []string
-	for i := range 3 {
-		m := fmt.Sprintf("after-restart-%d", i)
-		markers = append(markers, m)
-		body := map[string]any{"records": []map[string]any{{"key": m, "value": m}}}
-		if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
-			t.Fatalf("produce after restart: status %d", code)
+	want := 1 // the record tailed before
+	for round, blocked := range []bool{false, true} {
+		// Kill, not Stop: a graceful stop waits for open streams to end.
+		node.Kill()
+		uiWait(t, ctx, "tail notices the disconnect", `document.querySelector('[data-test=tail-state]').textContent !== 'live'`)
+		if blocked {
+			uiUnavailable(t, ctx, node.HTTPAddr)
 		}
-	}
-	for _, m := range markers {
-		uiWait(t, ctx, "record produced after the restart in the tail", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, m))
-	}
-	ids := uiEval[[]string](t, ctx, `[...document.querySelectorAll('[data-test=tail-records] article')].map(a => a.dataset.partition + ':' + a.dataset.offset)`)
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			t.Errorf("live tail shows %s twice", id)
+		node.Start()
+		for i := range 3 {
+			m := fmt.Sprintf("after-restart-%d-%d", round, i)
+			body := map[string]any{"records": []map[string]any{{"key": m, "value": m}}}
+			if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
+				t.Fatalf("produce after restart: status %d", code)
+			}
+			want++
+			uiWait(t, ctx, "record produced after the restart in the tail", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, m))
 		}
-		seen[id] = true
+		ids := uiEval[[]string](t, ctx, `[...document.querySelectorAll('[data-test=tail-records] article')].map(a => a.dataset.partition + ':' + a.dataset.offset)`)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Errorf("round %d: live tail shows %s twice", round, id)
+			}
+			seen[id] = true
+		}
+		if len(ids) != want {
+			t.Errorf("round %d: live tail shows %d records, want %d: %v", round, len(ids), want, ids)
+		}
+		uiWait(t, ctx, "tail live again", `document.querySelector('[data-test=tail-state]').textContent === 'live'`)
 	}
-	if len(ids) != 4 {
-		t.Errorf("live tail shows %d records after the restart, want 4: %v", len(ids), ids)
+}
+
+// uiUnavailable answers 503 on addr until the page's live tail has been
+// refused at least once and has given the EventSource up.
+func uiUnavailable(t *testing.T, ctx context.Context, addr string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on the node's address: %v", err)
 	}
-	if state := uiEval[string](t, ctx, `document.querySelector('[data-test=tail-state]').textContent`); state != "live" {
-		t.Errorf("tail state after the restart %q, want live", state)
+	var refused atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/records/stream") {
+			refused.Add(1)
+		}
+		http.Error(w, "restarting", http.StatusServiceUnavailable)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	servertest.WaitFor(t, 20*time.Second, "a stream request refused with 503", func() bool { return refused.Load() > 0 })
+	uiWait(t, ctx, "tail reconnecting", `document.querySelector('[data-test=tail-state]').textContent === 'reconnecting'`)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

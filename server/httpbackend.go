@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 )
 
@@ -23,9 +24,10 @@ type httpBackend struct {
 }
 
 var (
-	_ api.Backend            = (*httpBackend)(nil)
-	_ api.ControllersBackend = (*httpBackend)(nil)
-	_ api.SeriesBackend      = (*httpBackend)(nil)
+	_ api.Backend                 = (*httpBackend)(nil)
+	_ api.ControllersBackend      = (*httpBackend)(nil)
+	_ api.SeriesBackend           = (*httpBackend)(nil)
+	_ api.KafkaAPIVersionsBackend = (*httpBackend)(nil)
 )
 
 // httpErrors is the one table from server errors to the api's sentinels.
@@ -365,4 +367,17 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 
 func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {
 	return h.s.metrics.series(), nil
+}
+
+// KafkaAPIVersions lists what the Kafka listener implements; a node without
+// the listener answers 501.
+func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersion, error) {
+	if h.s.kafka == nil {
+		return nil, fmt.Errorf("%w: this node runs no Kafka listener", api.ErrNotImplemented)
+	}
+	var out []api.KafkaAPIVersion
+	for _, v := range kafkaproto.SupportedVersions() {
+		out = append(out, api.KafkaAPIVersion{APIKey: v.Key, Name: v.Name, MinVersion: v.MinVersion, MaxVersion: v.MaxVersion})
+	}
+	return out, nil
 }
