@@ -65,6 +65,8 @@ function route() {
     if (a.dataset.nav === r.nav) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
+  const what = r.params.topic || r.params.group || r.nav[0].toUpperCase() + r.nav.slice(1);
+  document.title = what + ' · runnel';
   replace(app);
   Promise.resolve()
     .then(() => r.page.render(app, r.params, ctx))
