@@ -248,9 +248,7 @@ func TestDeleteTopicsAndPartitions(t *testing.T) {
 	id := b.topics["byid"].id
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
-	for _, rt := range []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("t")}, {TopicID: id}, {Topic: kmsg.StringPtr("gone")}, {TopicID: [16]byte{7}}} {
-		req.Topics = append(req.Topics, rt)
-	}
+	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("t")}, {TopicID: id}, {Topic: kmsg.StringPtr("gone")}, {TopicID: [16]byte{7}}}
 	got := s.deleteTopics(ctx, req).Topics
 	want := []int16{0, 0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code}
 	for i, code := range want {

@@ -299,3 +299,28 @@ func withVersion(req kmsg.Request, v int16) kmsg.Request {
 	out.SetVersion(v)
 	return out
 }
+
+// TestSupportedVersionsAsSpecified pins the advertised keys and ranges to
+// the ones the Kafka listener issue specifies; a change here is a change of
+// what clients are told.
+func TestSupportedVersionsAsSpecified(t *testing.T) {
+	want := []APIVersion{
+		{0, "Produce", 3, 12},
+		{1, "Fetch", 4, 12},
+		{2, "ListOffsets", 1, 7},
+		{3, "Metadata", 0, 12},
+		{18, "ApiVersions", 0, 4},
+		{19, "CreateTopics", 2, 7},
+		{20, "DeleteTopics", 1, 6},
+		{21, "DeleteRecords", 0, 2},
+		{22, "InitProducerID", 0, 5},
+		{23, "OffsetForLeaderEpoch", 2, 4},
+		{32, "DescribeConfigs", 1, 4},
+		{37, "CreatePartitions", 0, 3},
+		{44, "IncrementalAlterConfigs", 0, 1},
+		{60, "DescribeCluster", 0, 1},
+	}
+	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("SupportedVersions() =\n%v\nwant\n%v", got, want)
+	}
+}

@@ -414,3 +414,63 @@ func TestKafkaLongPollWakesOnHTTPProduce(t *testing.T) {
 		t.Fatalf("records %v, errors %v (context: %v)", recs, fs.Errors(), ctx.Err())
 	}
 }
+
+// TestKafkaAPIVersionsMatchHTTP: what ApiVersions advertises on the wire is
+// what GET /v1/kafka/api-versions lists; an ApiVersions version the
+// listener does not speak is answered in v0 with UNSUPPORTED_VERSION and
+// the same list.
+func TestKafkaAPIVersionsMatchHTTP(t *testing.T) {
+	n := kafkaNode(t)
+	var httpList struct {
+		APIVersions []struct {
+			APIKey     int16 `json:"api_key"`
+			MinVersion int16 `json:"min_version"`
+			MaxVersion int16 `json:"max_version"`
+		} `json:"api_versions"`
+	}
+	httpGetJSON(t, n.URL+"/v1/kafka/api-versions", &httpList)
+	want := map[int16][2]int16{}
+	for _, v := range httpList.APIVersions {
+		want[v.APIKey] = [2]int16{v.MinVersion, v.MaxVersion}
+	}
+	compare := func(resp *kmsg.ApiVersionsResponse) {
+		t.Helper()
+		got := map[int16][2]int16{}
+		for _, k := range resp.ApiKeys {
+			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("ApiVersions on the wire %v, HTTP lists %v", got, want)
+		}
+	}
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version, req.ClientSoftwareName, req.ClientSoftwareVersion = 3, "e2e", "1"
+	resp := rawRoundTrip(t, rawDial(t, n.KafkaAddr), req).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions v3: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	compare(resp)
+
+	// v5 is newer than the listener: the answer comes in v0.
+	c := rawDial(t, n.KafkaAddr)
+	req.Version = 5
+	if _, err := c.Write(rawFormatter.AppendRequest(nil, req, 99)); err != nil {
+		t.Fatal(err)
+	}
+	v0 := kmsg.NewPtrApiVersionsRequest()
+	v0.Version = 0
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(c, body); err != nil {
+		t.Fatal(err)
+	}
+	old := v0.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if err := old.ReadFrom(body[4:]); err != nil || old.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ApiVersions v5 answered %+v (%v)", old, err)
+	}
+	compare(old)
+}
