@@ -129,8 +129,9 @@ func (s *Server) frameLimit(key int16) int {
 	return int(min(s.opts.MaxRequestSize, smallRequestMax))
 }
 
-// parseHeader splits a frame into its header and body. flexible says
-// whether the header carries tagged fields (request header v2).
+// parseHeader splits a frame into the fixed part of its header (request
+// header v1) and the rest; for flexible versions the rest starts with the
+// header's tagged fields (v2), which handle skips.
 func parseHeader(frame []byte) (header, []byte, error) {
 	var h header
 	if len(frame) < minFrame {
