@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -355,5 +356,53 @@ func TestInitProducerIDAndDescribeCluster(t *testing.T) {
 	dc.Version, dc.EndpointType = 1, 2
 	if got := s.describeCluster(ctx, dc); got.ErrorCode != kerr.UnsupportedEndpointType.Code {
 		t.Fatalf("controllers endpoint: %+v", got)
+	}
+}
+
+// movedBroker says partition 1 of "t" is led by broker 2 (epoch 7).
+type movedBroker struct{ *memBroker }
+
+func (m movedBroker) Cluster() (*Cluster, <-chan struct{}) {
+	cl, ch := m.memBroker.Cluster()
+	cp := *cl
+	cp.Brokers = append(slices.Clone(cl.Brokers), BrokerInfo{ID: 2, Host: "other.example", Port: 9999, Rack: "r2"})
+	cp.Topics = slices.Clone(cl.Topics)
+	for i := range cp.Topics {
+		if cp.Topics[i].Name == "t" {
+			cp.Topics[i].Partitions = slices.Clone(cp.Topics[i].Partitions)
+			cp.Topics[i].Partitions[1].Leader, cp.Topics[i].Partitions[1].LeaderEpoch = 2, 7
+		}
+	}
+	return &cp, ch
+}
+
+func (m movedBroker) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (ProduceResult, error) {
+	if partition == 1 {
+		return ProduceResult{}, fmt.Errorf("moved: %w", ErrNotLeader)
+	}
+	return m.memBroker.Produce(ctx, topic, partition, batches, acks)
+}
+
+// TestProduceLeaderHint: from v10 a NOT_LEADER_OR_FOLLOWER answer names the
+// new leader and its endpoint; older versions carry only the code.
+func TestProduceLeaderHint(t *testing.T) {
+	b := newMemBroker()
+	mustCreate(t, b, "t", 2)
+	s := NewServer(movedBroker{b}, Options{})
+	defer s.Close()
+	for _, v := range []int16{9, 10, produceMax} {
+		req := produceReq("t", 1, -1, testBatch(1, -1, -1))
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ProduceRequestTopicPartition{Partition: 0, Records: testBatch(1, -1, -1)})
+		req.Version = v
+		resp := s.produce(context.Background(), req)
+		moved, stayed := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+		if moved.ErrorCode != kerr.NotLeaderForPartition.Code || stayed.ErrorCode != 0 || stayed.CurrentLeader.LeaderID != -1 {
+			t.Fatalf("v%d: moved %+v stayed %+v", v, moved, stayed)
+		}
+		hinted := moved.CurrentLeader.LeaderID == 2 && moved.CurrentLeader.LeaderEpoch == 7 &&
+			len(resp.Brokers) == 1 && resp.Brokers[0].Host == "other.example" && resp.Brokers[0].Port == 9999
+		if hinted != (v >= 10) {
+			t.Fatalf("v%d: leader hint %+v brokers %+v", v, moved.CurrentLeader, resp.Brokers)
+		}
 	}
 }

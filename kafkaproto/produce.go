@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -15,7 +16,8 @@ import (
 // concurrently (at most produceParallelism at a time), each partition's
 // batches in request order. acks=0 requests get no response; when one of
 // their partitions fails the connection is closed instead, as Kafka does,
-// so that the producer notices and refreshes its metadata.
+// so that the producer notices and refreshes its metadata. From v10 a
+// NOT_LEADER_OR_FOLLOWER answer names the current leader (KIP-951).
 const (
 	produceKey = 0
 	produceMin = 3
@@ -68,7 +70,43 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 		}
 	}
 	wg.Wait()
+	if req.Version >= 10 {
+		s.addLeaderHints(resp)
+	}
 	return resp
+}
+
+// addLeaderHints tells a producer that hit NOT_LEADER_OR_FOLLOWER where the
+// partition's leader is now, with its endpoint (KIP-951, v10+), so that it
+// can move without a metadata round trip.
+func (s *Server) addLeaderHints(resp *kmsg.ProduceResponse) {
+	cl, _ := s.broker.Cluster()
+	listed := map[int32]bool{}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		ti, ok := cl.Topic(t.Topic)
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.ErrorCode != kerr.NotLeaderForPartition.Code || !ok || p.Partition < 0 || int(p.Partition) >= len(ti.Partitions) {
+				continue
+			}
+			pi := ti.Partitions[p.Partition]
+			b, known := cl.Broker(pi.Leader)
+			if !known {
+				continue
+			}
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
+			if !listed[b.ID] {
+				listed[b.ID] = true
+				rb := kmsg.NewProduceResponseBroker()
+				rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+				if b.Rack != "" {
+					rb.Rack = &b.Rack
+				}
+				resp.Brokers = append(resp.Brokers, rb)
+			}
+		}
+	}
 }
 
 // errAcksZeroFailed closes the connection of an acks=0 produce that failed.
