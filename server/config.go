@@ -32,6 +32,9 @@ type Config struct {
 	RaftAdvertisedAddr  string
 	Controllers         []raftfsm.Server // empty: this node alone
 	Rack                string
+	// KafkaAutoCreateTopics lets Kafka Metadata requests create missing
+	// topics with the defaults (auto.create.topics.enable). Off by default.
+	KafkaAutoCreateTopics bool
 
 	MaxOpenFiles     int           // segment file handles shared by all partitions
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks

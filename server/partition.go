@@ -99,7 +99,7 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 	err := splitBatches(batches, func(b batchView) error {
 		size += len(b.raw)
 		views = append(views, b)
-		return checkRecords(b, int(p.maxMessage.Load())*4+1<<20)
+		return checkRecords(b)
 	})
 	if err != nil {
 		return appendResult{}, err

@@ -159,7 +159,11 @@ func (s *Server) open() error {
 			return err
 		}
 		if kafkaLn != nil {
-			s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{Logger: s.logger.With("component", "kafka")})
+			s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
+				Logger:           s.logger.With("component", "kafka"),
+				MaxRequestSize:   int32(min(s.cfg.MaxBodyBytes, 1<<30)),
+				AutoCreateTopics: s.cfg.KafkaAutoCreateTopics,
+			})
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()

@@ -33,6 +33,7 @@ type serveFlags struct {
 	logLevel   string
 	logFormat  string
 	maxFiles   int
+	autoCreate bool
 }
 
 func newServeCommand() *cobra.Command {
@@ -66,6 +67,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.httpAdv, "http-advertised-addr", "", "HTTP address other nodes and clients use (default: from --http-addr)")
 	fs.StringVar(&f.kafkaAddr, "kafka-addr", def.KafkaAddr, "Kafka protocol listen address; empty disables it")
 	fs.StringVar(&f.kafkaAdv, "kafka-advertised-addr", "", "Kafka address given to clients in Metadata (default: from --kafka-addr)")
+	fs.BoolVar(&f.autoCreate, "kafka-auto-create-topics", false, "let Kafka clients create missing topics by asking for their metadata")
 	fs.StringVar(&f.raftAddr, "raft-addr", def.RaftAddr, "Raft listen address (controllers)")
 	fs.StringVar(&f.raftAdv, "raft-advertised-addr", "", "Raft address peers dial (default: from --raft-addr)")
 	fs.StringVar(&f.ctrls, "controllers", "", "controller quorum as id@host:port,... (default: this node alone)")
@@ -98,6 +100,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.RaftAddr, cfg.RaftAdvertisedAddr = f.raftAddr, f.raftAdv
 	cfg.Controllers = ctrls
 	cfg.Rack = f.rack
+	cfg.KafkaAutoCreateTopics = f.autoCreate
 	cfg.MaxOpenFiles = f.maxFiles
 	cfg.Logger = logger
 	return cfg, nil
