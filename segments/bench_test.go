@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // benchBatch is 100 records of 1 KiB, the append benchmarks' unit.
@@ -45,6 +46,95 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		})
 	})
+}
+
+// BenchmarkAppendRatio interleaves, op by op, a log append and a plain-file
+// write of the same batch (each rolling and fsyncing every 128 MiB, or
+// fsyncing every batch), so both see the same disk conditions, and reports
+// the log's rate as a fraction of the plain file's.
+func BenchmarkAppendRatio(b *testing.B) {
+	for _, tc := range []struct {
+		name          string
+		flushMessages int64
+	}{{"flush-on-roll", 0}, {"fsync-each", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			const segBytes = 128 << 20
+			batch := benchBatch()
+			cfg := DefaultConfig()
+			cfg.SegmentBytes = segBytes
+			cfg.FlushMessages = tc.flushMessages
+			l := mustOpen(b, b.TempDir(), cfg, Options{})
+			defer l.Close()
+			plain := newPlainLog(b, segBytes, tc.flushMessages == 1)
+			defer plain.close()
+			b.SetBytes(int64(2 * len(batch)))
+			var inLog, inPlain time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				plain.write(batch)
+				t1 := time.Now()
+				if _, err := l.Append(batch, 1); err != nil {
+					b.Fatal(err)
+				}
+				inPlain, inLog = inPlain+t1.Sub(t0), inLog+time.Since(t1)
+			}
+			b.ReportMetric(float64(inPlain)/float64(inLog), "log/plain-rate")
+		})
+	}
+}
+
+// plainLog writes batches to numbered plain files, fsyncing and starting a
+// new one every segBytes, or fsyncing every write.
+type plainLog struct {
+	b        *testing.B
+	dir      string
+	segBytes int64
+	syncEach bool
+	f        *os.File
+	written  int64
+	n        int
+}
+
+func newPlainLog(b *testing.B, segBytes int64, syncEach bool) *plainLog {
+	p := &plainLog{b: b, dir: b.TempDir(), segBytes: segBytes, syncEach: syncEach}
+	p.next()
+	return p
+}
+
+func (p *plainLog) next() {
+	p.close()
+	var err error
+	if p.f, err = os.Create(filepath.Join(p.dir, fmt.Sprintf("%d.log", p.n))); err != nil {
+		p.b.Fatal(err)
+	}
+	p.n++
+	p.written = 0
+}
+
+func (p *plainLog) close() {
+	if p.f == nil {
+		return
+	}
+	if err := p.f.Sync(); err != nil {
+		p.b.Fatal(err)
+	}
+	p.f.Close()
+	p.f = nil
+}
+
+func (p *plainLog) write(batch []byte) {
+	if p.written+int64(len(batch)) > p.segBytes {
+		p.next()
+	}
+	if _, err := p.f.Write(batch); err != nil {
+		p.b.Fatal(err)
+	}
+	p.written += int64(len(batch))
+	if p.syncEach {
+		if err := p.f.Sync(); err != nil {
+			p.b.Fatal(err)
+		}
+	}
 }
 
 func benchPlainFile(b *testing.B, batch []byte, segBytes int64, syncEach bool) {
