@@ -201,3 +201,30 @@ func TestConcurrentFsyncFailure(t *testing.T) {
 	}
 	checkIndexes(t, l2)
 }
+
+// TestResetInterrupted: a crash in the middle of Reset (some old segments
+// still on disk) reopens as the reset log, never below the new start.
+func TestResetInterrupted(t *testing.T) {
+	const dir = "/d/reset"
+	mem := NewMemFS()
+	efs := NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1024
+	cfg.FlushMessages = 1
+	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	for i := 0; i < 30; i++ {
+		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
+	}
+	efs.SetInjector(FailAfter(OpRemove, 2, nil))
+	if err := l.Reset(5000); err == nil {
+		t.Fatal("reset with failing removals succeeded")
+	}
+	l2 := mustOpen(t, dir, cfg, Options{FS: mem.Crash(nil)})
+	defer l2.Close()
+	if l2.StartOffset() != 5000 || l2.EndOffset() != 5000 {
+		t.Fatalf("after an interrupted reset [%d, %d), want [5000, 5000)", l2.StartOffset(), l2.EndOffset())
+	}
+	if info := mustAppend(t, l2, valueBatch(1, 10, 1), 0); info.BaseOffset != 5000 {
+		t.Fatalf("append at %d", info.BaseOffset)
+	}
+}

@@ -101,7 +101,10 @@ func (m *model) truncate(bases []int64, to int64) {
 		}
 	}
 	m.batches = kept
-	m.start = min(m.start, m.end)
+	if m.end < m.start {
+		m.batches, m.start, m.end, m.epochs = nil, to, to, nil
+		return
+	}
 	m.trimEpochs()
 }
 

@@ -7,8 +7,9 @@ import (
 // Truncate removes every record at offset >= to, cutting at a batch
 // boundary: a batch holding offset to is removed whole, so EndOffset is
 // afterwards the end of the last batch kept (== to when to is a batch
-// boundary, as the offsets a replica truncates to are). A to below the log
-// start offset empties the log and restarts it at to.
+// boundary, as the offsets a replica truncates to are). When that would
+// leave the end below the log start offset, or to is below it, the log is
+// emptied and restarted at to.
 func (l *Log) Truncate(to int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -47,11 +48,9 @@ func (l *Log) Truncate(to int64) error {
 	l.truncGen++
 	l.cleanedTo = min(l.cleanedTo, l.active().base)
 	if l.start > l.end {
-		// The cut removed a batch straddling the start offset.
-		l.start = l.end
-		if err := l.saveStateLocked(false); err != nil {
-			return err
-		}
+		// The cut removed a batch straddling the start offset: nothing is
+		// left at or past it, and the start offset never moves back.
+		return l.restartAtLocked(to)
 	}
 	return l.trimEpochsLocked()
 }

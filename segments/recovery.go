@@ -64,10 +64,11 @@ func (l *Log) openLocked() error {
 		}
 	}
 	if l.start > l.end {
-		l.start = l.end
-		if err := l.saveStateLocked(false); err != nil {
-			return err
-		}
+		// Records below the start offset were lost (unsynced when the
+		// start moved) or a Reset was cut short: start over at the start
+		// offset, as Kafka does, so it never moves back.
+		l.logger.Warn("segments: log ends below its start offset; restarting it empty", "start", l.start, "end", l.end)
+		return l.restartAtLocked(l.start)
 	}
 	return l.trimEpochsLocked()
 }
