@@ -243,6 +243,13 @@ func (r *modelRun) step() string {
 		m.start = r.l.StartOffset()
 		m.trimEpochs()
 		return "retention"
+	case x < 81:
+		off := m.end + r.rng.Int64N(100)
+		if err := r.l.Reset(off); err != nil {
+			r.t.Fatal(err)
+		}
+		m.batches, m.start, m.end, m.epochs = nil, off, off, nil
+		return fmt.Sprintf("reset %d", off)
 	case x < 90:
 		if err := r.l.Close(); err != nil {
 			r.t.Fatal(err)

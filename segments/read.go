@@ -124,5 +124,9 @@ func (c *fileChunk) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 	}
-	return io.Copy(w, io.NewSectionReader(c.cf.f, c.off, c.n))
+	n, err := io.Copy(w, io.NewSectionReader(c.cf.f, c.off, c.n))
+	if err == nil && n < c.n {
+		err = fmt.Errorf("segments: chunk cut short (truncated under it): %w", io.ErrUnexpectedEOF)
+	}
+	return n, err
 }
