@@ -211,6 +211,9 @@ func (c *conn) handle(frame []byte) error {
 		if h.key == fetchKey {
 			ctx = withConnState(ctx, &c.state)
 		}
+		if isGroupKey(h.key) {
+			ctx = withClient(ctx, deref(h.clientID), c.nc.RemoteAddr())
+		}
 		resp = api.serve(c.s, ctx, req)
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)

@@ -51,6 +51,17 @@ func handlerTable() map[int16]apiHandler {
 		handle(createPartitionsKey, createPartitionsMin, createPartitionsMax, (*Server).createPartitions, createPartitionsError),
 		handle(incrementalAlterConfigsKey, incrementalAlterConfigsMin, incrementalAlterConfigsMax, (*Server).incrementalAlterConfigs, incrementalAlterConfigsError),
 		handle(describeClusterKey, describeClusterMin, describeClusterMax, (*Server).describeCluster, describeClusterError),
+		handle(offsetCommitKey, offsetCommitMin, offsetCommitMax, (*Server).offsetCommit, offsetCommitError),
+		handle(offsetFetchKey, offsetFetchMin, offsetFetchMax, (*Server).offsetFetch, offsetFetchError),
+		handle(findCoordinatorKey, findCoordinatorMin, findCoordinatorMax, (*Server).findCoordinator, findCoordinatorError),
+		handle(joinGroupKey, joinGroupMin, joinGroupMax, (*Server).joinGroup, joinGroupError),
+		handle(heartbeatKey, heartbeatMin, heartbeatMax, (*Server).heartbeat, heartbeatError),
+		handle(leaveGroupKey, leaveGroupMin, leaveGroupMax, (*Server).leaveGroup, leaveGroupError),
+		handle(syncGroupKey, syncGroupMin, syncGroupMax, (*Server).syncGroup, syncGroupError),
+		handle(describeGroupsKey, describeGroupsMin, describeGroupsMax, (*Server).describeGroups, describeGroupsError),
+		handle(listGroupsKey, listGroupsMin, listGroupsMax, (*Server).listGroups, listGroupsError),
+		handle(deleteGroupsKey, deleteGroupsMin, deleteGroupsMax, (*Server).deleteGroups, deleteGroupsError),
+		handle(offsetDeleteKey, offsetDeleteMin, offsetDeleteMax, (*Server).offsetDelete, offsetDeleteError),
 	} {
 		t[h.key] = h
 	}

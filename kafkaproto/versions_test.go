@@ -165,8 +165,8 @@ func TestEveryVersion(t *testing.T) {
 	addr, s := startServer(t, b, Options{})
 	mustCreate(t, b, "sweep", 3)
 	mustCreate(t, b, "grow", 1)
-	if len(sweepOrder) != len(s.handlers) {
-		t.Fatalf("sweep covers %d keys, table has %d", len(sweepOrder), len(s.handlers))
+	if len(sweepOrder)+len(groupSweepKeys) != len(s.handlers) {
+		t.Fatalf("sweep covers %d keys and groups_test.go %d, table has %d", len(sweepOrder), len(groupSweepKeys), len(s.handlers))
 	}
 	// Seed data for fetch, list offsets and delete records.
 	if _, err := b.Produce(context.Background(), "sweep", 0, testBatch(5, -1, -1), -1); err != nil {
@@ -309,6 +309,15 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{1, "Fetch", 4, 12},
 		{2, "ListOffsets", 1, 7},
 		{3, "Metadata", 0, 12},
+		{8, "OffsetCommit", 2, 9},
+		{9, "OffsetFetch", 1, 9},
+		{10, "FindCoordinator", 0, 4},
+		{11, "JoinGroup", 0, 9},
+		{12, "Heartbeat", 0, 4},
+		{13, "LeaveGroup", 0, 5},
+		{14, "SyncGroup", 0, 5},
+		{15, "DescribeGroups", 0, 5},
+		{16, "ListGroups", 0, 4},
 		{18, "ApiVersions", 0, 4},
 		{19, "CreateTopics", 2, 7},
 		{20, "DeleteTopics", 1, 6},
@@ -317,7 +326,9 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{23, "OffsetForLeaderEpoch", 2, 4},
 		{32, "DescribeConfigs", 1, 4},
 		{37, "CreatePartitions", 0, 3},
+		{42, "DeleteGroups", 0, 2},
 		{44, "IncrementalAlterConfigs", 0, 1},
+		{47, "OffsetDelete", 0, 0},
 		{60, "DescribeCluster", 0, 1},
 	}
 	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {

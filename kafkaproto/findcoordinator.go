@@ -1,0 +1,68 @@
+package kafkaproto
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FindCoordinator, key 10: versions 0-4 (flexible from 3; v4 batches keys).
+// Only group coordinators (key type 0) exist; transaction coordinators
+// (type 1) are COORDINATOR_NOT_AVAILABLE.
+const (
+	findCoordinatorKey = 10
+	findCoordinatorMin = 0
+	findCoordinatorMax = 4
+)
+
+func (s *Server) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if req.Version >= 4 {
+		for _, key := range req.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key = key
+			var err error
+			c.NodeID, c.Host, c.Port, err = s.lookupCoordinator(ctx, key, req.CoordinatorType)
+			c.ErrorCode, c.ErrorMessage = groupErr(err), errMessage(err)
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp
+	}
+	var err error
+	resp.NodeID, resp.Host, resp.Port, err = s.lookupCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
+	resp.ErrorCode = groupErr(err)
+	if req.Version >= 1 {
+		resp.ErrorMessage = errMessage(err)
+	}
+	return resp
+}
+
+// lookupCoordinator resolves a group's coordinator to its advertised address.
+func (s *Server) lookupCoordinator(ctx context.Context, key string, keyType int8) (int32, string, int32, error) {
+	gc := s.coordinator()
+	if gc == nil || keyType != 0 {
+		return -1, "", -1, errNoCoordinator
+	}
+	id, err := gc.GroupCoordinatorID(ctx, key)
+	if err != nil {
+		return -1, "", -1, err
+	}
+	cl, _ := s.broker.Cluster()
+	b, ok := cl.Broker(id)
+	if !ok {
+		return -1, "", -1, fmt.Errorf("%w: broker %d is not available", ErrCoordinatorNotAvailable, id)
+	}
+	return b.ID, b.Host, b.Port, nil
+}
+
+func findCoordinatorError(req *kmsg.FindCoordinatorRequest, code int16) *kmsg.FindCoordinatorResponse {
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+	for _, key := range req.CoordinatorKeys {
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		c.Key, c.ErrorCode, c.NodeID, c.Port = key, code, -1, -1
+		resp.Coordinators = append(resp.Coordinators, c)
+	}
+	return resp
+}

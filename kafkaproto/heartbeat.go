@@ -1,0 +1,29 @@
+package kafkaproto
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Heartbeat, key 12: versions 0-4 (flexible from 4).
+const (
+	heartbeatKey = 12
+	heartbeatMin = 0
+	heartbeatMax = 4
+)
+
+func (s *Server) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	gc := s.coordinator()
+	if gc == nil {
+		return heartbeatError(req, groupErr(errNoCoordinator))
+	}
+	err := gc.Heartbeat(ctx, MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation})
+	return heartbeatError(req, groupErr(err))
+}
+
+func heartbeatError(req *kmsg.HeartbeatRequest, code int16) *kmsg.HeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	resp.ErrorCode = code
+	return resp
+}

@@ -1,0 +1,43 @@
+package kafkaproto
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ListGroups, key 16: versions 0-4 (flexible from 3; v4 filters by state).
+const (
+	listGroupsKey = 16
+	listGroupsMin = 0
+	listGroupsMax = 4
+)
+
+func (s *Server) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	gc := s.coordinator()
+	if gc == nil {
+		return resp // no coordinator, no groups
+	}
+	groups, err := gc.ListGroups(ctx)
+	if err != nil {
+		return listGroupsError(req, groupErr(err))
+	}
+	for _, g := range groups {
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(st string) bool { return strings.EqualFold(st, g.State) }) {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState = g.Group, g.ProtocolType, g.State
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
+
+func listGroupsError(req *kmsg.ListGroupsRequest, code int16) *kmsg.ListGroupsResponse {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	resp.ErrorCode = code
+	return resp
+}

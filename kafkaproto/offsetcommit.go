@@ -1,0 +1,67 @@
+package kafkaproto
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit, key 8: versions 2-9 (flexible from 8; v7+ static members).
+// The retention time of v2-4 is ignored: offsets live as long as the group
+// (and compaction) keeps them.
+const (
+	offsetCommitKey = 8
+	offsetCommitMin = 2
+	offsetCommitMax = 9
+)
+
+func (s *Server) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	gc := s.coordinator()
+	if gc == nil {
+		return offsetCommitError(req, groupErr(errNoCoordinator))
+	}
+	var offsets []CommitOffset
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			offsets = append(offsets, CommitOffset{TopicPartition: TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata})
+		}
+	}
+	ref := MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
+	errs, err := gc.CommitOffsets(ctx, ref, offsets)
+	if err != nil {
+		return offsetCommitError(req, groupErr(err))
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			if i < len(errs) {
+				rp.ErrorCode = groupErr(errs[i])
+			}
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,117 @@
+package kafkaproto
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetFetch, key 9: versions 1-9 (flexible from 6; v2+ null topics mean
+// all; v8+ several groups per request).
+const (
+	offsetFetchKey = 9
+	offsetFetchMin = 1
+	offsetFetchMax = 9
+)
+
+func (s *Server) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	gc := s.coordinator()
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			var parts []TopicPartition
+			if g.Topics != nil {
+				parts = []TopicPartition{}
+			}
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					parts = append(parts, TopicPartition{Topic: t.Topic, Partition: p})
+				}
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			offs, err := fetchOffsets(ctx, gc, g.Group, parts)
+			rg.ErrorCode = groupErr(err)
+			for _, t := range groupByTopic(offs) {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t[0].Topic
+				for _, o := range t {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, o.Metadata
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}
+	var parts []TopicPartition
+	if req.Topics != nil || req.Version < 2 {
+		parts = []TopicPartition{}
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			parts = append(parts, TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	offs, err := fetchOffsets(ctx, gc, req.Group, parts)
+	if err != nil {
+		return offsetFetchError(req, groupErr(err))
+	}
+	for _, t := range groupByTopic(offs) {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t[0].Topic
+		for _, o := range t {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, o.Metadata
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func fetchOffsets(ctx context.Context, gc GroupCoordinator, group string, parts []TopicPartition) ([]CommittedOffset, error) {
+	if gc == nil {
+		return nil, errNoCoordinator
+	}
+	return gc.FetchOffsets(ctx, group, parts)
+}
+
+// groupByTopic splits offsets into runs of one topic, in first-seen order.
+func groupByTopic(offs []CommittedOffset) [][]CommittedOffset {
+	var out [][]CommittedOffset
+	idx := map[string]int{}
+	for _, o := range offs {
+		i, ok := idx[o.Topic]
+		if !ok {
+			i = len(out)
+			idx[o.Topic] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], o)
+	}
+	return out
+}
+
+func offsetFetchError(req *kmsg.OffsetFetchRequest, code int16) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.ErrorCode = code
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, g := range req.Groups {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group, rg.ErrorCode = g.Group, code
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp
+}
