@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -238,5 +239,61 @@ func TestReset(t *testing.T) {
 	defer l.Close()
 	if l.StartOffset() != 1000 || l.EndOffset() != 1001 {
 		t.Fatalf("after reopen [%d, %d)", l.StartOffset(), l.EndOffset())
+	}
+}
+
+// TestMaxTimestamp compares MaxTimestamp and OffsetForTimestamp with a scan
+// of every record, on logs with random (unordered) timestamps, compressed
+// batches, several segments and a moved start offset.
+func TestMaxTimestamp(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		cfg := DefaultConfig()
+		cfg.SegmentBytes = 600
+		l := mustOpen(t, "/mt", cfg, Options{FS: NewMemFS()})
+		if _, _, ok, _ := l.MaxTimestamp(); ok {
+			t.Fatal("empty log has a max timestamp")
+		}
+		type r struct{ off, ts int64 }
+		var all []r
+		for i := 0; i < 30; i++ {
+			n := 1 + rng.IntN(3)
+			recs := make([]rec, n)
+			for j := range recs {
+				recs[j] = rec{key: []byte("k"), value: []byte("v"), ts: rng.Int64N(50)}
+			}
+			info := mustAppend(t, l, buildCodecBatch(t, recs, rng.IntN(5), false), 0)
+			for j, x := range recs {
+				all = append(all, r{info.BaseOffset + int64(j), x.ts})
+			}
+		}
+		start := rng.Int64N(l.EndOffset())
+		if err := l.DeleteRecordsBefore(start); err != nil {
+			t.Fatal(err)
+		}
+		want := r{-1, -1}
+		for _, x := range all {
+			if x.off >= start && x.ts > want.ts {
+				want = x
+			}
+		}
+		for target := int64(-1); target <= 51; target++ {
+			w := r{-1, -1}
+			for _, x := range all {
+				if x.off >= start && x.ts >= target {
+					w = x
+					break
+				}
+			}
+			off, ts, ok, err := l.OffsetForTimestamp(target)
+			if err != nil || ok != (w.off >= 0) || (ok && (off != w.off || ts != w.ts)) {
+				t.Fatalf("seed %d: timestamp %d: got %d@%d %v %v, want %v", seed, target, off, ts, ok, err, w)
+			}
+		}
+		off, ts, ok, err := l.MaxTimestamp()
+		if err != nil || !ok || off != want.off || ts != want.ts {
+			t.Fatalf("seed %d: got %d@%d %v %v, want %d@%d", seed, off, ts, ok, err, want.off, want.ts)
+		}
+		l.Close()
 	}
 }

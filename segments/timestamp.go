@@ -1,6 +1,9 @@
 package segments
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // OffsetForTimestamp returns the first offset whose timestamp is >= ts and
 // that timestamp; ok is false when there is none. Records below the log start
@@ -82,4 +85,124 @@ func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int
 	}
 	// Not found: the records >= ts are below the log start offset.
 	return off, t, found, nil
+}
+
+// MaxTimestamp returns the offset and timestamp of the record with the
+// largest timestamp at or past the log start offset (the first one on a
+// tie), for ListOffsets with timestamp -3; ok is false when no record has a
+// timestamp. It reads only the segments that can hold it.
+func (l *Log) MaxTimestamp() (offset, timestamp int64, ok bool, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, 0, false, ErrClosed
+	}
+	for _, s := range l.segs {
+		if err := l.loadLocked(s); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	order := make([]*segment, 0, len(l.segs))
+	for _, s := range l.segs {
+		if s.maxTs >= 0 && s.next > l.start {
+			order = append(order, s)
+		}
+	}
+	// Largest max timestamp first; on a tie the older segment first.
+	sort.SliceStable(order, func(i, j int) bool { return order[i].maxTs > order[j].maxTs })
+	bestOff, bestTs := int64(-1), int64(-1)
+	for _, s := range order {
+		if s.maxTs <= bestTs && (s.maxTs < bestTs || s.base > bestOff) {
+			break // nothing better or earlier can be in it or later ones
+		}
+		off, ts, found, err := l.maxInSegmentLocked(s)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if found && (ts > bestTs || (ts == bestTs && off < bestOff)) {
+			bestOff, bestTs = off, ts
+		}
+	}
+	return bestOff, bestTs, bestOff >= 0, nil
+}
+
+// maxInSegmentLocked scans the batch headers of s, then decodes the batches
+// that may hold its largest timestamp at or past the log start offset. A
+// batch straddling the start offset is decoded at once: its header's max
+// may belong to a record below the start.
+func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer l.files.release(cf)
+	type cand struct {
+		pos int64
+		h   batchHeader
+	}
+	var cands []cand
+	bestOff, bestTs := int64(-1), int64(-1) // from decoded batches
+	headerBest := int64(-1)                 // largest header max of the others
+	for pos := int64(0); pos < s.size; {
+		h, err := readHeader(cf.f, pos, s.size)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		switch {
+		case h.lastOffset() < l.start || h.maxTimestamp < 0:
+		case h.baseOffset < l.start:
+			off, ts, err := l.maxInBatchLocked(cf.f, pos, h)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if ts > bestTs {
+				bestOff, bestTs = off, ts
+			}
+		case h.maxTimestamp >= headerBest:
+			if h.maxTimestamp > headerBest {
+				cands, headerBest = cands[:0], h.maxTimestamp
+			}
+			cands = append(cands, cand{pos, h})
+		}
+		pos += h.size
+	}
+	if headerBest > bestTs {
+		for _, c := range cands {
+			off, ts, err := l.maxInBatchLocked(cf.f, c.pos, c.h)
+			if err != nil {
+				return 0, 0, false, err
+			}
+			if ts > bestTs {
+				bestOff, bestTs = off, ts
+			}
+			if bestTs == headerBest {
+				break
+			}
+		}
+	}
+	return bestOff, bestTs, bestOff >= 0, nil
+}
+
+// maxInBatchLocked returns the first record at or past the log start offset
+// with the batch's largest timestamp; an undecodable batch answers with its
+// header.
+func (l *Log) maxInBatchLocked(f File, pos int64, h batchHeader) (int64, int64, error) {
+	buf := make([]byte, h.size)
+	if _, err := f.ReadAt(buf, pos); err != nil {
+		return 0, 0, err
+	}
+	bestOff, bestTs := int64(-1), int64(-1)
+	data, err := batchRecords(h, buf)
+	if err == nil {
+		err = forEachRecord(h, data, func(r record) bool {
+			if r.offset >= l.start && r.timestamp > bestTs {
+				bestOff, bestTs = r.offset, r.timestamp
+			}
+			return true
+		})
+	}
+	if err != nil {
+		return max(h.baseOffset, l.start), h.maxTimestamp, nil
+	}
+	return bestOff, bestTs, nil
 }
