@@ -12,72 +12,148 @@ import (
 // leftovers, since the rename over the segment is the commit point.
 const cleanedSuffix = ".cleaned"
 
-// compactLocked keeps, in the sealed segments, only the latest record of
-// each key (as of the sealed segments; the active one is never cleaned) and
-// drops tombstones whose timestamp is older than delete.retention.ms.
-// Records without a key and control batches are kept. It runs when a segment
-// was sealed since the last pass or a kept tombstone has come due.
-func (l *Log) compactLocked(nowMs int64) error {
-	sealed := l.segs[:len(l.segs)-1]
-	if len(sealed) == 0 {
-		return nil
-	}
-	activeBase := l.active().base
-	if activeBase <= l.cleanedTo && (l.tombstoneDue == 0 || nowMs < l.tombstoneDue) {
-		return nil
-	}
-	if err := l.markDirtyLocked(); err != nil {
+// compaction is one pass's snapshot of what it may touch, taken under
+// Log.mu; the pass then reads and writes files without the lock.
+type compaction struct {
+	segs     []*segment // the sealed segments
+	sizes    []int64    // their sizes at the snapshot
+	gen      uint64     // Log.segsGen at the snapshot
+	interval int32
+	active   int64 // base of the active segment
+}
+
+// compact keeps, in the sealed segments, only the latest record of each key
+// (as of the sealed segments; the active one is never cleaned) and drops
+// tombstones whose timestamp is older than delete.retention.ms. Records
+// without a key and control batches are kept. It runs when a segment was
+// sealed since the last pass or a kept tombstone has come due. Segments are
+// read and rewritten without holding Log.mu; the rewritten ones are swapped
+// in under it, unless the sealed segments changed meanwhile (truncation,
+// retention, reset), in which case the pass is dropped. Called only by
+// Maintain, which serializes passes.
+func (l *Log) compact(nowMs int64) error {
+	l.mu.Lock()
+	c, ok, err := l.startCompactionLocked(nowMs)
+	l.mu.Unlock()
+	if err != nil || !ok {
 		return err
 	}
-	latest := make(map[string]int64)
-	for _, s := range sealed {
-		err := l.walkSegmentLocked(s, func(_ int64, h batchHeader, b []byte) error {
-			if h.isControl() {
-				return nil
-			}
-			data, err := batchRecords(h, b)
-			if err != nil {
-				l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
-				return nil
-			}
-			return forEachRecord(h, data, func(r record) bool {
-				if r.key != nil {
-					latest[string(r.key)] = r.offset
-				}
-				return true
-			})
-		})
+	cl := cleaner{latest: make(map[string]int64), horizon: nowMs - l.cfgSnapshot().DeleteRetentionMs, retention: l.cfgSnapshot().DeleteRetentionMs}
+	for i, s := range c.segs {
+		if err := l.collectKeys(s, c.sizes[i], cl.latest); err != nil {
+			return l.compactionFailed(c.gen, fmt.Errorf("segments: compaction: %w", err))
+		}
+	}
+	var done []cleaned
+	defer func() {
+		for _, d := range done {
+			removeIfExists(l.fs, d.tmp) // the ones not swapped in
+		}
+	}()
+	for i, s := range c.segs {
+		d, changed, err := l.cleanSegment(s, c.sizes[i], c.interval, &cl)
 		if err != nil {
-			return l.failLocked(fmt.Errorf("segments: compaction: %w", err))
+			return l.compactionFailed(c.gen, fmt.Errorf("segments: compaction of %d: %w", s.base, err))
+		}
+		if changed {
+			done = append(done, d)
 		}
 	}
-	c := cleaner{latest: latest, horizon: nowMs - l.cfg.DeleteRetentionMs, retention: l.cfg.DeleteRetentionMs}
-	for _, s := range sealed {
-		if err := l.cleanSegmentLocked(s, &c); err != nil {
-			return l.failLocked(fmt.Errorf("segments: compaction of %d: %w", s.base, err))
-		}
+	if l.compactHook != nil {
+		l.compactHook()
 	}
-	l.cleanedTo, l.tombstoneDue = activeBase, c.due
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.err != nil || c.gen != l.segsGen {
+		l.logger.Debug("segments: compaction pass dropped: segments changed under it")
+		return nil // the next pass redoes it
+	}
+	for len(done) > 0 {
+		if err := l.swapSegmentLocked(done[0].seg, &done[0].ns, done[0].tmp); err != nil {
+			return l.failLocked(fmt.Errorf("segments: compaction of %d: %w", done[0].seg.base, err))
+		}
+		done = done[1:]
+	}
+	l.cleanedTo, l.tombstoneDue = c.active, cl.due
 	return nil
 }
 
-// walkSegmentLocked calls fn for each batch of s with its bytes (valid only
-// during the call).
-func (l *Log) walkSegmentLocked(s *segment, fn func(pos int64, h batchHeader, b []byte) error) error {
+// startCompactionLocked decides whether a pass is due and snapshots it.
+func (l *Log) startCompactionLocked(nowMs int64) (compaction, bool, error) {
+	if err := l.usableLocked(); err != nil {
+		return compaction{}, false, err
+	}
+	sealed := l.segs[:len(l.segs)-1]
+	activeBase := l.active().base
+	if len(sealed) == 0 || (activeBase <= l.cleanedTo && (l.tombstoneDue == 0 || nowMs < l.tombstoneDue)) {
+		return compaction{}, false, nil
+	}
+	if err := l.markDirtyLocked(); err != nil {
+		return compaction{}, false, err
+	}
+	c := compaction{gen: l.segsGen, interval: l.cfg.IndexIntervalBytes, active: activeBase}
+	for _, s := range sealed {
+		c.segs = append(c.segs, s)
+		c.sizes = append(c.sizes, s.size)
+	}
+	return c, true, nil
+}
+
+func (l *Log) cfgSnapshot() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}
+
+// compactionFailed makes err sticky, unless the segments changed under the
+// pass (a file it read was cut or removed): then the pass is just dropped.
+func (l *Log) compactionFailed(gen uint64, err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if gen != l.segsGen || l.closed {
+		return nil
+	}
+	return l.failLocked(err)
+}
+
+// collectKeys records the offset of the latest record of each key in s.
+func (l *Log) collectKeys(s *segment, size int64, latest map[string]int64) error {
+	return l.walkSegment(s, size, func(_ int64, h batchHeader, b []byte) error {
+		if h.isControl() {
+			return nil
+		}
+		data, err := batchRecords(h, b)
+		if err != nil {
+			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
+			return nil
+		}
+		return forEachRecord(h, data, func(r record) bool {
+			if r.key != nil {
+				latest[string(r.key)] = r.offset
+			}
+			return true
+		})
+	})
+}
+
+// walkSegment calls fn for each batch of the first size bytes of s with its
+// bytes (valid only during the call). It needs no lock: sealed segment
+// files only change by being replaced.
+func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h batchHeader, b []byte) error) error {
 	cf, err := l.files.acquire(l.fs, s.path(l.dir))
 	if err != nil {
 		return err
 	}
 	defer l.files.release(cf)
-	br := bufio.NewReaderSize(io.NewSectionReader(cf.f, 0, s.size), 256<<10)
+	br := bufio.NewReaderSize(io.NewSectionReader(cf.f, 0, size), 256<<10)
 	var buf []byte
-	for pos := int64(0); pos < s.size; {
+	for pos := int64(0); pos < size; {
 		buf = append(buf[:0], make([]byte, batchPrefixLen)...)
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return err
 		}
 		n, err := batchSizeFromPrefix(buf)
-		if err != nil || pos+n > s.size {
+		if err != nil || pos+n > size {
 			return fmt.Errorf("%w: at %d in segment %d", ErrCorruptBatch, pos, s.base)
 		}
 		buf = append(buf, make([]byte, n-batchPrefixLen)...)
@@ -100,20 +176,24 @@ type cleaner struct {
 	due       int64 // earliest time a kept tombstone may go, 0 = none
 }
 
-// cleanSegmentLocked rewrites s without the records c drops, through a
-// ".cleaned" file renamed over it. An unchanged segment is left alone.
-func (l *Log) cleanSegmentLocked(s *segment, c *cleaner) error {
-	if err := l.loadLocked(s); err != nil {
-		return err
-	}
+// cleaned is a rewritten segment waiting to be swapped in.
+type cleaned struct {
+	seg *segment
+	ns  segment
+	tmp string
+}
+
+// cleanSegment writes s without the records c drops to a ".cleaned" file;
+// changed is false (and no file is left) when nothing would be dropped.
+func (l *Log) cleanSegment(s *segment, size int64, interval int32, c *cleaner) (cleaned, bool, error) {
 	tmp := s.path(l.dir) + cleanedSuffix
 	out, err := l.fs.Create(tmp)
 	if err != nil {
-		return err
+		return cleaned{}, false, err
 	}
 	ns := segment{base: s.base, next: s.base, maxTs: -1, rollTs: -1, loaded: true}
 	changed := false
-	err = l.walkSegmentLocked(s, func(_ int64, h batchHeader, b []byte) error {
+	err = l.walkSegment(s, size, func(_ int64, h batchHeader, b []byte) error {
 		nb, err := c.filter(h, b)
 		if err != nil {
 			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
@@ -129,7 +209,7 @@ func (l *Log) cleanSegmentLocked(s *segment, c *cleaner) error {
 			return err
 		}
 		nh := parseHeader(nb)
-		ns.idx.add(ns.base, nh, ns.size, ns.maxTs, l.cfg.IndexIntervalBytes)
+		ns.idx.add(ns.base, nh, ns.size, ns.maxTs, interval)
 		ns.maxTs, ns.next = max(ns.maxTs, nh.maxTimestamp), nh.nextOffset()
 		ns.size += nh.size
 		return nil
@@ -144,9 +224,9 @@ func (l *Log) cleanSegmentLocked(s *segment, c *cleaner) error {
 		if rerr := l.fs.Remove(tmp); err == nil {
 			err = rerr
 		}
-		return err
+		return cleaned{}, false, err
 	}
-	return l.swapSegmentLocked(s, &ns, tmp)
+	return cleaned{seg: s, ns: ns, tmp: tmp}, true, nil
 }
 
 // swapSegmentLocked installs the rewritten segment ns from tmp in place of s.
@@ -162,6 +242,7 @@ func (l *Log) swapSegmentLocked(s, ns *segment, tmp string) error {
 		return err
 	}
 	s.size, s.idx, s.maxTs, s.next, s.loaded = ns.size, ns.idx, ns.maxTs, ns.next, true
+	l.segsGen++
 	return l.sealLocked(s)
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -296,4 +297,53 @@ func TestMaxTimestamp(t *testing.T) {
 		}
 		l.Close()
 	}
+}
+
+// TestCompactionDroppedWhenSegmentsChange truncates the log while a
+// compaction pass is between rewriting and swapping: the pass is dropped,
+// its files removed, and the next pass compacts.
+func TestCompactionDroppedWhenSegmentsChange(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CleanupPolicy = "compact"
+	mem := NewMemFS()
+	l := mustOpen(t, "/cd", cfg, Options{FS: mem})
+	defer l.Close()
+	for i := 0; i < 30; i++ {
+		mustAppend(t, l, buildBatch([]rec{{key: []byte{byte(i % 3)}, value: []byte("v"), ts: 1}}), 0)
+		if i%10 == 9 {
+			l.Roll()
+		}
+	}
+	size := l.Size()
+	l.compactHook = func() {
+		if err := l.Truncate(25); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := l.Maintain(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := mem.List("/cd")
+	for _, n := range names {
+		if strings.HasSuffix(n, cleanedSuffix) {
+			t.Fatalf("left %s behind", n)
+		}
+	}
+	if l.EndOffset() != 25 {
+		t.Fatalf("end %d", l.EndOffset())
+	}
+	truncated := l.Size()
+	if truncated >= size {
+		t.Fatal("truncate did not happen")
+	}
+	checkIndexes(t, l)
+	l.compactHook = nil
+	l.Roll()
+	if err := l.Maintain(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if l.Size() >= truncated {
+		t.Fatalf("the next pass did not compact: %d bytes, %d before", l.Size(), truncated)
+	}
+	checkIndexes(t, l)
 }

@@ -20,6 +20,14 @@ type Log struct {
 	logger *slog.Logger
 	now    func() time.Time
 
+	// compactHook, when set by a test, runs between a compaction pass's
+	// rewriting and its swap, without any lock held.
+	compactHook func()
+
+	// maintainMu serializes Maintain calls (and so compaction passes).
+	// Lock order: maintainMu, syncMu, Log.mu, FileCache.mu.
+	maintainMu sync.Mutex
+
 	// syncMu serializes the fsyncs appends wait for, done without mu so
 	// reads and further appends go on meanwhile (group commit). Lock order:
 	// syncMu, Log.mu, FileCache.mu.
@@ -37,6 +45,7 @@ type Log struct {
 	unflushed     int64      // records appended since the last fsync
 	oldestUnsync  time.Time  // when the first of them was appended
 	truncGen      uint64     // bumped when the log is cut back
+	segsGen       uint64     // bumped when a sealed segment changes or goes
 	epochs        []epochEntry
 	cleanedTo     int64 // compaction has cleaned the segments below it
 	tombstoneDue  int64 // ms when a kept tombstone may be dropped, 0 = none

@@ -75,6 +75,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	// s takes appends again: its index files go (the lowered recovery point
 	// makes a crash rescan it) and are written anew when it is sealed.
 	s.indexOnDisk = false
+	l.segsGen++
 	if err := l.removeIndexFilesLocked(s); err != nil {
 		return err
 	}
@@ -148,6 +149,7 @@ func (l *Log) restartAtLocked(off int64) error {
 		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
 	}
 	l.segs = []*segment{ns}
+	l.segsGen++
 	l.end, l.unflushed, l.cleanedTo = off, 0, 0
 	l.truncGen++
 	l.epochs = nil
@@ -197,6 +199,7 @@ func (l *Log) dropOldestLocked(n int) error {
 		}
 	}
 	l.segs = append([]*segment(nil), l.segs[n:]...)
+	l.segsGen++
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
 	}

@@ -182,6 +182,7 @@ func (l *Log) dropFromLocked(i int) error {
 		}
 	}
 	l.segs = l.segs[:i]
+	l.segsGen++
 	if len(l.segs) == 0 {
 		return errors.New("segments: no segment left")
 	}

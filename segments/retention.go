@@ -5,8 +5,33 @@ import (
 )
 
 // Maintain runs the time-driven work: time-based roll, flush.ms, retention
-// and compaction. The owner calls it periodically from one goroutine.
+// and compaction. The owner calls it periodically; calls are serialized.
+// Compaction reads and rewrites segments without holding the log's lock,
+// so appends and reads go on meanwhile.
 func (l *Log) Maintain(now time.Time) error {
+	l.maintainMu.Lock()
+	defer l.maintainMu.Unlock()
+	if err := l.maintainLocked(now); err != nil {
+		return err
+	}
+	if l.cfgSnapshot().compact() {
+		if err := l.compact(now.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.err != nil {
+		return l.usableLocked()
+	}
+	if l.recoveryPoint != l.savedRP && !l.cleanOnDisk && now.Sub(l.savedAt) >= checkpointInterval {
+		return l.saveStateLocked(false)
+	}
+	return nil
+}
+
+// maintainLocked does Maintain's work but compaction, under Log.mu.
+func (l *Log) maintainLocked(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -29,17 +54,7 @@ func (l *Log) Maintain(now time.Time) error {
 		}
 	}
 	if l.cfg.deleteOld() {
-		if err := l.retainLocked(now); err != nil {
-			return err
-		}
-	}
-	if l.cfg.compact() {
-		if err := l.compactLocked(nowMs); err != nil {
-			return err
-		}
-	}
-	if l.recoveryPoint != l.savedRP && !l.cleanOnDisk && now.Sub(l.savedAt) >= checkpointInterval {
-		return l.saveStateLocked(false)
+		return l.retainLocked(now)
 	}
 	return nil
 }
