@@ -25,37 +25,45 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// cluster is an in-process quorum on loopback.
+// cluster is an in-process quorum on loopback, with the default (1s) raft
+// timeouts: tests run on shared, loaded machines, and the helpers follow the
+// leader when it changes instead of assuming it stays put.
 type cluster struct {
 	t     *testing.T
 	cfgs  []raftfsm.Config
+	logs  []*syncBuffer
 	nodes []*raftfsm.Node // nil: stopped
 }
 
 func newCluster(t *testing.T, size int) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
 	var voters []raftfsm.Server
 	for i := range size {
 		voters = append(voters, raftfsm.Server{ID: int32(i + 1), Address: freeAddr(t)})
 	}
+	c := &cluster{t: t}
 	for i := range size {
-		c.cfgs = append(c.cfgs, raftfsm.Config{
-			NodeID: voters[i].ID, Dir: t.TempDir(), BindAddr: voters[i].Address,
-			Voters: voters, ElectionTimeout: 300 * time.Millisecond,
+		c.add(raftfsm.Config{
+			NodeID: voters[i].ID, BindAddr: voters[i].Address, Voters: voters,
 			SnapshotThreshold: 2, // trailing logs 2: a lagging node needs a snapshot
 		})
 	}
-	c.nodes = make([]*raftfsm.Node, size)
 	for i := range size {
 		c.start(i)
 	}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
 	return c
+}
+
+// add registers a node configuration (Dir and Logger filled in).
+func (c *cluster) add(cfg raftfsm.Config) {
+	buf := &syncBuffer{}
+	cfg.Dir = c.t.TempDir()
+	i := len(c.nodes)
+	c.t.Cleanup(func() { c.stop(i) }) // before the TempDir goes (cleanups run last first)
+	cfg.Logger = slog.New(slog.NewTextHandler(buf, nil))
+	c.cfgs = append(c.cfgs, cfg)
+	c.logs = append(c.logs, buf)
+	c.nodes = append(c.nodes, nil)
 }
 
 func (c *cluster) start(i int) {
@@ -75,25 +83,35 @@ func (c *cluster) stop(i int) {
 	}
 }
 
-// leader waits until the running nodes agree on one leader and returns its index.
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i, n := range c.nodes {
+		if n != nil {
+			if err := n.WaitReady(ctx); err != nil {
+				c.t.Fatalf("node %d ready: %v", i+1, err)
+			}
+		}
+	}
+}
+
+// leader waits for a running node that leads with the highest term seen.
 func (c *cluster) leader() int {
 	c.t.Helper()
 	idx := -1
-	waitFor(c.t, 10*time.Second, "a leader", func() bool {
+	waitFor(c.t, 30*time.Second, "a leader", func() bool {
 		idx = -1
-		var id int32 = -1
+		var term uint64
 		for i, n := range c.nodes {
 			if n == nil {
 				continue
 			}
 			st := n.Status()
-			if id == -1 {
-				id = st.LeaderID
+			if st.Term > term {
+				term, idx = st.Term, -1
 			}
-			if st.LeaderID == -1 || st.LeaderID != id {
-				return false
-			}
-			if st.Role == "leader" {
+			if st.Role == "leader" && st.Term == term {
 				idx = i
 			}
 		}
@@ -102,11 +120,49 @@ func (c *cluster) leader() int {
 	return idx
 }
 
-// converged waits until every running node has the same image as node i.
-func (c *cluster) converged(i int) string {
+// retry runs op on the leader until it succeeds or fails for another reason
+// than leadership moving or a lost quorum.
+func (c *cluster) retry(op func(ctx context.Context, n *raftfsm.Node) error) error {
 	c.t.Helper()
-	want, _ := c.nodes[i].Image()
-	waitFor(c.t, 10*time.Second, "followers to converge", func() bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := op(ctx, c.nodes[c.leader()])
+		cancel()
+		retriable := errors.Is(err, raftfsm.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded)
+		if !retriable || time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// apply applies cmd on the leader, following it. A retried command may have
+// been applied by the attempt that lost leadership.
+func (c *cluster) apply(cmd raftfsm.Command) (any, error) {
+	c.t.Helper()
+	var res any
+	err := c.retry(func(ctx context.Context, n *raftfsm.Node) (err error) {
+		res, err = n.Apply(ctx, cmd)
+		return err
+	})
+	return res, err
+}
+
+func (c *cluster) mustApply(cmd raftfsm.Command) any {
+	c.t.Helper()
+	res, err := c.apply(cmd)
+	if err != nil {
+		c.t.Fatalf("apply %+v: %v", cmd, err)
+	}
+	return res
+}
+
+// converged waits until every running node has the same image as the leader.
+func (c *cluster) converged() *raftfsm.Image {
+	c.t.Helper()
+	var want *raftfsm.Image
+	waitFor(c.t, 30*time.Second, "the nodes to converge", func() bool {
+		want, _ = c.nodes[c.leader()].Image()
 		for _, n := range c.nodes {
 			if n == nil {
 				continue
@@ -118,7 +174,7 @@ func (c *cluster) converged(i int) string {
 		}
 		return true
 	})
-	return want.Digest()
+	return want
 }
 
 func TestClusterOfThree(t *testing.T) {
@@ -126,68 +182,150 @@ func TestClusterOfThree(t *testing.T) {
 		t.Skip("multi-node cluster")
 	}
 	c := newCluster(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	c.waitReady()
 	for i, n := range c.nodes {
-		if err := n.WaitReady(ctx); err != nil {
-			t.Fatalf("node %d ready: %v", i+1, err)
+		if n.Status().Role == "leader" {
+			continue
 		}
-	}
-	l := c.leader()
-	clusterID := func(i int) string { img, _ := c.nodes[i].Image(); return img.ClusterID }
-	for i := range c.nodes {
-		if i != l {
-			_, err := c.nodes[i].Apply(ctx, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 9}})
-			if !errors.Is(err, raftfsm.ErrNotLeader) {
-				t.Fatalf("apply on follower %d: %v, want ErrNotLeader", i+1, err)
-			}
+		_, err := n.Apply(context.Background(), raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 9}})
+		if !errors.Is(err, raftfsm.ErrNotLeader) {
+			t.Fatalf("apply on follower %d: %v, want ErrNotLeader", i+1, err)
 		}
 	}
 	for id := int32(1); id <= 3; id++ {
-		apply(t, c.nodes[l], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: id, Rack: fmt.Sprint("r", id)}})
+		c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: id, Rack: fmt.Sprint("r", id)}})
 	}
-	tp := apply(t, c.nodes[l], raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "events", Partitions: 6, ReplicationFactor: 3}}).(*raftfsm.Topic)
+	_, err := c.apply(raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "events", Partitions: 6, ReplicationFactor: 3}})
+	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
+		t.Fatal(err)
+	}
+	img := c.converged()
 	leads := map[int32]int{}
-	for _, p := range tp.Partitions {
+	for _, p := range img.Topics["events"].Partitions {
 		leads[p.Leader]++
 	}
 	if leads[1] != 2 || leads[2] != 2 || leads[3] != 2 {
 		t.Fatalf("leaders not balanced: %v", leads)
 	}
-	c.converged(l)
-	for i := range c.nodes {
-		if clusterID(i) == "" || clusterID(i) != clusterID(l) {
-			t.Fatalf("node %d cluster id %q, leader's %q", i+1, clusterID(i), clusterID(l))
+	for i, n := range c.nodes {
+		if got, _ := n.Image(); got.ClusterID == "" || got.ClusterID != img.ClusterID {
+			t.Fatalf("node %d cluster id %q, leader's %q", i+1, got.ClusterID, img.ClusterID)
 		}
 	}
 
 	// The leader goes away: the others elect a new one and carry on.
-	old := l
+	old := c.leader()
 	c.stop(old)
-	l = c.leader()
-	if l == old {
+	if l := c.leader(); l == old {
 		t.Fatal("stopped node still leader")
 	}
-	apply(t, c.nodes[l], raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "events"}})
-	apply(t, c.nodes[l], raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 5}})
-	if err := c.nodes[l].Snapshot(); err != nil {
+	if _, err := c.apply(raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: "events"}}); err != nil && !errors.Is(err, raftfsm.ErrUnknownTopic) {
+		t.Fatal(err)
+	}
+	c.mustApply(raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 5}})
+	if err := c.nodes[c.leader()].Snapshot(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 
 	// The old leader comes back and catches up from the leader's snapshot.
-	var logs syncBuffer
-	c.cfgs[old].Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	c.start(old)
-	digest := c.converged(l)
-	img, _ := c.nodes[old].Image()
-	if img.Topics["events"] != nil || img.NextProducerID != 5 || img.Digest() != digest {
-		t.Fatalf("restarted node image: %d topics, next producer id %d", len(img.Topics), img.NextProducerID)
+	img = c.converged()
+	if img.Topics["events"] != nil || img.NextProducerID < 5 {
+		t.Fatalf("image: %d topics, next producer id %d", len(img.Topics), img.NextProducerID)
 	}
-	if !strings.Contains(logs.String(), "restored snapshot") {
+	if !strings.Contains(c.logs[old].String(), "restored snapshot") {
 		t.Error("lagging node did not install a snapshot")
 	}
-	if st := c.nodes[l].Status(); len(st.Voters) != 3 || st.CommitIndex < img.Index {
-		t.Fatalf("leader status %+v", st)
+	if st := c.nodes[old].Status(); len(st.Voters) != 3 || st.AppliedIndex < img.Index || st.LeaderID < 1 {
+		t.Fatalf("restarted node status %+v", st)
+	}
+}
+
+// A single node grows to three voters with AddVoter; the joiners start
+// without bootstrapping (they are not among their configured voters).
+func TestJoinWithAddVoter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	first := raftfsm.Server{ID: 1, Address: freeAddr(t)}
+	c := &cluster{t: t}
+	c.add(raftfsm.Config{NodeID: 1, BindAddr: first.Address})
+	for id := int32(2); id <= 3; id++ {
+		c.add(raftfsm.Config{NodeID: id, BindAddr: freeAddr(t), Voters: []raftfsm.Server{first}})
+	}
+	for i := range c.cfgs {
+		c.start(i)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.nodes[0].WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	if err := c.nodes[1].AddVoter(ctx, raftfsm.Server{ID: 9, Address: "x:1"}); !errors.Is(err, raftfsm.ErrNotLeader) {
+		t.Fatalf("add voter on a non-member: %v", err)
+	}
+	for i := 1; i < 3; i++ {
+		s := raftfsm.Server{ID: c.cfgs[i].NodeID, Address: c.cfgs[i].BindAddr}
+		if err := c.retry(func(ctx context.Context, n *raftfsm.Node) error { return n.AddVoter(ctx, s) }); err != nil {
+			t.Fatalf("add voter %d: %v", s.ID, err)
+		}
+	}
+	c.waitReady()
+	c.converged()
+	if st := c.nodes[2].Status(); len(st.Voters) != 3 || st.LeaderID < 1 || st.LeaderAddr == "" {
+		t.Fatalf("joiner status %+v", st)
+	}
+	waitFor(t, 10*time.Second, "node 1 to lengthen its timeouts", func() bool {
+		return strings.Contains(c.logs[0].String(), "raft timeouts lengthened")
+	})
+
+	// Restarted, node 1 sizes its timeouts from the stored configuration.
+	c.stop(0)
+	c.start(0)
+	c.waitReady()
+	if log := c.logs[0].String(); !strings.Contains(log, "voters=3 election_timeout=1s") {
+		t.Errorf("restart did not use the multi-voter timeouts:\n%s", log)
+	}
+
+	if err := c.retry(func(ctx context.Context, n *raftfsm.Node) error { return n.RemoveVoter(ctx, 3) }); err != nil {
+		t.Fatalf("remove voter: %v", err)
+	}
+	waitFor(t, 10*time.Second, "voter removed", func() bool { return len(c.nodes[c.leader()].Status().Voters) == 2 })
+}
+
+// Five voters survive two failures; a third loses the quorum and writes
+// fail until a voter returns.
+func TestClusterOfFiveQuorum(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	c := newCluster(t, 5)
+	c.waitReady()
+	l := c.leader()
+	var down []int
+	for i := range c.nodes {
+		if i != l && len(down) < 3 {
+			down = append(down, i)
+		}
+	}
+	c.stop(down[0])
+	c.stop(down[1])
+	c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+
+	c.stop(down[2])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_, err := c.nodes[c.leader()].Apply(ctx, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, raftfsm.ErrNotLeader) {
+		t.Fatalf("apply without quorum: %v", err)
+	}
+
+	c.start(down[2])
+	c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 3}})
+	img := c.converged()
+	if img.Brokers[1] == nil || img.Brokers[3] == nil {
+		t.Fatalf("brokers %v", img.Brokers)
 	}
 }
 
@@ -207,103 +345,4 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// A single node grows to three voters with AddVoter; the joiners start
-// without bootstrapping (they are not among their configured voters).
-func TestJoinWithAddVoter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-node cluster")
-	}
-	first := raftfsm.Server{ID: 1, Address: freeAddr(t)}
-	c := &cluster{t: t, nodes: make([]*raftfsm.Node, 3)}
-	var logs syncBuffer
-	c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: 1, Dir: t.TempDir(), BindAddr: first.Address,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	for id := int32(2); id <= 3; id++ {
-		c.cfgs = append(c.cfgs, raftfsm.Config{NodeID: id, Dir: t.TempDir(), BindAddr: freeAddr(t),
-			Voters: []raftfsm.Server{first}, ElectionTimeout: 300 * time.Millisecond})
-	}
-	t.Cleanup(func() {
-		for i := range c.nodes {
-			c.stop(i)
-		}
-	})
-	for i := range c.cfgs {
-		c.start(i)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := c.nodes[0].WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	apply(t, c.nodes[0], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
-	for i := 1; i < 3; i++ {
-		if err := c.nodes[i].AddVoter(ctx, raftfsm.Server{ID: 9, Address: "x:1"}); !errors.Is(err, raftfsm.ErrNotLeader) {
-			t.Fatalf("add voter on a non-member: %v", err)
-		}
-		s := raftfsm.Server{ID: c.cfgs[i].NodeID, Address: c.cfgs[i].BindAddr}
-		if err := c.nodes[0].AddVoter(ctx, s); err != nil {
-			t.Fatalf("add voter %d: %v", s.ID, err)
-		}
-	}
-	for i, n := range c.nodes {
-		if err := n.WaitReady(ctx); err != nil {
-			t.Fatalf("node %d ready: %v", i+1, err)
-		}
-	}
-	c.converged(0)
-	if !strings.Contains(logs.String(), "raft timeouts lengthened") {
-		t.Error("grown quorum kept the single-voter timeouts")
-	}
-	if st := c.nodes[2].Status(); len(st.Voters) != 3 || st.LeaderID != 1 || st.LeaderAddr != first.Address {
-		t.Fatalf("joiner status %+v", st)
-	}
-	if err := c.nodes[0].RemoveVoter(ctx, 3); err != nil {
-		t.Fatalf("remove voter: %v", err)
-	}
-	waitFor(t, 5*time.Second, "voter removed", func() bool { return len(c.nodes[1].Status().Voters) == 2 })
-}
-
-// Five voters survive two failures; a third loses the quorum and writes
-// fail until a voter returns.
-func TestClusterOfFiveQuorum(t *testing.T) {
-	if testing.Short() {
-		t.Skip("multi-node cluster")
-	}
-	c := newCluster(t, 5)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for i, n := range c.nodes {
-		if err := n.WaitReady(ctx); err != nil {
-			t.Fatalf("node %d ready: %v", i+1, err)
-		}
-	}
-	l := c.leader()
-	var down []int
-	for i := range c.nodes {
-		if i != l && len(down) < 3 {
-			down = append(down, i)
-		}
-	}
-	c.stop(down[0])
-	c.stop(down[1])
-	apply(t, c.nodes[l], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
-
-	c.stop(down[2])
-	short, cancelShort := context.WithTimeout(ctx, time.Second)
-	_, err := c.nodes[l].Apply(short, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
-	cancelShort()
-	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, raftfsm.ErrNotLeader) {
-		t.Fatalf("apply without quorum: %v", err)
-	}
-
-	c.start(down[2])
-	l = c.leader()
-	apply(t, c.nodes[l], raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 3}})
-	c.converged(l)
-	img, _ := c.nodes[l].Image()
-	if img.Brokers[1] == nil || img.Brokers[3] == nil {
-		t.Fatalf("brokers %v", img.Brokers)
-	}
 }

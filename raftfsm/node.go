@@ -114,11 +114,23 @@ func (n *Node) start(ctx context.Context) error {
 	if n.trans, err = newTransport(n.cfg, hl); err != nil {
 		return n.failStart(err)
 	}
-	rc, voters := n.raftConfig(hl)
 	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
 	if err != nil {
 		return n.failStart(fmt.Errorf("raftfsm: check state: %w", err))
 	}
+	voters := n.bootstrapVoters()
+	voterCount := len(voters.Servers)
+	if !isMember(voters, serverID(n.cfg.NodeID)) {
+		voterCount++ // joining a quorum
+	}
+	if existing {
+		if voterCount, err = storedVoterCount(n.logs, snaps); err != nil {
+			return n.failStart(err)
+		}
+	}
+	rc := n.raftConfig(hl, voterCount)
+	n.log.Info("raftfsm: starting raft", "node", n.cfg.NodeID, "existing_state", existing,
+		"voters", voterCount, "election_timeout", rc.ElectionTimeout)
 	switch {
 	case existing:
 	case !isMember(voters, rc.LocalID):
@@ -148,23 +160,30 @@ func (n *Node) failStart(err error) error {
 	return err
 }
 
-func (n *Node) raftConfig(hl hclog.Logger) (*raft.Config, raft.Configuration) {
-	rc := raft.DefaultConfig()
-	rc.LocalID = serverID(n.cfg.NodeID)
-	rc.Logger = hl
-	voters := raft.Configuration{}
+// bootstrapVoters is the configuration a new cluster starts with: Voters, or
+// this node alone.
+func (n *Node) bootstrapVoters() raft.Configuration {
+	var c raft.Configuration
 	for _, v := range n.cfg.Voters {
-		voters.Servers = append(voters.Servers, raft.Server{
+		c.Servers = append(c.Servers, raft.Server{
 			Suffrage: raft.Voter, ID: serverID(v.ID), Address: raft.ServerAddress(v.Address),
 		})
 	}
-	if len(voters.Servers) == 0 {
-		voters.Servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()}}
+	if len(c.Servers) == 0 {
+		c.Servers = []raft.Server{{Suffrage: raft.Voter, ID: serverID(n.cfg.NodeID), Address: n.trans.LocalAddr()}}
 	}
+	return c
+}
+
+// raftConfig tunes raft for a quorum of the given number of voters.
+func (n *Node) raftConfig(hl hclog.Logger, voters int) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = serverID(n.cfg.NodeID)
+	rc.Logger = hl
 	timeout, lease := n.cfg.ElectionTimeout, n.cfg.ElectionTimeout/2
 	switch {
 	case timeout != 0:
-	case len(voters.Servers) == 1:
+	case voters <= 1:
 		timeout, lease = singleVoterTimeout, singleVoterTimeout
 	default:
 		timeout, lease = multiVoterTimeout, multiVoterTimeout/2
@@ -182,7 +201,47 @@ func (n *Node) raftConfig(hl hclog.Logger) (*raft.Config, raft.Configuration) {
 		rc.SnapshotInterval = defaultSnapshotInterval
 	}
 	rc.TrailingLogs = min(trailingLogs, rc.SnapshotThreshold)
-	return rc, voters
+	return rc
+}
+
+// storedVoterCount counts the voters of the newest configuration in the
+// stores: the last configuration entry in the log, else the newest
+// snapshot's.
+func storedVoterCount(logs *logStore, snaps raft.SnapshotStore) (int, error) {
+	metas, err := snaps.List()
+	if err != nil {
+		return 0, fmt.Errorf("raftfsm: list snapshots: %w", err)
+	}
+	var cfg raft.Configuration
+	var floor uint64
+	if len(metas) > 0 {
+		cfg, floor = metas[0].Configuration, metas[0].Index
+	}
+	first, err := logs.FirstIndex()
+	if err != nil {
+		return 0, err
+	}
+	last, err := logs.LastIndex()
+	if err != nil {
+		return 0, err
+	}
+	for i := last; i >= max(first, floor+1, 1); i-- {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			return 0, fmt.Errorf("raftfsm: read log %d: %w", i, err)
+		}
+		if l.Type == raft.LogConfiguration {
+			cfg = raft.DecodeConfiguration(l.Data)
+			break
+		}
+	}
+	voters := 0
+	for _, s := range cfg.Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	return voters, nil
 }
 
 func isMember(c raft.Configuration, id raft.ServerID) bool {

@@ -12,12 +12,17 @@ import (
 )
 
 // leaderLoop follows leadership changes; as leader of a cluster without id it
-// proposes one.
+// proposes one. Every second it also lengthens the single-voter timeouts if
+// the quorum has grown (on followers too, which get no notification).
 func (n *Node) leaderLoop(ctx context.Context, notify <-chan bool) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			n.tuneTimeouts()
 		case leader := <-notify:
 			n.log.Info("raftfsm: leadership changed", "leader", leader, "node", n.cfg.NodeID)
 			if leader {
