@@ -177,6 +177,11 @@ type FetchRequest struct {
 	MaxBytes           int   // > 0; a first batch larger than this is still returned whole
 	CurrentLeaderEpoch int32 // -1: not checked
 	ReadCommitted      bool  // read only up to the last stable offset
+	// ReplicaID is -1 for a consumer; a broker id when a follower replica
+	// fetches to replicate (Kafka's inter-broker Fetch): the read then goes
+	// up to the log end, not the high watermark, and Offset tells the
+	// leader how far the follower's log reaches.
+	ReplicaID int32
 }
 
 // FetchResult is one partition's fetch answer.

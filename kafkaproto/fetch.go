@@ -115,6 +115,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 			MaxBytes:           int(budget),
 			CurrentLeaderEpoch: t.leaderEpoch,
 			ReadCommitted:      req.IsolationLevel == 1,
+			ReplicaID:          req.ReplicaID,
 		})
 		t.hw, t.lso, t.logStart, t.errCode, t.records = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, 0, nil
 		if err != nil {

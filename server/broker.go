@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,12 +32,16 @@ type broker struct {
 	logger  *slog.Logger
 	metrics *metrics
 
+	fetches       *fetchManager // follower replication
+	replicaLagMax time.Duration
+
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
 	closed bool                    // guarded by mu
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	isrDone chan struct{}
 }
 
 // hostedTopic is the partitions of one topic that live on this broker.
@@ -52,12 +57,33 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
 	}
-	return &broker{
+	b := &broker{
 		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
-		logOpts: segments.Options{Files: files, Logger: logger},
-		topics:  map[string]*hostedTopic{},
-	}, nil
+		logOpts:       segments.Options{Files: files, Logger: logger},
+		topics:        map[string]*hostedTopic{},
+		replicaLagMax: defaultReplicaLagMax,
+	}
+	b.fetches = newFetchManager(id, b.dialLeader, logger.With("component", "replica-fetcher"))
+	return b, nil
 }
+
+// dialLeader connects to a partition leader's Kafka listener for
+// replication.
+func (b *broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error) {
+	img, _ := b.meta.Image()
+	br, ok := img.Brokers[leader]
+	if !ok || br.KafkaAddr == "" {
+		return nil, fmt.Errorf("broker %d has no Kafka address", leader)
+	}
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return d.DialContext(dctx, "tcp", br.KafkaAddr)
+}
+
+// roleChanged starts or stops replication of p after its leader changed.
+// Called with b.mu held; it does not block.
+func (b *broker) roleChanged(p *partition) { b.fetches.follow(p) }
 
 // start reconciles with the current image, then follows metadata changes and
 // runs log maintenance until close.
@@ -71,8 +97,56 @@ func (b *broker) start(maintainEvery time.Duration) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.done = cancel, make(chan struct{})
+	b.isrDone = make(chan struct{})
 	go b.run(ctx, maintainEvery)
+	go b.isrLoop(ctx)
 	return nil
+}
+
+// isrLoop is run by each broker for the partitions it leads: it proposes
+// ISR changes to the controller as followers fall behind or catch up.
+func (b *broker) isrLoop(ctx context.Context) {
+	defer close(b.isrDone)
+	tick := time.NewTicker(isrCheckInterval(b.replicaLagMax))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			for _, p := range b.allPartitions() {
+				b.updateISR(ctx, p, now)
+			}
+		}
+	}
+}
+
+func isrCheckInterval(lagMax time.Duration) time.Duration {
+	return min(max(lagMax/4, 50*time.Millisecond), time.Second)
+}
+
+func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
+	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
+	if !ok {
+		return
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartition: &raftfsm.ChangePartition{
+		Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
+		Leader: b.id, ISR: isr,
+	}})
+	switch {
+	case errors.Is(err, raftfsm.ErrStaleEpoch):
+		// The metadata moved on (new leader or ISR); the next image tells us.
+	case err != nil:
+		b.logger.Warn("propose ISR change", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
+		return
+	default:
+		b.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "isr", isr)
+	}
+	img, _ := b.meta.Image()
+	b.reconcile(img)
 }
 
 func (b *broker) run(ctx context.Context, maintainEvery time.Duration) {
@@ -99,6 +173,9 @@ func (b *broker) maintain(now time.Time) {
 	for _, p := range b.allPartitions() {
 		if err := p.log.Maintain(now); err != nil {
 			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		if err := p.checkpointHWM(); err != nil {
+			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 }
@@ -130,6 +207,7 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 			continue
 		}
 		for _, p := range ht.parts {
+			b.fetches.forget(p)
 			p.wake()
 			if err := p.log.Delete(); err != nil {
 				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.index, err))
@@ -158,7 +236,9 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 			continue
 		}
 		if p, ok := ht.parts[idx]; ok {
-			p.setLeader(pm.Leader, pm.LeaderEpoch)
+			if p.setMeta(pm, b.id) {
+				b.roleChanged(p)
+			}
 			p.applyConfig(t.Configs)
 			if err := p.log.SetConfig(cfg); err != nil {
 				return fmt.Errorf("partition %d config: %w", idx, err)
@@ -170,8 +250,9 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 			return err
 		}
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
-		p.setLeader(pm.Leader, pm.LeaderEpoch)
+		p.setMeta(pm, b.id)
 		ht.parts[idx] = p
+		b.roleChanged(p)
 	}
 	return nil
 }
@@ -337,7 +418,9 @@ func (b *broker) close() error {
 	if b.cancel != nil {
 		b.cancel()
 		<-b.done
+		<-b.isrDone
 	}
+	b.fetches.close()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true

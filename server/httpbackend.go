@@ -46,6 +46,7 @@ var httpErrors = []struct{ from, to error }{
 	{errCorruptBatch, api.ErrInvalidRequest},
 	{errOffsetOutOfRange, api.ErrOffsetOutOfRange},
 	{errNotLeader, api.ErrNotLeader},
+	{errNotEnoughReplicas, api.ErrNotEnoughReplicas},
 	{raftfsm.ErrNotLeader, api.ErrNotController},
 	{errNotReady, api.ErrNotReady},
 	{errShuttingDown, api.ErrNotReady},
@@ -288,7 +289,7 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 	}
 	bases := map[int32]int64{}
 	for part, batch := range batches {
-		res, err := parts[part].append(batch)
+		res, err := parts[part].produce(ctx, batch, acks)
 		if err != nil {
 			return nil, toHTTPError(err)
 		}

@@ -47,6 +47,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{errOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},
 	{errInvalidProducerEpoch, kafkaproto.ErrInvalidProducerEpoch},
 	{errNotLeader, kafkaproto.ErrNotLeader},
+	{errNotEnoughReplicas, kafkaproto.ErrNotEnoughReplicas},
 	{errShuttingDown, kafkaproto.ErrNotLeader},
 	{raftfsm.ErrNotLeader, kafkaproto.ErrNotController},
 	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
@@ -114,7 +115,7 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 	if err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
-	res, err := p.append(batches)
+	res, err := p.produce(ctx, batches, int(acks))
 	if err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
@@ -132,9 +133,16 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 	if err := p.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, err
 	}
+	var chunk segments.Chunk
+	if req.ReplicaID >= 0 {
+		// A follower fetching: its offset is its log end; it reads up to ours.
+		p.followerFetched(req.ReplicaID, req.Offset)
+		chunk, err = p.readReplica(req.Offset, req.MaxBytes)
+	} else {
+		chunk, err = p.read(req.Offset, req.MaxBytes)
+	}
 	hwm := p.hwm.Load()
 	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}
-	chunk, err := p.read(req.Offset, req.MaxBytes)
 	if err != nil {
 		return res, toKafkaError(err)
 	}
@@ -192,43 +200,13 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	return off, ts, epoch, nil
 }
 
-// maxTimestamp finds the record with the largest timestamp (ListOffsets -3)
-// by scanning batch headers.
+// maxTimestamp answers ListOffsets -3 below the high watermark.
 func (p *partition) maxTimestamp() (int64, int64, error) {
-	bestOff, bestTS := int64(-1), int64(-1)
-	hwm := p.hwm.Load()
-	for off := p.log.StartOffset(); off < hwm; {
-		chunk, err := p.read(off, 1<<20)
-		if err != nil {
-			return -1, -1, err
-		}
-		data, err := chunk.Bytes()
-		chunk.Close()
-		if err != nil {
-			return -1, -1, err
-		}
-		next := off
-		err = splitBatches(data, func(b batchView) error {
-			if b.maxTS > bestTS && !b.isControl() {
-				recs, err := decodeRecords(nil, b, consumeDecompressLimit)
-				if err != nil {
-					return err
-				}
-				for _, r := range recs {
-					if r.Timestamp > bestTS {
-						bestOff, bestTS = r.Offset, r.Timestamp
-					}
-				}
-			}
-			next = b.lastOffset() + 1
-			return nil
-		})
-		if err != nil || next <= off {
-			return bestOff, bestTS, err
-		}
-		off = next
+	off, ts, ok, err := p.log.MaxTimestamp()
+	if err != nil || !ok || off >= p.hwm.Load() {
+		return -1, -1, err
 	}
-	return bestOff, bestTS, nil
+	return off, ts, nil
 }
 
 func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, error) {

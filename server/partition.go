@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,7 +34,10 @@ type partition struct {
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
-	hwm         atomic.Int64 // high watermark: with one replica, the log end
+	hwm         atomic.Int64 // high watermark: the log end of the slowest in-sync replica
+	hwmSaved    atomic.Int64 // last checkpointed high watermark
+	minISR      atomic.Int32 // min.insync.replicas
+	repl        replicaSet
 
 	appendMu   sync.Mutex     // serializes appends and guards producers
 	producers  *producerTable // nil until the first idempotent batch
@@ -47,24 +51,20 @@ type partition struct {
 func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *partition {
 	p := &partition{topic: topic, index: index, topicID: id, log: log, notify: make(chan struct{})}
 	p.leader.Store(-1)
-	p.hwm.Store(log.EndOffset())
+	p.leaderEpoch.Store(-1)
+	// Only what was known to be replicated before a restart is visible; a
+	// leader moves the mark on as its in-sync replicas catch up.
+	hw, _ := readHWMCheckpoint(log.Dir())
+	p.hwm.Store(min(hw, log.EndOffset()))
+	p.hwmSaved.Store(-1)
 	p.applyConfig(cfgs)
 	return p
-}
-
-// setLeader records the leader and epoch the metadata gives, waking waiters
-// when leadership moved so long polls notice.
-func (p *partition) setLeader(leader, epoch int32) {
-	old := p.leader.Swap(leader)
-	p.leaderEpoch.Store(epoch)
-	if old != leader {
-		p.wake()
-	}
 }
 
 func (p *partition) applyConfig(cfgs map[string]string) {
 	p.maxMessage.Store(int32(configInt(cfgs, "max.message.bytes")))
 	p.tsAppend.Store(effectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime")
+	p.minISR.Store(int32(configInt(cfgs, "min.insync.replicas")))
 }
 
 // changed returns a channel closed at the next high watermark advance.
@@ -128,8 +128,7 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
 	}
 	p.recordProducersLocked(views, info.BaseOffset)
-	p.hwm.Store(info.LastOffset + 1)
-	p.wake()
+	p.leaderAppended()
 	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
 }
@@ -147,9 +146,37 @@ func (p *partition) read(offset int64, maxBytes int) (segments.Chunk, error) {
 	return c, err
 }
 
-// close closes the log and wakes waiters so they notice.
+// readReplica serves a follower: whole batches up to the log end.
+func (p *partition) readReplica(offset int64, maxBytes int) (segments.Chunk, error) {
+	c, err := p.log.Read(offset, maxBytes, p.log.EndOffset())
+	if errors.Is(err, segments.ErrOffsetOutOfRange) {
+		return nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
+	}
+	return c, err
+}
+
+// close checkpoints the high watermark, closes the log and wakes waiters so
+// they notice.
 func (p *partition) close() error {
-	err := p.log.Close()
+	err := p.checkpointHWM()
+	err = errors.Join(err, p.log.Close())
 	p.wake()
 	return err
+}
+
+// produce appends as the leader and, for acks=all, waits until the in-sync
+// replicas hold the records. With fewer in-sync replicas than
+// min.insync.replicas an acks=all write is refused before it is appended.
+func (p *partition) produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
+	epoch := p.leaderEpoch.Load()
+	if acks == -1 {
+		if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
+			return appendResult{}, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
+		}
+	}
+	res, err := p.append(batches)
+	if err != nil || acks != -1 {
+		return res, err
+	}
+	return res, p.waitReplicated(ctx, res.lastOffset, epoch)
 }

@@ -1,0 +1,315 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Followers pull from leaders: one goroutine and one connection per leader
+// broker, fetching every partition this broker follows from it in one
+// long-polling Kafka Fetch (ReplicaID = this broker). Before a partition's
+// first fetch from a new leader, its log is truncated to where it diverged
+// from the leader's (OffsetForLeaderEpoch), so an unacknowledged tail from an
+// older leader never survives.
+
+const (
+	replicaFetchWait     = 500 * time.Millisecond
+	replicaFetchMaxBytes = 16 << 20
+	replicaPartitionMax  = 4 << 20
+	replicaRetryBackoff  = 100 * time.Millisecond
+)
+
+type fetchManager struct {
+	self   int32
+	dial   func(ctx context.Context, leader int32) (net.Conn, error)
+	logger *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	byLeader map[int32]*leaderFetcher // guarded by mu
+}
+
+// leaderFetcher replicates the partitions led by one broker.
+type leaderFetcher struct {
+	m      *fetchManager
+	leader int32
+	poke   chan struct{} // buffered(1): the partition set changed
+
+	mu    sync.Mutex
+	parts map[*partition]*followState // guarded by mu
+}
+
+type followState struct {
+	truncated bool // the log was checked against the leader's epochs
+}
+
+func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, error), logger *slog.Logger) *fetchManager {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &fetchManager{self: self, dial: dial, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{}}
+}
+
+// follow makes p replicate from its current leader, or stop replicating
+// when this broker leads it (or nobody does). Non-blocking.
+func (m *fetchManager) follow(p *partition) {
+	leader := p.leader.Load()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, f := range m.byLeader {
+		if id != leader {
+			f.remove(p)
+		}
+	}
+	if leader < 0 || leader == m.self || m.ctx.Err() != nil {
+		return
+	}
+	f, ok := m.byLeader[leader]
+	if !ok {
+		f = &leaderFetcher{m: m, leader: leader, poke: make(chan struct{}, 1), parts: map[*partition]*followState{}}
+		m.byLeader[leader] = f
+		m.wg.Add(1)
+		go f.run()
+	}
+	f.add(p)
+}
+
+// forget stops replicating p (its topic was deleted).
+func (m *fetchManager) forget(p *partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, f := range m.byLeader {
+		f.remove(p)
+	}
+}
+
+func (m *fetchManager) close() {
+	m.cancel()
+	m.wg.Wait()
+}
+
+func (f *leaderFetcher) add(p *partition) {
+	f.mu.Lock()
+	f.parts[p] = &followState{} // a new leader or epoch: check divergence again
+	f.mu.Unlock()
+	f.wake()
+}
+
+func (f *leaderFetcher) remove(p *partition) {
+	f.mu.Lock()
+	_, ok := f.parts[p]
+	delete(f.parts, p)
+	f.mu.Unlock()
+	if ok {
+		f.wake()
+	}
+}
+
+func (f *leaderFetcher) wake() {
+	select {
+	case f.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (f *leaderFetcher) snapshot() map[*partition]*followState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[*partition]*followState, len(f.parts))
+	for p, st := range f.parts {
+		out[p] = st
+	}
+	return out
+}
+
+func (f *leaderFetcher) run() {
+	defer f.m.wg.Done()
+	var conn *kafkaConn
+	defer func() {
+		if conn != nil {
+			conn.close()
+		}
+	}()
+	for f.m.ctx.Err() == nil {
+		parts := f.snapshot()
+		if len(parts) == 0 {
+			select {
+			case <-f.poke:
+			case <-f.m.ctx.Done():
+			}
+			continue
+		}
+		if conn == nil {
+			c, err := f.m.dial(f.m.ctx, f.leader)
+			if err != nil {
+				f.m.logger.Debug("dial partition leader", "leader", f.leader, "err", err)
+				f.sleep(replicaRetryBackoff)
+				continue
+			}
+			conn = newKafkaConn(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
+		}
+		err := f.truncate(conn, parts)
+		if err == nil {
+			err = f.fetch(conn, parts)
+		}
+		if err != nil {
+			if f.m.ctx.Err() == nil {
+				f.m.logger.Debug("replica fetch", "leader", f.leader, "err", err)
+			}
+			conn.close()
+			conn = nil
+			f.sleep(replicaRetryBackoff)
+		}
+	}
+}
+
+func (f *leaderFetcher) sleep(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-f.poke:
+	case <-f.m.ctx.Done():
+	}
+}
+
+// truncate asks the leader where each new follower's log diverged and cuts
+// the local log there.
+func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followState) error {
+	for p, st := range parts {
+		if st.truncated {
+			continue
+		}
+		lastEpoch := p.log.LeaderEpoch()
+		if lastEpoch < 0 || p.log.EndOffset() == 0 {
+			st.truncated = true
+			continue
+		}
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.SetVersion(4)
+		req.ReplicaID = f.m.self
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = p.topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, p.leaderEpoch.Load(), lastEpoch
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+		ctx, cancel := context.WithTimeout(f.m.ctx, 10*time.Second)
+		err := conn.do(ctx, req, resp)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			return fmt.Errorf("offset for leader epoch: malformed response")
+		}
+		r := resp.Topics[0].Partitions[0]
+		if r.ErrorCode != 0 {
+			continue // the leader is not ready for us yet; try again next round
+		}
+		if err := p.truncateAsFollower(r.EndOffset); err != nil {
+			return err
+		}
+		st.truncated = true
+	}
+	return nil
+}
+
+// fetch sends one Fetch for every partition ready to replicate and appends
+// what comes back.
+func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = f.m.self
+	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = replicaFetchMaxBytes
+	req.SessionEpoch = -1
+	byTopic := map[string]int{}
+	index := map[[2]any]*partition{}
+	for p, st := range parts {
+		if !st.truncated {
+			continue
+		}
+		i, ok := byTopic[p.topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = p.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			byTopic[p.topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = p.index
+		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
+		rp.FetchOffset = p.log.EndOffset()
+		rp.LogStartOffset = p.log.StartOffset()
+		rp.PartitionMaxBytes = replicaPartitionMax
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		index[[2]any{p.topic, p.index}] = p
+	}
+	if len(index) == 0 {
+		f.sleep(replicaRetryBackoff)
+		return nil
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	ctx, cancel := context.WithTimeout(f.m.ctx, replicaFetchWait+30*time.Second)
+	defer cancel()
+	if err := conn.do(ctx, req, resp); err != nil {
+		return err
+	}
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("fetch from leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	backoff := false
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			p := index[[2]any{t.Topic, rp.Partition}]
+			if p == nil {
+				continue
+			}
+			if err := f.applyFetched(p, parts[p], &rp); err != nil {
+				if errors.Is(err, errRetryLater) {
+					backoff = true
+					continue
+				}
+				return err
+			}
+		}
+	}
+	if backoff {
+		f.sleep(replicaRetryBackoff)
+	}
+	return nil
+}
+
+var errRetryLater = errors.New("retry later")
+
+func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition) error {
+	switch err := kerr.ErrorForCode(rp.ErrorCode); {
+	case err == nil:
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		if p.log.EndOffset() < rp.LogStartOffset {
+			// The leader deleted what we miss (retention): start over at its log start.
+			return p.resetAsFollower(rp.LogStartOffset)
+		}
+		st.truncated = false
+		return nil
+	default:
+		// Not leader, fenced epoch, unknown partition: the metadata will move us.
+		return errRetryLater
+	}
+	if err := p.appendAsFollower(rp.RecordBatches); err != nil {
+		return err
+	}
+	p.followerLearned(rp.HighWatermark, rp.LogStartOffset)
+	return nil
+}

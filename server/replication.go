@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// Leader-side replication state of a partition: which replicas exist, which
+// are in sync, how far each follower's log reaches, and the high watermark
+// that follows from them. Followers pull (fetcher.go); every fetch tells the
+// leader the follower's log end offset.
+
+var errNotEnoughReplicas = errors.New("not enough in-sync replicas")
+
+// replicaLagMax is Kafka's replica.lag.time.max.ms default: a follower that
+// has not caught up to the leader's log end for this long leaves the ISR.
+const defaultReplicaLagMax = 30 * time.Second
+
+type followerState struct {
+	leo        int64     // the follower's log end offset, -1 unknown
+	caughtUpAt time.Time // last time its fetch reached the leader's log end
+}
+
+// replicaSet is a partition's placement and, on its leader, its followers.
+type replicaSet struct {
+	mu             sync.Mutex
+	self           int32
+	replicas       []int32                  // guarded by mu
+	isr            []int32                  // guarded by mu
+	partitionEpoch int32                    // guarded by mu
+	followers      map[int32]*followerState // guarded by mu; leader only
+}
+
+// setMeta applies the partition's metadata. It returns whether this broker
+// became leader or follower with this change.
+func (p *partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool) {
+	p.repl.mu.Lock()
+	p.repl.self = self
+	p.repl.replicas = slices.Clone(pm.Replicas)
+	p.repl.isr = slices.Clone(pm.ISR)
+	p.repl.partitionEpoch = pm.PartitionEpoch
+	old := p.leader.Swap(pm.Leader)
+	oldEpoch := p.leaderEpoch.Swap(pm.LeaderEpoch)
+	roleChanged = old != pm.Leader || oldEpoch != pm.LeaderEpoch
+	if pm.Leader == self && (roleChanged || p.repl.followers == nil) {
+		now := time.Now()
+		p.repl.followers = map[int32]*followerState{}
+		for _, r := range pm.Replicas {
+			if r != self {
+				// A new leader gives every follower a fresh lag budget.
+				p.repl.followers[r] = &followerState{leo: -1, caughtUpAt: now}
+			}
+		}
+	} else if pm.Leader != self {
+		p.repl.followers = nil
+	}
+	advanced := p.advanceHWMLocked()
+	p.repl.mu.Unlock()
+	if roleChanged || advanced {
+		p.wake()
+	}
+	return roleChanged
+}
+
+// advanceHWMLocked moves the high watermark of a leader to the smallest log
+// end offset in the ISR. It never moves backwards.
+func (p *partition) advanceHWMLocked() bool {
+	if p.leader.Load() != p.repl.self {
+		return false
+	}
+	hw := p.log.EndOffset()
+	for _, r := range p.repl.isr {
+		if r == p.repl.self {
+			continue
+		}
+		f, ok := p.repl.followers[r]
+		if !ok || f.leo < 0 {
+			return false
+		}
+		hw = min(hw, f.leo)
+	}
+	for {
+		cur := p.hwm.Load()
+		if hw <= cur {
+			return false
+		}
+		if p.hwm.CompareAndSwap(cur, hw) {
+			return true
+		}
+	}
+}
+
+// leaderAppended is called after an append on the leader.
+func (p *partition) leaderAppended() {
+	p.repl.mu.Lock()
+	p.advanceHWMLocked()
+	p.repl.mu.Unlock()
+	p.wake() // followers wait for the log end, consumers for the high watermark
+}
+
+// followerFetched records that follower id fetched from offset, i.e. its log
+// holds everything below it.
+func (p *partition) followerFetched(id int32, offset int64) {
+	p.repl.mu.Lock()
+	f, ok := p.repl.followers[id]
+	if !ok {
+		p.repl.mu.Unlock()
+		return
+	}
+	f.leo = offset
+	if offset >= p.log.EndOffset() {
+		f.caughtUpAt = time.Now()
+	}
+	advanced := p.advanceHWMLocked()
+	p.repl.mu.Unlock()
+	if advanced {
+		p.wake()
+	}
+}
+
+// isrSize is the number of in-sync replicas per the metadata.
+func (p *partition) isrSize() int {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	return len(p.repl.isr)
+}
+
+// wantedISR computes the ISR the leader should propose: followers that have
+// lagged longer than lagMax leave; followers caught up to the high watermark
+// join. ok is false when nothing changes.
+func (p *partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32, epoch int32, ok bool) {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	if p.leader.Load() != p.repl.self || p.repl.followers == nil {
+		return nil, 0, false
+	}
+	hw := p.hwm.Load()
+	isr = []int32{p.repl.self}
+	for _, r := range p.repl.replicas {
+		f, follower := p.repl.followers[r]
+		if !follower {
+			continue
+		}
+		inISR := slices.Contains(p.repl.isr, r)
+		lagging := now.Sub(f.caughtUpAt) > lagMax
+		switch {
+		case inISR && !lagging:
+			isr = append(isr, r)
+		case !inISR && f.leo >= hw && f.leo >= 0 && !lagging:
+			isr = append(isr, r)
+		}
+	}
+	slices.Sort(isr)
+	cur := slices.Clone(p.repl.isr)
+	slices.Sort(cur)
+	return isr, p.repl.partitionEpoch, !slices.Equal(isr, cur)
+}
+
+// waitReplicated waits until the high watermark passes offset (acks=all).
+func (p *partition) waitReplicated(ctx context.Context, offset int64, epoch int32) error {
+	for {
+		ch := p.changed()
+		if p.hwm.Load() > offset {
+			return nil
+		}
+		if p.leader.Load() != p.repl.self || p.leaderEpoch.Load() != epoch {
+			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", errNotLeader, p.topic, p.index)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.topic, p.index, ctx.Err())
+		}
+	}
+}
+
+// The high watermark is checkpointed in the partition directory so a
+// restarted leader does not expose records that were never replicated.
+// Format: one line "<offset> <crc32c of the 8-byte big-endian offset>".
+const hwmFile = "high-watermark"
+
+func readHWMCheckpoint(dir string) (int64, bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, hwmFile))
+	if err != nil {
+		return 0, false
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) != 2 {
+		return 0, false
+	}
+	off, err1 := strconv.ParseInt(fields[0], 10, 64)
+	sum, err2 := strconv.ParseUint(fields[1], 10, 32)
+	if err1 != nil || err2 != nil || uint32(sum) != hwmChecksum(off) {
+		return 0, false
+	}
+	return off, true
+}
+
+func hwmChecksum(off int64) uint32 {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(off))
+	return crc32.Checksum(b[:], castagnoli)
+}
+
+// checkpointHWM writes the high watermark when it changed since last time.
+func (p *partition) checkpointHWM() error {
+	hw := p.hwm.Load()
+	if hw == p.hwmSaved.Load() {
+		return nil
+	}
+	line := fmt.Sprintf("%d %d\n", hw, hwmChecksum(hw))
+	if err := writeFileSync(filepath.Join(p.log.Dir(), hwmFile), []byte(line)); err != nil {
+		return err
+	}
+	p.hwmSaved.Store(hw)
+	return nil
+}
+
+// appendAsFollower copies whole batches fetched from the leader, keeping
+// their offsets and leader epochs.
+func (p *partition) appendAsFollower(data []byte) error {
+	whole := 0
+	if err := splitBatches(data, func(b batchView) error { whole += len(b.raw); return nil }); err != nil {
+		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
+	}
+	if whole == 0 {
+		return nil
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.leader.Load() == p.repl.self {
+		return nil // became leader meanwhile: its own log is the truth now
+	}
+	if _, err := p.log.AppendReplicated(data[:whole]); err != nil {
+		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
+	}
+	p.producers = nil // rebuilt from the log if this replica becomes leader
+	p.wake()
+	return nil
+}
+
+// followerLearned applies the leader's high watermark and log start.
+func (p *partition) followerLearned(hw, logStart int64) {
+	hw = min(hw, p.log.EndOffset())
+	advanced := false
+	for cur := p.hwm.Load(); hw > cur; cur = p.hwm.Load() {
+		if p.hwm.CompareAndSwap(cur, hw) {
+			advanced = true
+			break
+		}
+	}
+	if logStart > p.log.StartOffset() {
+		p.log.DeleteRecordsBefore(min(logStart, p.log.EndOffset()))
+	}
+	if advanced {
+		p.wake()
+	}
+}
+
+// truncateAsFollower cuts the log at end, where it diverged from the leader.
+func (p *partition) truncateAsFollower(end int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if end < 0 || end >= p.log.EndOffset() || p.leader.Load() == p.repl.self {
+		return nil
+	}
+	if err := p.log.Truncate(end); err != nil {
+		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
+	}
+	p.producers = nil
+	if p.hwm.Load() > end {
+		p.hwm.Store(end)
+	}
+	return nil
+}
+
+// resetAsFollower restarts an empty log at the leader's log start offset.
+func (p *partition) resetAsFollower(offset int64) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.leader.Load() == p.repl.self {
+		return nil
+	}
+	if err := p.log.Reset(offset); err != nil {
+		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
+	}
+	p.producers = nil
+	p.hwm.Store(offset)
+	return nil
+}
