@@ -52,7 +52,7 @@ type hostedTopic struct {
 
 const partitionMetaFile = "partition.metadata"
 
-func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics) (*broker, error) {
+func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics, lagMax time.Duration) (*broker, error) {
 	dir := filepath.Join(dataDir, "partitions")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
@@ -61,7 +61,7 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
 		logOpts:       segments.Options{Files: files, Logger: logger},
 		topics:        map[string]*hostedTopic{},
-		replicaLagMax: defaultReplicaLagMax,
+		replicaLagMax: lagMax,
 	}
 	b.fetches = newFetchManager(id, b.dialLeader, logger.With("component", "replica-fetcher"))
 	return b, nil

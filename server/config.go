@@ -36,10 +36,22 @@ type Config struct {
 	// topics with the defaults (auto.create.topics.enable). Off by default.
 	KafkaAutoCreateTopics bool
 
+	// BrokerHeartbeatInterval and BrokerSessionTimeout are Kafka's
+	// broker.heartbeat.interval.ms and broker.session.timeout.ms: a broker
+	// whose heartbeats lapse for the session timeout is fenced.
+	BrokerHeartbeatInterval time.Duration
+	BrokerSessionTimeout    time.Duration
+	// ReplicaLagMax is replica.lag.time.max.ms: a follower not caught up
+	// for this long leaves the ISR.
+	ReplicaLagMax time.Duration
+
 	MaxOpenFiles     int           // segment file handles shared by all partitions
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks
 	ShutdownTimeout  time.Duration
 	MaxBodyBytes     int64
+	// OffsetsTopicPartitions is the partition count __consumer_offsets is
+	// created with on first use (0: 3).
+	OffsetsTopicPartitions int32
 
 	Logger *slog.Logger
 }
@@ -47,16 +59,19 @@ type Config struct {
 // DefaultConfig is `runnel serve` with no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:           1,
-		Roles:            []Role{RoleController, RoleBroker},
-		DataDir:          "./data",
-		HTTPAddr:         ":8080",
-		KafkaAddr:        ":9092",
-		RaftAddr:         "127.0.0.1:9093",
-		MaxOpenFiles:     1024,
-		MaintainInterval: 5 * time.Second,
-		ShutdownTimeout:  20 * time.Second,
-		MaxBodyBytes:     16 << 20,
+		NodeID:                  1,
+		Roles:                   []Role{RoleController, RoleBroker},
+		DataDir:                 "./data",
+		HTTPAddr:                ":8080",
+		KafkaAddr:               ":9092",
+		RaftAddr:                "127.0.0.1:9093",
+		BrokerHeartbeatInterval: 2 * time.Second,
+		BrokerSessionTimeout:    9 * time.Second,
+		ReplicaLagMax:           30 * time.Second,
+		MaxOpenFiles:            1024,
+		MaintainInterval:        5 * time.Second,
+		ShutdownTimeout:         20 * time.Second,
+		MaxBodyBytes:            16 << 20,
 	}
 }
 

@@ -24,10 +24,6 @@ import (
 
 var errNotEnoughReplicas = errors.New("not enough in-sync replicas")
 
-// replicaLagMax is Kafka's replica.lag.time.max.ms default: a follower that
-// has not caught up to the leader's log end for this long leaves the ISR.
-const defaultReplicaLagMax = 30 * time.Second
-
 type followerState struct {
 	leo        int64     // the follower's log end offset, -1 unknown
 	caughtUpAt time.Time // last time its fetch reached the leader's log end

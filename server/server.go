@@ -192,7 +192,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
 	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
-	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics)
+	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics, s.cfg.ReplicaLagMax)
 	if err != nil {
 		return err
 	}

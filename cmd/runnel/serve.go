@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,6 +35,9 @@ type serveFlags struct {
 	logFormat  string
 	maxFiles   int
 	autoCreate bool
+	heartbeat  time.Duration
+	session    time.Duration
+	lagMax     time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -74,6 +78,9 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.rack, "rack", "", "rack or zone of this broker, for rack-aware placement")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&f.heartbeat, "broker-heartbeat-interval", def.BrokerHeartbeatInterval, "how often a broker heartbeats to the active controller")
+	fs.DurationVar(&f.session, "broker-session-timeout", def.BrokerSessionTimeout, "a broker whose heartbeats lapse this long is fenced")
+	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	return cmd
 }
@@ -101,6 +108,8 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.Controllers = ctrls
 	cfg.Rack = f.rack
 	cfg.KafkaAutoCreateTopics = f.autoCreate
+	cfg.BrokerHeartbeatInterval, cfg.BrokerSessionTimeout = f.heartbeat, f.session
+	cfg.ReplicaLagMax = f.lagMax
 	cfg.MaxOpenFiles = f.maxFiles
 	cfg.Logger = logger
 	return cfg, nil
