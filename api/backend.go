@@ -101,6 +101,10 @@ type Cluster struct {
 	Controllers []Controller `json:"controllers"`
 	Brokers     []Broker     `json:"brokers"`
 	Node        *NodeSelf    `json:"node,omitempty"`
+	// UnderReplicated and Offline count partitions whose ISR is smaller than
+	// their replica set, and partitions without a leader.
+	UnderReplicated int `json:"under_replicated_partitions"`
+	Offline         int `json:"offline_partitions"`
 }
 
 // NodeSelf is the answering node and the metadata image it applied.

@@ -17,6 +17,10 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 )
 
+// acksAllTimeout bounds how long an HTTP produce with acks=all waits for the
+// in-sync replicas (Kafka's request.timeout.ms default).
+const acksAllTimeout = 30 * time.Second
+
 // httpBackend is the server as the HTTP API sees it.
 type httpBackend struct {
 	s      *Server
@@ -96,6 +100,7 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	}
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
+	out.UnderReplicated, out.Offline = partitionHealth(img)
 	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest()}
 	for _, r := range h.s.cfg.Roles {
 		out.Node.Roles = append(out.Node.Roles, string(r))
@@ -241,6 +246,13 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
 	n := int32(len(t.Partitions))
+	if acks == api.AcksAll {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, acksAllTimeout)
+			defer cancel()
+		}
+	}
 	sticky := int32(h.sticky.Add(1) % uint32(n))
 	now := time.Now().UnixMilli()
 	byPart := map[int32][]newRecord{}
@@ -381,4 +393,19 @@ func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersi
 		out = append(out, api.KafkaAPIVersion{APIKey: v.Key, Name: v.Name, MinVersion: v.MinVersion, MaxVersion: v.MaxVersion})
 	}
 	return out, nil
+}
+
+// partitionHealth counts under-replicated and offline partitions.
+func partitionHealth(img *raftfsm.Image) (under, offline int) {
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
+			if len(p.ISR) < len(p.Replicas) {
+				under++
+			}
+		}
+	}
+	return under, offline
 }

@@ -53,6 +53,19 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 				}
 				return float64(len(s.broker.allPartitions()))
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "under_replicated_partitions",
+			Help: "Partitions led by this broker whose in-sync replicas are fewer than their replicas."},
+			func() float64 { return float64(s.underReplicatedLed()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "offline_partitions",
+			Help: "Partitions without a leader; reported by the active controller only, 0 elsewhere."},
+			func() float64 {
+				if s.meta.Status().Role != "leader" {
+					return 0
+				}
+				img, _ := s.meta.Image()
+				_, offline := partitionHealth(img)
+				return float64(offline)
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_term", Help: "Current Raft term."},
 			func() float64 { return float64(s.meta.Status().Term) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_commit_index", Help: "Raft commit index."},
@@ -138,4 +151,18 @@ func (m *metrics) forget(topic string) {
 	for _, v := range []*prometheus.CounterVec{m.producedRecords, m.producedBytes, m.consumedRecords, m.consumedBytes} {
 		v.DeleteLabelValues(topic)
 	}
+}
+
+// underReplicatedLed counts partitions this broker leads with a short ISR.
+func (s *Server) underReplicatedLed() int {
+	img, _ := s.meta.Image()
+	n := 0
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == s.cfg.NodeID && len(p.ISR) < len(p.Replicas) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -294,6 +294,12 @@ type Cluster struct {
 
 	// Node The node that answered, and the metadata image it has applied.
 	Node *NodeSelf `json:"node,omitempty"`
+
+	// OfflinePartitions Partitions without a leader.
+	OfflinePartitions *int `json:"offline_partitions,omitempty"`
+
+	// UnderReplicatedPartitions Partitions whose in-sync replica set is smaller than their replica set.
+	UnderReplicatedPartitions *int `json:"under_replicated_partitions,omitempty"`
 }
 
 // ConsumeResponse defines model for ConsumeResponse.
