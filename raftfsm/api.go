@@ -6,6 +6,7 @@ package raftfsm
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -41,16 +42,37 @@ type Config struct {
 	Logger            *slog.Logger
 	SnapshotThreshold uint64        // raft entries between snapshots; 0: default
 	SnapshotInterval  time.Duration // 0: default
-	// ElectionTimeout is raft's heartbeat and election timeout; 0: 100ms for
-	// a single voter (ready fast), 1s with several voters, 200ms once a
-	// single voter has grown into a quorum with AddVoter.
+	// ElectionTimeout is raft's heartbeat and election timeout. 0: 100ms for
+	// a lone voter (ready fast), 1s for several voters (counted from the
+	// stored configuration on restart), 200ms for a lone voter grown into a
+	// quorum with AddVoter, until it restarts.
 	ElectionTimeout time.Duration
+	// Voter: this node is a controller. A node listed in Voters is one
+	// whatever Voter says, and so is a lone node (Voters empty). A node not
+	// in Voters with Voter false is a broker-only node: on an empty Dir it
+	// joins the quorum as a raft non-voter (Join to any controller, retried)
+	// and follows the metadata log; with Voter true it waits to be added
+	// with AddVoter.
+	Voter bool
+	// ExtraProtocols serves other protocols on BindAddr: a connection whose
+	// first byte is the key is handed, after that byte, to the function,
+	// which then owns it. The function is called on the accepting goroutine
+	// and must return promptly (hand the conn to its own goroutine or
+	// listener). ProtoRaft and ProtoRPC are reserved.
+	ExtraProtocols map[byte]func(net.Conn)
+	// HeartbeatInterval between a registered broker's heartbeats; 0: 2s.
+	HeartbeatInterval time.Duration
+	// SessionTimeout after the last heartbeat, the active controller fences
+	// the broker; 0: 9s.
+	SessionTimeout time.Duration
 }
 
 // Status is this node's view of the quorum.
 type Status struct {
 	ID           int32
-	Role         string // "leader", "follower", "candidate", "shutdown"
+	Address      string // raft address this node advertises
+	Voter        bool   // false: a broker-only node (a raft non-voter, Role "follower")
+	Role         string // "leader", "follower", "candidate", "shutdown"; "unreachable" from ControllerStatuses
 	Term         uint64
 	LeaderID     int32 // -1 when unknown
 	LeaderAddr   string
@@ -84,7 +106,18 @@ type Broker struct {
 	Rack          string
 	HTTPAddr      string
 	KafkaAddr     string
+	RaftAddr      string // its node's raft/mux address (DialNode)
 	State         BrokerState
+	// Heartbeats: registered by Node.RegisterBroker, so the active
+	// controller fences it when its heartbeats lapse. A broker registered
+	// with a plain Apply (false) is never fenced automatically.
+	Heartbeats bool
+}
+
+// Liveness is what the active controller knows of a broker's session.
+type Liveness struct {
+	LastHeartbeat time.Time // zero: none since this controller took over
+	AppliedIndex  uint64    // metadata index the broker reported applied
 }
 
 type Topic struct {
@@ -156,13 +189,17 @@ type CreatePartitions struct {
 	Assignments [][]int32
 }
 
-// RegisterBroker result: *Broker (with its new Epoch).
+// RegisterBroker result: *Broker (with its new Epoch). With Heartbeats the
+// broker starts fenced, and the active controller unfences it once its
+// heartbeats show it applied the metadata up to its registration.
 type RegisterBroker struct {
 	ID            int32
 	IncarnationID string
 	Rack          string
 	HTTPAddr      string
 	KafkaAddr     string
+	RaftAddr      string `json:",omitempty"`
+	Heartbeats    bool   `json:",omitempty"`
 }
 
 // SetBrokerState changes a broker's state if Epoch is its current epoch (else

@@ -187,9 +187,12 @@ func TestClusterOfThree(t *testing.T) {
 		if n.Status().Role == "leader" {
 			continue
 		}
-		_, err := n.Apply(context.Background(), raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 9}})
-		if !errors.Is(err, raftfsm.ErrNotLeader) {
-			t.Fatalf("apply on follower %d: %v, want ErrNotLeader", i+1, err)
+		// Forwarded to the leader.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		res, err := n.Apply(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+		cancel()
+		if _, ok := res.(int64); err != nil || !ok {
+			t.Fatalf("apply on follower %d: %v, %v", i+1, res, err)
 		}
 	}
 	for id := int32(1); id <= 3; id++ {
@@ -251,7 +254,7 @@ func TestJoinWithAddVoter(t *testing.T) {
 	c := &cluster{t: t}
 	c.add(raftfsm.Config{NodeID: 1, BindAddr: first.Address})
 	for id := int32(2); id <= 3; id++ {
-		c.add(raftfsm.Config{NodeID: id, BindAddr: freeAddr(t), Voters: []raftfsm.Server{first}})
+		c.add(raftfsm.Config{NodeID: id, BindAddr: freeAddr(t), Voters: []raftfsm.Server{first}, Voter: true})
 	}
 	for i := range c.cfgs {
 		c.start(i)
@@ -262,7 +265,11 @@ func TestJoinWithAddVoter(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
-	if err := c.nodes[1].AddVoter(ctx, raftfsm.Server{ID: 9, Address: "x:1"}); !errors.Is(err, raftfsm.ErrNotLeader) {
+	// A node not yet added knows no leader: it retries until ctx is done.
+	sctx, scancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := c.nodes[1].AddVoter(sctx, raftfsm.Server{ID: 9, Address: "x:1"})
+	scancel()
+	if !errors.Is(err, raftfsm.ErrNotLeader) {
 		t.Fatalf("add voter on a non-member: %v", err)
 	}
 	for i := 1; i < 3; i++ {

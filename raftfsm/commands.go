@@ -159,7 +159,12 @@ func (c *change) registerBroker(cmd *RegisterBroker) (any, error) {
 		Rack:          cmd.Rack,
 		HTTPAddr:      cmd.HTTPAddr,
 		KafkaAddr:     cmd.KafkaAddr,
+		RaftAddr:      cmd.RaftAddr,
 		State:         BrokerAlive,
+		Heartbeats:    cmd.Heartbeats,
+	}
+	if cmd.Heartbeats {
+		b.State = BrokerFenced
 	}
 	c.putBroker(b)
 	return b, nil

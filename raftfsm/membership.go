@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// AddVoter adds (or re-addresses) a voter to the quorum; leader only
+// addVoterLocal adds (or re-addresses) a voter to the quorum; leader only
 // (ErrNotLeader elsewhere). ctx's deadline is the raft timeout.
-func (n *Node) AddVoter(ctx context.Context, s Server) error {
+func (n *Node) addVoterLocal(ctx context.Context, s Server) error {
 	timeout, err := n.leaderTimeout(ctx)
 	if err != nil {
 		return err
@@ -24,9 +24,9 @@ func (n *Node) AddVoter(ctx context.Context, s Server) error {
 	return nil
 }
 
-// AddNonvoter adds a server that receives the log but does not vote (a
+// addNonvoterLocal adds a server that receives the log but does not vote (a
 // broker following the metadata); leader only.
-func (n *Node) AddNonvoter(ctx context.Context, s Server) error {
+func (n *Node) addNonvoterLocal(ctx context.Context, s Server) error {
 	timeout, err := n.leaderTimeout(ctx)
 	if err != nil {
 		return err
@@ -38,8 +38,8 @@ func (n *Node) AddNonvoter(ctx context.Context, s Server) error {
 	return nil
 }
 
-// RemoveVoter removes a server from the quorum; leader only.
-func (n *Node) RemoveVoter(ctx context.Context, id int32) error {
+// removeVoterLocal removes a server from the quorum; leader only.
+func (n *Node) removeVoterLocal(ctx context.Context, id int32) error {
 	timeout, err := n.leaderTimeout(ctx)
 	if err != nil {
 		return err

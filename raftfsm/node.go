@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,6 +37,8 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{} // closed by Close
+
+	q quorum // mux, controller RPC, broker sessions (quorum.go)
 }
 
 // Directory layout under Config.Dir.
@@ -111,7 +112,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err != nil {
 		return n.failStart(fmt.Errorf("raftfsm: snapshot store: %w", err))
 	}
-	if n.trans, err = newTransport(n.cfg, hl); err != nil {
+	if n.trans, err = n.newMuxTransport(hl); err != nil {
 		return n.failStart(err)
 	}
 	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
@@ -131,8 +132,12 @@ func (n *Node) start(ctx context.Context) error {
 	rc := n.raftConfig(hl, voterCount)
 	n.log.Info("raftfsm: starting raft", "node", n.cfg.NodeID, "existing_state", existing,
 		"voters", voterCount, "election_timeout", rc.ElectionTimeout)
+	joinNeeded := false
 	switch {
 	case existing:
+	case n.isNonvoter():
+		n.log.Info("raftfsm: broker-only node, joining the quorum as a non-voter", "node", n.cfg.NodeID)
+		joinNeeded = true
 	case !isMember(voters, rc.LocalID):
 		// Not a voter: wait to be added by the leader (AddVoter/AddNonvoter).
 		n.log.Info("raftfsm: not among the voters, waiting to be added", "node", n.cfg.NodeID)
@@ -148,6 +153,7 @@ func (n *Node) start(ctx context.Context) error {
 		return n.failStart(fmt.Errorf("raftfsm: start raft: %w", err))
 	}
 	n.spawn(func() { n.leaderLoop(ctx, notify) })
+	n.startQuorum(ctx, joinNeeded)
 	return nil
 }
 
@@ -156,6 +162,7 @@ func (n *Node) failStart(err error) error {
 	if n.trans != nil {
 		_ = n.trans.Close()
 	}
+	_ = n.closeQuorum()
 	n.closeStores()
 	return err
 }
@@ -253,39 +260,6 @@ func isMember(c raft.Configuration, id raft.ServerID) bool {
 	return false
 }
 
-// newTransport listens on BindAddr. Without AdvertiseAddr this node's address
-// in Voters is advertised, else BindAddr with an unspecified IP (":9093")
-// replaced by loopback, which only suits a single node.
-func newTransport(cfg Config, hl hclog.Logger) (*raft.NetworkTransport, error) {
-	adv := cfg.AdvertiseAddr
-	for _, v := range cfg.Voters {
-		if adv == "" && v.ID == cfg.NodeID {
-			adv = v.Address
-		}
-	}
-	if adv == "" {
-		adv = cfg.BindAddr
-	}
-	host, port, err := net.SplitHostPort(adv)
-	if err != nil {
-		return nil, fmt.Errorf("raftfsm: advertise address %q: %w", adv, err)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	var advAddr net.Addr
-	if port != "0" {
-		if advAddr, err = net.ResolveTCPAddr("tcp", net.JoinHostPort(host, port)); err != nil {
-			return nil, fmt.Errorf("raftfsm: advertise address %q: %w", adv, err)
-		}
-	}
-	t, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advAddr, 3, 10*time.Second, hl)
-	if err != nil {
-		return nil, fmt.Errorf("raftfsm: raft transport on %s: %w", cfg.BindAddr, err)
-	}
-	return t, nil
-}
-
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.FormatInt(int64(id), 10)) }
 
 // parseServerID maps a raft server id back to a node id, -1 when unknown.
@@ -318,6 +292,9 @@ func (n *Node) Close() error {
 			errs = append(errs, fmt.Errorf("raftfsm: shutdown raft: %w", err))
 		}
 		n.cancel()
+		if err := n.closeQuorum(); err != nil {
+			errs = append(errs, err)
+		}
 		n.wg.Wait()
 		if err := n.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("raftfsm: close transport: %w", err))

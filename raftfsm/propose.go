@@ -41,7 +41,7 @@ func (n *Node) ensureClusterID(ctx context.Context) {
 				return
 			}
 			actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
-			_, err = n.Apply(actx, Command{InitCluster: &InitCluster{ClusterID: nuid.Next()}})
+			_, err = n.applyLocal(actx, Command{InitCluster: &InitCluster{ClusterID: nuid.Next()}})
 			cancel()
 			if err == nil {
 				return
@@ -58,10 +58,12 @@ func (n *Node) ensureClusterID(ctx context.Context) {
 // transaction holds (see openBadger), for the log entry and its writes.
 const maxCommandBytes = 1 << 20
 
-// Apply proposes cmd through Raft and waits until it is applied; ctx's deadline
-// is the raft timeout. It returns the command's result (see each command) or
-// its error (ErrTopicExists, ...). On a follower it returns ErrNotLeader.
-func (n *Node) Apply(ctx context.Context, cmd Command) (any, error) {
+// applyLocal proposes cmd through Raft on this node and waits until it is
+// applied; ctx's deadline is the raft timeout. It returns the command's
+// result (see each command) or its error (ErrTopicExists, ...); ErrNotLeader
+// itself when this node does not lead (nothing was proposed). Apply
+// (quorum.go) forwards to the leader.
+func (n *Node) applyLocal(ctx context.Context, cmd Command) (any, error) {
 	timeout, err := n.leaderTimeout(ctx)
 	if err != nil {
 		return nil, err
@@ -176,4 +178,58 @@ func raftError(err error) error {
 		return fmt.Errorf("raftfsm: apply: %w (%v)", context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("raftfsm: apply: %w", err)
+}
+
+// applyAll proposes cmds on this node (the leader) without waiting between
+// them, so raft commits them in batches, and returns each one's error once
+// all are applied or ctx is done.
+func (n *Node) applyAll(ctx context.Context, cmds []Command) []error {
+	errs := make([]error, len(cmds))
+	futures := make([]raft.ApplyFuture, len(cmds))
+	for i, cmd := range cmds {
+		timeout, err := n.leaderTimeout(ctx)
+		if err == nil {
+			cmd, err = n.prepare(cmd)
+		}
+		var data []byte
+		if err == nil {
+			data, err = encodeCommand(cmd)
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		futures[i] = n.raft.Apply(data, timeout)
+	}
+	waited := make(chan struct{})
+	if !n.spawn(func() {
+		defer close(waited)
+		for i, f := range futures {
+			if f == nil {
+				continue
+			}
+			if err := f.Error(); err != nil {
+				errs[i] = raftError(err)
+			} else if err, ok := f.Response().(error); ok {
+				errs[i] = err
+			}
+		}
+	}) {
+		return fill(errs, ErrClosed)
+	}
+	select {
+	case <-waited:
+		return errs
+	case <-ctx.Done():
+		return fill(make([]error, len(cmds)), fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err()))
+	}
+}
+
+func fill(errs []error, err error) []error {
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = err
+		}
+	}
+	return errs
 }

@@ -92,6 +92,8 @@ func (n *Node) Status() Status {
 	addr, id := n.raft.LeaderWithID()
 	s := Status{
 		ID:           n.cfg.NodeID,
+		Address:      string(n.trans.LocalAddr()),
+		Voter:        !n.isNonvoter(),
 		Role:         roleName(n.raft.State()),
 		Term:         n.raft.CurrentTerm(),
 		LeaderID:     parseServerID(id),
@@ -102,6 +104,9 @@ func (n *Node) Status() Status {
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
+			if srv.ID == serverID(n.cfg.NodeID) {
+				s.Voter = srv.Suffrage == raft.Voter
+			}
 			if srv.Suffrage == raft.Voter {
 				s.Voters = append(s.Voters, Server{ID: parseServerID(srv.ID), Address: string(srv.Address)})
 			}

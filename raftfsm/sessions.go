@@ -1,0 +1,273 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The active controller's side of the broker lifecycle: heartbeat sessions
+// in memory, fencing when they lapse, unfencing when a fenced broker is
+// back and caught up, and moving partition leadership away from brokers
+// that are not alive.
+
+// sessions holds the last heartbeat of each broker, for one leader term: a
+// new term starts every broker with a fresh session. Safe for concurrent use.
+type sessions struct {
+	mu   sync.Mutex
+	term uint64
+	m    map[int32]*session
+}
+
+type session struct {
+	epoch    int64
+	last     time.Time // last heartbeat; at takeover, the takeover time
+	applied  uint64
+	beat     bool // a heartbeat came in this term
+}
+
+// forTermLocked resets the table when term is not the one it holds.
+func (s *sessions) forTermLocked(term uint64) {
+	if s.m == nil || s.term != term {
+		s.term, s.m = term, map[int32]*session{}
+	}
+}
+
+// touch records a heartbeat.
+func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	s.m[id] = &session{epoch: epoch, last: now, applied: applied, beat: true}
+}
+
+// expired lists the heartbeating brokers of img, not yet fenced, whose
+// session lapsed; brokers without a session get one starting now.
+func (s *sessions) expired(term uint64, img *Image, now time.Time, timeout time.Duration) []*Broker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	var out []*Broker
+	for id, b := range img.Brokers {
+		if !b.Heartbeats {
+			continue
+		}
+		ss, ok := s.m[id]
+		if !ok || ss.epoch != b.Epoch {
+			ss = &session{epoch: b.Epoch, last: now}
+			s.m[id] = ss
+		}
+		if b.State != BrokerFenced && now.Sub(ss.last) > timeout {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// liveness is the table as BrokerLiveness reports it.
+func (s *sessions) liveness() map[int32]Liveness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]Liveness, len(s.m))
+	for id, ss := range s.m {
+		l := Liveness{AppliedIndex: ss.applied}
+		if ss.beat {
+			l.LastHeartbeat = ss.last
+		}
+		out[id] = l
+	}
+	return out
+}
+
+// heartbeat is a broker's heartbeat request.
+type heartbeat struct {
+	ID      int32
+	Epoch   int64
+	Applied uint64 // the broker's applied metadata index
+}
+
+// heartbeatReply: Stale means the epoch is not the broker's current one
+// (or it is unknown): it must register again.
+type heartbeatReply struct {
+	State BrokerState
+	Stale bool
+}
+
+// onHeartbeat records a heartbeat on the leader and unfences the broker when
+// it has applied the metadata up to its registration.
+func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, error) {
+	img, _ := n.Image()
+	b, ok := img.Brokers[hb.ID]
+	if !ok || b.Epoch != hb.Epoch {
+		return heartbeatReply{Stale: true}, nil
+	}
+	n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, time.Now())
+	if b.State != BrokerFenced || hb.Applied < uint64(b.Epoch) {
+		return heartbeatReply{State: b.State}, nil
+	}
+	res, err := n.applyLocal(ctx, Command{SetBrokerState: &SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: BrokerAlive}})
+	if err != nil {
+		if errors.Is(err, ErrStaleEpoch) {
+			return heartbeatReply{Stale: true}, nil
+		}
+		return heartbeatReply{}, err
+	}
+	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch)
+	n.reconcile(ctx)
+	return heartbeatReply{State: res.(*Broker).State}, nil
+}
+
+// controllerLoop runs on every node; while it leads, it fences brokers whose
+// sessions lapsed and moves partition leaders (reconcile).
+func (n *Node) controllerLoop(ctx context.Context) {
+	tick := time.NewTicker(min(max(n.heartbeatInterval()/2, 20*time.Millisecond), time.Second))
+	defer tick.Stop()
+	var reconciled uint64 // image index last reconciled in this term
+	var term uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n.raft.State() != raft.Leader {
+			reconciled = 0
+			continue
+		}
+		if t := n.raft.CurrentTerm(); t != term {
+			term, reconciled = t, 0
+		}
+		img, _ := n.Image()
+		fenced := n.fenceExpired(ctx, term, img)
+		if img, _ = n.Image(); fenced || img.Index != reconciled {
+			n.reconcile(ctx)
+			reconciled = img.Index
+		}
+	}
+}
+
+// fenceExpired fences the brokers whose sessions lapsed; true if any was.
+func (n *Node) fenceExpired(ctx context.Context, term uint64, img *Image) bool {
+	did := false
+	for _, b := range n.q.sessions.expired(term, img, time.Now(), n.sessionTimeout()) {
+		actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
+		_, err := n.applyLocal(actx, Command{SetBrokerState: &SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: BrokerFenced}})
+		cancel()
+		if err != nil {
+			n.log.Warn("raftfsm: cannot fence broker", "broker", b.ID, "err", err)
+			continue
+		}
+		n.log.Info("raftfsm: broker fenced, heartbeats lapsed", "broker", b.ID, "epoch", b.Epoch)
+		did = true
+	}
+	return did
+}
+
+// reconcile moves the leadership of every partition whose leader is not
+// alive to an alive ISR member, and gives offline partitions a leader again
+// when an ISR member is alive. On the leader only; returns once the changes
+// are applied (or failed, when they are logged and retried by the loop).
+func (n *Node) reconcile(ctx context.Context) {
+	n.q.reconcileMu.Lock()
+	defer n.q.reconcileMu.Unlock()
+	img, _ := n.Image()
+	cmds := leaderMoves(img)
+	if len(cmds) == 0 {
+		return
+	}
+	errs := n.applyAll(ctx, cmds)
+	moved := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			moved++
+		case errors.Is(err, ErrStaleEpoch):
+		default:
+			n.log.Warn("raftfsm: cannot move partition leader", "topic", cmds[i].ChangePartition.Topic,
+				"partition", cmds[i].ChangePartition.Partition, "err", err)
+		}
+	}
+	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", len(cmds))
+}
+
+// leaderMoves lists the ChangePartition commands that reconcile proposes,
+// in topic order. A partition led by a broker that is not alive moves to the
+// first replica, in replica order, that is in the ISR and alive; the ISR
+// keeps its alive members. Without such a replica, a partition led by a
+// fenced (or unknown) broker goes offline (leader -1, ISR kept); one led by
+// a broker shutting down stays put. An offline partition gets the first
+// alive ISR member as leader.
+func leaderMoves(img *Image) []Command {
+	alive := func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return ok && b.State == BrokerAlive
+	}
+	var out []Command
+	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+		t := img.Topics[name]
+		for i, p := range t.Partitions {
+			if p.Leader != -1 && alive(p.Leader) {
+				continue
+			}
+			leader := int32(-1)
+			for _, r := range p.Replicas {
+				if alive(r) && slices.Contains(p.ISR, r) {
+					leader = r
+					break
+				}
+			}
+			isr := p.ISR
+			switch {
+			case leader != -1:
+				isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
+			case p.Leader == -1:
+				continue // still no candidate
+			case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == BrokerShuttingDown:
+				continue
+			}
+			out = append(out, Command{ChangePartition: &ChangePartition{
+				Topic: name, Partition: int32(i), LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Leader: leader, ISR: slices.Clone(isr),
+			}})
+		}
+	}
+	return out
+}
+
+// shutdownRequest asks the leader to move a broker's leaderships away.
+type shutdownRequest struct {
+	ID    int32
+	Epoch int64
+}
+
+// shutdownReply: the metadata index by which the moves are applied.
+type shutdownReply struct{ Index uint64 }
+
+// onControlledShutdown marks the broker shutting down and moves its
+// partition leaderships to other alive ISR members.
+func (n *Node) onControlledShutdown(ctx context.Context, req shutdownRequest) (shutdownReply, error) {
+	img, _ := n.Image()
+	b, ok := img.Brokers[req.ID]
+	if !ok {
+		return shutdownReply{}, ErrUnknownBroker
+	}
+	if b.Epoch != req.Epoch {
+		return shutdownReply{}, ErrStaleEpoch
+	}
+	if b.State != BrokerShuttingDown {
+		cmd := Command{SetBrokerState: &SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: BrokerShuttingDown}}
+		if _, err := n.applyLocal(ctx, cmd); err != nil {
+			return shutdownReply{}, err
+		}
+	}
+	n.reconcile(ctx)
+	if err := ctx.Err(); err != nil {
+		return shutdownReply{}, err
+	}
+	return shutdownReply{Index: n.fsm.appliedIndex()}, nil
+}
