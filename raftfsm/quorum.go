@@ -24,8 +24,8 @@ type quorum struct {
 	sessions    sessions         // leader side, sessions.go
 	reconcileMu sync.Mutex       // serialises partition leader moves (reconcile)
 
-	hbMu       sync.Mutex // guards the broker-side fields below
-	registered *Broker    // this node's broker as last registered; nil: none
+	hbMu       sync.Mutex     // guards the broker-side fields below
+	registered *Broker        // this node's broker as last registered; nil: none
 	regCmd     RegisterBroker // the command that registered it
 	hbCancel   context.CancelFunc
 	hbDone     chan struct{}

@@ -25,10 +25,10 @@ type sessions struct {
 }
 
 type session struct {
-	epoch    int64
-	last     time.Time // last heartbeat; at takeover, the takeover time
-	applied  uint64
-	beat     bool // a heartbeat came in this term
+	epoch   int64
+	last    time.Time // last heartbeat; at takeover, the takeover time
+	applied uint64
+	beat    bool // a heartbeat came in this term
 }
 
 // forTermLocked resets the table when term is not the one it holds.
