@@ -126,6 +126,177 @@ func (e ControllerRole) Valid() bool {
 	}
 }
 
+// Defines values for GroupDetailState.
+const (
+	GroupDetailStateCompletingRebalance GroupDetailState = "CompletingRebalance"
+	GroupDetailStateDead                GroupDetailState = "Dead"
+	GroupDetailStateEmpty               GroupDetailState = "Empty"
+	GroupDetailStatePreparingRebalance  GroupDetailState = "PreparingRebalance"
+	GroupDetailStateStable              GroupDetailState = "Stable"
+)
+
+// Valid indicates whether the value is a known member of the GroupDetailState enum.
+func (e GroupDetailState) Valid() bool {
+	switch e {
+	case GroupDetailStateCompletingRebalance:
+		return true
+	case GroupDetailStateDead:
+		return true
+	case GroupDetailStateEmpty:
+		return true
+	case GroupDetailStatePreparingRebalance:
+		return true
+	case GroupDetailStateStable:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupJoinRequestAutoOffsetReset.
+const (
+	GroupJoinRequestAutoOffsetResetEarliest GroupJoinRequestAutoOffsetReset = "earliest"
+	GroupJoinRequestAutoOffsetResetLatest   GroupJoinRequestAutoOffsetReset = "latest"
+)
+
+// Valid indicates whether the value is a known member of the GroupJoinRequestAutoOffsetReset enum.
+func (e GroupJoinRequestAutoOffsetReset) Valid() bool {
+	switch e {
+	case GroupJoinRequestAutoOffsetResetEarliest:
+		return true
+	case GroupJoinRequestAutoOffsetResetLatest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupMemberKind.
+const (
+	Http  GroupMemberKind = "http"
+	Kafka GroupMemberKind = "kafka"
+)
+
+// Valid indicates whether the value is a known member of the GroupMemberKind enum.
+func (e GroupMemberKind) Valid() bool {
+	switch e {
+	case Http:
+		return true
+	case Kafka:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupRecordHeadersEncoding.
+const (
+	GroupRecordHeadersEncodingBase64 GroupRecordHeadersEncoding = "base64"
+	GroupRecordHeadersEncodingString GroupRecordHeadersEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the GroupRecordHeadersEncoding enum.
+func (e GroupRecordHeadersEncoding) Valid() bool {
+	switch e {
+	case GroupRecordHeadersEncodingBase64:
+		return true
+	case GroupRecordHeadersEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupRecordKeyEncoding.
+const (
+	GroupRecordKeyEncodingBase64 GroupRecordKeyEncoding = "base64"
+	GroupRecordKeyEncodingString GroupRecordKeyEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the GroupRecordKeyEncoding enum.
+func (e GroupRecordKeyEncoding) Valid() bool {
+	switch e {
+	case GroupRecordKeyEncodingBase64:
+		return true
+	case GroupRecordKeyEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupRecordValueEncoding.
+const (
+	GroupRecordValueEncodingBase64 GroupRecordValueEncoding = "base64"
+	GroupRecordValueEncodingJson   GroupRecordValueEncoding = "json"
+	GroupRecordValueEncodingString GroupRecordValueEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the GroupRecordValueEncoding enum.
+func (e GroupRecordValueEncoding) Valid() bool {
+	switch e {
+	case GroupRecordValueEncodingBase64:
+		return true
+	case GroupRecordValueEncodingJson:
+		return true
+	case GroupRecordValueEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupResetRequestStrategy.
+const (
+	GroupResetRequestStrategyEarliest  GroupResetRequestStrategy = "earliest"
+	GroupResetRequestStrategyLatest    GroupResetRequestStrategy = "latest"
+	GroupResetRequestStrategyOffset    GroupResetRequestStrategy = "offset"
+	GroupResetRequestStrategyTimestamp GroupResetRequestStrategy = "timestamp"
+)
+
+// Valid indicates whether the value is a known member of the GroupResetRequestStrategy enum.
+func (e GroupResetRequestStrategy) Valid() bool {
+	switch e {
+	case GroupResetRequestStrategyEarliest:
+		return true
+	case GroupResetRequestStrategyLatest:
+		return true
+	case GroupResetRequestStrategyOffset:
+		return true
+	case GroupResetRequestStrategyTimestamp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GroupSummaryState.
+const (
+	GroupSummaryStateCompletingRebalance GroupSummaryState = "CompletingRebalance"
+	GroupSummaryStateDead                GroupSummaryState = "Dead"
+	GroupSummaryStateEmpty               GroupSummaryState = "Empty"
+	GroupSummaryStatePreparingRebalance  GroupSummaryState = "PreparingRebalance"
+	GroupSummaryStateStable              GroupSummaryState = "Stable"
+)
+
+// Valid indicates whether the value is a known member of the GroupSummaryState enum.
+func (e GroupSummaryState) Valid() bool {
+	switch e {
+	case GroupSummaryStateCompletingRebalance:
+		return true
+	case GroupSummaryStateDead:
+		return true
+	case GroupSummaryStateEmpty:
+		return true
+	case GroupSummaryStatePreparingRebalance:
+		return true
+	case GroupSummaryStateStable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for NodeSelfRoles.
 const (
 	NodeSelfRolesBroker     NodeSelfRoles = "broker"
@@ -159,6 +330,27 @@ func (e Encoding) Valid() bool {
 	case EncodingJson:
 		return true
 	case EncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PollGroupParamsEncoding.
+const (
+	PollGroupParamsEncodingBase64 PollGroupParamsEncoding = "base64"
+	PollGroupParamsEncodingJson   PollGroupParamsEncoding = "json"
+	PollGroupParamsEncodingString PollGroupParamsEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the PollGroupParamsEncoding enum.
+func (e PollGroupParamsEncoding) Valid() bool {
+	switch e {
+	case PollGroupParamsEncodingBase64:
+		return true
+	case PollGroupParamsEncodingJson:
+		return true
+	case PollGroupParamsEncodingString:
 		return true
 	default:
 		return false
@@ -370,6 +562,176 @@ type CreateTopicRequest struct {
 	ReplicationFactor *int32 `json:"replication_factor,omitempty"`
 }
 
+// GroupCommitRequest defines model for GroupCommitRequest.
+type GroupCommitRequest struct {
+	Generation *int32        `json:"generation,omitempty"`
+	MemberId   *string       `json:"member_id,omitempty"`
+	Offsets    []GroupOffset `json:"offsets"`
+}
+
+// GroupDetail defines model for GroupDetail.
+type GroupDetail struct {
+	Coordinator int32  `json:"coordinator"`
+	Generation  int32  `json:"generation"`
+	Group       string `json:"group"`
+
+	// Lag Sum of the partitions' lag.
+	Lag int64 `json:"lag"`
+
+	// Leader Member id of the group leader (it computes the assignment).
+	Leader  string              `json:"leader"`
+	Members []GroupMember       `json:"members"`
+	Offsets []GroupPartitionLag `json:"offsets"`
+
+	// Protocol The assignor the members agreed on.
+	Protocol     string           `json:"protocol"`
+	ProtocolType string           `json:"protocol_type"`
+	State        GroupDetailState `json:"state"`
+}
+
+// GroupDetailState defines model for GroupDetail.State.
+type GroupDetailState string
+
+// GroupJoinRequest defines model for GroupJoinRequest.
+type GroupJoinRequest struct {
+	AutoOffsetReset  *GroupJoinRequestAutoOffsetReset `json:"auto_offset_reset,omitempty"`
+	ClientId         *string                          `json:"client_id,omitempty"`
+	SessionTimeoutMs *int32                           `json:"session_timeout_ms,omitempty"`
+	Topics           []string                         `json:"topics"`
+}
+
+// GroupJoinRequestAutoOffsetReset defines model for GroupJoinRequest.AutoOffsetReset.
+type GroupJoinRequestAutoOffsetReset string
+
+// GroupList defines model for GroupList.
+type GroupList struct {
+	Groups []GroupSummary `json:"groups"`
+}
+
+// GroupMember defines model for GroupMember.
+type GroupMember struct {
+	Assignment []TopicPartitions `json:"assignment"`
+	ClientHost string            `json:"client_host"`
+	ClientId   string            `json:"client_id"`
+
+	// InstanceId group.instance.id of a static member.
+	InstanceId *string         `json:"instance_id,omitempty"`
+	Kind       GroupMemberKind `json:"kind"`
+	MemberId   string          `json:"member_id"`
+}
+
+// GroupMemberKind defines model for GroupMember.Kind.
+type GroupMemberKind string
+
+// GroupMemberOffsets defines model for GroupMemberOffsets.
+type GroupMemberOffsets struct {
+	Offsets *[]GroupOffset `json:"offsets,omitempty"`
+}
+
+// GroupMembership defines model for GroupMembership.
+type GroupMembership struct {
+	Assignment  []TopicPartitions `json:"assignment"`
+	Generation  int32             `json:"generation"`
+	Group       string            `json:"group"`
+	MemberId    string            `json:"member_id"`
+	Rebalancing bool              `json:"rebalancing"`
+	State       string            `json:"state"`
+}
+
+// GroupOffset defines model for GroupOffset.
+type GroupOffset struct {
+	Metadata  *string `json:"metadata,omitempty"`
+	Offset    int64   `json:"offset"`
+	Partition int32   `json:"partition"`
+	Topic     string  `json:"topic"`
+}
+
+// GroupOffsets defines model for GroupOffsets.
+type GroupOffsets struct {
+	Group   string        `json:"group"`
+	Offsets []GroupOffset `json:"offsets"`
+}
+
+// GroupPartitionLag defines model for GroupPartitionLag.
+type GroupPartitionLag struct {
+	CommittedOffset int64 `json:"committed_offset"`
+
+	// EndOffset The high watermark; -1 when the partition cannot be read.
+	EndOffset int64 `json:"end_offset"`
+
+	// Lag end_offset - committed_offset.
+	Lag int64 `json:"lag"`
+
+	// LagMs Age of the record at the committed offset (0 when caught up).
+	LagMs     *int64  `json:"lag_ms,omitempty"`
+	Metadata  *string `json:"metadata,omitempty"`
+	Partition int32   `json:"partition"`
+	Topic     string  `json:"topic"`
+}
+
+// GroupPollResponse defines model for GroupPollResponse.
+type GroupPollResponse struct {
+	Assignment  []TopicPartitions `json:"assignment"`
+	Generation  int32             `json:"generation"`
+	Group       string            `json:"group"`
+	MemberId    string            `json:"member_id"`
+	Rebalancing bool              `json:"rebalancing"`
+	Records     []GroupRecord     `json:"records"`
+	State       string            `json:"state"`
+}
+
+// GroupRecord defines model for GroupRecord.
+type GroupRecord struct {
+	Headers         map[string]*string          `json:"headers"`
+	HeadersEncoding *GroupRecordHeadersEncoding `json:"headers_encoding,omitempty"`
+	Key             *string                     `json:"key"`
+	KeyEncoding     *GroupRecordKeyEncoding     `json:"key_encoding,omitempty"`
+	Offset          int64                       `json:"offset"`
+	Partition       int32                       `json:"partition"`
+
+	// Timestamp ms since the epoch.
+	Timestamp int64  `json:"timestamp"`
+	Topic     string `json:"topic"`
+
+	// Value See value_encoding.
+	Value         interface{}               `json:"value"`
+	ValueEncoding *GroupRecordValueEncoding `json:"value_encoding,omitempty"`
+}
+
+// GroupRecordHeadersEncoding defines model for GroupRecord.HeadersEncoding.
+type GroupRecordHeadersEncoding string
+
+// GroupRecordKeyEncoding defines model for GroupRecord.KeyEncoding.
+type GroupRecordKeyEncoding string
+
+// GroupRecordValueEncoding defines model for GroupRecord.ValueEncoding.
+type GroupRecordValueEncoding string
+
+// GroupResetRequest defines model for GroupResetRequest.
+type GroupResetRequest struct {
+	DryRun *bool `json:"dry_run,omitempty"`
+
+	// Offset strategy offset.
+	Offset   *int64                    `json:"offset,omitempty"`
+	Strategy GroupResetRequestStrategy `json:"strategy"`
+
+	// Timestamp ms since the epoch (strategy timestamp).
+	Timestamp *int64 `json:"timestamp,omitempty"`
+
+	// Topics Reset every partition of these topics; default the partitions with committed offsets.
+	Topics *[]string `json:"topics,omitempty"`
+}
+
+// GroupResetRequestStrategy defines model for GroupResetRequest.Strategy.
+type GroupResetRequestStrategy string
+
+// GroupResetResult defines model for GroupResetResult.
+type GroupResetResult struct {
+	DryRun  bool            `json:"dry_run"`
+	Group   string          `json:"group"`
+	Offsets []PlannedOffset `json:"offsets"`
+}
+
 // GroupSeries defines model for GroupSeries.
 type GroupSeries struct {
 	Group string `json:"group"`
@@ -377,6 +739,21 @@ type GroupSeries struct {
 	// Lag Total lag in records at the end of each bucket; -1 where not sampled.
 	Lag Int64Series `json:"lag"`
 }
+
+// GroupSummary defines model for GroupSummary.
+type GroupSummary struct {
+	// Coordinator Broker id coordinating the group.
+	Coordinator  int32             `json:"coordinator"`
+	Group        string            `json:"group"`
+	Lag          int64             `json:"lag"`
+	Members      int32             `json:"members"`
+	Protocol     string            `json:"protocol"`
+	ProtocolType string            `json:"protocol_type"`
+	State        GroupSummaryState `json:"state"`
+}
+
+// GroupSummaryState defines model for GroupSummary.State.
+type GroupSummaryState string
 
 // Int64Series defines model for Int64Series.
 type Int64Series = []int64
@@ -422,6 +799,15 @@ type PartitionDetail struct {
 	Replicas    []int32 `json:"replicas"`
 	SizeBytes   *int64  `json:"size_bytes,omitempty"`
 	StartOffset int64   `json:"start_offset"`
+}
+
+// PlannedOffset defines model for PlannedOffset.
+type PlannedOffset struct {
+	// CurrentOffset -1: nothing committed.
+	CurrentOffset int64  `json:"current_offset"`
+	NewOffset     int64  `json:"new_offset"`
+	Partition     int32  `json:"partition"`
+	Topic         string `json:"topic"`
 }
 
 // Problem defines model for Problem.
@@ -501,6 +887,12 @@ type TopicList struct {
 // TopicName defines model for TopicName.
 type TopicName = string
 
+// TopicPartitions defines model for TopicPartitions.
+type TopicPartitions struct {
+	Partitions []int32 `json:"partitions"`
+	Topic      string  `json:"topic"`
+}
+
 // TopicSeries defines model for TopicSeries.
 type TopicSeries struct {
 	ConsumedBytes   Int64Series `json:"consumed_bytes"`
@@ -522,6 +914,12 @@ type TopicSummary struct {
 // Encoding defines model for Encoding.
 type Encoding string
 
+// Group defines model for Group.
+type Group = string
+
+// Member defines model for Member.
+type Member = string
+
 // Offset defines model for Offset.
 type Offset = string
 
@@ -533,6 +931,21 @@ type Timestamp = int64
 
 // Topic defines model for Topic.
 type Topic = TopicName
+
+// PollGroupParams defines parameters for PollGroup.
+type PollGroupParams struct {
+	MaxRecords *int32 `form:"max_records,omitempty" json:"max_records,omitempty"`
+	MaxBytes   *int32 `form:"max_bytes,omitempty" json:"max_bytes,omitempty"`
+
+	// WaitMs Long-poll budget in milliseconds when no record is available.
+	WaitMs *int32 `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
+
+	// Encoding How keys, values and header values appear in JSON (see the introduction).
+	Encoding *PollGroupParamsEncoding `form:"encoding,omitempty" json:"encoding,omitempty"`
+}
+
+// PollGroupParamsEncoding defines parameters for PollGroup.
+type PollGroupParamsEncoding string
 
 // ConsumeRecordsParams defines parameters for ConsumeRecords.
 type ConsumeRecordsParams struct {
@@ -596,6 +1009,18 @@ type StreamRecordsParamsEncoding string
 
 // AddControllerJSONRequestBody defines body for AddController for application/json ContentType.
 type AddControllerJSONRequestBody = ControllerChange
+
+// JoinGroupJSONRequestBody defines body for JoinGroup for application/json ContentType.
+type JoinGroupJSONRequestBody = GroupJoinRequest
+
+// CommitMemberOffsetsJSONRequestBody defines body for CommitMemberOffsets for application/json ContentType.
+type CommitMemberOffsetsJSONRequestBody = GroupMemberOffsets
+
+// CommitGroupOffsetsJSONRequestBody defines body for CommitGroupOffsets for application/json ContentType.
+type CommitGroupOffsetsJSONRequestBody = GroupCommitRequest
+
+// ResetGroupOffsetsJSONRequestBody defines body for ResetGroupOffsets for application/json ContentType.
+type ResetGroupOffsetsJSONRequestBody = GroupResetRequest
 
 // CreateTopicJSONRequestBody defines body for CreateTopic for application/json ContentType.
 type CreateTopicJSONRequestBody = CreateTopicRequest
@@ -737,6 +1162,137 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
 	RemoveController(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListGroups List consumer groups
+	//
+	// Every group of the cluster (each broker lists the groups it coordinates; the
+	// answering node asks the others). `lag` is the total from the coordinator's last
+	// sample (every 10 s).
+	//
+	// Corresponds with GET /v1/groups (the `ListGroups` operationId).
+	ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteGroup Delete a group with no active members, and its offsets
+	//
+	// Corresponds with DELETE /v1/groups/{group} (the `DeleteGroup` operationId).
+	DeleteGroup(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DescribeGroup Describe a group, its members, committed offsets and lag
+	//
+	// Members (Kafka clients and HTTP consumers alike) with their assignment, and per
+	// committed partition the log end offset, the lag in records (end minus committed)
+	// and in time (`lag_ms`: how old the record at the committed offset is; 0 when
+	// caught up). Any node answers: requests for a group are proxied to its coordinator.
+	//
+	// Corresponds with GET /v1/groups/{group} (the `DescribeGroup` operationId).
+	DescribeGroup(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinGroupWithBody Join a group as an HTTP consumer
+	//
+	// The coordinator takes part in the group's rebalances for this member (Kafka
+	// members may share the group); the call returns once the member has an
+	// assignment, or after the session timeout with `rebalancing: true`. Keep the
+	// member alive by polling its records at least once per session timeout; any
+	// node serves the member's calls.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+	JoinGroupWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinGroup Join a group as an HTTP consumer
+	//
+	// The coordinator takes part in the group's rebalances for this member (Kafka
+	// members may share the group); the call returns once the member has an
+	// assignment, or after the session timeout with `rebalancing: true`. Keep the
+	// member alive by polling its records at least once per session timeout; any
+	// node serves the member's calls.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+	JoinGroup(ctx context.Context, group Group, body JoinGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LeaveGroup Leave the group (its partitions go to the other members)
+	//
+	// Corresponds with DELETE /v1/groups/{group}/members/{member} (the `LeaveGroup` operationId).
+	LeaveGroup(ctx context.Context, group Group, member Member, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitMemberOffsetsWithBody Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+	CommitMemberOffsetsWithBody(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitMemberOffsets Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+	CommitMemberOffsets(ctx context.Context, group Group, member Member, body CommitMemberOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PollGroup Read the member's assigned partitions (long poll; a heartbeat)
+	//
+	// Reads from the member's positions (at first its group's committed offsets, else
+	// per `auto_offset_reset`), advancing them. While the group rebalances no records
+	// are returned (`rebalancing: true`). Commit with POST .../offsets.
+	//
+	// Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
+	PollGroup(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetGroupOffsets Committed offsets of a group
+	//
+	// Corresponds with GET /v1/groups/{group}/offsets (the `GetGroupOffsets` operationId).
+	GetGroupOffsets(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitGroupOffsetsWithBody Commit offsets
+	//
+	// Without `member_id`, only for a group with no active members (409 otherwise);
+	// with `member_id` and `generation`, as that member of the current generation.
+	// The offset committed is the next record to read.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+	CommitGroupOffsetsWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommitGroupOffsets Commit offsets
+	//
+	// Without `member_id`, only for a group with no active members (409 otherwise);
+	// with `member_id` and `generation`, as that member of the current generation.
+	// The offset committed is the next record to read.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+	CommitGroupOffsets(ctx context.Context, group Group, body CommitGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetGroupOffsetsWithBody Reset the offsets of an inactive group (dry run by default)
+	//
+	// Plans new offsets for every partition the group has offsets for (or every
+	// partition of `topics`): the log start (`earliest`), the high watermark
+	// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+	// the partition's range. Commits them only with `dry_run: false`, and only while
+	// the group has no members (409 otherwise).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+	ResetGroupOffsetsWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResetGroupOffsets Reset the offsets of an inactive group (dry run by default)
+	//
+	// Plans new offsets for every partition the group has offsets for (or every
+	// partition of `topics`): the log start (`earliest`), the high watermark
+	// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+	// the partition's range. Commits them only with `dry_run: false`, and only while
+	// the group has no members (409 otherwise).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+	ResetGroupOffsets(ctx context.Context, group Group, body ResetGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetKafkaAPIVersions Kafka API keys and versions the Kafka listener supports
 	//
@@ -1010,6 +1566,277 @@ func (c *Client) AddController(ctx context.Context, body AddControllerJSONReques
 // Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
 func (c *Client) RemoveController(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRemoveControllerRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListGroups List consumer groups
+//
+// Every group of the cluster (each broker lists the groups it coordinates; the
+// answering node asks the others). `lag` is the total from the coordinator's last
+// sample (every 10 s).
+//
+// Corresponds with GET /v1/groups (the `ListGroups` operationId).
+func (c *Client) ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListGroupsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteGroup Delete a group with no active members, and its offsets
+//
+// Corresponds with DELETE /v1/groups/{group} (the `DeleteGroup` operationId).
+func (c *Client) DeleteGroup(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteGroupRequest(c.Server, group)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DescribeGroup Describe a group, its members, committed offsets and lag
+//
+// Members (Kafka clients and HTTP consumers alike) with their assignment, and per
+// committed partition the log end offset, the lag in records (end minus committed)
+// and in time (`lag_ms`: how old the record at the committed offset is; 0 when
+// caught up). Any node answers: requests for a group are proxied to its coordinator.
+//
+// Corresponds with GET /v1/groups/{group} (the `DescribeGroup` operationId).
+func (c *Client) DescribeGroup(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDescribeGroupRequest(c.Server, group)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinGroupWithBody Join a group as an HTTP consumer
+//
+// The coordinator takes part in the group's rebalances for this member (Kafka
+// members may share the group); the call returns once the member has an
+// assignment, or after the session timeout with `rebalancing: true`. Keep the
+// member alive by polling its records at least once per session timeout; any
+// node serves the member's calls.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+func (c *Client) JoinGroupWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinGroupRequestWithBody(c.Server, group, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinGroup Join a group as an HTTP consumer
+//
+// The coordinator takes part in the group's rebalances for this member (Kafka
+// members may share the group); the call returns once the member has an
+// assignment, or after the session timeout with `rebalancing: true`. Keep the
+// member alive by polling its records at least once per session timeout; any
+// node serves the member's calls.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+func (c *Client) JoinGroup(ctx context.Context, group Group, body JoinGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinGroupRequest(c.Server, group, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LeaveGroup Leave the group (its partitions go to the other members)
+//
+// Corresponds with DELETE /v1/groups/{group}/members/{member} (the `LeaveGroup` operationId).
+func (c *Client) LeaveGroup(ctx context.Context, group Group, member Member, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLeaveGroupRequest(c.Server, group, member)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitMemberOffsetsWithBody Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+func (c *Client) CommitMemberOffsetsWithBody(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitMemberOffsetsRequestWithBody(c.Server, group, member, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitMemberOffsets Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+func (c *Client) CommitMemberOffsets(ctx context.Context, group Group, member Member, body CommitMemberOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitMemberOffsetsRequest(c.Server, group, member, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PollGroup Read the member's assigned partitions (long poll; a heartbeat)
+//
+// Reads from the member's positions (at first its group's committed offsets, else
+// per `auto_offset_reset`), advancing them. While the group rebalances no records
+// are returned (`rebalancing: true`). Commit with POST .../offsets.
+//
+// Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
+func (c *Client) PollGroup(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPollGroupRequest(c.Server, group, member, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetGroupOffsets Committed offsets of a group
+//
+// Corresponds with GET /v1/groups/{group}/offsets (the `GetGroupOffsets` operationId).
+func (c *Client) GetGroupOffsets(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetGroupOffsetsRequest(c.Server, group)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitGroupOffsetsWithBody Commit offsets
+//
+// Without `member_id`, only for a group with no active members (409 otherwise);
+// with `member_id` and `generation`, as that member of the current generation.
+// The offset committed is the next record to read.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+func (c *Client) CommitGroupOffsetsWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitGroupOffsetsRequestWithBody(c.Server, group, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommitGroupOffsets Commit offsets
+//
+// Without `member_id`, only for a group with no active members (409 otherwise);
+// with `member_id` and `generation`, as that member of the current generation.
+// The offset committed is the next record to read.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+func (c *Client) CommitGroupOffsets(ctx context.Context, group Group, body CommitGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommitGroupOffsetsRequest(c.Server, group, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetGroupOffsetsWithBody Reset the offsets of an inactive group (dry run by default)
+//
+// Plans new offsets for every partition the group has offsets for (or every
+// partition of `topics`): the log start (`earliest`), the high watermark
+// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+// the partition's range. Commits them only with `dry_run: false`, and only while
+// the group has no members (409 otherwise).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+func (c *Client) ResetGroupOffsetsWithBody(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetGroupOffsetsRequestWithBody(c.Server, group, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResetGroupOffsets Reset the offsets of an inactive group (dry run by default)
+//
+// Plans new offsets for every partition the group has offsets for (or every
+// partition of `topics`): the log start (`earliest`), the high watermark
+// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+// the partition's range. Commits them only with `dry_run: false`, and only while
+// the group has no members (409 otherwise).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+func (c *Client) ResetGroupOffsets(ctx context.Context, group Group, body ResetGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResetGroupOffsetsRequest(c.Server, group, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1532,6 +2359,475 @@ func NewRemoveControllerRequest(server string, id int32) (*http.Request, error) 
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListGroupsRequest constructs an http.Request for the ListGroups method
+func NewListGroupsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteGroupRequest constructs an http.Request for the DeleteGroup method
+func NewDeleteGroupRequest(server string, group Group) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDescribeGroupRequest constructs an http.Request for the DescribeGroup method
+func NewDescribeGroupRequest(server string, group Group) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewJoinGroupRequest calls the generic JoinGroup builder with application/json body
+func NewJoinGroupRequest(server string, group Group, body JoinGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewJoinGroupRequestWithBody(server, group, "application/json", bodyReader)
+}
+
+// NewJoinGroupRequestWithBody constructs an http.Request for the JoinGroup method, with any body, and a specified content type
+func NewJoinGroupRequestWithBody(server string, group Group, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/members", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewLeaveGroupRequest constructs an http.Request for the LeaveGroup method
+func NewLeaveGroupRequest(server string, group Group, member Member) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "member", member, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/members/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCommitMemberOffsetsRequest calls the generic CommitMemberOffsets builder with application/json body
+func NewCommitMemberOffsetsRequest(server string, group Group, member Member, body CommitMemberOffsetsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCommitMemberOffsetsRequestWithBody(server, group, member, "application/json", bodyReader)
+}
+
+// NewCommitMemberOffsetsRequestWithBody constructs an http.Request for the CommitMemberOffsets method, with any body, and a specified content type
+func NewCommitMemberOffsetsRequestWithBody(server string, group Group, member Member, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "member", member, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/members/%s/offsets", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPollGroupRequest constructs an http.Request for the PollGroup method
+func NewPollGroupRequest(server string, group Group, member Member, params *PollGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "member", member, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/members/%s/records", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.MaxRecords != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_records", *params.MaxRecords, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.MaxBytes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "max_bytes", *params.MaxBytes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.WaitMs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_ms", *params.WaitMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Encoding != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "encoding", *params.Encoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetGroupOffsetsRequest constructs an http.Request for the GetGroupOffsets method
+func NewGetGroupOffsetsRequest(server string, group Group) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/offsets", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCommitGroupOffsetsRequest calls the generic CommitGroupOffsets builder with application/json body
+func NewCommitGroupOffsetsRequest(server string, group Group, body CommitGroupOffsetsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCommitGroupOffsetsRequestWithBody(server, group, "application/json", bodyReader)
+}
+
+// NewCommitGroupOffsetsRequestWithBody constructs an http.Request for the CommitGroupOffsets method, with any body, and a specified content type
+func NewCommitGroupOffsetsRequestWithBody(server string, group Group, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/offsets", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResetGroupOffsetsRequest calls the generic ResetGroupOffsets builder with application/json body
+func NewResetGroupOffsetsRequest(server string, group Group, body ResetGroupOffsetsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResetGroupOffsetsRequestWithBody(server, group, "application/json", bodyReader)
+}
+
+// NewResetGroupOffsetsRequestWithBody constructs an http.Request for the ResetGroupOffsets method, with any body, and a specified content type
+func NewResetGroupOffsetsRequestWithBody(server string, group Group, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "group", group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/groups/%s/offsets/reset", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -2216,6 +3512,149 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/cluster/controllers/{id} (the `RemoveController` operationId).
 	RemoveControllerWithResponse(ctx context.Context, id int32, reqEditors ...RequestEditorFn) (*RemoveControllerResponse, error)
 
+	// ListGroupsWithResponse List consumer groups
+	//
+	// Every group of the cluster (each broker lists the groups it coordinates; the
+	// answering node asks the others). `lag` is the total from the coordinator's last
+	// sample (every 10 s).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups (the `ListGroups` operationId).
+	ListGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
+
+	// DeleteGroupWithResponse Delete a group with no active members, and its offsets
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/groups/{group} (the `DeleteGroup` operationId).
+	DeleteGroupWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*DeleteGroupResponse, error)
+
+	// DescribeGroupWithResponse Describe a group, its members, committed offsets and lag
+	//
+	// Members (Kafka clients and HTTP consumers alike) with their assignment, and per
+	// committed partition the log end offset, the lag in records (end minus committed)
+	// and in time (`lag_ms`: how old the record at the committed offset is; 0 when
+	// caught up). Any node answers: requests for a group are proxied to its coordinator.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups/{group} (the `DescribeGroup` operationId).
+	DescribeGroupWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*DescribeGroupResponse, error)
+
+	// JoinGroupWithBodyWithResponse Join a group as an HTTP consumer
+	//
+	// The coordinator takes part in the group's rebalances for this member (Kafka
+	// members may share the group); the call returns once the member has an
+	// assignment, or after the session timeout with `rebalancing: true`. Keep the
+	// member alive by polling its records at least once per session timeout; any
+	// node serves the member's calls.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+	JoinGroupWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinGroupResponse, error)
+
+	// JoinGroupWithResponse Join a group as an HTTP consumer
+	//
+	// The coordinator takes part in the group's rebalances for this member (Kafka
+	// members may share the group); the call returns once the member has an
+	// assignment, or after the session timeout with `rebalancing: true`. Keep the
+	// member alive by polling its records at least once per session timeout; any
+	// node serves the member's calls.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+	JoinGroupWithResponse(ctx context.Context, group Group, body JoinGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinGroupResponse, error)
+
+	// LeaveGroupWithResponse Leave the group (its partitions go to the other members)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/groups/{group}/members/{member} (the `LeaveGroup` operationId).
+	LeaveGroupWithResponse(ctx context.Context, group Group, member Member, reqEditors ...RequestEditorFn) (*LeaveGroupResponse, error)
+
+	// CommitMemberOffsetsWithBodyWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+	CommitMemberOffsetsWithBodyWithResponse(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitMemberOffsetsResponse, error)
+
+	// CommitMemberOffsetsWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+	CommitMemberOffsetsWithResponse(ctx context.Context, group Group, member Member, body CommitMemberOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitMemberOffsetsResponse, error)
+
+	// PollGroupWithResponse Read the member's assigned partitions (long poll; a heartbeat)
+	//
+	// Reads from the member's positions (at first its group's committed offsets, else
+	// per `auto_offset_reset`), advancing them. While the group rebalances no records
+	// are returned (`rebalancing: true`). Commit with POST .../offsets.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
+	PollGroupWithResponse(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*PollGroupResponse, error)
+
+	// GetGroupOffsetsWithResponse Committed offsets of a group
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/groups/{group}/offsets (the `GetGroupOffsets` operationId).
+	GetGroupOffsetsWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*GetGroupOffsetsResponse, error)
+
+	// CommitGroupOffsetsWithBodyWithResponse Commit offsets
+	//
+	// Without `member_id`, only for a group with no active members (409 otherwise);
+	// with `member_id` and `generation`, as that member of the current generation.
+	// The offset committed is the next record to read.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+	CommitGroupOffsetsWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitGroupOffsetsResponse, error)
+
+	// CommitGroupOffsetsWithResponse Commit offsets
+	//
+	// Without `member_id`, only for a group with no active members (409 otherwise);
+	// with `member_id` and `generation`, as that member of the current generation.
+	// The offset committed is the next record to read.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+	CommitGroupOffsetsWithResponse(ctx context.Context, group Group, body CommitGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitGroupOffsetsResponse, error)
+
+	// ResetGroupOffsetsWithBodyWithResponse Reset the offsets of an inactive group (dry run by default)
+	//
+	// Plans new offsets for every partition the group has offsets for (or every
+	// partition of `topics`): the log start (`earliest`), the high watermark
+	// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+	// the partition's range. Commits them only with `dry_run: false`, and only while
+	// the group has no members (409 otherwise).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+	ResetGroupOffsetsWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetGroupOffsetsResponse, error)
+
+	// ResetGroupOffsetsWithResponse Reset the offsets of an inactive group (dry run by default)
+	//
+	// Plans new offsets for every partition the group has offsets for (or every
+	// partition of `topics`): the log start (`earliest`), the high watermark
+	// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+	// the partition's range. Commits them only with `dry_run: false`, and only while
+	// the group has no members (409 otherwise).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+	ResetGroupOffsetsWithResponse(ctx context.Context, group Group, body ResetGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetGroupOffsetsResponse, error)
+
 	// GetKafkaAPIVersionsWithResponse Kafka API keys and versions the Kafka listener supports
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -2724,6 +4163,605 @@ func (r RemoveControllerResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RemoveControllerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupList
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListGroupsResponse) GetJSON200() *GroupList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListGroupsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListGroupsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r DeleteGroupResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteGroupResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DescribeGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupDetail
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DescribeGroupResponse) GetJSON200() *GroupDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DescribeGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DescribeGroupResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DescribeGroupResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DescribeGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DescribeGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DescribeGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DescribeGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type JoinGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupMembership
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r JoinGroupResponse) GetJSON200() *GroupMembership {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r JoinGroupResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r JoinGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r JoinGroupResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r JoinGroupResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r JoinGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JoinGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JoinGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JoinGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type LeaveGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LeaveGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r LeaveGroupResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r LeaveGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LeaveGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LeaveGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LeaveGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CommitMemberOffsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupOffsets
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CommitMemberOffsetsResponse) GetJSON200() *GroupOffsets {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CommitMemberOffsetsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CommitMemberOffsetsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CommitMemberOffsetsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CommitMemberOffsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommitMemberOffsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommitMemberOffsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommitMemberOffsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PollGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupPollResponse
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PollGroupResponse) GetJSON200() *GroupPollResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PollGroupResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PollGroupResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PollGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PollGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PollGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PollGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetGroupOffsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupOffsets
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetGroupOffsetsResponse) GetJSON200() *GroupOffsets {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetGroupOffsetsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetGroupOffsetsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetGroupOffsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetGroupOffsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetGroupOffsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetGroupOffsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CommitGroupOffsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupOffsets
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CommitGroupOffsetsResponse) GetJSON200() *GroupOffsets {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CommitGroupOffsetsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CommitGroupOffsetsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CommitGroupOffsetsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CommitGroupOffsetsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CommitGroupOffsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommitGroupOffsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommitGroupOffsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommitGroupOffsetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ResetGroupOffsetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GroupResetResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResetGroupOffsetsResponse) GetJSON200() *GroupResetResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResetGroupOffsetsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResetGroupOffsetsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResetGroupOffsetsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ResetGroupOffsetsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResetGroupOffsetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResetGroupOffsetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResetGroupOffsetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResetGroupOffsetsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3491,6 +5529,233 @@ func (c *ClientWithResponses) RemoveControllerWithResponse(ctx context.Context, 
 	return ParseRemoveControllerResponse(rsp)
 }
 
+// ListGroupsWithResponse List consumer groups
+//
+// Every group of the cluster (each broker lists the groups it coordinates; the
+// answering node asks the others). `lag` is the total from the coordinator's last
+// sample (every 10 s).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups (the `ListGroups` operationId).
+func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error) {
+	rsp, err := c.ListGroups(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListGroupsResponse(rsp)
+}
+
+// DeleteGroupWithResponse Delete a group with no active members, and its offsets
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/groups/{group} (the `DeleteGroup` operationId).
+func (c *ClientWithResponses) DeleteGroupWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*DeleteGroupResponse, error) {
+	rsp, err := c.DeleteGroup(ctx, group, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteGroupResponse(rsp)
+}
+
+// DescribeGroupWithResponse Describe a group, its members, committed offsets and lag
+//
+// Members (Kafka clients and HTTP consumers alike) with their assignment, and per
+// committed partition the log end offset, the lag in records (end minus committed)
+// and in time (`lag_ms`: how old the record at the committed offset is; 0 when
+// caught up). Any node answers: requests for a group are proxied to its coordinator.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups/{group} (the `DescribeGroup` operationId).
+func (c *ClientWithResponses) DescribeGroupWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*DescribeGroupResponse, error) {
+	rsp, err := c.DescribeGroup(ctx, group, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDescribeGroupResponse(rsp)
+}
+
+// JoinGroupWithBodyWithResponse Join a group as an HTTP consumer
+//
+// The coordinator takes part in the group's rebalances for this member (Kafka
+// members may share the group); the call returns once the member has an
+// assignment, or after the session timeout with `rebalancing: true`. Keep the
+// member alive by polling its records at least once per session timeout; any
+// node serves the member's calls.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+func (c *ClientWithResponses) JoinGroupWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinGroupResponse, error) {
+	rsp, err := c.JoinGroupWithBody(ctx, group, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinGroupResponse(rsp)
+}
+
+// JoinGroupWithResponse Join a group as an HTTP consumer
+//
+// The coordinator takes part in the group's rebalances for this member (Kafka
+// members may share the group); the call returns once the member has an
+// assignment, or after the session timeout with `rebalancing: true`. Keep the
+// member alive by polling its records at least once per session timeout; any
+// node serves the member's calls.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/members (the `JoinGroup` operationId).
+func (c *ClientWithResponses) JoinGroupWithResponse(ctx context.Context, group Group, body JoinGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinGroupResponse, error) {
+	rsp, err := c.JoinGroup(ctx, group, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinGroupResponse(rsp)
+}
+
+// LeaveGroupWithResponse Leave the group (its partitions go to the other members)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/groups/{group}/members/{member} (the `LeaveGroup` operationId).
+func (c *ClientWithResponses) LeaveGroupWithResponse(ctx context.Context, group Group, member Member, reqEditors ...RequestEditorFn) (*LeaveGroupResponse, error) {
+	rsp, err := c.LeaveGroup(ctx, group, member, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLeaveGroupResponse(rsp)
+}
+
+// CommitMemberOffsetsWithBodyWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+func (c *ClientWithResponses) CommitMemberOffsetsWithBodyWithResponse(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitMemberOffsetsResponse, error) {
+	rsp, err := c.CommitMemberOffsetsWithBody(ctx, group, member, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitMemberOffsetsResponse(rsp)
+}
+
+// CommitMemberOffsetsWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
+func (c *ClientWithResponses) CommitMemberOffsetsWithResponse(ctx context.Context, group Group, member Member, body CommitMemberOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitMemberOffsetsResponse, error) {
+	rsp, err := c.CommitMemberOffsets(ctx, group, member, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitMemberOffsetsResponse(rsp)
+}
+
+// PollGroupWithResponse Read the member's assigned partitions (long poll; a heartbeat)
+//
+// Reads from the member's positions (at first its group's committed offsets, else
+// per `auto_offset_reset`), advancing them. While the group rebalances no records
+// are returned (`rebalancing: true`). Commit with POST .../offsets.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
+func (c *ClientWithResponses) PollGroupWithResponse(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*PollGroupResponse, error) {
+	rsp, err := c.PollGroup(ctx, group, member, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePollGroupResponse(rsp)
+}
+
+// GetGroupOffsetsWithResponse Committed offsets of a group
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/groups/{group}/offsets (the `GetGroupOffsets` operationId).
+func (c *ClientWithResponses) GetGroupOffsetsWithResponse(ctx context.Context, group Group, reqEditors ...RequestEditorFn) (*GetGroupOffsetsResponse, error) {
+	rsp, err := c.GetGroupOffsets(ctx, group, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetGroupOffsetsResponse(rsp)
+}
+
+// CommitGroupOffsetsWithBodyWithResponse Commit offsets
+//
+// Without `member_id`, only for a group with no active members (409 otherwise);
+// with `member_id` and `generation`, as that member of the current generation.
+// The offset committed is the next record to read.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+func (c *ClientWithResponses) CommitGroupOffsetsWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitGroupOffsetsResponse, error) {
+	rsp, err := c.CommitGroupOffsetsWithBody(ctx, group, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitGroupOffsetsResponse(rsp)
+}
+
+// CommitGroupOffsetsWithResponse Commit offsets
+//
+// Without `member_id`, only for a group with no active members (409 otherwise);
+// with `member_id` and `generation`, as that member of the current generation.
+// The offset committed is the next record to read.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/offsets (the `CommitGroupOffsets` operationId).
+func (c *ClientWithResponses) CommitGroupOffsetsWithResponse(ctx context.Context, group Group, body CommitGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*CommitGroupOffsetsResponse, error) {
+	rsp, err := c.CommitGroupOffsets(ctx, group, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommitGroupOffsetsResponse(rsp)
+}
+
+// ResetGroupOffsetsWithBodyWithResponse Reset the offsets of an inactive group (dry run by default)
+//
+// Plans new offsets for every partition the group has offsets for (or every
+// partition of `topics`): the log start (`earliest`), the high watermark
+// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+// the partition's range. Commits them only with `dry_run: false`, and only while
+// the group has no members (409 otherwise).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+func (c *ClientWithResponses) ResetGroupOffsetsWithBodyWithResponse(ctx context.Context, group Group, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResetGroupOffsetsResponse, error) {
+	rsp, err := c.ResetGroupOffsetsWithBody(ctx, group, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetGroupOffsetsResponse(rsp)
+}
+
+// ResetGroupOffsetsWithResponse Reset the offsets of an inactive group (dry run by default)
+//
+// Plans new offsets for every partition the group has offsets for (or every
+// partition of `topics`): the log start (`earliest`), the high watermark
+// (`latest`), the first record at or after `timestamp`, or `offset` clamped to
+// the partition's range. Commits them only with `dry_run: false`, and only while
+// the group has no members (409 otherwise).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/groups/{group}/offsets/reset (the `ResetGroupOffsets` operationId).
+func (c *ClientWithResponses) ResetGroupOffsetsWithResponse(ctx context.Context, group Group, body ResetGroupOffsetsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetGroupOffsetsResponse, error) {
+	rsp, err := c.ResetGroupOffsets(ctx, group, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResetGroupOffsetsResponse(rsp)
+}
+
 // GetKafkaAPIVersionsWithResponse Kafka API keys and versions the Kafka listener supports
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3925,6 +6190,461 @@ func ParseRemoveControllerResponse(rsp *http.Response) (*RemoveControllerRespons
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListGroupsResponse parses an HTTP response from a ListGroupsWithResponse call
+func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteGroupResponse parses an HTTP response from a DeleteGroupWithResponse call
+func ParseDeleteGroupResponse(rsp *http.Response) (*DeleteGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDescribeGroupResponse parses an HTTP response from a DescribeGroupWithResponse call
+func ParseDescribeGroupResponse(rsp *http.Response) (*DescribeGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DescribeGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseJoinGroupResponse parses an HTTP response from a JoinGroupWithResponse call
+func ParseJoinGroupResponse(rsp *http.Response) (*JoinGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JoinGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupMembership
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseLeaveGroupResponse parses an HTTP response from a LeaveGroupWithResponse call
+func ParseLeaveGroupResponse(rsp *http.Response) (*LeaveGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LeaveGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCommitMemberOffsetsResponse parses an HTTP response from a CommitMemberOffsetsWithResponse call
+func ParseCommitMemberOffsetsResponse(rsp *http.Response) (*CommitMemberOffsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommitMemberOffsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupOffsets
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePollGroupResponse parses an HTTP response from a PollGroupWithResponse call
+func ParsePollGroupResponse(rsp *http.Response) (*PollGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PollGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupPollResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetGroupOffsetsResponse parses an HTTP response from a GetGroupOffsetsWithResponse call
+func ParseGetGroupOffsetsResponse(rsp *http.Response) (*GetGroupOffsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetGroupOffsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupOffsets
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCommitGroupOffsetsResponse parses an HTTP response from a CommitGroupOffsetsWithResponse call
+func ParseCommitGroupOffsetsResponse(rsp *http.Response) (*CommitGroupOffsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommitGroupOffsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupOffsets
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseResetGroupOffsetsResponse parses an HTTP response from a ResetGroupOffsetsWithResponse call
+func ParseResetGroupOffsetsResponse(rsp *http.Response) (*ResetGroupOffsetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResetGroupOffsetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GroupResetResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
