@@ -169,6 +169,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/topics", topicsResource{h}.Routes())
 		r.Mount("/kafka", kafkaResource{h}.Routes())
 		r.Mount("/stats", statsResource{h}.Routes())
+		r.Mount("/groups", groupsResource{h}.Routes())
 	})
 	return r
 }
