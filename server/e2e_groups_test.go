@@ -1,0 +1,487 @@
+package server_test
+
+// End-to-end tests of consumer groups: real clients (franz-go, sarama,
+// kafkajs, kcat, plain HTTP) in groups coordinated by a real runnel process.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// groupDetail is the part of GET /v1/groups/{group} the tests read.
+type groupDetail struct {
+	Group      string `json:"group"`
+	State      string `json:"state"`
+	Protocol   string `json:"protocol"`
+	Generation int32  `json:"generation"`
+	Members    []struct {
+		MemberID   string `json:"member_id"`
+		ClientID   string `json:"client_id"`
+		ClientHost string `json:"client_host"`
+		Kind       string `json:"kind"`
+		Assignment []struct {
+			Topic      string  `json:"topic"`
+			Partitions []int32 `json:"partitions"`
+		} `json:"assignment"`
+	} `json:"members"`
+	Offsets []struct {
+		Topic           string `json:"topic"`
+		Partition       int32  `json:"partition"`
+		CommittedOffset int64  `json:"committed_offset"`
+		EndOffset       int64  `json:"end_offset"`
+		Lag             int64  `json:"lag"`
+		LagMS           *int64 `json:"lag_ms"`
+	} `json:"offsets"`
+	Lag int64 `json:"lag"`
+}
+
+func describeGroup(t testing.TB, c *apiClient, group string) groupDetail {
+	t.Helper()
+	var d groupDetail
+	c.json(http.MethodGet, "/v1/groups/"+url.PathEscape(group), nil, http.StatusOK, &d)
+	return d
+}
+
+// tryDescribe describes a group that may not exist yet.
+func tryDescribe(t testing.TB, c *apiClient, group string) (groupDetail, bool) {
+	t.Helper()
+	var d groupDetail
+	status, body := c.do(http.MethodGet, "/v1/groups/"+url.PathEscape(group), "", nil)
+	if status != http.StatusOK {
+		return d, false
+	}
+	if err := json.Unmarshal(body, &d); err != nil {
+		t.Fatalf("describe %s: %v", group, err)
+	}
+	return d, true
+}
+
+// assignedCounts returns the partition count of each member of a stable
+// group (nil while it rebalances) and the total.
+func assignedCounts(d groupDetail) ([]int, int) {
+	if d.State != "Stable" {
+		return nil, 0
+	}
+	var counts []int
+	total := 0
+	for _, m := range d.Members {
+		n := 0
+		for _, a := range m.Assignment {
+			n += len(a.Partitions)
+		}
+		counts = append(counts, n)
+		total += n
+	}
+	return counts, total
+}
+
+// waitSpread waits until the group is stable with members members sharing
+// partitions partitions, each holding at least one.
+func waitSpread(t *testing.T, c *apiClient, group string, members, partitions int, timeout time.Duration) groupDetail {
+	t.Helper()
+	var d groupDetail
+	servertest.WaitFor(t, timeout, fmt.Sprintf("group %s stable with %d members over %d partitions", group, members, partitions), func() bool {
+		var ok bool
+		if d, ok = tryDescribe(t, c, group); !ok {
+			return false
+		}
+		counts, total := assignedCounts(d)
+		return len(counts) == members && total == partitions && !slices.Contains(counts, 0)
+	})
+	return d
+}
+
+// produceIndexed produces records [from, to) with value "i" over HTTP, keyed
+// so that they spread over the partitions.
+func produceIndexed(t *testing.T, c *apiClient, topic string, from, to int) {
+	t.Helper()
+	for start := from; start < to; start += 500 {
+		var recs []map[string]any
+		for i := start; i < min(start+500, to); i++ {
+			recs = append(recs, map[string]any{"key": "k" + strconv.Itoa(i), "value": strconv.Itoa(i)})
+		}
+		c.json(http.MethodPost, "/v1/topics/"+topic+"/records?encoding=string", map[string]any{"records": recs}, http.StatusOK, nil)
+	}
+}
+
+// seenSet records which member read which record index.
+type seenSet struct {
+	mu     sync.Mutex
+	by     map[int][]string
+	counts map[string]int
+}
+
+func newSeenSet() *seenSet { return &seenSet{by: map[int][]string{}, counts: map[string]int{}} }
+
+func (s *seenSet) add(member string, value []byte) {
+	i, err := strconv.Atoi(string(value))
+	if err != nil {
+		panic(fmt.Sprintf("record value %q", value))
+	}
+	s.mu.Lock()
+	s.by[i] = append(s.by[i], member)
+	s.counts[member]++
+	s.mu.Unlock()
+}
+
+// missing returns how many of [0, n) no member in from (nil: any) has read.
+func (s *seenSet) missing(n int, from ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	miss := 0
+	for i := range n {
+		if !slices.ContainsFunc(s.by[i], func(m string) bool { return len(from) == 0 || slices.Contains(from, m) }) {
+			miss++
+		}
+	}
+	return miss
+}
+
+func (s *seenSet) duplicates() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := 0
+	for _, ms := range s.by {
+		d += len(ms) - 1
+	}
+	return d
+}
+
+// franzMember is one franz-go group member polling in its own goroutine.
+type franzMember struct {
+	name   string
+	cl     *kgo.Client
+	dialer *killableDialer
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// killableDialer lets a test cut a client off the network without it
+// leaving its group (as a crashed process would).
+type killableDialer struct {
+	mu     sync.Mutex
+	dead   bool
+	conns  []net.Conn
+	dialer net.Dialer
+}
+
+func (d *killableDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.dead {
+		return nil, errors.New("killed")
+	}
+	c, err := d.dialer.DialContext(ctx, network, addr)
+	if err == nil {
+		d.conns = append(d.conns, c)
+	}
+	return c, err
+}
+
+func (d *killableDialer) kill() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dead = true
+	for _, c := range d.conns {
+		c.Close()
+	}
+}
+
+// startFranzMember starts a member; commit says whether it commits what it
+// reads (synchronously, after recording it).
+func startFranzMember(t *testing.T, addr, group, topic, name string, seen *seenSet, commit bool, opts ...kgo.Opt) *franzMember {
+	t.Helper()
+	m := &franzMember{name: name, dialer: &killableDialer{}, done: make(chan struct{})}
+	base := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.ClientID(name),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.Dialer(m.dialer.DialContext), kgo.DisableAutoCommit()}
+	cl, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cl = cl
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			var recs []*kgo.Record
+			fs.EachRecord(func(r *kgo.Record) {
+				seen.add(name, r.Value)
+				recs = append(recs, r)
+			})
+			if commit && len(recs) > 0 {
+				if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+					t.Logf("%s: commit: %v", name, err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(m.stop)
+	return m
+}
+
+// stop stops polling and closes the client (leaving the group).
+func (m *franzMember) stop() {
+	m.cancel()
+	<-m.done
+	m.cl.Close()
+}
+
+func TestGroupFranzGo(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gfranz", 6)
+	const records = 3000
+	produceIndexed(t, c, "gfranz", 0, records)
+	seen := newSeenSet()
+	for i := range 3 {
+		startFranzMember(t, n.KafkaAddr, "franz-group", "gfranz", fmt.Sprintf("franz-%d", i), seen, true)
+	}
+	d := waitSpread(t, c, "franz-group", 3, 6, 30*time.Second)
+	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
+	t.Logf("protocol %s, generation %d, per-member records %v, duplicates %d", d.Protocol, d.Generation, seen.counts, seen.duplicates())
+	for _, m := range d.Members {
+		if m.Kind != "kafka" || m.ClientHost == "" || m.ClientID == "" {
+			t.Errorf("member %+v", m)
+		}
+	}
+	servertest.WaitFor(t, 20*time.Second, "lag 0", func() bool {
+		d := describeGroup(t, c, "franz-group")
+		return len(d.Offsets) == 6 && d.Lag == 0
+	})
+}
+
+// TestGroupMemberKilled: a member cut off the network without leaving is
+// expired after its session timeout; the others take its partitions and,
+// committing manually, read every record it had not committed.
+func TestGroupMemberKilled(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gkill", 6)
+	const half = 600
+	produceIndexed(t, c, "gkill", 0, half)
+	seen := newSeenSet()
+	const session = 3 * time.Second
+	opts := []kgo.Opt{kgo.SessionTimeout(session), kgo.HeartbeatInterval(300 * time.Millisecond),
+		kgo.Balancers(kgo.RangeBalancer())}
+	startFranzMember(t, n.KafkaAddr, "kill-group", "gkill", "a", seen, true, opts...)
+	startFranzMember(t, n.KafkaAddr, "kill-group", "gkill", "b", seen, true, opts...)
+	victim := startFranzMember(t, n.KafkaAddr, "kill-group", "gkill", "victim", seen, false, opts...) // never commits
+	waitSpread(t, c, "kill-group", 3, 6, 30*time.Second)
+	servertest.WaitFor(t, 30*time.Second, "first half consumed", func() bool { return seen.missing(half) == 0 })
+	if seen.counts["victim"] == 0 {
+		t.Fatal("the victim read nothing before being killed")
+	}
+
+	victim.dialer.kill()
+	killed := time.Now()
+	produceIndexed(t, c, "gkill", half, 2*half)
+	waitSpread(t, c, "kill-group", 2, 6, session+15*time.Second)
+	took := time.Since(killed)
+	t.Logf("survivors own every partition %v after the kill (session timeout %v)", took.Round(10*time.Millisecond), session)
+	if took > session+5*time.Second {
+		t.Errorf("partitions moved after %v, session timeout %v", took, session)
+	}
+	servertest.WaitFor(t, 30*time.Second, "survivors read every record", func() bool { return seen.missing(2*half, "a", "b") == 0 })
+}
+
+func TestGroupSarama(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gsarama", 6)
+	const records = 3000
+	produceIndexed(t, c, "gsarama", 0, records)
+	seen := newSeenSet()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range 3 {
+		cfg := sarama.NewConfig()
+		cfg.Version = sarama.V2_8_0_0
+		cfg.ClientID = fmt.Sprintf("sarama-%d", i)
+		cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+		cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{sarama.NewBalanceStrategyRoundRobin()}
+		cfg.Consumer.Offsets.AutoCommit.Interval = 200 * time.Millisecond
+		cg, err := sarama.NewConsumerGroup([]string{n.KafkaAddr}, "sarama-group", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cg.Close()
+		h := &saramaHandler{name: cfg.ClientID, seen: seen}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := cg.Consume(ctx, []string{"gsarama"}, h); err != nil && ctx.Err() == nil {
+					t.Logf("%s: consume: %v", h.name, err)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	d := waitSpread(t, c, "sarama-group", 3, 6, 60*time.Second)
+	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
+	t.Logf("protocol %s, per-member records %v, duplicates %d", d.Protocol, seen.counts, seen.duplicates())
+	servertest.WaitFor(t, 20*time.Second, "committed to the end", func() bool { return describeGroup(t, c, "sarama-group").Lag == 0 })
+	cancel()
+}
+
+type saramaHandler struct {
+	name string
+	seen *seenSet
+}
+
+func (h *saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for msg := range claim.Messages() {
+		h.seen.add(h.name, msg.Value)
+		s.MarkMessage(msg, "")
+	}
+	return nil
+}
+
+// TestGroupLagHTTP: the lag GET /v1/groups/{group} reports is log end
+// minus committed offset, per partition, and its sum.
+func TestGroupLagHTTP(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "glag", 3)
+	produceIndexed(t, c, "glag", 0, 300)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var topic struct {
+		Partitions []struct {
+			Partition     int32 `json:"partition"`
+			HighWatermark int64 `json:"high_watermark"`
+		} `json:"partitions"`
+	}
+	c.json(http.MethodGet, "/v1/topics/glag", nil, http.StatusOK, &topic)
+	commits := map[int32]int64{0: 0, 1: 7, 2: topic.Partitions[2].HighWatermark}
+	body := map[string]any{"offsets": []map[string]any{
+		{"topic": "glag", "partition": 0, "offset": commits[0]},
+		{"topic": "glag", "partition": 1, "offset": commits[1]},
+		{"topic": "glag", "partition": 2, "offset": commits[2]},
+	}}
+	c.json(http.MethodPost, "/v1/groups/lag-group/offsets", body, http.StatusOK, nil)
+	d := describeGroup(t, c, "lag-group")
+	if d.State != "Empty" || len(d.Offsets) != 3 {
+		t.Fatalf("group %+v", d)
+	}
+	var total int64
+	for _, o := range d.Offsets {
+		end := topic.Partitions[o.Partition].HighWatermark
+		if o.CommittedOffset != commits[o.Partition] || o.EndOffset != end || o.Lag != end-commits[o.Partition] {
+			t.Errorf("partition %d: %+v, want committed %d end %d", o.Partition, o, commits[o.Partition], end)
+		}
+		if o.LagMS == nil || (o.Lag == 0) != (*o.LagMS == 0) {
+			t.Errorf("partition %d: lag_ms %v with lag %d", o.Partition, o.LagMS, o.Lag)
+		}
+		total += o.Lag
+	}
+	if d.Lag != total || total == 0 {
+		t.Errorf("total lag %d, partitions sum to %d", d.Lag, total)
+	}
+	// A Kafka client sees the same committed offsets.
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = "lag-group"
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 3 {
+		t.Fatalf("offset fetch: %+v, %v", resp, err)
+	}
+	for _, p := range resp.Topics[0].Partitions {
+		if p.Offset != commits[p.Partition] {
+			t.Errorf("kafka sees partition %d at %d, want %d", p.Partition, p.Offset, commits[p.Partition])
+		}
+	}
+}
+
+func TestGroupMixedHTTPAndKafka(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gmixed", 6)
+	seen := newSeenSet()
+	startFranzMember(t, n.KafkaAddr, "mixed-group", "gmixed", "franz-a", seen, true)
+	startFranzMember(t, n.KafkaAddr, "mixed-group", "gmixed", "franz-b", seen, true)
+	var join struct {
+		MemberID   string `json:"member_id"`
+		Generation int32  `json:"generation"`
+	}
+	c.json(http.MethodPost, "/v1/groups/mixed-group/members", map[string]any{"topics": []string{"gmixed"}, "client_id": "curl",
+		"session_timeout_ms": 10000}, http.StatusOK, &join)
+	if join.MemberID == "" {
+		t.Fatal("no member id")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	var polls atomic.Int64
+	wg.Add(1)
+	go func() { // the HTTP member: poll, record, commit
+		defer wg.Done()
+		hc := newAPIClient(t, n)
+		for ctx.Err() == nil {
+			var res struct {
+				Records []struct {
+					Topic string `json:"topic"`
+					Value string `json:"value"`
+				} `json:"records"`
+			}
+			hc.json(http.MethodGet, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID)+"/records?wait_ms=200&encoding=string",
+				nil, http.StatusOK, &res)
+			polls.Add(1)
+			for _, r := range res.Records {
+				seen.add("http", []byte(r.Value))
+			}
+			if len(res.Records) > 0 {
+				hc.json(http.MethodPost, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID)+"/offsets", nil, http.StatusOK, nil)
+			}
+		}
+	}()
+	d := waitSpread(t, c, "mixed-group", 3, 6, 60*time.Second)
+	kinds := map[string]int{}
+	for _, m := range d.Members {
+		kinds[m.Kind]++
+	}
+	if kinds["kafka"] != 2 || kinds["http"] != 1 {
+		t.Fatalf("members %+v", d.Members)
+	}
+	const records = 3000
+	produceIndexed(t, c, "gmixed", 0, records)
+	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
+	t.Logf("protocol %s, per-member records %v, HTTP polls %d", d.Protocol, seen.counts, polls.Load())
+	if dup := seen.duplicates(); dup != 0 {
+		t.Errorf("%d records read twice", dup)
+	}
+	if seen.counts["http"] == 0 {
+		t.Error("the HTTP member read nothing")
+	}
+	cancel()
+	wg.Wait()
+	c.json(http.MethodDelete, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID), nil, http.StatusNoContent, nil)
+	waitSpread(t, c, "mixed-group", 2, 6, 30*time.Second)
+}

@@ -1,0 +1,194 @@
+package server
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/runnel/runnel/kafkaproto"
+)
+
+// commit is OffsetCommit: checks the member as Kafka does, then appends
+// every accepted offset in one batch. The result holds one error per
+// offset; err fails them all.
+func (g *group) commit(ref kafkaproto.MemberRef, offsets []kafkaproto.CommitOffset) ([]error, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.state == stateDead:
+		return nil, errGroupNotCoordinator
+	case ref.Generation < 0 && ref.MemberID == "" && g.state == stateEmpty:
+		// A commit from outside group management (admin, manual assignment).
+	case g.state == stateCompletingRebalance:
+		return nil, kafkaproto.ErrRebalanceInProgress
+	default:
+		m, err := g.checkMemberLocked(ref)
+		if err != nil {
+			return nil, err
+		}
+		m.deadline = g.c.now().Add(m.sessionTimeout)
+	}
+	return g.storeOffsetsLocked(offsets)
+}
+
+// storeOffsetsLocked appends and applies offsets.
+func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) ([]error, error) {
+	errs := make([]error, len(offsets))
+	now := g.c.now().UnixMilli()
+	var recs []newRecord
+	var keep []int
+	entries := make([]offsetEntry, len(offsets))
+	for i, o := range offsets {
+		if o.Metadata != nil && len(*o.Metadata) > groupMaxMetadataBytes {
+			errs[i] = fmt.Errorf("%w: %d bytes", kafkaproto.ErrOffsetMetadataTooLarge, len(*o.Metadata))
+			continue
+		}
+		entries[i] = offsetEntry{V: storeVersion, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommitMS: now}
+		val, err := jsonValue(entries[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		recs = append(recs, newRecord{Key: offsetKey(g.name, o.TopicPartition), Value: val, Timestamp: now})
+		keep = append(keep, i)
+	}
+	if len(recs) == 0 {
+		return errs, nil
+	}
+	if err := g.appendRecordsLocked(recs); err != nil {
+		return nil, err
+	}
+	for _, i := range keep {
+		g.offsets[offsets[i].TopicPartition] = entries[i]
+	}
+	return errs, nil
+}
+
+// fetchOffsets is OffsetFetch; parts nil means every committed offset.
+func (g *group) fetchOffsets(parts []tp) []kafkaproto.CommittedOffset {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if parts == nil {
+		for t := range g.offsets {
+			parts = append(parts, t)
+		}
+		sortTPs(parts)
+	}
+	out := make([]kafkaproto.CommittedOffset, 0, len(parts))
+	for _, t := range parts {
+		co := kafkaproto.CommittedOffset{TopicPartition: t, Offset: -1, LeaderEpoch: -1}
+		if e, ok := g.offsets[t]; ok {
+			co.Offset, co.LeaderEpoch, co.Metadata = e.Offset, e.LeaderEpoch, e.Metadata
+		}
+		out = append(out, co)
+	}
+	return out
+}
+
+func sortTPs(parts []tp) {
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Topic != parts[j].Topic {
+			return parts[i].Topic < parts[j].Topic
+		}
+		return parts[i].Partition < parts[j].Partition
+	})
+}
+
+// subscribedTopicsLocked are the topics the members consume, from their
+// consumer-protocol metadata (HTTP members: their topics).
+func (g *group) subscribedTopicsLocked() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range g.members {
+		if m.http != nil {
+			for _, t := range m.http.topics {
+				out[t] = true
+			}
+			continue
+		}
+		if g.protocolType != "consumer" {
+			continue
+		}
+		for _, t := range decodeSubscription(m.metadataFor(g.protocol)) {
+			out[t] = true
+		}
+		for _, a := range decodeAssignment(m.assignment) {
+			out[a.Topic] = true
+		}
+	}
+	return out
+}
+
+// deleteOffsets is OffsetDelete: offsets of topics still consumed stay.
+func (g *group) deleteOffsets(parts []tp) ([]error, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == stateDead {
+		return nil, errGroupNotCoordinator
+	}
+	subscribed := g.subscribedTopicsLocked()
+	errs := make([]error, len(parts))
+	var recs []newRecord
+	var del []tp
+	now := g.c.now().UnixMilli()
+	for i, t := range parts {
+		if subscribed[t.Topic] {
+			errs[i] = fmt.Errorf("%w: %s", kafkaproto.ErrGroupSubscribedToTopic, t.Topic)
+			continue
+		}
+		if _, ok := g.offsets[t]; ok {
+			recs = append(recs, newRecord{Key: offsetKey(g.name, t), Timestamp: now})
+			del = append(del, t)
+		}
+	}
+	if len(recs) > 0 {
+		if err := g.appendRecordsLocked(recs); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range del {
+		delete(g.offsets, t)
+	}
+	return errs, nil
+}
+
+// deleteGroup writes tombstones for an empty group and its offsets.
+func (g *group) deleteGroup() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch g.state {
+	case stateDead:
+		return fmt.Errorf("%w: %s", kafkaproto.ErrGroupIDNotFound, g.name)
+	case stateEmpty:
+	default:
+		return fmt.Errorf("%w: %s has %d members", kafkaproto.ErrNonEmptyGroup, g.name, len(g.members))
+	}
+	now := g.c.now().UnixMilli()
+	recs := []newRecord{{Key: groupKey(g.name), Timestamp: now}}
+	for t := range g.offsets {
+		recs = append(recs, newRecord{Key: offsetKey(g.name, t), Timestamp: now})
+	}
+	if err := g.appendRecordsLocked(recs); err != nil {
+		return err
+	}
+	g.offsets = map[tp]offsetEntry{}
+	g.setStateLocked(stateDead)
+	return nil
+}
+
+// describe is DescribeGroups for one group.
+func (g *group) describe() kafkaproto.GroupDescription {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	d := kafkaproto.GroupDescription{Group: g.name, State: string(g.state), ProtocolType: g.protocolType}
+	if g.state == stateStable || g.state == stateCompletingRebalance {
+		d.Protocol = g.protocol
+	}
+	for _, id := range g.sortedMemberIDsLocked() {
+		m := g.members[id]
+		gm := kafkaproto.GroupMember{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.host}
+		if g.state == stateStable {
+			gm.Metadata, gm.Assignment = m.metadataFor(g.protocol), m.assignment
+		}
+		d.Members = append(d.Members, gm)
+	}
+	return d
+}
