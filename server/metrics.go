@@ -21,6 +21,9 @@ type metrics struct {
 	mu   sync.Mutex
 	ring map[string]*topicRing // guarded by mu
 	now  func() time.Time
+
+	groupLag    *prometheus.GaugeVec // runnel_group_lag{group,topic}; grouplag.go
+	groupSeries groupLagSeries
 }
 
 const (
@@ -45,6 +48,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.producedBytes = vec("topic_produced_bytes_total", "Record batch bytes appended, by topic.")
 	m.consumedRecords = vec("topic_consumed_records_total", "Records read by consumers, by topic.")
 	m.consumedBytes = vec("topic_consumed_bytes_total", "Bytes read by consumers, by topic.")
+	m.groupLag = newGroupLagGauge(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "partitions", Help: "Partition replicas hosted by this broker."},
 			func() float64 {
@@ -140,6 +144,7 @@ func (m *metrics) series() api.Series {
 		out.Topics = append(out.Topics, ts)
 	}
 	sort.Slice(out.Topics, func(i, j int) bool { return out.Topics[i].Topic < out.Topics[j].Topic })
+	out.Groups = m.groupSeriesFrom(first)
 	return out
 }
 

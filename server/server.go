@@ -46,6 +46,7 @@ type Server struct {
 
 	httpSrv *http.Server
 	forward *forwarder
+	groups  *groupCoordinator // nil unless a broker
 	kafka   *kafkaproto.Server
 	wg      sync.WaitGroup
 }
@@ -140,7 +141,7 @@ func (s *Server) open() error {
 		return fmt.Errorf("build HTTP API: %w", err)
 	}
 	s.forward = newForwarder()
-	s.httpSrv = &http.Server{Handler: markForwarded(handler), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.httpSrv = &http.Server{Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -158,6 +159,8 @@ func (s *Server) open() error {
 		if err := s.startBroker(ctx); err != nil {
 			return err
 		}
+		s.groups = newGroupCoordinator(s)
+		s.groups.start()
 		if kafkaLn != nil {
 			s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
 				Logger:           s.logger.With("component", "kafka"),
@@ -223,6 +226,9 @@ func (s *Server) Close() error {
 		}
 	}
 	s.wg.Wait()
+	if s.groups != nil {
+		s.groups.close()
+	}
 	if s.broker != nil {
 		if err := s.broker.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partitions: %w", err))
