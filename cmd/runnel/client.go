@@ -68,8 +68,9 @@ func newClientCommands(g *globalFlags) []*cobra.Command {
 	return []*cobra.Command{
 		newTopicCommand(g),
 		newProduceCommand(g),
-		newConsumeCommand(g),
+		withGroupConsume(g, newConsumeCommand(g)),
 		newClusterCommand(g),
+		newGroupCommand(g),
 	}
 }
 
