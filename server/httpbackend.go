@@ -86,18 +86,12 @@ func (h *httpBackend) Ready() error {
 func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	img, _ := h.s.meta.Image()
 	st := h.s.meta.Status()
-	out := api.Cluster{ClusterID: img.ClusterID, LeaderID: st.LeaderID}
-	for _, v := range st.Voters {
-		c := api.Controller{ID: v.ID, Address: v.Address, Role: "unknown"}
-		if v.ID == st.ID {
-			c.Role, c.Term, c.LastIndex, c.CommitIndex = st.Role, st.Term, st.LastIndex, st.CommitIndex
-		} else if v.ID == st.LeaderID {
-			c.Role = "leader"
-		} else if st.LeaderID >= 0 {
-			c.Role = "follower"
-		}
-		out.Controllers = append(out.Controllers, c)
+	out := api.Cluster{ClusterID: img.ClusterID, LeaderID: st.LeaderID, Controllers: []api.Controller{}}
+	for _, c := range h.s.meta.ControllerStatuses(ctx) {
+		out.Controllers = append(out.Controllers, api.Controller{ID: c.ID, Address: c.Address, Role: c.Role,
+			Term: c.Term, LastIndex: c.LastIndex, CommitIndex: c.CommitIndex})
 	}
+	sort.Slice(out.Controllers, func(i, j int) bool { return out.Controllers[i].ID < out.Controllers[j].ID })
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
 	out.UnderReplicated, out.Offline = partitionHealth(img)
@@ -135,11 +129,19 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 			}
 		}
 	}
+	// Other brokers' applied metadata offsets come from their heartbeats,
+	// which the active controller keeps; without one, only ours is known.
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	live, _ := h.s.meta.BrokerLiveness(lctx)
+	cancel()
 	out := make([]api.Broker, 0, len(img.Brokers))
 	for _, b := range img.Brokers {
 		ab := api.Broker{ID: b.ID, State: string(b.State), Rack: b.Rack, Epoch: b.Epoch,
 			HTTPAddress: b.HTTPAddr, KafkaAddress: b.KafkaAddr,
 			Partitions: replicas[b.ID], Leaders: leaders[b.ID]}
+		if l, ok := live[b.ID]; ok {
+			ab.MetadataOffset = int64(l.AppliedIndex)
+		}
 		if b.ID == h.s.cfg.NodeID {
 			ab.MetadataOffset = int64(img.Index)
 		}

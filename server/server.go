@@ -46,9 +46,11 @@ type Server struct {
 
 	httpSrv *http.Server
 	forward *forwarder
-	groups  *groupCoordinator // nil unless a broker
-	kafka   *kafkaproto.Server
-	wg      sync.WaitGroup
+	// interBroker receives inter-broker Kafka connections from the raft port.
+	interBroker *connListener
+	groups      *groupCoordinator // nil unless a broker
+	kafka       *kafkaproto.Server
+	wg          sync.WaitGroup
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
@@ -114,13 +116,19 @@ func (s *Server) open() error {
 			return fmt.Errorf("listen Kafka on %s: %w", s.cfg.KafkaAddr, err)
 		}
 	}
+	// Inter-broker Kafka (replication) shares the raft port.
+	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.meta, err = raftfsm.Open(raftfsm.Config{
-		NodeID:        s.cfg.NodeID,
-		Dir:           filepath.Join(s.cfg.DataDir, "meta"),
-		BindAddr:      s.cfg.RaftAddr,
-		AdvertiseAddr: advertised(s.cfg.RaftAdvertisedAddr, s.cfg.RaftAddr),
-		Voters:        s.cfg.Controllers,
-		Logger:        s.logger.With("component", "raft"),
+		NodeID:            s.cfg.NodeID,
+		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
+		BindAddr:          s.cfg.RaftAddr,
+		AdvertiseAddr:     s.raftAdvertised(),
+		Voters:            s.cfg.Controllers,
+		Voter:             s.cfg.HasRole(RoleController),
+		Logger:            s.logger.With("component", "raft"),
+		HeartbeatInterval: s.cfg.BrokerHeartbeatInterval,
+		SessionTimeout:    s.cfg.BrokerSessionTimeout,
+		ExtraProtocols:    map[byte]func(net.Conn){protoKafka: func(c net.Conn) { go s.interBroker.hand(c) }},
 	})
 	if err != nil {
 		httpLn.Close()
@@ -150,7 +158,7 @@ func (s *Server) open() error {
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	if err := s.meta.WaitReady(ctx); err != nil {
 		return fmt.Errorf("wait for the metadata quorum: %w", err)
@@ -161,19 +169,14 @@ func (s *Server) open() error {
 		}
 		s.groups = newGroupCoordinator(s)
 		s.groups.start()
+		s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
+			Logger:           s.logger.With("component", "kafka"),
+			MaxRequestSize:   int32(min(s.cfg.MaxBodyBytes, 1<<30)),
+			AutoCreateTopics: s.cfg.KafkaAutoCreateTopics,
+		})
+		s.serveKafka(s.interBroker)
 		if kafkaLn != nil {
-			s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
-				Logger:           s.logger.With("component", "kafka"),
-				MaxRequestSize:   int32(min(s.cfg.MaxBodyBytes, 1<<30)),
-				AutoCreateTopics: s.cfg.KafkaAutoCreateTopics,
-			})
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				if err := s.kafka.Serve(context.Background(), kafkaLn); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
-					s.logger.Error("Kafka listener stopped", "err", err)
-				}
-			}()
+			s.serveKafka(kafkaLn)
 		}
 	} else if kafkaLn != nil {
 		kafkaLn.Close()
@@ -181,21 +184,44 @@ func (s *Server) open() error {
 	return nil
 }
 
-// startBroker registers this broker with the controller and opens the
-// partitions placed on it.
+// startTimeout bounds how long a node waits for the quorum at start.
+const startTimeout = 60 * time.Second
+
+func (s *Server) raftAdvertised() string {
+	return advertised(s.cfg.RaftAdvertisedAddr, s.cfg.RaftAddr)
+}
+
+func (s *Server) serveKafka(ln net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.kafka.Serve(context.Background(), ln); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
+			s.logger.Error("Kafka listener stopped", "err", err)
+		}
+	}()
+}
+
+// startBroker registers this broker with the controller (which then expects
+// its heartbeats) and opens the partitions placed on it.
 func (s *Server) startBroker(ctx context.Context) error {
-	_, err := s.meta.Apply(ctx, raftfsm.Command{Version: 1, RegisterBroker: &raftfsm.RegisterBroker{
+	_, err := s.meta.RegisterBroker(ctx, raftfsm.RegisterBroker{
 		ID:            s.cfg.NodeID,
 		IncarnationID: nuid.Next(),
 		Rack:          s.cfg.Rack,
 		HTTPAddr:      advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr),
 		KafkaAddr:     advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr),
-	}})
+		RaftAddr:      s.raftAdvertised(),
+	})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
 	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
 	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics, s.cfg.ReplicaLagMax)
+	if err == nil {
+		b.fetches.dial = func(ctx context.Context, leader int32) (net.Conn, error) {
+			return s.meta.DialNode(ctx, leader, protoKafka)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -212,6 +238,15 @@ func (s *Server) startBroker(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.ready.Store(false)
 	var errs []error
+	if s.broker != nil {
+		// Controlled shutdown: the controller moves this broker's
+		// leaderships away before it stops serving them.
+		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout()/2)
+		if err := s.meta.ControlledShutdown(ctx); err != nil {
+			s.logger.Warn("controlled shutdown", "err", err)
+		}
+		cancel()
+	}
 	if s.httpSrv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout())
 		if err := s.httpSrv.Shutdown(ctx); err != nil {
@@ -219,6 +254,9 @@ func (s *Server) Close() error {
 			s.httpSrv.Close()
 		}
 		cancel()
+	}
+	if s.interBroker != nil {
+		s.interBroker.Close()
 	}
 	if s.kafka != nil {
 		if err := s.kafka.Close(); err != nil {
