@@ -4,6 +4,7 @@ package server_test
 // kafkajs, kcat, plain HTTP) in groups coordinated by a real runnel process.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -484,4 +488,117 @@ func TestGroupMixedHTTPAndKafka(t *testing.T) {
 	wg.Wait()
 	c.json(http.MethodDelete, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID), nil, http.StatusNoContent, nil)
 	waitSpread(t, c, "mixed-group", 2, 6, 30*time.Second)
+}
+
+// TestGroupKafkajs runs testdata/kafkajs/groups.js: three kafkajs consumers
+// in one group share six partitions and read every record.
+func TestGroupKafkajs(t *testing.T) {
+	dir := filepath.Join("testdata", "kafkajs")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("kafkajs not installed (npm ci in %s): %v", dir, err)
+		}
+		t.Skipf("kafkajs not installed; run npm ci in %s", dir)
+	}
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gkafkajs", 6)
+	const records = 1200
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "groups.js", n.KafkaAddr, "gkafkajs", "kafkajs-group", strconv.Itoa(records), "3")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitSpread(t, c, "kafkajs-group", 3, 6, 60*time.Second)
+	produceIndexed(t, c, "gkafkajs", 0, records)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kafkajs: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.Bytes()
+	var res struct {
+		Distinct  int   `json:"distinct"`
+		PerMember []int `json:"perMember"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &res); err != nil || res.Distinct != records || len(res.PerMember) != 3 {
+		t.Fatalf("kafkajs output %q: %v", out, err)
+	}
+	t.Logf("kafkajs members read %v", res.PerMember)
+	for i, k := range res.PerMember {
+		if k == 0 {
+			t.Errorf("member %d read nothing: partitions not spread (%v)", i, res.PerMember)
+		}
+	}
+	servertest.WaitFor(t, 10*time.Second, "kafkajs commits to the end", func() bool {
+		d, ok := tryDescribe(t, c, "kafkajs-group")
+		return ok && len(d.Offsets) == 6 && d.Lag == 0
+	})
+}
+
+// TestGroupKcat: two kcat -G (librdkafka's balanced consumer) processes in
+// one group read every record between them.
+func TestGroupKcat(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("kcat not installed")
+		}
+		t.Skip("kcat not installed")
+	}
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gkcat", 4)
+	const records = 800
+	produceIndexed(t, c, "gkcat", 0, records)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	type result struct {
+		out []byte
+		err error
+	}
+	results := make(chan result, 2)
+	var cmds []*exec.Cmd
+	for i := range 2 {
+		cmd := exec.CommandContext(ctx, "kcat", "-b", n.KafkaAddr, "-G", "kcat-group", "-o", "beginning", "-q",
+			"-X", "client.id=kcat-"+strconv.Itoa(i), "-X", "auto.commit.interval.ms=200", "-f", "%s\n", "gkcat")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		go func() {
+			err := cmd.Wait()
+			if err != nil && ctx.Err() == nil {
+				err = fmt.Errorf("%v: %s", err, stderr.String())
+			} else {
+				err = nil
+			}
+			results <- result{stdout.Bytes(), err}
+		}()
+	}
+	d := waitSpread(t, c, "kcat-group", 2, 4, 60*time.Second)
+	servertest.WaitFor(t, 30*time.Second, "kcat commits to the end", func() bool {
+		d, ok := tryDescribe(t, c, "kcat-group")
+		return ok && len(d.Offsets) == 4 && d.Lag == 0
+	})
+	for _, cmd := range cmds {
+		cmd.Process.Signal(os.Interrupt)
+	}
+	seen := newSeenSet()
+	for i := range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Fatalf("kcat: %v", r.err)
+		}
+		for _, line := range bytes.Fields(r.out) {
+			seen.add("kcat-"+strconv.Itoa(i), line)
+		}
+	}
+	if miss := seen.missing(records); miss != 0 {
+		t.Fatalf("%d records read by neither kcat (read %v)", miss, seen.counts)
+	}
+	t.Logf("protocol %s, kcat members read %v", d.Protocol, seen.counts)
 }
