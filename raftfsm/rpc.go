@@ -19,8 +19,12 @@ const (
 )
 
 // errUnreachable marks an RPC that never reached its peer (dial failed): it
-// is safe to retry elsewhere.
-var errUnreachable = errors.New("raftfsm: peer unreachable")
+// is safe to retry elsewhere. errConnLost marks one whose connection failed
+// after the request may have been sent: its outcome is unknown.
+var (
+	errUnreachable = errors.New("raftfsm: peer unreachable")
+	errConnLost    = errors.New("raftfsm: connection lost")
+)
 
 // rpcMethod is one method: whether only the leader serves it (a follower
 // forwards it once), and its handler over the raw request body.
@@ -143,8 +147,11 @@ func (n *Node) forward(ctx context.Context, req rpcRequest) (any, error) {
 	}
 	var raw json.RawMessage
 	if err := callAddr(ctx, addr, req.Method, 1, req.Body, &raw); err != nil {
-		if errors.Is(err, errUnreachable) {
+		switch {
+		case errors.Is(err, errUnreachable):
 			return nil, ErrNotLeader
+		case errors.Is(err, errConnLost):
+			return nil, fmt.Errorf("%w (%v; it may still apply)", ErrNotLeader, err)
 		}
 		return nil, err
 	}
@@ -174,14 +181,15 @@ func callAddr(ctx context.Context, addr, method string, hops int, req, resp any)
 		_ = conn.SetDeadline(dl)
 	}
 	var out rpcResponse
-	if err := writeFrame(conn, r); err == nil {
+	err = writeFrame(conn, r)
+	if err == nil {
 		err = readFrame(conn, &out)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("raftfsm: %s to %s: %w", method, addr, ctx.Err())
 		}
-		return fmt.Errorf("raftfsm: %s to %s: %w", method, addr, err)
+		return fmt.Errorf("raftfsm: %s to %s: %w: %w", method, addr, errConnLost, err)
 	}
 	if out.Code != "" {
 		return decodeError(out)
@@ -216,6 +224,10 @@ func (n *Node) onLeader(ctx context.Context, method string, req, resp any, local
 			err = callAddr(ctx, addr, method, 0, req, resp)
 		} else {
 			err = ErrNotLeader
+		}
+		if errors.Is(err, errConnLost) {
+			// The leader may have applied it: not retried.
+			return nil, fmt.Errorf("%w (%v; it may still apply)", ErrNotLeader, err)
 		}
 		if err != ErrNotLeader && !errors.Is(err, errUnreachable) {
 			return res, err

@@ -1,0 +1,425 @@
+package raftfsm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// proxy forwards TCP connections to a target until cut; cut closes the open
+// connections and refuses new ones until healed.
+type proxy struct {
+	ln     net.Listener
+	target string
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setCut(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pipe(c)
+		}()
+	}
+}
+
+func (p *proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *proxy) pipe(c net.Conn) {
+	defer c.Close()
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	if !p.track(c, up) {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	c.Close()
+	up.Close()
+	<-done
+}
+
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+		p.conns = map[net.Conn]struct{}{}
+	}
+}
+
+// quorum is a cluster of voters that reach each other through proxies (each
+// node has its own proxy to each peer, so a node can be cut off), plus
+// broker-only non-voters that dial the voters directly.
+type quorum struct {
+	*cluster
+	voters  []raftfsm.Server       // real addresses
+	proxies map[[2]int]*proxy      // [from, to] node index
+	extra   map[int]raftfsm.Config // non-voter configs by index
+}
+
+// Short broker sessions for tests.
+const (
+	testHeartbeat = 100 * time.Millisecond
+	testSession   = 2 * time.Second
+)
+
+func newQuorum(t *testing.T, voters, brokers int, tune func(*raftfsm.Config)) *quorum {
+	t.Helper()
+	q := &quorum{cluster: &cluster{t: t}, proxies: map[[2]int]*proxy{}}
+	for i := range voters {
+		q.voters = append(q.voters, raftfsm.Server{ID: int32(i + 1), Address: freeAddr(t)})
+	}
+	for i := range voters {
+		var view []raftfsm.Server
+		for j, v := range q.voters {
+			if j == i {
+				view = append(view, v)
+				continue
+			}
+			p := newProxy(t, v.Address)
+			q.proxies[[2]int{i, j}] = p
+			view = append(view, raftfsm.Server{ID: v.ID, Address: p.addr()})
+		}
+		cfg := raftfsm.Config{NodeID: q.voters[i].ID, BindAddr: q.voters[i].Address, Voters: view,
+			HeartbeatInterval: testHeartbeat, SessionTimeout: testSession}
+		if tune != nil {
+			tune(&cfg)
+		}
+		q.add(cfg)
+	}
+	for i := range brokers {
+		q.addBroker(int32(voters+i+1), tune)
+	}
+	for i := range q.cfgs {
+		q.start(i)
+	}
+	return q
+}
+
+// addBroker adds (does not start) a broker-only node.
+func (q *quorum) addBroker(id int32, tune func(*raftfsm.Config)) int {
+	cfg := raftfsm.Config{NodeID: id, BindAddr: freeAddr(q.t), Voters: q.voters,
+		HeartbeatInterval: testHeartbeat, SessionTimeout: testSession}
+	if tune != nil {
+		tune(&cfg)
+	}
+	q.add(cfg)
+	return len(q.cfgs) - 1
+}
+
+// isolate cuts (or heals) every proxy to and from node i.
+func (q *quorum) isolate(i int, cut bool) {
+	for k, p := range q.proxies {
+		if k[0] == i || k[1] == i {
+			p.setCut(cut)
+		}
+	}
+}
+
+// applyOn applies cmd through node i, retrying while leadership moves.
+func (q *quorum) applyOn(i int, cmd raftfsm.Command) any {
+	q.t.Helper()
+	var res any
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err = q.nodes[i].Apply(ctx, cmd)
+		cancel()
+		if !errors.Is(err, raftfsm.ErrNotLeader) && !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+	}
+	if err != nil {
+		q.t.Fatalf("apply %+v on node %d: %v", cmd, i+1, err)
+	}
+	return res
+}
+
+func createTopic(name string, partitions int32, rf int16) raftfsm.Command {
+	return raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: name, Partitions: partitions, ReplicationFactor: rf}}
+}
+
+// Three voters and two non-voters: writes from a follower and from a
+// non-voter reach the leader; a leader failure elects another and writes
+// work again from anywhere; a restarted non-voter resumes from its own log.
+func TestQuorumWithNonvoters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 3, 2, nil)
+	q.waitReady()
+	for i := 3; i < 5; i++ {
+		if st := q.nodes[i].Status(); st.Voter || st.Role != "follower" || st.LeaderID < 1 {
+			t.Fatalf("non-voter status %+v", st)
+		}
+	}
+	lead := q.leader()
+	follower := (lead + 1) % 3
+	q.applyOn(follower, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	q.applyOn(3, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
+	if res := q.applyOn(4, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 3}}); res != int64(0) {
+		t.Fatalf("producer ids from a non-voter: %v (%T)", res, res)
+	}
+	if res := q.applyOn(4, createTopic("a", 2, 2)); res.(*raftfsm.Topic).Name != "a" {
+		t.Fatalf("create topic result %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := q.nodes[3].Apply(ctx, createTopic("a", 1, 1)); !errors.Is(err, raftfsm.ErrTopicExists) {
+		t.Fatalf("duplicate topic through a non-voter: %v", err)
+	}
+	q.converged()
+
+	sts := q.nodes[4].ControllerStatuses(ctx)
+	leaders := 0
+	for _, st := range sts {
+		if st.Role == "leader" {
+			leaders++
+		}
+	}
+	if len(sts) != 3 || leaders != 1 {
+		t.Fatalf("controller statuses %+v", sts)
+	}
+
+	q.stop(lead)
+	sts = q.nodes[3].ControllerStatuses(ctx)
+	unreachable := 0
+	for _, st := range sts {
+		if st.Role == "unreachable" {
+			unreachable++
+		}
+	}
+	if unreachable != 1 {
+		t.Fatalf("statuses with the leader down: %+v", sts)
+	}
+	q.applyOn(3, createTopic("b", 1, 1))
+	q.applyOn((lead+2)%3, createTopic("c", 1, 1))
+	q.start(lead)
+	q.converged()
+
+	// A restarted non-voter has its log: it does not join again.
+	q.stop(4)
+	q.applyOn(3, createTopic("d", 1, 1))
+	q.start(4)
+	if img, _ := q.nodes[4].Image(); img.Topics["c"] == nil {
+		t.Fatal("restarted non-voter did not load its state")
+	}
+	q.waitReady()
+	img := q.converged()
+	if img.Topics["d"] == nil {
+		t.Fatal("topic d missing")
+	}
+	if n := strings.Count(q.logs[4].String(), "joining the quorum as a non-voter"); n != 1 {
+		t.Fatalf("non-voter joined %d times", n)
+	}
+}
+
+// A non-voter that joins after many commands and a snapshot receives the
+// snapshot.
+func TestNonvoterJoinsFromSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 3, 0, func(c *raftfsm.Config) { c.SnapshotThreshold = 4 })
+	q.waitReady()
+	lead := q.leader()
+	for i := range 30 {
+		q.applyOn(lead, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: int64(i + 1)}})
+	}
+	if err := q.nodes[q.leader()].Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	b := q.addBroker(4, func(c *raftfsm.Config) { c.SnapshotThreshold = 4 })
+	q.start(b)
+	q.waitReady()
+	img := q.converged()
+	if img.NextProducerID != 30*31/2 {
+		t.Fatalf("next producer id %d", img.NextProducerID)
+	}
+	if !strings.Contains(q.logs[b].String(), "Installed remote snapshot") {
+		t.Fatal("the late non-voter did not install a snapshot")
+	}
+}
+
+// A voter cut off from the others cannot write; the majority can.
+func TestMinorityCannotApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 3, 0, nil)
+	q.waitReady()
+	old := q.leader()
+	q.isolate(old, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	_, err := q.nodes[old].Apply(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	cancel()
+	if err == nil {
+		t.Fatal("the cut-off leader applied a command")
+	}
+	other := (old + 1) % 3
+	q.applyOn(other, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
+	q.applyOn(other, createTopic("majority", 1, 1))
+	if st := q.nodes[old].Status(); st.Role == "leader" {
+		t.Fatalf("cut-off node still leads: %+v", st)
+	}
+	q.isolate(old, false)
+	img := q.converged()
+	if img.NextProducerID != 0 || img.Topics["majority"] == nil {
+		t.Fatalf("topics after healing: %v", img.Topics)
+	}
+}
+
+// brokerState waits for node i's image to show broker id in state.
+func (q *quorum) waitBroker(i int, id int32, state raftfsm.BrokerState, timeout time.Duration) *raftfsm.Broker {
+	q.t.Helper()
+	var b *raftfsm.Broker
+	waitFor(q.t, timeout, fmt.Sprintf("broker %d %s", id, state), func() bool {
+		img, _ := q.nodes[i].Image()
+		b = img.Brokers[id]
+		return b != nil && b.State == state
+	})
+	return b
+}
+
+func (q *quorum) register(i int, rack string) *raftfsm.Broker {
+	q.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := q.nodes[i].RegisterBroker(ctx, raftfsm.RegisterBroker{ID: q.cfgs[i].NodeID, Rack: rack})
+	if err != nil {
+		q.t.Fatalf("register broker %d: %v", q.cfgs[i].NodeID, err)
+	}
+	if b.State != raftfsm.BrokerAlive || !b.Heartbeats || b.RaftAddr == "" {
+		q.t.Fatalf("registered broker %+v", b)
+	}
+	return b
+}
+
+// Brokers on non-voters: registration unfences once caught up; a broker whose
+// heartbeats lapse is fenced within the session timeout and loses its
+// leaderships; back, it registers with a new epoch and is unfenced; a
+// controlled shutdown moves leaderships away before it returns.
+func TestBrokerLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 3, 2, nil)
+	q.waitReady()
+	b4 := q.register(3, "a")
+	q.register(4, "b")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	live, err := q.nodes[(q.leader()+1)%3].BrokerLiveness(ctx)
+	if err != nil || live[4].LastHeartbeat.IsZero() || live[5].AppliedIndex == 0 {
+		t.Fatalf("liveness %+v, %v", live, err)
+	}
+	q.applyOn(0, createTopic("t", 4, 2))
+	q.applyOn(0, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "solo", Partitions: 2,
+		ReplicationFactor: 1, Assignments: [][]int32{{4}, {5}}}})
+
+	// Broker 4 stops: fenced within the session timeout, leaderships moved.
+	q.stop(3)
+	stopped := time.Now()
+	q.waitBroker(0, 4, raftfsm.BrokerFenced, testSession+5*time.Second)
+	if d := time.Since(stopped); d > testSession+3*time.Second {
+		t.Errorf("fenced after %v, session timeout %v", d, testSession)
+	}
+	waitFor(t, 10*time.Second, "leaders moved off broker 4", func() bool {
+		img, _ := q.nodes[0].Image()
+		for _, p := range img.Topics["t"].Partitions {
+			if p.Leader != 5 || slices.Contains(p.ISR, 4) && p.Leader == 4 {
+				return false
+			}
+		}
+		solo := img.Topics["solo"].Partitions[0]
+		return solo.Leader == -1 && slices.Equal(solo.ISR, []int32{4})
+	})
+	if _, err := q.nodes[4].Apply(ctx, createTopic("rf2", 1, 2)); !errors.Is(err, raftfsm.ErrNotEnoughBrokers) {
+		t.Fatalf("rf 2 with one alive broker: %v", err)
+	}
+
+	// Back: a new epoch, unfenced, the offline partition led again.
+	q.start(3)
+	if b := q.register(3, "a"); b.Epoch <= b4.Epoch {
+		t.Fatalf("epoch %d after %d", b.Epoch, b4.Epoch)
+	}
+	waitFor(t, 10*time.Second, "solo/0 led again", func() bool {
+		img, _ := q.nodes[0].Image()
+		return img.Topics["solo"].Partitions[0].Leader == 4
+	})
+
+	// Controlled shutdown of broker 5: when it returns, no partition it led
+	// with another ISR member is still led by it.
+	if err := q.nodes[4].ControlledShutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	img, _ := q.nodes[4].Image()
+	if img.Brokers[5].State != raftfsm.BrokerShuttingDown {
+		t.Fatalf("broker 5 %+v", img.Brokers[5])
+	}
+	for i, p := range img.Topics["t"].Partitions {
+		if p.Leader == 5 && slices.Contains(p.ISR, 4) {
+			t.Fatalf("t/%d still led by the broker shutting down: %+v", i, p)
+		}
+	}
+	q.waitBroker(0, 5, raftfsm.BrokerFenced, testSession+5*time.Second)
+	q.converged()
+}
