@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -601,4 +602,175 @@ func TestGroupKcat(t *testing.T) {
 		t.Fatalf("%d records read by neither kcat (read %v)", miss, seen.counts)
 	}
 	t.Logf("protocol %s, kcat members read %v", d.Protocol, seen.counts)
+}
+
+// TestGroupAPIsEveryVersion drives one member through the whole classic
+// protocol over a raw connection once per version: each group API is used
+// at every version it advertises (versions clamped to its range), and the
+// error codes Kafka gives for stale generations and unknown members are
+// checked.
+func TestGroupAPIsEveryVersion(t *testing.T) {
+	n := kafkaNode(t)
+	httpCreateTopic(t, n, "gsweep", 2)
+	clamp := func(v, lo, hi int16) int16 { return min(max(v, lo), hi) }
+	for v := int16(0); v <= 9; v++ {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			c := rawDial(t, n.KafkaAddr)
+			group := fmt.Sprintf("sweep-%d", v)
+			fc := kmsg.NewPtrFindCoordinatorRequest()
+			fc.SetVersion(clamp(v, 0, 4))
+			fc.CoordinatorKey, fc.CoordinatorKeys = group, []string{group}
+			fr := rawRoundTrip(t, c, fc).(*kmsg.FindCoordinatorResponse)
+			node, code := fr.NodeID, fr.ErrorCode
+			if fc.Version >= 4 {
+				node, code = fr.Coordinators[0].NodeID, fr.Coordinators[0].ErrorCode
+			}
+			if code != 0 || node != 1 {
+				t.Fatalf("find coordinator: node %d code %d", node, code)
+			}
+
+			join := kmsg.NewPtrJoinGroupRequest()
+			join.SetVersion(v)
+			join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = group, 10000, 10000, "consumer"
+			meta := kmsg.NewConsumerMemberMetadata()
+			meta.Topics = []string{"gsweep"}
+			p := kmsg.NewJoinGroupRequestProtocol()
+			p.Name, p.Metadata = "range", meta.AppendTo(nil)
+			join.Protocols = append(join.Protocols, p)
+			jr := rawRoundTrip(t, c, join).(*kmsg.JoinGroupResponse)
+			if v >= 4 {
+				if jr.ErrorCode != kerr.MemberIDRequired.Code || jr.MemberID == "" {
+					t.Fatalf("join v%d without member id: code %d member %q", v, jr.ErrorCode, jr.MemberID)
+				}
+				join.MemberID = jr.MemberID
+				jr = rawRoundTrip(t, c, join).(*kmsg.JoinGroupResponse)
+			}
+			if jr.ErrorCode != 0 || jr.Generation != 1 || jr.LeaderID != jr.MemberID || len(jr.Members) != 1 || *jr.Protocol != "range" {
+				t.Fatalf("join: %+v", jr)
+			}
+			member := jr.MemberID
+
+			sync := kmsg.NewPtrSyncGroupRequest()
+			sync.SetVersion(clamp(v, 0, 5))
+			sync.Group, sync.Generation, sync.MemberID = group, 1, member
+			if sync.Version >= 5 {
+				sync.ProtocolType, sync.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+			}
+			asg := kmsg.NewConsumerMemberAssignment()
+			at := kmsg.NewConsumerMemberAssignmentTopic()
+			at.Topic, at.Partitions = "gsweep", []int32{0, 1}
+			asg.Topics = append(asg.Topics, at)
+			sa := kmsg.NewSyncGroupRequestGroupAssignment()
+			sa.MemberID, sa.MemberAssignment = member, asg.AppendTo(nil)
+			sync.GroupAssignment = append(sync.GroupAssignment, sa)
+			sr := rawRoundTrip(t, c, sync).(*kmsg.SyncGroupResponse)
+			if sr.ErrorCode != 0 || !bytes.Equal(sr.MemberAssignment, sa.MemberAssignment) {
+				t.Fatalf("sync: %+v", sr)
+			}
+
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.SetVersion(clamp(v, 0, 4))
+			hb.Group, hb.Generation, hb.MemberID = group, 1, member
+			if code := rawRoundTrip(t, c, hb).(*kmsg.HeartbeatResponse).ErrorCode; code != 0 {
+				t.Fatalf("heartbeat: code %d", code)
+			}
+			hb.Generation = 0
+			if code := rawRoundTrip(t, c, hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.IllegalGeneration.Code {
+				t.Fatalf("heartbeat of a stale generation: code %d", code)
+			}
+			hb.Generation, hb.MemberID = 1, "nobody"
+			if code := rawRoundTrip(t, c, hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.UnknownMemberID.Code {
+				t.Fatalf("heartbeat of an unknown member: code %d", code)
+			}
+
+			oc := kmsg.NewPtrOffsetCommitRequest()
+			oc.SetVersion(clamp(v, 2, 9))
+			oc.Group, oc.Generation, oc.MemberID = group, 1, member
+			ot := kmsg.NewOffsetCommitRequestTopic()
+			ot.Topic = "gsweep"
+			op := kmsg.NewOffsetCommitRequestTopicPartition()
+			op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = 1, 42, -1, kmsg.StringPtr("m")
+			ot.Partitions = append(ot.Partitions, op)
+			oc.Topics = append(oc.Topics, ot)
+			if code := rawRoundTrip(t, c, oc).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+				t.Fatalf("offset commit: code %d", code)
+			}
+
+			of := kmsg.NewPtrOffsetFetchRequest()
+			of.SetVersion(clamp(v, 1, 9))
+			of.Group = group
+			ft := kmsg.NewOffsetFetchRequestTopic()
+			ft.Topic, ft.Partitions = "gsweep", []int32{0, 1}
+			of.Topics = append(of.Topics, ft)
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = group
+			rgt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rgt.Topic, rgt.Partitions = "gsweep", []int32{0, 1}
+			rg.Topics = append(rg.Topics, rgt)
+			of.Groups = append(of.Groups, rg)
+			ofr := rawRoundTrip(t, c, of).(*kmsg.OffsetFetchResponse)
+			got := map[int32]int64{}
+			if of.Version >= 8 {
+				for _, p := range ofr.Groups[0].Topics[0].Partitions {
+					got[p.Partition] = p.Offset
+				}
+			} else {
+				for _, p := range ofr.Topics[0].Partitions {
+					got[p.Partition] = p.Offset
+				}
+			}
+			if got[0] != -1 || got[1] != 42 {
+				t.Fatalf("offset fetch: %v", got)
+			}
+
+			dg := kmsg.NewPtrDescribeGroupsRequest()
+			dg.SetVersion(clamp(v, 0, 5))
+			dg.Groups = []string{group}
+			dgr := rawRoundTrip(t, c, dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+			if dgr.ErrorCode != 0 || dgr.State != "Stable" || len(dgr.Members) != 1 || dgr.Members[0].ClientID != "runnel-e2e-raw" ||
+				!bytes.Equal(dgr.Members[0].MemberAssignment, sa.MemberAssignment) {
+				t.Fatalf("describe: %+v", dgr)
+			}
+
+			lg := kmsg.NewPtrListGroupsRequest()
+			lg.SetVersion(clamp(v, 0, 4))
+			if !slices.ContainsFunc(rawRoundTrip(t, c, lg).(*kmsg.ListGroupsResponse).Groups,
+				func(g kmsg.ListGroupsResponseGroup) bool { return g.Group == group && g.ProtocolType == "consumer" }) {
+				t.Fatal("list groups misses the group")
+			}
+
+			lv := kmsg.NewPtrLeaveGroupRequest()
+			lv.SetVersion(clamp(v, 0, 5))
+			lv.Group, lv.MemberID = group, member
+			lm := kmsg.NewLeaveGroupRequestMember()
+			lm.MemberID = member
+			lv.Members = append(lv.Members, lm)
+			lr := rawRoundTrip(t, c, lv).(*kmsg.LeaveGroupResponse)
+			if lr.ErrorCode != 0 || (lv.Version >= 3 && lr.Members[0].ErrorCode != 0) {
+				t.Fatalf("leave: %+v", lr)
+			}
+
+			od := kmsg.NewPtrOffsetDeleteRequest()
+			od.Group = group
+			odt := kmsg.NewOffsetDeleteRequestTopic()
+			odt.Topic = "gsweep"
+			odp := kmsg.NewOffsetDeleteRequestTopicPartition()
+			odp.Partition = 1
+			odt.Partitions = append(odt.Partitions, odp)
+			od.Topics = append(od.Topics, odt)
+			if r := rawRoundTrip(t, c, od).(*kmsg.OffsetDeleteResponse); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("offset delete: %+v", r)
+			}
+
+			dl := kmsg.NewPtrDeleteGroupsRequest()
+			dl.SetVersion(clamp(v, 0, 2))
+			dl.Groups = []string{group}
+			if code := rawRoundTrip(t, c, dl).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+				t.Fatalf("delete group: code %d", code)
+			}
+			if code := rawRoundTrip(t, c, dl).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != kerr.GroupIDNotFound.Code {
+				t.Fatalf("deleting it again: code %d", code)
+			}
+		})
+	}
 }
