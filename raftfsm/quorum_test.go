@@ -406,6 +406,17 @@ func TestBrokerLifecycle(t *testing.T) {
 		return img.Topics["solo"].Partitions[0].Leader == 4
 	})
 
+	// A new active controller gives every broker a fresh session: none is
+	// fenced by the failover.
+	old := q.leader()
+	q.stop(old)
+	q.applyOn((old+1)%3, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	time.Sleep(testSession + time.Second)
+	if img, _ := q.nodes[3].Image(); img.Brokers[4].State != raftfsm.BrokerAlive || img.Brokers[5].State != raftfsm.BrokerAlive {
+		t.Fatalf("brokers after failover: %+v %+v", img.Brokers[4], img.Brokers[5])
+	}
+	q.start(old)
+
 	// Controlled shutdown of broker 5: when it returns, no partition it led
 	// with another ISR member is still led by it.
 	if err := q.nodes[4].ControlledShutdown(ctx); err != nil {
@@ -422,4 +433,66 @@ func TestBrokerLifecycle(t *testing.T) {
 	}
 	q.waitBroker(0, 5, raftfsm.BrokerFenced, testSession+5*time.Second)
 	q.converged()
+}
+
+// ExtraProtocols serve other protocols on the raft port; DialNode reaches a
+// controller through this node's Voters view and a broker through its
+// registered RaftAddr.
+func TestExtraProtocolAndDialNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	var mu sync.Mutex
+	var got []string
+	echo := func(id int32) func(net.Conn) {
+		return func(c net.Conn) {
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4)
+				if _, err := io.ReadFull(c, buf); err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%d:%s", id, buf))
+				mu.Unlock()
+				_, _ = c.Write(buf)
+			}()
+		}
+	}
+	q := newQuorum(t, 1, 1, nil)
+	for i := range q.cfgs {
+		q.stop(i)
+		q.cfgs[i].ExtraProtocols = map[byte]func(net.Conn){'K': echo(q.cfgs[i].NodeID)}
+		q.start(i)
+	}
+	q.waitReady()
+	q.register(1, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for from, to := range map[int]int32{0: 2, 1: 1} {
+		c, err := q.nodes[from].DialNode(ctx, to, 'K')
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("ping"))
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(c, buf)
+		c.Close()
+		if err != nil || string(buf) != "ping" {
+			t.Fatalf("echo from %d: %q, %v", to, buf, err)
+		}
+	}
+	if _, err := q.nodes[0].DialNode(ctx, 9, 'K'); !errors.Is(err, raftfsm.ErrUnknownBroker) {
+		t.Fatalf("dial unknown node: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(got); !slices.Equal(got, []string{"1:ping", "2:ping"}) {
+		t.Fatalf("served %v", got)
+	}
+	bad := raftfsm.Config{NodeID: 7, Dir: t.TempDir(), BindAddr: freeAddr(t),
+		ExtraProtocols: map[byte]func(net.Conn){raftfsm.ProtoRaft: echo(7)}}
+	if _, err := raftfsm.Open(bad); !errors.Is(err, raftfsm.ErrUnknownProtocol) {
+		t.Fatalf("reserved byte: %v", err)
+	}
 }
