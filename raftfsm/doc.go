@@ -6,20 +6,39 @@
 // # Using it
 //
 // Open a Node (it bootstraps on an empty Dir when it is among Config.Voters;
-// restarts never bootstrap again), WaitReady, then Apply commands on the
-// leader (ErrNotLeader elsewhere) and read Image() anywhere. Image returns a
-// channel closed when a newer image is published, so readers can wait for
-// changes without polling.
+// restarts never bootstrap again), WaitReady, then Apply commands from any
+// node (forwarded to the leader over the controller RPC) and read Image()
+// anywhere. Image returns a channel closed when a newer image is published,
+// so readers can wait for changes without polling. A broker-only node
+// (Config.Voter false, not in Voters) joins as a raft non-voter and follows
+// the log; RegisterBroker starts its heartbeats, ControlledShutdown ends them.
+//
+// # One port
+//
+// BindAddr serves every protocol; a connection's first byte picks it: 'R'
+// raft, 'C' the controller RPC (length-prefixed JSON, rpcwire.go), others
+// from Config.ExtraProtocols. DialNode dials a node and writes the byte.
+// Addresses come from this node's view: Config.Voters for controllers, the
+// registered brokers' RaftAddr for the others, the raft configuration last.
 //
 // # Files
 //
 //	api.go        errors, Config, Status, the model (Image, Broker, Topic,
 //	              Partition) and the commands
-//	node.go       Node: open/bootstrap, raft config, transport, Close
-//	propose.go    Apply and what is decided before proposing; the leader
-//	              loop that creates the cluster id
+//	node.go       Node: open/bootstrap, raft config, Close
+//	mux.go        the first-byte port mux and raft's stream layer over it
+//	rpcwire.go    controller RPC frames and error codes
+//	rpc.go        controller RPC server and client, forwarding to the leader
+//	quorum.go     transport and address book, the RPC method table, Apply,
+//	              AddVoter/RemoveVoter, Join, DialNode, ControllerStatuses
+//	sessions.go   the active controller's broker sessions: fencing,
+//	              unfencing, moving partition leaders, controlled shutdown
+//	broker.go     a broker's side: RegisterBroker, heartbeats,
+//	              ControlledShutdown, BrokerLiveness
+//	propose.go    applyLocal/applyAll and what is decided before proposing;
+//	              the leader loop that creates the cluster id
 //	status.go     Image, WaitReady, Status, timeout tuning
-//	membership.go AddVoter, AddNonvoter, RemoveVoter, Snapshot
+//	membership.go local AddVoter/AddNonvoter/RemoveVoter, Snapshot
 //	command.go    the command envelope's encoding (JSON) and checks
 //	fsm.go        the raft.FSM: decode, skip applied indexes, one switch,
 //	              commit to badger, publish the image
@@ -52,8 +71,14 @@
 //
 // Raft owns its goroutines; Close shuts raft down first, which resolves every
 // pending future. The Node owns the leader loop (proposes InitCluster when it
-// leads a cluster without id) and one waiter per Apply in flight; Close
-// cancels and waits for them. Node.mu guards only the closing flag while a
-// goroutine is added. The FSM is called by raft from one goroutine; images
+// leads a cluster without id), the controller loop (fences and moves leaders
+// while it leads), the join loop of a new non-voter, the heartbeat loop of a
+// registered broker and one waiter per Apply in flight; Close cancels and
+// waits for them. The mux owns its accept loop and one goroutine per
+// connection while it is dispatched (an RPC connection is served on it);
+// Close closes the listener and the RPC connections and waits. Node.mu
+// guards only the closing flag while a goroutine is added; quorum.hbMu the
+// broker registration; sessions.mu the session table; quorum.reconcileMu
+// serialises leader moves (taken before no other lock). The FSM is called by raft from one goroutine; images
 // are published through an atomic pointer, so readers take no lock.
 package raftfsm
