@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -223,13 +224,23 @@ func (g groupsResource) backend(w http.ResponseWriter, r *http.Request) (GroupsB
 	return gb, ok
 }
 
-// groupParam returns the group path parameter (chi has unescaped it).
+// groupParam returns the {group} path parameter, unescaped (a group id may
+// hold any character, "/" included).
 func groupParam(r *http.Request) (string, error) {
-	name := chi.URLParam(r, "group")
+	name := pathParam(r, "group")
 	if name == "" || len(name) > 255 {
 		return "", &FieldError{Field: "path.group", Err: ErrInvalidRequest, Msg: "must be 1 to 255 characters"}
 	}
 	return name, nil
+}
+
+// pathParam returns a path parameter unescaped.
+func pathParam(r *http.Request, key string) string {
+	v := chi.URLParam(r, key)
+	if un, err := url.PathUnescape(v); err == nil {
+		return un
+	}
+	return v
 }
 
 // groupCall runs fn with the backend and the group, answering problems.
@@ -387,7 +398,7 @@ func (g groupsResource) poll(w http.ResponseWriter, r *http.Request) {
 		}
 		req := GroupPollRequest{MaxRecords: int(maxRecords), MaxBytes: int(maxBytes),
 			Wait: min(time.Duration(waitMS)*time.Millisecond, g.h.opts.MaxWait)}
-		res, err := gb.PollGroup(r.Context(), name, chi.URLParam(r, "member"), req)
+		res, err := gb.PollGroup(r.Context(), name, pathParam(r, "member"), req)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -415,13 +426,13 @@ func (g groupsResource) commitMember(w http.ResponseWriter, r *http.Request) {
 				return nil, 0, err
 			}
 		}
-		offs, err := gb.CommitMember(r.Context(), name, chi.URLParam(r, "member"), req.Offsets)
+		offs, err := gb.CommitMember(r.Context(), name, pathParam(r, "member"), req.Offsets)
 		return groupOffsets(name, offs), http.StatusOK, err
 	})
 }
 
 func (g groupsResource) leave(w http.ResponseWriter, r *http.Request) {
 	g.groupCall(w, r, func(gb GroupsBackend, name string) (any, int, error) {
-		return nil, http.StatusNoContent, gb.LeaveGroup(r.Context(), name, chi.URLParam(r, "member"))
+		return nil, http.StatusNoContent, gb.LeaveGroup(r.Context(), name, pathParam(r, "member"))
 	})
 }
