@@ -56,6 +56,8 @@ eq('reset latest', plan('latest'), [[9, 0, false]]);
 eq('reset shift back', plan('shift', -2), [[3, 6, false]]);
 eq('reset shift clamped', plan('shift', -10), [[2, 7, true]]);
 eq('reset offset clamped', plan('offset', 100), [[9, 0, true]]);
+const planned = g.plannedRows([{ topic: 'b', partition: 1, current_offset: 5, new_offset: 9 }, { topic: 'z', partition: 0, current_offset: -1, new_offset: 0 }], info);
+eq('plannedRows', planned.map(o => [o.committed, o.target, o.newLag]), [[5, 9, 0], [-1, 0, undefined]]);
 eq('assignment', g.assignmentOf({ assignment: [{ topic: 't', partitions: [0, 2] }] }), 't: 0, 2');
 
 const chart = await load('chart.js');

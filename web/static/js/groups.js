@@ -37,6 +37,18 @@ export function totalLag(d) {
   return offsetsOf(d).reduce((s, o) => s + (o.lag || 0), 0);
 }
 
+// plannedRows turns the server's planned offsets (GroupResetResult) into
+// preview rows, with the lag after the reset from the topics' high watermarks.
+export function plannedRows(planned, topicInfo) {
+  return planned.map((o) => {
+    const t = topicInfo.get(o.topic);
+    const p = t && (t.partitions || []).find(x => x.partition === o.partition);
+    const end = p ? (p.high_watermark ?? p.end_offset) : undefined;
+    return { topic: o.topic, partition: o.partition, committed: o.current_offset, target: o.new_offset, clamped: false,
+      newLag: end === undefined ? undefined : Math.max(0, end - o.new_offset) };
+  });
+}
+
 // planReset computes the offsets a reset would commit. strategy: earliest,
 // latest, offset (value), shift (value, may be negative), timestamp (resolved
 // beforehand into byTime: Map "topic/partition" -> offset). topicInfo maps a

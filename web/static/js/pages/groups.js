@@ -1,5 +1,6 @@
 // #/groups: consumer groups with state, members and total lag.
-// Calls GET /v1/groups; a 404 (no groups support yet) shows "no groups".
+// Calls GET /v1/groups (lag sampled by the coordinators every 10 s); a 404 or
+// 501 (a server without groups) shows "no groups".
 import { h, replace, table, fmtNum, errorBox } from '../dom.js';
 import { get, optional, seg } from '../api.js';
 import { curlButton } from '../curl.js';
@@ -20,7 +21,9 @@ export async function render(root, params, ctx) {
       { label: 'Group', get: g => h('a', { href: '#/groups/' + seg(groupName(g)) }, groupName(g)) },
       { label: 'State', get: g => h('span', { class: 'badge' }, g.state || '—') },
       { label: 'Members', num: true, get: g => fmtNum(Array.isArray(g.members) ? g.members.length : g.members ?? g.member_count) },
-      { label: 'Protocol', get: g => g.protocol || g.protocol_type || '—' },
+      { label: 'Type', get: g => g.protocol_type || '—' },
+      { label: 'Assignor', get: g => g.protocol || '—' },
+      { label: 'Coordinator', num: true, get: g => (g.coordinator === undefined ? '—' : String(g.coordinator)) },
       { label: 'Lag', num: true, get: g => fmtNum(totalLag(g)) },
     ], shown, { caption: `${shown.length} groups`, empty: 'No consumer groups.' }));
   };
