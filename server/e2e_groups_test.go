@@ -774,3 +774,102 @@ func TestGroupAPIsEveryVersion(t *testing.T) {
 		})
 	}
 }
+
+// groupOffsets reads GET /v1/groups/{group}/offsets as partition -> offset.
+func groupOffsets(t *testing.T, c *apiClient, group string) map[string]int64 {
+	t.Helper()
+	var res struct {
+		Offsets []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+		} `json:"offsets"`
+	}
+	c.json(http.MethodGet, "/v1/groups/"+url.PathEscape(group)+"/offsets", nil, http.StatusOK, &res)
+	out := map[string]int64{}
+	for _, o := range res.Offsets {
+		out[fmt.Sprintf("%s-%d", o.Topic, o.Partition)] = o.Offset
+	}
+	return out
+}
+
+// TestGroupSurvivesRestart: kill -9 the node under a consuming group. The
+// restarted coordinator loads offsets and the group's generation from
+// __consumer_offsets; committed offsets do not go backwards and the member,
+// still heartbeating its generation, carries on without a rebalance and
+// without reading anything twice.
+func TestGroupSurvivesRestart(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "grestart", 3)
+	produceIndexed(t, c, "grestart", 0, 300)
+	seen := newSeenSet()
+	startFranzMember(t, n.KafkaAddr, "restart-group", "grestart", "a", seen, true,
+		kgo.SessionTimeout(20*time.Second), kgo.HeartbeatInterval(300*time.Millisecond))
+	servertest.WaitFor(t, 30*time.Second, "first records consumed and committed", func() bool {
+		d, ok := tryDescribe(t, c, "restart-group")
+		return ok && seen.missing(300) == 0 && len(d.Offsets) == 3 && d.Lag == 0
+	})
+	before := describeGroup(t, c, "restart-group")
+	offsets := groupOffsets(t, c, "restart-group")
+
+	n.Kill()
+	n.Start()
+	after := groupOffsets(t, c, "restart-group")
+	for k, off := range offsets {
+		if after[k] < off {
+			t.Errorf("%s: committed offset went back from %d to %d", k, off, after[k])
+		}
+	}
+	produceIndexed(t, c, "grestart", 300, 600)
+	servertest.WaitFor(t, 30*time.Second, "records after the restart consumed", func() bool { return seen.missing(600) == 0 })
+	d := describeGroup(t, c, "restart-group")
+	if d.Generation != before.Generation || len(d.Members) != 1 || d.Members[0].MemberID != before.Members[0].MemberID {
+		t.Errorf("generation %d member %+v after the restart; before %d %+v", d.Generation, d.Members, before.Generation, before.Members)
+	}
+	if dup := seen.duplicates(); dup != 0 {
+		t.Errorf("%d records read twice", dup)
+	}
+}
+
+// TestGroupStaticMember: a static member (group.instance.id) that restarts
+// takes its instance's place: the group keeps two members, not three, and
+// the old member id is fenced.
+func TestGroupStaticMember(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "gstatic", 4)
+	seen := newSeenSet()
+	opts := func(id string) []kgo.Opt {
+		return []kgo.Opt{kgo.InstanceID(id), kgo.SessionTimeout(30 * time.Second), kgo.HeartbeatInterval(300 * time.Millisecond)}
+	}
+	startFranzMember(t, n.KafkaAddr, "static-group", "gstatic", "s1", seen, true, opts("instance-1")...)
+	s2 := startFranzMember(t, n.KafkaAddr, "static-group", "gstatic", "s2", seen, true, opts("instance-2")...)
+	d := waitSpread(t, c, "static-group", 2, 4, 30*time.Second)
+	var old string
+	for _, m := range d.Members {
+		if m.ClientID == "s2" {
+			old = m.MemberID
+		}
+	}
+	s2.stop() // a static member does not leave on close
+	if d := describeGroup(t, c, "static-group"); len(d.Members) != 2 {
+		t.Fatalf("after closing a static member: %d members", len(d.Members))
+	}
+	startFranzMember(t, n.KafkaAddr, "static-group", "gstatic", "s2", seen, true, opts("instance-2")...)
+	produceIndexed(t, c, "gstatic", 0, 400)
+	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(400) == 0 })
+	d = waitSpread(t, c, "static-group", 2, 4, 30*time.Second)
+	for _, m := range d.Members {
+		if m.MemberID == old {
+			t.Errorf("the replaced member id %s is still in the group", old)
+		}
+	}
+	// The old member id is fenced.
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(4) // instance ids from v3
+	hb.Group, hb.Generation, hb.MemberID, hb.InstanceID = "static-group", d.Generation, old, kmsg.StringPtr("instance-2")
+	if code := rawRoundTrip(t, rawDial(t, n.KafkaAddr), hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.FencedInstanceID.Code {
+		t.Errorf("heartbeat of the replaced member: code %d, want FENCED_INSTANCE_ID", code)
+	}
+}
