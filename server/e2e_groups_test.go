@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -422,6 +423,59 @@ func TestGroupLagHTTP(t *testing.T) {
 			t.Errorf("kafka sees partition %d at %d, want %d", p.Partition, p.Offset, commits[p.Partition])
 		}
 	}
+
+	// The coordinator's sampler exports the same lag per group and topic.
+	servertest.WaitFor(t, 15*time.Second, "runnel_group_lag in /metrics", func() bool {
+		resp, err := http.Get(n.URL + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return bytes.Contains(body, []byte(fmt.Sprintf("runnel_group_lag{group=\"lag-group\",topic=\"glag\"} %d\n", total)))
+	})
+	var series struct {
+		Groups []struct {
+			Group string  `json:"group"`
+			Lag   []int64 `json:"lag"`
+		} `json:"groups"`
+	}
+	c.json(http.MethodGet, "/v1/stats/series", nil, http.StatusOK, &series)
+	if len(series.Groups) != 1 || series.Groups[0].Group != "lag-group" || slices.Max(series.Groups[0].Lag) != total {
+		t.Errorf("series groups %+v, want lag-group with lag %d", series.Groups, total)
+	}
+
+	// Offsets of a group with members cannot be reset or overwritten
+	// without its member id; a dry run changes nothing.
+	var reset struct {
+		DryRun  bool `json:"dry_run"`
+		Offsets []struct {
+			Partition int32 `json:"partition"`
+			NewOffset int64 `json:"new_offset"`
+		} `json:"offsets"`
+	}
+	c.json(http.MethodPost, "/v1/groups/lag-group/offsets/reset", map[string]any{"strategy": "latest"}, http.StatusOK, &reset)
+	if !reset.DryRun || len(reset.Offsets) != 3 || reset.Offsets[1].NewOffset != topic.Partitions[1].HighWatermark {
+		t.Fatalf("dry run %+v", reset)
+	}
+	if d := describeGroup(t, c, "lag-group"); d.Lag != total {
+		t.Fatalf("a dry run changed the lag to %d", d.Lag)
+	}
+	member := startFranzMember(t, n.KafkaAddr, "lag-group", "glag", "m", newSeenSet(), false)
+	waitSpread(t, c, "lag-group", 1, 3, 30*time.Second)
+	c.problem(http.MethodPost, "/v1/groups/lag-group/offsets/reset", "application/json",
+		[]byte(`{"strategy":"earliest","dry_run":false}`), http.StatusConflict, "conflict")
+	c.problem(http.MethodPost, "/v1/groups/lag-group/offsets", "application/json",
+		[]byte(`{"offsets":[{"topic":"glag","partition":0,"offset":1}]}`), http.StatusConflict, "conflict")
+	c.problem(http.MethodDelete, "/v1/groups/lag-group", "", nil, http.StatusConflict, "conflict")
+	member.stop()
+	c.json(http.MethodPost, "/v1/groups/lag-group/offsets/reset", map[string]any{"strategy": "latest", "dry_run": false}, http.StatusOK, &reset)
+	if d := describeGroup(t, c, "lag-group"); d.Lag != 0 || d.State != "Empty" {
+		t.Fatalf("after reset to latest: lag %d state %s", d.Lag, d.State)
+	}
+	c.json(http.MethodDelete, "/v1/groups/lag-group", nil, http.StatusNoContent, nil)
+	c.problem(http.MethodGet, "/v1/groups/lag-group", "", nil, http.StatusNotFound, "unknown-group")
+
 }
 
 func TestGroupMixedHTTPAndKafka(t *testing.T) {

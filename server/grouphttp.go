@@ -137,12 +137,15 @@ func (h *httpBackend) DescribeGroup(ctx context.Context, name string) (api.Group
 		parts = append(parts, t)
 	}
 	sortTPs(parts)
+	byTopic := map[string]int64{}
 	for _, t := range parts {
 		pl := h.s.groups.lagOf(ctx, t, offs[t].Offset)
 		pl.Metadata = offs[t].Metadata
 		d.Lag += pl.Lag
+		byTopic[t.Topic] += pl.Lag
 		d.Offsets = append(d.Offsets, pl)
 	}
+	h.s.metrics.setGroupLag(name, byTopic) // a fresher sample than the sampler's
 	return d, nil
 }
 
