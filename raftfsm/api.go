@@ -146,6 +146,7 @@ type Command struct {
 	RegisterBroker      *RegisterBroker      `json:",omitempty"`
 	SetBrokerState      *SetBrokerState      `json:",omitempty"`
 	ChangePartition     *ChangePartition     `json:",omitempty"`
+	ChangePartitions    *ChangePartitions    `json:",omitempty"`
 	AllocateProducerIDs *AllocateProducerIDs `json:",omitempty"`
 	InitCluster         *InitCluster         `json:",omitempty"`
 }
@@ -219,6 +220,15 @@ type ChangePartition struct {
 	PartitionEpoch int32
 	Leader         int32
 	ISR            []int32
+}
+
+// ChangePartitions applies many ChangePartition to one topic in one command
+// (the controller moves leaders with it): a change with stale epochs or an
+// invalid leader/ISR is skipped, the others apply. The Topic field of each
+// change is ignored. Result: int64, the number of changes applied.
+type ChangePartitions struct {
+	Topic   string
+	Changes []ChangePartition
 }
 
 // AllocateProducerIDs result: int64, the first of Count new producer ids.

@@ -216,7 +216,7 @@ func (n *Node) waitApplied(ctx context.Context, index uint64) error {
 func (n *Node) BrokerLiveness(ctx context.Context) (map[int32]Liveness, error) {
 	var out map[int32]Liveness
 	res, err := n.onLeader(ctx, "liveness", struct{}{}, &out, func(context.Context) (any, error) {
-		return n.q.sessions.liveness(), nil
+		return n.q.sessions.liveness(n.raft.CurrentTerm()), nil
 	})
 	if err != nil {
 		return nil, err

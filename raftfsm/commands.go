@@ -194,18 +194,56 @@ func (c *change) changePartition(cmd *ChangePartition) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPartitionChange(t, cmd); err != nil {
+		return nil, err
+	}
+	t = t.clone()
+	p := setPartition(t, cmd)
+	c.putTopic(t)
+	res := p.clone()
+	return &res, nil
+}
+
+func (c *change) changePartitions(cmd *ChangePartitions) (any, error) {
+	t, err := c.topic(cmd.Topic)
+	if err != nil {
+		return nil, err
+	}
+	t = t.clone()
+	applied := int64(0)
+	for i := range cmd.Changes {
+		ch := cmd.Changes[i]
+		ch.Topic = cmd.Topic
+		if checkPartitionChange(t, &ch) != nil {
+			continue
+		}
+		setPartition(t, &ch)
+		applied++
+	}
+	if applied > 0 {
+		c.putTopic(t)
+	}
+	return applied, nil
+}
+
+// checkPartitionChange validates cmd against t's current partition.
+func checkPartitionChange(t *Topic, cmd *ChangePartition) error {
 	if cmd.Partition < 0 || int(cmd.Partition) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %q/%d", ErrUnknownPartition, cmd.Topic, cmd.Partition)
+		return fmt.Errorf("%w: %q/%d", ErrUnknownPartition, cmd.Topic, cmd.Partition)
 	}
 	cur := t.Partitions[cmd.Partition]
 	if cmd.LeaderEpoch != cur.LeaderEpoch || cmd.PartitionEpoch != cur.PartitionEpoch {
-		return nil, fmt.Errorf("%w: %q/%d at epochs %d/%d, current %d/%d", ErrStaleEpoch,
+		return fmt.Errorf("%w: %q/%d at epochs %d/%d, current %d/%d", ErrStaleEpoch,
 			cmd.Topic, cmd.Partition, cmd.LeaderEpoch, cmd.PartitionEpoch, cur.LeaderEpoch, cur.PartitionEpoch)
 	}
 	if err := checkLeaderISR(cur.Replicas, cmd.Leader, cmd.ISR); err != nil {
-		return nil, fmt.Errorf("%w (%q/%d)", err, cmd.Topic, cmd.Partition)
+		return fmt.Errorf("%w (%q/%d)", err, cmd.Topic, cmd.Partition)
 	}
-	t = t.clone()
+	return nil
+}
+
+// setPartition applies a checked change to t, which the caller owns.
+func setPartition(t *Topic, cmd *ChangePartition) *Partition {
 	p := &t.Partitions[cmd.Partition]
 	if p.Leader != cmd.Leader {
 		p.LeaderEpoch++
@@ -213,9 +251,7 @@ func (c *change) changePartition(cmd *ChangePartition) (any, error) {
 	p.Leader = cmd.Leader
 	p.ISR = slices.Clone(cmd.ISR)
 	p.PartitionEpoch++
-	c.putTopic(t)
-	res := p.clone()
-	return &res, nil
+	return p
 }
 
 // checkLeaderISR: the ISR is a duplicate-free subset of the replicas, and the

@@ -175,6 +175,8 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.setBrokerState(cmd.SetBrokerState)
 	case cmd.ChangePartition != nil:
 		return c.changePartition(cmd.ChangePartition)
+	case cmd.ChangePartitions != nil:
+		return c.changePartitions(cmd.ChangePartitions)
 	case cmd.AllocateProducerIDs != nil:
 		return c.allocateProducerIDs(cmd.AllocateProducerIDs)
 	case cmd.InitCluster != nil:

@@ -149,6 +149,25 @@ func TestFSMCommands(t *testing.T) {
 		{name: "leader outside isr", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 2, ISR: []int32{1}}}, err: ErrInvalidAssignment},
 		{name: "isr outside replicas", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1, 3}}}, err: ErrInvalidAssignment},
 		{name: "unknown partition", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 2}}, err: ErrUnknownPartition},
+		{name: "change many", cmd: Command{ChangePartitions: &ChangePartitions{Topic: "t", Changes: []ChangePartition{
+			{Partition: 0, Leader: 2, ISR: []int32{2}},
+			{Partition: 1, LeaderEpoch: 7, Leader: 3, ISR: []int32{3}}, // stale: skipped
+			{Partition: 1, Leader: 1, ISR: []int32{1}},                 // outside the replicas: skipped
+			{Partition: 5, Leader: 1},                                  // unknown: skipped
+		}}},
+			check: func(t *testing.T, res any, img *Image) {
+				p0, p1 := img.Topics["t"].Partitions[0], img.Topics["t"].Partitions[1]
+				if res.(int64) != 1 || p0.Leader != 2 || p0.LeaderEpoch != 1 || p1.Leader != 2 || p1.PartitionEpoch != 0 {
+					t.Fatalf("result %v, partitions %+v %+v", res, p0, p1)
+				}
+			}},
+		{name: "change many unknown topic", cmd: Command{ChangePartitions: &ChangePartitions{Topic: "x"}}, err: ErrUnknownTopic},
+		{name: "reregister with heartbeats", cmd: Command{RegisterBroker: &RegisterBroker{ID: 2, RaftAddr: "h:1", Heartbeats: true}},
+			check: func(t *testing.T, res any, img *Image) {
+				if b := img.Brokers[2]; b.State != BrokerFenced || b.Epoch != 10 || b.RaftAddr != "h:1" || !b.Heartbeats {
+					t.Fatalf("broker %+v", b)
+				}
+			}},
 		{name: "producer ids", cmd: Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 1000}},
 			check: func(t *testing.T, res any, img *Image) {
 				if res.(int64) != 0 || img.NextProducerID != 1000 {

@@ -181,9 +181,10 @@ func raftError(err error) error {
 }
 
 // applyAll proposes cmds on this node (the leader) without waiting between
-// them, so raft commits them in batches, and returns each one's error once
-// all are applied or ctx is done.
-func (n *Node) applyAll(ctx context.Context, cmds []Command) []error {
+// them, so raft commits them in batches, and returns each one's result and
+// error once all are applied or ctx is done.
+func (n *Node) applyAll(ctx context.Context, cmds []Command) ([]any, []error) {
+	res := make([]any, len(cmds))
 	errs := make([]error, len(cmds))
 	futures := make([]raft.ApplyFuture, len(cmds))
 	for i, cmd := range cmds {
@@ -212,16 +213,18 @@ func (n *Node) applyAll(ctx context.Context, cmds []Command) []error {
 				errs[i] = raftError(err)
 			} else if err, ok := f.Response().(error); ok {
 				errs[i] = err
+			} else {
+				res[i] = f.Response()
 			}
 		}
 	}) {
-		return fill(errs, ErrClosed)
+		return make([]any, len(cmds)), fill(errs, ErrClosed)
 	}
 	select {
 	case <-waited:
-		return errs
+		return res, errs
 	case <-ctx.Done():
-		return fill(make([]error, len(cmds)), fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err()))
+		return make([]any, len(cmds)), fill(make([]error, len(cmds)), fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err()))
 	}
 }
 

@@ -198,7 +198,7 @@ func (n *Node) rpcMethods() map[string]rpcMethod {
 			return n.Status(), nil
 		}),
 		"liveness": method(true, func(context.Context, struct{}) (any, error) {
-			return n.q.sessions.liveness(), nil
+			return n.q.sessions.liveness(n.raft.CurrentTerm()), nil
 		}),
 		"shutdown": method(true, func(ctx context.Context, req shutdownRequest) (any, error) {
 			return n.onControlledShutdown(ctx, req)

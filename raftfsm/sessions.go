@@ -69,10 +69,11 @@ func (s *sessions) expired(term uint64, img *Image, now time.Time, timeout time.
 	return out
 }
 
-// liveness is the table as BrokerLiveness reports it.
-func (s *sessions) liveness() map[int32]Liveness {
+// liveness is the table of term as BrokerLiveness reports it.
+func (s *sessions) liveness(term uint64) map[int32]Liveness {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forTermLocked(term)
 	out := make(map[int32]Liveness, len(s.m))
 	for id, ss := range s.m {
 		l := Liveness{AppliedIndex: ss.applied}
@@ -180,22 +181,24 @@ func (n *Node) reconcile(ctx context.Context) {
 	if len(cmds) == 0 {
 		return
 	}
-	errs := n.applyAll(ctx, cmds)
-	moved := 0
+	res, errs := n.applyAll(ctx, cmds)
+	moved, want := 0, 0
 	for i, err := range errs {
-		switch {
-		case err == nil:
-			moved++
-		case errors.Is(err, ErrStaleEpoch):
-		default:
-			n.log.Warn("raftfsm: cannot move partition leader", "topic", cmds[i].ChangePartition.Topic,
-				"partition", cmds[i].ChangePartition.Partition, "err", err)
+		want += len(cmds[i].ChangePartitions.Changes)
+		if err != nil {
+			n.log.Warn("raftfsm: cannot move partition leaders", "topic", cmds[i].ChangePartitions.Topic, "err", err)
+			continue
 		}
+		moved += int(res[i].(int64))
 	}
-	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", len(cmds))
+	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want)
 }
 
-// leaderMoves lists the ChangePartition commands that reconcile proposes,
+// maxMovesPerCommand keeps a ChangePartitions command well under
+// maxCommandBytes (a change encodes to about 100 bytes).
+const maxMovesPerCommand = 4096
+
+// leaderMoves lists the ChangePartitions commands that reconcile proposes,
 // in topic order. A partition led by a broker that is not alive moves to the
 // first replica, in replica order, that is in the ISR and alive; the ISR
 // keeps its alive members. Without such a replica, a partition led by a
@@ -209,34 +212,45 @@ func leaderMoves(img *Image) []Command {
 	}
 	var out []Command
 	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
-		t := img.Topics[name]
-		for i, p := range t.Partitions {
+		var changes []ChangePartition
+		for i, p := range img.Topics[name].Partitions {
 			if p.Leader != -1 && alive(p.Leader) {
 				continue
 			}
-			leader := int32(-1)
-			for _, r := range p.Replicas {
-				if alive(r) && slices.Contains(p.ISR, r) {
-					leader = r
-					break
-				}
+			if ch, ok := leaderMove(img, p, alive); ok {
+				ch.Partition = int32(i)
+				changes = append(changes, ch)
 			}
-			isr := p.ISR
-			switch {
-			case leader != -1:
-				isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
-			case p.Leader == -1:
-				continue // still no candidate
-			case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == BrokerShuttingDown:
-				continue
-			}
-			out = append(out, Command{ChangePartition: &ChangePartition{
-				Topic: name, Partition: int32(i), LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Leader: leader, ISR: slices.Clone(isr),
-			}})
+		}
+		for len(changes) > 0 {
+			k := min(len(changes), maxMovesPerCommand)
+			out = append(out, Command{ChangePartitions: &ChangePartitions{Topic: name, Changes: changes[:k]}})
+			changes = changes[k:]
 		}
 	}
 	return out
+}
+
+// leaderMove is the change for one partition whose leader is not alive.
+func leaderMove(img *Image, p Partition, alive func(int32) bool) (ChangePartition, bool) {
+	leader := int32(-1)
+	for _, r := range p.Replicas {
+		if alive(r) && slices.Contains(p.ISR, r) {
+			leader = r
+			break
+		}
+	}
+	isr := p.ISR
+	switch {
+	case leader != -1:
+		isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
+	case p.Leader == -1:
+		return ChangePartition{}, false // still no candidate
+	case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == BrokerShuttingDown:
+		return ChangePartition{}, false
+	}
+	return ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Leader: leader, ISR: slices.Clone(isr)}, true
 }
 
 // shutdownRequest asks the leader to move a broker's leaderships away.

@@ -1,0 +1,52 @@
+package raftfsm
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestLeaderMoves(t *testing.T) {
+	img := emptyImage()
+	for id, st := range map[int32]BrokerState{1: BrokerAlive, 2: BrokerFenced, 3: BrokerShuttingDown, 4: BrokerAlive} {
+		img.Brokers[id] = &Broker{ID: id, State: st}
+	}
+	img.Topics["t"] = &Topic{Name: "t", Partitions: []Partition{
+		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // alive leader: kept
+		{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 4, 1}, ISR: []int32{2, 1, 4}}, // fenced: to 4, the first alive replica
+		{Leader: 2, PartitionEpoch: 5, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},    // fenced, no alive candidate: offline
+		{Leader: 3, Replicas: []int32{3, 2}, ISR: []int32{3, 2}},                       // shutting down, no candidate: kept
+		{Leader: 3, Replicas: []int32{3, 1}, ISR: []int32{3, 1}},                       // shutting down: to 1
+		{Leader: -1, Replicas: []int32{2, 1}, ISR: []int32{1}},                         // offline, 1 alive: led again
+		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, none: kept
+		{Leader: 9, Replicas: []int32{9, 1}, ISR: []int32{9}},                          // unknown broker, no candidate: offline
+	}}
+	want := []ChangePartition{
+		{Partition: 1, LeaderEpoch: 3, Leader: 4, ISR: []int32{1, 4}},
+		{Partition: 2, PartitionEpoch: 5, Leader: -1, ISR: []int32{2, 3}},
+		{Partition: 4, Leader: 1, ISR: []int32{1}},
+		{Partition: 5, Leader: 1, ISR: []int32{1}},
+		{Partition: 7, Leader: -1, ISR: []int32{9}},
+	}
+	cmds := leaderMoves(img)
+	if len(cmds) != 1 || cmds[0].ChangePartitions.Topic != "t" || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
+		t.Fatalf("moves %+v", cmds)
+	}
+}
+
+func TestLeaderMovesChunked(t *testing.T) {
+	img := emptyImage()
+	img.Brokers[1] = &Broker{ID: 1, State: BrokerAlive}
+	ps := make([]Partition, maxMovesPerCommand+1)
+	for i := range ps {
+		ps[i] = Partition{Leader: -1, Replicas: []int32{1}, ISR: []int32{1}}
+	}
+	img.Topics["big"] = &Topic{Name: "big", Partitions: ps}
+	cmds := leaderMoves(img)
+	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != maxMovesPerCommand {
+		t.Fatalf("%d commands", len(cmds))
+	}
+	data, err := encodeCommand(Command{Version: CommandVersion, ChangePartitions: cmds[0].ChangePartitions})
+	if err != nil || len(data) > maxCommandBytes {
+		t.Fatalf("a full command encodes to %d bytes (%v), limit %d", len(data), err, maxCommandBytes)
+	}
+}
