@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,9 @@ import (
 //	      ([]byte fields are base64, as encoding/json writes them)
 
 const (
+	groupStoreTimeout = 10 * time.Second // an acks=all append of group records
+	groupLoadWait     = 5 * time.Second  // for the high watermark before a load
+
 	recordKindOffset int16 = 1
 	recordKindGroup  int16 = 2
 	storeVersion           = 1
@@ -125,8 +129,10 @@ func parseGroupKey(key []byte) (kind int16, group string, t tp, err error) {
 	return kind, group, t, nil
 }
 
-// appendGroupRecords appends records to the group's offsets partition as
-// one batch (all or none).
+// appendRecordsLocked appends records to the group's offsets partition as
+// one batch (all or none), acks=all: it returns once the in-sync replicas
+// hold it, so a commit that was acknowledged survives a coordinator
+// failover.
 func (g *group) appendRecordsLocked(recs []newRecord) error {
 	b := g.c.s.broker
 	if b == nil {
@@ -136,7 +142,9 @@ func (g *group) appendRecordsLocked(recs []newRecord) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errGroupNotCoordinator, err)
 	}
-	if _, err := p.append(buildBatch(recs)); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), groupStoreTimeout)
+	defer cancel()
+	if _, err := p.produce(ctx, buildBatch(recs), -1); err != nil {
 		return fmt.Errorf("store group %s: %w", g.name, err)
 	}
 	return nil
@@ -179,6 +187,16 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 	p, err := b.partition(offsetsTopic, idx)
 	if err != nil {
 		return nil, err
+	}
+	// A new leader's high watermark may trail its log end until the
+	// followers have fetched; loading below it could miss commits that
+	// were acknowledged, so offsets would go back. Wait (the caller
+	// retries at its next tick; clients see COORDINATOR_LOAD_IN_PROGRESS).
+	for deadline := c.now().Add(groupLoadWait); p.hwm.Load() < p.log.EndOffset(); {
+		if c.now().After(deadline) {
+			return nil, fmt.Errorf("%s-%d: high watermark %d below the log end %d", offsetsTopic, idx, p.hwm.Load(), p.log.EndOffset())
+		}
+		time.Sleep(groupTick)
 	}
 	metas := map[string]*storedGroup{}
 	offsets := map[string]map[tp]offsetEntry{}
