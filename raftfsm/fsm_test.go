@@ -467,3 +467,20 @@ func TestLastWrites(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// Placement starts from the broker holding the fewest replicas.
+func TestPlacementBalancesReplicas(t *testing.T) {
+	img := emptyImage()
+	for id := int32(1); id <= 3; id++ {
+		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
+	}
+	// Broker 3 leads one partition but 1 and 2 hold more replicas.
+	img.Topics["x"] = &Topic{Name: "x", Partitions: []Partition{
+		{Leader: 3, Replicas: []int32{3}},
+		{Leader: 1, Replicas: []int32{1, 2}}, {Leader: 2, Replicas: []int32{2, 1}},
+	}}
+	got, err := placeReplicas(img, 1, 1)
+	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
+		t.Fatalf("got %v %v, want [[3]]", got, err)
+	}
+}

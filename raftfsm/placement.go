@@ -7,10 +7,10 @@ import (
 
 // placeReplicas assigns n partitions of rf replicas over img's alive brokers.
 // The brokers are ordered round-robin over racks (so neighbours sit on
-// different racks), the first leader is the broker leading the fewest
-// partitions, and each partition's leader moves one step on. The replicas
-// after the leader are the next brokers in that order on racks not used yet by
-// the partition, then any unused broker. Deterministic for a given image.
+// different racks), the first leader is the broker holding the fewest
+// replicas (then leading the fewest partitions), and each partition's leader
+// moves one step on. The replicas after the leader are the next brokers in
+// that order on racks not used yet by the partition, then any unused broker. Deterministic for a given image.
 func placeReplicas(img *Image, n int32, rf int16) ([][]int32, error) {
 	if n < 1 || rf < 1 {
 		return nil, fmt.Errorf("%w: %d partitions, replication factor %d", ErrInvalidPartitions, n, rf)
@@ -19,7 +19,7 @@ func placeReplicas(img *Image, n int32, rf int16) ([][]int32, error) {
 	if int(rf) > len(order) {
 		return nil, fmt.Errorf("%w: replication factor %d, %d alive brokers", ErrNotEnoughBrokers, rf, len(order))
 	}
-	start := leastLeading(img, order)
+	start := leastLoaded(img, order)
 	out := make([][]int32, n)
 	for p := range out {
 		first := (start + p) % len(order)
@@ -58,18 +58,22 @@ func rackOrder(img *Image) []int32 {
 	return order
 }
 
-// leastLeading returns the position in order of the broker leading the
-// fewest partitions (the first such).
-func leastLeading(img *Image, order []int32) int {
-	leads := map[int32]int{}
+// leastLoaded returns the position in order of the broker holding the
+// fewest replicas, then leading the fewest partitions (the first such).
+func leastLoaded(img *Image, order []int32) int {
+	replicas, leads := map[int32]int{}, map[int32]int{}
 	for _, t := range img.Topics {
 		for _, p := range t.Partitions {
 			leads[p.Leader]++
+			for _, r := range p.Replicas {
+				replicas[r]++
+			}
 		}
 	}
 	best := 0
 	for i, id := range order {
-		if leads[id] < leads[order[best]] {
+		b := order[best]
+		if replicas[id] < replicas[b] || replicas[id] == replicas[b] && leads[id] < leads[b] {
 			best = i
 		}
 	}
