@@ -497,6 +497,32 @@ func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 		t.Errorf("lag after the reset in the UI: %d", gd.Lag)
 	}
 	shots.take(ctx, "group")
+	uiKafkaMember(t, ctx, node, shots, ui, topic)
+}
+
+// uiKafkaMember shows a franz-go consumer, a member of a Kafka group, with its
+// assignment on the group page.
+func uiKafkaMember(t *testing.T, ctx context.Context, node *servertest.Node, shots *uiShots, ui, topic string) {
+	t.Helper()
+	if node.KafkaAddr == "" {
+		return
+	}
+	const group = "ui-kafka-group"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ClientID("ui-e2e"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if fs := cl.PollFetches(pctx); fs.Err0() != nil && fs.NumRecords() == 0 {
+		t.Fatalf("kafka consumer poll: %v", fs.Err0())
+	}
+	uiDo(t, ctx, "kafka group page", chromedp.Navigate(ui+"#/groups/"+group))
+	uiWait(t, ctx, "kafka member with its assignment", fmt.Sprintf(
+		`document.querySelector('main').innerText.includes('ui-e2e') && document.querySelector('main').innerText.includes(%q)`, topic+": 0, 1, 2"))
+	shots.take(ctx, "group-kafka-member")
 }
 
 // uiConfigsAndCurl edits a topic config in the UI, then runs the command the
