@@ -19,7 +19,7 @@ function membersTable(d) {
     { label: 'Client', get: m => [m.client_id || '—', m.instance_id ? h('small', { class: 'muted' }, ' static: ' + m.instance_id) : null] },
     { label: 'Host', get: m => m.client_host ?? m.host ?? '—' },
     { label: 'Assignment', get: m => assignmentOf(m) || '—' },
-  ], members, { caption: `${members.length} members`, empty: 'No active members.' });
+  ], members, { caption: members.length === 1 ? '1 member' : `${members.length} members`, empty: 'No active members.' });
 }
 
 function offsetsTable(rows) {
@@ -156,6 +156,6 @@ export async function render(root, params, ctx) {
     await refresh();
     const s = await optional(get('/v1/stats/series', null, { signal: ctx.signal })).catch(() => null);
     const gs = s && (s.groups || []).find(x => x.group === name);
-    if (gs) replace(chartSlot, h('h2', null, 'Lag, last hour'), lineChart({ title: 'Total lag (records)', startMs: s.start_ms, intervalMs: s.interval_ms, series: [{ name: 'lag', values: gs.lag }] }));
+    if (gs) replace(chartSlot, h('h2', null, 'Lag, last hour'), h('div', { class: 'charts' }, lineChart({ title: 'Total lag (records)', startMs: s.start_ms, intervalMs: s.interval_ms, series: [{ name: 'lag', values: gs.lag }] })));
   });
 }
