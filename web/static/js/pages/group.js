@@ -129,7 +129,7 @@ export async function render(root, params, ctx) {
         card('Total lag', fmtNum(totalLag(desc)), totalLag(desc) > 0 ? 'warn' : '', 'group-lag'),
         card('Generation', fmtNum(desc.generation)),
         card('Coordinator', desc.coordinator === undefined ? '—' : 'broker ' + desc.coordinator),
-        card('Assignor', desc.protocol || '—')),
+        card('Assignor', desc.protocol || '—', 'text')),
       h('h2', null, 'Members'), membersTable(desc),
       h('h2', null, 'Offsets and lag'), offsetsTable(rows));
     return rows;
