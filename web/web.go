@@ -8,13 +8,22 @@
 //
 // File map:
 //
-//	web.go            Handler: resolves paths, content types, ETags, headers
-//	static/index.html the single page; hash routes #/cluster, #/topics,
-//	                  #/topics/{topic}, #/groups, #/groups/{group}, #/charts
-//	static/app.css    light/dark via prefers-color-scheme, narrow-screen layout
-//	static/js/        ES modules: main.js (router), api.js (REST client),
-//	                  murmur2.js (Kafka's key partitioner), chart.js (SVG chart),
-//	                  records.js (value decoding), curl.js, dom.js, pages/*.js
+//	web.go              Handler: resolves paths, content types, ETags, headers
+//	static/index.html   the single page; hash routes #/cluster, #/topics,
+//	                    #/topics/{topic}, #/groups, #/groups/{group}, #/charts
+//	static/app.css      light/dark via prefers-color-scheme, narrow-screen layout
+//	static/js/main.js   router; a page context owns its timers and fetches
+//	static/js/api.js    REST client, problem+json errors, connection indicator
+//	static/js/pages/    cluster, topics, topic (tabs), groups, group, charts
+//	static/js/browser.js message browser, find by key, JSON lines export
+//	static/js/produce.js, tail.js (SSE live tail and its resume), chart.js
+//	                    (inline-SVG line chart), murmur2.js (Kafka's key
+//	                    partitioner), records.js (bytes as JSON/text/hex/base64),
+//	                    groups.js (group shapes, reset planning), curl.js
+//	                    ("copy as curl"), forms.js, dom.js
+//	testdata/unit.mjs   node unit tests of the pure modules (web_test.go runs it)
+//
+// The end-to-end test in headless Chromium is server/e2e_ui_test.go.
 //
 // Handler holds no goroutines and no mutable state; it is safe for concurrent use.
 package web
