@@ -215,6 +215,11 @@ func (s *Server) startBroker(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", s.cfg.NodeID, err)
 	}
+	// A registered broker starts fenced; it serves once the controller has
+	// seen it catch up with the metadata and unfenced it.
+	if err := s.waitBrokerState(ctx, raftfsm.BrokerAlive); err != nil {
+		return fmt.Errorf("wait for broker %d to be unfenced: %w", s.cfg.NodeID, err)
+	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
 	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics, s.cfg.ReplicaLagMax)
 	if err == nil {
@@ -231,6 +236,21 @@ func (s *Server) startBroker(ctx context.Context) error {
 	}
 	s.broker = b
 	return nil
+}
+
+// waitBrokerState waits until the metadata shows this broker in state.
+func (s *Server) waitBrokerState(ctx context.Context, state raftfsm.BrokerState) error {
+	for {
+		img, changed := s.meta.Image()
+		if b, ok := img.Brokers[s.cfg.NodeID]; ok && b.State == state {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Close stops accepting work, lets in-flight requests finish, flushes every
