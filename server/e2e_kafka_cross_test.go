@@ -16,7 +16,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,11 +290,6 @@ func rawBatch(n int, pid int64, epoch int16, seq int32) []byte {
 func TestKafkaMultiNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three nodes")
-	}
-	// Three-node start is not ready yet (brokers fail to register with
-	// "not the active controller"); drop this gate when it is.
-	if os.Getenv("RUNNEL_KAFKA_MULTINODE") != "1" {
-		t.Skip("set RUNNEL_KAFKA_MULTINODE=1 (multi-node start pending)")
 	}
 	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
