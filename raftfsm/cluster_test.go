@@ -239,9 +239,11 @@ func TestClusterOfThree(t *testing.T) {
 	if !strings.Contains(c.logs[old].String(), "restored snapshot") {
 		t.Error("lagging node did not install a snapshot")
 	}
-	if st := c.nodes[old].Status(); len(st.Voters) != 3 || st.AppliedIndex < img.Index || st.LeaderID < 1 {
-		t.Fatalf("restarted node status %+v", st)
-	}
+	// raft records the snapshot as applied just after the FSM restored it.
+	waitFor(t, 10*time.Second, "the restarted node's raft status", func() bool {
+		st := c.nodes[old].Status()
+		return len(st.Voters) == 3 && st.AppliedIndex >= img.Index && st.LeaderID >= 1
+	})
 }
 
 // A single node grows to three voters with AddVoter; the joiners start

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,13 +19,13 @@ import (
 // proxy forwards TCP connections to a target until cut; cut closes the open
 // connections and refuses new ones until healed.
 type proxy struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	target string
+	cut    bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -73,9 +74,18 @@ func (p *proxy) track(cs ...net.Conn) bool {
 	return true
 }
 
+func (p *proxy) retarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
+}
+
 func (p *proxy) pipe(c net.Conn) {
 	defer c.Close()
-	up, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	up, err := net.Dial("tcp", target)
 	if err != nil {
 		return
 	}
@@ -104,45 +114,28 @@ func (p *proxy) setCut(cut bool) {
 	}
 }
 
-// quorum is a cluster of voters that reach each other through proxies (each
-// node has its own proxy to each peer, so a node can be cut off), plus
-// broker-only non-voters that dial the voters directly.
+// quorum is an in-process cluster where nodes reach each other only through
+// proxies: each node has its own proxy to each voter (its Voters view), so
+// it can be cut off; a broker-only non-voter advertises a proxy in front of
+// itself. As peers see only proxies, a node whose port was taken meanwhile
+// (by another test process) starts on another one.
 type quorum struct {
 	*cluster
-	voters  []raftfsm.Server       // real addresses
-	proxies map[[2]int]*proxy      // [from, to] node index
-	extra   map[int]raftfsm.Config // non-voter configs by index
+	voters  int               // nodes 0..voters-1 are the voters
+	proxies map[[2]int]*proxy // [from, to] node index; from -1: a non-voter's front
 }
 
 // Short broker sessions for tests.
 const (
 	testHeartbeat = 100 * time.Millisecond
-	testSession   = 2 * time.Second
+	testSession   = 3 * time.Second
 )
 
 func newQuorum(t *testing.T, voters, brokers int, tune func(*raftfsm.Config)) *quorum {
 	t.Helper()
-	q := &quorum{cluster: &cluster{t: t}, proxies: map[[2]int]*proxy{}}
+	q := &quorum{cluster: &cluster{t: t}, voters: voters, proxies: map[[2]int]*proxy{}}
 	for i := range voters {
-		q.voters = append(q.voters, raftfsm.Server{ID: int32(i + 1), Address: freeAddr(t)})
-	}
-	for i := range voters {
-		var view []raftfsm.Server
-		for j, v := range q.voters {
-			if j == i {
-				view = append(view, v)
-				continue
-			}
-			p := newProxy(t, v.Address)
-			q.proxies[[2]int{i, j}] = p
-			view = append(view, raftfsm.Server{ID: v.ID, Address: p.addr()})
-		}
-		cfg := raftfsm.Config{NodeID: q.voters[i].ID, BindAddr: q.voters[i].Address, Voters: view,
-			HeartbeatInterval: testHeartbeat, SessionTimeout: testSession}
-		if tune != nil {
-			tune(&cfg)
-		}
-		q.add(cfg)
+		q.addNode(int32(i+1), true, tune)
 	}
 	for i := range brokers {
 		q.addBroker(int32(voters+i+1), tune)
@@ -153,15 +146,78 @@ func newQuorum(t *testing.T, voters, brokers int, tune func(*raftfsm.Config)) *q
 	return q
 }
 
-// addBroker adds (does not start) a broker-only node.
-func (q *quorum) addBroker(id int32, tune func(*raftfsm.Config)) int {
-	cfg := raftfsm.Config{NodeID: id, BindAddr: freeAddr(q.t), Voters: q.voters,
+// addNode adds (does not start) node id: a voter, or a broker-only node.
+// Voters must all be added before any broker.
+func (q *quorum) addNode(id int32, voter bool, tune func(*raftfsm.Config)) int {
+	i := len(q.cfgs)
+	cfg := raftfsm.Config{NodeID: id, BindAddr: freeAddr(q.t),
 		HeartbeatInterval: testHeartbeat, SessionTimeout: testSession}
+	for j := range q.voters {
+		if j == i {
+			cfg.Voters = append(cfg.Voters, raftfsm.Server{ID: id, Address: cfg.BindAddr})
+			continue
+		}
+		// Voter j's address is known once it was added; later voters fill
+		// in the proxies to themselves below.
+		p := newProxy(q.t, "")
+		q.proxies[[2]int{i, j}] = p
+		cfg.Voters = append(cfg.Voters, raftfsm.Server{ID: int32(j + 1), Address: p.addr()})
+	}
+	if !voter {
+		front := newProxy(q.t, cfg.BindAddr)
+		q.proxies[[2]int{-1, i}] = front
+		cfg.AdvertiseAddr = front.addr()
+	}
 	if tune != nil {
 		tune(&cfg)
 	}
 	q.add(cfg)
-	return len(q.cfgs) - 1
+	q.retarget(i)
+	for j := range i {
+		if p := q.proxies[[2]int{i, j}]; p != nil {
+			p.retarget(q.cfgs[j].BindAddr)
+		}
+	}
+	return i
+}
+
+// addBroker adds (does not start) a broker-only node.
+func (q *quorum) addBroker(id int32, tune func(*raftfsm.Config)) int {
+	return q.addNode(id, false, tune)
+}
+
+// retarget points every proxy to node i at its BindAddr.
+func (q *quorum) retarget(i int) {
+	for k, p := range q.proxies {
+		if k[1] == i {
+			p.retarget(q.cfgs[i].BindAddr)
+		}
+	}
+}
+
+// start opens node i; when its port is taken it moves to another one.
+func (q *quorum) start(i int) {
+	q.t.Helper()
+	for range 5 {
+		n, err := raftfsm.Open(q.cfgs[i])
+		if err == nil {
+			q.nodes[i] = n
+			return
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			q.t.Fatalf("open node %d: %v", i+1, err)
+		}
+		cfg := &q.cfgs[i]
+		old := cfg.BindAddr
+		cfg.BindAddr = freeAddr(q.t)
+		for j, v := range cfg.Voters {
+			if v.Address == old {
+				cfg.Voters[j].Address = cfg.BindAddr
+			}
+		}
+		q.retarget(i)
+	}
+	q.t.Fatalf("open node %d: no free port", i+1)
 }
 
 // isolate cuts (or heals) every proxy to and from node i.
