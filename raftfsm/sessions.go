@@ -3,8 +3,10 @@ package raftfsm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,17 +121,23 @@ func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, e
 		return heartbeatReply{}, err
 	}
 	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch)
-	n.reconcile(ctx)
 	return heartbeatReply{State: res.(*Broker).State}, nil
 }
 
+// reconcileEvery bounds how long the controller loop goes without looking
+// for partitions to move when no broker changed state (partitions can also
+// go offline through ChangePartition).
+const reconcileEvery = 10
+
 // controllerLoop runs on every node; while it leads, it fences brokers whose
-// sessions lapsed and moves partition leaders (reconcile).
+// sessions lapsed and, when a broker changed state (and every reconcileEvery
+// ticks), moves partition leaders (reconcile).
 func (n *Node) controllerLoop(ctx context.Context) {
 	tick := time.NewTicker(min(max(n.heartbeatInterval()/2, 20*time.Millisecond), time.Second))
 	defer tick.Stop()
-	var reconciled uint64 // image index last reconciled in this term
+	var seen string // broker states at the last reconcile; "" after a term change
 	var term uint64
+	idle := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,24 +145,35 @@ func (n *Node) controllerLoop(ctx context.Context) {
 		case <-tick.C:
 		}
 		if n.raft.State() != raft.Leader {
-			reconciled = 0
+			seen = ""
 			continue
 		}
 		if t := n.raft.CurrentTerm(); t != term {
-			term, reconciled = t, 0
+			term, seen = t, ""
 		}
 		img, _ := n.Image()
-		fenced := n.fenceExpired(ctx, term, img)
-		if img, _ = n.Image(); fenced || img.Index != reconciled {
+		n.fenceExpired(ctx, term, img)
+		img, _ = n.Image()
+		idle++
+		if states := brokerStates(img); states != seen || idle >= reconcileEvery {
 			n.reconcile(ctx)
-			reconciled = img.Index
+			seen, idle = states, 0
 		}
 	}
 }
 
-// fenceExpired fences the brokers whose sessions lapsed; true if any was.
-func (n *Node) fenceExpired(ctx context.Context, term uint64, img *Image) bool {
-	did := false
+// brokerStates summarises the brokers' states and epochs.
+func brokerStates(img *Image) string {
+	var sb strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		b := img.Brokers[id]
+		fmt.Fprintf(&sb, "%d/%d/%s;", id, b.Epoch, b.State)
+	}
+	return sb.String()
+}
+
+// fenceExpired fences the brokers whose sessions lapsed.
+func (n *Node) fenceExpired(ctx context.Context, term uint64, img *Image) {
 	for _, b := range n.q.sessions.expired(term, img, time.Now(), n.sessionTimeout()) {
 		actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
 		_, err := n.applyLocal(actx, Command{SetBrokerState: &SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: BrokerFenced}})
@@ -164,9 +183,7 @@ func (n *Node) fenceExpired(ctx context.Context, term uint64, img *Image) bool {
 			continue
 		}
 		n.log.Info("raftfsm: broker fenced, heartbeats lapsed", "broker", b.ID, "epoch", b.Epoch)
-		did = true
 	}
-	return did
 }
 
 // reconcile moves the leadership of every partition whose leader is not
