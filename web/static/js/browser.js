@@ -56,7 +56,10 @@ function download(name, text) {
 
 export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const parts = (topic.partitions || []).map(p => p.partition);
-  const partSel = h('select', { name: 'partition' }, h('option', { value: 'all' }, 'All partitions'),
+  // Several partitions can be picked (Ctrl/Shift+click, or Space with the
+  // keyboard); "All partitions" or nothing picked means all of them.
+  const partSel = h('select', { name: 'partition', multiple: true, size: Math.min(5, parts.length + 1) },
+    h('option', { value: 'all', selected: params.partition === undefined }, 'All partitions'),
     parts.map(p => h('option', { value: String(p), selected: params.partition === String(p) }, 'Partition ' + p)));
   const startSel = h('select', { name: 'start' },
     h('option', { value: 'newest' }, 'Newest'), h('option', { value: 'earliest' }, 'Earliest'),
@@ -83,7 +86,10 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   };
   startSel.addEventListener('change', syncFields);
   syncFields();
-  const selected = () => (partSel.value === 'all' ? parts : [Number(partSel.value)]);
+  const selected = () => {
+    const picked = [...partSel.selectedOptions].map(o => o.value);
+    return picked.length === 0 || picked.includes('all') ? parts : picked.map(Number);
+  };
   const limit = () => Math.max(1, Math.min(5000, Number(limitIn.value) || 50));
   const draw = () => {
     replace(list, shown.map(r => recordView(r, modeSel.value)));
@@ -175,7 +181,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   more.addEventListener('click', () => load(true));
   exportBtn.addEventListener('click', () => download(`${topic.name}.jsonl`, shown.map(toJSONLine).join('\n') + '\n'));
   const form = h('form', { class: 'grid-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
-    field('Partitions', partSel), field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
+    field('Partitions', partSel, 'Ctrl/⌘-click picks several.'), field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
     h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
       curlButton(() => {
         // The first selected partition, from where the last load started.
