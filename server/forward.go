@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runnel/runnel/api"
@@ -46,9 +48,29 @@ type forwarder struct {
 	client *http.Client
 }
 
-func newForwarder() *forwarder {
-	return &forwarder{client: &http.Client{Timeout: 0, Transport: &http.Transport{
-		MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute, ResponseHeaderTimeout: 0,
+// Forwarded requests travel between nodes over the raft port (protoHTTP),
+// the one address nodes are sure to reach each other on, whatever they
+// advertise to clients. A URL host "runnel-node-<id>" names a node.
+const nodeHostPrefix = "runnel-node-"
+
+func nodeHost(id int32) string { return nodeHostPrefix + strconv.Itoa(int(id)) }
+
+// newForwarder dials node hosts with dialNode and anything else directly.
+func newForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)) *forwarder {
+	var direct net.Dialer
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err == nil && strings.HasPrefix(host, nodeHostPrefix) {
+			id, err := strconv.ParseInt(strings.TrimPrefix(host, nodeHostPrefix), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("forward: bad node host %q", host)
+			}
+			return dialNode(ctx, int32(id))
+		}
+		return direct.DialContext(ctx, network, addr)
+	}
+	return &forwarder{client: &http.Client{Transport: &http.Transport{
+		DialContext: dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute,
 	}}}
 }
 

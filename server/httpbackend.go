@@ -328,21 +328,20 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 }
 
 // route finds where a partition is served: the local partition when this
-// broker leads it, else the leader's HTTP address.
+// broker leads it, else the leader's node host for the forwarder.
 func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*partition, string, error) {
 	leader := t.Partitions[part].Leader
 	if leader == h.s.cfg.NodeID && h.s.broker != nil {
 		p, err := h.s.broker.partition(t.Name, part)
 		return p, "", toHTTPError(err)
 	}
-	b, ok := img.Brokers[leader]
-	if leader < 0 || !ok || b.HTTPAddr == "" {
+	if _, ok := img.Brokers[leader]; leader < 0 || !ok {
 		return nil, "", fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Name, part)
 	}
 	if isForwarded(ctx) {
 		return nil, "", fmt.Errorf("%w: %s-%d is led by broker %d", api.ErrNotLeader, t.Name, part, leader)
 	}
-	return nil, b.HTTPAddr, nil
+	return nil, nodeHost(leader), nil
 }
 
 func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {

@@ -50,3 +50,6 @@ func (l *connListener) Close() error {
 }
 
 func (l *connListener) Addr() net.Addr { return l.addr }
+
+// protoHTTP is the first byte of a forwarded HTTP connection on the raft port.
+const protoHTTP = 'H'

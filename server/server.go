@@ -48,6 +48,7 @@ type Server struct {
 	forward *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
+	interHTTP   *connListener     // forwarded HTTP requests from other nodes
 	groups      *groupCoordinator // nil unless a broker
 	kafka       *kafkaproto.Server
 	wg          sync.WaitGroup
@@ -118,6 +119,7 @@ func (s *Server) open() error {
 	}
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
+	s.interHTTP = newConnListener(&net.TCPAddr{})
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:            s.cfg.NodeID,
 		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
@@ -128,7 +130,10 @@ func (s *Server) open() error {
 		Logger:            s.logger.With("component", "raft"),
 		HeartbeatInterval: s.cfg.BrokerHeartbeatInterval,
 		SessionTimeout:    s.cfg.BrokerSessionTimeout,
-		ExtraProtocols:    map[byte]func(net.Conn){protoKafka: func(c net.Conn) { go s.interBroker.hand(c) }},
+		ExtraProtocols: map[byte]func(net.Conn){
+			protoKafka: func(c net.Conn) { go s.interBroker.hand(c) },
+			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },
+		},
 	})
 	if err != nil {
 		httpLn.Close()
@@ -148,13 +153,22 @@ func (s *Server) open() error {
 	if err != nil {
 		return fmt.Errorf("build HTTP API: %w", err)
 	}
-	s.forward = newForwarder()
+	s.forward = newForwarder(func(ctx context.Context, id int32) (net.Conn, error) {
+		return s.meta.DialNode(ctx, id, protoHTTP)
+	})
 	s.httpSrv = &http.Server{Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		if err := s.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("HTTP server stopped", "err", err)
+		}
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(s.interHTTP); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("inter-node HTTP stopped", "err", err)
 		}
 	}()
 
