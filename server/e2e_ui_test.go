@@ -264,6 +264,25 @@ func uiHTTP(t *testing.T, method, url string, body any, out any) int {
 	return resp.StatusCode
 }
 
+// uiProduce produces one record over HTTP.
+func uiProduce(t *testing.T, node *servertest.Node, topic, encoding, key string, value any) {
+	t.Helper()
+	body := map[string]any{"records": []map[string]any{{"key": key, "value": value}}}
+	if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding="+encoding, body, nil); code != http.StatusOK {
+		t.Fatalf("produce over HTTP: status %d", code)
+	}
+}
+
+// uiSession is one browser tab against one node, shared by the steps.
+type uiSession struct {
+	t     *testing.T
+	ctx   context.Context
+	node  *servertest.Node
+	shots *uiShots
+	ui    string // the UI's URL
+	topic string
+}
+
 func TestUIEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts chromium")
@@ -272,10 +291,26 @@ func TestUIEndToEnd(t *testing.T) {
 	ctx := uiBrowser(t)
 	watchConsole(t, ctx)
 	recordAPICalls(t, ctx)
-	shots := newShots(t)
-	ui := node.URL + "/ui/"
-	const topic = "ui-orders"
+	s := &uiSession{t: t, ctx: ctx, node: node, shots: newShots(t), ui: node.URL + "/ui/", topic: "ui-orders"}
 
+	s.cluster()
+	s.createTopic()
+	const key = "order-1"
+	part, offset := s.produce(key)
+	s.browse(key, part, offset)
+	s.findByKey(key, part)
+	s.tail()
+	uiTailAcrossRestart(t, ctx, node, s.topic)
+	uiConfigsAndCurl(t, ctx, node, s.shots, s.topic)
+	uiGroups(t, ctx, node, s.shots, s.ui, s.topic)
+	uiDelete(t, ctx, node, s.shots, s.ui)
+	s.layout()
+}
+
+// cluster: the quorum and brokers of the real node.
+func (s *uiSession) cluster() {
+	s.t.Helper()
+	t, ctx, node, shots, ui := s.t, s.ctx, s.node, s.shots, s.ui
 	// Cluster page: quorum and brokers of the real node.
 	var cluster struct {
 		ClusterID string `json:"cluster_id"`
@@ -285,7 +320,12 @@ func TestUIEndToEnd(t *testing.T) {
 	uiWait(t, ctx, "cluster id", fmt.Sprintf(`document.querySelector('[data-test=cluster-id]')?.textContent === %q`, cluster.ClusterID))
 	uiWait(t, ctx, "controller leader badge", `document.querySelector('main').innerText.includes('leader')`)
 	shots.take(ctx, "cluster")
+}
 
+// createTopic creates the topic in the UI.
+func (s *uiSession) createTopic() {
+	s.t.Helper()
+	t, ctx, node, shots, ui, topic := s.t, s.ctx, s.node, s.shots, s.ui, s.topic
 	// Create a topic in the UI.
 	uiDo(t, ctx, "create topic",
 		chromedp.Navigate(ui+"#/topics"),
@@ -301,9 +341,13 @@ func TestUIEndToEnd(t *testing.T) {
 		t.Fatalf("topic created in the UI: status %d, %d partitions", code, len(td.Partitions))
 	}
 	shots.take(ctx, "topic-created")
+}
 
-	// Produce in the UI: key, JSON value, a header; the key picks the partition.
-	const key = "order-1"
+// produce sends a record with a key, a JSON value and a header from the UI;
+// the key picks the partition as Kafka's partitioner would.
+func (s *uiSession) produce(key string) (int, string) {
+	s.t.Helper()
+	t, ctx, node, shots, topic := s.t, s.ctx, s.node, s.shots, s.topic
 	produceForm := `form[aria-label="Produce a message"] `
 	uiDo(t, ctx, "produce",
 		chromedp.Click(chromedp.CSS(`#tab-produce`)),
@@ -337,17 +381,22 @@ func TestUIEndToEnd(t *testing.T) {
 	}
 	shots.take(ctx, "produced")
 
+	return part, m[2]
+}
+
+// browse: "Show in browser", the newest records, two partitions from the
+// earliest offset, and the JSON lines export.
+func (s *uiSession) browse(key string, part int, offset string) {
+	s.t.Helper()
+	t, ctx, node, topic := s.t, s.ctx, s.node, s.topic
 	// "Show in browser" opens the message browser at the produced record.
 	uiDo(t, ctx, "show in browser", chromedp.Click(chromedp.CSS(`[data-test=produced] button`)))
 	uiWait(t, ctx, "browser at the produced record", fmt.Sprintf(
-		`document.querySelectorAll('.records article').length === 1 && !!document.querySelector('.records article[data-partition="%d"][data-offset="%s"]')`, part, m[2]))
+		`document.querySelectorAll('.records article').length === 1 && !!document.querySelector('.records article[data-partition="%d"][data-offset="%s"]')`, part, offset))
 
 	// More records over HTTP, so find-by-key has something to skip.
 	for i := range 20 {
-		body := map[string]any{"records": []map[string]any{{"key": fmt.Sprintf("other-%d", i), "value": map[string]int{"n": i}}}}
-		if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records", body, nil); code != 200 {
-			t.Fatalf("produce over HTTP: status %d", code)
-		}
+		uiProduce(t, node, topic, "json", fmt.Sprintf("other-%d", i), map[string]int{"n": i})
 	}
 
 	// Message browser: newest records across partitions, then find by key.
@@ -392,6 +441,12 @@ func TestUIEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[20]), &exported); err != nil || exported.Key != key || string(exported.Value) != `"{\"id\":1,\"item\":\"tea\"}"` {
 		t.Errorf("oldest exported line %s (%v)", lines[20], err)
 	}
+}
+
+// findByKey searches only the partition the key hashes to.
+func (s *uiSession) findByKey(key string, part int) {
+	s.t.Helper()
+	t, ctx, shots := s.t, s.ctx, s.shots
 	uiDo(t, ctx, "find by key",
 		chromedp.SendKeys(chromedp.CSS(`form[aria-label="Find by key"] input[name=key]`), key),
 		chromedp.Click(chromedp.CSS(`[data-test=find-key]`)))
@@ -405,7 +460,13 @@ func TestUIEndToEnd(t *testing.T) {
 		t.Errorf("find by key scanned every partition: %q", scanned)
 	}
 	shots.take(ctx, "find-by-key")
+}
 
+// tail: arrow keys between the tabs, then a record produced over HTTP
+// appears in the live tail.
+func (s *uiSession) tail() {
+	s.t.Helper()
+	t, ctx, node, shots, topic := s.t, s.ctx, s.node, s.shots, s.topic
 	// Keyboard: arrow keys move between the tabs.
 	uiDo(t, ctx, "keyboard tabs", chromedp.Focus(chromedp.CSS(`#tab-messages`)), chromedp.KeyEvent(kb.ArrowRight))
 	uiWait(t, ctx, "produce tab selected by keyboard", `document.activeElement.id === 'tab-produce' && document.activeElement.getAttribute('aria-selected') === 'true'`)
@@ -414,21 +475,18 @@ func TestUIEndToEnd(t *testing.T) {
 	uiDo(t, ctx, "open live tail", chromedp.Click(chromedp.CSS(`#tab-tail`)))
 	uiWait(t, ctx, "stream open", `document.querySelector('[data-test=tail-state]')?.textContent === 'live'`)
 	marker := fmt.Sprintf("tail-%d", time.Now().UnixNano())
-	body := map[string]any{"records": []map[string]any{{"key": "k", "value": marker}}}
-	if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
-		t.Fatalf("produce over HTTP: status %d", code)
-	}
+	uiProduce(t, node, topic, "string", "k", marker)
 	uiWait(t, ctx, "tailed record", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, marker))
 	if n := uiEval[int](t, ctx, `document.querySelectorAll('[data-test=tail-records] article').length`); n != 1 {
 		t.Errorf("live tail from latest shows %d records, want 1", n)
 	}
 	shots.take(ctx, "live-tail")
-	uiTailAcrossRestart(t, ctx, node, topic)
+}
 
-	uiConfigsAndCurl(t, ctx, node, shots, topic)
-	uiGroups(t, ctx, node, shots, ui, topic)
-	uiDelete(t, ctx, node, shots, ui)
-
+// layout: charts, a 360 px viewport, the dark scheme and keyboard focus.
+func (s *uiSession) layout() {
+	s.t.Helper()
+	t, ctx, shots, ui, topic := s.t, s.ctx, s.shots, s.ui, s.topic
 	// Charts from the series endpoint: the produce above shows up.
 	uiDo(t, ctx, "charts", chromedp.Navigate(ui+"#/charts"))
 	uiWait(t, ctx, "charts drawn", `document.querySelectorAll('svg.chart path.line').length >= 1`)
@@ -642,10 +700,7 @@ func uiTailAcrossRestart(t *testing.T, ctx context.Context, node *servertest.Nod
 		node.Start()
 		for i := range 3 {
 			m := fmt.Sprintf("after-restart-%d-%d", round, i)
-			body := map[string]any{"records": []map[string]any{{"key": m, "value": m}}}
-			if code := uiHTTP(t, "POST", node.URL+"/v1/topics/"+topic+"/records?encoding=string", body, nil); code != 200 {
-				t.Fatalf("produce after restart: status %d", code)
-			}
+			uiProduce(t, node, topic, "string", m, m)
 			want++
 			uiWait(t, ctx, "record produced after the restart in the tail", fmt.Sprintf(`document.querySelector('[data-test=tail-records]').textContent.includes(%q)`, m))
 		}
