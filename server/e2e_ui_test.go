@@ -326,7 +326,6 @@ func (s *uiSession) cluster() {
 func (s *uiSession) createTopic() {
 	s.t.Helper()
 	t, ctx, node, shots, ui, topic := s.t, s.ctx, s.node, s.shots, s.ui, s.topic
-	// Create a topic in the UI.
 	uiDo(t, ctx, "create topic",
 		chromedp.Navigate(ui+"#/topics"),
 		chromedp.Click(chromedp.CSS(`[data-test=new-topic]`)),
@@ -341,6 +340,17 @@ func (s *uiSession) createTopic() {
 		t.Fatalf("topic created in the UI: status %d, %d partitions", code, len(td.Partitions))
 	}
 	shots.take(ctx, "topic-created")
+
+	// Creating it again shows the server's problem in the form.
+	uiDo(t, ctx, "create the topic again",
+		chromedp.Navigate(ui+"#/topics"),
+		chromedp.Click(chromedp.CSS(`[data-test=new-topic]`)),
+		chromedp.SendKeys(chromedp.CSS(`form[aria-label="Create topic"] input[name=name]`), topic),
+		chromedp.Click(chromedp.CSS(`[data-test=create-topic]`)))
+	uiWait(t, ctx, "problem shown", `document.querySelector('form[aria-label="Create topic"] .error')?.textContent.includes('already exists')`)
+	shots.viewport(ctx, "topic-exists")
+	uiDo(t, ctx, "back to the topic", chromedp.Navigate(ui+"#/topics/"+topic))
+	uiWait(t, ctx, "topic page", `document.querySelectorAll('main table tbody tr').length === 3`)
 }
 
 // produce sends a record with a key, a JSON value and a header from the UI;
