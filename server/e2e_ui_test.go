@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -470,6 +471,34 @@ func (s *uiSession) findByKey(key string, part int) {
 		t.Errorf("find by key scanned every partition: %q", scanned)
 	}
 	shots.take(ctx, "find-by-key")
+	s.binaryAndTime()
+}
+
+// binaryAndTime: a binary value shows as hex, or base64 when asked; starting
+// at a timestamp an hour ago shows the records, an hour ahead none.
+func (s *uiSession) binaryAndTime() {
+	s.t.Helper()
+	t, ctx := s.t, s.ctx
+	uiProduce(t, s.node, s.topic, "base64", base64.StdEncoding.EncodeToString([]byte("bin-key")), base64.StdEncoding.EncodeToString([]byte{0, 0xff, 0x10}))
+	uiDo(t, ctx, "find the binary record",
+		chromedp.SetValue(chromedp.CSS(`form[aria-label="Find by key"] input[name=key]`), "bin-key"),
+		chromedp.Click(chromedp.CSS(`[data-test=find-key]`)))
+	uiWait(t, ctx, "binary value as hex", `document.querySelector('[data-test=find-result]')?.textContent.includes('found 1.') && document.querySelector('.records article .rec-value').textContent === '00ff 10'`)
+	uiDo(t, ctx, "show base64", chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=view]`), "base64"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('form[aria-label="Browse messages"] select[name=view]').dispatchEvent(new Event('change'))`))
+	uiWait(t, ctx, "binary value as base64", `document.querySelector('.records article .rec-value').textContent === 'AP8Q'`)
+	setTime := `(() => { const d = new Date(Date.now() + %d * 3600e3); const el = document.querySelector('form[aria-label="Browse messages"] input[name=timestamp]');
+		el.value = new Date(d - d.getTimezoneOffset() * 6e4).toISOString().slice(0, 19); })()`
+	for _, c := range []struct {
+		hours int
+		want  string
+	}{{-1, "> 20"}, {1, "=== 0"}} {
+		uiDo(t, ctx, "start at a timestamp",
+			chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=start]`), "timestamp"),
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(setTime, c.hours)),
+			chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+		uiWait(t, ctx, fmt.Sprintf("records from %+d h", c.hours), `document.querySelector('[role=status].muted')?.textContent.includes('records shown') && document.querySelectorAll('.records article').length `+c.want)
+	}
 }
 
 // tail: arrow keys between the tabs, then a record produced over HTTP
