@@ -645,6 +645,8 @@ func uiKafkaMember(t *testing.T, ctx context.Context, node *servertest.Node, sho
 // produce form's "Copy as curl" shows and checks its record arrives.
 func uiConfigsAndCurl(t *testing.T, ctx context.Context, node *servertest.Node, shots *uiShots, topic string) {
 	t.Helper()
+	uiDo(t, ctx, "topic charts", chromedp.Click(chromedp.CSS(`#tab-charts`)))
+	uiWait(t, ctx, "topic charts drawn", `document.querySelectorAll('[role=tabpanel] svg.chart path.line').length >= 2`)
 	cfgForm := `form[aria-label="Edit configs"] `
 	uiDo(t, ctx, "edit configs",
 		chromedp.Click(chromedp.CSS(`#tab-configs`)),
