@@ -6,7 +6,7 @@ CORE_PKGS := ./segments/... ./raftfsm/... ./api/... ./kafkaproto/...
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: run build test test-core test-integration fuzz bench chaos lint generate clean
+.PHONY: run build test test-core test-integration fuzz fuzz-short bench bench-short chaos lint generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
@@ -34,6 +34,10 @@ fuzz:
 
 bench:
 	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+# Every benchmark once with a small workload: CI's check that they still run.
+bench-short:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 -timeout 15m ./...
 
 chaos:
 	RUNNEL_CHAOS=1 $(GO) test -count=1 -timeout 60m -run 'Chaos|Crash|Kill' ./...
