@@ -32,5 +32,6 @@ func newRootCommand() *cobra.Command {
 	g.register(root.PersistentFlags())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newClientCommands(&g)...)
+	root.AddCommand(newDevCommand())
 	return root
 }
