@@ -14,7 +14,7 @@ import (
 )
 
 // waitFor polls cond until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -29,7 +29,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // timeouts: tests run on shared, loaded machines, and the helpers follow the
 // leader when it changes instead of assuming it stays put.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	cfgs  []raftfsm.Config
 	logs  []*syncBuffer
 	nodes []*raftfsm.Node // nil: stopped

@@ -28,7 +28,7 @@ type proxy struct {
 	wg     sync.WaitGroup
 }
 
-func newProxy(t *testing.T, target string) *proxy {
+func newProxy(t testing.TB, target string) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,7 +131,7 @@ const (
 	testSession   = 3 * time.Second
 )
 
-func newQuorum(t *testing.T, voters, brokers int, tune func(*raftfsm.Config)) *quorum {
+func newQuorum(t testing.TB, voters, brokers int, tune func(*raftfsm.Config)) *quorum {
 	t.Helper()
 	q := &quorum{cluster: &cluster{t: t}, voters: voters, proxies: map[[2]int]*proxy{}}
 	for i := range voters {
