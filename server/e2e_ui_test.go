@@ -721,17 +721,24 @@ func uiDelete(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	})
 }
 
-// uiTailAcrossRestart kills and restarts the node twice under an open live
-// tail. First plainly: EventSource reconnects by itself with Last-Event-ID.
-// Then with a stand-in answering 503 on the node's address meanwhile (as a
-// proxy would while the node is down): EventSource gives up on an error
-// status, and the UI reconnects by itself from the positions of the last
-// event id. Both times the records produced right after the restart appear,
-// none twice.
+// uiTailAcrossRestart kills and restarts the node three times under an open
+// live tail. First plainly: EventSource reconnects by itself with
+// Last-Event-ID. Then with a stand-in answering 503 on the node's address
+// meanwhile (as a proxy would while the node is down): EventSource gives up on
+// an error status, and the UI reconnects by itself from the positions of the
+// last event id. Last with a fresh tail that has seen no event (no id): the UI
+// resumes from the high watermarks read when it started. Every time the
+// records produced right after the restart appear, none twice.
 func uiTailAcrossRestart(t *testing.T, ctx context.Context, node *servertest.Node, topic string) {
 	t.Helper()
 	want := 1 // the record tailed before
-	for round, blocked := range []bool{false, true} {
+	for round, blocked := range []bool{false, true, false} {
+		if round == 2 {
+			// A fresh tail that has had no event yet, so no id to resume with.
+			uiDo(t, ctx, "fresh tail", chromedp.Click(chromedp.CSS(`#tab-charts`)), chromedp.Click(chromedp.CSS(`#tab-tail`)))
+			uiWait(t, ctx, "fresh tail live", `document.querySelector('[data-test=tail-state]')?.textContent === 'live'`)
+			want = 0
+		}
 		// Kill, not Stop: a graceful stop waits for open streams to end.
 		node.Kill()
 		uiWait(t, ctx, "tail notices the disconnect", `document.querySelector('[data-test=tail-state]').textContent !== 'live'`)

@@ -96,4 +96,8 @@ eq('parseEventID junk', [...tail.parseEventID('x:1,:,3')], []);
 eq('resumeQuery', tail.resumeQuery({ offset: 'latest', encoding: 'base64' }, new Map([[0, 9], [1, 4]])), { offset: 5, encoding: 'base64' });
 eq('resumeQuery nothing seen', tail.resumeQuery({ offset: 'latest' }, new Map()), { offset: 'latest' });
 
+const td = { partitions: [{ partition: 0, start_offset: 2, high_watermark: 10 }, { partition: 1, start_offset: 0, high_watermark: 0 }] };
+eq('startPositions latest', [...tail.startPositions(td, 'latest', '')], [[0, 9], [1, -1]]);
+eq('startPositions earliest one', [...tail.startPositions(td, 'earliest', '0')], [[0, 1]]);
+
 process.stdout.write(JSON.stringify({ partitions, failures }));

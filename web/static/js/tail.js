@@ -3,13 +3,15 @@
 // id lists "partition:last offset" for every streamed partition. When the
 // connection drops, EventSource reconnects by itself with Last-Event-ID and the
 // server resumes without loss or duplicates. When EventSource gives up (the
-// server answered a reconnect with an error status, e.g. while restarting), the
-// UI reconnects itself from the positions of the last id (the smallest next
-// offset, a new EventSource cannot send Last-Event-ID) and drops what it has
-// already shown, so nothing is lost or repeated either. An "error" event
-// carries a problem and ends the stream.
+// server answered a reconnect with an error status, e.g. while restarting), or
+// when the connection drops before any event gave it an id to send, the UI
+// reconnects itself from the positions it knows (the smallest next offset: a
+// new EventSource cannot send Last-Event-ID) and drops what it has already
+// shown, so nothing is lost or repeated either. Before the first event those
+// positions are the high watermarks read when the tail started. An "error"
+// event carries a problem and ends the stream.
 import { h, replace, field, fmtNum } from './dom.js';
-import { url, seg } from './api.js';
+import { url, seg, get } from './api.js';
 import { curlButton } from './curl.js';
 import { decodeRecord } from './records.js';
 import { recordView } from './browser.js';
@@ -36,6 +38,18 @@ export function parseEventID(id) {
 export function resumeQuery(base, last) {
   if (last.size === 0) return base;
   return { ...base, offset: Math.min(...[...last.values()].map(o => o + 1)) };
+}
+
+// startPositions maps each streamed partition to the offset before its first
+// record to show: high watermark - 1 from "latest", log start - 1 from "earliest".
+export function startPositions(topicDetail, from, partition) {
+  const out = new Map();
+  for (const p of topicDetail.partitions || []) {
+    if (partition !== '' && String(p.partition) !== partition) continue;
+    const hw = p.high_watermark ?? p.end_offset;
+    out.set(p.partition, (from === 'earliest' ? p.start_offset : hw) - 1);
+  }
+  return out;
 }
 
 export function liveTail(topic, signal) {
@@ -80,15 +94,19 @@ export function liveTail(topic, signal) {
     if (es) es.close();
     es = null;
   };
+  let gen = 0; // bumped by start and stop: a start overtaken by them gives up
   const stop = () => {
+    gen++;
     close();
     toggle.textContent = 'Start';
     setState('stopped', '');
   };
+  let hasID = false; // an event gave EventSource an id to resume with
   const connect = (q) => {
     close();
     const src = new EventSource(url(path, q));
     es = src;
+    hasID = false;
     toggle.textContent = 'Stop';
     setState('connecting', 'warn');
     src.addEventListener('open', () => setState('live', 'good'));
@@ -101,18 +119,29 @@ export function liveTail(topic, signal) {
         setState('ended: ' + (p.title || ev.data), 'bad');
         return;
       }
-      if (src.readyState !== EventSource.CLOSED) { setState('reconnecting', 'bad'); return; }
       setState('reconnecting', 'bad');
+      if (src.readyState !== EventSource.CLOSED && hasID) return; // EventSource resumes by itself
       src.close();
       retry = setTimeout(() => connect(resumeQuery(query(), last)), backoff);
       backoff = Math.min(MAX_BACKOFF, backoff * 2);
     });
-    src.addEventListener('message', onRecord);
-    src.addEventListener('record', onRecord);
+    const onEvent = (ev) => { if (ev.lastEventId) hasID = true; onRecord(ev); };
+    src.addEventListener('message', onEvent);
+    src.addEventListener('record', onEvent);
   };
-  const start = () => {
+  // start records where each partition stands (high watermark for "new
+  // records only", log start for "from the beginning") before connecting.
+  const start = async () => {
+    const mine = ++gen;
+    close();
     last = new Map();
-    connect(query());
+    setState('connecting', 'warn');
+    toggle.textContent = 'Stop';
+    try {
+      const t = await get('/v1/topics/' + seg(topic.name), null, { signal });
+      last = startPositions(t, fromSel.value, partSel.value);
+    } catch { /* unknown: a reconnect before the first event starts over */ }
+    if (mine === gen && !signal.aborted) connect(query());
   };
   toggle.addEventListener('click', () => (es || retry ? stop() : start()));
   for (const el of [partSel, fromSel]) el.addEventListener('change', () => { if (es || retry) { replace(list); start(); } });
