@@ -351,6 +351,10 @@ func TestNonvoterJoinsFromSnapshot(t *testing.T) {
 	b := q.addBroker(4, func(c *raftfsm.Config) { c.SnapshotThreshold = 4 })
 	q.start(b)
 	q.waitReady()
+	// Ready means caught up with the leader's commit index at first contact.
+	if img, _ := q.nodes[b].Image(); img.NextProducerID != 30*31/2 {
+		t.Fatalf("ready non-voter at next producer id %d", img.NextProducerID)
+	}
 	img := q.converged()
 	if img.NextProducerID != 30*31/2 {
 		t.Fatalf("next producer id %d", img.NextProducerID)

@@ -13,8 +13,9 @@ import (
 func (n *Node) Image() (*Image, <-chan struct{}) { return n.fsm.image() }
 
 // WaitReady blocks until the node knows a leader, has applied the log up to
-// the commit index it saw then (on the leader: everything committed, through
-// a barrier), and the cluster has an id.
+// the leader's commit index when it first reached it (on the leader:
+// everything committed, through a barrier), and the cluster has an id. Voters
+// and non-voters alike.
 func (n *Node) WaitReady(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -51,12 +52,28 @@ func (n *Node) catchUp(ctx context.Context, target uint64) (bool, uint64) {
 		return err == nil && n.raft.Barrier(timeout).Error() == nil, target
 	}
 	if target == 0 {
-		if _, id := n.raft.LeaderWithID(); id == "" {
+		if target = n.leaderCommitIndex(ctx); target == 0 {
 			return false, 0
 		}
-		target = max(n.raft.CommitIndex(), 1)
 	}
 	return n.raft.AppliedIndex() >= target, target
+}
+
+// leaderCommitIndex asks the leader for its commit index (at least 1); 0
+// while there is no leader or it does not answer. A follower's own commit
+// index is no target: a new node learns it only as its log fills.
+func (n *Node) leaderCommitIndex(ctx context.Context) uint64 {
+	addr, ok := n.leaderAddr()
+	if !ok {
+		return 0
+	}
+	cctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	var st Status
+	if err := callAddr(cctx, addr, "status", 0, struct{}{}, &st); err != nil || st.Role != "leader" {
+		return 0
+	}
+	return max(st.CommitIndex, 1)
 }
 
 // tuneTimeouts lengthens the single-voter timeouts once the configuration
