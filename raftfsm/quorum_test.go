@@ -331,6 +331,19 @@ func TestQuorumWithNonvoters(t *testing.T) {
 	if n := strings.Count(q.logs[4].String(), "joining the quorum as a non-voter"); n != 1 {
 		t.Fatalf("non-voter joined %d times", n)
 	}
+
+	// Membership changes from any node: non-voter 4 promotes 5, a follower
+	// removes it again.
+	mctx, mcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer mcancel()
+	if err := q.nodes[3].AddVoter(mctx, raftfsm.Server{ID: 5, Address: q.cfgs[4].AdvertiseAddr}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "node 5 a voter", func() bool { return q.nodes[4].Status().Voter })
+	if err := q.nodes[(q.leader()+1)%3].RemoveVoter(mctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "node 5 removed", func() bool { return len(q.nodes[q.leader()].Status().Voters) == 3 })
 }
 
 // A non-voter that joins after many commands and a snapshot receives the
