@@ -11,8 +11,10 @@ import (
 )
 
 var (
-	// ErrNotLeader: this node cannot propose (not leader, or leadership was
-	// lost while the command was in flight, when it may still apply).
+	// ErrNotLeader: no leader took the command before ctx ended (Apply and
+	// the other leader calls forward and retry until then), or it was lost
+	// in flight (leadership or the connection to the leader lost), when it
+	// may still apply: only ErrNotLeader itself means nothing was proposed.
 	ErrNotLeader         = errors.New("raftfsm: not the active controller")
 	ErrTopicExists       = errors.New("raftfsm: topic already exists")
 	ErrUnknownTopic      = errors.New("raftfsm: unknown topic")
