@@ -17,7 +17,8 @@ import (
 // until the group's rebalance lets them answer (bounded by the rebalance
 // timeout) or ctx is done. Errors are matched with errors.Is against the
 // sentinels below and in errors.go; a method returning a group-level error
-// fails every partition of the request with it.
+// fails every partition of the request with it. The listener copies every byte
+// slice it passes (metadata, assignments), so the coordinator may keep them.
 type GroupCoordinator interface {
 	// GroupCoordinatorID returns the node id of the broker coordinating
 	// group: the leader of the offsets topic partition the group hashes to.

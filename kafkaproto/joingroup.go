@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,7 +38,9 @@ func (s *Server) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kms
 		jr.Reason = *req.Reason
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, GroupProtocol{Name: p.Name, Metadata: p.Metadata})
+		// Request bytes alias the connection's read buffer; the
+		// coordinator keeps these.
+		jr.Protocols = append(jr.Protocols, GroupProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	res, err := gc.JoinGroup(ctx, jr)
 	resp.ErrorCode = groupErr(err)

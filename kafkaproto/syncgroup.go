@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,7 +29,7 @@ func (s *Server) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
-			sr.Assignments[a.MemberID] = a.MemberAssignment
+			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment) // kept; the request aliases the read buffer
 		}
 	}
 	res, err := gc.SyncGroup(ctx, sr)
