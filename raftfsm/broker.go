@@ -176,18 +176,24 @@ func (n *Node) ControlledShutdown(ctx context.Context) error {
 		return nil
 	}
 	req := shutdownRequest{ID: b.ID, Epoch: b.Epoch}
-	var reply shutdownReply
-	res, err := n.onLeader(ctx, "shutdown", req, &reply, func(ctx context.Context) (any, error) {
-		return n.onControlledShutdown(ctx, req)
-	})
-	if err != nil {
-		return fmt.Errorf("raftfsm: controlled shutdown of broker %d: %w", b.ID, err)
-	}
-	if r, ok := res.(shutdownReply); ok {
-		reply = r
-	}
-	if err := n.waitApplied(ctx, reply.Index); err != nil {
-		return fmt.Errorf("raftfsm: controlled shutdown of broker %d: %w", b.ID, err)
+	for {
+		var reply shutdownReply
+		res, err := n.onLeader(ctx, "shutdown", req, &reply, func(ctx context.Context) (any, error) {
+			return n.onControlledShutdown(ctx, req)
+		})
+		if r, ok := res.(shutdownReply); ok {
+			reply = r
+		}
+		if err == nil {
+			err = n.waitApplied(ctx, reply.Index)
+		}
+		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+			return fmt.Errorf("raftfsm: controlled shutdown of broker %d: %w", b.ID, err)
+		}
+		if err == nil && reply.Remaining == 0 {
+			break
+		}
+		n.log.Info("raftfsm: controlled shutdown continues", "broker", b.ID, "remaining", reply.Remaining, "err", err)
 	}
 	n.stopHeartbeats()
 	return nil

@@ -276,8 +276,13 @@ type shutdownRequest struct {
 	Epoch int64
 }
 
-// shutdownReply: the metadata index by which the moves are applied.
-type shutdownReply struct{ Index uint64 }
+// shutdownReply: the metadata index by which the moves are applied, and
+// how many partitions the broker still leads that could move (the moves
+// did not all finish in time: the broker asks again).
+type shutdownReply struct {
+	Index     uint64
+	Remaining int
+}
 
 // onControlledShutdown marks the broker shutting down and moves its
 // partition leaderships to other alive ISR members.
@@ -297,8 +302,24 @@ func (n *Node) onControlledShutdown(ctx context.Context, req shutdownRequest) (s
 		}
 	}
 	n.reconcile(ctx)
-	if err := ctx.Err(); err != nil {
-		return shutdownReply{}, err
+	img, _ = n.Image()
+	return shutdownReply{Index: img.Index, Remaining: movable(img, req.ID)}, nil
+}
+
+// movable counts the partitions broker id leads that have another alive ISR
+// member to move to.
+func movable(img *Image, id int32) int {
+	alive := func(r int32) bool {
+		b, ok := img.Brokers[r]
+		return ok && b.State == BrokerAlive && r != id
 	}
-	return shutdownReply{Index: n.fsm.appliedIndex()}, nil
+	count := 0
+	for _, t := range img.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader == id && slices.ContainsFunc(p.ISR, alive) {
+				count++
+			}
+		}
+	}
+	return count
 }
