@@ -70,6 +70,8 @@ function resetPanel(name, rows, signal, reload) {
       const r = request(false);
       await post(r.path, r.body);
       toast('Offsets reset.');
+      replace(preview, h('p', { class: 'notice' }, `Committed ${plan.length} new offsets.`));
+      plan = null;
       reload();
     } catch (e) { replace(preview, errorBox(e)); }
   };
