@@ -984,6 +984,43 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		return ok && seen.missing(400) == 0 && len(d.Offsets) == 4 && d.Lag == 0
 	})
 
+	// Any node serves an HTTP member: each call of this one lands on a
+	// different node and is proxied to the coordinator; every node lists
+	// both groups.
+	var join struct {
+		MemberID string `json:"member_id"`
+	}
+	newAPIClient(t, cl.Nodes[0]).json(http.MethodPost, "/v1/groups/fail-http/members",
+		map[string]any{"topics": []string{"gfail"}, "session_timeout_ms": 20000}, http.StatusOK, &join)
+	member := "/v1/groups/fail-http/members/" + url.PathEscape(join.MemberID)
+	got := 0
+	for i := 0; got < 400; i++ {
+		var res struct {
+			Records []json.RawMessage `json:"records"`
+		}
+		newAPIClient(t, cl.Nodes[i%3]).json(http.MethodGet, member+"/records?max_records=1000&wait_ms=500", nil, http.StatusOK, &res)
+		got += len(res.Records)
+		newAPIClient(t, cl.Nodes[(i+1)%3]).json(http.MethodPost, member+"/offsets", nil, http.StatusOK, nil)
+		if i > 100 {
+			t.Fatalf("HTTP member read %d of 400 records", got)
+		}
+	}
+	for _, n := range cl.Nodes {
+		var list struct {
+			Groups []struct {
+				Group string `json:"group"`
+			} `json:"groups"`
+		}
+		newAPIClient(t, n).json(http.MethodGet, "/v1/groups", nil, http.StatusOK, &list)
+		if len(list.Groups) != 2 || list.Groups[0].Group != "fail-group" || list.Groups[1].Group != "fail-http" {
+			t.Errorf("node %s lists %+v", n.URL, list.Groups)
+		}
+		if d := describeGroup(t, newAPIClient(t, n), "fail-http"); d.Lag != 0 || len(d.Members) != 1 {
+			t.Errorf("fail-http through %s: lag %d, %d members", n.URL, d.Lag, len(d.Members))
+		}
+	}
+	newAPIClient(t, cl.Nodes[2]).json(http.MethodDelete, member, nil, http.StatusNoContent, nil)
+
 	// The test needs __consumer_offsets replicated; say so plainly when the
 	// cluster cannot do that yet rather than pretend.
 	var offsetsTopic struct {
