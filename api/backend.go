@@ -121,6 +121,13 @@ type ControllerChange struct {
 	Address string `json:"address"`
 }
 
+// LeadersBackend is optionally implemented by a Backend that can run a
+// preferred leader election on request (POST /v1/topics/{topic}/elect-leaders).
+// Safe for concurrent use.
+type LeadersBackend interface {
+	ElectPreferredLeaders(ctx context.Context, topic string) (TopicDetail, error)
+}
+
 // ControllersBackend is optionally implemented by a Backend that can change
 // the controller quorum (POST/DELETE /v1/cluster/controllers). Safe for
 // concurrent use; each returns the cluster after the change.

@@ -20,6 +20,7 @@ func (t topicsResource) Routes() chi.Router {
 		r.Get("/", t.describe)
 		r.Delete("/", t.delete)
 		r.Patch("/configs", t.alterConfigs)
+		r.Post("/elect-leaders", t.electLeaders)
 		rec := recordsResource{t.h}
 		r.Post("/records", rec.produce)
 		r.Get("/records/stream", rec.stream)
@@ -204,4 +205,23 @@ func normalizeTopic(td TopicDetail) TopicDetail {
 		}
 	}
 	return td
+}
+
+func (t topicsResource) electLeaders(w http.ResponseWriter, r *http.Request) {
+	lb, ok := t.h.b.(LeadersBackend)
+	if !ok {
+		t.h.problem(w, r, fmt.Errorf("%w: leader elections", ErrNotImplemented))
+		return
+	}
+	name, err := topicParam(r)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	td, err := lb.ElectPreferredLeaders(r.Context(), name)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	t.h.writeJSON(w, r, http.StatusOK, normalizeTopic(td))
 }

@@ -53,6 +53,9 @@ func (s *Server) applyMeta(ctx context.Context, cmd raftfsm.Command) (any, error
 	if err != nil {
 		return nil, err
 	}
+	if err := s.catchUpWithLeader(ctx); err != nil {
+		return res, err
+	}
 	// The partitions of this broker follow the image; catch up now so the
 	// caller can use what it just created.
 	if s.broker != nil {
@@ -183,4 +186,29 @@ func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("allocate producer id: %w", err)
 	}
 	return res.(int64), nil
+}
+
+// catchUpWithLeader waits until this node has applied everything the active
+// controller had committed, so a change made through this node (forwarded
+// to the leader) is visible here when the call returns: read your writes.
+func (s *Server) catchUpWithLeader(ctx context.Context) error {
+	if s.meta.Status().Role == "leader" {
+		return nil
+	}
+	var target uint64
+	for _, c := range s.meta.ControllerStatuses(ctx) {
+		if c.Role == "leader" {
+			target = c.CommitIndex
+		}
+	}
+	for s.meta.Status().AppliedIndex < target {
+		_, changed := s.meta.Image()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("catch up with the active controller: %w", ctx.Err())
+		}
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower not caught up
 	// for this long leaves the ISR.
 	ReplicaLagMax time.Duration
+	// LeaderRebalanceInterval is how often the active controller moves
+	// leadership back to preferred replicas; 0 disables it.
+	LeaderRebalanceInterval time.Duration
 
 	MaxOpenFiles     int           // segment file handles shared by all partitions
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks
@@ -68,6 +71,7 @@ func DefaultConfig() Config {
 		BrokerHeartbeatInterval: 2 * time.Second,
 		BrokerSessionTimeout:    9 * time.Second,
 		ReplicaLagMax:           30 * time.Second,
+		LeaderRebalanceInterval: 30 * time.Second,
 		MaxOpenFiles:            1024,
 		MaintainInterval:        5 * time.Second,
 		ShutdownTimeout:         20 * time.Second,

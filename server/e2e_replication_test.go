@@ -311,3 +311,41 @@ func TestReplicationIsolatedLeader(t *testing.T) {
 		}
 	}
 }
+
+// Leadership moves back to the preferred replica on request once it is in
+// sync again (the automatic rebalance is off here so the request is what
+// moves it).
+func TestPreferredLeaderElectionOnRequest(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: append(fastSessions, "--leader-rebalance-interval", "0")})
+	createReplicatedTopic(t, c.Node(1), "pref")
+	ps, _ := describe(c.Node(1), "pref")
+	preferred := ps[0].Replicas[0]
+	if ps[0].Leader != preferred {
+		t.Fatalf("new partition led by %d, preferred %d", ps[0].Leader, preferred)
+	}
+	other := c.Node(int(preferred)%3 + 1)
+	c.Node(int(preferred)).Kill()
+	servertest.WaitFor(t, 30*time.Second, "leadership moved off the killed preferred replica", func() bool {
+		ps, ok := describe(other, "pref")
+		return ok && ps[0].Leader > 0 && ps[0].Leader != preferred
+	})
+	c.Node(int(preferred)).Start()
+	servertest.WaitFor(t, 30*time.Second, "the preferred replica back in sync", func() bool {
+		ps, ok := describe(other, "pref")
+		return ok && len(ps[0].ISR) == 3
+	})
+	if ps, _ := describe(other, "pref"); ps[0].Leader == preferred {
+		t.Fatalf("leadership returned with the automatic rebalance disabled")
+	}
+	var after struct {
+		Partitions []partitionView `json:"partitions"`
+	}
+	newAPIClient(t, other).json("POST", "/v1/topics/pref/elect-leaders", nil, 200, &after)
+	if after.Partitions[0].Leader != preferred {
+		t.Fatalf("after elect-leaders: leader %d, preferred %d", after.Partitions[0].Leader, preferred)
+	}
+	servertest.WaitFor(t, 20*time.Second, "an acks=all write through the re-elected preferred leader", func() bool {
+		_, ok := produceOne(c.Node(int(preferred)), "pref", "after-election", 5*time.Second)
+		return ok
+	})
+}

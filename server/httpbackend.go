@@ -410,3 +410,10 @@ func partitionHealth(img *raftfsm.Image) (under, offline int) {
 	}
 	return under, offline
 }
+
+func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (api.TopicDetail, error) {
+	if _, err := h.s.electLeaders(ctx, topic); err != nil {
+		return api.TopicDetail{}, toHTTPError(err)
+	}
+	return h.DescribeTopic(ctx, topic)
+}

@@ -48,10 +48,12 @@ type Server struct {
 	forward *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
-	interHTTP   *connListener     // forwarded HTTP requests from other nodes
-	groups      *groupCoordinator // nil unless a broker
-	kafka       *kafkaproto.Server
-	wg          sync.WaitGroup
+	interHTTP   *connListener // forwarded HTTP requests from other nodes
+
+	stopElections context.CancelFunc // stops runLeaderElections
+	groups        *groupCoordinator  // nil unless a broker
+	kafka         *kafkaproto.Server
+	wg            sync.WaitGroup
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
@@ -177,6 +179,15 @@ func (s *Server) open() error {
 	if err := s.meta.WaitReady(ctx); err != nil {
 		return fmt.Errorf("wait for the metadata quorum: %w", err)
 	}
+	if s.cfg.HasRole(RoleController) && s.cfg.LeaderRebalanceInterval > 0 {
+		ectx, stop := context.WithCancel(context.Background())
+		s.stopElections = stop
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.runLeaderElections(ectx, s.cfg.LeaderRebalanceInterval)
+		}()
+	}
 	if s.cfg.HasRole(RoleBroker) {
 		if err := s.startBroker(ctx); err != nil {
 			return err
@@ -288,6 +299,9 @@ func (s *Server) Close() error {
 			s.httpSrv.Close()
 		}
 		cancel()
+	}
+	if s.stopElections != nil {
+		s.stopElections()
 	}
 	if s.interBroker != nil {
 		s.interBroker.Close()

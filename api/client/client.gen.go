@@ -1360,6 +1360,15 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/topics/{topic}/configs (the `AlterTopicConfigs` operationId).
 	AlterTopicConfigs(ctx context.Context, topic Topic, body AlterTopicConfigsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ElectPreferredLeaders Move each partition's leadership back to its preferred replica
+	//
+	// For every partition whose leader is not its first (preferred) replica, and whose
+	// preferred replica is alive and in sync, leadership moves to it. The active
+	// controller also does this on its own every --leader-rebalance-interval.
+	//
+	// Corresponds with POST /v1/topics/{topic}/elect-leaders (the `ElectPreferredLeaders` operationId).
+	ElectPreferredLeaders(ctx context.Context, topic Topic, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ConsumeRecords Consume records from one partition by offset
 	//
 	// Reads from `offset` (or from the first record at or after `timestamp`). When
@@ -1993,6 +2002,25 @@ func (c *Client) AlterTopicConfigsWithBody(ctx context.Context, topic Topic, con
 // Corresponds with PATCH /v1/topics/{topic}/configs (the `AlterTopicConfigs` operationId).
 func (c *Client) AlterTopicConfigs(ctx context.Context, topic Topic, body AlterTopicConfigsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAlterTopicConfigsRequest(c.Server, topic, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ElectPreferredLeaders Move each partition's leadership back to its preferred replica
+//
+// For every partition whose leader is not its first (preferred) replica, and whose
+// preferred replica is alive and in sync, leadership moves to it. The active
+// controller also does this on its own every --leader-rebalance-interval.
+//
+// Corresponds with POST /v1/topics/{topic}/elect-leaders (the `ElectPreferredLeaders` operationId).
+func (c *Client) ElectPreferredLeaders(ctx context.Context, topic Topic, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewElectPreferredLeadersRequest(c.Server, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -3068,6 +3096,40 @@ func NewAlterTopicConfigsRequestWithBody(server string, topic Topic, contentType
 	return req, nil
 }
 
+// NewElectPreferredLeadersRequest constructs an http.Request for the ElectPreferredLeaders method
+func NewElectPreferredLeadersRequest(server string, topic Topic) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "topic", topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/topics/%s/elect-leaders", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewConsumeRecordsRequest constructs an http.Request for the ConsumeRecords method
 func NewConsumeRecordsRequest(server string, topic Topic, partition Partition, params *ConsumeRecordsParams) (*http.Request, error) {
 	var err error
@@ -3730,6 +3792,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /v1/topics/{topic}/configs (the `AlterTopicConfigs` operationId).
 	AlterTopicConfigsWithResponse(ctx context.Context, topic Topic, body AlterTopicConfigsJSONRequestBody, reqEditors ...RequestEditorFn) (*AlterTopicConfigsResponse, error)
+
+	// ElectPreferredLeadersWithResponse Move each partition's leadership back to its preferred replica
+	//
+	// For every partition whose leader is not its first (preferred) replica, and whose
+	// preferred replica is alive and in sync, leadership moves to it. The active
+	// controller also does this on its own every --leader-rebalance-interval.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/topics/{topic}/elect-leaders (the `ElectPreferredLeaders` operationId).
+	ElectPreferredLeadersWithResponse(ctx context.Context, topic Topic, reqEditors ...RequestEditorFn) (*ElectPreferredLeadersResponse, error)
 
 	// ConsumeRecordsWithResponse Consume records from one partition by offset
 	//
@@ -5188,6 +5261,68 @@ func (r AlterTopicConfigsResponse) ContentType() string {
 	return ""
 }
 
+type ElectPreferredLeadersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TopicDetail
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ElectPreferredLeadersResponse) GetJSON200() *TopicDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ElectPreferredLeadersResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ElectPreferredLeadersResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ElectPreferredLeadersResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ElectPreferredLeadersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ElectPreferredLeadersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ElectPreferredLeadersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ElectPreferredLeadersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ConsumeRecordsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5884,6 +6019,23 @@ func (c *ClientWithResponses) AlterTopicConfigsWithResponse(ctx context.Context,
 		return nil, err
 	}
 	return ParseAlterTopicConfigsResponse(rsp)
+}
+
+// ElectPreferredLeadersWithResponse Move each partition's leadership back to its preferred replica
+//
+// For every partition whose leader is not its first (preferred) replica, and whose
+// preferred replica is alive and in sync, leadership moves to it. The active
+// controller also does this on its own every --leader-rebalance-interval.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/topics/{topic}/elect-leaders (the `ElectPreferredLeaders` operationId).
+func (c *ClientWithResponses) ElectPreferredLeadersWithResponse(ctx context.Context, topic Topic, reqEditors ...RequestEditorFn) (*ElectPreferredLeadersResponse, error) {
+	rsp, err := c.ElectPreferredLeaders(ctx, topic, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseElectPreferredLeadersResponse(rsp)
 }
 
 // ConsumeRecordsWithResponse Consume records from one partition by offset
@@ -6955,6 +7107,53 @@ func ParseAlterTopicConfigsResponse(rsp *http.Response) (*AlterTopicConfigsRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseElectPreferredLeadersResponse parses an HTTP response from a ElectPreferredLeadersWithResponse call
+func ParseElectPreferredLeadersResponse(rsp *http.Response) (*ElectPreferredLeadersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ElectPreferredLeadersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TopicDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem

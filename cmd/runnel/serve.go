@@ -38,6 +38,7 @@ type serveFlags struct {
 	heartbeat  time.Duration
 	session    time.Duration
 	lagMax     time.Duration
+	rebalance  time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -81,6 +82,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.heartbeat, "broker-heartbeat-interval", def.BrokerHeartbeatInterval, "how often a broker heartbeats to the active controller")
 	fs.DurationVar(&f.session, "broker-session-timeout", def.BrokerSessionTimeout, "a broker whose heartbeats lapse this long is fenced")
 	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
+	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	return cmd
 }
@@ -110,6 +112,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.KafkaAutoCreateTopics = f.autoCreate
 	cfg.BrokerHeartbeatInterval, cfg.BrokerSessionTimeout = f.heartbeat, f.session
 	cfg.ReplicaLagMax = f.lagMax
+	cfg.LeaderRebalanceInterval = f.rebalance
 	cfg.MaxOpenFiles = f.maxFiles
 	cfg.Logger = logger
 	return cfg, nil
