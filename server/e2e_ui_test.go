@@ -276,12 +276,13 @@ func uiProduce(t *testing.T, node *servertest.Node, topic, encoding, key string,
 
 // uiSession is one browser tab against one node, shared by the steps.
 type uiSession struct {
-	t     *testing.T
-	ctx   context.Context
-	node  *servertest.Node
-	shots *uiShots
-	ui    string // the UI's URL
-	topic string
+	t      *testing.T
+	ctx    context.Context
+	node   *servertest.Node
+	shots  *uiShots
+	ui     string // the UI's URL
+	topic  string
+	groups bool // the server has consumer groups
 }
 
 func TestUIEndToEnd(t *testing.T) {
@@ -303,7 +304,7 @@ func TestUIEndToEnd(t *testing.T) {
 	s.tail()
 	uiTailAcrossRestart(t, ctx, node, s.topic)
 	uiConfigsAndCurl(t, ctx, node, s.shots, s.topic)
-	uiGroups(t, ctx, node, s.shots, s.ui, s.topic)
+	s.groups = uiGroups(t, ctx, node, s.shots, s.ui, s.topic)
 	uiDelete(t, ctx, node, s.shots, s.ui)
 	s.layout()
 }
@@ -529,6 +530,9 @@ func (s *uiSession) layout() {
 	// Charts from the series endpoint: the produce above shows up.
 	uiDo(t, ctx, "charts", chromedp.Navigate(ui+"#/charts"))
 	uiWait(t, ctx, "charts drawn", `document.querySelectorAll('svg.chart path.line').length >= 1`)
+	if s.groups {
+		uiWait(t, ctx, "group in the lag chart", `[...document.querySelectorAll('figure')].some(f => f.textContent.includes('Consumer group lag') && f.textContent.includes('ui-group'))`)
+	}
 	shots.take(ctx, "charts")
 
 	// 360 px wide: no horizontal scrolling of the page.
@@ -570,7 +574,7 @@ func (s *uiSession) layout() {
 // its lag; a reset to latest is previewed (dry run, nothing committed) and
 // then applied, and the lag drops to 0. A server without groups shows
 // "no groups".
-func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *uiShots, ui, topic string) {
+func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *uiShots, ui, topic string) bool {
 	t.Helper()
 	const group = "ui-group"
 	commit := map[string]any{"offsets": []map[string]any{{"topic": topic, "partition": 0, "offset": 0}}}
@@ -579,7 +583,7 @@ func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 		uiDo(t, ctx, "groups page", chromedp.Navigate(ui+"#/groups"))
 		uiWait(t, ctx, "no groups", `!!document.querySelector('[data-test=no-groups]')`)
 		shots.take(ctx, "groups-none")
-		return
+		return false
 	}
 	if code != http.StatusOK {
 		t.Fatalf("commit group offsets: status %d", code)
@@ -614,6 +618,7 @@ func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	}
 	shots.take(ctx, "group")
 	uiKafkaMember(t, ctx, node, shots, ui, topic)
+	return true
 }
 
 // uiKafkaMember shows a franz-go consumer, a member of a Kafka group, with its
