@@ -146,38 +146,37 @@ func runDevCluster(cmd *cobra.Command, f devFlags, serveArgs []string) error {
 	// stop them through us too.
 	ctx, stopHangup := signal.NotifyContext(ctx, syscall.SIGHUP)
 	defer stopHangup()
-	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	c := &devCluster{bin: self, dir: f.dataDir, logs: f.logs, errOut: errOut,
+	c := &devCluster{bin: self, dir: f.dataDir, logs: f.logs, errOut: cmd.ErrOrStderr(),
 		exits: make(chan *devProc, len(layout.Nodes))}
-	fmt.Fprintf(errOut, "starting %d nodes under %s ...\n", len(layout.Nodes), f.dataDir)
-	if err := c.start(layout, serveArgs); err != nil {
-		c.stop(f.stopTimeout)
+	err = c.run(ctx, cmd.OutOrStdout(), f, layout, serveArgs)
+	if stopErr := c.stop(f.stopTimeout); err == nil {
+		err = stopErr
+	}
+	return err
+}
+
+// run starts the nodes and returns when ctx is done (nil) or a node fails.
+func (c *devCluster) run(ctx context.Context, out io.Writer, f devFlags, l devLayout, serveArgs []string) error {
+	fmt.Fprintf(c.errOut, "starting %d nodes under %s ...\n", len(l.Nodes), f.dataDir)
+	if err := c.start(l, serveArgs); err != nil {
 		return err
 	}
-	if err := c.waitReady(ctx, f.readyTimeout); err != nil {
-		c.stop(f.stopTimeout)
+	if err := c.waitReady(ctx, f.readyTimeout); err != nil || ctx.Err() != nil {
 		return err
 	}
-	if ctx.Err() == nil {
-		if err := writeDevSummary(out, f, layout, c); err != nil {
-			c.stop(f.stopTimeout)
-			return err
-		}
+	if err := writeDevSummary(out, f, c); err != nil {
+		return err
 	}
-	var runErr error
 	select {
 	case <-ctx.Done():
+		return nil
 	case p := <-c.exits:
 		if ctx.Err() != nil {
-			break // Ctrl-C in a terminal reaches the nodes too
+			return nil // stopping anyway
 		}
 		c.reportExit(p)
-		runErr = fmt.Errorf("%w: node %d (%v)", errDevExited, p.node.ID, p.err)
+		return fmt.Errorf("%w: node %d (%v)", errDevExited, p.node.ID, p.err)
 	}
-	if err := c.stop(f.stopTimeout); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
 }
 
 // loadOrPlanLayout reads <data-dir>/cluster.json, or plans a new cluster and
@@ -437,9 +436,6 @@ func (c *devCluster) waitReady(ctx context.Context, timeout time.Duration) error
 		case <-ctx.Done():
 			return nil
 		case p := <-c.exits:
-			if ctx.Err() != nil {
-				return nil
-			}
 			c.reportExit(p)
 			return fmt.Errorf("%w: node %d exited during start (%v)", errDevExited, p.node.ID, p.err)
 		case <-time.After(100 * time.Millisecond):
@@ -474,19 +470,12 @@ func (c *devCluster) reportExit(p *devProc) {
 	if p.logPath == "" {
 		return
 	}
+	raw, _ := os.ReadFile(p.logPath)
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
 	fmt.Fprintf(c.errOut, "last lines of %s:\n", p.logPath)
-	for _, line := range tailLines(p.logPath, 15) {
+	for _, line := range lines[max(0, len(lines)-15):] {
 		fmt.Fprintf(c.errOut, "  node-%d | %s\n", p.node.ID, line)
 	}
-}
-
-func tailLines(path string, n int) []string {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	return lines[max(0, len(lines)-n):]
 }
 
 // stop sends SIGTERM to every running node (a controlled shutdown), waits up
@@ -512,10 +501,11 @@ func (c *devCluster) stop(timeout time.Duration) error {
 	}
 	fmt.Fprintf(c.errOut, "stopping %d nodes (Ctrl-C again kills them) ...\n", running)
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	// A second Ctrl-C or SIGTERM ends the wait at once, as the timeout does.
+	again, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(again, timeout)
 	defer cancel()
-	watched := killOnSignal(ctx, cancel)
-	defer func() { cancel(); <-watched }()
 	killed := stopStage(ctx, brokers)
 	killed = append(killed, stopStage(ctx, rest)...)
 	if len(killed) > 0 {
@@ -523,24 +513,6 @@ func (c *devCluster) stop(timeout time.Duration) error {
 	}
 	fmt.Fprintf(c.errOut, "all nodes stopped in %v\n", time.Since(start).Round(10*time.Millisecond))
 	return nil
-}
-
-// killOnSignal cancels ctx when another Ctrl-C or SIGTERM arrives. The
-// returned channel closes once its goroutine has ended (after ctx is done).
-func killOnSignal(ctx context.Context, cancel context.CancelFunc) <-chan struct{} {
-	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer signal.Stop(again)
-		select {
-		case <-again:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return done
 }
 
 // stopStage sends SIGTERM to procs and waits for them, killing those still
@@ -568,7 +540,7 @@ func stopStage(ctx context.Context, procs []*devProc) []string {
 }
 
 // writeDevSummary prints the node table and what to paste into clients.
-func writeDevSummary(w io.Writer, f devFlags, l devLayout, c *devCluster) error {
+func writeDevSummary(w io.Writer, f devFlags, c *devCluster) error {
 	t := newTable(w, "NODE", "ROLES", "HTTP", "KAFKA", "RAFT", "PID")
 	var firstHTTP string
 	var kafka []string
