@@ -231,7 +231,7 @@ func (l devLayout) agrees(cmd *cobra.Command, f devFlags) error {
 	if fs.Changed("roles") && f.roles != l.Layout {
 		return mismatch("--roles")
 	}
-	if fs.Changed("base-port") && (f.basePort == 0 || l.Nodes[0].HTTPAddr != loopback(f.basePort)) {
+	if fs.Changed("base-port") && f.basePort != 0 && l.Nodes[0].HTTPAddr != loopback(f.basePort) {
 		return mismatch("--base-port")
 	}
 	return nil
