@@ -51,6 +51,7 @@ type Log struct {
 	tombstoneDue  int64 // ms when a kept tombstone may be dropped, 0 = none
 	cleanOnDisk   bool  // the state file says "clean": remove before mutating
 	err           error // sticky write/fsync error
+	dirUnsynced   bool  // created without fsyncs; see syncNewDirLocked
 	closed        bool
 }
 
@@ -319,6 +320,9 @@ func (l *Log) sealLocked(s *segment) error {
 
 // syncSegmentLocked fsyncs s; a failure is sticky.
 func (l *Log) syncSegmentLocked(s *segment) error {
+	if err := l.syncNewDirLocked(); err != nil {
+		return err
+	}
 	cf, err := l.files.acquire(l.fs, s.path(l.dir))
 	if err != nil {
 		return l.failLocked(fmt.Errorf("segments: open %s: %w", s.path(l.dir), err))
@@ -366,6 +370,10 @@ func (l *Log) syncTo(target int64) error {
 	if l.recoveryPoint >= target {
 		l.mu.Unlock()
 		return nil
+	}
+	if err := l.syncNewDirLocked(); err != nil {
+		l.mu.Unlock()
+		return err
 	}
 	s, end, gen, pending := l.active(), l.end, l.truncGen, l.unflushed
 	path := s.path(l.dir)
@@ -496,6 +504,9 @@ func (l *Log) closeLocked() error {
 	}
 	if l.cleanOnDisk {
 		return nil
+	}
+	if l.dirUnsynced && l.end == l.start {
+		return nil // never written: nothing to make durable
 	}
 	s := l.active()
 	if err := l.flushLocked(); err != nil {

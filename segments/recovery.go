@@ -99,7 +99,11 @@ func (l *Log) readEpochsLocked() ([]epochEntry, error) {
 	return es, nil
 }
 
-// createFirstLocked starts an empty log at base.
+// createFirstLocked starts an empty log at base. A brand-new log (base 0)
+// is created without fsyncs: losing an empty log to a crash loses nothing,
+// the next Open creates it again, and skipping the four fsyncs is what lets
+// a broker create many thousands of partitions quickly. Its first append,
+// roll or close makes it durable like any other.
 func (l *Log) createFirstLocked(base int64) error {
 	s := &segment{base: base, loaded: true, next: base, maxTs: -1, rollTs: -1}
 	cf, err := l.files.create(l.fs, s.path(l.dir))
@@ -107,11 +111,15 @@ func (l *Log) createFirstLocked(base int64) error {
 		return err
 	}
 	l.files.release(cf)
+	l.segs = []*segment{s}
+	l.start, l.end, l.recoveryPoint = base, base, base
+	if base == 0 {
+		l.dirUnsynced = true
+		return nil
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}
-	l.segs = []*segment{s}
-	l.start, l.end, l.recoveryPoint = base, base, base
 	return l.saveStateLocked(false)
 }
 
@@ -326,4 +334,18 @@ func (l *Log) removeOrphanIndexesLocked(names []string) error {
 		}
 	}
 	return nil
+}
+
+// syncNewDirLocked makes a log created without fsyncs durable: its
+// directory entries and state file, before the first fsync of its data, so
+// no fsynced record can be lost with a directory entry that was not.
+func (l *Log) syncNewDirLocked() error {
+	if !l.dirUnsynced {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(fmt.Errorf("segments: fsync %s: %w", l.dir, err))
+	}
+	l.dirUnsynced = false
+	return l.saveStateLocked(false)
 }
