@@ -232,3 +232,12 @@ func (n *Node) BrokerLiveness(ctx context.Context) (map[int32]Liveness, error) {
 	}
 	return out, nil
 }
+
+// RegisteredBroker is this node's broker as last registered by
+// RegisterBroker (or by a re-registration after a stale epoch); nil before.
+// Immutable.
+func (n *Node) RegisteredBroker() *Broker {
+	n.q.hbMu.Lock()
+	defer n.q.hbMu.Unlock()
+	return n.q.registered
+}

@@ -476,7 +476,7 @@ func TestBrokerLifecycle(t *testing.T) {
 
 	// Back: a new epoch, unfenced, the offline partition led again.
 	q.start(3)
-	if b := q.register(3, "a"); b.Epoch <= b4.Epoch {
+	if b := q.register(3, "a"); b.Epoch <= b4.Epoch || q.nodes[3].RegisteredBroker().Epoch != b.Epoch {
 		t.Fatalf("epoch %d after %d", b.Epoch, b4.Epoch)
 	}
 	waitFor(t, 10*time.Second, "solo/0 led again", func() bool {
