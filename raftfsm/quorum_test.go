@@ -574,3 +574,25 @@ func TestExtraProtocolAndDialNode(t *testing.T) {
 		t.Fatalf("reserved byte: %v", err)
 	}
 }
+
+// A broker whose epoch was replaced (here by a registration from elsewhere)
+// learns it from a heartbeat answer and registers again.
+func TestStaleEpochReregisters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 1, 1, nil)
+	q.waitReady()
+	first := q.register(1, "")
+	res := q.applyOn(0, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2, Heartbeats: true}})
+	other := res.(*raftfsm.Broker)
+	waitFor(t, 10*time.Second, "a new registration", func() bool {
+		b := q.nodes[1].RegisteredBroker()
+		img, _ := q.nodes[0].Image()
+		cur := img.Brokers[2]
+		return b.Epoch > other.Epoch && cur.Epoch == b.Epoch && cur.State == raftfsm.BrokerAlive
+	})
+	if b := q.nodes[1].RegisteredBroker(); b.IncarnationID != first.IncarnationID {
+		t.Fatalf("incarnation changed: %q, was %q", b.IncarnationID, first.IncarnationID)
+	}
+}
