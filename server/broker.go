@@ -46,8 +46,9 @@ type broker struct {
 
 // hostedTopic is the partitions of one topic that live on this broker.
 type hostedTopic struct {
-	id    [16]byte
-	parts map[int32]*partition
+	id      [16]byte
+	parts   map[int32]*partition
+	applied *raftfsm.Topic // the metadata last applied to parts
 }
 
 const partitionMetaFile = "partition.metadata"
@@ -229,32 +230,58 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		ht = &hostedTopic{id: t.ID, parts: map[int32]*partition{}}
 		b.topics[t.Name] = ht
 	}
+	if ht.applied == t {
+		return nil // images share unchanged topics: nothing to do
+	}
 	cfg := logConfig(t.Configs)
+	var missing []int32
 	for i, pm := range t.Partitions {
 		idx := int32(i)
 		if !containsID(pm.Replicas, b.id) {
 			continue
 		}
-		if p, ok := ht.parts[idx]; ok {
-			if p.setMeta(pm, b.id) {
-				b.roleChanged(p)
-			}
-			p.applyConfig(t.Configs)
-			if err := p.log.SetConfig(cfg); err != nil {
-				return fmt.Errorf("partition %d config: %w", idx, err)
-			}
+		p, ok := ht.parts[idx]
+		if !ok {
+			missing = append(missing, idx)
 			continue
 		}
-		log, err := b.openLog(t, idx, cfg)
-		if err != nil {
-			return err
+		if p.setMeta(pm, b.id) {
+			b.roleChanged(p)
 		}
+		p.applyConfig(t.Configs)
+		if err := p.log.SetConfig(cfg); err != nil {
+			return fmt.Errorf("partition %d config: %w", idx, err)
+		}
+	}
+	logs, err := b.openLogs(t, missing, cfg)
+	for i, log := range logs {
+		if log == nil {
+			continue
+		}
+		idx := missing[i]
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
-		p.setMeta(pm, b.id)
+		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)
 	}
-	return nil
+	if err == nil {
+		ht.applied = t
+	}
+	return err
+}
+
+// openLogs opens (creating) the logs of a topic's new partitions; the ones
+// that opened are returned even when others failed.
+func (b *broker) openLogs(t *raftfsm.Topic, idxs []int32, cfg segments.Config) ([]*segments.Log, error) {
+	logs := make([]*segments.Log, len(idxs))
+	var errs []error
+	for i, idx := range idxs {
+		var err error
+		if logs[i], err = b.openLog(t, idx, cfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return logs, errors.Join(errs...)
 }
 
 func containsID(ids []int32, id int32) bool {
@@ -285,7 +312,9 @@ func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 		return nil, fmt.Errorf("open partition %d: %w", idx, err)
 	}
 	if _, err := os.Stat(metaPath); errors.Is(err, os.ErrNotExist) {
-		if err := writeFileSync(metaPath, []byte(id+"\n")); err != nil {
+		// Not fsynced: creating thousands of partitions must stay cheap, and
+		// the file is written again if a crash loses it.
+		if err := os.WriteFile(metaPath, []byte(id+"\n"), 0o644); err != nil {
 			log.Close()
 			return nil, err
 		}

@@ -56,7 +56,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 	// leader moves the mark on as its in-sync replicas catch up.
 	hw, _ := readHWMCheckpoint(log.Dir())
 	p.hwm.Store(min(hw, log.EndOffset()))
-	p.hwmSaved.Store(-1)
+	p.hwmSaved.Store(hw) // nothing to write until it moves
 	p.applyConfig(cfgs)
 	return p
 }
