@@ -1,11 +1,13 @@
 package raftfsm
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/ristretto/v2/z"
 )
 
 // openBadger opens a small-footprint badger database in dir. Metadata is tiny
@@ -26,6 +28,14 @@ func openBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, erro
 		WithBlockCacheSize(4 << 20).
 		WithNumCompactors(2)
 	db, err := badger.Open(opts)
+	if err != nil && (errors.Is(err, z.NewFile) || strings.Contains(err.Error(), z.NewFile.Error())) {
+		// A process killed while badger was creating a memtable leaves a
+		// .mem file that makes the first Open fail with z.NewFile, though the
+		// file is now initialised and a second Open succeeds (a known badger
+		// v4 bug); seen after kill -9 during shutdown.
+		log.Warn("raftfsm: reopening badger after an interrupted memtable creation", "dir", dir)
+		db, err = badger.Open(opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: open badger %s: %w", dir, err)
 	}
