@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -278,5 +280,38 @@ func TestHTTPKafkaAPIVersionsAndCluster(t *testing.T) {
 	c.json("GET", "/v1/cluster", nil, 200, &again)
 	if again.ClusterID != cl.ClusterID {
 		t.Fatalf("cluster id changed across restart: %s -> %s", cl.ClusterID, again.ClusterID)
+	}
+}
+
+// SIGTERM ends open live-tail streams and long polls after a short grace
+// instead of waiting for them through the whole shutdown timeout.
+func TestShutdownEndsStreams(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	c := newAPIClient(t, n)
+	c.json("POST", "/v1/topics", map[string]any{"name": "tailed", "partitions": 1}, 201, nil)
+	resp, err := http.Get(n.URL + "/v1/topics/tailed/records/stream?offset=latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	poll := make(chan struct{})
+	go func() {
+		defer close(poll)
+		r, err := http.Get(n.URL + "/v1/topics/tailed/partitions/0/records?offset=latest&wait_ms=60000")
+		if err == nil {
+			r.Body.Close()
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	n.Stop()
+	<-ended
+	<-poll
+	if strings.Contains(n.Logs(), "stop HTTP") {
+		t.Fatalf("shutdown waited for the stream until its timeout:\n%s", n.Logs())
 	}
 }

@@ -44,8 +44,9 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 
-	httpSrv *http.Server
-	forward *forwarder
+	httpSrv        *http.Server
+	cancelRequests context.CancelFunc // ends the contexts of HTTP requests
+	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
 	interHTTP   *connListener // forwarded HTTP requests from other nodes
@@ -158,7 +159,9 @@ func (s *Server) open() error {
 	s.forward = newForwarder(func(ctx context.Context, id int32) (net.Conn, error) {
 		return s.meta.DialNode(ctx, id, protoHTTP)
 	})
-	s.httpSrv = &http.Server{Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	s.cancelRequests = cancelRequests
+	s.httpSrv = &http.Server{BaseContext: func(net.Listener) context.Context { return reqCtx }, Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -283,9 +286,10 @@ func (s *Server) waitBrokerState(ctx context.Context, state raftfsm.BrokerState)
 func (s *Server) Close() error {
 	s.ready.Store(false)
 	var errs []error
-	if s.broker != nil {
+	if s.broker != nil && s.meta.Status().LeaderID >= 0 {
 		// Controlled shutdown: the controller moves this broker's
-		// leaderships away before it stops serving them.
+		// leaderships away before it stops serving them. Without a
+		// controller (the whole cluster stopping) there is no one to ask.
 		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout()/2)
 		if err := s.meta.ControlledShutdown(ctx); err != nil {
 			s.logger.Warn("controlled shutdown", "err", err)
@@ -293,12 +297,7 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	if s.httpSrv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout())
-		if err := s.httpSrv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop HTTP: %w", err))
-			s.httpSrv.Close()
-		}
-		cancel()
+		errs = append(errs, s.stopHTTP())
 	}
 	if s.stopElections != nil {
 		s.stopElections()
@@ -330,6 +329,23 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// stopHTTP lets in-flight requests finish; long polls and live-tail streams,
+// which would otherwise hold the shutdown for their whole wait, are ended
+// after a short grace through their request context.
+func (s *Server) stopHTTP() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout())
+	defer cancel()
+	grace := time.AfterFunc(httpShutdownGrace, s.cancelRequests)
+	defer grace.Stop()
+	if err := s.httpSrv.Shutdown(ctx); err != nil {
+		s.httpSrv.Close()
+		return fmt.Errorf("stop HTTP: %w", err)
+	}
+	return nil
+}
+
+const httpShutdownGrace = time.Second
 
 func (s *Server) shutdownTimeout() time.Duration {
 	if s.cfg.ShutdownTimeout > 0 {
