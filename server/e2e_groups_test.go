@@ -473,6 +473,33 @@ func TestGroupLagHTTP(t *testing.T) {
 	if d := describeGroup(t, c, "lag-group"); d.Lag != 0 || d.State != "Empty" {
 		t.Fatalf("after reset to latest: lag %d state %s", d.Lag, d.State)
 	}
+	for _, tc := range []struct {
+		body string
+		want func(p int32) int64
+	}{
+		{`{"strategy":"timestamp","timestamp":0}`, func(int32) int64 { return 0 }},
+		{`{"strategy":"timestamp","timestamp":9999999999999}`, func(p int32) int64 { return topic.Partitions[p].HighWatermark }},
+		{`{"strategy":"offset","offset":5}`, func(int32) int64 { return 5 }},
+		{`{"strategy":"offset","offset":1000000}`, func(p int32) int64 { return topic.Partitions[p].HighWatermark }},
+		{`{"strategy":"earliest","topics":["glag"]}`, func(int32) int64 { return 0 }},
+	} {
+		var plan struct {
+			Offsets []struct {
+				Partition     int32 `json:"partition"`
+				CurrentOffset int64 `json:"current_offset"`
+				NewOffset     int64 `json:"new_offset"`
+			} `json:"offsets"`
+		}
+		c.json(http.MethodPost, "/v1/groups/lag-group/offsets/reset", json.RawMessage(tc.body), http.StatusOK, &plan)
+		if len(plan.Offsets) != 3 {
+			t.Fatalf("%s: %+v", tc.body, plan)
+		}
+		for _, o := range plan.Offsets {
+			if o.NewOffset != tc.want(o.Partition) || o.CurrentOffset != topic.Partitions[o.Partition].HighWatermark {
+				t.Errorf("%s: partition %d planned %+v", tc.body, o.Partition, o)
+			}
+		}
+	}
 	c.json(http.MethodDelete, "/v1/groups/lag-group", nil, http.StatusNoContent, nil)
 	c.problem(http.MethodGet, "/v1/groups/lag-group", "", nil, http.StatusNotFound, "unknown-group")
 
@@ -1048,6 +1075,20 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 			break
 		}
 	}
+	// Every broker names the same coordinator; the others refuse the
+	// group's requests with NOT_COORDINATOR.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(3)
+	fc.CoordinatorKey = "fail-group"
+	if r := rawRoundTrip(t, rawDial(t, survivor.KafkaAddr), fc).(*kmsg.FindCoordinatorResponse); r.ErrorCode != 0 || r.NodeID != part.Leader {
+		t.Errorf("find coordinator through a survivor: %+v, want node %d", r, part.Leader)
+	}
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.SetVersion(3)
+	hb.Group, hb.Generation, hb.MemberID = "fail-group", d.Generation, d.Members[0].MemberID
+	if code := rawRoundTrip(t, rawDial(t, survivor.KafkaAddr), hb).(*kmsg.HeartbeatResponse).ErrorCode; code != kerr.NotCoordinator.Code {
+		t.Errorf("heartbeat to a broker that does not coordinate the group: code %d, want NOT_COORDINATOR", code)
+	}
 	sc := newAPIClient(t, survivor)
 	before := groupOffsets(t, sc, "fail-group")
 	t.Logf("killing broker %d, coordinator of fail-group (generation %d)", part.Leader, d.Generation)
@@ -1075,4 +1116,68 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	servertest.WaitFor(t, 60*time.Second, "records after the failover consumed", func() bool { return seen.missing(800) == 0 })
 	waitSpread(t, sc, "fail-group", 2, 4, 30*time.Second)
 	t.Logf("members consuming again %v after the kill; duplicates %d", time.Since(killed).Round(10*time.Millisecond), seen.duplicates())
+}
+
+// TestGroupRebalanceTimeout: a member that does not rejoin within the
+// rebalance timeout is dropped from the new generation, and learns it with
+// UNKNOWN_MEMBER_ID.
+func TestGroupRebalanceTimeout(t *testing.T) {
+	n := kafkaNode(t)
+	httpCreateTopic(t, n, "gtimeout", 2)
+	join := func(c net.Conn, member string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(3) // no MEMBER_ID_REQUIRED round
+		req.Group, req.MemberID, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "timeout-group", member, 30000, 2000, "consumer"
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Topics = []string{"gtimeout"}
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", meta.AppendTo(nil)
+		req.Protocols = append(req.Protocols, p)
+		return rawRoundTrip(t, c, req).(*kmsg.JoinGroupResponse)
+	}
+	sync := func(c net.Conn, member string, gen int32, assign map[string][]byte) *kmsg.SyncGroupResponse {
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.SetVersion(3)
+		req.Group, req.MemberID, req.Generation = "timeout-group", member, gen
+		for id, a := range assign {
+			ga := kmsg.NewSyncGroupRequestGroupAssignment()
+			ga.MemberID, ga.MemberAssignment = id, a
+			req.GroupAssignment = append(req.GroupAssignment, ga)
+		}
+		return rawRoundTrip(t, c, req).(*kmsg.SyncGroupResponse)
+	}
+	heartbeat := func(c net.Conn, member string, gen int32) int16 {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.SetVersion(3)
+		req.Group, req.MemberID, req.Generation = "timeout-group", member, gen
+		return rawRoundTrip(t, c, req).(*kmsg.HeartbeatResponse).ErrorCode
+	}
+	ca, cb := rawDial(t, n.KafkaAddr), rawDial(t, n.KafkaAddr)
+	ja := join(ca, "")
+	if ja.ErrorCode != 0 || ja.Generation != 1 {
+		t.Fatalf("first join %+v", ja)
+	}
+	if r := sync(ca, ja.MemberID, 1, map[string][]byte{ja.MemberID: {0, 0, 0, 0, 0, 0, 0, 0}}); r.ErrorCode != 0 {
+		t.Fatalf("sync %+v", r)
+	}
+	// B joins: the group prepares a rebalance; A only heartbeats.
+	done := make(chan *kmsg.JoinGroupResponse, 1)
+	start := time.Now()
+	go func() { done <- join(cb, "") }()
+	servertest.WaitFor(t, 5*time.Second, "A told to rejoin", func() bool { return heartbeat(ca, ja.MemberID, 1) == kerr.RebalanceInProgress.Code })
+	jb := <-done
+	took := time.Since(start)
+	if jb.ErrorCode != 0 || jb.Generation != 2 || jb.LeaderID != jb.MemberID || len(jb.Members) != 1 {
+		t.Fatalf("B's join after A missed the rebalance: %+v", jb)
+	}
+	if took < 1500*time.Millisecond || took > 5*time.Second {
+		t.Errorf("B's join completed after %v, rebalance timeout 2s", took)
+	}
+	if code := heartbeat(ca, ja.MemberID, 1); code != kerr.UnknownMemberID.Code {
+		t.Errorf("A's heartbeat after being dropped: code %d, want UNKNOWN_MEMBER_ID", code)
+	}
+	// A sync for a generation that moved on is ILLEGAL_GENERATION.
+	if r := sync(cb, jb.MemberID, 1, nil); r.ErrorCode != kerr.IllegalGeneration.Code {
+		t.Errorf("sync of a stale generation: code %d", r.ErrorCode)
+	}
 }
