@@ -3,12 +3,14 @@ package server
 // Consumer groups: one coordinator for Kafka clients and HTTP consumers.
 //
 // Files: group.go (coordinator lifecycle, leadership of the offsets topic,
-// group lookup), groupstate.go (the classic rebalance protocol),
+// group lookup), groupstate.go (group state, JoinGroup and the rebalance),
+// groupsync.go (SyncGroup, heartbeats, leaving, session and rebalance timers),
 // groupstore.go (records in __consumer_offsets: encoding, appends, load),
 // groupoffsets.go (commit, fetch, delete, list, describe), groupkafka.go
 // (kafkaproto.GroupCoordinator), grouphttp.go and grouphttpmember.go (the
 // HTTP API: admin, lag, HTTP members, forwarding to the coordinator),
-// groupassign.go (the server-side range assignor for HTTP leaders).
+// groupassign.go (the server-side range assignor for HTTP leaders),
+// grouplag.go (the lag sampler, runnel_group_lag and the UI lag series).
 //
 // The coordinator of group g is the leader of partition
 // abs(javaHash(g)) % n of __consumer_offsets. Each node's coordinator

@@ -161,5 +161,6 @@ func (k *kafkaBackend) DeleteGroup(ctx context.Context, group string) error {
 		return toKafkaError(err)
 	}
 	k.s.groups.remove(g)
+	k.s.metrics.forgetGroupLag(group)
 	return nil
 }

@@ -19,6 +19,9 @@ import (
 func (c *groupCoordinator) sampleLag(ctx context.Context) {
 	totals := map[string]int64{}
 	for _, g := range c.snapshot() {
+		if ctx.Err() != nil {
+			return
+		}
 		g.mu.Lock()
 		offs := make(map[tp]int64, len(g.offsets))
 		for t, e := range g.offsets {
@@ -30,6 +33,7 @@ func (c *groupCoordinator) sampleLag(ctx context.Context) {
 			continue
 		}
 		byTopic := map[string]int64{}
+		totals[g.name] = 0
 		for t, off := range offs {
 			res, err := c.read(ctx, t, api.OffsetLatest, 1, 1)
 			if err != nil {
@@ -43,8 +47,14 @@ func (c *groupCoordinator) sampleLag(ctx context.Context) {
 		c.s.metrics.setGroupLag(g.name, byTopic)
 	}
 	c.mu.Lock()
+	gone := c.lags
 	c.lags = totals
 	c.mu.Unlock()
+	for name := range gone {
+		if _, ok := totals[name]; !ok { // deleted, or coordinated elsewhere now
+			c.s.metrics.forgetGroupLag(name)
+		}
+	}
 }
 
 // cachedLags are the totals of the last sample.
