@@ -202,3 +202,45 @@ func TestQuorumMinorityAcceptsNoWrites(t *testing.T) {
 		t.Fatal("healed node reports no digest")
 	}
 }
+
+// Controllers join and leave the quorum through the admin API while the
+// cluster serves.
+func TestQuorumMembershipChanges(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Controllers: 3, Brokers: 1, Args: fastSessions})
+	var ctrls []string
+	for id := 1; id <= 3; id++ {
+		ctrls = append(ctrls, fmt.Sprintf("%d@%s", id, c.Node(id).RaftAddr))
+	}
+	// A new controller starts knowing the current quorum; it waits until added.
+	joiner := servertest.New(t, servertest.Options{NodeID: 5, Args: append([]string{
+		"--roles", "controller", "--controllers", strings.Join(ctrls, ",")}, fastSessions...)})
+	joiner.StartNoWait()
+	api := newAPIClient(t, c.Node(4))
+	var after clusterView
+	api.json("POST", "/v1/cluster/controllers", map[string]any{"id": 5, "address": joiner.RaftAddr}, 200, &after)
+	joiner.WaitReady(30 * time.Second)
+	servertest.WaitFor(t, 30*time.Second, "four controllers, the new one following", func() bool {
+		v, ok := cluster(joiner)
+		if !ok || len(v.Controllers) != 4 {
+			return false
+		}
+		for _, ctl := range v.Controllers {
+			if ctl.Role != "leader" && ctl.Role != "follower" {
+				return false
+			}
+		}
+		return true
+	})
+	digestsAgree(t, append(c.Nodes, joiner)...)
+
+	// Controller 1 leaves, then dies: {2,3,5} still form a majority of three.
+	api.json("DELETE", "/v1/cluster/controllers/1", nil, 200, &after)
+	c.Node(1).Kill()
+	servertest.WaitFor(t, 30*time.Second, "writes after controller 1 left", func() bool {
+		return createTopic(c.Node(4), "after-membership-change", 1, 1) == 201
+	})
+	v, _ := cluster(joiner)
+	if len(v.Controllers) != 3 {
+		t.Fatalf("controllers after removing 1: %+v", v.Controllers)
+	}
+}
