@@ -1142,7 +1142,9 @@ type ClientInterface interface {
 
 	// AddControllerWithBody Add a controller (Raft voter) to the quorum while the cluster serves
 	//
-	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	// Start the new node first with --roles controller and a --controllers list naming the
+	// current controllers (not itself): it waits, following nobody, until it is added here.
+	// It then receives the metadata log and votes.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1151,7 +1153,9 @@ type ClientInterface interface {
 
 	// AddController Add a controller (Raft voter) to the quorum while the cluster serves
 	//
-	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	// Start the new node first with --roles controller and a --controllers list naming the
+	// current controllers (not itself): it waits, following nobody, until it is added here.
+	// It then receives the metadata log and votes.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1534,7 +1538,9 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // AddControllerWithBody Add a controller (Raft voter) to the quorum while the cluster serves
 //
-// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+// Start the new node first with --roles controller and a --controllers list naming the
+// current controllers (not itself): it waits, following nobody, until it is added here.
+// It then receives the metadata log and votes.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1553,7 +1559,9 @@ func (c *Client) AddControllerWithBody(ctx context.Context, contentType string, 
 
 // AddController Add a controller (Raft voter) to the quorum while the cluster serves
 //
-// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+// Start the new node first with --roles controller and a --controllers list naming the
+// current controllers (not itself): it waits, following nobody, until it is added here.
+// It then receives the metadata log and votes.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3551,7 +3559,9 @@ type ClientWithResponsesInterface interface {
 
 	// AddControllerWithBodyWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
 	//
-	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	// Start the new node first with --roles controller and a --controllers list naming the
+	// current controllers (not itself): it waits, following nobody, until it is added here.
+	// It then receives the metadata log and votes.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3560,7 +3570,9 @@ type ClientWithResponsesInterface interface {
 
 	// AddControllerWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
 	//
-	// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+	// Start the new node first with --roles controller and a --controllers list naming the
+	// current controllers (not itself): it waits, following nobody, until it is added here.
+	// It then receives the metadata log and votes.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5623,7 +5635,9 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 
 // AddControllerWithBodyWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
 //
-// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+// Start the new node first with --roles controller and a --controllers list naming the
+// current controllers (not itself): it waits, following nobody, until it is added here.
+// It then receives the metadata log and votes.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5638,7 +5652,9 @@ func (c *ClientWithResponses) AddControllerWithBodyWithResponse(ctx context.Cont
 
 // AddControllerWithResponse Add a controller (Raft voter) to the quorum while the cluster serves
 //
-// Start the new node first with --roles controller and a --controllers list that includes it; then add it here.
+// Start the new node first with --roles controller and a --controllers list naming the
+// current controllers (not itself): it waits, following nobody, until it is added here.
+// It then receives the metadata log and votes.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
