@@ -67,6 +67,11 @@ type Config struct {
 	// SessionTimeout after the last heartbeat, the active controller fences
 	// the broker; 0: 9s.
 	SessionTimeout time.Duration
+	// ClusterSecret authenticates every connection on BindAddr, accepted
+	// and dialled, raft, RPC and ExtraProtocols alike (a challenge-response
+	// right after the protocol byte, see handshake.go): nodes talk only to
+	// nodes with the same secret. Empty: no authentication (logged at WARN).
+	ClusterSecret []byte
 }
 
 // Status is this node's view of the quorum.

@@ -161,7 +161,7 @@ func (n *Node) onLeaderOnce(ctx context.Context, method string, req, resp any, l
 	if !ok {
 		return nil, ErrNotLeader
 	}
-	return nil, callAddr(ctx, addr, method, 0, req, resp)
+	return nil, n.callAddr(ctx, addr, method, 0, req, resp)
 }
 
 // ControlledShutdown asks the active controller to mark this node's broker

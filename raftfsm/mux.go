@@ -1,10 +1,13 @@
 package raftfsm
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -20,7 +23,9 @@ import (
 //	'C' (ProtoRPC)  the controller RPC (rpc.go)
 //
 // Config.ExtraProtocols adds others (the server uses 'K' for inter-broker
-// Kafka fetches).
+// Kafka fetches and 'H' for forwarded HTTP). With Config.ClusterSecret set,
+// the protocol byte is followed by the handshake in handshake.go, before
+// any handler sees the connection.
 const (
 	ProtoRaft byte = 'R'
 	ProtoRPC  byte = 'C'
@@ -36,19 +41,25 @@ const protoReadTimeout = 10 * time.Second
 
 // mux accepts on one listener and dispatches connections by their first
 // byte. Goroutines: the accept loop and one per connection while its first
-// byte is read, plus the handlers' own (see handle); close stops the loop,
-// closes the listener and waits for them.
+// byte is read and its handshake runs, plus the handlers' own (see handle);
+// close stops the loop, closes the listener and the connections not yet
+// handed on, and waits for them.
 type mux struct {
 	ln       net.Listener
 	handlers map[byte]func(net.Conn) // fixed after newMux
 	raft     *streamLayer
+	secret   []byte // Config.ClusterSecret; empty: no handshake
+	rejects  *warnLimiter
 	wg       sync.WaitGroup
 	once     sync.Once
-	done     chan struct{}
+	ctx      context.Context // cancelled by close
+	cancel   context.CancelFunc
 }
 
-// newMux listens on bind; adv is the address peers dial to reach it.
-func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn)) (*mux, error) {
+// newMux listens on bind; adv is the address peers dial to reach it. With
+// a non-empty secret every connection, accepted or dialled, authenticates
+// (handshake.go); log receives the rejections.
+func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), secret []byte, log *slog.Logger) (*mux, error) {
 	for b := range extra {
 		if b == ProtoRaft || b == ProtoRPC {
 			return nil, fmt.Errorf("%w: %q is reserved", ErrUnknownProtocol, b)
@@ -61,8 +72,17 @@ func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn)) (*mux, err
 	if adv == nil {
 		adv = ln.Addr()
 	}
-	m := &mux{ln: ln, handlers: map[byte]func(net.Conn){}, done: make(chan struct{})}
-	m.raft = &streamLayer{addr: adv, conns: make(chan net.Conn), done: make(chan struct{})}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	secret = bytes.Clone(secret)
+	m := &mux{ln: ln, handlers: map[byte]func(net.Conn){}, secret: secret,
+		rejects: &warnLimiter{log: log, period: authWarnEvery}}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.raft = &streamLayer{addr: adv, secret: secret, conns: make(chan net.Conn), done: make(chan struct{})}
+	if len(secret) == 0 {
+		log.Warn("raftfsm: no cluster secret: the raft port accepts unauthenticated connections from anyone who can reach it", "addr", ln.Addr().String())
+	}
 	m.handlers[ProtoRaft] = m.raft.deliver
 	for b, h := range extra {
 		m.handlers[b] = h
@@ -85,10 +105,8 @@ func (m *mux) acceptLoop() {
 	for {
 		conn, err := m.ln.Accept()
 		if err != nil {
-			select {
-			case <-m.done:
+			if m.ctx.Err() != nil {
 				return
-			default:
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -108,21 +126,43 @@ func (m *mux) acceptLoop() {
 	}
 }
 
-// dispatch reads the protocol byte and calls its handler, which owns conn.
+// dispatch reads the protocol byte, runs the handshake when a secret is
+// set and calls the protocol's handler, which owns conn. Until then close
+// closes conn.
 func (m *mux) dispatch(conn net.Conn) {
-	var b [1]byte
-	_ = conn.SetReadDeadline(time.Now().Add(protoReadTimeout))
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
-		conn.Close()
-		return
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	h, ok := m.handlers[b[0]]
-	if !ok {
+	stop := context.AfterFunc(m.ctx, func() { conn.Close() })
+	h := m.open(conn)
+	if !stop() || h == nil {
 		conn.Close()
 		return
 	}
 	h(conn)
+}
+
+// open reads conn's protocol byte and authenticates it; nil: conn is to be
+// closed.
+func (m *mux) open(conn net.Conn) func(net.Conn) {
+	var b [1]byte
+	_ = conn.SetReadDeadline(time.Now().Add(protoReadTimeout))
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return nil
+	}
+	h, ok := m.handlers[b[0]]
+	if !ok {
+		return nil
+	}
+	if len(m.secret) > 0 {
+		_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
+		if err := serverHandshake(conn, b[0], m.secret, rand.Reader); err != nil {
+			if m.ctx.Err() == nil {
+				m.rejects.warn("raftfsm: rejected connection on the raft port",
+					"remote", conn.RemoteAddr().String(), "proto", string(b[:]), "err", err)
+			}
+			return nil
+		}
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return h
 }
 
 // close stops accepting and waits for the dispatching goroutines (handlers
@@ -130,7 +170,7 @@ func (m *mux) dispatch(conn net.Conn) {
 func (m *mux) close() error {
 	var err error
 	m.once.Do(func() {
-		close(m.done)
+		m.cancel()
 		err = m.ln.Close()
 		m.raft.Close()
 		m.wg.Wait()
@@ -141,8 +181,10 @@ func (m *mux) close() error {
 	return nil
 }
 
-// dialProto dials addr and writes the protocol byte.
-func dialProto(ctx context.Context, addr string, proto byte) (net.Conn, error) {
+// dialProto dials addr, writes the protocol byte and, with a non-empty
+// secret, runs the client side of the handshake (bounded by ctx and
+// handshakeTimeout).
+func dialProto(ctx context.Context, addr string, proto byte, secret []byte) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -156,16 +198,29 @@ func dialProto(ctx context.Context, addr string, proto byte) (net.Conn, error) {
 		return nil, fmt.Errorf("raftfsm: dial %s: %w", addr, err)
 	}
 	_ = conn.SetWriteDeadline(time.Time{})
+	if len(secret) > 0 {
+		dl, _ := ctx.Deadline()
+		stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+		err := clientHandshakeConn(conn, proto, secret, dl)
+		if !stop() && err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("raftfsm: dial %s: %w", addr, err)
+		}
+	}
 	return conn, nil
 }
 
 // streamLayer is raft's side of the mux: a net.Listener fed by the mux and
 // a dialer that writes ProtoRaft. Safe for concurrent use.
 type streamLayer struct {
-	addr  net.Addr
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
+	addr   net.Addr
+	secret []byte // the mux's
+	conns  chan net.Conn
+	once   sync.Once
+	done   chan struct{}
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -200,7 +255,7 @@ func (s *streamLayer) Addr() net.Addr { return s.addr }
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialProto(ctx, string(address), ProtoRaft)
+	return dialProto(ctx, string(address), ProtoRaft, s.secret)
 }
 
 // advertiseAddr is the address peers dial: AdvertiseAddr, else this node's

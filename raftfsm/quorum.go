@@ -60,7 +60,7 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*raft.NetworkTransport, error) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMux(n.cfg.BindAddr, adv, n.cfg.ExtraProtocols)
+	m, err := newMux(n.cfg.BindAddr, adv, n.cfg.ExtraProtocols, n.cfg.ClusterSecret, n.log)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (n *Node) DialNode(ctx context.Context, id int32, proto byte) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	return dialProto(ctx, addr, proto)
+	return dialProto(ctx, addr, proto, n.cfg.ClusterSecret)
 }
 
 // rpcMethods is the controller RPC's method table.
@@ -302,7 +302,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 		if len(n.cfg.Voters) > 0 {
 			v := n.cfg.Voters[i%len(n.cfg.Voters)]
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := callAddr(cctx, v.Address, "join", 0, me, nil)
+			err := n.callAddr(cctx, v.Address, "join", 0, me, nil)
 			cancel()
 			if err == nil {
 				n.log.Info("raftfsm: joined the quorum as a non-voter", "node", n.cfg.NodeID, "via", v.ID)
@@ -365,7 +365,7 @@ func (n *Node) ControllerStatuses(ctx context.Context) []Status {
 			cctx, cancel := context.WithTimeout(ctx, statusTimeout)
 			defer cancel()
 			var st Status
-			if err := callAddr(cctx, addr, "status", 0, struct{}{}, &st); err == nil {
+			if err := n.callAddr(cctx, addr, "status", 0, struct{}{}, &st); err == nil {
 				out[i] = st
 			}
 		}()

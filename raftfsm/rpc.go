@@ -146,7 +146,7 @@ func (n *Node) forward(ctx context.Context, req rpcRequest) (any, error) {
 		return nil, ErrNotLeader
 	}
 	var raw json.RawMessage
-	if err := callAddr(ctx, addr, req.Method, 1, req.Body, &raw); err != nil {
+	if err := n.callAddr(ctx, addr, req.Method, 1, req.Body, &raw); err != nil {
 		switch {
 		case errors.Is(err, errUnreachable):
 			return nil, ErrNotLeader
@@ -161,7 +161,7 @@ func (n *Node) forward(ctx context.Context, req rpcRequest) (any, error) {
 // callAddr sends one request to addr and decodes the answer's body into
 // resp (nil: ignored). ctx bounds the whole exchange and is sent along as
 // the request's timeout.
-func callAddr(ctx context.Context, addr, method string, hops int, req, resp any) error {
+func (n *Node) callAddr(ctx context.Context, addr, method string, hops int, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("raftfsm: encode %s request: %w", method, err)
@@ -170,7 +170,7 @@ func callAddr(ctx context.Context, addr, method string, hops int, req, resp any)
 	if dl, ok := ctx.Deadline(); ok {
 		r.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	conn, err := dialProto(ctx, addr, ProtoRPC)
+	conn, err := dialProto(ctx, addr, ProtoRPC, n.cfg.ClusterSecret)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUnreachable, err)
 	}
@@ -221,7 +221,7 @@ func (n *Node) onLeader(ctx context.Context, method string, req, resp any, local
 		if n.isLeader() {
 			res, err = local(ctx)
 		} else if addr, ok := n.leaderAddr(); ok {
-			err = callAddr(ctx, addr, method, 0, req, resp)
+			err = n.callAddr(ctx, addr, method, 0, req, resp)
 		} else {
 			err = ErrNotLeader
 		}

@@ -70,7 +70,7 @@ func (n *Node) leaderCommitIndex(ctx context.Context) uint64 {
 	cctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	var st Status
-	if err := callAddr(cctx, addr, "status", 0, struct{}{}, &st); err != nil || st.Role != "leader" {
+	if err := n.callAddr(cctx, addr, "status", 0, struct{}{}, &st); err != nil || st.Role != "leader" {
 		return 0
 	}
 	return max(st.CommitIndex, 1)
