@@ -26,6 +26,11 @@ var (
 	ErrUnknownPartition  = errors.New("raftfsm: unknown partition")
 	ErrInvalidAssignment = errors.New("raftfsm: invalid replica assignment")
 	ErrInvalidCommand    = errors.New("raftfsm: invalid command")
+	// ErrNoReassignment: a reassignment to complete or cancel is not in
+	// progress.
+	ErrNoReassignment = errors.New("raftfsm: no reassignment in progress")
+	// ErrReassignmentIncomplete: a target replica is not in the ISR yet.
+	ErrReassignmentIncomplete = errors.New("raftfsm: reassignment not caught up")
 )
 
 // Server is one controller (Raft voter).
@@ -140,6 +145,11 @@ type Partition struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
+	// AddingReplicas and RemovingReplicas are set while a reassignment
+	// runs (see ReassignPartition): Replicas is then the target followed
+	// by the replicas being removed.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // Command is the versioned envelope of every metadata change.
@@ -156,6 +166,7 @@ type Command struct {
 	ChangePartitions    *ChangePartitions    `json:",omitempty"`
 	AllocateProducerIDs *AllocateProducerIDs `json:",omitempty"`
 	InitCluster         *InitCluster         `json:",omitempty"`
+	ReassignPartition   *ReassignPartition   `json:",omitempty"`
 }
 
 // CommandVersion is the envelope version this package writes and applies.

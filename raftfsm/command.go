@@ -43,7 +43,7 @@ func (c *Command) count() int {
 		c.CreateTopic != nil, c.DeleteTopic != nil, c.AlterConfigs != nil,
 		c.CreatePartitions != nil, c.RegisterBroker != nil, c.SetBrokerState != nil,
 		c.ChangePartition != nil, c.AllocateProducerIDs != nil, c.InitCluster != nil,
-		c.ChangePartitions != nil,
+		c.ChangePartitions != nil, c.ReassignPartition != nil,
 	} {
 		if set {
 			n++

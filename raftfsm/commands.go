@@ -140,12 +140,13 @@ func (c *change) createPartitions(cmd *CreatePartitions) (any, error) {
 	return t, nil
 }
 
-// topicRF is a topic's replication factor: its first partition's.
+// topicRF is a topic's replication factor: its first partition's (its
+// target's while it is being reassigned).
 func topicRF(t *Topic) int {
 	if len(t.Partitions) == 0 {
 		return 0
 	}
-	return len(t.Partitions[0].Replicas)
+	return len(t.Partitions[0].TargetReplicas())
 }
 
 func (c *change) registerBroker(cmd *RegisterBroker) (any, error) {

@@ -181,6 +181,8 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.allocateProducerIDs(cmd.AllocateProducerIDs)
 	case cmd.InitCluster != nil:
 		return c.initCluster(cmd.InitCluster)
+	case cmd.ReassignPartition != nil:
+		return c.reassignPartition(cmd.ReassignPartition)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }

@@ -11,6 +11,7 @@ import (
 func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"Version":1,"CreateTopic":{"Name":"a","Partitions":1,"ReplicationFactor":1,"Assignments":[[1]]}}`))
 	f.Add([]byte(`{"Version":1,"ChangePartition":{"Topic":"a","Partition":0,"Leader":-1,"ISR":[]}}`))
+	f.Add([]byte(`{"Version":1,"ReassignPartition":{"Topic":"a","Partition":0,"Action":"start","Target":[2,3]}}`))
 	f.Add([]byte(`{"Version":1,"DeleteTopic":{"Name":"a"},"InitCluster":{"ClusterID":"x"}}`))
 	f.Add([]byte(`{"Version":2}`))
 	f.Add([]byte(`null`))
