@@ -55,6 +55,11 @@ type Config struct {
 	// OffsetsTopicPartitions is the partition count __consumer_offsets is
 	// created with on first use (0: 3).
 	OffsetsTopicPartitions int32
+	// ClusterSecret authenticates every connection between nodes (the
+	// raft port: metadata, controller RPC, replication, forwarded HTTP);
+	// all nodes of a cluster need the same one. Empty: the port accepts
+	// anyone who can reach it (raftfsm.Config.ClusterSecret).
+	ClusterSecret []byte
 
 	Logger *slog.Logger
 }

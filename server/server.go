@@ -133,6 +133,7 @@ func (s *Server) open() error {
 		Logger:            s.logger.With("component", "raft"),
 		HeartbeatInterval: s.cfg.BrokerHeartbeatInterval,
 		SessionTimeout:    s.cfg.BrokerSessionTimeout,
+		ClusterSecret:     s.cfg.ClusterSecret,
 		ExtraProtocols: map[byte]func(net.Conn){
 			protoKafka: func(c net.Conn) { go s.interBroker.hand(c) },
 			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,6 +40,8 @@ type serveFlags struct {
 	session    time.Duration
 	lagMax     time.Duration
 	rebalance  time.Duration
+	secret     string
+	secretFile string
 }
 
 func newServeCommand() *cobra.Command {
@@ -84,6 +87,8 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
 	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
+	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
+	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
 	return cmd
 }
 
@@ -114,8 +119,31 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.ReplicaLagMax = f.lagMax
 	cfg.LeaderRebalanceInterval = f.rebalance
 	cfg.MaxOpenFiles = f.maxFiles
+	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
+		return cfg, err
+	}
 	cfg.Logger = logger
 	return cfg, nil
+}
+
+// clusterSecret is --cluster-secret, or the trimmed content of
+// --cluster-secret-file; not both.
+func (f *serveFlags) clusterSecret() ([]byte, error) {
+	if f.secretFile == "" {
+		return []byte(f.secret), nil
+	}
+	if f.secret != "" {
+		return nil, fmt.Errorf("--cluster-secret and --cluster-secret-file: give one, not both")
+	}
+	raw, err := os.ReadFile(f.secretFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-secret-file: %w", err)
+	}
+	secret := bytes.TrimSpace(raw)
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("--cluster-secret-file: %s is empty", f.secretFile)
+	}
+	return secret, nil
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {
