@@ -26,11 +26,8 @@ var (
 	ErrUnknownPartition  = errors.New("raftfsm: unknown partition")
 	ErrInvalidAssignment = errors.New("raftfsm: invalid replica assignment")
 	ErrInvalidCommand    = errors.New("raftfsm: invalid command")
-	// ErrNoReassignment: a reassignment to complete or cancel is not in
-	// progress.
+	// ErrNoReassignment: a reassignment to cancel is not in progress.
 	ErrNoReassignment = errors.New("raftfsm: no reassignment in progress")
-	// ErrReassignmentIncomplete: a target replica is not in the ISR yet.
-	ErrReassignmentIncomplete = errors.New("raftfsm: reassignment not caught up")
 )
 
 // Server is one controller (Raft voter).

@@ -246,11 +246,13 @@ func checkPartitionChange(t *Topic, cmd *ChangePartition) error {
 // setPartition applies a checked change to t, which the caller owns.
 func setPartition(t *Topic, cmd *ChangePartition) *Partition {
 	p := &t.Partitions[cmd.Partition]
-	if p.Leader != cmd.Leader {
-		p.LeaderEpoch++
-	}
+	old := p.Leader
 	p.Leader = cmd.Leader
 	p.ISR = slices.Clone(cmd.ISR)
+	completeIfCaughtUp(p) // may move the leader off a removed replica
+	if p.Leader != old {
+		p.LeaderEpoch++
+	}
 	p.PartitionEpoch++
 	return p
 }

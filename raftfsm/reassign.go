@@ -9,40 +9,38 @@ import (
 // makes the partition's Replicas the target followed by the original
 // replicas not in it, and records which replicas are being added and
 // removed. The new replicas replicate from the leader like any follower and
-// join the ISR once caught up; the active controller then completes the
-// reassignment (Replicas = target), which drops the removed replicas, or
-// the operator cancels it (Replicas = the original replicas).
+// join the ISR once caught up. The partition change that puts the last
+// target replica in the ISR completes the reassignment in the same command
+// (as KRaft's controller does; Replicas = target, which drops the removed
+// replicas), so a new active controller has nothing left to finish. The
+// operator can cancel it instead (Replicas = the original replicas).
 
 // ReassignAction is what a ReassignPartition does.
 type ReassignAction string
 
 const (
-	ReassignStart    ReassignAction = "start"
-	ReassignComplete ReassignAction = "complete"
-	ReassignCancel   ReassignAction = "cancel"
+	ReassignStart  ReassignAction = "start"
+	ReassignCancel ReassignAction = "cancel"
 )
 
-// ReassignPartition starts, completes or cancels a partition's reassignment.
-// Result: *Partition, the partition after the command.
+// ReassignPartition starts or cancels a partition's reassignment. Result:
+// *Partition, the partition after the command.
 //
 //   - start: Target is the new replica set: distinct known brokers, as many
 //     as the topic's replication factor. Starting again with the target in
 //     progress changes nothing; another target replaces it (the original
-//     replicas stay the ones before the first start). A target that only
-//     reorders the replicas takes effect at once.
-//   - complete: every target replica is in the ISR (else
-//     ErrReassignmentIncomplete). Replicas becomes the target, the ISR keeps
-//     its target members, and a leader being removed hands over to the
-//     first target replica in the ISR (alive ones first).
+//     replicas stay the ones before the first start). A target whose
+//     replicas are all in the ISR already (a reorder, say) completes at once.
 //   - cancel: Replicas becomes the original replicas again (as Kafka does,
 //     in their order in Replicas: the target's order for the ones the target
 //     kept), the ISR keeps its original members, and a leader being dropped
-//     hands over likewise.
+//     hands over to the first of them in the ISR (alive ones first). Without
+//     a reassignment in progress: ErrNoReassignment, so a replayed or
+//     repeated cancel changes nothing.
 //
-// Complete and cancel without a reassignment in progress return
-// ErrNoReassignment, so a replayed or repeated one changes nothing.
-// Every change bumps the partition epoch; a leader change bumps the leader
-// epoch too.
+// Completion needs no command: the ChangePartition(s) that puts the last
+// target replica in the ISR completes it (see completeIfCaughtUp). Every
+// change bumps the partition epoch; a leader change bumps the leader epoch.
 type ReassignPartition struct {
 	Topic     string
 	Partition int32
@@ -79,8 +77,6 @@ func (c *change) reassignPartition(cmd *ReassignPartition) (any, error) {
 	switch cmd.Action {
 	case ReassignStart:
 		next, err = c.startReassignment(t, cur, cmd.Target)
-	case ReassignComplete:
-		next, err = c.completeReassignment(cur)
 	case ReassignCancel:
 		next, err = c.cancelReassignment(cur)
 	default:
@@ -110,20 +106,33 @@ func (c *change) startReassignment(t *Topic, cur Partition, target []int32) (Par
 	}
 	orig := cur.originalReplicas()
 	replicas := append(slices.Clone(target), without(orig, target)...)
-	return c.reassigned(cur, replicas, without(target, orig), without(orig, target))
+	next, err := c.reassigned(cur, replicas, without(target, orig), without(orig, target))
+	if err == nil {
+		completeIfCaughtUp(&next)
+	}
+	return next, err
 }
 
-func (c *change) completeReassignment(cur Partition) (Partition, error) {
-	if !cur.Reassigning() {
-		return Partition{}, ErrNoReassignment
+// completeIfCaughtUp completes p's reassignment when every target replica
+// is in the ISR: Replicas = target, the ISR keeps its target members, and a
+// leader being removed hands over to the first target replica in the ISR.
+// The caller bumps the epochs.
+func completeIfCaughtUp(p *Partition) {
+	if !p.Reassigning() {
+		return
 	}
-	target := cur.TargetReplicas()
+	target := p.TargetReplicas()
 	for _, r := range target {
-		if !slices.Contains(cur.ISR, r) {
-			return Partition{}, fmt.Errorf("%w: replica %d not in isr %v", ErrReassignmentIncomplete, r, cur.ISR)
+		if !slices.Contains(p.ISR, r) {
+			return
 		}
 	}
-	return c.reassigned(cur, target, nil, nil)
+	p.Replicas = target
+	p.ISR = slices.DeleteFunc(p.ISR, func(id int32) bool { return !slices.Contains(target, id) })
+	p.AddingReplicas, p.RemovingReplicas = nil, nil
+	if p.Leader != -1 && !slices.Contains(target, p.Leader) {
+		p.Leader = target[slices.IndexFunc(target, func(id int32) bool { return slices.Contains(p.ISR, id) })]
+	}
 }
 
 func (c *change) cancelReassignment(cur Partition) (Partition, error) {
