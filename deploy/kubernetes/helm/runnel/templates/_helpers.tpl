@@ -28,6 +28,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* Name of the Secret holding the cluster secret. */}}
+{{- define "runnel.clusterSecretName" -}}
+{{- default (printf "%s-cluster" (include "runnel.fullname" .)) .Values.clusterSecret.existingSecret -}}
+{{- end -}}
+
 {{- define "runnel.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
