@@ -37,7 +37,7 @@ func (s *syncBuffer) String() string {
 
 // startEchoMux runs a mux on a loopback port with secret and an echo
 // handler for protoEcho; it is closed when the test ends.
-func startEchoMux(t *testing.T, secret []byte, logs io.Writer) *mux {
+func startEchoMux(t testing.TB, secret []byte, logs io.Writer) *mux {
 	t.Helper()
 	if logs == nil {
 		logs = io.Discard
@@ -68,7 +68,7 @@ func startEchoMux(t *testing.T, secret []byte, logs io.Writer) *mux {
 
 // echoes dials m with secret and reports whether a message comes back
 // through the echo handler, with the dial error if any.
-func echoes(t *testing.T, m *mux, secret []byte, wait time.Duration) (bool, error) {
+func echoes(t testing.TB, m *mux, secret []byte, wait time.Duration) (bool, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -328,4 +328,22 @@ func FuzzServerHandshake(f *testing.F) {
 			t.Fatalf("wrote %x", out.Bytes())
 		}
 	})
+}
+
+// BenchmarkDialEcho: dial, protocol byte, one echoed message, close; with
+// and without a cluster secret (the handshake's cost per connection).
+func BenchmarkDialEcho(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		secret []byte
+	}{{"no-secret", nil}, {"secret", []byte("bench-secret")}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := startEchoMux(b, bc.secret, nil)
+			for b.Loop() {
+				if ok, err := echoes(b, m, bc.secret, time.Second); !ok {
+					b.Fatalf("echo: %v", err)
+				}
+			}
+		})
+	}
 }
