@@ -205,6 +205,10 @@ type PartitionDetail struct {
 	EndOffset     int64   `json:"end_offset"` // log end offset
 	HighWatermark int64   `json:"high_watermark"`
 	SizeBytes     int64   `json:"size_bytes"`
+
+	// AddingReplicas and RemovingReplicas are set while a reassignment runs.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // Header is one record header. Value nil is a null header value.
@@ -303,4 +307,15 @@ type KafkaAPIVersion struct {
 	Name       string `json:"name"`
 	MinVersion int16  `json:"min_version"`
 	MaxVersion int16  `json:"max_version"`
+}
+
+// ReassignBackend is optionally implemented by a Backend that can move a
+// partition to other replicas online (PUT and DELETE
+// /v1/topics/{topic}/partitions/{partition}/replicas). Safe for concurrent
+// use. ReassignPartition returns once the move started (it completes in the
+// background); CancelReassignment once the partition is back on its
+// original replicas, or ErrConflict when no move runs.
+type ReassignBackend interface {
+	ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) (TopicDetail, error)
+	CancelReassignment(ctx context.Context, topic string, partition int32) (TopicDetail, error)
 }

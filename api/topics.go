@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -21,6 +22,8 @@ func (t topicsResource) Routes() chi.Router {
 		r.Delete("/", t.delete)
 		r.Patch("/configs", t.alterConfigs)
 		r.Post("/elect-leaders", t.electLeaders)
+		r.Put("/partitions/{partition}/replicas", t.reassign)
+		r.Delete("/partitions/{partition}/replicas", t.cancelReassign)
 		rec := recordsResource{t.h}
 		r.Post("/records", rec.produce)
 		r.Get("/records/stream", rec.stream)
@@ -224,4 +227,52 @@ func (t topicsResource) electLeaders(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.h.writeJSON(w, r, http.StatusOK, normalizeTopic(td))
+}
+
+// ReassignRequest is the body of PUT
+// /v1/topics/{topic}/partitions/{partition}/replicas.
+type ReassignRequest struct {
+	Replicas []int32 `json:"replicas"`
+}
+
+func (t topicsResource) reassign(w http.ResponseWriter, r *http.Request) {
+	t.reassignCall(w, r, http.StatusAccepted, func(rb ReassignBackend, topic string, p int32) (TopicDetail, error) {
+		var body ReassignRequest
+		if err := decodeJSONBody(r, &body); err != nil {
+			return TopicDetail{}, err
+		}
+		return rb.ReassignPartition(r.Context(), topic, p, body.Replicas)
+	})
+}
+
+func (t topicsResource) cancelReassign(w http.ResponseWriter, r *http.Request) {
+	t.reassignCall(w, r, http.StatusOK, func(rb ReassignBackend, topic string, p int32) (TopicDetail, error) {
+		return rb.CancelReassignment(r.Context(), topic, p)
+	})
+}
+
+// reassignCall checks the backend and the path, runs fn and answers.
+func (t topicsResource) reassignCall(w http.ResponseWriter, r *http.Request, status int,
+	fn func(rb ReassignBackend, topic string, partition int32) (TopicDetail, error)) {
+	rb, ok := t.h.b.(ReassignBackend)
+	if !ok {
+		t.h.problem(w, r, fmt.Errorf("%w: partition reassignment", ErrNotImplemented))
+		return
+	}
+	name, err := topicParam(r)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	p, err := strconv.ParseInt(chi.URLParam(r, "partition"), 10, 32)
+	if err != nil || p < 0 {
+		t.h.problem(w, r, &FieldError{Field: "path.partition", Err: ErrInvalidRequest, Msg: "must be an integer from 0"})
+		return
+	}
+	td, err := fn(rb, name, int32(p))
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	t.h.writeJSON(w, r, status, normalizeTopic(td))
 }

@@ -238,6 +238,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 	for i, pm := range t.Partitions {
 		idx := int32(i)
 		if !containsID(pm.Replicas, b.id) {
+			b.dropReplicaLocked(ht, idx) // reassigned away
 			continue
 		}
 		p, ok := ht.parts[idx]

@@ -206,6 +206,7 @@ func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
 	for i, pm := range t.Partitions {
 		pd := api.PartitionDetail{Partition: int32(i), Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch,
 			Replicas: nonNil(pm.Replicas), ISR: nonNil(pm.ISR)}
+		pd.AddingReplicas, pd.RemovingReplicas = pm.AddingReplicas, pm.RemovingReplicas
 		if p, ok := hosted[int32(i)]; ok {
 			pd.StartOffset, pd.EndOffset = p.log.StartOffset(), p.log.EndOffset()
 			pd.HighWatermark, pd.SizeBytes = p.hwm.Load(), p.log.Size()
@@ -416,4 +417,33 @@ func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (
 		return api.TopicDetail{}, toHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)
+}
+
+var _ api.ReassignBackend = (*httpBackend)(nil)
+
+func (h *httpBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) (api.TopicDetail, error) {
+	if err := h.s.startReassignment(ctx, topic, partition, replicas); err != nil {
+		return api.TopicDetail{}, reassignHTTPError(err)
+	}
+	return h.DescribeTopic(ctx, topic)
+}
+
+func (h *httpBackend) CancelReassignment(ctx context.Context, topic string, partition int32) (api.TopicDetail, error) {
+	if err := h.s.cancelReassignment(ctx, topic, partition); err != nil {
+		return api.TopicDetail{}, reassignHTTPError(err)
+	}
+	return h.DescribeTopic(ctx, topic)
+}
+
+// reassignHTTPError adds the reassignment errors to httpErrors.
+func reassignHTTPError(err error) error {
+	switch {
+	case errors.Is(err, raftfsm.ErrUnknownPartition):
+		return &translatedError{kind: api.ErrUnknownPartition, err: err}
+	case errors.Is(err, raftfsm.ErrInvalidAssignment), errors.Is(err, raftfsm.ErrUnknownBroker):
+		return &translatedError{kind: api.ErrInvalidRequest, err: err}
+	case errors.Is(err, raftfsm.ErrNoReassignment):
+		return &translatedError{kind: api.ErrConflict, err: err}
+	}
+	return toHTTPError(err)
 }

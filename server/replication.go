@@ -61,6 +61,8 @@ func (p *partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 		}
 	} else if pm.Leader != self {
 		p.repl.followers = nil
+	} else {
+		p.syncFollowersLocked(pm.Replicas) // a reassignment adds or drops replicas
 	}
 	advanced := p.advanceHWMLocked()
 	p.repl.mu.Unlock()

@@ -788,17 +788,22 @@ type NodeSelfRoles string
 
 // PartitionDetail defines model for PartitionDetail.
 type PartitionDetail struct {
-	EndOffset     int64   `json:"end_offset"`
-	HighWatermark int64   `json:"high_watermark"`
-	Isr           []int32 `json:"isr"`
+	// AddingReplicas Replicas a running reassignment adds (absent when none runs).
+	AddingReplicas *[]int32 `json:"adding_replicas,omitempty"`
+	EndOffset      int64    `json:"end_offset"`
+	HighWatermark  int64    `json:"high_watermark"`
+	Isr            []int32  `json:"isr"`
 
 	// Leader Leader broker id, -1 when offline.
-	Leader      int32   `json:"leader"`
-	LeaderEpoch *int32  `json:"leader_epoch,omitempty"`
-	Partition   int32   `json:"partition"`
-	Replicas    []int32 `json:"replicas"`
-	SizeBytes   *int64  `json:"size_bytes,omitempty"`
-	StartOffset int64   `json:"start_offset"`
+	Leader      int32  `json:"leader"`
+	LeaderEpoch *int32 `json:"leader_epoch,omitempty"`
+	Partition   int32  `json:"partition"`
+
+	// RemovingReplicas Replicas a running reassignment removes (absent when none runs).
+	RemovingReplicas *[]int32 `json:"removing_replicas,omitempty"`
+	Replicas         []int32  `json:"replicas"`
+	SizeBytes        *int64   `json:"size_bytes,omitempty"`
+	StartOffset      int64    `json:"start_offset"`
 }
 
 // PlannedOffset defines model for PlannedOffset.
@@ -848,6 +853,12 @@ type ProduceRequest struct {
 // ProduceResponse defines model for ProduceResponse.
 type ProduceResponse struct {
 	Offsets []RecordOffset `json:"offsets"`
+}
+
+// ReassignRequest defines model for ReassignRequest.
+type ReassignRequest struct {
+	// Replicas The target broker ids, preferred leader first.
+	Replicas []int32 `json:"replicas"`
 }
 
 // RecordOffset defines model for RecordOffset.
@@ -1027,6 +1038,9 @@ type CreateTopicJSONRequestBody = CreateTopicRequest
 
 // AlterTopicConfigsJSONRequestBody defines body for AlterTopicConfigs for application/json ContentType.
 type AlterTopicConfigsJSONRequestBody = AlterConfigsRequest
+
+// ReassignPartitionJSONRequestBody defines body for ReassignPartition for application/json ContentType.
+type ReassignPartitionJSONRequestBody = ReassignRequest
 
 // ProduceRecordsJSONRequestBody defines body for ProduceRecords for application/json ContentType.
 type ProduceRecordsJSONRequestBody = ProduceRequest
@@ -1381,6 +1395,49 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 	ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelPartitionReassignment Cancel a running reassignment
+	//
+	// The partition goes back to the replicas it had before the reassignment started;
+	// the replicas that were being added leave and delete their copy. 409 when no
+	// reassignment of the partition is running.
+	//
+	// Corresponds with DELETE /v1/topics/{topic}/partitions/{partition}/replicas (the `CancelPartitionReassignment` operationId).
+	CancelPartitionReassignment(ctx context.Context, topic Topic, partition Partition, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReassignPartitionWithBody Move a partition to a new set of replicas (online reassignment)
+	//
+	// Starts moving the partition to `replicas` (as many brokers as the topic's
+	// replication factor; the first is the preferred leader). Until the move is done,
+	// the partition's `replicas` are the target followed by the replicas being removed,
+	// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+	// the log from the leader and join the ISR once caught up; when every target replica
+	// is in the ISR the move completes: the old replicas leave (and delete their copy),
+	// and leadership moves to the first in-sync target replica if the leader was one of
+	// them. Producing and consuming go on meanwhile. Asking again with another target
+	// replaces the running move. Answers at once (202) with the topic as it is then.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+	ReassignPartitionWithBody(ctx context.Context, topic Topic, partition Partition, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReassignPartition Move a partition to a new set of replicas (online reassignment)
+	//
+	// Starts moving the partition to `replicas` (as many brokers as the topic's
+	// replication factor; the first is the preferred leader). Until the move is done,
+	// the partition's `replicas` are the target followed by the replicas being removed,
+	// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+	// the log from the leader and join the ISR once caught up; when every target replica
+	// is in the ISR the move completes: the old replicas leave (and delete their copy),
+	// and leadership moves to the first in-sync target replica if the leader was one of
+	// them. Producing and consuming go on meanwhile. Asking again with another target
+	// replaces the running move. Answers at once (202) with the topic as it is then.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+	ReassignPartition(ctx context.Context, topic Topic, partition Partition, body ReassignPartitionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ProduceRecordsWithBody Produce records
 	//
@@ -2048,6 +2105,79 @@ func (c *Client) ElectPreferredLeaders(ctx context.Context, topic Topic, reqEdit
 // Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 func (c *Client) ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConsumeRecordsRequest(c.Server, topic, partition, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelPartitionReassignment Cancel a running reassignment
+//
+// The partition goes back to the replicas it had before the reassignment started;
+// the replicas that were being added leave and delete their copy. 409 when no
+// reassignment of the partition is running.
+//
+// Corresponds with DELETE /v1/topics/{topic}/partitions/{partition}/replicas (the `CancelPartitionReassignment` operationId).
+func (c *Client) CancelPartitionReassignment(ctx context.Context, topic Topic, partition Partition, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelPartitionReassignmentRequest(c.Server, topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReassignPartitionWithBody Move a partition to a new set of replicas (online reassignment)
+//
+// Starts moving the partition to `replicas` (as many brokers as the topic's
+// replication factor; the first is the preferred leader). Until the move is done,
+// the partition's `replicas` are the target followed by the replicas being removed,
+// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+// the log from the leader and join the ISR once caught up; when every target replica
+// is in the ISR the move completes: the old replicas leave (and delete their copy),
+// and leadership moves to the first in-sync target replica if the leader was one of
+// them. Producing and consuming go on meanwhile. Asking again with another target
+// replaces the running move. Answers at once (202) with the topic as it is then.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+func (c *Client) ReassignPartitionWithBody(ctx context.Context, topic Topic, partition Partition, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReassignPartitionRequestWithBody(c.Server, topic, partition, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReassignPartition Move a partition to a new set of replicas (online reassignment)
+//
+// Starts moving the partition to `replicas` (as many brokers as the topic's
+// replication factor; the first is the preferred leader). Until the move is done,
+// the partition's `replicas` are the target followed by the replicas being removed,
+// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+// the log from the leader and join the ISR once caught up; when every target replica
+// is in the ISR the move completes: the old replicas leave (and delete their copy),
+// and leadership moves to the first in-sync target replica if the leader was one of
+// them. Producing and consuming go on meanwhile. Asking again with another target
+// replaces the running move. Answers at once (202) with the topic as it is then.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+func (c *Client) ReassignPartition(ctx context.Context, topic Topic, partition Partition, body ReassignPartitionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReassignPartitionRequest(c.Server, topic, partition, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3266,6 +3396,101 @@ func NewConsumeRecordsRequest(server string, topic Topic, partition Partition, p
 	return req, nil
 }
 
+// NewCancelPartitionReassignmentRequest constructs an http.Request for the CancelPartitionReassignment method
+func NewCancelPartitionReassignmentRequest(server string, topic Topic, partition Partition) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "topic", topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "partition", partition, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/topics/%s/partitions/%s/replicas", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReassignPartitionRequest calls the generic ReassignPartition builder with application/json body
+func NewReassignPartitionRequest(server string, topic Topic, partition Partition, body ReassignPartitionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReassignPartitionRequestWithBody(server, topic, partition, "application/json", bodyReader)
+}
+
+// NewReassignPartitionRequestWithBody constructs an http.Request for the ReassignPartition method, with any body, and a specified content type
+func NewReassignPartitionRequestWithBody(server string, topic Topic, partition Partition, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "topic", topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "partition", partition, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: "int32"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/topics/%s/partitions/%s/replicas", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewProduceRecordsRequest calls the generic ProduceRecords builder with application/json body
 func NewProduceRecordsRequest(server string, topic Topic, params *ProduceRecordsParams, body ProduceRecordsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3826,6 +4051,51 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 	ConsumeRecordsWithResponse(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*ConsumeRecordsResponse, error)
+
+	// CancelPartitionReassignmentWithResponse Cancel a running reassignment
+	//
+	// The partition goes back to the replicas it had before the reassignment started;
+	// the replicas that were being added leave and delete their copy. 409 when no
+	// reassignment of the partition is running.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/topics/{topic}/partitions/{partition}/replicas (the `CancelPartitionReassignment` operationId).
+	CancelPartitionReassignmentWithResponse(ctx context.Context, topic Topic, partition Partition, reqEditors ...RequestEditorFn) (*CancelPartitionReassignmentResponse, error)
+
+	// ReassignPartitionWithBodyWithResponse Move a partition to a new set of replicas (online reassignment)
+	//
+	// Starts moving the partition to `replicas` (as many brokers as the topic's
+	// replication factor; the first is the preferred leader). Until the move is done,
+	// the partition's `replicas` are the target followed by the replicas being removed,
+	// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+	// the log from the leader and join the ISR once caught up; when every target replica
+	// is in the ISR the move completes: the old replicas leave (and delete their copy),
+	// and leadership moves to the first in-sync target replica if the leader was one of
+	// them. Producing and consuming go on meanwhile. Asking again with another target
+	// replaces the running move. Answers at once (202) with the topic as it is then.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+	ReassignPartitionWithBodyWithResponse(ctx context.Context, topic Topic, partition Partition, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReassignPartitionResponse, error)
+
+	// ReassignPartitionWithResponse Move a partition to a new set of replicas (online reassignment)
+	//
+	// Starts moving the partition to `replicas` (as many brokers as the topic's
+	// replication factor; the first is the preferred leader). Until the move is done,
+	// the partition's `replicas` are the target followed by the replicas being removed,
+	// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+	// the log from the leader and join the ISR once caught up; when every target replica
+	// is in the ISR the move completes: the old replicas leave (and delete their copy),
+	// and leadership moves to the first in-sync target replica if the leader was one of
+	// them. Producing and consuming go on meanwhile. Asking again with another target
+	// replaces the running move. Answers at once (202) with the topic as it is then.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+	ReassignPartitionWithResponse(ctx context.Context, topic Topic, partition Partition, body ReassignPartitionJSONRequestBody, reqEditors ...RequestEditorFn) (*ReassignPartitionResponse, error)
 
 	// ProduceRecordsWithBodyWithResponse Produce records
 	//
@@ -5404,6 +5674,144 @@ func (r ConsumeRecordsResponse) ContentType() string {
 	return ""
 }
 
+type CancelPartitionReassignmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TopicDetail
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelPartitionReassignmentResponse) GetJSON200() *TopicDetail {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelPartitionReassignmentResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelPartitionReassignmentResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelPartitionReassignmentResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CancelPartitionReassignmentResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelPartitionReassignmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelPartitionReassignmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelPartitionReassignmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelPartitionReassignmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReassignPartitionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *TopicDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReassignPartitionResponse) GetJSON202() *TopicDetail {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReassignPartitionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReassignPartitionResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReassignPartitionResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReassignPartitionResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReassignPartitionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReassignPartitionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReassignPartitionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReassignPartitionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ProduceRecordsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6069,6 +6477,69 @@ func (c *ClientWithResponses) ConsumeRecordsWithResponse(ctx context.Context, to
 		return nil, err
 	}
 	return ParseConsumeRecordsResponse(rsp)
+}
+
+// CancelPartitionReassignmentWithResponse Cancel a running reassignment
+//
+// The partition goes back to the replicas it had before the reassignment started;
+// the replicas that were being added leave and delete their copy. 409 when no
+// reassignment of the partition is running.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/topics/{topic}/partitions/{partition}/replicas (the `CancelPartitionReassignment` operationId).
+func (c *ClientWithResponses) CancelPartitionReassignmentWithResponse(ctx context.Context, topic Topic, partition Partition, reqEditors ...RequestEditorFn) (*CancelPartitionReassignmentResponse, error) {
+	rsp, err := c.CancelPartitionReassignment(ctx, topic, partition, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelPartitionReassignmentResponse(rsp)
+}
+
+// ReassignPartitionWithBodyWithResponse Move a partition to a new set of replicas (online reassignment)
+//
+// Starts moving the partition to `replicas` (as many brokers as the topic's
+// replication factor; the first is the preferred leader). Until the move is done,
+// the partition's `replicas` are the target followed by the replicas being removed,
+// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+// the log from the leader and join the ISR once caught up; when every target replica
+// is in the ISR the move completes: the old replicas leave (and delete their copy),
+// and leadership moves to the first in-sync target replica if the leader was one of
+// them. Producing and consuming go on meanwhile. Asking again with another target
+// replaces the running move. Answers at once (202) with the topic as it is then.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+func (c *ClientWithResponses) ReassignPartitionWithBodyWithResponse(ctx context.Context, topic Topic, partition Partition, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReassignPartitionResponse, error) {
+	rsp, err := c.ReassignPartitionWithBody(ctx, topic, partition, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReassignPartitionResponse(rsp)
+}
+
+// ReassignPartitionWithResponse Move a partition to a new set of replicas (online reassignment)
+//
+// Starts moving the partition to `replicas` (as many brokers as the topic's
+// replication factor; the first is the preferred leader). Until the move is done,
+// the partition's `replicas` are the target followed by the replicas being removed,
+// and `adding_replicas` / `removing_replicas` list the difference. New replicas copy
+// the log from the leader and join the ISR once caught up; when every target replica
+// is in the ISR the move completes: the old replicas leave (and delete their copy),
+// and leadership moves to the first in-sync target replica if the leader was one of
+// them. Producing and consuming go on meanwhile. Asking again with another target
+// replaces the running move. Answers at once (202) with the topic as it is then.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/topics/{topic}/partitions/{partition}/replicas (the `ReassignPartition` operationId).
+func (c *ClientWithResponses) ReassignPartitionWithResponse(ctx context.Context, topic Topic, partition Partition, body ReassignPartitionJSONRequestBody, reqEditors ...RequestEditorFn) (*ReassignPartitionResponse, error) {
+	rsp, err := c.ReassignPartition(ctx, topic, partition, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReassignPartitionResponse(rsp)
 }
 
 // ProduceRecordsWithBodyWithResponse Produce records
@@ -7238,6 +7709,114 @@ func ParseConsumeRecordsResponse(rsp *http.Response) (*ConsumeRecordsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCancelPartitionReassignmentResponse parses an HTTP response from a CancelPartitionReassignmentWithResponse call
+func ParseCancelPartitionReassignmentResponse(rsp *http.Response) (*CancelPartitionReassignmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelPartitionReassignmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TopicDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReassignPartitionResponse parses an HTTP response from a ReassignPartitionWithResponse call
+func ParseReassignPartitionResponse(rsp *http.Response) (*ReassignPartitionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReassignPartitionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest TopicDetail
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
