@@ -109,6 +109,7 @@ var errorCodes = []struct {
 	{"unknown_partition", ErrUnknownPartition},
 	{"invalid_assignment", ErrInvalidAssignment},
 	{"invalid_command", ErrInvalidCommand},
+	{"no_reassignment", ErrNoReassignment},
 	{"deadline", errDeadline},
 	{"canceled", errCanceled},
 }
