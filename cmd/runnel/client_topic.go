@@ -77,6 +77,7 @@ func newTopicCommand(g *globalFlags) *cobra.Command {
 		newTopicDescribeCommand(g),
 		newTopicDeleteCommand(g),
 		newTopicAlterConfigCommand(g),
+		newTopicReassignCommand(g),
 	)
 	return cmd
 }
