@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -168,42 +167,7 @@ func TestGroupMixedHTTPAndKafka(t *testing.T) {
 	seen := newSeenSet()
 	startFranzMember(t, n.KafkaAddr, "mixed-group", "gmixed", "franz-a", seen, true)
 	startFranzMember(t, n.KafkaAddr, "mixed-group", "gmixed", "franz-b", seen, true)
-	var join struct {
-		MemberID   string `json:"member_id"`
-		Generation int32  `json:"generation"`
-	}
-	c.json(http.MethodPost, "/v1/groups/mixed-group/members", map[string]any{"topics": []string{"gmixed"}, "client_id": "curl",
-		"session_timeout_ms": 10000}, http.StatusOK, &join)
-	if join.MemberID == "" {
-		t.Fatal("no member id")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	var polls atomic.Int64
-	wg.Add(1)
-	go func() { // the HTTP member: poll, record, commit
-		defer wg.Done()
-		hc := newAPIClient(t, n)
-		for ctx.Err() == nil {
-			var res struct {
-				Records []struct {
-					Topic string `json:"topic"`
-					Value string `json:"value"`
-				} `json:"records"`
-			}
-			hc.json(http.MethodGet, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID)+"/records?wait_ms=200&encoding=string",
-				nil, http.StatusOK, &res)
-			polls.Add(1)
-			for _, r := range res.Records {
-				seen.add("http", []byte(r.Value))
-			}
-			if len(res.Records) > 0 {
-				hc.json(http.MethodPost, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID)+"/offsets", nil, http.StatusOK, nil)
-			}
-		}
-	}()
+	hm := startHTTPMember(t, n, "mixed-group", "gmixed", seen)
 	d := waitSpread(t, c, "mixed-group", 3, 6, 60*time.Second)
 	kinds := map[string]int{}
 	for _, m := range d.Members {
@@ -215,16 +179,15 @@ func TestGroupMixedHTTPAndKafka(t *testing.T) {
 	const records = 3000
 	produceIndexed(t, c, "gmixed", 0, records)
 	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
-	t.Logf("protocol %s, per-member records %v, HTTP polls %d", d.Protocol, seen.counts, polls.Load())
+	t.Logf("protocol %s, per-member records %v, HTTP polls %d", d.Protocol, seen.counts, hm.polls.Load())
 	if dup := seen.duplicates(); dup != 0 {
 		t.Errorf("%d records read twice", dup)
 	}
 	if seen.counts["http"] == 0 {
 		t.Error("the HTTP member read nothing")
 	}
-	cancel()
-	wg.Wait()
-	c.json(http.MethodDelete, "/v1/groups/mixed-group/members/"+url.PathEscape(join.MemberID), nil, http.StatusNoContent, nil)
+	hm.stop()
+	c.json(http.MethodDelete, hm.path, nil, http.StatusNoContent, nil)
 	waitSpread(t, c, "mixed-group", 2, 6, 30*time.Second)
 }
 
@@ -244,4 +207,88 @@ func groupOffsets(t *testing.T, c *apiClient, group string) map[string]int64 {
 		out[fmt.Sprintf("%s-%d", o.Topic, o.Partition)] = o.Offset
 	}
 	return out
+}
+
+// httpMember is an HTTP group member polling in its own goroutine: poll,
+// record, commit its positions.
+type httpMember struct {
+	id, path string
+	polls    atomic.Int64
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func startHTTPMember(t *testing.T, n *servertest.Node, group, topic string, seen *seenSet) *httpMember {
+	t.Helper()
+	c := newAPIClient(t, n)
+	var join struct {
+		MemberID string `json:"member_id"`
+	}
+	c.json(http.MethodPost, "/v1/groups/"+url.PathEscape(group)+"/members", map[string]any{"topics": []string{topic}, "client_id": "curl",
+		"session_timeout_ms": 10000}, http.StatusOK, &join)
+	if join.MemberID == "" {
+		t.Fatal("no member id")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &httpMember{id: join.MemberID, path: "/v1/groups/" + url.PathEscape(group) + "/members/" + url.PathEscape(join.MemberID),
+		cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			var res struct {
+				Records []struct {
+					Value string `json:"value"`
+				} `json:"records"`
+			}
+			c.json(http.MethodGet, m.path+"/records?wait_ms=200&encoding=string", nil, http.StatusOK, &res)
+			m.polls.Add(1)
+			for _, r := range res.Records {
+				seen.add("http", []byte(r.Value))
+			}
+			if len(res.Records) > 0 {
+				c.json(http.MethodPost, m.path+"/offsets", nil, http.StatusOK, nil)
+			}
+		}
+	}()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *httpMember) stop() {
+	m.cancel()
+	<-m.done
+}
+
+// TestGroupHTTPMemberFirst: an HTTP member alone is assigned everything by
+// the coordinator (range); when franz-go members (cooperative-sticky only)
+// join, the group switches to their protocol, the HTTP member gives
+// partitions up through cooperative rebalances the coordinator rejoins it
+// for, and no record is read twice.
+func TestGroupHTTPMemberFirst(t *testing.T) {
+	n := kafkaNode(t)
+	c := newAPIClient(t, n)
+	httpCreateTopic(t, n, "ghttpfirst", 6)
+	seen := newSeenSet()
+	startHTTPMember(t, n, "http-first", "ghttpfirst", seen)
+	d := waitSpread(t, c, "http-first", 1, 6, 10*time.Second)
+	if d.Protocol != "range" {
+		t.Errorf("an HTTP-only group uses %q, want range", d.Protocol)
+	}
+	produceIndexed(t, c, "ghttpfirst", 0, 300)
+	servertest.WaitFor(t, 20*time.Second, "the HTTP member reads and commits everything", func() bool {
+		d, ok := tryDescribe(t, c, "http-first")
+		return ok && seen.missing(300) == 0 && len(d.Offsets) == 6 && d.Lag == 0
+	})
+	startFranzMember(t, n.KafkaAddr, "http-first", "ghttpfirst", "franz-a", seen, true)
+	startFranzMember(t, n.KafkaAddr, "http-first", "ghttpfirst", "franz-b", seen, true)
+	d = waitSpread(t, c, "http-first", 3, 6, 60*time.Second)
+	if d.Protocol != "cooperative-sticky" {
+		t.Errorf("protocol %q after franz-go joined, want cooperative-sticky", d.Protocol)
+	}
+	produceIndexed(t, c, "ghttpfirst", 300, 900)
+	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(900) == 0 })
+	if dup := seen.duplicates(); dup != 0 {
+		t.Errorf("%d records read twice", dup)
+	}
+	t.Logf("generation %d, per-member records %v", d.Generation, seen.counts)
 }

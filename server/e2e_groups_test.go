@@ -103,15 +103,18 @@ func assignedCounts(d groupDetail) ([]int, int) {
 func waitSpread(t *testing.T, c *apiClient, group string, members, partitions int, timeout time.Duration) groupDetail {
 	t.Helper()
 	var d groupDetail
-	servertest.WaitFor(t, timeout, fmt.Sprintf("group %s stable with %d members over %d partitions", group, members, partitions), func() bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
 		var ok bool
-		if d, ok = tryDescribe(t, c, group); !ok {
-			return false
+		if d, ok = tryDescribe(t, c, group); ok {
+			counts, total := assignedCounts(d)
+			if len(counts) == members && total == partitions && !slices.Contains(counts, 0) {
+				return d
+			}
 		}
-		counts, total := assignedCounts(d)
-		return len(counts) == members && total == partitions && !slices.Contains(counts, 0)
-	})
-	return d
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s not stable with %d members over %d partitions after %v; last seen %+v", group, members, partitions, timeout, d)
+		}
+	}
 }
 
 // produceIndexed produces records [from, to) with value "i" over HTTP, keyed

@@ -61,17 +61,22 @@ func (h *httpMember) protocols(m *member) []kafkaproto.GroupProtocol {
 // It reports whether partitions were taken away.
 func (h *httpMember) assigned(m *member, _ int32) bool {
 	var parts []tp
+	now := map[tp]bool{}
 	keep := map[tp]int64{}
 	for _, a := range decodeAssignment(m.assignment) {
 		for _, p := range a.Partitions {
 			t := tp{Topic: a.Topic, Partition: p}
 			parts = append(parts, t)
+			now[t] = true
 			if pos, ok := h.positions[t]; ok {
 				keep[t] = pos
 			}
 		}
 	}
-	revoked := len(keep) < len(h.parts)
+	revoked := false
+	for _, t := range h.parts {
+		revoked = revoked || !now[t]
+	}
 	h.parts, h.positions, h.next = parts, keep, 0
 	return revoked
 }
