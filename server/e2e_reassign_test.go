@@ -59,6 +59,7 @@ func TestReassignmentMovesReplicasOnline(t *testing.T) {
 	t.Logf("moving %v to %v", replicas, target)
 
 	acked := map[int64]string{}
+	var ackTimes []time.Time
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -76,14 +77,16 @@ func TestReassignmentMovesReplicasOnline(t *testing.T) {
 				if off, ok := produceOne(c.Nodes[(w+i)%4], "moving", v, 5*time.Second); ok {
 					mu.Lock()
 					acked[off] = v
+					ackTimes = append(ackTimes, time.Now())
 					mu.Unlock()
 				}
 			}
 		}(w)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 
 	api := newAPIClient(t, c.Node(int(b)))
+	startedAt := time.Now()
 	var started reassignTopic
 	api.json("PUT", "/v1/topics/moving/partitions/0/replicas", map[string]any{"replicas": target}, 202, &started)
 	t.Logf("started: %+v", started.Partitions[0])
@@ -94,9 +97,13 @@ func TestReassignmentMovesReplicasOnline(t *testing.T) {
 		done = td.Partitions[0]
 		return slices.Equal(done.Replicas, target) && len(done.AddingReplicas) == 0 && len(done.RemovingReplicas) == 0
 	})
+	doneAt := time.Now()
 	time.Sleep(300 * time.Millisecond) // a few more writes on the new replica set
 	close(stop)
 	wg.Wait()
+	before, during := ackRate(ackTimes, ackTimes[0], startedAt), ackRate(ackTimes, startedAt, doneAt)
+	t.Logf("move took %v; acks=all writes/s before %.0f, during %.0f (ratio %.2f)",
+		doneAt.Sub(startedAt).Round(time.Millisecond), before, during, during/before)
 
 	if !slices.Equal(sortedIDs(done.ISR), sortedIDs(target)) {
 		t.Fatalf("isr %v after the move, want %v", done.ISR, target)
@@ -183,4 +190,15 @@ func TestReassignmentCancel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(c.Node(int(d)).DataDir, "partitions", "staying-0")); !os.IsNotExist(err) {
 		t.Fatalf("broker %d hosts the partition after the cancel: %v", d, err)
 	}
+}
+
+// ackRate is the number of acknowledgements per second in [from, to).
+func ackRate(times []time.Time, from, to time.Time) float64 {
+	n := 0
+	for _, at := range times {
+		if !at.Before(from) && at.Before(to) {
+			n++
+		}
+	}
+	return float64(n) / to.Sub(from).Seconds()
 }
