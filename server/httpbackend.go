@@ -170,7 +170,7 @@ func replicationFactor(t *raftfsm.Topic) int16 {
 	if len(t.Partitions) == 0 {
 		return 0
 	}
-	return int16(len(t.Partitions[0].Replicas))
+	return int16(len(t.Partitions[0].TargetReplicas())) // not counting replicas a reassignment removes
 }
 
 func isInternal(name string) bool { return strings.HasPrefix(name, "__") }
