@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -142,4 +145,60 @@ func benchFirstAndRest(b *testing.B, addr, topic string, n int, opts ...kgo.Opt)
 		got += fs.NumRecords()
 	}
 	return first, time.Since(rest)
+}
+
+// BenchmarkGroupHTTPPoll reads a one-partition topic over HTTP as a group
+// member (join, then polls of 1000 records, committing after each) and, in
+// the same run, with plain partition reads of 1000 records as the
+// reference. Metrics: join-ms (the join of a new group, initial rebalance
+// delay included), member-records/s and plain-records/s (reading only),
+// ratio (member/plain). Needs RUNNEL_BENCH=1.
+func BenchmarkGroupHTTPPoll(b *testing.B) {
+	if os.Getenv("RUNNEL_BENCH") != "1" {
+		b.Skip("set RUNNEL_BENCH=1 to run")
+	}
+	node := servertest.Start(b, servertest.Options{})
+	const total = 20_000
+	runnelTopic(b, node, "bench-http-poll", 1)
+	benchProduce(b, node.KafkaAddr, "bench-http-poll", total, make([]byte, 256))
+	c := newAPIClient(b, node)
+	b.ResetTimer()
+	var joins, member, plain time.Duration
+	for i := range b.N {
+		start := time.Now()
+		var join struct {
+			MemberID string `json:"member_id"`
+		}
+		c.json(http.MethodPost, fmt.Sprintf("/v1/groups/bench-%d/members", i), map[string]any{"topics": []string{"bench-http-poll"}}, http.StatusOK, &join)
+		joins += time.Since(start)
+		start = time.Now()
+		path := fmt.Sprintf("/v1/groups/bench-%d/members/%s", i, url.PathEscape(join.MemberID))
+		for got := 0; got < total; {
+			var res struct {
+				Records []json.RawMessage `json:"records"`
+			}
+			c.json(http.MethodGet, path+"/records?max_records=1000&encoding=base64", nil, http.StatusOK, &res)
+			got += len(res.Records)
+			c.json(http.MethodPost, path+"/offsets", nil, http.StatusOK, nil)
+		}
+		member += time.Since(start)
+	}
+	b.StopTimer()
+	for range b.N {
+		start := time.Now()
+		for next := 0; next < total; {
+			var res struct {
+				Records    []json.RawMessage `json:"records"`
+				NextOffset int               `json:"next_offset"`
+			}
+			c.json(http.MethodGet, fmt.Sprintf("/v1/topics/bench-http-poll/partitions/0/records?offset=%d&max_records=1000&encoding=base64", next), nil, http.StatusOK, &res)
+			next = res.NextOffset
+		}
+		plain += time.Since(start)
+	}
+	rate, ref := float64(b.N*total)/member.Seconds(), float64(b.N*total)/plain.Seconds()
+	b.ReportMetric(float64(joins.Milliseconds())/float64(b.N), "join-ms")
+	b.ReportMetric(rate, "member-records/s")
+	b.ReportMetric(ref, "plain-records/s")
+	b.ReportMetric(rate/ref, "ratio")
 }
