@@ -255,28 +255,47 @@ func (m *franzMember) stop() {
 	m.cl.Close()
 }
 
+// TestGroupFranzGo: three franz-go members share six partitions and read
+// every record, once per assignor (the coordinator only relays what the
+// leader's assignor computes).
 func TestGroupFranzGo(t *testing.T) {
 	n := kafkaNode(t)
 	c := newAPIClient(t, n)
-	httpCreateTopic(t, n, "gfranz", 6)
-	const records = 3000
-	produceIndexed(t, c, "gfranz", 0, records)
-	seen := newSeenSet()
-	for i := range 3 {
-		startFranzMember(t, n.KafkaAddr, "franz-group", "gfranz", fmt.Sprintf("franz-%d", i), seen, true)
+	for _, tc := range []struct {
+		name     string
+		balancer kgo.GroupBalancer
+	}{
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
+		{"sticky", kgo.StickyBalancer()},
+		{"range", kgo.RangeBalancer()},
+		{"roundrobin", kgo.RoundRobinBalancer()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic, group := "gfranz-"+tc.name, "franz-"+tc.name
+			httpCreateTopic(t, n, topic, 6)
+			const records = 3000
+			produceIndexed(t, c, topic, 0, records)
+			seen := newSeenSet()
+			for i := range 3 {
+				startFranzMember(t, n.KafkaAddr, group, topic, fmt.Sprintf("franz-%d", i), seen, true, kgo.Balancers(tc.balancer))
+			}
+			d := waitSpread(t, c, group, 3, 6, 30*time.Second)
+			servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
+			t.Logf("generation %d, per-member records %v, duplicates %d", d.Generation, seen.counts, seen.duplicates())
+			if d.Protocol != tc.name {
+				t.Errorf("protocol %q", d.Protocol)
+			}
+			for _, m := range d.Members {
+				if m.Kind != "kafka" || m.ClientHost == "" || m.ClientID == "" {
+					t.Errorf("member %+v", m)
+				}
+			}
+			servertest.WaitFor(t, 20*time.Second, "lag 0", func() bool {
+				d := describeGroup(t, c, group)
+				return len(d.Offsets) == 6 && d.Lag == 0
+			})
+		})
 	}
-	d := waitSpread(t, c, "franz-group", 3, 6, 30*time.Second)
-	servertest.WaitFor(t, 30*time.Second, "every record consumed", func() bool { return seen.missing(records) == 0 })
-	t.Logf("protocol %s, generation %d, per-member records %v, duplicates %d", d.Protocol, d.Generation, seen.counts, seen.duplicates())
-	for _, m := range d.Members {
-		if m.Kind != "kafka" || m.ClientHost == "" || m.ClientID == "" {
-			t.Errorf("member %+v", m)
-		}
-	}
-	servertest.WaitFor(t, 20*time.Second, "lag 0", func() bool {
-		d := describeGroup(t, c, "franz-group")
-		return len(d.Offsets) == 6 && d.Lag == 0
-	})
 }
 
 // TestGroupMemberKilled: a member cut off the network without leaving is
