@@ -221,7 +221,8 @@ const maxMovesPerCommand = 4096
 // keeps its alive members. Without such a replica, a partition led by a
 // fenced (or unknown) broker goes offline (leader -1, ISR kept); one led by
 // a broker shutting down stays put. An offline partition gets the first
-// alive ISR member as leader.
+// alive ISR member as leader. A partition whose leader is alive loses its
+// fenced ISR members.
 func leaderMoves(img *Image) []Command {
 	alive := func(id int32) bool {
 		b, ok := img.Brokers[id]
@@ -232,6 +233,10 @@ func leaderMoves(img *Image) []Command {
 		var changes []ChangePartition
 		for i, p := range img.Topics[name].Partitions {
 			if p.Leader != -1 && alive(p.Leader) {
+				if ch, ok := isrShrink(img, p); ok {
+					ch.Partition = int32(i)
+					changes = append(changes, ch)
+				}
 				continue
 			}
 			if ch, ok := leaderMove(img, p, alive); ok {
@@ -246,6 +251,23 @@ func leaderMoves(img *Image) []Command {
 		}
 	}
 	return out
+}
+
+// isrShrink drops fenced (or unknown) brokers from the ISR of a partition
+// whose leader is alive, as KRaft's controller does when it fences: an
+// acks=all write then waits for the session timeout at most, not for the
+// leader's replica.lag.time.max.
+func isrShrink(img *Image, p Partition) (ChangePartition, bool) {
+	gone := func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return !ok || b.State == BrokerFenced
+	}
+	if !slices.ContainsFunc(p.ISR, gone) {
+		return ChangePartition{}, false
+	}
+	isr := slices.DeleteFunc(slices.Clone(p.ISR), gone)
+	return ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Leader: p.Leader, ISR: isr}, true
 }
 
 // leaderMove is the change for one partition whose leader is not alive.

@@ -11,7 +11,7 @@ func TestLeaderMoves(t *testing.T) {
 		img.Brokers[id] = &Broker{ID: id, State: st}
 	}
 	img.Topics["t"] = &Topic{Name: "t", Partitions: []Partition{
-		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // alive leader: kept
+		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // alive leader: kept, fenced 2 leaves the ISR
 		{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 4, 1}, ISR: []int32{2, 1, 4}}, // fenced: to 4, the first alive replica
 		{Leader: 2, PartitionEpoch: 5, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},    // fenced, no alive candidate: offline
 		{Leader: 3, Replicas: []int32{3, 2}, ISR: []int32{3, 2}},                       // shutting down, no candidate: kept
@@ -21,6 +21,7 @@ func TestLeaderMoves(t *testing.T) {
 		{Leader: 9, Replicas: []int32{9, 1}, ISR: []int32{9}},                          // unknown broker, no candidate: offline
 	}}
 	want := []ChangePartition{
+		{Partition: 0, Leader: 1, ISR: []int32{1}},
 		{Partition: 1, LeaderEpoch: 3, Leader: 4, ISR: []int32{1, 4}},
 		{Partition: 2, PartitionEpoch: 5, Leader: -1, ISR: []int32{2, 3}},
 		{Partition: 4, Leader: 1, ISR: []int32{1}},
