@@ -47,9 +47,9 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 					}
 					mu.Lock()
 					seq++
-					v := fmt.Sprintf("r%d-w%d-%d", round, w, seq)
+					v, part := fmt.Sprintf("r%d-w%d-%d", round, w, seq), seq%2
 					mu.Unlock()
-					body, _ := json.Marshal(map[string]any{"records": []map[string]any{{"value": v, "partition": seq % 2}}})
+					body, _ := json.Marshal(map[string]any{"records": []map[string]any{{"value": v, "partition": part}}})
 					resp, err := client.Post(n.URL+"/v1/topics/crash/records?encoding=string", "application/json", bytes.NewReader(body))
 					if err != nil {
 						continue // the node died mid-request: not acknowledged
