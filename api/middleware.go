@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -217,5 +216,3 @@ func levelFor(status int) slog.Level {
 }
 
 func slogString(k, v string) slog.Attr { return slog.String(k, v) }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -24,7 +24,7 @@ func (t topicsResource) Routes() chi.Router {
 		r.Post("/elect-leaders", t.electLeaders)
 		r.Put("/partitions/{partition}/replicas", t.reassign)
 		r.Delete("/partitions/{partition}/replicas", t.cancelReassign)
-		rec := recordsResource{t.h}
+		rec := recordsResource(t)
 		r.Post("/records", rec.produce)
 		r.Get("/records/stream", rec.stream)
 		r.Get("/partitions/{partition}/records", rec.consume)

@@ -129,6 +129,7 @@ func (s *Server) deleteTopic(ctx context.Context, name string) error {
 	if _, err := s.applyMeta(ctx, raftfsm.Command{DeleteTopic: &raftfsm.DeleteTopic{Name: name}}); err != nil {
 		return fmt.Errorf("delete topic %s: %w", name, err)
 	}
+	s.metrics.forget(name)
 	return nil
 }
 

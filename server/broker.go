@@ -329,7 +329,8 @@ func writeFileSync(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err == nil {
+	_, err = f.Write(data)
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -404,8 +404,8 @@ func partitionHealth(img *raftfsm.Image) (under, offline int) {
 			if p.Leader < 0 {
 				offline++
 			}
-			if len(p.ISR) < len(p.Replicas) {
-				under++
+			if len(p.ISR) < len(p.TargetReplicas()) {
+				under++ // replicas being added by a reassignment don't count
 			}
 		}
 	}

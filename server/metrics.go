@@ -164,7 +164,7 @@ func (s *Server) underReplicatedLed() int {
 	n := 0
 	for _, t := range img.Topics {
 		for _, p := range t.Partitions {
-			if p.Leader == s.cfg.NodeID && len(p.ISR) < len(p.Replicas) {
+			if p.Leader == s.cfg.NodeID && len(p.ISR) < len(p.TargetReplicas()) {
 				n++
 			}
 		}
