@@ -40,6 +40,7 @@ type serveFlags struct {
 	session    time.Duration
 	lagMax     time.Duration
 	rebalance  time.Duration
+	offsetsTP  int32
 	secret     string
 	secretFile string
 }
@@ -86,6 +87,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.session, "broker-session-timeout", def.BrokerSessionTimeout, "a broker whose heartbeats lapse this long is fenced")
 	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
 	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
+	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
 	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
@@ -118,6 +120,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.BrokerHeartbeatInterval, cfg.BrokerSessionTimeout = f.heartbeat, f.session
 	cfg.ReplicaLagMax = f.lagMax
 	cfg.LeaderRebalanceInterval = f.rebalance
+	cfg.OffsetsTopicPartitions = f.offsetsTP
 	cfg.MaxOpenFiles = f.maxFiles
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
