@@ -53,7 +53,10 @@ type hostedTopic struct {
 
 const partitionMetaFile = "partition.metadata"
 
-func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics, lagMax time.Duration) (*broker, error) {
+// newBroker prepares a broker; dialLeader connects to another broker's
+// inter-broker Kafka port for replication.
+func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics,
+	lagMax time.Duration, dialLeader func(context.Context, int32) (net.Conn, error)) (*broker, error) {
 	dir := filepath.Join(dataDir, "partitions")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
@@ -64,22 +67,8 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 		topics:        map[string]*hostedTopic{},
 		replicaLagMax: lagMax,
 	}
-	b.fetches = newFetchManager(id, b.dialLeader, logger.With("component", "replica-fetcher"))
+	b.fetches = newFetchManager(id, dialLeader, logger.With("component", "replica-fetcher"))
 	return b, nil
-}
-
-// dialLeader connects to a partition leader's Kafka listener for
-// replication.
-func (b *broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error) {
-	img, _ := b.meta.Image()
-	br, ok := img.Brokers[leader]
-	if !ok || br.KafkaAddr == "" {
-		return nil, fmt.Errorf("broker %d has no Kafka address", leader)
-	}
-	var d net.Dialer
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	return d.DialContext(dctx, "tcp", br.KafkaAddr)
 }
 
 // roleChanged starts or stops replication of p after its leader changed.

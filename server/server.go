@@ -250,12 +250,11 @@ func (s *Server) startBroker(ctx context.Context) error {
 		return fmt.Errorf("wait for broker %d to be unfenced: %w", s.cfg.NodeID, err)
 	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
-	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics, s.cfg.ReplicaLagMax)
-	if err == nil {
-		b.fetches.dial = func(ctx context.Context, leader int32) (net.Conn, error) {
-			return s.meta.DialNode(ctx, leader, protoKafka)
-		}
+	dialLeader := func(ctx context.Context, leader int32) (net.Conn, error) {
+		return s.meta.DialNode(ctx, leader, protoKafka)
 	}
+	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics,
+		s.cfg.ReplicaLagMax, dialLeader)
 	if err != nil {
 		return err
 	}
