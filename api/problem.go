@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 )
@@ -41,7 +42,11 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		p.Field = fe.Field
 	}
 	if k.Status >= 500 {
-		h.log.LogAttrs(r.Context(), levelFor(k.Status), "request failed",
+		level := levelFor(k.Status)
+		if errors.Is(err, ErrNotReady) {
+			level = slog.LevelDebug // expected while a node starts or stops; /readyz is polled
+		}
+		h.log.LogAttrs(r.Context(), level, "request failed",
 			slogString("request_id", p.RequestID), slogString("error", err.Error()))
 		if k.Status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1")
