@@ -48,6 +48,9 @@ type Config struct {
 	// leadership back to preferred replicas; 0 disables it.
 	LeaderRebalanceInterval time.Duration
 
+	// Pprof serves Go's profiler at /debug/pprof/ on the HTTP listener.
+	Pprof bool
+
 	MaxOpenFiles     int           // segment file handles shared by all partitions
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks
 	ShutdownTimeout  time.Duration

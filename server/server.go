@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -160,6 +161,9 @@ func (s *Server) open() error {
 	s.forward = newForwarder(func(ctx context.Context, id int32) (net.Conn, error) {
 		return s.meta.DialNode(ctx, id, protoHTTP)
 	})
+	if s.cfg.Pprof {
+		handler = withPprof(handler)
+	}
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
 	s.httpSrv = &http.Server{BaseContext: func(net.Listener) context.Context { return reqCtx }, Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
@@ -352,4 +356,16 @@ func (s *Server) shutdownTimeout() time.Duration {
 		return s.cfg.ShutdownTimeout
 	}
 	return 20 * time.Second
+}
+
+// withPprof serves Go's profiler under /debug/pprof/ (--pprof).
+func withPprof(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", next)
+	return mux
 }

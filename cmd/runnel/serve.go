@@ -41,6 +41,7 @@ type serveFlags struct {
 	lagMax     time.Duration
 	rebalance  time.Duration
 	offsetsTP  int32
+	pprof      bool
 	secret     string
 	secretFile string
 }
@@ -88,6 +89,7 @@ func newServeCommand() *cobra.Command {
 	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
 	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
 	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP listener")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
 	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
@@ -121,6 +123,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.ReplicaLagMax = f.lagMax
 	cfg.LeaderRebalanceInterval = f.rebalance
 	cfg.OffsetsTopicPartitions = f.offsetsTP
+	cfg.Pprof = f.pprof
 	cfg.MaxOpenFiles = f.maxFiles
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
