@@ -2,6 +2,7 @@ package kafkaproto
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,8 +48,9 @@ type conn struct {
 	nc    net.Conn
 	br    *bufio.Reader
 	in    []byte // frame buffer, reused between requests
-	out   []byte // response buffer, reused between requests
+	out   []byte // response buffer, reused between responses; the writer's
 	state connState
+	jobs  chan<- writeJob // responses for writeLoop
 }
 
 func (s *Server) serveConn(nc net.Conn) {
@@ -60,6 +62,18 @@ func (s *Server) serveConn(nc net.Conn) {
 			s.log.Error("panic serving kafka connection", "remote", nc.RemoteAddr().String(),
 				"panic", r, "stack", string(debug.Stack()))
 		}
+	}()
+	// Responses are written by writeLoop, in order; see pipeline.go. When
+	// reading ends, pending replication waits are cut short.
+	wctx, cancel := context.WithCancel(s.ctx)
+	jobs := make(chan writeJob, maxPipelined)
+	written := make(chan struct{})
+	c.jobs = jobs
+	go c.writeLoop(wctx, jobs, written)
+	defer func() {
+		cancel()
+		close(jobs)
+		<-written
 	}()
 	for {
 		frame, err := c.readFrame()
@@ -78,10 +92,20 @@ func (s *Server) serveConn(nc net.Conn) {
 		if cap(c.in) > keepBuffer {
 			c.in = nil
 		}
-		if cap(c.out) > keepBuffer {
-			c.out = nil
-		}
 	}
+}
+
+// enqueue hands a response to the writer (or, on a conn without one, writes
+// it now).
+func (c *conn) enqueue(job writeJob) error {
+	if c.jobs == nil {
+		if job.acks != nil {
+			job.acks.finish(c.s.ctx)
+		}
+		return c.write(job.h, job.resp, job.flexible)
+	}
+	c.jobs <- job
+	return nil
 }
 
 // readFrame reads one size-prefixed request frame. The buffer grows as bytes
@@ -189,7 +213,7 @@ func (c *conn) handle(frame []byte) error {
 	if h.key == apiVersionsKey && !supported {
 		// Answer in v0 so that the client can pick a version it shares.
 		resp := c.s.apiVersionsError(kerr.UnsupportedVersion.Code)
-		return c.write(h, resp, false)
+		return c.enqueue(writeJob{h: h, resp: resp})
 	}
 	req := kmsg.RequestForKey(h.key)
 	if h.version < 0 || h.version > req.MaxVersion() {
@@ -205,9 +229,14 @@ func (c *conn) handle(frame []byte) error {
 		return fmt.Errorf("%w: %s v%d: %v", errBadBody, kmsg.NameForKey(h.key), h.version, err)
 	}
 	var resp kmsg.Response
+	var acks *ackWaits
 	start := time.Now()
 	if supported {
 		ctx := c.s.ctx
+		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == -1 {
+			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
+			ctx = withAckWaits(ctx, acks)
+		}
 		if h.key == fetchKey {
 			ctx = withConnState(ctx, &c.state)
 		}
@@ -226,7 +255,7 @@ func (c *conn) handle(frame []byte) error {
 		return silentProduceOutcome(resp.(*kmsg.ProduceResponse))
 	}
 	// ApiVersions responses always use header v0 (KIP-511).
-	return c.write(h, resp, resp.IsFlexible() && h.key != apiVersionsKey)
+	return c.enqueue(writeJob{h: h, resp: resp, flexible: resp.IsFlexible() && h.key != apiVersionsKey, acks: acks})
 }
 
 // write sends resp with a response header for h.

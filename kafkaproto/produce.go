@@ -130,6 +130,18 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topic string,
 		setProduceError(p, fmt.Errorf("%w: no records", ErrCorruptMessage))
 		return
 	}
+	if rp2, ok := s.broker.(ReplicatedProducer); ok && acks == -1 {
+		if w := ackWaitsFrom(ctx); w != nil {
+			res, wait, err := rp2.AppendForAcks(ctx, topic, rp.Partition, rp.Records)
+			if err != nil {
+				setProduceError(p, err)
+				return
+			}
+			p.BaseOffset, p.LogAppendTime, p.LogStartOffset = res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+			w.add(p, wait)
+			return
+		}
+	}
 	res, err := s.broker.Produce(ctx, topic, rp.Partition, rp.Records, acks)
 	if err != nil {
 		setProduceError(p, err)

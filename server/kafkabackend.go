@@ -24,7 +24,10 @@ type kafkaBackend struct {
 	cachedOf *raftfsm.Image      // guarded by mu
 }
 
-var _ kafkaproto.Broker = (*kafkaBackend)(nil)
+var (
+	_ kafkaproto.Broker             = (*kafkaBackend)(nil)
+	_ kafkaproto.ReplicatedProducer = (*kafkaBackend)(nil)
+)
 
 // kafkaErrors is the one table from server errors to the listener's sentinels.
 var kafkaErrors = []struct{ from, to error }{
@@ -123,6 +126,24 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 		k.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.baseOffset, LogAppendTime: res.logAppendTime, LogStartOffset: res.logStart}, nil
+}
+
+// AppendForAcks splits an acks=all produce so the listener can read a
+// connection's next requests while this one waits for the in-sync replicas.
+func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
+	p, err := k.s.broker.partition(topic, partition)
+	if err != nil {
+		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+	}
+	res, wait, err := p.appendForAcks(batches)
+	if err != nil {
+		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+	}
+	if !res.duplicate {
+		k.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	}
+	return kafkaproto.ProduceResult{BaseOffset: res.baseOffset, LogAppendTime: res.logAppendTime, LogStartOffset: res.logStart},
+		func(ctx context.Context) error { return toKafkaError(wait(ctx)) }, nil
 }
 
 func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {

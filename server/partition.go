@@ -168,15 +168,27 @@ func (p *partition) close() error {
 // replicas hold the records. With fewer in-sync replicas than
 // min.insync.replicas an acks=all write is refused before it is appended.
 func (p *partition) produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
-	epoch := p.leaderEpoch.Load()
-	if acks == -1 {
-		if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-			return appendResult{}, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
-		}
+	if acks != -1 {
+		return p.append(batches)
 	}
-	res, err := p.append(batches)
-	if err != nil || acks != -1 {
+	res, wait, err := p.appendForAcks(batches)
+	if err != nil {
 		return res, err
 	}
-	return res, p.waitReplicated(ctx, res.lastOffset, epoch)
+	return res, wait(ctx)
+}
+
+// appendForAcks is an acks=all produce up to the wait: it refuses the write
+// when the ISR is below min.insync.replicas, appends, and returns the wait
+// for the in-sync replicas.
+func (p *partition) appendForAcks(batches []byte) (appendResult, func(context.Context) error, error) {
+	epoch := p.leaderEpoch.Load()
+	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
+		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
+	}
+	res, err := p.append(batches)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil
 }
