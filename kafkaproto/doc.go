@@ -15,18 +15,23 @@
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
 //	fetchsession.go fetch sessions (KIP-227), kept per connection
 //	admin.go      helpers shared by the admin APIs
+//	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
+//	groups.go     the optional GroupCoordinator interface for the group APIs
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
 //	              createtopics, deletetopics, createpartitions, describeconfigs,
 //	              incrementalalterconfigs, deleterecords, initproducerid,
-//	              offsetforleaderepoch, describecluster
+//	              offsetforleaderepoch, describecluster, findcoordinator, joingroup,
+//	              syncgroup, heartbeat, leavegroup, offsetcommit, offsetfetch,
+//	              listgroups, describegroups, deletegroups, offsetdelete
 //
 // # Goroutines and locks
 //
 // Serve runs the accept loop in the caller's goroutine. Each accepted
-// connection gets one goroutine that reads a request, handles it and writes
-// the response before reading the next, so pipelined requests are answered
-// in order and a client's produce requests append in the order sent (as in
-// Kafka). A Produce request touching several partitions appends them from
+// connection gets a reader goroutine that reads and handles requests one at
+// a time, so a client's produce requests append in the order sent (as in
+// Kafka), and a writer goroutine (pipeline.go) that writes the responses in
+// the same order; an acks=all produce waits for its replicas on the writer,
+// so the reader goes on with the next request meanwhile. A Produce request touching several partitions appends them from
 // at most produceParallelism short-lived goroutines that it waits for.
 // Close closes listeners and connections and waits for every goroutine;
 // handlers see the server's context cancelled. Server.mu guards only the
