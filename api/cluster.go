@@ -68,16 +68,7 @@ func (c clusterResource) writeCluster(w http.ResponseWriter, r *http.Request) fu
 }
 
 func (c clusterResource) get(w http.ResponseWriter, r *http.Request) {
-	cl, err := c.h.b.Cluster(r.Context())
-	if err != nil {
-		c.h.problem(w, r, err)
-		return
-	}
-	if cl.Controllers == nil {
-		cl.Controllers = []Controller{}
-	}
-	cl.Brokers = nonNilBrokers(cl.Brokers)
-	c.h.writeJSON(w, r, http.StatusOK, cl)
+	c.writeCluster(w, r)(c.h.b.Cluster(r.Context()))
 }
 
 // brokersResource serves /v1/brokers.
