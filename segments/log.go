@@ -100,16 +100,8 @@ func (l *Log) failLocked(err error) error {
 // (batches is modified). A rejected call leaves the log unchanged; errors
 // wrap ErrCorruptBatch, ErrBatchTooLarge, ErrClosed or the sticky I/O error.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	l.mu.Lock()
-	limit := int64(l.cfg.MaxMessageBytes)
-	l.mu.Unlock()
-	hs, err := splitBatches(batches, limit, countExact)
+	hs, err := l.splitForAppend(batches, countExact)
 	if err != nil {
-		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
-	}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
 	next := l.end
@@ -128,6 +120,24 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 	})
 	l.mu.Unlock()
 	return l.ackAfterSync(info, syncTo, err)
+}
+
+// splitForAppend validates batches outside the lock and returns their
+// headers with l.mu held, the log still usable; on error mu is not held.
+func (l *Log) splitForAppend(batches []byte, rule countRule) ([]batchHeader, error) {
+	l.mu.Lock()
+	limit := int64(l.cfg.MaxMessageBytes)
+	l.mu.Unlock()
+	hs, err := splitBatches(batches, limit, rule)
+	if err != nil {
+		return nil, fmt.Errorf("segments: append: %w", err)
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	return hs, nil
 }
 
 // ackAfterSync waits, when the flush policy asks for it, until the log is
@@ -149,16 +159,8 @@ func (l *Log) ackAfterSync(info AppendInfo, syncTo int64, err error) (AppendInfo
 // been compacted (fewer records than offsets). The first base offset must be
 // >= EndOffset and offsets must increase. Neither field is rewritten.
 func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
-	l.mu.Lock()
-	limit := int64(l.cfg.MaxMessageBytes)
-	l.mu.Unlock()
-	hs, err := splitBatches(batches, limit, countCompacted)
+	hs, err := l.splitForAppend(batches, countCompacted)
 	if err != nil {
-		return AppendInfo{}, fmt.Errorf("segments: append: %w", err)
-	}
-	l.mu.Lock()
-	if err := l.usableLocked(); err != nil {
-		l.mu.Unlock()
 		return AppendInfo{}, err
 	}
 	next := l.end
