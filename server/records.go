@@ -56,10 +56,10 @@ type newRecord struct {
 // buildBatch encodes records as one uncompressed RecordBatch v2 with base
 // offset 0 (the log assigns the real one) and no producer id.
 func buildBatch(recs []newRecord) []byte {
-	first, max := recs[0].Timestamp, recs[0].Timestamp
+	first, last := recs[0].Timestamp, recs[0].Timestamp
 	for _, r := range recs {
 		first = min(first, r.Timestamp)
-		max = maxInt64(max, r.Timestamp)
+		last = max(last, r.Timestamp)
 	}
 	var body []byte
 	for i, r := range recs {
@@ -81,7 +81,7 @@ func buildBatch(recs []newRecord) []byte {
 		Magic:           2,
 		LastOffsetDelta: int32(len(recs) - 1),
 		FirstTimestamp:  first,
-		MaxTimestamp:    max,
+		MaxTimestamp:    last,
 		ProducerID:      -1,
 		ProducerEpoch:   -1,
 		FirstSequence:   -1,
@@ -91,13 +91,6 @@ func buildBatch(recs []newRecord) []byte {
 	out := b.AppendTo(make([]byte, 0, batchHeaderLen+len(body)))
 	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrsOffset:], castagnoli))
 	return out
-}
-
-func maxInt64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // batchView is the header of one batch in a byte stream of concatenated batches.
