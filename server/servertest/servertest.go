@@ -323,3 +323,49 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// PID returns the running process's id, or 0 when the node is not running.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.cmd.Process == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Signal sends sig to the running process (e.g. SIGSTOP / SIGCONT to pause a node).
+func (n *Node) Signal(sig syscall.Signal) {
+	n.t.Helper()
+	pid := n.PID()
+	if pid == 0 {
+		n.t.Fatalf("servertest: node %d is not running", n.opts.NodeID)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		n.t.Fatalf("servertest: signal node %d: %v", n.opts.NodeID, err)
+	}
+}
+
+// RSS returns the process's current and peak resident set size in bytes, as
+// the kernel measures them (/proc/PID/status VmRSS and VmHWM). Memory limits
+// are asserted on these, never guessed.
+func (n *Node) RSS() (current, peak int64) {
+	n.t.Helper()
+	pid := n.PID()
+	if pid == 0 {
+		n.t.Fatalf("servertest: node %d is not running", n.opts.NodeID)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		n.t.Fatalf("servertest: read status of node %d: %v", n.opts.NodeID, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
+			current = kb << 10
+		} else if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+			peak = kb << 10
+		}
+	}
+	return current, peak
+}
