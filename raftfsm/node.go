@@ -87,7 +87,10 @@ func (n *Node) open() error {
 	if n.cfg.Dir == "" {
 		return errors.New("raftfsm: open: empty Dir")
 	}
-	if err := os.MkdirAll(n.cfg.Dir, 0o755); err != nil {
+	// 0700: the metadata (users, configs) is for this node's user only.
+	// raft's snapshot store makes its directories 0755 itself, so they are
+	// made first (MkdirAll keeps an existing directory's mode).
+	if err := os.MkdirAll(filepath.Join(n.cfg.Dir, dirSnapshots, "snapshots"), 0o700); err != nil {
 		return fmt.Errorf("raftfsm: open: %w", err)
 	}
 	rdb, err := openBadger(filepath.Join(n.cfg.Dir, dirRaft), true, n.log)

@@ -28,7 +28,9 @@
 // File names are the segment's base offset, zero-padded to 20 digits. Files
 // ending in ".tmp" (a checkpoint being replaced) or ".cleaned" (a segment
 // being compacted) are leftovers of an interrupted operation and are deleted
-// by Open, as are index files whose segment is gone.
+// by Open, as are index files whose segment is gone. The OS filesystem
+// creates files 0600 and directories 0700: records are for the broker's user
+// only.
 //
 // # Segment files
 //

@@ -264,9 +264,9 @@ func (i memInfo) IsDir() bool        { return i.dir }
 func (i memInfo) Sys() any           { return nil }
 func (i memInfo) Mode() os.FileMode {
 	if i.dir {
-		return os.ModeDir | 0o755
+		return os.ModeDir | 0o700
 	}
-	return 0o644
+	return 0o600
 }
 
 // memFile is an open MemFS file.

@@ -49,8 +49,10 @@ func OSFS() FS { return osFS{} }
 
 type osFS struct{}
 
+// Files are 0600 and directories 0700: a log holds other people's records,
+// readable by the broker's user only.
 func (osFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,7 @@ func (osFS) Open(name string) (File, error) {
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) RemoveAll(dir string) error           { return os.RemoveAll(dir) }
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
-func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o700) }
 func (osFS) Stat(name string) (os.FileInfo, error) {
 	return os.Stat(name)
 }

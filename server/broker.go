@@ -58,7 +58,7 @@ const partitionMetaFile = "partition.metadata"
 func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics,
 	lagMax time.Duration, dialLeader func(context.Context, int32) (net.Conn, error)) (*broker, error) {
 	dir := filepath.Join(dataDir, "partitions")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
 	}
 	b := &broker{
@@ -304,7 +304,7 @@ func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 	if _, err := os.Stat(metaPath); errors.Is(err, os.ErrNotExist) {
 		// Not fsynced: creating thousands of partitions must stay cheap, and
 		// the file is written again if a crash loses it.
-		if err := os.WriteFile(metaPath, []byte(id+"\n"), 0o644); err != nil {
+		if err := os.WriteFile(metaPath, []byte(id+"\n"), 0o600); err != nil {
 			log.Close()
 			return nil, err
 		}
@@ -314,7 +314,7 @@ func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 
 func writeFileSync(path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

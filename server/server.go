@@ -91,10 +91,10 @@ func Open(cfg Config) (*Server, error) {
 }
 
 func (s *Server) lockDataDir() error {
-	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(s.cfg.DataDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(filepath.Join(s.cfg.DataDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("open data dir lock: %w", err)
 	}

@@ -204,14 +204,14 @@ func loadOrPlanLayout(cmd *cobra.Command, f devFlags) (devLayout, error) {
 	if err != nil {
 		return devLayout{}, err
 	}
-	if err := os.MkdirAll(f.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
 		return devLayout{}, fmt.Errorf("dev cluster: create data dir: %w", err)
 	}
 	raw, err = json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return devLayout{}, fmt.Errorf("dev cluster: encode layout: %w", err)
 	}
-	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, append(raw, '\n'), 0o600); err != nil {
 		return devLayout{}, fmt.Errorf("dev cluster: write layout: %w", err)
 	}
 	return l, nil
@@ -358,7 +358,7 @@ type devProc struct {
 // start launches every node without waiting for any.
 func (c *devCluster) start(l devLayout, extra []string) error {
 	if c.logs == devLogsFiles {
-		if err := os.MkdirAll(filepath.Join(c.dir, "logs"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(c.dir, "logs"), 0o700); err != nil {
 			return fmt.Errorf("dev cluster: create log dir: %w", err)
 		}
 	}
@@ -390,7 +390,7 @@ func (c *devCluster) attachOutput(p *devProc) error {
 		return nil
 	}
 	p.logPath = filepath.Join(c.dir, "logs", fmt.Sprintf("node-%d.log", p.node.ID))
-	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("dev cluster: open node %d log: %w", p.node.ID, err)
 	}
