@@ -25,7 +25,7 @@ type Node struct {
 	cfg    Config
 	log    *slog.Logger
 	raft   *raft.Raft
-	trans  *raft.NetworkTransport
+	trans  *gatedTransport
 	logs   *logStore
 	fsm    *fsm
 	cancel context.CancelFunc
@@ -163,6 +163,7 @@ func (n *Node) start(ctx context.Context) error {
 func (n *Node) failStart(err error) error {
 	n.cancel()
 	if n.trans != nil {
+		n.trans.drain()
 		_ = n.trans.Close()
 	}
 	_ = n.closeQuorum()
@@ -299,6 +300,9 @@ func (n *Node) Close() error {
 			errs = append(errs, err)
 		}
 		n.wg.Wait()
+		// raft is down; heartbeats it answered on transport goroutines may
+		// still be running and would write its term to the stores.
+		n.trans.drain()
 		if err := n.trans.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("raftfsm: close transport: %w", err))
 		}

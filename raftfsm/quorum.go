@@ -55,7 +55,7 @@ func (n *Node) sessionTimeout() time.Duration {
 
 // newMuxTransport listens on BindAddr and builds raft's transport over the
 // mux, with dial addresses from this node's view (addressBook).
-func (n *Node) newMuxTransport(hl hclog.Logger) (*raft.NetworkTransport, error) {
+func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 	adv, err := advertiseAddr(n.cfg)
 	if err != nil {
 		return nil, err
@@ -73,13 +73,13 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*raft.NetworkTransport, error) 
 	n.q.rpc = &rpcServer{n: n, conns: map[net.Conn]struct{}{}}
 	n.q.rpc.methods = n.rpcMethods()
 	m.handle(ProtoRPC, n.q.rpc.serve)
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	return newGatedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: addressBook{n},
 		Logger:                hl,
 		Stream:                m.raft,
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
-	}), nil
+	})), nil
 }
 
 // startQuorum starts the mux and the node's own loops; called once raft runs.
