@@ -148,8 +148,9 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	}
 	newAPIClient(t, cl.Nodes[2]).json(http.MethodDelete, member, nil, http.StatusNoContent, nil)
 
-	// The test needs __consumer_offsets replicated; say so plainly when the
-	// cluster cannot do that yet rather than pretend.
+	// The failover needs the group's __consumer_offsets partition on all
+	// three brokers and in sync (every broker was alive when it was created:
+	// gfail's ISR above shows it), so wait for that rather than skip.
 	var offsetsTopic struct {
 		Partitions []struct {
 			Leader   int32   `json:"leader"`
@@ -157,15 +158,20 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 			ISR      []int32 `json:"isr"`
 		} `json:"partitions"`
 	}
-	c.json(http.MethodGet, "/v1/topics/__consumer_offsets", nil, http.StatusOK, &offsetsTopic)
 	h := javaHash("fail-group")
 	if h < 0 {
 		h = -h
 	}
-	part := offsetsTopic.Partitions[h%int32(len(offsetsTopic.Partitions))]
-	if len(part.Replicas) < 3 || len(part.ISR) < 3 {
-		t.Skipf("__consumer_offsets partition of the group has replicas %v, ISR %v: the cluster does not replicate it yet", part.Replicas, part.ISR)
+	var part struct {
+		Leader   int32   `json:"leader"`
+		Replicas []int32 `json:"replicas"`
+		ISR      []int32 `json:"isr"`
 	}
+	servertest.WaitFor(t, 30*time.Second, "the group's offsets partition in sync on 3 brokers", func() bool {
+		c.json(http.MethodGet, "/v1/topics/__consumer_offsets", nil, http.StatusOK, &offsetsTopic)
+		part = offsetsTopic.Partitions[h%int32(len(offsetsTopic.Partitions))]
+		return len(part.Replicas) == 3 && len(part.ISR) == 3 && part.Leader > 0
+	})
 	d := describeGroup(t, c, "fail-group")
 	coord := cl.Node(int(part.Leader))
 	var survivor *servertest.Node

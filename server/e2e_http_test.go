@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -193,21 +192,31 @@ func TestHTTPLongPollWokenByProduce(t *testing.T) {
 	c := newAPIClient(t, n)
 	c.json("POST", "/v1/topics", map[string]any{"name": "tail", "partitions": 1}, 201, nil)
 
-	var wg sync.WaitGroup
-	var got consumed
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// 30 s budget: the request can only return a record early if the
-		// produce below wakes it.
-		newAPIClient(t, n).json("GET", "/v1/topics/tail/partitions/0/records?offset=latest&wait_ms=30000", nil, 200, &got)
-	}()
-	time.Sleep(300 * time.Millisecond)
-	c.json("POST", "/v1/topics/tail/records", map[string]any{"records": []map[string]any{{"value": "wake"}}}, 200, nil)
-	wg.Wait()
-	if len(got.Records) != 1 || string(got.Records[0].Value) != `"wake"` || got.NextOffset != 1 {
-		t.Fatalf("long poll returned %+v", got)
+	// The poll asks for offset=latest, so it can only return a record that was
+	// produced after it resolved "latest": getting one back means the produce
+	// woke it. If the produce won the race, the poll times out empty and the
+	// round is repeated; correctness never depends on the pause below.
+	for round := 0; round < 5; round++ {
+		want := fmt.Sprintf(`"wake-%d"`, round)
+		var got consumed
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			newAPIClient(t, n).json("GET", "/v1/topics/tail/partitions/0/records?offset=latest&wait_ms=20000", nil, 200, &got)
+		}()
+		time.Sleep(300 * time.Millisecond)
+		c.json("POST", "/v1/topics/tail/records", map[string]any{"records": []map[string]any{{"value": json.RawMessage(want)}}}, 200, nil)
+		<-done
+		if len(got.Records) == 0 {
+			t.Logf("round %d: the produce landed before the poll started waiting; again", round)
+			continue
+		}
+		if len(got.Records) != 1 || string(got.Records[0].Value) != want || got.NextOffset != int64(round)+1 {
+			t.Fatalf("long poll returned %+v, want one record %s", got, want)
+		}
+		return
 	}
+	t.Fatal("no long poll was woken by a produce in 5 rounds")
 }
 
 func TestRestartKeepsEverything(t *testing.T) {
