@@ -3,16 +3,26 @@ GO       ?= go
 BIN      := bin/runnel
 DATA_DIR ?= ./data
 CORE_PKGS := ./segments/... ./raftfsm/... ./api/... ./kafkaproto/...
+# Version and commit for `runnel version` and GET /v1/cluster, for builds where
+# the Go toolchain stamps no VCS information (GOFLAGS=-buildvcs=false, worktrees).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+LDFLAGS  := -X github.com/runnel/runnel/server.linkVersion=$(VERSION) -X github.com/runnel/runnel/server.linkCommit=$(COMMIT)
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: run build test test-core test-integration fuzz fuzz-short bench bench-short chaos lint generate clean
+.PHONY: run build install test test-core test-integration fuzz fuzz-short bench bench-short chaos lint generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
 
 build:
-	$(GO) build -o $(BIN) ./cmd/runnel
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/runnel
+
+# runnel into $(go env GOPATH)/bin (or $GOBIN), for the CLI on your PATH.
+install:
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/runnel
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; echo "installed $$dir/runnel"
 
 test: test-core test-integration fuzz-short
 

@@ -113,6 +113,15 @@ type NodeSelf struct {
 	Roles          []string `json:"roles"`
 	MetadataOffset int64    `json:"metadata_offset"`
 	MetadataDigest string   `json:"metadata_digest"`
+	Build          *Build   `json:"build,omitempty"`
+}
+
+// Build identifies the binary a node runs (the same as `runnel version`).
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Modified  bool   `json:"modified"`
+	GoVersion string `json:"go_version"`
 }
 
 // ControllerChange is the body of POST /v1/cluster/controllers.

@@ -253,6 +253,7 @@ type wireConsumed struct {
 // always base64; otherwise keys/headers are strings when valid UTF-8, values
 // are JSON (json encoding, when valid JSON) or strings (valid UTF-8), and
 // anything else falls back to base64, said by the *_encoding fields.
+// value_encoding tells a JSON string value ("json") from text ("string").
 func encodeRecord(r ConsumedRecord, enc string) wireConsumed {
 	w := wireConsumed{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
 	w.Key, w.KeyEncoding = textOrBase64(r.Key, enc)
@@ -307,11 +308,10 @@ func encodeValue(b []byte, enc string) (json.RawMessage, string) {
 	if enc == EncodingJSON && utf8.Valid(b) && json.Valid(b) {
 		return b, EncodingJSON
 	}
+	// Not JSON (or string/base64 asked for): text stays text, said by
+	// value_encoding "string", so a value produced as a string reads back as
+	// that string by default; only bytes that are not UTF-8 become base64.
 	s, e := textOrBase64(b, enc)
-	if enc == EncodingJSON && e == EncodingString {
-		// Not JSON: a string would be ambiguous with a JSON string value.
-		s, e = textOrBase64(b, EncodingBase64)
-	}
 	raw, _ := json.Marshal(*s) // a string always marshals
 	return raw, e
 }

@@ -114,8 +114,9 @@ func TestConsumeEncodings(t *testing.T) {
 	if r0.Headers["h1"] != "v1" || r0.HeadersEncoding != "string" {
 		t.Fatalf("headers %v %s", r0.Headers, r0.HeadersEncoding)
 	}
-	// Not valid JSON: base64 in json mode (a string would be ambiguous).
-	if r1 := c.Records[1]; r1.ValueEncoding != "base64" || string(r1.Value) != `"`+base64.StdEncoding.EncodeToString([]byte("not json"))+`"` {
+	// Not valid JSON but text: a string in json mode, said by value_encoding
+	// (text in, text out by default).
+	if r1 := c.Records[1]; r1.ValueEncoding != "string" || string(r1.Value) != `"not json"` {
 		t.Fatalf("non-JSON value %s %s", r1.Value, r1.ValueEncoding)
 	}
 	if r2 := c.Records[2]; r2.Key != nil || string(r2.Value) != "null" {

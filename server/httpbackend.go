@@ -95,7 +95,9 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
 	out.UnderReplicated, out.Offline = partitionHealth(img)
-	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest()}
+	bi := BuildInfo()
+	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest(),
+		Build: &api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion}}
 	for _, r := range h.s.cfg.Roles {
 		out.Node.Roles = append(out.Node.Roles, string(r))
 	}

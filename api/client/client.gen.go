@@ -475,6 +475,19 @@ type BrokerList struct {
 	Brokers []Broker `json:"brokers"`
 }
 
+// Build The binary this node runs, as `runnel version` prints it.
+type Build struct {
+	// Commit VCS commit the binary was built from, `unknown` when not built from git.
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+
+	// Modified The working tree had uncommitted changes when it was built.
+	Modified bool `json:"modified"`
+
+	// Version Module version stamped by the Go toolchain (a pseudo-version for untagged commits, `(devel)` or `unknown` when not built from git).
+	Version string `json:"version"`
+}
+
 // Cluster defines model for Cluster.
 type Cluster struct {
 	Brokers     []Broker     `json:"brokers"`
@@ -773,7 +786,9 @@ type KafkaAPIVersions struct {
 
 // NodeSelf The node that answered, and the metadata image it has applied.
 type NodeSelf struct {
-	Id int32 `json:"id"`
+	// Build The binary this node runs, as `runnel version` prints it.
+	Build *Build `json:"build,omitempty"`
+	Id    int32  `json:"id"`
 
 	// MetadataDigest Hash of the metadata image; equal on nodes that applied the same log.
 	MetadataDigest string `json:"metadata_digest"`

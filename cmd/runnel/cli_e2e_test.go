@@ -97,7 +97,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	if err := os.WriteFile(file, in.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, err := c.run(nil, "produce", "orders", "-f", file, "--key-sep", "\t")
+	out, errOut, err := c.run(nil, "produce", "orders", "-i", file, "--key-sep", "\t")
 	if err != nil {
 		t.Fatalf("produce: %v\n%s", err, errOut)
 	}
@@ -199,7 +199,12 @@ func TestCLIEndToEnd(t *testing.T) {
 	if out := c.ok(nil, "topic", "list"); !strings.Contains(out, "orders") {
 		t.Fatalf("topic list:\n%s", out)
 	}
-	c.ok(nil, "topic", "delete", "orders")
+	// Not a terminal and no --yes: refused, the topic stays.
+	if _, errOut, err := c.run(strings.NewReader("y\n"), "topic", "delete", "orders"); err == nil || !strings.Contains(errOut, "--yes") {
+		t.Fatalf("topic delete without --yes: err %v, stderr %q; want a refusal naming --yes", err, errOut)
+	}
+	c.ok(nil, "topic", "describe", "orders")
+	c.ok(nil, "topic", "delete", "orders", "--yes")
 	_, errOut, err = c.run(nil, "topic", "describe", "orders")
 	if err == nil || !strings.Contains(errOut, "404") {
 		t.Fatalf("describe after delete: err %v, stderr %q; want a 404 problem and a non-zero exit", err, errOut)

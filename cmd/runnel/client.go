@@ -140,6 +140,14 @@ func joinInts(xs []int32) string {
 	return strings.Join(s, ",")
 }
 
+// plural is "1 record", "2 records".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // orDash shows "-" for an empty cell so columns stay aligned.
 func orDash(s string) string {
 	if s == "" {

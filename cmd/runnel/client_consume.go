@@ -45,6 +45,7 @@ type consumeOptions struct {
 	encoding  string
 	wait      time.Duration
 	fetchMax  int
+	values    bool
 }
 
 // fetchResponse is GET /v1/topics/{topic}/partitions/{partition}/records.
@@ -61,12 +62,15 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 		Use:   "consume TOPIC",
 		Short: "Print records as JSON, one per line",
 		Long: "Consume reads a topic's partitions from an offset and prints each record as one\n" +
-			"line of JSON on stdout. Without --follow it stops at each partition's high\n" +
-			"watermark as of its first fetch; with --follow it long-polls until interrupted\n" +
-			"(Ctrl-C), retrying when the server is briefly unavailable. The output is always\n" +
-			"JSON lines (-o does not apply); a count goes to stderr at the end.",
-		Example: "  runnel consume orders -n 10\n  runnel consume orders -p 2 --offset 1000 -f",
-		Args:    cobra.ExactArgs(1),
+			"line of JSON on stdout (-o does not apply), or with --values only the values,\n" +
+			"one per line. A value is shown as JSON when it is JSON, as a string when it is\n" +
+			"UTF-8 text and as base64 otherwise, as its value_encoding says (--encoding\n" +
+			"forces one). Without --follow it stops at each partition's high watermark as of\n" +
+			"its first fetch; with --follow it long-polls until interrupted (Ctrl-C),\n" +
+			"retrying when the server is briefly unavailable. A count goes to stderr at the end.",
+		Example: "  runnel consume orders -n 10\n  runnel consume orders -p 2 --offset 1000 -f\n" +
+			"  seq 3 | runnel produce lines && runnel consume lines --values",
+		Args: cobra.ExactArgs(1),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.partition, "partition", "p", partitionAll, "partition number or all")
@@ -76,6 +80,7 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 	f.StringVar(&o.encoding, "encoding", "", "how keys and values are shown: string, json or base64 (default: the server's)")
 	f.DurationVar(&o.wait, "wait", 5*time.Second, "long-poll wait of one request with --follow")
 	f.IntVar(&o.fetchMax, "fetch-max", 500, "records asked for per request")
+	f.BoolVar(&o.values, "values", false, "print only each record's value, one per line (text as it was produced)")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
 		part, all, err := parsePartitionArg(o.partition)
 		if err != nil {
@@ -94,7 +99,9 @@ func newConsumeCommand(g *globalFlags) *cobra.Command {
 		}
 		cs := &consumer{c: c, topic: args[0], opts: o, warnW: cmd.ErrOrStderr()}
 		n, err := cs.run(ctx, parts, cmd.OutOrStdout())
-		fmt.Fprintf(cmd.ErrOrStderr(), "Consumed %d records.\n", n)
+		if err == nil || n > 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Consumed %s.\n", plural(n, "record"))
+		}
 		return err
 	})
 	return cmd
@@ -210,7 +217,11 @@ func (cs *consumer) run(ctx context.Context, parts []int32, w io.Writer) (int, e
 			continue // draining until the pollers stop
 		}
 		for _, rec := range batch {
-			if werr = writeRecordLine(out, rec); werr != nil {
+			write := writeRecordLine
+			if cs.opts.values {
+				write = writeValueLine
+			}
+			if werr = write(out, rec); werr != nil {
 				break
 			}
 			n++
@@ -239,6 +250,33 @@ func writeRecordLine(w *bufio.Writer, rec json.RawMessage) error {
 	}
 	buf.WriteByte('\n')
 	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// writeValueLine writes rec's value alone: a string as its text, JSON as
+// compact JSON, base64 as it came, a null value as an empty line.
+func writeValueLine(w *bufio.Writer, rec json.RawMessage) error {
+	var r struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(rec, &r); err != nil {
+		return fmt.Errorf("record is not JSON: %w", err)
+	}
+	var text string
+	switch v := bytes.TrimSpace(r.Value); {
+	case len(v) == 0 || string(v) == "null":
+	case v[0] == '"':
+		if err := json.Unmarshal(v, &text); err != nil {
+			return fmt.Errorf("record value: %w", err)
+		}
+	default:
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return fmt.Errorf("record value: %w", err)
+		}
+		text = buf.String()
+	}
+	_, err := w.WriteString(text + "\n")
 	return err
 }
 

@@ -238,7 +238,7 @@ func newGroupResetCommand(g *globalFlags) *cobra.Command {
 		if res.DryRun {
 			fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: nothing committed (add --execute).")
 		} else {
-			fmt.Fprintf(cmd.ErrOrStderr(), "Committed %d offsets.\n", len(res.Offsets))
+			fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s.\n", plural(len(res.Offsets), "offset"))
 		}
 		return nil
 	})

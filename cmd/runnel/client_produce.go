@@ -95,11 +95,12 @@ func newProduceCommand(g *globalFlags) *cobra.Command {
 		Long: "Produce reads lines from stdin or --file and sends each non-empty line as one\n" +
 			"record, in batches. With --key-sep the text before the first separator is the key.",
 		Example: "  printf 'k1:hello\\nk2:world\\n' | runnel produce orders --key-sep :\n" +
-			"  runnel produce events -f events.ndjson --encoding json",
+			"  runnel produce events -i events.ndjson --encoding json",
 		Args: cobra.ExactArgs(1),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "file", "f", "", "read lines from this file instead of stdin (\"-\": stdin)")
+	// -i, not -f: consume's -f is --follow, as in tail -f.
+	f.StringVarP(&o.file, "file", "i", "", "read lines from this file instead of stdin (\"-\": stdin)")
 	f.StringVar(&o.keySep, "key-sep", "", "split each line at the first SEP into key and value")
 	f.Int32Var(&o.partition, "partition", -1, "send every record to this partition; -1: chosen by the key")
 	f.StringVar(&o.encoding, "encoding", encodingString, "how lines are read: string, json (each value is a JSON document) or base64")

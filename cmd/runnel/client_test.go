@@ -69,7 +69,7 @@ func TestArgumentErrors(t *testing.T) {
 		{[]string{"produce", "t", "--encoding", "xml"}, "--encoding must be"},
 		{[]string{"produce", "t", "--batch-size", "0"}, "--batch-size"},
 		{[]string{"produce", "t", "--acks", "2"}, "--acks"},
-		{[]string{"produce", "t", "-f", "/nonexistent/file"}, "no such file"},
+		{[]string{"produce", "t", "-i", "/nonexistent/file"}, "no such file"},
 		{[]string{"consume", "t", "-p", "x"}, "--partition must be"},
 		{[]string{"consume", "t", "--offset", "-3"}, "--offset must be"},
 		{[]string{"consume", "t", "-n", "-1"}, "--max-records"},

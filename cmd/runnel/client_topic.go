@@ -247,13 +247,23 @@ func writeTopicDetail(w io.Writer, d topicDetail) error {
 }
 
 func newTopicDeleteCommand(g *globalFlags) *cobra.Command {
+	var yes bool
 	cmd := &cobra.Command{
 		Use:     "delete NAME",
 		Aliases: []string{"rm"},
 		Short:   "Delete a topic and its data",
+		Long: "Delete a topic and every record in it. Asks for confirmation on a terminal;\n" +
+			"elsewhere (scripts) it needs --yes.",
+		Example: "  runnel topic delete orders --yes",
 		Args:    cobra.ExactArgs(1),
 	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "delete without asking")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
+		if !yes {
+			if err := confirm(cmd, fmt.Sprintf("Delete topic %q and all its records? [y/N] ", args[0])); err != nil {
+				return err
+			}
+		}
 		raw, err := c.do(ctx, apiRequest{method: http.MethodDelete, path: topicPath(args[0])})
 		if err != nil {
 			return err

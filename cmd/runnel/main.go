@@ -27,11 +27,14 @@ func newRootCommand() *cobra.Command {
 		Short:         "runnel is an event log: HTTP first, Kafka compatible, Raft metadata",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       versionLine(),
 	}
+	root.SetVersionTemplate("runnel {{.Version}}\n")
 	var g globalFlags
 	g.register(root.PersistentFlags())
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newClientCommands(&g)...)
 	root.AddCommand(newDevCommand())
+	root.AddCommand(newVersionCommand(&g))
 	return root
 }

@@ -44,7 +44,7 @@ func Binary(t testing.TB) string {
 			return
 		}
 		build.path = filepath.Join(dir, "runnel")
-		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/runnel")
+		cmd := exec.Command("go", "build", "-ldflags", linkFlags(root), "-o", build.path, "./cmd/runnel")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			build.err = fmt.Errorf("go build ./cmd/runnel: %v\n%s", err, out)
@@ -54,6 +54,29 @@ func Binary(t testing.TB) string {
 		t.Fatalf("servertest: %v", build.err)
 	}
 	return build.path
+}
+
+// linkFlags stamps the commit as `make build` does (see the Makefile), so
+// tests see what `runnel version` reports for a real build.
+func linkFlags(root string) string {
+	git := func(args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}
+	commit := git("rev-parse", "HEAD")
+	if commit == "" {
+		return ""
+	}
+	if git("status", "--porcelain", "--untracked-files=no") != "" {
+		commit += "-dirty"
+	}
+	const pkg = "github.com/runnel/runnel/server."
+	return "-X " + pkg + "linkVersion=" + git("describe", "--tags", "--always", "--dirty") + " -X " + pkg + "linkCommit=" + commit
 }
 
 func moduleRoot() (string, error) {

@@ -3,7 +3,7 @@
 // Each page is render(root, params, ctx); ctx owns the page's timers, event
 // sources and fetches and is closed when the route changes.
 import { replace, errorBox } from './dom.js';
-import { ApiError } from './api.js';
+import { ApiError, get } from './api.js';
 import * as cluster from './pages/cluster.js';
 import * as topics from './pages/topics.js';
 import * as topic from './pages/topic.js';
@@ -81,4 +81,18 @@ if (typeof window !== 'undefined' && typeof document !== 'undefined') {
     e.preventDefault();
     document.getElementById('app').focus();
   });
+  showBuild();
+}
+
+// showBuild puts the answering node's version and commit in the footer, as
+// `runnel version` prints them.
+async function showBuild() {
+  try {
+    const b = (await get('/v1/cluster')).node?.build;
+    if (!b) return;
+    const commit = b.commit === 'unknown' ? '' : ` (${b.commit.slice(0, 12)}${b.modified ? '+modified' : ''})`;
+    const el = document.getElementById('build');
+    el.textContent = ` · runnel ${b.version}${commit}`;
+    el.title = `${b.version} ${b.commit} ${b.go_version}`;
+  } catch { /* the header shows connection problems */ }
 }
