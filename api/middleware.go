@@ -88,7 +88,7 @@ func (s *statusWriter) Flush() {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// accessLog logs one line per request and observes the duration histogram
+// accessLog logs one line per request (at debug) and observes the duration histogram
 // labelled with the chi route pattern (not the raw path: bounded cardinality).
 func (h *handler) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,12 +104,9 @@ func (h *handler) accessLog(next http.Handler) http.Handler {
 			route = rc.RoutePattern()
 		}
 		h.metrics.observe(route, r.Method, sw.status, d)
-		level := slog.LevelInfo
-		switch route {
-		case "/livez", "/readyz", "/metrics":
-			level = slog.LevelDebug
-		}
-		h.log.LogAttrs(r.Context(), level, "http",
+		// At debug (--log-level debug): one line per request drowned
+		// everything else at info; /metrics has the counts and durations.
+		h.log.LogAttrs(r.Context(), slog.LevelDebug, "http",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("route", route), slog.Int("status", sw.status),
 			slog.Int64("bytes", sw.bytes), slog.Duration("duration", d),

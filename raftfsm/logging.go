@@ -31,6 +31,11 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	}
 	msg, _ := fields["@message"].(string)
 	level := hclogLevel(fields["@level"])
+	if level == slog.LevelWarn && msg == "heartbeat timeout reached, starting election" && fields["last-leader-id"] == "" {
+		// No leader was ever seen: every fresh start elects one; losing a
+		// known leader (last-leader-id set) stays a warning.
+		level = slog.LevelInfo
+	}
 	attrs := []slog.Attr{slog.String("subsystem", "raft")}
 	for k, v := range fields {
 		if !strings.HasPrefix(k, "@") {

@@ -81,7 +81,14 @@ func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), secret []b
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.raft = &streamLayer{addr: adv, secret: secret, conns: make(chan net.Conn), done: make(chan struct{})}
 	if len(secret) == 0 {
-		log.Warn("raftfsm: no cluster secret: the raft port accepts unauthenticated connections from anyone who can reach it", "addr", ln.Addr().String())
+		// A warning where others can reach the port; on loopback (the
+		// single-node default) only this machine can, so a normal start
+		// stays free of warnings.
+		level := slog.LevelWarn
+		if isLoopback(ln.Addr()) {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "raftfsm: no cluster secret: the raft port accepts unauthenticated connections from anyone who can reach it", "addr", ln.Addr().String())
 	}
 	m.handlers[ProtoRaft] = m.raft.deliver
 	for b, h := range extra {
@@ -287,4 +294,10 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 		return nil, fmt.Errorf("raftfsm: advertise address %q: %w", adv, err)
 	}
 	return a, nil
+}
+
+// isLoopback: a TCP address on a loopback interface.
+func isLoopback(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return ok && t.IP.IsLoopback()
 }

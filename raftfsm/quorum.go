@@ -159,6 +159,11 @@ func (a addressBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	if v, ok := a.n.q.voters[parseServerID(id)]; ok {
 		return raft.ServerAddress(v), nil
 	}
+	if parseServerID(id) == a.n.cfg.NodeID && a.n.q.mux != nil {
+		// Itself (a single node started without --controllers): raft asks
+		// while electing; not worth a warning on every start.
+		return raft.ServerAddress(a.n.q.mux.raft.addr.String()), nil
+	}
 	img, _ := a.n.fsm.image()
 	if b, ok := img.Brokers[parseServerID(id)]; ok && b.RaftAddr != "" {
 		return raft.ServerAddress(b.RaftAddr), nil

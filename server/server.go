@@ -85,9 +85,19 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.ready.Store(true)
-	s.logger.Info("runnel ready", "node_id", cfg.NodeID, "http", cfg.HTTPAddr, "kafka", cfg.KafkaAddr,
-		"data_dir", cfg.DataDir, "startup", time.Since(start).Round(time.Millisecond))
+	s.logger.Info("runnel ready", s.readyAttrs(time.Since(start))...)
 	return s, nil
+}
+
+// readyAttrs are the ready line's fields: where to point a browser, curl
+// and Kafka clients (the advertised addresses, as URLs where they are).
+func (s *Server) readyAttrs(startup time.Duration) []any {
+	httpURL := "http://" + advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr)
+	attrs := []any{"node_id", s.cfg.NodeID, "ui", httpURL + "/ui/", "api", httpURL}
+	if s.cfg.KafkaAddr != "" && s.cfg.HasRole(RoleBroker) {
+		attrs = append(attrs, "kafka", advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr))
+	}
+	return append(attrs, "data_dir", s.cfg.DataDir, "startup", startup.Round(time.Millisecond))
 }
 
 func (s *Server) lockDataDir() error {
