@@ -53,8 +53,12 @@ type conn struct {
 	jobs  chan<- writeJob // responses for writeLoop
 }
 
-func (s *Server) serveConn(nc net.Conn) {
+func (s *Server) serveConn(nc net.Conn, d door) {
 	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk)}
+	c.state.door, c.state.peerID = d, -1
+	if pc, ok := nc.(PeerConn); ok && d == peerDoor {
+		c.state.peerID = pc.PeerNodeID()
+	}
 	defer func() {
 		// A bug in a handler or the broker costs this connection, not the
 		// process (as in net/http).
@@ -237,7 +241,7 @@ func (c *conn) handle(frame []byte) error {
 			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
 			ctx = withAckWaits(ctx, acks)
 		}
-		if h.key == fetchKey {
+		if h.key == fetchKey || h.key == offsetForLeaderEpochKey {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {

@@ -9,7 +9,8 @@
 //
 //	broker.go     the Broker interface (MetadataSource, Partitions, Admin) and its types
 //	errors.go     sentinel errors and their Kafka codes
-//	server.go     Options, Server: accept loop, connection cap, Close
+//	server.go     Options, Server: accept loop, the two doors (Serve for
+//	              clients, ServePeers for brokers) and their connection caps, Close
 //	conn.go       one connection: framing, request header, dispatch, response header
 //	handlers.go   the handler table (API key -> versions, handler) and SupportedVersions
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
@@ -38,6 +39,18 @@
 // listener and connection sets and is never held while calling the Broker.
 // Per-connection state (fetch sessions) is reached through the request
 // context and touched only by the connection's goroutine.
+//
+// # Doors
+//
+// A connection comes through the client door (Serve: the public Kafka port)
+// or the peer door (ServePeers: inter-broker connections the server has
+// authenticated on its raft port). Each door has its own connection budget,
+// so clients cannot starve replication; the client door also caps the
+// connections of one IP address. Requests acting as a follower replica
+// (Fetch and OffsetForLeaderEpoch with ReplicaID >= 0) are refused with
+// TOPIC_AUTHORIZATION_FAILED on the client door, and on the peer door when
+// the connection (a PeerConn) claimed another node id. Refusals are logged
+// at most once per 10 s.
 //
 // # Limits
 //

@@ -43,6 +43,12 @@ var (
 	ErrUnknownLeaderEpoch       = errors.New("kafkaproto: unknown leader epoch")
 	ErrStorage                  = errors.New("kafkaproto: storage error")
 	ErrReassignmentInProgress   = errors.New("kafkaproto: reassignment in progress")
+	// ErrReplicaNotAuthorized: a request acting as a follower replica
+	// (ReplicaID >= 0) from a connection that may not: any client-port
+	// connection, or a peer naming another broker than itself. Kafka
+	// answers a follower fetch without ClusterAction permission with
+	// TOPIC_AUTHORIZATION_FAILED in every partition, and so does runnel.
+	ErrReplicaNotAuthorized = errors.New("kafkaproto: replica requests are accepted only from that broker on the inter-broker port")
 )
 
 // errorTable maps each sentinel to its Kafka error. It is the only place
@@ -83,6 +89,7 @@ var errorTable = []struct {
 	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{ErrStorage, kerr.KafkaStorageError},
 	{ErrReassignmentInProgress, kerr.ReassignmentInProgress},
+	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 

@@ -2,6 +2,7 @@ package kafkaproto
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"reflect"
 	"time"
@@ -38,6 +39,15 @@ type fetchTarget struct {
 }
 
 func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply {
+	if err := s.checkReplica(ctx, req.ReplicaID, "Fetch"); err != nil {
+		fr := newFetchReply(req)
+		for i := range fr.Topics {
+			for j := range fr.Topics[i].Partitions {
+				fr.Topics[i].Partitions[j].ErrorCode = kafkaErr(err)
+			}
+		}
+		return fr
+	}
 	sess, targets, code := fetchTargets(ctx, s, req)
 	if code != 0 {
 		fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
@@ -46,6 +56,29 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply 
 	}
 	s.longPoll(ctx, req, targets)
 	return buildFetchReply(req, sess, targets)
+}
+
+// checkReplica refuses a request that acts as follower replicaID (>= 0)
+// unless it came through the inter-broker door from that broker: a client
+// that could claim a follower's id would move the high watermark and make
+// the leader acknowledge acks=all writes no follower holds. Consumers
+// (replicaID < 0) pass. A handler called without connection state (tests)
+// is treated as a client.
+func (s *Server) checkReplica(ctx context.Context, replicaID int32, api string) error {
+	if replicaID < 0 {
+		return nil
+	}
+	st, _ := ctx.Value(connStateKey{}).(*connState)
+	switch {
+	case st == nil || st.door != peerDoor:
+		s.refused.warn("replica request on the client port refused", "api", api, "replica_id", replicaID)
+	case st.peerID >= 0 && st.peerID != replicaID:
+		s.refused.warn("replica request naming another broker refused", "api", api,
+			"replica_id", replicaID, "peer_id", st.peerID)
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: replica id %d", ErrReplicaNotAuthorized, replicaID)
 }
 
 // requestTargets lists the partitions of a request, in request order.

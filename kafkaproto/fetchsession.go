@@ -26,6 +26,8 @@ const maxSessionPartitions = 10_000
 // request context.
 type connState struct {
 	session *fetchSession
+	door    door  // the door the connection came through
+	peerID  int32 // on the peer door, the node id the peer claimed; -1 unknown
 }
 
 type connStateKey struct{}

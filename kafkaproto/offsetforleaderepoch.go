@@ -15,6 +15,13 @@ const (
 )
 
 func (s *Server) offsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+	// v3+ carry the replica id (-1 consumers, -2 debugging tools); a
+	// follower's request is only taken from that follower (see fetch).
+	if req.Version >= 3 {
+		if err := s.checkReplica(ctx, req.ReplicaID, "OffsetForLeaderEpoch"); err != nil {
+			return offsetForLeaderEpochError(req, kafkaErr(err))
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()

@@ -16,7 +16,17 @@ import (
 const (
 	DefaultMaxRequestSize = 100 << 20 // Kafka's socket.request.max.bytes
 	DefaultMaxConnections = 1000
-	DefaultIdleTimeout    = 10 * time.Minute // Kafka's connections.max.idle.ms
+	// DefaultMaxConnectionsPerIP keeps one client host from taking every
+	// client slot (Kafka's max.connections.per.ip, unlimited there).
+	DefaultMaxConnectionsPerIP = 500
+	// DefaultMaxPeerConnections is the inter-broker door's own budget: a
+	// follower holds one connection per leader broker.
+	DefaultMaxPeerConnections = 256
+	DefaultIdleTimeout        = 10 * time.Minute // Kafka's connections.max.idle.ms
+
+	// limitWarnEvery rate-limits the WARN line for refused connections and
+	// requests: a client retrying in a loop must not flood the log.
+	limitWarnEvery = 10 * time.Second
 
 	// smallRequestMax bounds every request but Produce: none of them needs
 	// more, and it keeps what a decoder may allocate for a hostile frame
@@ -30,9 +40,17 @@ type Options struct {
 	// MaxRequestSize bounds a request frame (Produce); other requests are
 	// bounded by min(MaxRequestSize, 1 MiB). 0: DefaultMaxRequestSize.
 	MaxRequestSize int32
-	// MaxConnections caps concurrently open connections; connections
-	// beyond it are closed at once. 0: DefaultMaxConnections.
+	// MaxConnections caps concurrently open client connections (Serve);
+	// connections beyond it are closed at once. 0: DefaultMaxConnections.
 	MaxConnections int
+	// MaxConnectionsPerIP caps the client connections from one IP
+	// address. 0: DefaultMaxConnectionsPerIP.
+	MaxConnectionsPerIP int
+	// MaxPeerConnections caps the inter-broker connections (ServePeers),
+	// counted apart from the clients' so that clients holding every
+	// client slot cannot keep a follower from replicating.
+	// 0: DefaultMaxPeerConnections.
+	MaxPeerConnections int
 	// IdleTimeout closes a connection that sends no request for this
 	// long; it also bounds reading one request and writing one response.
 	// 0: DefaultIdleTimeout.
@@ -54,7 +72,9 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	handlers map[int16]apiHandler
-	slots    chan struct{} // one token per open connection
+	slots    chan struct{} // one token per open client connection
+	peers    chan struct{} // one token per open inter-broker connection
+	refused  *warnLimiter  // refused connections and replica requests
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // Serve calls and connection goroutines
@@ -65,6 +85,7 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[net.Conn]struct{}
+	perIP     map[string]int // open client connections by remote IP
 }
 
 // NewServer returns a listener serving broker.
@@ -78,6 +99,12 @@ func NewServer(broker Broker, opts Options) *Server {
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections
 	}
+	if opts.MaxConnectionsPerIP <= 0 {
+		opts.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if opts.MaxPeerConnections <= 0 {
+		opts.MaxPeerConnections = DefaultMaxPeerConnections
+	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -88,18 +115,51 @@ func NewServer(broker Broker, opts Options) *Server {
 		log:       opts.Logger,
 		handlers:  handlerTable(),
 		slots:     make(chan struct{}, opts.MaxConnections),
+		peers:     make(chan struct{}, opts.MaxPeerConnections),
+		refused:   &warnLimiter{log: opts.Logger, period: limitWarnEvery},
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[net.Conn]struct{}),
+		perIP:     make(map[string]int),
 	}
 }
 
-// Serve accepts connections on ln until ctx is done or Close is called, and
-// then closes ln. Connections it accepted keep running until Close. It
-// returns nil when ctx ended it, ErrServerClosed after Close, or the accept
-// error.
+// door is how a connection came in: the public client port, or the
+// inter-broker port that only authenticated peers reach.
+type door int
+
+const (
+	clientDoor door = iota
+	peerDoor
+)
+
+// PeerConn is what a connection handed to ServePeers may implement: the
+// node id the dialing broker claimed when it connected. A replica fetch on
+// such a connection must name that id. Without it, any replica id of the
+// partition is accepted on the peer door.
+type PeerConn interface {
+	net.Conn
+	PeerNodeID() int32
+}
+
+// Serve accepts client connections on ln until ctx is done or Close is
+// called, and then closes ln. Connections it accepted keep running until
+// Close. It returns nil when ctx ended it, ErrServerClosed after Close, or
+// the accept error. Replica fetches (ReplicaID >= 0) are refused on these
+// connections.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, clientDoor)
+}
+
+// ServePeers is Serve for the inter-broker door: ln must yield only
+// connections from authenticated brokers (the server's raft-port mux). They
+// have their own connection budget and may send replica fetches.
+func (s *Server) ServePeers(ctx context.Context, ln net.Listener) error {
+	return s.serve(ctx, ln, peerDoor)
+}
+
+func (s *Server) serve(ctx context.Context, ln net.Listener, d door) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -143,7 +203,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("kafkaproto: accept: %w", err)
 		}
 		backoff = 0
-		s.startConn(conn)
+		s.startConn(conn, d)
 	}
 }
 
@@ -157,38 +217,104 @@ func isTemporary(err error) bool {
 		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-// startConn registers conn and starts its goroutine, or closes it when the
-// connection cap is reached or the server is closed.
-func (s *Server) startConn(conn net.Conn) {
+// startConn registers conn and starts its goroutine, or closes it when its
+// door's connection cap (or, for a client, its address's cap) is reached or
+// the server is closed.
+func (s *Server) startConn(conn net.Conn, d door) {
+	slots, limit := s.slots, s.opts.MaxConnections
+	if d == peerDoor {
+		slots, limit = s.peers, s.opts.MaxPeerConnections
+	}
 	select {
-	case s.slots <- struct{}{}:
+	case slots <- struct{}{}:
 	default:
-		s.log.Warn("connection limit reached, closing connection",
-			"remote", conn.RemoteAddr().String(), "max", s.opts.MaxConnections)
+		s.refused.warn("connection limit reached, closing connection",
+			"remote", conn.RemoteAddr().String(), "max", limit, "inter_broker", d == peerDoor)
 		conn.Close()
 		return
 	}
+	ip := ""
+	if d == clientDoor {
+		ip = remoteIP(conn)
+	}
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || (ip != "" && s.perIP[ip] >= s.opts.MaxConnectionsPerIP) {
+		closed := s.closed
 		s.mu.Unlock()
-		<-s.slots
+		<-slots
+		if !closed {
+			s.refused.warn("connection limit per address reached, closing connection",
+				"remote", conn.RemoteAddr().String(), "max", s.opts.MaxConnectionsPerIP)
+		}
 		conn.Close()
 		return
+	}
+	if ip != "" {
+		s.perIP[ip]++
 	}
 	s.conns[conn] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		defer func() { <-s.slots }()
+		defer func() { <-slots }()
 		defer func() {
 			s.mu.Lock()
 			delete(s.conns, conn)
+			if ip != "" {
+				if s.perIP[ip]--; s.perIP[ip] <= 0 {
+					delete(s.perIP, ip)
+				}
+			}
 			s.mu.Unlock()
 			conn.Close()
 		}()
-		s.serveConn(conn)
+		s.serveConn(conn, d)
 	}()
+}
+
+// remoteIP is the IP part of conn's remote address ("" when it has none).
+func remoteIP(conn net.Conn) string {
+	addr := conn.RemoteAddr()
+	if addr == nil {
+		return ""
+	}
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// warnLimiter logs at most one WARN line per period; the lines it holds
+// back are counted in the next one. Safe for concurrent use.
+type warnLimiter struct {
+	log    *slog.Logger
+	period time.Duration
+
+	mu         sync.Mutex // guards last and suppressed
+	last       time.Time
+	suppressed int
+}
+
+func (w *warnLimiter) warn(msg string, args ...any) {
+	w.mu.Lock()
+	now := time.Now()
+	if !w.last.IsZero() && now.Sub(w.last) < w.period {
+		w.suppressed++
+		w.mu.Unlock()
+		return
+	}
+	n := w.suppressed
+	w.last, w.suppressed = now, 0
+	w.mu.Unlock()
+	if n > 0 {
+		args = append(args, "suppressed_since_last", n)
+	}
+	w.log.Warn(msg, args...)
 }
 
 // Close stops every listener and connection and waits for their goroutines.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 )
 
@@ -64,6 +65,14 @@ type Config struct {
 	// anyone who can reach it (raftfsm.Config.ClusterSecret).
 	ClusterSecret []byte
 
+	// Connection budgets and peer trust (hostile input: replication and
+	// producer state). The Kafka client port and the inter-broker door on
+	// the raft port count their connections apart, so clients cannot
+	// starve replication; 0 picks the kafkaproto default.
+	KafkaMaxConnections       int // --kafka-max-connections
+	KafkaMaxConnectionsPerIP  int // --kafka-max-connections-per-ip
+	InterBrokerMaxConnections int // --inter-broker-max-connections
+
 	Logger *slog.Logger
 }
 
@@ -84,6 +93,10 @@ func DefaultConfig() Config {
 		MaintainInterval:        5 * time.Second,
 		ShutdownTimeout:         20 * time.Second,
 		MaxBodyBytes:            16 << 20,
+
+		KafkaMaxConnections:       kafkaproto.DefaultMaxConnections,
+		KafkaMaxConnectionsPerIP:  kafkaproto.DefaultMaxConnectionsPerIP,
+		InterBrokerMaxConnections: kafkaproto.DefaultMaxPeerConnections,
 	}
 }
 

@@ -156,8 +156,12 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 	}
 	var chunk segments.Chunk
 	if req.ReplicaID >= 0 {
-		// A follower fetching: its offset is its log end; it reads up to ours.
-		p.followerFetched(req.ReplicaID, req.Offset)
+		// A follower fetching (the listener let it through the
+		// inter-broker door under its own id): its offset is its log
+		// end; it reads up to ours.
+		if err := p.followerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
+			return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafkaError(err)
+		}
 		chunk, err = p.readReplica(req.Offset, req.MaxBytes)
 	} else {
 		chunk, err = p.read(req.Offset, req.MaxBytes)

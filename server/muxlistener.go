@@ -1,8 +1,12 @@
 package server
 
 import (
+	"encoding/binary"
+	"fmt"
+	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Inter-broker Kafka traffic (replication fetches) arrives on the raft port:
@@ -14,6 +18,62 @@ import (
 // protoKafka is the first byte of an inter-broker Kafka connection on the
 // raft port.
 const protoKafka = 'K'
+
+// The dialing broker opens an inter-broker Kafka connection, after the
+// mux's protocol byte and handshake, with a hello naming itself:
+//
+//	version (1 byte, peerHelloVersion) | node id (int32, big-endian)
+//
+// The leader then takes replica requests on that connection only for that
+// id (kafkaproto.PeerConn), so a peer claiming one id and fetching as
+// another is refused. With --cluster-secret only nodes holding the secret
+// get this far, but any of them can claim any id: binding the id to the
+// node cryptographically needs per-node credentials (inter-node mTLS, the
+// certificate naming runnel-node-<id>). Without a secret the raft port is
+// open to anyone who reaches it, and so is this door.
+const (
+	peerHelloVersion = 1
+	peerHelloLen     = 5
+	peerHelloTimeout = 10 * time.Second
+)
+
+// writePeerHello sends this broker's hello on a dialled connection.
+func writePeerHello(conn net.Conn, self int32) error {
+	hello := binary.BigEndian.AppendUint32([]byte{peerHelloVersion}, uint32(self))
+	conn.SetWriteDeadline(time.Now().Add(peerHelloTimeout))
+	defer conn.SetWriteDeadline(time.Time{})
+	if _, err := conn.Write(hello); err != nil {
+		return fmt.Errorf("send inter-broker hello: %w", err)
+	}
+	return nil
+}
+
+// readPeerHello reads the hello of an accepted inter-broker connection.
+func readPeerHello(conn net.Conn) (*peerConn, error) {
+	var hello [peerHelloLen]byte
+	conn.SetReadDeadline(time.Now().Add(peerHelloTimeout))
+	defer conn.SetReadDeadline(time.Time{})
+	if _, err := io.ReadFull(conn, hello[:]); err != nil {
+		return nil, fmt.Errorf("read inter-broker hello: %w", err)
+	}
+	if hello[0] != peerHelloVersion {
+		return nil, fmt.Errorf("inter-broker hello version %d, want %d", hello[0], peerHelloVersion)
+	}
+	id := int32(binary.BigEndian.Uint32(hello[1:]))
+	if id < 0 {
+		return nil, fmt.Errorf("inter-broker hello names node %d", id)
+	}
+	return &peerConn{Conn: conn, id: id}, nil
+}
+
+// peerConn is an inter-broker connection and the node id its dialer
+// claimed; it implements kafkaproto.PeerConn.
+type peerConn struct {
+	net.Conn
+	id int32
+}
+
+func (c *peerConn) PeerNodeID() int32 { return c.id }
 
 type connListener struct {
 	addr  net.Addr

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 )
 
@@ -109,13 +110,26 @@ func (p *partition) leaderAppended() {
 }
 
 // followerFetched records that follower id fetched from offset, i.e. its log
-// holds everything below it.
-func (p *partition) followerFetched(id int32, offset int64) {
+// holds everything below it. Like Kafka's leader it takes the position only
+// from a replica of the partition (NOT_LEADER_OR_FOLLOWER, or
+// UNKNOWN_LEADER_EPOCH when the fetch names an epoch: the placement may be
+// newer than this leader's metadata) and only within its own log
+// (OFFSET_OUT_OF_RANGE): a follower cannot hold what the leader has not
+// written, so a larger offset would only ever be a lie that moves the
+// high watermark over unreplicated records.
+func (p *partition) followerFetched(id int32, offset int64, leaderEpoch int32) error {
 	p.repl.mu.Lock()
 	f, ok := p.repl.followers[id]
 	if !ok {
 		p.repl.mu.Unlock()
-		return
+		if leaderEpoch >= 0 {
+			return fmt.Errorf("%w: broker %d is no follower of %s-%d", kafkaproto.ErrUnknownLeaderEpoch, id, p.topic, p.index)
+		}
+		return fmt.Errorf("%w: broker %d is no follower of %s-%d", errNotLeader, id, p.topic, p.index)
+	}
+	if end := p.log.EndOffset(); offset > end || offset < 0 {
+		p.repl.mu.Unlock()
+		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", errOffsetOutOfRange, id, p.topic, p.index, offset, end)
 	}
 	f.leo = offset
 	if offset >= p.log.EndOffset() {
@@ -126,6 +140,7 @@ func (p *partition) followerFetched(id int32, offset int64) {
 	if advanced {
 		p.wake()
 	}
+	return nil
 }
 
 // isrSize is the number of in-sync replicas per the metadata.

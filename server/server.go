@@ -51,6 +51,7 @@ type Server struct {
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
 	interHTTP   *connListener // forwarded HTTP requests from other nodes
+	peerRefused *warnLimiter  // inter-broker connections with a bad hello
 
 	stopElections context.CancelFunc // stops runLeaderElections
 	groups        *groupCoordinator  // nil unless a broker
@@ -134,6 +135,7 @@ func (s *Server) open() error {
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
+	s.peerRefused = &warnLimiter{log: s.logger, period: 10 * time.Second}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:            s.cfg.NodeID,
 		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
@@ -146,7 +148,7 @@ func (s *Server) open() error {
 		SessionTimeout:    s.cfg.BrokerSessionTimeout,
 		ClusterSecret:     s.cfg.ClusterSecret,
 		ExtraProtocols: map[byte]func(net.Conn){
-			protoKafka: func(c net.Conn) { go s.interBroker.hand(c) },
+			protoKafka: func(c net.Conn) { go s.acceptPeer(c) },
 			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },
 		},
 	})
@@ -213,18 +215,33 @@ func (s *Server) open() error {
 		s.groups = newGroupCoordinator(s)
 		s.groups.start()
 		s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
-			Logger:           s.logger.With("component", "kafka"),
-			MaxRequestSize:   int32(min(s.cfg.MaxBodyBytes, 1<<30)),
-			AutoCreateTopics: s.cfg.KafkaAutoCreateTopics,
+			Logger:              s.logger.With("component", "kafka"),
+			MaxRequestSize:      int32(min(s.cfg.MaxBodyBytes, 1<<30)),
+			AutoCreateTopics:    s.cfg.KafkaAutoCreateTopics,
+			MaxConnections:      s.cfg.KafkaMaxConnections,
+			MaxConnectionsPerIP: s.cfg.KafkaMaxConnectionsPerIP,
+			MaxPeerConnections:  s.cfg.InterBrokerMaxConnections,
 		})
-		s.serveKafka(s.interBroker)
+		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {
-			s.serveKafka(kafkaLn)
+			s.serveKafka(kafkaLn, s.kafka.Serve)
 		}
 	} else if kafkaLn != nil {
 		kafkaLn.Close()
 	}
 	return nil
+}
+
+// acceptPeer reads an inter-broker connection's hello and hands it to the
+// Kafka listener's peer door.
+func (s *Server) acceptPeer(c net.Conn) {
+	pc, err := readPeerHello(c)
+	if err != nil {
+		s.peerRefused.warn("inter-broker connection refused", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		return
+	}
+	s.interBroker.hand(pc)
 }
 
 // startTimeout bounds how long a node waits for the quorum at start.
@@ -234,11 +251,12 @@ func (s *Server) raftAdvertised() string {
 	return advertised(s.cfg.RaftAdvertisedAddr, s.cfg.RaftAddr)
 }
 
-func (s *Server) serveKafka(ln net.Listener) {
+// serveKafka runs serve (the client or the inter-broker door) on ln.
+func (s *Server) serveKafka(ln net.Listener, serve func(context.Context, net.Listener) error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.kafka.Serve(context.Background(), ln); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
+		if err := serve(context.Background(), ln); err != nil && !errors.Is(err, kafkaproto.ErrServerClosed) {
 			s.logger.Error("Kafka listener stopped", "err", err)
 		}
 	}()
@@ -265,7 +283,15 @@ func (s *Server) startBroker(ctx context.Context) error {
 	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
 	dialLeader := func(ctx context.Context, leader int32) (net.Conn, error) {
-		return s.meta.DialNode(ctx, leader, protoKafka)
+		conn, err := s.meta.DialNode(ctx, leader, protoKafka)
+		if err != nil {
+			return nil, err
+		}
+		if err := writePeerHello(conn, s.cfg.NodeID); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
 	}
 	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics,
 		s.cfg.ReplicaLagMax, dialLeader)

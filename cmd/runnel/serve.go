@@ -44,6 +44,11 @@ type serveFlags struct {
 	pprof      bool
 	secret     string
 	secretFile string
+
+	// Connection budgets and producer state (hostile input, h2).
+	kafkaMaxConns      int
+	kafkaMaxConnsPerIP int
+	peerMaxConns       int
 }
 
 func newServeCommand() *cobra.Command {
@@ -93,6 +98,10 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
 	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
+	// Connection budgets and producer state (hostile input, h2).
+	fs.IntVar(&f.kafkaMaxConns, "kafka-max-connections", def.KafkaMaxConnections, "open connections on the Kafka client port; more are closed at once")
+	fs.IntVar(&f.kafkaMaxConnsPerIP, "kafka-max-connections-per-ip", def.KafkaMaxConnectionsPerIP, "open Kafka client connections from one IP address")
+	fs.IntVar(&f.peerMaxConns, "inter-broker-max-connections", def.InterBrokerMaxConnections, "open inter-broker (replication) connections on the raft port, counted apart from clients")
 	return cmd
 }
 
@@ -125,6 +134,10 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.OffsetsTopicPartitions = f.offsetsTP
 	cfg.Pprof = f.pprof
 	cfg.MaxOpenFiles = f.maxFiles
+	// Connection budgets and producer state (hostile input, h2).
+	cfg.KafkaMaxConnections = f.kafkaMaxConns
+	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP
+	cfg.InterBrokerMaxConnections = f.peerMaxConns
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}

@@ -1,0 +1,197 @@
+package server_test
+
+// Hostile-input tests of replication and producer state (issue 12, items 2,
+// 8 and 9), against real runnel processes: a client pretending to be a
+// follower, a connection flood on the client port, and a producer using
+// another producer's id.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// rawKafka sends req on conn (a fresh or reused connection) and decodes the
+// answer into resp. It uses no client library logic, so a test can send
+// what a real client never would.
+func rawKafka(t *testing.T, conn net.Conn, req kmsg.Request, resp kmsg.Response) {
+	t.Helper()
+	if err := rawKafkaErr(conn, req, resp); err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+}
+
+func rawKafkaErr(conn net.Conn, req kmsg.Request, resp kmsg.Response) error {
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	defer conn.SetDeadline(time.Time{})
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hostile-test"))
+	if _, err := conn.Write(f.AppendRequest(nil, req, 7)); err != nil {
+		return err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(conn, body); err != nil {
+		return err
+	}
+	body = body[4:] // correlation id
+	resp.SetVersion(req.GetVersion())
+	if resp.IsFlexible() {
+		body = body[1:] // no header tags
+	}
+	return resp.ReadFrom(body)
+}
+
+// replicatedPair starts one controller and two brokers and creates topic
+// with RF=2 and min.insync.replicas=2; it returns the partition's leader
+// and follower once both are in sync.
+func replicatedPair(t *testing.T, topic string, args ...string) (c *servertest.Cluster, leader, follower *servertest.Node, followerID int32) {
+	t.Helper()
+	c = servertest.StartCluster(t, servertest.ClusterOptions{Controllers: 1, Brokers: 2, Args: args})
+	n := c.Node(2)
+	client := &http.Client{Timeout: 15 * time.Second}
+	resp, err := client.Post(n.URL+"/v1/topics", "application/json", bytes.NewReader([]byte(
+		fmt.Sprintf(`{"name":%q,"partitions":1,"replication_factor":2,"configs":{"min.insync.replicas":"2"}}`, topic))))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create %s: %v %v", topic, err, resp)
+	}
+	resp.Body.Close()
+	var p partitionView
+	servertest.WaitFor(t, 30*time.Second, "both replicas in sync", func() bool {
+		ps, ok := describe(n, topic)
+		if ok && len(ps) == 1 && len(ps[0].ISR) == 2 && ps[0].Leader > 0 {
+			p = ps[0]
+			return true
+		}
+		return false
+	})
+	leader = c.Node(int(p.Leader))
+	for _, r := range p.Replicas {
+		if r != p.Leader {
+			followerID = r
+		}
+	}
+	return c, leader, c.Node(int(followerID)), followerID
+}
+
+// spoofedFetch is a Fetch claiming to come from follower id, saying its log
+// reaches far beyond the leader's.
+func spoofedFetch(topic string, id int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = id
+	req.MaxBytes = 1 << 20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 1<<40, 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func fetchPartitionCode(t *testing.T, resp *kmsg.FetchResponse) int16 {
+	t.Helper()
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch answer: %d topics", len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
+// A client on the public Kafka port that claims to be the follower must not
+// make the leader count it in sync: with the real follower paused, an
+// acks=all write must not be acknowledged (issue 12, item 2).
+func TestHostileSpoofedReplicaFetch(t *testing.T) {
+	const topic = "spoof"
+	_, leader, follower, followerID := replicatedPair(t, topic)
+	if _, ok := produceOne(leader, topic, "before", 15*time.Second); !ok {
+		t.Fatal("acks=all produce with both replicas up failed")
+	}
+
+	follower.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { follower.Signal(syscall.SIGCONT) })
+
+	conn, err := net.Dial("tcp", leader.KafkaAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp := kmsg.NewPtrFetchResponse()
+	rawKafka(t, conn, spoofedFetch(topic, followerID), resp)
+	if code := fetchPartitionCode(t, resp); code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("replica fetch on the client port: error %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+
+	if off, ok := produceOne(leader, topic, "must-not-be-acked", 3*time.Second); ok {
+		t.Fatalf("acks=all write acknowledged at offset %d while the only follower is paused", off)
+	}
+
+	// The real follower, once resumed, catches up and writes are
+	// acknowledged again.
+	follower.Signal(syscall.SIGCONT)
+	servertest.WaitFor(t, 60*time.Second, "acks=all writes acknowledged again", func() bool {
+		_, ok := produceOne(leader, topic, "after", 5*time.Second)
+		return ok
+	})
+}
+
+// peerKafka opens an inter-broker Kafka connection on node n's raft port
+// claiming to be node id, as a follower's fetcher does.
+func peerKafka(t *testing.T, n *servertest.Node, id int32) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", n.RaftAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	hello := []byte{'K', 1}
+	hello = binary.BigEndian.AppendUint32(hello, uint32(id))
+	if _, err := conn.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// On the inter-broker door a replica fetch is accepted only from the
+// broker it names, and only for a replica of the partition.
+func TestHostilePeerFetchIdentity(t *testing.T) {
+	const topic = "peerid"
+	c, leader, _, followerID := replicatedPair(t, topic)
+	var outsider int32 = 1 // the controller: no replica of the partition
+	_ = c
+
+	// Claims to be the controller in the hello, fetches as the follower.
+	resp := kmsg.NewPtrFetchResponse()
+	rawKafka(t, peerKafka(t, leader, outsider), spoofedFetch(topic, followerID), resp)
+	if code := fetchPartitionCode(t, resp); code != kerr.TopicAuthorizationFailed.Code {
+		t.Errorf("replica id differing from the peer's: error %v, want TOPIC_AUTHORIZATION_FAILED", kerr.ErrorForCode(code))
+	}
+	// Names itself consistently, but is no replica of the partition.
+	resp = kmsg.NewPtrFetchResponse()
+	rawKafka(t, peerKafka(t, leader, outsider), spoofedFetch(topic, outsider), resp)
+	if code := fetchPartitionCode(t, resp); !slices.Contains([]int16{kerr.NotLeaderForPartition.Code, kerr.UnknownLeaderEpoch.Code}, code) {
+		t.Errorf("replica fetch from a non-replica: error %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+	// The real follower, beyond the leader's log end, is out of range and
+	// does not move the high watermark.
+	resp = kmsg.NewPtrFetchResponse()
+	rawKafka(t, peerKafka(t, leader, followerID), spoofedFetch(topic, followerID), resp)
+	if code := fetchPartitionCode(t, resp); code != kerr.OffsetOutOfRange.Code {
+		t.Errorf("replica fetch past the log end: error %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(code))
+	}
+}
