@@ -54,7 +54,8 @@ type Backend interface {
 	// The result holds one RecordOffset per input record, in input order
 	// (with acks=0 the offsets are -1).
 	// Errors: ErrUnknownTopic, ErrUnknownPartition, ErrTooLarge (over
-	// max.message.bytes), ErrNotEnoughReplicas, ErrNotLeader, ErrTimeout.
+	// max.message.bytes), ErrNotEnoughReplicas, ErrNotLeader, ErrTimeout,
+	// ErrStorage (the partition's disk refuses writes).
 	Produce(ctx context.Context, topic string, records []ProduceRecord, acks int) ([]RecordOffset, error)
 
 	// Consume reads one partition from req's position. When there is nothing to
@@ -67,6 +68,15 @@ type Backend interface {
 	// Ready returns nil when the node serves requests, otherwise why not
 	// (GET /readyz answers 503, write endpoints too). It must be cheap.
 	Ready() error
+}
+
+// StorageBackend is optionally implemented by a Backend whose disks can
+// fail: StorageError returns nil while every partition takes writes,
+// otherwise (wrapping ErrStorage) which do not and why. GET /readyz answers
+// 503 with it; other requests go on (reads, partitions on healthy disks).
+// It must be cheap and safe for concurrent use.
+type StorageBackend interface {
+	StorageError() error
 }
 
 // SeriesBackend is optionally implemented by a Backend to feed the charts of the
@@ -114,6 +124,9 @@ type NodeSelf struct {
 	MetadataOffset int64    `json:"metadata_offset"`
 	MetadataDigest string   `json:"metadata_digest"`
 	Build          *Build   `json:"build,omitempty"`
+	// StorageError says why some of this node's partitions refuse writes
+	// (disk full, I/O error); empty when its disks are healthy.
+	StorageError string `json:"storage_error,omitempty"`
 }
 
 // Build identifies the binary a node runs (the same as `runnel version`).
@@ -173,6 +186,9 @@ type Broker struct {
 	KafkaAddress   string `json:"kafka_address"`
 	Partitions     int32  `json:"partitions"` // replicas hosted
 	Leaders        int32  `json:"leaders"`    // partitions it leads
+	// StorageError is set on the answering node's own entry when some of
+	// its partitions refuse writes; each node reports its own disks.
+	StorageError string `json:"storage_error,omitempty"`
 }
 
 // TopicSummary is one entry of GET /v1/topics.

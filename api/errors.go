@@ -31,6 +31,9 @@ var (
 	ErrTimeout           = errors.New("api: timed out")
 	ErrNotImplemented    = errors.New("api: not implemented")
 	ErrBodyTimeout       = errors.New("api: request body not received in time")
+	// ErrStorage: the partition's disk refuses writes (full, I/O error);
+	// writes resume by themselves once it takes them again.
+	ErrStorage = errors.New("api: storage error")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -71,6 +74,7 @@ func problemKinds() []ProblemKind {
 		{ErrNotController, http.StatusServiceUnavailable, "not-controller", "Not the active controller"},
 		{ErrNotEnoughReplicas, http.StatusServiceUnavailable, "not-enough-replicas", "Not enough in-sync replicas"},
 		{ErrTimeout, http.StatusGatewayTimeout, "timeout", "Timed out"},
+		{ErrStorage, http.StatusInsufficientStorage, "storage-error", "Storage error"},
 	}
 }
 

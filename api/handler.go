@@ -186,7 +186,11 @@ func (h *handler) livez(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := h.b.Ready(); err != nil {
+	err := h.b.Ready()
+	if sb, ok := h.b.(StorageBackend); ok && err == nil {
+		err = sb.StorageError()
+	}
+	if err != nil {
 		h.problem(w, r, readyErr(err))
 		return
 	}

@@ -48,7 +48,7 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		h.log.LogAttrs(r.Context(), level, "request failed",
 			slogString("request_id", p.RequestID), slogString("error", err.Error()))
-		if k.Status == http.StatusServiceUnavailable {
+		if k.Status == http.StatusServiceUnavailable || k.Status == http.StatusInsufficientStorage {
 			w.Header().Set("Retry-After", "1")
 		}
 		if k.Status == http.StatusInternalServerError {

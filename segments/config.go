@@ -15,6 +15,9 @@ var (
 	ErrCorruptBatch     = errors.New("segments: corrupt record batch")
 	ErrBatchTooLarge    = errors.New("segments: record batch larger than max.message.bytes")
 	ErrClosed           = errors.New("segments: log closed")
+	// ErrStorage wraps the sticky write or fsync error of a failed log
+	// (disk full, I/O error): it refuses changes until Recover or a reopen.
+	ErrStorage = errors.New("segments: storage error")
 )
 
 // Config is a partition's log configuration, the segment-related topic configs.

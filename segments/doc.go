@@ -108,7 +108,11 @@
 //
 // Appends are written with pwrite at the end of the active segment; a failed
 // write is cut back and, like a failed fsync, makes the log refuse every
-// later change until it is reopened. flush.messages=1 fsyncs before Append
+// later change (errors wrap ErrStorage) until it is reopened or Recover
+// succeeds: Recover probes the disk with a write and fsync, reopens the
+// directory in place with the recovery below, and rewrites and fsyncs what
+// lies past the saved recovery point (after a failed fsync the page cache
+// may hold pages the kernel will not write again). flush.messages=1 fsyncs before Append
 // returns; flush.messages and flush.ms otherwise bound the unsynced records
 // and their age. Rolling fsyncs the sealed segment and its indexes and moves
 // the recovery point to the new segment. The directory is fsynced after a

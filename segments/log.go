@@ -86,11 +86,14 @@ func (l *Log) usableLocked() error {
 	return l.err
 }
 
-// failLocked makes err sticky and returns it.
+// failLocked makes err sticky, wrapped in ErrStorage, and returns it.
 func (l *Log) failLocked(err error) error {
+	if !errors.Is(err, ErrStorage) {
+		err = fmt.Errorf("%w: %w", ErrStorage, err)
+	}
 	if l.err == nil {
 		l.err = err
-		l.logger.Error("segments: log failed; appends refused until reopened", "err", err)
+		l.logger.Error("segments: log failed; appends refused until it recovers", "err", err)
 	}
 	return err
 }

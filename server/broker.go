@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -22,8 +23,9 @@ import (
 // logs of the partitions placed on it, removes those of deleted topics, and
 // serves produce and read for both front doors.
 //
-// Goroutines: run (metadata follower + maintenance) is started by start and
-// stopped by close.
+// Goroutines: run (metadata follower + maintenance), isrLoop and storageLoop
+// (recovery of logs whose disk failed) are started by start and stopped by
+// close.
 type broker struct {
 	id      int32
 	dir     string // <data-dir>/partitions
@@ -34,14 +36,17 @@ type broker struct {
 
 	fetches       *fetchManager // follower replication
 	replicaLagMax time.Duration
+	storageRetry  time.Duration // storageLoop's first retry interval
+	storage       storageHealth // what storageLoop last saw
 
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
 	closed bool                    // guarded by mu
 
-	cancel  context.CancelFunc
-	done    chan struct{}
-	isrDone chan struct{}
+	cancel      context.CancelFunc
+	done        chan struct{}
+	isrDone     chan struct{}
+	storageDone chan struct{}
 }
 
 // hostedTopic is the partitions of one topic that live on this broker.
@@ -88,8 +93,10 @@ func (b *broker) start(maintainEvery time.Duration) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.cancel, b.done = cancel, make(chan struct{})
 	b.isrDone = make(chan struct{})
+	b.storageDone = make(chan struct{})
 	go b.run(ctx, maintainEvery)
 	go b.isrLoop(ctx)
+	go b.storageLoop(ctx, cmp.Or(b.storageRetry, time.Second))
 	return nil
 }
 
@@ -439,6 +446,7 @@ func (b *broker) close() error {
 		b.cancel()
 		<-b.done
 		<-b.isrDone
+		<-b.storageDone
 	}
 	b.fetches.close()
 	b.mu.Lock()

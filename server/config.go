@@ -73,6 +73,11 @@ type Config struct {
 	KafkaMaxConnectionsPerIP  int // --kafka-max-connections-per-ip
 	InterBrokerMaxConnections int // --inter-broker-max-connections
 
+	// StorageRetryInterval is how often the broker looks for partitions
+	// whose disk failed (full, I/O error) and first retries them; retries
+	// back off to 30s while the disk still refuses writes.
+	StorageRetryInterval time.Duration
+
 	Logger *slog.Logger
 }
 
@@ -91,6 +96,7 @@ func DefaultConfig() Config {
 		LeaderRebalanceInterval: 30 * time.Second,
 		MaxOpenFiles:            1024,
 		MaintainInterval:        5 * time.Second,
+		StorageRetryInterval:    time.Second,
 		ShutdownTimeout:         20 * time.Second,
 		MaxBodyBytes:            16 << 20,
 

@@ -1,11 +1,25 @@
 package server_test
 
 import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -53,4 +67,168 @@ func TestDataDirPermissions(t *testing.T) {
 	if files < 4 {
 		t.Fatalf("only %d files checked under %s", files, n.DataDir)
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir (created), unmounted at
+// cleanup after the nodes are gone; it skips the test when mounting is not
+// permitted (not root, no CAP_SYS_ADMIN, not Linux).
+func mountTmpfs(t *testing.T, dir string, size int) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("disk-full test needs a Linux tmpfs")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("disk-full test skipped: cannot mount a tmpfs (needs root): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Logf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+}
+
+// TestDiskFullResumes: on a full disk HTTP produce answers 507 storage-error
+// and Kafka produce KAFKA_STORAGE_ERROR, /readyz answers 503 naming the
+// storage error and /v1/cluster shows it; once space is freed appends resume
+// without a restart, and every acknowledged record is read back.
+func TestDiskFullResumes(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	parts := filepath.Join(dataDir, "partitions") // the partitions get the small disk; metadata does not
+	mountTmpfs(t, parts, 8<<20)
+	ballast := filepath.Join(parts, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 3<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := servertest.Start(t, servertest.Options{DataDir: dataDir, Args: []string{"--storage-retry-interval", "200ms"}})
+	c := newAPIClient(t, n)
+	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "full", "partitions": 1, "replication_factor": 1}, http.StatusCreated, nil)
+
+	acked := map[int64]string{} // offset -> base64 value
+	rng := rand.New(rand.NewPCG(1, 2))
+	produce := func(records, size int) (int, []byte) {
+		var recs []any
+		var vals []string
+		for i := 0; i < records; i++ {
+			v := make([]byte, size)
+			for j := range v {
+				v[j] = byte(rng.Uint32())
+			}
+			vals = append(vals, base64.StdEncoding.EncodeToString(v))
+			recs = append(recs, map[string]any{"value": vals[i], "partition": 0})
+		}
+		body, _ := json.Marshal(map[string]any{"records": recs})
+		status, resp := c.do(http.MethodPost, "/v1/topics/full/records?encoding=base64", "application/json", body)
+		if status == http.StatusOK {
+			var out producedOffsets
+			if err := json.Unmarshal(resp, &out); err != nil {
+				t.Fatal(err)
+			}
+			for i, o := range out.Offsets {
+				acked[o.Offset] = vals[i]
+			}
+		}
+		return status, resp
+	}
+	var status int
+	var resp []byte
+	for i := 0; i < 200; i++ { // 200 x 128 KiB is three times the disk
+		if status, resp = produce(4, 32<<10); status != http.StatusOK {
+			break
+		}
+	}
+	var p problem
+	_ = json.Unmarshal(resp, &p)
+	if status != http.StatusInsufficientStorage || !strings.HasSuffix(p.Type, ":storage-error") {
+		t.Fatalf("produce on a full disk: status %d %s, want 507 storage-error", status, resp)
+	}
+	if len(acked) == 0 {
+		t.Fatal("nothing was acknowledged before the disk filled up")
+	}
+	t.Logf("%d records acknowledged before the disk filled up; then: %s", len(acked), p.Detail)
+
+	servertest.WaitFor(t, 10*time.Second, "/readyz to report the storage error", func() bool {
+		r, err := http.Get(n.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "storage error")
+	})
+	var cl struct {
+		Node struct {
+			StorageError string `json:"storage_error"`
+		} `json:"node"`
+		Brokers []struct {
+			ID           int32  `json:"id"`
+			StorageError string `json:"storage_error"`
+		} `json:"brokers"`
+	}
+	c.json(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &cl)
+	if !strings.Contains(cl.Node.StorageError, "full-0") || len(cl.Brokers) != 1 || cl.Brokers[0].StorageError == "" {
+		t.Fatalf("/v1/cluster does not show the storage error: %+v", cl)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kc, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.RecordRetries(1), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	err = kc.ProduceSync(ctx, &kgo.Record{Topic: "full", Partition: 0, Value: []byte("kafka")}).FirstErr()
+	if !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("Kafka produce on a full disk: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 30*time.Second, "appends to resume after space was freed", func() bool {
+		s, _ := produce(1, 1024)
+		return s == http.StatusOK
+	})
+	for i := 0; i < 5; i++ {
+		if s, r := produce(2, 1024); s != http.StatusOK {
+			t.Fatalf("produce after recovery: %d %s", s, r)
+		}
+	}
+	servertest.WaitFor(t, 10*time.Second, "/readyz to answer 200 again", func() bool {
+		r, err := http.Get(n.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	})
+
+	got := map[int64]string{}
+	for off := int64(0); ; {
+		var out struct {
+			Records []struct {
+				Offset int64  `json:"offset"`
+				Value  string `json:"value"`
+			} `json:"records"`
+			NextOffset    int64 `json:"next_offset"`
+			HighWatermark int64 `json:"high_watermark"`
+		}
+		c.json(http.MethodGet, fmt.Sprintf("/v1/topics/full/partitions/0/records?offset=%d&encoding=base64&max_records=100", off), nil, http.StatusOK, &out)
+		for _, r := range out.Records {
+			got[r.Offset] = r.Value
+		}
+		if out.NextOffset >= out.HighWatermark || len(out.Records) == 0 {
+			break
+		}
+		off = out.NextOffset
+	}
+	for off, v := range acked {
+		if got[off] != v {
+			t.Fatalf("acknowledged offset %d: read %d bytes, want the acknowledged value (read %d records)", off, len(got[off]), len(got))
+		}
+	}
+	t.Logf("all %d acknowledged records read back", len(acked))
 }

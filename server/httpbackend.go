@@ -15,6 +15,7 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
 )
 
 // acksAllTimeout bounds how long an HTTP produce with acks=all waits for the
@@ -32,6 +33,7 @@ var (
 	_ api.ControllersBackend      = (*httpBackend)(nil)
 	_ api.SeriesBackend           = (*httpBackend)(nil)
 	_ api.KafkaAPIVersionsBackend = (*httpBackend)(nil)
+	_ api.StorageBackend          = (*httpBackend)(nil)
 )
 
 // httpErrors is the one table from server errors to the api's sentinels.
@@ -55,6 +57,8 @@ var httpErrors = []struct{ from, to error }{
 	{errNotReady, api.ErrNotReady},
 	{errShuttingDown, api.ErrNotReady},
 	{context.DeadlineExceeded, api.ErrTimeout},
+	{errStorage, api.ErrStorage},
+	{segments.ErrStorage, api.ErrStorage},
 }
 
 func toHTTPError(err error) error {
@@ -83,6 +87,22 @@ func (h *httpBackend) Ready() error {
 	return nil
 }
 
+// StorageError implements api.StorageBackend: which partitions of this
+// broker refuse writes since their disk failed, as the storage loop last saw.
+func (h *httpBackend) StorageError() error {
+	if h.s.broker == nil {
+		return nil
+	}
+	return toHTTPError(h.s.broker.storage.err())
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	img, _ := h.s.meta.Image()
 	st := h.s.meta.Status()
@@ -97,7 +117,8 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	out.UnderReplicated, out.Offline = partitionHealth(img)
 	bi := BuildInfo()
 	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest(),
-		Build: &api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion}}
+		Build:        &api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion},
+		StorageError: errText(h.StorageError())}
 	for _, r := range h.s.cfg.Roles {
 		out.Node.Roles = append(out.Node.Roles, string(r))
 	}
@@ -146,6 +167,7 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 		}
 		if b.ID == h.s.cfg.NodeID {
 			ab.MetadataOffset = int64(img.Index)
+			ab.StorageError = errText(h.StorageError())
 		}
 		out = append(out, ab)
 	}

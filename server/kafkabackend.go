@@ -54,6 +54,8 @@ var kafkaErrors = []struct{ from, to error }{
 	{errShuttingDown, kafkaproto.ErrNotLeader},
 	{raftfsm.ErrNotLeader, kafkaproto.ErrNotController},
 	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
+	{errStorage, kafkaproto.ErrStorage},
+	{segments.ErrStorage, kafkaproto.ErrStorage},
 }
 
 func toKafkaError(err error) error {

@@ -124,6 +124,9 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		setLogAppendTime(views, appendTime)
 	}
 	info, err := p.log.Append(batches, p.leaderEpoch.Load())
+	if errors.Is(err, segments.ErrStorage) {
+		return appendResult{}, storageErr(p.topic, p.index, err)
+	}
 	if err != nil {
 		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
 	}

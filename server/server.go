@@ -298,6 +298,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.storageRetry = s.cfg.StorageRetryInterval
 	if err := b.start(s.cfg.MaintainInterval); err != nil {
 		b.close()
 		return fmt.Errorf("open partitions: %w", err)

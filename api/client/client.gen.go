@@ -465,6 +465,9 @@ type Broker struct {
 	Partitions *int32      `json:"partitions,omitempty"`
 	Rack       string      `json:"rack"`
 	State      BrokerState `json:"state"`
+
+	// StorageError On the answering node's own entry: set while some of its partitions refuse writes because their disk failed. Each node reports its own disks.
+	StorageError *string `json:"storage_error,omitempty"`
 }
 
 // BrokerState defines model for Broker.State.
@@ -796,6 +799,9 @@ type NodeSelf struct {
 	// MetadataOffset Last metadata log index applied by this node.
 	MetadataOffset int64           `json:"metadata_offset"`
 	Roles          []NodeSelfRoles `json:"roles"`
+
+	// StorageError Set while some of this node's partitions refuse writes because their disk failed (full, I/O error): which and why. Absent when its disks are healthy.
+	StorageError *string `json:"storage_error,omitempty"`
 }
 
 // NodeSelfRoles defines model for NodeSelf.Roles.
@@ -1156,6 +1162,10 @@ type ClientInterface interface {
 
 	// Readyz Readiness (metadata loaded, partitions open)
 	//
+	// 503 while the node starts or stops, and while some of its partitions refuse
+	// writes because their disk failed (full, I/O error): the problem's detail names
+	// them. It answers 200 again once they recovered, without a restart.
+	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1464,6 +1474,10 @@ type ClientInterface interface {
 	// Bodies: `application/json` with `{"records": [...]}`, or
 	// `application/x-ndjson` with one record object per line (blank lines ignored).
 	//
+	// When the partition's disk refuses writes (full, I/O error) the answer is 507
+	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+	// themselves once the disk takes them again (no restart).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -1478,6 +1492,10 @@ type ClientInterface interface {
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
 	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	//
+	// When the partition's disk refuses writes (full, I/O error) the answer is 507
+	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+	// themselves once the disk takes them again (no restart).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1564,6 +1582,10 @@ func (c *Client) GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditor
 }
 
 // Readyz Readiness (metadata loaded, partitions open)
+//
+// 503 while the node starts or stops, and while some of its partitions refuse
+// writes because their disk failed (full, I/O error): the problem's detail names
+// them. It answers 200 again once they recovered, without a restart.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2213,6 +2235,10 @@ func (c *Client) ReassignPartition(ctx context.Context, topic Topic, partition P
 // Bodies: `application/json` with `{"records": [...]}`, or
 // `application/x-ndjson` with one record object per line (blank lines ignored).
 //
+// When the partition's disk refuses writes (full, I/O error) the answer is 507
+// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+// themselves once the disk takes them again (no restart).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -2237,6 +2263,10 @@ func (c *Client) ProduceRecordsWithBody(ctx context.Context, topic Topic, params
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
 // `application/x-ndjson` with one record object per line (blank lines ignored).
+//
+// When the partition's disk refuses writes (full, I/O error) the answer is 507
+// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+// themselves once the disk takes them again (no restart).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3778,6 +3808,10 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness (metadata loaded, partitions open)
 	//
+	// 503 while the node starts or stops, and while some of its partitions refuse
+	// writes because their disk failed (full, I/O error): the problem's detail names
+	// them. It answers 200 again once they recovered, without a restart.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
@@ -4122,6 +4156,10 @@ type ClientWithResponsesInterface interface {
 	// Bodies: `application/json` with `{"records": [...]}`, or
 	// `application/x-ndjson` with one record object per line (blank lines ignored).
 	//
+	// When the partition's disk refuses writes (full, I/O error) the answer is 507
+	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+	// themselves once the disk takes them again (no restart).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -4136,6 +4174,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
 	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	//
+	// When the partition's disk refuses writes (full, I/O error) the answer is 507
+	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+	// themselves once the disk takes them again (no restart).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5842,6 +5884,8 @@ type ProduceRecordsResponse struct {
 	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
+	ApplicationproblemJSON507 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 }
@@ -5874,6 +5918,11 @@ func (r ProduceRecordsResponse) GetApplicationproblemJSON415() *Problem {
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
 func (r ProduceRecordsResponse) GetApplicationproblemJSON503() *Problem {
 	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON507 returns the response for an HTTP 507 `application/problem+json` response
+func (r ProduceRecordsResponse) GetApplicationproblemJSON507() *Problem {
+	return r.ApplicationproblemJSON507
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -6018,6 +6067,10 @@ func (c *ClientWithResponses) GetOpenAPISpecWithResponse(ctx context.Context, re
 }
 
 // ReadyzWithResponse Readiness (metadata loaded, partitions open)
+//
+// 503 while the node starts or stops, and while some of its partitions refuse
+// writes because their disk failed (full, I/O error): the problem's detail names
+// them. It answers 200 again once they recovered, without a restart.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6567,6 +6620,10 @@ func (c *ClientWithResponses) ReassignPartitionWithResponse(ctx context.Context,
 // Bodies: `application/json` with `{"records": [...]}`, or
 // `application/x-ndjson` with one record object per line (blank lines ignored).
 //
+// When the partition's disk refuses writes (full, I/O error) the answer is 507
+// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+// themselves once the disk takes them again (no restart).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -6587,6 +6644,10 @@ func (c *ClientWithResponses) ProduceRecordsWithBodyWithResponse(ctx context.Con
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
 // `application/x-ndjson` with one record object per line (blank lines ignored).
+//
+// When the partition's disk refuses writes (full, I/O error) the answer is 507
+// `storage-error` with `Retry-After`; nothing is written, and writes resume by
+// themselves once the disk takes them again (no restart).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7900,6 +7961,13 @@ func ParseProduceRecordsResponse(rsp *http.Response) (*ProduceRecordsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON507 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

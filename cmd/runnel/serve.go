@@ -49,6 +49,9 @@ type serveFlags struct {
 	kafkaMaxConns      int
 	kafkaMaxConnsPerIP int
 	peerMaxConns       int
+
+	// storage (disk full, I/O errors)
+	storageRetry time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -96,6 +99,8 @@ func newServeCommand() *cobra.Command {
 	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP listener")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
+	// storage (disk full, I/O errors)
+	fs.DurationVar(&f.storageRetry, "storage-retry-interval", def.StorageRetryInterval, "how often partitions whose disk failed (full, I/O error) are looked for and retried; retries back off to 30s")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
 	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
 	// Connection budgets and producer state (hostile input, h2).
@@ -138,6 +143,11 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.KafkaMaxConnections = f.kafkaMaxConns
 	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP
 	cfg.InterBrokerMaxConnections = f.peerMaxConns
+
+	if f.storageRetry <= 0 {
+		return cfg, fmt.Errorf("--storage-retry-interval must be positive")
+	}
+	cfg.StorageRetryInterval = f.storageRetry
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}

@@ -1,0 +1,121 @@
+package segments
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestRecoverAfterENOSPC: a full disk fails appends with ErrStorage; Recover
+// keeps failing while the disk is full, and once space is back it reopens
+// the log in place (cutting a torn tail the failed write left when cutting
+// back failed too), appends resume at the acknowledged end, and every
+// acknowledged record is read back.
+func TestRecoverAfterENOSPC(t *testing.T) {
+	for _, truncateFails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cut back", true: "cut back fails"}[truncateFails], func(t *testing.T) {
+			const dir = "/d/recover"
+			mem := NewMemFS()
+			efs := NewErrorFS(mem, nil)
+			cfg := DefaultConfig()
+			cfg.SegmentBytes = 4096
+			l := mustOpen(t, dir, cfg, Options{FS: efs})
+			defer l.Close()
+			for i := 0; i < 20; i++ {
+				mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
+			}
+			acked := l.EndOffset()
+			efs.SetInjector(func(op Op, path string) error {
+				switch {
+				case op == OpWrite || op == OpCreate:
+					return syscall.ENOSPC
+				case op == OpTruncate && truncateFails:
+					return syscall.EIO
+				}
+				return nil
+			})
+			_, err := l.Append(valueBatch(2, 100, 1), 0)
+			if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("append on a full disk: %v", err)
+			}
+			if !errors.Is(l.Err(), ErrStorage) {
+				t.Fatalf("Err after the failure: %v", l.Err())
+			}
+			if err := l.Recover(); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "probe") {
+				t.Fatalf("recover on a full disk: %v", err)
+			}
+			if _, err := l.Append(valueBatch(1, 10, 1), 0); !errors.Is(err, ErrStorage) {
+				t.Fatalf("append after a failed recover: %v", err)
+			}
+			efs.SetInjector(nil) // space is back
+			if err := l.Recover(); err != nil {
+				t.Fatalf("recover: %v", err)
+			}
+			if l.Err() != nil || l.EndOffset() != acked {
+				t.Fatalf("after recover: err %v end %d, want nil %d", l.Err(), l.EndOffset(), acked)
+			}
+			if err := l.Recover(); err != nil {
+				t.Fatalf("recover of a healthy log: %v", err)
+			}
+			for i := 0; i < 20; i++ {
+				info := mustAppend(t, l, valueBatch(2, 100, int64(100+i)), 0)
+				if i == 0 && info.BaseOffset != acked {
+					t.Fatalf("first append after recover at %d, want %d", info.BaseOffset, acked)
+				}
+			}
+			checkIndexes(t, l)
+			var records int
+			for off := int64(0); off < l.EndOffset(); {
+				for _, b := range decodeBatches(t, readAll(t, l, off, 1<<30)) {
+					records += int(b.NumRecords)
+					off = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+				}
+			}
+			if records != 80 {
+				t.Fatalf("read %d records, want 80", records)
+			}
+		})
+	}
+}
+
+// TestRecoverAfterFsyncFailure: after a failed fsync Recover writes the
+// unsynced tail again and fsyncs it, so a power cut right after the recovery
+// keeps everything the log holds.
+func TestRecoverAfterFsyncFailure(t *testing.T) {
+	const dir = "/d/resync"
+	mem := NewMemFS()
+	efs := NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	cfg.SegmentBytes = 4096
+	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	defer l.Close()
+	for i := 0; i < 10; i++ {
+		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
+	}
+	efs.SetInjector(FailAfter(OpSync, 0, syscall.EIO))
+	if _, err := l.Append(valueBatch(2, 100, 1), 0); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("append with a failing fsync: %v", err)
+	}
+	efs.SetInjector(nil)
+	if err := l.Recover(); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	end := l.EndOffset()
+	mustAppend(t, l, valueBatch(2, 100, 50), 0)
+	l2 := mustOpen(t, dir, cfg, Options{FS: mem.Crash(nil)})
+	defer l2.Close()
+	if got := l2.EndOffset(); got != end+2 {
+		t.Fatalf("after a power cut end %d, want %d", got, end+2)
+	}
+}
+
+// TestRecoverClosed: Recover on a closed log says so.
+func TestRecoverClosed(t *testing.T) {
+	l := mustOpen(t, "/d/closed", DefaultConfig(), Options{FS: NewMemFS()})
+	l.Close()
+	if err := l.Recover(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("recover after close: %v", err)
+	}
+}
