@@ -17,7 +17,7 @@ func (n *Node) addVoterLocal(ctx context.Context, s Server) error {
 		return err
 	}
 	f := n.raft.AddVoter(serverID(s.ID), raft.ServerAddress(s.Address), 0, timeout)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return fmt.Errorf("raftfsm: add voter %d: %w", s.ID, raftError(err))
 	}
 	n.tuneTimeouts()
@@ -32,7 +32,7 @@ func (n *Node) addNonvoterLocal(ctx context.Context, s Server) error {
 		return err
 	}
 	f := n.raft.AddNonvoter(serverID(s.ID), raft.ServerAddress(s.Address), 0, timeout)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		return fmt.Errorf("raftfsm: add nonvoter %d: %w", s.ID, raftError(err))
 	}
 	return nil
@@ -44,7 +44,7 @@ func (n *Node) removeVoterLocal(ctx context.Context, id int32) error {
 	if err != nil {
 		return err
 	}
-	if err := n.raft.RemoveServer(serverID(id), 0, timeout).Error(); err != nil {
+	if err := n.await(n.raft.RemoveServer(serverID(id), 0, timeout)); err != nil {
 		return fmt.Errorf("raftfsm: remove voter %d: %w", id, raftError(err))
 	}
 	return nil
@@ -57,7 +57,7 @@ func (n *Node) Snapshot() error {
 	if n.isClosed() {
 		return ErrClosed
 	}
-	err := n.raft.Snapshot().Error()
+	err := n.await(n.raft.Snapshot())
 	if err == nil || errors.Is(err, raft.ErrNothingNewToSnapshot) {
 		return nil
 	}

@@ -36,7 +36,7 @@ func (n *Node) leaderLoop(ctx context.Context, notify <-chan bool) {
 // this node is no longer leader.
 func (n *Node) ensureClusterID(ctx context.Context) {
 	for ctx.Err() == nil && n.raft.State() == raft.Leader {
-		if err := n.raft.Barrier(defaultApplyTimeout).Error(); err == nil {
+		if err := n.await(n.raft.Barrier(defaultApplyTimeout)); err == nil {
 			if img, _ := n.Image(); img.ClusterID != "" {
 				return
 			}
@@ -83,7 +83,7 @@ func (n *Node) applyLocal(ctx context.Context, cmd Command) (any, error) {
 	// raft's timeout only bounds enqueueing: wait for the outcome in an owned
 	// goroutine so that ctx also bounds commit and apply.
 	waited := make(chan error, 1)
-	if !n.spawn(func() { waited <- f.Error() }) {
+	if !n.spawn(func() { waited <- n.await(f) }) {
 		return nil, ErrClosed
 	}
 	select {
@@ -209,7 +209,7 @@ func (n *Node) applyAll(ctx context.Context, cmds []Command) ([]any, []error) {
 			if f == nil {
 				continue
 			}
-			if err := f.Error(); err != nil {
+			if err := n.await(f); err != nil {
 				errs[i] = raftError(err)
 			} else if err, ok := f.Response().(error); ok {
 				errs[i] = err
@@ -235,4 +235,22 @@ func fill(errs []error, err error) []error {
 		}
 	}
 	return errs
+}
+
+// await waits for a raft future's outcome, or for the node to close.
+//
+// Why not f.Error() alone: hashicorp/raft's FSM goroutine returns on shutdown
+// with committed batches still queued for it, and their futures are never
+// answered. A waiter owned by Close's wait group would then hold Close (and
+// every SIGTERM) forever. The helper goroutine returns once raft answers; in
+// the rare case it never does, it ends with the process.
+func (n *Node) await(f raft.Future) error {
+	res := make(chan error, 1)
+	go func() { res <- f.Error() }()
+	select {
+	case err := <-res:
+		return err
+	case <-n.done:
+		return ErrClosed
+	}
 }

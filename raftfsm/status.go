@@ -49,7 +49,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 func (n *Node) catchUp(ctx context.Context, target uint64) (bool, uint64) {
 	if n.raft.State() == raft.Leader {
 		timeout, err := n.leaderTimeout(ctx)
-		return err == nil && n.raft.Barrier(timeout).Error() == nil, target
+		return err == nil && n.await(n.raft.Barrier(timeout)) == nil, target
 	}
 	if target == 0 {
 		if target = n.leaderCommitIndex(ctx); target == 0 {
