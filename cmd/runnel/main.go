@@ -35,6 +35,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand())
 	root.AddCommand(newClientCommands(&g)...)
 	root.AddCommand(newDevCommand())
+	root.AddCommand(newCertsCommand())
 	root.AddCommand(newVersionCommand(&g))
 	return root
 }
