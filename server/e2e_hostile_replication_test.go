@@ -7,12 +7,16 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -193,5 +197,92 @@ func TestHostilePeerFetchIdentity(t *testing.T) {
 	rawKafka(t, peerKafka(t, leader, followerID), spoofedFetch(topic, followerID), resp)
 	if code := fetchPartitionCode(t, resp); code != kerr.OffsetOutOfRange.Code {
 		t.Errorf("replica fetch past the log end: error %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(code))
+	}
+}
+
+// connFlood keeps n connections open to addr from the loopback addresses
+// 127.0.0.2..: a connection the server closes is dialled again after
+// pace, until stop is called. It reports how many are open.
+type connFlood struct {
+	open atomic.Int64
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func startConnFlood(t *testing.T, addr string, n, sources int, pace time.Duration) *connFlood {
+	t.Helper()
+	f := &connFlood{done: make(chan struct{})}
+	for i := range n {
+		src := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i%sources))}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			d := net.Dialer{LocalAddr: src, Timeout: 5 * time.Second}
+			for {
+				if c, err := d.Dial("tcp", addr); err == nil {
+					f.open.Add(1)
+					stop := context.AfterFunc(ctxDone(f.done), func() { c.Close() })
+					io.Copy(io.Discard, c) // until the server (or stop) closes it
+					stop()
+					c.Close()
+					f.open.Add(-1)
+				}
+				select {
+				case <-f.done:
+					return
+				case <-time.After(pace):
+				}
+			}
+		}()
+	}
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *connFlood) stop() {
+	select {
+	case <-f.done:
+	default:
+		close(f.done)
+	}
+	f.wg.Wait()
+}
+
+// ctxDone is a context cancelled when done closes.
+func ctxDone(done <-chan struct{}) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-done; cancel() }()
+	return ctx
+}
+
+// Clients holding every slot of the Kafka client port do not keep a
+// restarted follower from replicating: it rejoins the ISR and acks=all
+// writes are acknowledged again; the refused connections cost a few log
+// lines, not one per attempt (issue 12, item 8).
+func TestHostileConnectionFloodKeepsReplication(t *testing.T) {
+	const topic = "flood"
+	_, leader, follower, followerID := replicatedPair(t, topic, "--replica-lag-time-max", "3s")
+
+	// 1,020 connections from three addresses: more than the 1,000 the
+	// client port takes, fewer than its per-address cap from each.
+	flood := startConnFlood(t, leader.KafkaAddr, 1020, 3, 100*time.Millisecond)
+	servertest.WaitFor(t, 60*time.Second, "the client port full", func() bool { return flood.open.Load() >= 995 })
+
+	follower.Stop()
+	servertest.WaitFor(t, 60*time.Second, "the stopped follower out of the ISR", func() bool {
+		ps, ok := describe(leader, topic)
+		return ok && len(ps) == 1 && !slices.Contains(ps[0].ISR, followerID)
+	})
+	follower.Start()
+	servertest.WaitFor(t, 90*time.Second, "the restarted follower back in the ISR", func() bool {
+		ps, ok := describe(leader, topic)
+		return ok && len(ps) == 1 && slices.Contains(ps[0].ISR, followerID)
+	})
+	if _, ok := produceOne(leader, topic, "after-flood", 15*time.Second); !ok {
+		t.Fatal("acks=all write not acknowledged with the follower back in sync")
+	}
+	flood.stop()
+	if n := strings.Count(leader.Logs(), "connection limit"); n > 30 {
+		t.Errorf("%d log lines about the connection limit; want them rate-limited", n)
 	}
 }
