@@ -305,3 +305,13 @@ type ConfigOp struct {
 	Op    ConfigOpType
 	Value *string
 }
+
+// MetadataCatchUp is an optional extension of a Broker. A node's metadata
+// can trail the cluster's by a few milliseconds; before answering that a
+// topic is unknown, the listener calls CatchUpMetadata, which waits (bounded
+// by the implementation and ctx) until this node has applied what the
+// cluster had committed, so a topic created through another node a moment
+// ago is found. It reports whether the metadata changed.
+type MetadataCatchUp interface {
+	CatchUpMetadata(ctx context.Context) bool
+}

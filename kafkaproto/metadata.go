@@ -20,6 +20,11 @@ const (
 func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	cl, _ := s.broker.Cluster()
+	if missingTopics(cl, req) {
+		if cu, ok := s.broker.(MetadataCatchUp); ok && cu.CatchUpMetadata(ctx) {
+			cl, _ = s.broker.Cluster()
+		}
+	}
 	if s.opts.AutoCreateTopics && (req.AllowAutoTopicCreation || req.Version < 4) {
 		if s.autoCreate(ctx, cl, req) {
 			cl, _ = s.broker.Cluster()
@@ -69,6 +74,24 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 		resp.Topics = append(resp.Topics, metadataTopic(t))
 	}
 	return resp
+}
+
+// missingTopics reports whether req names a topic (by name or id) that cl
+// lacks.
+func missingTopics(cl *Cluster, req *kmsg.MetadataRequest) bool {
+	for _, rt := range req.Topics {
+		switch {
+		case rt.Topic != nil:
+			if _, ok := cl.Topic(*rt.Topic); !ok && validTopicName(*rt.Topic) {
+				return true
+			}
+		case rt.TopicID != [16]byte{}:
+			if _, ok := cl.TopicByID(rt.TopicID); !ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // autoCreate creates the requested topics that do not exist; it reports

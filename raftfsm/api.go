@@ -87,8 +87,11 @@ type Status struct {
 	LeaderAddr   string
 	LastIndex    uint64
 	CommitIndex  uint64
-	AppliedIndex uint64
-	Voters       []Server
+	AppliedIndex uint64 // handed to the FSM by raft (may still be applying)
+	// MetadataIndex is the last command the FSM has applied (the metadata
+	// image includes it); what CatchUp waits for.
+	MetadataIndex uint64
+	Voters        []Server
 }
 
 // Image is the metadata at one applied index. Immutable.

@@ -118,6 +118,8 @@ func (n *Node) Status() Status {
 		LastIndex:    n.raft.LastIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
+
+		MetadataIndex: n.fsm.appliedIndex(),
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {

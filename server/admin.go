@@ -149,12 +149,12 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, changes map
 		}
 		cmd.Set[k] = *v
 	}
-	img, _ := s.meta.Image()
-	if _, ok := img.Topics[name]; !ok {
+	_, t, ok := s.lookupTopic(ctx, name)
+	if !ok {
 		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
 	if validateOnly {
-		return img.Topics[name], nil
+		return t, nil
 	}
 	res, err := s.applyMeta(ctx, raftfsm.Command{AlterConfigs: cmd})
 	if err != nil {
@@ -164,8 +164,7 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, changes map
 }
 
 func (s *Server) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
-	img, _ := s.meta.Image()
-	t, ok := img.Topics[name]
+	_, t, ok := s.lookupTopic(ctx, name)
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
@@ -194,23 +193,12 @@ func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
 // controller had committed, so a change made through this node (forwarded
 // to the leader) is visible here when the call returns: read your writes.
 func (s *Server) catchUpWithLeader(ctx context.Context) error {
-	if s.meta.Status().Role == "leader" {
-		return nil
-	}
-	var target uint64
-	for _, c := range s.meta.ControllerStatuses(ctx) {
-		if c.Role == "leader" {
-			target = c.CommitIndex
-		}
-	}
-	for s.meta.Status().AppliedIndex < target {
-		_, changed := s.meta.Image()
-		select {
-		case <-changed:
-		case <-time.After(10 * time.Millisecond):
-		case <-ctx.Done():
-			return fmt.Errorf("catch up with the active controller: %w", ctx.Err())
-		}
+	err := s.meta.CatchUp(ctx)
+	switch {
+	case errors.Is(err, raftfsm.ErrNotLeader):
+		return nil // no leader to ask now; the change was committed anyway
+	case err != nil:
+		return fmt.Errorf("catch up with the active controller: %w", err)
 	}
 	return nil
 }

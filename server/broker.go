@@ -391,7 +391,12 @@ func (b *broker) replica(topic string, idx int32) (*partition, error) {
 	}
 	img, _ := b.meta.Image()
 	if _, ok := img.Topics[topic]; !ok {
-		return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		if !catchUpOnMiss(context.Background(), b.meta) {
+			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		}
+		if img, _ = b.meta.Image(); img.Topics[topic] == nil {
+			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		}
 	}
 	if err := b.reconcile(img); err != nil {
 		return nil, err

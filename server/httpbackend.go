@@ -209,8 +209,7 @@ func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicReques
 }
 
 func (h *httpBackend) DescribeTopic(ctx context.Context, name string) (api.TopicDetail, error) {
-	img, _ := h.s.meta.Image()
-	t, ok := img.Topics[name]
+	_, t, ok := h.s.lookupTopic(ctx, name)
 	if !ok {
 		return api.TopicDetail{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, name)
 	}
@@ -267,8 +266,7 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 // Produce groups records by partition, encodes one batch per partition and
 // checks every batch before appending any.
 func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
-	img, _ := h.s.meta.Image()
-	t, ok := img.Topics[topic]
+	img, t, ok := h.s.lookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
@@ -370,8 +368,7 @@ func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.
 }
 
 func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
-	img, _ := h.s.meta.Image()
-	t, ok := img.Topics[req.Topic]
+	img, t, ok := h.s.lookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}

@@ -287,8 +287,7 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 	if res.Type != kafkaproto.ResourceTopic {
 		return nil, nil
 	}
-	img, _ := k.s.meta.Image()
-	t, ok := img.Topics[res.Name]
+	_, t, ok := k.s.lookupTopic(ctx, res.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
 	}
