@@ -78,6 +78,13 @@ type Config struct {
 	// back off to 30s while the disk still refuses writes.
 	StorageRetryInterval time.Duration
 
+	// Client TLS: HTTPSAddr serves the HTTP API and UI over TLS (HTTP/1.1
+	// and HTTP/2) beside or instead of HTTPAddr; TLS names the node's
+	// certificate, key and optional client CA (mTLS), reloaded on SIGHUP
+	// and when the files change.
+	HTTPSAddr string
+	TLS       TLSFiles
+
 	Logger *slog.Logger
 }
 

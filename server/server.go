@@ -46,6 +46,7 @@ type Server struct {
 	ready   atomic.Bool
 
 	httpSrv        *http.Server
+	tls            *certReloader // nil without --tls-cert-file
 	cancelRequests context.CancelFunc // ends the contexts of HTTP requests
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
@@ -94,7 +95,13 @@ func Open(cfg Config) (*Server, error) {
 // and Kafka clients (the advertised addresses, as URLs where they are).
 func (s *Server) readyAttrs(startup time.Duration) []any {
 	httpURL := "http://" + advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr)
+	if s.cfg.HTTPAddr == "" {
+		httpURL = "https://" + advertised("", s.cfg.HTTPSAddr)
+	}
 	attrs := []any{"node_id", s.cfg.NodeID, "ui", httpURL + "/ui/", "api", httpURL}
+	if s.cfg.HTTPAddr != "" && s.cfg.HTTPSAddr != "" {
+		attrs = append(attrs, "https", "https://"+advertised("", s.cfg.HTTPSAddr))
+	}
 	if s.cfg.KafkaAddr != "" && s.cfg.HasRole(RoleBroker) {
 		attrs = append(attrs, "kafka", advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr))
 	}
@@ -121,14 +128,17 @@ func (s *Server) open() error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	httpLn, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err := s.openTLS(); err != nil {
+		return err
+	}
+	httpLn, httpsLn, err := s.listenHTTP()
 	if err != nil {
-		return fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+		return err
 	}
 	var kafkaLn net.Listener
 	if s.cfg.KafkaAddr != "" {
 		if kafkaLn, err = net.Listen("tcp", s.cfg.KafkaAddr); err != nil {
-			httpLn.Close()
+			closeListeners(httpLn, httpsLn)
 			return fmt.Errorf("listen Kafka on %s: %w", s.cfg.KafkaAddr, err)
 		}
 	}
@@ -153,10 +163,7 @@ func (s *Server) open() error {
 		},
 	})
 	if err != nil {
-		httpLn.Close()
-		if kafkaLn != nil {
-			kafkaLn.Close()
-		}
+		closeListeners(httpLn, httpsLn, kafkaLn)
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
 	s.metrics = newMetrics(reg, s)
@@ -179,13 +186,25 @@ func (s *Server) open() error {
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
 	s.httpSrv = &http.Server{BaseContext: func(net.Listener) context.Context { return reqCtx }, Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := s.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("HTTP server stopped", "err", err)
-		}
-	}()
+	if httpLn != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("HTTP server stopped", "err", err)
+			}
+		}()
+	}
+	if httpsLn != nil {
+		s.httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.httpSrv.ServeTLS(httpsLn, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.logger.Error("HTTPS server stopped", "err", err)
+			}
+		}()
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -365,10 +384,60 @@ func (s *Server) Close() error {
 			errs = append(errs, fmt.Errorf("close metadata node: %w", err))
 		}
 	}
+	s.tls.close()
 	if s.lock != nil {
 		s.lock.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// openTLS loads the client-facing certificate (--tls-*-file) when one is
+// configured and starts watching it for rotation.
+func (s *Server) openTLS() error {
+	if !s.cfg.TLS.Enabled() {
+		if s.cfg.TLS.ClientCAFile != "" {
+			return errors.New("--tls-client-ca-file needs --tls-cert-file and --tls-key-file")
+		}
+		if s.cfg.HTTPSAddr != "" {
+			return errors.New("--https-addr needs --tls-cert-file and --tls-key-file")
+		}
+		return nil
+	}
+	r, err := newCertReloader(s.cfg.TLS, s.logger.With("component", "tls"))
+	if err != nil {
+		return err
+	}
+	r.start()
+	s.tls = r
+	return nil
+}
+
+// listenHTTP opens the plaintext (--http-addr) and TLS (--https-addr)
+// listeners of the HTTP API; either may be off, not both.
+func (s *Server) listenHTTP() (plain, secure net.Listener, err error) {
+	if s.cfg.HTTPAddr == "" && s.cfg.HTTPSAddr == "" {
+		return nil, nil, errors.New("no HTTP listener: set --http-addr, --https-addr or both")
+	}
+	if s.cfg.HTTPAddr != "" {
+		if plain, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
+			return nil, nil, fmt.Errorf("listen HTTP on %s: %w", s.cfg.HTTPAddr, err)
+		}
+	}
+	if s.cfg.HTTPSAddr != "" {
+		if secure, err = net.Listen("tcp", s.cfg.HTTPSAddr); err != nil {
+			closeListeners(plain)
+			return nil, nil, fmt.Errorf("listen HTTPS on %s: %w", s.cfg.HTTPSAddr, err)
+		}
+	}
+	return plain, secure, nil
+}
+
+func closeListeners(lns ...net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 }
 
 // stopHTTP lets in-flight requests finish; long polls and live-tail streams,

@@ -52,6 +52,12 @@ type serveFlags struct {
 
 	// storage (disk full, I/O errors)
 	storageRetry time.Duration
+
+	// Client TLS (HTTPS, certificate files).
+	httpsAddr   string
+	tlsCert     string
+	tlsKey      string
+	tlsClientCA string
 }
 
 func newServeCommand() *cobra.Command {
@@ -107,6 +113,11 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.kafkaMaxConns, "kafka-max-connections", def.KafkaMaxConnections, "open connections on the Kafka client port; more are closed at once")
 	fs.IntVar(&f.kafkaMaxConnsPerIP, "kafka-max-connections-per-ip", def.KafkaMaxConnectionsPerIP, "open Kafka client connections from one IP address")
 	fs.IntVar(&f.peerMaxConns, "inter-broker-max-connections", def.InterBrokerMaxConnections, "open inter-broker (replication) connections on the raft port, counted apart from clients")
+	// Client TLS (HTTPS, certificate files).
+	fs.StringVar(&f.httpsAddr, "https-addr", "", "HTTPS (HTTP/1.1 and HTTP/2) listen address for the API and UI, beside or instead of --http-addr; needs --tls-cert-file")
+	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
+	fs.StringVar(&f.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&f.tlsClientCA, "tls-client-ca-file", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (mTLS)")
 	return cmd
 }
 
@@ -148,6 +159,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		return cfg, fmt.Errorf("--storage-retry-interval must be positive")
 	}
 	cfg.StorageRetryInterval = f.storageRetry
+	// Client TLS (HTTPS, certificate files).
+	cfg.HTTPSAddr = f.httpsAddr
+	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}
