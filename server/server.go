@@ -46,7 +46,7 @@ type Server struct {
 	ready   atomic.Bool
 
 	httpSrv        *http.Server
-	tls            *certReloader // nil without --tls-cert-file
+	tls            *certReloader      // nil without --tls-cert-file
 	cancelRequests context.CancelFunc // ends the contexts of HTTP requests
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
