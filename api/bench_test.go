@@ -33,7 +33,7 @@ func BenchmarkDecodeProduce100(b *testing.B) {
 	body := batchBody(100)
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		if _, err := decodeProduceJSON(body, EncodingJSON); err != nil {
+		if _, err := decodeProduceJSON(body, EncodingJSON, DefaultMaxProduceRecords); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -21,17 +23,22 @@ const (
 )
 
 // wireRecord is one produce record as sent. Every field stays raw so a type
-// error can name its record; null and absent mean the same.
+// error can name its record; null and absent mean the same. One wireRecord is
+// reused for every record of a body (reset keeps the buffers), so decoding
+// allocates only what the records keep.
 type wireRecord struct {
 	Key       json.RawMessage `json:"key"`
 	Value     json.RawMessage `json:"value"`
 	Headers   json.RawMessage `json:"headers"`
 	Partition json.RawMessage `json:"partition"`
 	Timestamp json.RawMessage `json:"timestamp"`
+
+	headers []Header // scratch: a record's headers before their exact-size copy
 }
 
-type wireProduce struct {
-	Records []wireRecord `json:"records"`
+func (wr *wireRecord) reset() {
+	wr.Key, wr.Value, wr.Headers = wr.Key[:0], wr.Value[:0], wr.Headers[:0]
+	wr.Partition, wr.Timestamp = wr.Partition[:0], wr.Timestamp[:0]
 }
 
 func isNDJSON(contentType string) bool {
@@ -41,70 +48,190 @@ func isNDJSON(contentType string) bool {
 
 // decodeProduce decodes a produce body of either content type. It checks
 // everything the backend does not need to: a nil error means every record is
-// well formed.
-func decodeProduce(contentType string, body []byte, enc string) ([]ProduceRecord, error) {
+// well formed. Both decoders stream: one json.Decoder walks the body, counts
+// records as it goes and stops at maxRecords before decoding one more, so
+// memory follows what the records keep (at most their bytes plus a fixed
+// size each), never a copy of the whole body as generic values.
+func decodeProduce(contentType string, body []byte, enc string, maxRecords int) ([]ProduceRecord, error) {
 	if isNDJSON(contentType) {
-		return decodeProduceNDJSON(body, enc)
+		return decodeProduceNDJSON(body, enc, maxRecords)
 	}
-	return decodeProduceJSON(body, enc)
+	return decodeProduceJSON(body, enc, maxRecords)
+}
+
+func newStrictDecoder(body []byte) *json.Decoder {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec
+}
+
+func tooManyRecords(field string, max int) error {
+	return &FieldError{Field: field, Err: ErrTooManyRecords,
+		Msg: fmt.Sprintf("more than %d records; send at most %d per request", max, max)}
 }
 
 // decodeProduceJSON decodes {"records":[...]}.
-func decodeProduceJSON(body []byte, enc string) ([]ProduceRecord, error) {
-	var wp wireProduce
-	if err := strictUnmarshal(body, &wp); err != nil {
+func decodeProduceJSON(body []byte, enc string, maxRecords int) ([]ProduceRecord, error) {
+	dec := newStrictDecoder(body)
+	if t, err := dec.Token(); err != nil {
 		return nil, jsonProblem("body", err)
+	} else if t != json.Delim('{') {
+		return nil, &FieldError{Field: "body", Err: ErrInvalidRequest, Msg: "must be an object with records"}
 	}
-	if len(wp.Records) == 0 {
-		return nil, &FieldError{Field: "body.records", Err: ErrInvalidRequest, Msg: "at least one record is required"}
-	}
-	out := make([]ProduceRecord, len(wp.Records))
-	for i := range wp.Records {
-		rec, err := wp.Records[i].decode(enc, "body.records["+strconv.Itoa(i)+"]")
+	var out []ProduceRecord
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
 		if err != nil {
+			return nil, jsonProblem("body", err)
+		}
+		if name, _ := t.(string); name != "records" || seen {
+			return nil, &FieldError{Field: "body", Err: ErrInvalidRequest, Msg: fmt.Sprintf("unknown or repeated field %q", name)}
+		}
+		seen = true
+		if out, err = decodeRecordArray(dec, enc, maxRecords); err != nil {
 			return nil, err
 		}
-		out[i] = rec
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, jsonProblem("body", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &FieldError{Field: "body", Err: ErrInvalidRequest, Msg: "unexpected data after the JSON value"}
+	}
+	if len(out) == 0 {
+		return nil, &FieldError{Field: "body.records", Err: ErrInvalidRequest, Msg: "at least one record is required"}
 	}
 	return out, nil
 }
+
+// decodeRecordArray decodes the value of "records": an array (or null).
+func decodeRecordArray(dec *json.Decoder, enc string, maxRecords int) ([]ProduceRecord, error) {
+	t, err := dec.Token()
+	if err != nil {
+		return nil, jsonProblem("body.records", err)
+	}
+	if t == nil {
+		return nil, nil
+	}
+	if t != json.Delim('[') {
+		return nil, &FieldError{Field: "body.records", Err: ErrInvalidRequest, Msg: "must be an array of records"}
+	}
+	var out recordList
+	var wr wireRecord
+	for i := 0; dec.More(); i++ {
+		if i >= maxRecords {
+			return nil, tooManyRecords("body.records", maxRecords)
+		}
+		wr.reset()
+		if err := dec.Decode(&wr); err != nil {
+			return nil, jsonProblem(recordField(i), err)
+		}
+		rec, err := wr.decode(enc)
+		if err != nil {
+			return nil, err.under(recordField(i))
+		}
+		out.add(rec)
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, jsonProblem("body.records", err)
+	}
+	return out.records(), nil
+}
+
+// recordList collects records in chunks and hands back one slice of exactly
+// their count: a slice grown by doubling allocates up to four entries per
+// record, this about two (an entry is ~90 bytes whatever the record's size,
+// so for small records the entries are most of what decoding costs).
+type recordList struct {
+	chunks [][]ProduceRecord
+	n      int
+}
+
+const maxRecordChunk = 1024
+
+func (l *recordList) add(r ProduceRecord) {
+	k := len(l.chunks)
+	if k == 0 || len(l.chunks[k-1]) == cap(l.chunks[k-1]) {
+		l.chunks = append(l.chunks, make([]ProduceRecord, 0, min(8<<k, maxRecordChunk)))
+		k++
+	}
+	l.chunks[k-1] = append(l.chunks[k-1], r)
+	l.n++
+}
+
+func (l *recordList) records() []ProduceRecord {
+	switch len(l.chunks) {
+	case 0:
+		return nil
+	case 1:
+		return l.chunks[0]
+	}
+	out := make([]ProduceRecord, 0, l.n)
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+func recordField(i int) string { return "body.records[" + strconv.Itoa(i) + "]" }
 
 // decodeProduceNDJSON decodes one record object per line; blank lines are
 // skipped, a trailing \r is ignored. Fields are named body.line[N] (1-based).
-func decodeProduceNDJSON(body []byte, enc string) ([]ProduceRecord, error) {
-	var out []ProduceRecord
-	for n := 1; len(body) > 0; n++ {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
+// One decoder reads the values; the bytes between them must hold exactly one
+// line break, so a line is one record as before.
+func decodeProduceNDJSON(body []byte, enc string, maxRecords int) ([]ProduceRecord, error) {
+	dec := newStrictDecoder(body)
+	var out recordList
+	var wr wireRecord
+	line, pos := 1, 0
+	for {
+		start := pos
+		for start < len(body) && isJSONSpace(body[start]) {
+			if body[start] == '\n' {
+				line++
+			}
+			start++
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
+		if start == len(body) {
+			break
 		}
-		field := "body.line[" + strconv.Itoa(n) + "]"
-		var wr wireRecord
-		if err := strictUnmarshal(line, &wr); err != nil {
+		field := "body.line[" + strconv.Itoa(line) + "]"
+		if out.n >= maxRecords {
+			return nil, tooManyRecords(field, maxRecords)
+		}
+		wr.reset()
+		if err := dec.Decode(&wr); err != nil {
 			return nil, jsonProblem(field, err)
 		}
-		rec, err := wr.decode(enc, field)
-		if err != nil {
-			return nil, err
+		end := int(dec.InputOffset())
+		if bytes.IndexByte(body[start:end], '\n') >= 0 {
+			return nil, &FieldError{Field: field, Err: ErrMalformedJSON, Msg: "a record must be one line"}
 		}
-		out = append(out, rec)
+		for end < len(body) && (body[end] == ' ' || body[end] == '\t' || body[end] == '\r') {
+			end++
+		}
+		if end < len(body) && body[end] != '\n' {
+			return nil, &FieldError{Field: field, Err: ErrInvalidRequest, Msg: "unexpected data after the JSON value"}
+		}
+		rec, ferr := wr.decode(enc)
+		if ferr != nil {
+			return nil, ferr.under(field)
+		}
+		out.add(rec)
+		pos = end
 	}
-	if len(out) == 0 {
+	if out.n == 0 {
 		return nil, &FieldError{Field: "body", Err: ErrInvalidRequest, Msg: "at least one record line is required"}
 	}
-	return out, nil
+	return out.records(), nil
 }
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // strictUnmarshal is json.Unmarshal refusing unknown fields and trailing data.
 func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	dec := newStrictDecoder(data)
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
@@ -131,30 +258,42 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-func (wr *wireRecord) decode(enc, field string) (ProduceRecord, error) {
+// recordError is a bad field of one record, named relative to the record
+// (".key"); under names the record, built only when there is an error.
+type recordError struct{ sub, msg string }
+
+func (e *recordError) under(record string) error {
+	return &FieldError{Field: record + e.sub, Err: ErrInvalidRequest, Msg: e.msg}
+}
+
+func (wr *wireRecord) decode(enc string) (ProduceRecord, *recordError) {
 	var rec ProduceRecord
 	var err error
 	if rec.Key, err = decodeBytes(wr.Key, enc, false); err != nil {
-		return rec, &FieldError{Field: field + ".key", Err: ErrInvalidRequest, Msg: err.Error()}
+		return rec, &recordError{".key", err.Error()}
 	}
 	if rec.Value, err = decodeBytes(wr.Value, enc, true); err != nil {
-		return rec, &FieldError{Field: field + ".value", Err: ErrInvalidRequest, Msg: err.Error()}
+		return rec, &recordError{".value", err.Error()}
 	}
-	if rec.Headers, err = decodeHeaders(wr.Headers, enc); err != nil {
-		return rec, &FieldError{Field: field + ".headers", Err: ErrInvalidRequest, Msg: err.Error()}
+	if wr.headers, err = decodeHeaders(wr.headers[:0], wr.Headers, enc); err != nil {
+		return rec, &recordError{".headers", err.Error()}
+	}
+	if len(wr.headers) > 0 {
+		rec.Headers = slices.Clone(wr.headers)
+		clear(wr.headers) // the scratch keeps no record's bytes alive
 	}
 	if !isNull(wr.Partition) {
-		p, err := strconv.ParseInt(string(wr.Partition), 10, 32)
-		if err != nil || p < 0 {
-			return rec, &FieldError{Field: field + ".partition", Err: ErrInvalidRequest, Msg: "must be an integer from 0 to 2147483647"}
+		p, ok := parseNonNegative(wr.Partition, 1<<31-1)
+		if !ok {
+			return rec, &recordError{".partition", "must be an integer from 0 to 2147483647"}
 		}
 		p32 := int32(p)
 		rec.Partition = &p32
 	}
 	if !isNull(wr.Timestamp) {
-		ms, err := strconv.ParseInt(string(wr.Timestamp), 10, 64)
-		if err != nil || ms < 0 {
-			return rec, &FieldError{Field: field + ".timestamp", Err: ErrInvalidRequest, Msg: "must be a non-negative integer (ms since the epoch)"}
+		ms, ok := parseNonNegative(wr.Timestamp, 1<<63-1)
+		if !ok {
+			return rec, &recordError{".timestamp", "must be a non-negative integer (ms since the epoch)"}
 		}
 		ts := time.UnixMilli(ms)
 		rec.Timestamp = &ts
@@ -162,69 +301,178 @@ func (wr *wireRecord) decode(enc, field string) (ProduceRecord, error) {
 	return rec, nil
 }
 
-// decodeBytes turns a key, value or header value into bytes. With json
-// encoding a value may be any JSON (stored compact); everything else is a string.
+// parseNonNegative reads a JSON integer in [0, max] ("-0" is 0) without
+// converting it to a string first.
+func parseNonNegative(raw []byte, max int64) (int64, bool) {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+		if len(digits) == 0 || strings.Trim(string(digits), "0") != "" {
+			return 0, false
+		}
+	}
+	if len(digits) == 0 || len(digits) > 19 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if n > (max-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, true
+}
+
+// plainString is the content of a JSON string literal that needs no
+// unescaping (raw is valid JSON: no raw quote or control byte inside).
+func plainString(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil, false
+	}
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') >= 0 || !utf8.Valid(s) {
+		return nil, false
+	}
+	return s, true
+}
+
+// jsonString is the text of a JSON string literal: the literal's own bytes
+// (aliased) when it has no escapes, else a new slice decoded by encoding/json.
+func jsonString(raw []byte) (text []byte, aliased, ok bool) {
+	if s, ok := plainString(raw); ok {
+		return s, true, true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, false, false
+	}
+	return []byte(s), false, true
+}
+
+// decodeBytes turns a key, value or header value into bytes (never aliasing
+// raw). With json encoding a value may be any JSON (stored compact);
+// everything else is a string.
 func decodeBytes(raw json.RawMessage, enc string, anyJSON bool) ([]byte, error) {
 	if isNull(raw) {
 		return nil, nil
 	}
 	if enc == EncodingJSON && anyJSON {
-		var buf bytes.Buffer
-		buf.Grow(len(raw))
-		if err := json.Compact(&buf, raw); err != nil {
+		buf := bytes.NewBuffer(make([]byte, 0, len(raw)))
+		if err := json.Compact(buf, raw); err != nil {
 			return nil, err
 		}
 		return buf.Bytes(), nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, aliased, ok := jsonString(raw)
+	if !ok {
 		return nil, errors.New("must be a string or null")
 	}
 	if enc == EncodingBase64 {
 		return decodeBase64(s)
 	}
-	return []byte(s), nil
+	if aliased {
+		s = bytes.Clone(s)
+	}
+	return s, nil
 }
 
-func decodeBase64(s string) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
+func decodeBase64(s []byte) ([]byte, error) {
+	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(b, s)
 	if err != nil {
-		if b2, err2 := base64.RawStdEncoding.DecodeString(s); err2 == nil {
-			return b2, nil
+		n, err2 := base64.RawStdEncoding.Decode(b, s)
+		if err2 == nil {
+			return b[:n], nil
 		}
 		return nil, fmt.Errorf("invalid base64: %v", err)
 	}
-	return b, nil
+	return b[:n], nil
 }
 
-// decodeHeaders reads a headers object keeping its order (Kafka headers are
-// ordered). A repeated name gives a repeated header.
-func decodeHeaders(raw json.RawMessage, enc string) ([]Header, error) {
+// decodeHeaders appends the headers of a headers object to hs keeping their
+// order (Kafka headers are ordered). A repeated name gives a repeated header.
+// raw is valid JSON (the record decoder checked it), so a small scanner walks
+// it without a decoder.
+func decodeHeaders(hs []Header, raw json.RawMessage, enc string) ([]Header, error) {
 	if isNull(raw) {
-		return nil, nil
+		return hs, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	sc := jsonScanner{b: raw}
+	if !sc.consume('{') {
 		return nil, errors.New("must be an object of strings")
 	}
-	var hs []Header
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
+	for !sc.consume('}') {
+		sc.consume(',')
+		nameRaw := sc.stringLiteral()
+		name, _, _ := jsonString(nameRaw) // object keys are always strings
+		sc.consume(':')
+		sc.space()
+		var val []byte
+		switch {
+		case sc.peek() == '"':
+			v, err := decodeBytes(sc.stringLiteral(), enc, false)
+			if err != nil {
+				return nil, fmt.Errorf("header %q: %v", name, err)
+			}
+			val = v
+		case sc.peek() == 'n':
+			sc.i += len("null")
+		default:
+			return nil, fmt.Errorf("header %q: must be a string or null", name)
 		}
-		name, _ := t.(string) // object keys are always strings
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		val, err := decodeBytes(v, enc, false)
-		if err != nil {
-			return nil, fmt.Errorf("header %q: %v", name, err)
-		}
-		hs = append(hs, Header{Key: name, Value: val})
+		hs = append(hs, Header{Key: string(name), Value: val})
 	}
 	return hs, nil
+}
+
+// jsonScanner steps through JSON already known to be valid.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) space() {
+	for s.i < len(s.b) && isJSONSpace(s.b[s.i]) {
+		s.i++
+	}
+}
+
+func (s *jsonScanner) peek() byte {
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// consume skips space and c when c comes next.
+func (s *jsonScanner) consume(c byte) bool {
+	s.space()
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return s.i >= len(s.b) // never loop past the end
+}
+
+// stringLiteral returns the next string literal, quotes included.
+func (s *jsonScanner) stringLiteral() []byte {
+	s.space()
+	start := s.i
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '\\':
+			s.i++
+		case '"':
+			s.i++
+			return s.b[start:s.i]
+		}
+	}
+	return s.b[start:]
 }
 
 // recordSize is what the byte counters count: key, value and headers.

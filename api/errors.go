@@ -33,7 +33,8 @@ var (
 	ErrBodyTimeout       = errors.New("api: request body not received in time")
 	// ErrStorage: the partition's disk refuses writes (full, I/O error);
 	// writes resume by themselves once it takes them again.
-	ErrStorage = errors.New("api: storage error")
+	ErrStorage        = errors.New("api: storage error")
+	ErrTooManyRecords = errors.New("api: too many records in one request")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -65,6 +66,7 @@ func problemKinds() []ProblemKind {
 		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},
 		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
 		{ErrTooLarge, http.StatusRequestEntityTooLarge, "record-too-large", "Record larger than max.message.bytes"},
+		{ErrTooManyRecords, http.StatusRequestEntityTooLarge, "too-many-records", "Too many records in one request"},
 		{ErrBodyTimeout, http.StatusRequestTimeout, "request-timeout", "Request body not received in time"},
 		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},

@@ -96,7 +96,7 @@ func checkDecoded(t *testing.T, enc string, recs []ProduceRecord, err error) {
 			}
 		}
 	}
-	again, err := decodeProduceJSON(encodeBase64Body(recs), EncodingBase64)
+	again, err := decodeProduceJSON(encodeBase64Body(recs), EncodingBase64, DefaultMaxProduceRecords)
 	if err != nil {
 		t.Fatalf("re-decoding: %v", err)
 	}
@@ -109,7 +109,7 @@ func FuzzDecodeProduceJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, encSel uint8) {
 		enc := []string{EncodingJSON, EncodingString, EncodingBase64}[int(encSel)%3]
-		recs, err := decodeProduceJSON(body, enc)
+		recs, err := decodeProduceJSON(body, enc, DefaultMaxProduceRecords)
 		checkDecoded(t, enc, recs, err)
 	})
 }
@@ -120,10 +120,10 @@ func FuzzDecodeProduceNDJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, encSel uint8) {
 		enc := []string{EncodingJSON, EncodingString, EncodingBase64}[int(encSel)%3]
-		recs, err := decodeProduceNDJSON(body, enc)
+		recs, err := decodeProduceNDJSON(body, enc, DefaultMaxProduceRecords)
 		checkDecoded(t, enc, recs, err)
 		if err == nil && !bytes.Contains(body, []byte("\n")) {
-			one, err := decodeProduceJSON([]byte(`{"records":[`+string(bytes.TrimSpace(body))+`]}`), enc)
+			one, err := decodeProduceJSON([]byte(`{"records":[`+string(bytes.TrimSpace(body))+`]}`), enc, DefaultMaxProduceRecords)
 			if err != nil {
 				t.Fatalf("a one-line NDJSON body decodes but not as JSON: %v", err)
 			}

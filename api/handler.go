@@ -40,6 +40,8 @@ type Options struct {
 	UI http.Handler
 	// MaxBodyBytes limits request bodies (413 above); default DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Limits bound what hostile or careless clients can make this node hold.
+	Limits Limits
 	// BodyReadTimeout bounds reading one request body; default DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
 	// MaxWait caps consume wait_ms; default DefaultMaxWait.
@@ -57,6 +59,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	o.Limits = o.Limits.withDefaults()
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = DefaultBodyReadTimeout
 	}

@@ -43,7 +43,7 @@ func (rr recordsResource) produce(w http.ResponseWriter, r *http.Request) {
 		rr.h.problem(w, r, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err))
 		return
 	}
-	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")))
+	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")), rr.h.opts.Limits.MaxProduceRecords)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return

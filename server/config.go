@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 )
@@ -64,6 +65,9 @@ type Config struct {
 	// all nodes of a cluster need the same one. Empty: the port accepts
 	// anyone who can reach it (raftfsm.Config.ClusterSecret).
 	ClusterSecret []byte
+	// HTTPLimits bound the HTTP listener (records per produce, memory in
+	// flight, concurrent long polls, streams and connections).
+	HTTPLimits api.Limits
 
 	// Connection budgets and peer trust (hostile input: replication and
 	// producer state). The Kafka client port and the inter-broker door on
@@ -110,6 +114,7 @@ func DefaultConfig() Config {
 		KafkaMaxConnections:       kafkaproto.DefaultMaxConnections,
 		KafkaMaxConnectionsPerIP:  kafkaproto.DefaultMaxConnectionsPerIP,
 		InterBrokerMaxConnections: kafkaproto.DefaultMaxPeerConnections,
+		HTTPLimits:                api.DefaultLimits,
 	}
 }
 

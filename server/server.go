@@ -173,6 +173,7 @@ func (s *Server) open() error {
 		Registerer:   reg,
 		UI:           web.Handler(),
 		MaxBodyBytes: s.cfg.MaxBodyBytes,
+		Limits:       s.cfg.HTTPLimits,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP API: %w", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server"
 )
 
@@ -58,6 +59,7 @@ type serveFlags struct {
 	tlsCert     string
 	tlsKey      string
 	tlsClientCA string
+	httpLimits  api.Limits
 }
 
 func newServeCommand() *cobra.Command {
@@ -118,6 +120,7 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca-file", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (mTLS)")
+	addHTTPLimitFlags(fs, &f.httpLimits)
 	return cmd
 }
 
@@ -162,6 +165,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	// Client TLS (HTTPS, certificate files).
 	cfg.HTTPSAddr = f.httpsAddr
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
+	cfg.HTTPLimits = f.httpLimits
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}

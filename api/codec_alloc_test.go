@@ -1,0 +1,124 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// The produce decoder's memory contract: it allocates at most allocFactor
+// times the body, plus allocPerRecord for each record (its fixed-size entry,
+// ~90 bytes, twice: collected, then one exact slice), plus a fixed
+// allocSlack (the decoder's own buffers). The record cap bounds the
+// per-record part: 10000 records, 1.7 MiB.
+const (
+	allocFactor    = 8
+	allocPerRecord = 2 * 88
+	allocSlack     = 64 << 10
+	// fuzzMaxRecords is the record cap under fuzzing: each record costs a
+	// fixed-size entry whatever its bytes ("{}" is 3 bytes, its entry 88),
+	// so the slack must cover cap entries; the cap, not the factor, bounds
+	// bodies of empty records.
+	fuzzMaxRecords = 64
+)
+
+// allocated runs fn and returns the bytes it allocated (TotalAlloc delta;
+// cumulative, so no GC is needed first).
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func checkAllocBound(t *testing.T, what string, body []byte, records int, n uint64) {
+	t.Helper()
+	if limit := uint64(allocFactor*len(body) + allocPerRecord*records + allocSlack); n > limit {
+		t.Fatalf("%s: decoding %d bytes (%d records) allocated %d, over %d", what, len(body), records, n, limit)
+	}
+}
+
+// FuzzDecodeProduceAlloc: whatever the body, JSON or NDJSON, decoding
+// allocates within allocFactor x body + allocSlack; under the fuzzing cap
+// the per-record entries fit in the slack, so this is 8x the input plus a
+// constant.
+func FuzzDecodeProduceAlloc(f *testing.F) {
+	for i, s := range produceSeeds {
+		f.Add([]byte(s), uint8(i))
+	}
+	f.Add([]byte(`{"records":[`+strings.Repeat(`{},`, 200)+`{}]}`), uint8(0))
+	f.Add([]byte(`{"records":[{"value":"`+strings.Repeat(`\u00e9`, 500)+`","headers":{"a":"`+strings.Repeat("QUJD", 300)+`"}}]}`), uint8(2))
+	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
+		enc := []string{EncodingJSON, EncodingString, EncodingBase64}[int(sel)%3]
+		ctype := "application/json"
+		if sel&4 != 0 {
+			ctype = "application/x-ndjson"
+		}
+		n := allocated(func() { _, _ = decodeProduce(ctype, body, enc, fuzzMaxRecords) })
+		checkAllocBound(t, ctype+" "+enc, body, 0, n)
+	})
+}
+
+// TestDecodeProduceEmptyRecordsRefusedEarly: 16 MB of {} (5.6 M records)
+// is refused at the record cap having allocated less than the body itself.
+func TestDecodeProduceEmptyRecordsRefusedEarly(t *testing.T) {
+	body := []byte(`{"records":[` + strings.Repeat(`{},`, (16<<20)/3-10) + `{}]}`)
+	var err error
+	n := allocated(func() { _, err = decodeProduce("application/json", body, EncodingJSON, DefaultMaxProduceRecords) })
+	if !errors.Is(err, ErrTooManyRecords) || KindOf(err).Status != 413 {
+		t.Fatalf("err %v, want 413 too many records", err)
+	}
+	if n > uint64(len(body)/4) {
+		t.Fatalf("refusing %d bytes allocated %d", len(body), n)
+	}
+	nd := bytes.Repeat([]byte("{}\n"), (16<<20)/3)
+	n = allocated(func() { _, err = decodeProduce("application/x-ndjson", nd, EncodingJSON, DefaultMaxProduceRecords) })
+	if !errors.Is(err, ErrTooManyRecords) || n > uint64(len(nd)/4) {
+		t.Fatalf("ndjson: err %v, allocated %d", err, n)
+	}
+}
+
+// TestDecodeProduceAllocBound: bodies at the record cap and with large
+// values stay within the contract.
+func TestDecodeProduceAllocBound(t *testing.T) {
+	big := strings.Repeat("QUJD", 1<<18) // 1 MiB of base64
+	cases := []struct {
+		name, ctype, enc string
+		body             []byte
+	}{
+		{"json objects at the cap", "application/json", EncodingJSON, batchBody(DefaultMaxProduceRecords)},
+		{"ndjson objects", "application/x-ndjson", EncodingJSON,
+			bytes.ReplaceAll(bytes.TrimSuffix(bytes.TrimPrefix(batchBody(5000), []byte(`{"records":[`)), []byte(`]}`)), []byte(`},{"key"`), []byte("}\n{\"key\""))},
+		{"one big base64 value", "application/json", EncodingBase64, []byte(`{"records":[{"value":"` + big + `","key":"` + big + `"}]}`)},
+		{"escaped strings", "application/json", EncodingString, []byte(`{"records":[{"value":"` + strings.Repeat(`\n\"`, 1<<18) + `"}]}`)},
+		{"headers", "application/json", EncodingString, []byte(`{"records":[` + strings.Repeat(`{"headers":{"a":"b","c":null}},`, 5000) + `{}]}`)},
+	}
+	for _, c := range cases {
+		var recs []ProduceRecord
+		var err error
+		n := allocated(func() { recs, err = decodeProduce(c.ctype, c.body, c.enc, DefaultMaxProduceRecords) })
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("%s: %d records, %v", c.name, len(recs), err)
+		}
+		checkAllocBound(t, c.name, c.body, len(recs), n)
+		t.Logf("%s: %d bytes, allocated %.2fx", c.name, len(c.body), float64(n)/float64(len(c.body)))
+	}
+}
+
+func TestDecodeProduceRecordCap(t *testing.T) {
+	body := []byte(`{"records":[{},{},{}]}`)
+	if _, err := decodeProduceJSON(body, EncodingJSON, 3); err != nil {
+		t.Fatalf("at the cap: %v", err)
+	}
+	_, err := decodeProduceJSON(body, EncodingJSON, 2)
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "body.records" || !errors.Is(err, ErrTooManyRecords) {
+		t.Fatalf("over the cap: %v", err)
+	}
+	if _, err := decodeProduceNDJSON([]byte("{}\n{}\n{}\n"), EncodingJSON, 2); !errors.Is(err, ErrTooManyRecords) {
+		t.Fatalf("ndjson over the cap: %v", err)
+	}
+}
