@@ -347,15 +347,8 @@ func (s *Server) waitBrokerState(ctx context.Context, state raftfsm.BrokerState)
 func (s *Server) Close() error {
 	s.ready.Store(false)
 	var errs []error
-	if s.broker != nil && s.meta.Status().LeaderID >= 0 {
-		// Controlled shutdown: the controller moves this broker's
-		// leaderships away before it stops serving them. Without a
-		// controller (the whole cluster stopping) there is no one to ask.
-		ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout()/2)
-		if err := s.meta.ControlledShutdown(ctx); err != nil {
-			s.logger.Warn("controlled shutdown", "err", err)
-		}
-		cancel()
+	if s.broker != nil {
+		s.controlledShutdown()
 	}
 	if s.httpSrv != nil {
 		errs = append(errs, s.stopHTTP())
@@ -439,6 +432,61 @@ func closeListeners(lns ...net.Listener) {
 			ln.Close()
 		}
 	}
+}
+
+// controlledShutdown asks the controller to move this broker's leaderships
+// away before it stops serving them. Without a controller (the whole
+// cluster stopping) there is no one to ask, and with no other live broker
+// there is nowhere to move them: both skip it rather than wait for the
+// deadline. A controller lost midway ends the wait too.
+func (s *Server) controlledShutdown() {
+	if s.meta.Status().LeaderID < 0 {
+		s.logger.Info("controlled shutdown skipped: no active controller")
+		return
+	}
+	img, _ := s.meta.Image()
+	if !otherBrokerAlive(img, s.cfg.NodeID) {
+		s.logger.Info("controlled shutdown skipped: no other live broker to take over")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout()/2)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() { // ends with ctx, waited for below
+		defer close(watched)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if s.meta.Status().LeaderID < 0 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := s.meta.ControlledShutdown(ctx)
+	cancel()
+	<-watched
+	switch {
+	case err == nil:
+	case s.meta.Status().LeaderID < 0:
+		s.logger.Info("controlled shutdown ended: the active controller is gone", "err", err)
+	default:
+		s.logger.Warn("controlled shutdown", "err", err)
+	}
+}
+
+func otherBrokerAlive(img *raftfsm.Image, self int32) bool {
+	for id, b := range img.Brokers {
+		if id != self && b.State == raftfsm.BrokerAlive {
+			return true
+		}
+	}
+	return false
 }
 
 // stopHTTP lets in-flight requests finish; long polls and live-tail streams,

@@ -146,7 +146,7 @@ func runDevCluster(cmd *cobra.Command, f devFlags, serveArgs []string) error {
 	// stop them through us too.
 	ctx, stopHangup := signal.NotifyContext(ctx, syscall.SIGHUP)
 	defer stopHangup()
-	c := &devCluster{bin: self, dir: f.dataDir, logs: f.logs, errOut: cmd.ErrOrStderr(),
+	c := &devCluster{bin: self, dir: f.dataDir, logs: f.logs, errOut: cmd.ErrOrStderr(), logOut: cmd.OutOrStdout(),
 		exits: make(chan *devProc, len(layout.Nodes))}
 	err = c.run(ctx, cmd.OutOrStdout(), f, layout, serveArgs)
 	if stopErr := c.stop(f.stopTimeout); err == nil {
@@ -164,7 +164,16 @@ func (c *devCluster) run(ctx context.Context, out io.Writer, f devFlags, l devLa
 	if err := c.waitReady(ctx, f.readyTimeout); err != nil || ctx.Err() != nil {
 		return err
 	}
-	if err := writeDevSummary(out, f, c); err != nil {
+	// Built whole, then written under the lock the node log lines take
+	// (--logs stdout shares stdout), so no log line lands inside the table.
+	var summary bytes.Buffer
+	if err := writeDevSummary(&summary, f, c); err != nil {
+		return err
+	}
+	c.outMu.Lock()
+	_, err := out.Write(summary.Bytes())
+	c.outMu.Unlock()
+	if err != nil {
 		return err
 	}
 	select {
@@ -338,11 +347,12 @@ type devCluster struct {
 	bin    string
 	dir    string
 	logs   string
-	errOut io.Writer
+	errOut io.Writer // the command's own messages
+	logOut io.Writer // node output with --logs stdout
 	procs  []*devProc
 	exits  chan *devProc // each child's exit, in the order they happen
 
-	outMu sync.Mutex // serialises prefixed lines on errOut (--logs stdout)
+	outMu sync.Mutex // serialises prefixed lines on logOut (--logs stdout)
 }
 
 // devProc is one child process.
@@ -382,10 +392,10 @@ func (c *devCluster) start(l devLayout, extra []string) error {
 }
 
 // attachOutput sends the child's stdout and stderr to its log file or, with
-// --logs stdout, to errOut one prefixed line at a time.
+// --logs stdout, to stdout one prefixed line at a time.
 func (c *devCluster) attachOutput(p *devProc) error {
 	if c.logs == devLogsStdout {
-		w := &prefixWriter{prefix: fmt.Sprintf("node-%d | ", p.node.ID), mu: &c.outMu, dst: c.errOut}
+		w := &prefixWriter{prefix: fmt.Sprintf("node-%d | ", p.node.ID), mu: &c.outMu, dst: c.logOut}
 		p.cmd.Stdout, p.cmd.Stderr = w, w
 		return nil
 	}
@@ -479,10 +489,12 @@ func (c *devCluster) reportExit(p *devProc) {
 }
 
 // stop sends SIGTERM to every running node (a controlled shutdown), waits up
-// to timeout, then kills what is left. Dedicated brokers stop first, while
-// the controllers can still move their leaderships away; then the
-// controllers (or combined nodes) stop together. It always waits for every
-// child.
+// to timeout, then kills what is left. Dedicated brokers stop first,
+// together, while the controllers can still move their leaderships away;
+// then the controllers (or combined nodes) one at a time, the Raft leader
+// last: each one's controlled shutdown finds the quorum and its leader, no
+// election runs, and the last one has no other broker to hand over to, so
+// none waits for a deadline. It always waits for every child.
 func (c *devCluster) stop(timeout time.Duration) error {
 	var brokers, rest []*devProc
 	running := 0
@@ -507,12 +519,49 @@ func (c *devCluster) stop(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(again, timeout)
 	defer cancel()
 	killed := stopStage(ctx, brokers)
-	killed = append(killed, stopStage(ctx, rest)...)
+	for _, p := range leaderLast(rest) {
+		killed = append(killed, stopStage(ctx, []*devProc{p})...)
+	}
 	if len(killed) > 0 {
 		return fmt.Errorf("dev cluster: node(s) %s killed before they stopped (after %v or a second signal)", strings.Join(killed, ","), time.Since(start).Round(time.Millisecond))
 	}
 	fmt.Fprintf(c.errOut, "all nodes stopped in %v\n", time.Since(start).Round(10*time.Millisecond))
 	return nil
+}
+
+// leaderLast orders procs with the node that leads the Raft quorum (as the
+// first node to answer GET /v1/cluster says) at the end.
+func leaderLast(procs []*devProc) []*devProc {
+	client := &http.Client{Timeout: time.Second}
+	leader := int32(-1)
+	for _, p := range procs {
+		if p.exited() {
+			continue
+		}
+		resp, err := client.Get("http://" + p.node.HTTPAddr + "/v1/cluster")
+		if err != nil {
+			continue
+		}
+		var cl struct {
+			LeaderID int32 `json:"leader_id"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&cl)
+		resp.Body.Close()
+		if err == nil {
+			leader = cl.LeaderID
+			break
+		}
+	}
+	out := make([]*devProc, 0, len(procs))
+	var last []*devProc
+	for _, p := range procs {
+		if p.node.ID == leader {
+			last = append(last, p)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return append(out, last...)
 }
 
 // stopStage sends SIGTERM to procs and waits for them, killing those still

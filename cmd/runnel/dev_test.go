@@ -33,7 +33,8 @@ type devRow struct {
 // devRun is a running `runnel dev cluster` process.
 type devRun struct {
 	cmd    *exec.Cmd
-	lines  chan string // stdout, line by line; closed at EOF
+	lines  chan string // stdout, line by line, until "Cluster ready."; closed at EOF
+	stdout *devBuffer  // all of stdout
 	stderr *devBuffer
 	done   chan struct{}
 	err    error // valid once done is closed
@@ -61,7 +62,7 @@ func (b *devBuffer) String() string {
 // every node it printed if they are still running.
 func startDev(t *testing.T, args ...string) *devRun {
 	t.Helper()
-	r := &devRun{lines: make(chan string, 64), stderr: &devBuffer{}, done: make(chan struct{})}
+	r := &devRun{lines: make(chan string, 64), stdout: &devBuffer{}, stderr: &devBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(servertest.Binary(t), append([]string{"dev", "cluster"}, args...)...)
 	r.cmd.Stderr = r.stderr
 	out, err := r.cmd.StdoutPipe()
@@ -72,9 +73,18 @@ func startDev(t *testing.T, args ...string) *devRun {
 		t.Fatal(err)
 	}
 	go func() {
+		// Drains stdout to the end (node logs with --logs stdout), so the
+		// pipe never fills and blocks the nodes' writes.
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		ready := false
 		for sc.Scan() {
-			r.lines <- sc.Text()
+			line := sc.Text()
+			r.stdout.Write([]byte(line + "\n"))
+			if !ready {
+				r.lines <- line
+				ready = strings.HasPrefix(line, "Cluster ready.")
+			}
 		}
 		close(r.lines)
 	}()
@@ -111,6 +121,7 @@ func (r *devRun) waitTable(t *testing.T, timeout time.Duration) (rows []devRow, 
 		}
 		f := strings.Fields(line)
 		switch {
+		case strings.HasPrefix(line, "node-"): // a node's log line (--logs stdout)
 		case len(f) > 0 && f[0] == "NODE":
 			inTable = true
 		case inTable && len(f) == 6:
@@ -305,8 +316,47 @@ func TestDevCluster(t *testing.T) {
 	})
 	again.stop(t, 30*time.Second)
 	for id := 1; id <= 3; id++ {
-		if prefix := fmt.Sprintf("node-%d | ", id); !strings.Contains(again.stderr.String(), prefix) {
-			t.Errorf("--logs stdout: no line starting %q on stderr", prefix)
+		if prefix := fmt.Sprintf("node-%d | ", id); !strings.Contains(again.stdout.String(), prefix) {
+			t.Errorf("--logs stdout: no line starting %q on stdout", prefix)
+		}
+	}
+}
+
+// A dev cluster restarted on the same data dir stops promptly every time:
+// each node's controlled shutdown finds a controller to ask or, when it is
+// the last broker, has nothing to move; none waits for its deadline.
+func TestDevClusterRestartStopsQuickly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three runnel processes four times")
+	}
+	dir := t.TempDir()
+	seen := map[int]int{} // node id -> log bytes read in earlier rounds
+	for round := range 4 {
+		run := startDev(t, "-n", "3", "--data-dir", dir)
+		rows, _ := run.waitTable(t, 60*time.Second)
+		if round == 0 {
+			// Leaders on every node, so each stop has leaderships to move.
+			if code, body := devHTTP(t, http.MethodPost, rows[0].HTTP+"/v1/topics",
+				`{"name":"spread","partitions":6,"replication_factor":3}`, nil); code/100 != 2 {
+				t.Fatalf("create topic: HTTP %d %s", code, body)
+			}
+		}
+		start := time.Now()
+		run.stop(t, 30*time.Second)
+		took := time.Since(start)
+		t.Logf("round %d: stopped in %v", round, took.Round(time.Millisecond))
+		for id := 1; id <= 3; id++ {
+			log, _ := os.ReadFile(filepath.Join(dir, "logs", fmt.Sprintf("node-%d.log", id)))
+			fresh := string(log[min(seen[id], len(log)):])
+			seen[id] = len(log)
+			for line := range strings.Lines(fresh) {
+				if strings.Contains(line, "controlled shutdown") && strings.Contains(line, "deadline exceeded") {
+					t.Errorf("round %d: node %d waited for its controlled shutdown deadline: %s", round, id, line)
+				}
+			}
+		}
+		if took >= 3*time.Second {
+			t.Errorf("round %d: stopping took %v, want under 3 s", round, took)
 		}
 	}
 }
