@@ -47,12 +47,26 @@ type Cluster struct {
 	Topics []TopicInfo
 }
 
-// BrokerInfo is one broker's advertised Kafka endpoint.
+// BrokerInfo is one broker's advertised Kafka endpoints: Host/Port for the
+// plaintext listener and SSLHost/SSLPort for the TLS one (a port of 0: the
+// broker has no such listener). A client is always given the endpoints of
+// the listener it connected to, as Kafka does with named listeners.
 type BrokerInfo struct {
-	ID   int32
-	Host string
-	Port int32
-	Rack string // empty: no rack
+	ID      int32
+	Host    string
+	Port    int32
+	SSLHost string
+	SSLPort int32
+	Rack    string // empty: no rack
+}
+
+// endpoint is b's address on the listener the request's connection came
+// through; ok is false when b has no such listener.
+func endpoint(ctx context.Context, b *BrokerInfo) (host string, port int32, ok bool) {
+	if st, _ := ctx.Value(connStateKey{}).(*connState); st != nil && st.tls {
+		return b.SSLHost, b.SSLPort, b.SSLPort != 0
+	}
+	return b.Host, b.Port, b.Port != 0
 }
 
 // TopicInfo is one topic's metadata.
@@ -314,4 +328,14 @@ type ConfigOp struct {
 // ago is found. It reports whether the metadata changed.
 type MetadataCatchUp interface {
 	CatchUpMetadata(ctx context.Context) bool
+}
+
+// advertisesBrokers: responses of these APIs carry broker endpoints, which
+// depend on the listener (see endpoint).
+func advertisesBrokers(key int16) bool {
+	switch key {
+	case metadataKey, findCoordinatorKey, describeClusterKey, produceKey:
+		return true
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package kafkaproto
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,6 +57,7 @@ type conn struct {
 func (s *Server) serveConn(nc net.Conn, d door) {
 	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk)}
 	c.state.door, c.state.peerID = d, -1
+	_, c.state.tls = nc.(*tls.Conn)
 	if pc, ok := nc.(PeerConn); ok && d == peerDoor {
 		c.state.peerID = pc.PeerNodeID()
 	}
@@ -241,7 +243,7 @@ func (c *conn) handle(frame []byte) error {
 			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
 			ctx = withAckWaits(ctx, acks)
 		}
-		if h.key == fetchKey || h.key == offsetForLeaderEpochKey {
+		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || advertisesBrokers(h.key) {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {

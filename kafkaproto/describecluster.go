@@ -17,7 +17,7 @@ const (
 	endpointTypeBrokers = 1
 )
 
-func (s *Server) describeCluster(_ context.Context, req *kmsg.DescribeClusterRequest) *kmsg.DescribeClusterResponse {
+func (s *Server) describeCluster(ctx context.Context, req *kmsg.DescribeClusterRequest) *kmsg.DescribeClusterResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
 	if req.Version >= 1 && req.EndpointType != endpointTypeBrokers {
@@ -26,9 +26,14 @@ func (s *Server) describeCluster(_ context.Context, req *kmsg.DescribeClusterReq
 	}
 	cl, _ := s.broker.Cluster()
 	resp.ClusterID, resp.ControllerID = cl.ClusterID, cl.ControllerID
-	for _, b := range cl.Brokers {
+	for i := range cl.Brokers {
+		b := &cl.Brokers[i]
+		host, port, ok := endpoint(ctx, b)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port = b.ID, host, port
 		if b.Rack != "" {
 			rb.Rack = &b.Rack
 		}

@@ -28,6 +28,7 @@ type connState struct {
 	session *fetchSession
 	door    door  // the door the connection came through
 	peerID  int32 // on the peer door, the node id the peer claimed; -1 unknown
+	tls     bool  // the connection is TLS: brokers are advertised by their SSL endpoints
 }
 
 type connStateKey struct{}

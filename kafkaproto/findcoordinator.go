@@ -53,7 +53,11 @@ func (s *Server) lookupCoordinator(ctx context.Context, key string, keyType int8
 	if !ok {
 		return -1, "", -1, fmt.Errorf("%w: broker %d is not available", ErrCoordinatorNotAvailable, id)
 	}
-	return b.ID, b.Host, b.Port, nil
+	host, port, ok := endpoint(ctx, b)
+	if !ok {
+		return -1, "", -1, fmt.Errorf("%w: broker %d has no listener of this connection's kind", ErrCoordinatorNotAvailable, id)
+	}
+	return b.ID, host, port, nil
 }
 
 func findCoordinatorError(req *kmsg.FindCoordinatorRequest, code int16) *kmsg.FindCoordinatorResponse {

@@ -32,9 +32,14 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 	}
 	resp.ClusterID = &cl.ClusterID
 	resp.ControllerID = cl.ControllerID
-	for _, b := range cl.Brokers {
+	for i := range cl.Brokers {
+		b := &cl.Brokers[i]
+		host, port, ok := endpoint(ctx, b)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+		rb.NodeID, rb.Host, rb.Port = b.ID, host, port
 		if b.Rack != "" {
 			rb.Rack = &b.Rack
 		}

@@ -71,7 +71,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 	}
 	wg.Wait()
 	if req.Version >= 10 {
-		s.addLeaderHints(resp)
+		s.addLeaderHints(ctx, resp)
 	}
 	return resp
 }
@@ -79,7 +79,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 // addLeaderHints tells a producer that hit NOT_LEADER_OR_FOLLOWER where the
 // partition's leader is now, with its endpoint (KIP-951, v10+), so that it
 // can move without a metadata round trip.
-func (s *Server) addLeaderHints(resp *kmsg.ProduceResponse) {
+func (s *Server) addLeaderHints(ctx context.Context, resp *kmsg.ProduceResponse) {
 	cl, _ := s.broker.Cluster()
 	listed := map[int32]bool{}
 	for i := range resp.Topics {
@@ -95,11 +95,15 @@ func (s *Server) addLeaderHints(resp *kmsg.ProduceResponse) {
 			if !known {
 				continue
 			}
+			host, port, reachable := endpoint(ctx, b)
+			if !reachable {
+				continue
+			}
 			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = pi.Leader, pi.LeaderEpoch
 			if !listed[b.ID] {
 				listed[b.ID] = true
 				rb := kmsg.NewProduceResponseBroker()
-				rb.NodeID, rb.Host, rb.Port = b.ID, b.Host, b.Port
+				rb.NodeID, rb.Host, rb.Port = b.ID, host, port
 				if b.Rack != "" {
 					rb.Rack = &b.Rack
 				}

@@ -118,6 +118,7 @@ type Broker struct {
 	Rack          string
 	HTTPAddr      string
 	KafkaAddr     string
+	KafkaTLSAddr  string `json:",omitempty"` // the Kafka SSL listener; empty: none
 	RaftAddr      string // its node's raft/mux address (DialNode)
 	State         BrokerState
 	// Heartbeats: registered by Node.RegisterBroker, so the active
@@ -217,6 +218,7 @@ type RegisterBroker struct {
 	Rack          string
 	HTTPAddr      string
 	KafkaAddr     string
+	KafkaTLSAddr  string `json:",omitempty"`
 	RaftAddr      string `json:",omitempty"`
 	Heartbeats    bool   `json:",omitempty"`
 }

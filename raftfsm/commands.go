@@ -160,6 +160,7 @@ func (c *change) registerBroker(cmd *RegisterBroker) (any, error) {
 		Rack:          cmd.Rack,
 		HTTPAddr:      cmd.HTTPAddr,
 		KafkaAddr:     cmd.KafkaAddr,
+		KafkaTLSAddr:  cmd.KafkaTLSAddr,
 		RaftAddr:      cmd.RaftAddr,
 		State:         BrokerAlive,
 		Heartbeats:    cmd.Heartbeats,

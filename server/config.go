@@ -88,6 +88,10 @@ type Config struct {
 	// and when the files change.
 	HTTPSAddr string
 	TLS       TLSFiles
+	// KafkaTLSAddr is the Kafka SSL listener (same certificate); clients
+	// that connect to it are given every broker's SSL endpoint.
+	KafkaTLSAddr           string
+	KafkaTLSAdvertisedAddr string
 
 	Logger *slog.Logger
 }

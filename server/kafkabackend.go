@@ -89,12 +89,13 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 			down[b.ID] = true
 			continue
 		}
-		host, portStr, err := net.SplitHostPort(b.KafkaAddr)
-		port, perr := strconv.Atoi(portStr)
-		if err != nil || perr != nil {
+		bi := kafkaproto.BrokerInfo{ID: b.ID, Rack: b.Rack}
+		bi.Host, bi.Port = splitKafkaAddr(b.KafkaAddr)
+		bi.SSLHost, bi.SSLPort = splitKafkaAddr(b.KafkaTLSAddr)
+		if bi.Port == 0 && bi.SSLPort == 0 {
 			continue
 		}
-		c.Brokers = append(c.Brokers, kafkaproto.BrokerInfo{ID: b.ID, Host: host, Port: int32(port), Rack: b.Rack})
+		c.Brokers = append(c.Brokers, bi)
 	}
 	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
 	for _, t := range img.Topics {
@@ -338,4 +339,17 @@ func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *stri
 		return -1, -1, toKafkaError(err)
 	}
 	return id, 0, nil
+}
+
+// splitKafkaAddr splits an advertised host:port; port 0 when there is none.
+func splitKafkaAddr(addr string) (string, int32) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0
+	}
+	port, err := strconv.ParseInt(portStr, 10, 32)
+	if err != nil || port <= 0 {
+		return "", 0
+	}
+	return host, int32(port)
 }

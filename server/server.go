@@ -10,6 +10,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -102,6 +103,9 @@ func (s *Server) readyAttrs(startup time.Duration) []any {
 	if s.cfg.HTTPAddr != "" && s.cfg.HTTPSAddr != "" {
 		attrs = append(attrs, "https", "https://"+advertised("", s.cfg.HTTPSAddr))
 	}
+	if s.cfg.KafkaTLSAddr != "" && s.cfg.HasRole(RoleBroker) {
+		attrs = append(attrs, "kafka_tls", advertised(s.cfg.KafkaTLSAdvertisedAddr, s.cfg.KafkaTLSAddr))
+	}
 	if s.cfg.KafkaAddr != "" && s.cfg.HasRole(RoleBroker) {
 		attrs = append(attrs, "kafka", advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr))
 	}
@@ -135,12 +139,23 @@ func (s *Server) open() error {
 	if err != nil {
 		return err
 	}
-	var kafkaLn net.Listener
+	var kafkaLn, kafkaTLSLn net.Listener
 	if s.cfg.KafkaAddr != "" {
 		if kafkaLn, err = net.Listen("tcp", s.cfg.KafkaAddr); err != nil {
 			closeListeners(httpLn, httpsLn)
 			return fmt.Errorf("listen Kafka on %s: %w", s.cfg.KafkaAddr, err)
 		}
+	}
+	if s.cfg.KafkaTLSAddr != "" {
+		if s.tls == nil {
+			closeListeners(httpLn, httpsLn, kafkaLn)
+			return errors.New("--kafka-tls-addr needs --tls-cert-file and --tls-key-file")
+		}
+		if kafkaTLSLn, err = net.Listen("tcp", s.cfg.KafkaTLSAddr); err != nil {
+			closeListeners(httpLn, httpsLn, kafkaLn)
+			return fmt.Errorf("listen Kafka SSL on %s: %w", s.cfg.KafkaTLSAddr, err)
+		}
+		kafkaTLSLn = tls.NewListener(kafkaTLSLn, s.tls.serverConfig())
 	}
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
@@ -163,7 +178,7 @@ func (s *Server) open() error {
 		},
 	})
 	if err != nil {
-		closeListeners(httpLn, httpsLn, kafkaLn)
+		closeListeners(httpLn, httpsLn, kafkaLn, kafkaTLSLn)
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
 	s.metrics = newMetrics(reg, s)
@@ -246,8 +261,11 @@ func (s *Server) open() error {
 		if kafkaLn != nil {
 			s.serveKafka(kafkaLn, s.kafka.Serve)
 		}
-	} else if kafkaLn != nil {
-		kafkaLn.Close()
+		if kafkaTLSLn != nil {
+			s.serveKafka(kafkaTLSLn, s.kafka.Serve)
+		}
+	} else {
+		closeListeners(kafkaLn, kafkaTLSLn)
 	}
 	return nil
 }
@@ -291,6 +309,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		Rack:          s.cfg.Rack,
 		HTTPAddr:      advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr),
 		KafkaAddr:     advertised(s.cfg.KafkaAdvertisedAddr, s.cfg.KafkaAddr),
+		KafkaTLSAddr:  advertised(s.cfg.KafkaTLSAdvertisedAddr, s.cfg.KafkaTLSAddr),
 		RaftAddr:      s.raftAdvertised(),
 	})
 	if err != nil {

@@ -59,7 +59,10 @@ type serveFlags struct {
 	tlsCert     string
 	tlsKey      string
 	tlsClientCA string
-	httpLimits  api.Limits
+	kafkaTLS    string
+	kafkaTLSAdv string
+
+	httpLimits api.Limits
 }
 
 func newServeCommand() *cobra.Command {
@@ -119,6 +122,8 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.httpsAddr, "https-addr", "", "HTTPS (HTTP/1.1 and HTTP/2) listen address for the API and UI, beside or instead of --http-addr; needs --tls-cert-file")
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&f.kafkaTLS, "kafka-tls-addr", "", "Kafka SSL listen address (same certificate as HTTPS), beside or instead of --kafka-addr")
+	fs.StringVar(&f.kafkaTLSAdv, "kafka-tls-advertised-addr", "", "Kafka SSL address given to clients in Metadata (default: from --kafka-tls-addr)")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca-file", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (mTLS)")
 	addHTTPLimitFlags(fs, &f.httpLimits)
 	return cmd
@@ -164,6 +169,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.StorageRetryInterval = f.storageRetry
 	// Client TLS (HTTPS, certificate files).
 	cfg.HTTPSAddr = f.httpsAddr
+	cfg.KafkaTLSAddr, cfg.KafkaTLSAdvertisedAddr = f.kafkaTLS, f.kafkaTLSAdv
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	cfg.HTTPLimits = f.httpLimits
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
