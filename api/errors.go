@@ -35,6 +35,9 @@ var (
 	// writes resume by themselves once it takes them again.
 	ErrStorage        = errors.New("api: storage error")
 	ErrTooManyRecords = errors.New("api: too many records in one request")
+	// ErrCorruptBatch is a stored record batch that cannot be decoded;
+	// a *CorruptBatchError says which one and where records resume.
+	ErrCorruptBatch = errors.New("api: stored record batch cannot be decoded")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -70,6 +73,7 @@ func problemKinds() []ProblemKind {
 		{ErrBodyTimeout, http.StatusRequestTimeout, "request-timeout", "Request body not received in time"},
 		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},
+		{ErrCorruptBatch, http.StatusUnprocessableEntity, "corrupt-batch", "Stored record batch cannot be decoded"},
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
 		{ErrNotReady, http.StatusServiceUnavailable, "not-ready", "Node not ready"},
 		{ErrNotLeader, http.StatusServiceUnavailable, "not-leader", "Not the partition leader"},
@@ -118,6 +122,46 @@ type Problem struct {
 	// Field names the offending request field or parameter, when known
 	// (e.g. "records[3].value", "query.offset").
 	Field string `json:"field,omitempty"`
+	// Topic, Partition, Offset and NextOffset name a stored batch that
+	// cannot be decoded (corrupt-batch): reading from NextOffset moves
+	// past it (absent when unknown).
+	Topic      string `json:"topic,omitempty"`
+	Partition  *int32 `json:"partition,omitempty"`
+	Offset     *int64 `json:"offset,omitempty"`
+	NextOffset *int64 `json:"next_offset,omitempty"`
+}
+
+// CorruptBatchError is an ErrCorruptBatch naming the batch: the read
+// wanted Offset of Topic-Partition, and records resume at NextOffset (-1:
+// unknown).
+type CorruptBatchError struct {
+	Topic      string
+	Partition  int32
+	Offset     int64
+	NextOffset int64
+	Err        error
+}
+
+func (e *CorruptBatchError) Error() string   { return e.Err.Error() }
+func (e *CorruptBatchError) Unwrap() []error { return []error{ErrCorruptBatch, e.Err} }
+
+// newProblem builds the problem body for err (status, type and title from
+// the error table; field and batch position when err carries them).
+func newProblem(err error) Problem {
+	k := KindOf(err)
+	p := Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: err.Error()}
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		p.Field = fe.Field
+	}
+	var cb *CorruptBatchError
+	if errors.As(err, &cb) {
+		p.Topic, p.Partition, p.Offset = cb.Topic, &cb.Partition, &cb.Offset
+		if cb.NextOffset >= 0 {
+			p.NextOffset = &cb.NextOffset
+		}
+	}
+	return p
 }
 
 // FieldError is an ErrInvalidRequest (or other sentinel) naming a field.

@@ -29,18 +29,8 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		return // the client left; nobody reads the answer
 	}
 	k := KindOf(err)
-	p := Problem{
-		Type:      k.Type,
-		Title:     k.Title,
-		Status:    k.Status,
-		Detail:    err.Error(),
-		Instance:  r.URL.Path,
-		RequestID: requestIDFrom(r.Context()),
-	}
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		p.Field = fe.Field
-	}
+	p := newProblem(err)
+	p.Instance, p.RequestID = r.URL.Path, requestIDFrom(r.Context())
 	if k.Status >= 500 {
 		level := levelFor(k.Status)
 		if errors.Is(err, ErrNotReady) {

@@ -234,8 +234,7 @@ func (rr recordsResource) readPartition(ctx context.Context, req ConsumeRequest,
 // event ending the stream); false when the stream is over.
 func (rr recordsResource) writeBatch(sw *sseWriter, sp streamPlan, b streamBatch, last map[int32]int64) bool {
 	if b.err != nil {
-		k := KindOf(b.err)
-		data, _ := json.Marshal(Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: b.err.Error()})
+		data, _ := json.Marshal(newProblem(b.err))
 		sw.event("", "error", data)
 		sw.flush()
 		return false

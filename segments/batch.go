@@ -142,12 +142,30 @@ func splitBatches(buf []byte, maxSize int64, rule countRule) ([]batchHeader, err
 	return hs, nil
 }
 
+// validateBatchRecords checks the records of every batch of buf, whose
+// headers splitBatches returned. A replica's batches (AppendReplicated) are
+// not checked again: their leader did, and compaction may have changed them.
+func validateBatchRecords(buf []byte, hs []batchHeader, rules checkRules) error {
+	pos := 0
+	for i, h := range hs {
+		if err := validateRecords(h, buf[pos:pos+int(h.size)], rules); err != nil {
+			return fmt.Errorf("batch %d at byte %d: %w", i, pos, err)
+		}
+		pos += int(h.size)
+	}
+	return nil
+}
+
 // ValidateBatches checks one or more concatenated RecordBatch v2 the way
 // Append does (magic, length, CRC-32C, record count against lastOffsetDelta,
-// maxMessageBytes when > 0) and returns the number of batches and records.
-// Errors wrap ErrCorruptBatch or ErrBatchTooLarge.
+// maxMessageBytes when > 0, every record, DefaultMaxInflatedBytes) and
+// returns the number of batches and records. Errors wrap ErrCorruptBatch,
+// ErrBatchTooLarge or ErrInflatedTooLarge.
 func ValidateBatches(buf []byte, maxMessageBytes int32) (batches, records int, err error) {
 	hs, err := splitBatches(buf, int64(maxMessageBytes), countExact)
+	if err == nil {
+		err = validateBatchRecords(buf, hs, checkRules{exactOffsets: true, maxInflated: DefaultMaxInflatedBytes})
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("segments: %w", err)
 	}

@@ -18,6 +18,12 @@ var (
 	// ErrStorage wraps the sticky write or fsync error of a failed log
 	// (disk full, I/O error): it refuses changes until Recover or a reopen.
 	ErrStorage = errors.New("segments: storage error")
+	// ErrInvalidRecord is a well-formed record the log refuses: a record
+	// without a key on a compacted topic (Kafka's INVALID_RECORD).
+	ErrInvalidRecord = errors.New("segments: invalid record")
+	// ErrInflatedTooLarge is a batch whose records decompress past
+	// Config.MaxInflatedBytes (or, for a reader, one such record).
+	ErrInflatedTooLarge = errors.New("segments: records decompress past the limit")
 )
 
 // Config is a partition's log configuration, the segment-related topic configs.
@@ -35,6 +41,10 @@ type Config struct {
 	FlushMessages      int64  // flush.messages: fsync after this many messages; 1 = fsync before acknowledging every append; default: never forced
 	FlushMs            int64  // flush.ms: fsync when the oldest unflushed append is this old; default: never forced
 	DeleteRetentionMs  int64  // delete.retention.ms, default 1 day
+	// MaxInflatedBytes bounds what the records of one appended batch may
+	// decompress to (a process-wide limit, not a topic config); 0 means
+	// DefaultMaxInflatedBytes.
+	MaxInflatedBytes int64
 }
 
 // Kafka's defaults.
@@ -45,6 +55,9 @@ const (
 	DefaultMaxMessageBytes    = 1048588
 	DefaultIndexIntervalBytes = 4096
 	DefaultDeleteRetentionMs  = 24 * 60 * 60 * 1000
+	// DefaultMaxInflatedBytes: 32 MiB, 32x a default max.message.bytes
+	// batch, well above what real payloads compress by.
+	DefaultMaxInflatedBytes = 32 << 20
 )
 
 // DefaultConfig returns Kafka's defaults.
@@ -60,6 +73,7 @@ func DefaultConfig() Config {
 		FlushMessages:      math.MaxInt64,
 		FlushMs:            math.MaxInt64,
 		DeleteRetentionMs:  DefaultDeleteRetentionMs,
+		MaxInflatedBytes:   DefaultMaxInflatedBytes,
 	}
 }
 
@@ -81,6 +95,9 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MaxInflatedBytes <= 0 {
+		c.MaxInflatedBytes = DefaultMaxInflatedBytes
 	}
 	if c.IndexIntervalBytes < 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes

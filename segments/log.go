@@ -130,8 +130,12 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 func (l *Log) splitForAppend(batches []byte, rule countRule) ([]batchHeader, error) {
 	l.mu.Lock()
 	limit := int64(l.cfg.MaxMessageBytes)
+	rules := checkRules{exactOffsets: true, needKeys: l.cfg.compact(), maxInflated: l.cfg.MaxInflatedBytes}
 	l.mu.Unlock()
 	hs, err := splitBatches(batches, limit, rule)
+	if err == nil && rule == countExact {
+		err = validateBatchRecords(batches, hs, rules)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("segments: append: %w", err)
 	}

@@ -38,6 +38,7 @@ type broker struct {
 	replicaLagMax time.Duration
 	storageRetry  time.Duration // storageLoop's first retry interval
 	storage       storageHealth // what storageLoop last saw
+	maxInflated   int64         // segments.Config.MaxInflatedBytes; set before start
 
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
@@ -230,6 +231,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		return nil // images share unchanged topics: nothing to do
 	}
 	cfg := logConfig(t.Configs)
+	cfg.MaxInflatedBytes = b.maxInflated
 	var missing []int32
 	for i, pm := range t.Partitions {
 		idx := int32(i)
@@ -257,6 +259,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		}
 		idx := missing[i]
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
+		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
 		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)

@@ -11,6 +11,7 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
 )
 
 // Role is what a process does in the cluster.
@@ -92,6 +93,9 @@ type Config struct {
 	// that connect to it are given every broker's SSL endpoint.
 	KafkaTLSAddr           string
 	KafkaTLSAdvertisedAddr string
+	// Hostile batches: MaxDecompressedBatchBytes bounds what the records
+	// of one produced batch may decompress to (0: the segments default).
+	MaxDecompressedBatchBytes int64
 
 	Logger *slog.Logger
 }
@@ -119,6 +123,7 @@ func DefaultConfig() Config {
 		KafkaMaxConnectionsPerIP:  kafkaproto.DefaultMaxConnectionsPerIP,
 		InterBrokerMaxConnections: kafkaproto.DefaultMaxPeerConnections,
 		HTTPLimits:                api.DefaultLimits,
+		MaxDecompressedBatchBytes: segments.DefaultMaxInflatedBytes,
 	}
 }
 

@@ -2,14 +2,18 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/segments"
 )
 
-// consumeDecompressLimit bounds the memory one HTTP consume may spend
-// decompressing a batch.
-const consumeDecompressLimit = 64 << 20
+// consumeMaxRecordBytes bounds one decoded record of an HTTP read (or
+// --max-decompressed-batch-bytes when larger, which keeps records appended
+// since below it): a larger one is reported as a corrupt batch.
+const consumeMaxRecordBytes = 64 << 20
 
 // Offset positions, as in Kafka's ListOffsets.
 const (
@@ -98,15 +102,21 @@ func (b *broker) isClosed() bool {
 	return b.closed
 }
 
-// readDecoded reads records at or after offset below the high watermark.
+// readDecoded reads records at or after offset below the high watermark,
+// decoding batches incrementally: it stops at maxRecords, and at maxBytes
+// of decompressed records, framing included, so empty records count too
+// (past the first record: a record larger than maxBytes is still returned
+// alone, as Kafka's KIP-74 does).
+// A stored batch that cannot be decoded ends the read after the records
+// before it; read first, it is a *corruptBatchError naming it.
 func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
 	if offset < res.logStart || offset > res.hwm {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, res.hwm)
 	}
-	size := 0
-	for res.next < res.hwm && len(res.records) < maxRecords && size < maxBytes {
-		chunk, err := p.read(res.next, max(maxBytes-size, 1))
+	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes}
+	for res.next < res.hwm && !r.full() {
+		chunk, err := p.read(res.next, max(maxBytes-r.size, 1))
 		if err != nil {
 			return res, err
 		}
@@ -115,54 +125,117 @@ func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int) (readRes
 		if err != nil {
 			return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, res.next, err)
 		}
-		if len(data) == 0 {
-			break
-		}
 		before := res.next
-		err = splitBatches(data, func(bv batchView) error {
-			if len(res.records) >= maxRecords || size >= maxBytes {
-				return errStopRead
+		if err := r.batches(data); err != nil {
+			if len(res.records) > 0 {
+				return res, nil // the bad batch is the next read's first
 			}
-			if bv.isControl() {
-				res.next = max(res.next, bv.lastOffset()+1)
-				return nil
-			}
-			recs, err := decodeRecords(nil, bv, consumeDecompressLimit)
-			if err != nil {
-				return err
-			}
-			logAppend := bv.attrs&timestampTypeFlag != 0
-			for _, r := range recs {
-				if r.Offset < res.next {
-					continue
-				}
-				recSize := len(r.Key) + len(r.Value)
-				for _, h := range r.Headers {
-					recSize += len(h.Key) + len(h.Value)
-				}
-				if len(res.records) >= maxRecords || (size+recSize > maxBytes && len(res.records) > 0) {
-					return errStopRead
-				}
-				if logAppend {
-					r.Timestamp = bv.maxTS
-				}
-				res.records = append(res.records, r)
-				size += recSize
-				res.next = r.Offset + 1
-			}
-			if len(res.records) < maxRecords && size < maxBytes {
-				res.next = max(res.next, bv.lastOffset()+1)
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, errStopRead) {
-			return res, fmt.Errorf("decode %s-%d at %d: %w", p.topic, p.index, before, err)
+			return res, err
 		}
-		if err != nil || res.next == before {
+		if res.next == before {
 			break
 		}
 	}
 	return res, nil
 }
 
-var errStopRead = errors.New("stop reading")
+// decodedReader is one readDecoded's progress.
+type decodedReader struct {
+	p          *partition
+	res        *readResult
+	maxRecords int
+	maxBytes   int
+	size       int // decoded bytes in res.records
+}
+
+func (r *decodedReader) full() bool {
+	return len(r.res.records) >= r.maxRecords || r.size >= r.maxBytes
+}
+
+// batches decodes the whole batches at the start of data.
+func (r *decodedReader) batches(data []byte) error {
+	for !r.full() {
+		info, ok, err := segments.NextBatch(data)
+		if err != nil {
+			return r.corrupt(info, ok, err)
+		}
+		if !ok {
+			return nil
+		}
+		if info.Control {
+			r.res.next = max(r.res.next, info.NextOffset())
+		} else if err := r.batch(data[:info.Size], info); err != nil {
+			return r.corrupt(info, true, err)
+		}
+		data = data[info.Size:]
+	}
+	return nil
+}
+
+// batch decodes the records of one batch until the read is full.
+func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
+	it, err := segments.DecodeBatch(b, r.p.maxRecordBytes)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var rec segments.Record
+	for !r.full() && it.Next(&rec) {
+		if rec.Offset < r.res.next {
+			continue
+		}
+		if r.size+rec.Size > r.maxBytes && len(r.res.records) > 0 {
+			r.size = r.maxBytes // full: the record is the next read's first
+			return nil
+		}
+		r.res.records = append(r.res.records, toRecord(rec))
+		r.size += rec.Size
+		r.res.next = rec.Offset + 1
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if !r.full() {
+		r.res.next = max(r.res.next, info.NextOffset())
+	}
+	return nil
+}
+
+// corrupt describes an undecodable stored batch. ok says whether info
+// (and so the offset after the batch) is known.
+func (r *decodedReader) corrupt(info segments.BatchInfo, ok bool, err error) error {
+	e := &corruptBatchError{topic: r.p.topic, partition: r.p.index, offset: r.res.next, next: -1, err: err}
+	if ok {
+		e.offset, e.next = max(info.BaseOffset, r.res.next), info.NextOffset()
+	}
+	return e
+}
+
+func toRecord(r segments.Record) Record {
+	out := Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
+	}
+	return out
+}
+
+// corruptBatchError is a stored batch readers cannot decode (damaged on
+// disk, or written before records were validated). It names the batch and
+// the offset after it, so a consumer can move past it.
+type corruptBatchError struct {
+	topic     string
+	partition int32
+	offset    int64 // the first offset of the batch the read wanted
+	next      int64 // the offset after the batch; -1 when unknown
+	err       error
+}
+
+func (e *corruptBatchError) Error() string {
+	msg := fmt.Sprintf("%s-%d: the record batch at offset %d cannot be decoded (%v)", e.topic, e.partition, e.offset, e.err)
+	if e.next >= 0 {
+		msg += fmt.Sprintf("; records resume at offset %d", e.next)
+	}
+	return msg
+}
+
+func (e *corruptBatchError) Unwrap() error { return e.err }

@@ -213,10 +213,23 @@ func (f *forwarder) do(ctx context.Context, method, u string, body []byte, out a
 		json.Unmarshal(raw, &p)
 		for _, k := range api.ProblemKinds() {
 			if k.Type == p.Type && k.Err != nil {
-				return fmt.Errorf("%w: %s (from the partition leader)", k.Err, p.Detail)
+				err := fmt.Errorf("%w: %s (from the partition leader)", k.Err, p.Detail)
+				return withBatchPosition(err, p)
 			}
 		}
 		return fmt.Errorf("forward to the partition leader: status %d: %s", resp.StatusCode, raw)
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// withBatchPosition keeps the batch a leader's corrupt-batch problem names.
+func withBatchPosition(err error, p api.Problem) error {
+	if p.Offset == nil || p.Partition == nil {
+		return err
+	}
+	cb := &api.CorruptBatchError{Topic: p.Topic, Partition: *p.Partition, Offset: *p.Offset, NextOffset: -1, Err: err}
+	if p.NextOffset != nil {
+		cb.NextOffset = *p.NextOffset
+	}
+	return cb
 }

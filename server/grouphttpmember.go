@@ -253,6 +253,9 @@ func (c *groupCoordinator) readPlan(ctx context.Context, plan []pollStart, req a
 			// The position fell out of the log (retention): start over by policy.
 			res, err = c.read(ctx, ps.t, api.OffsetEarliest, req.MaxRecords-len(recs), req.MaxBytes-bytes)
 		}
+		if errors.Is(err, api.ErrCorruptBatch) && len(recs) > 0 {
+			break // answer what was read; the bad batch comes first at a later poll
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -50,6 +50,10 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
 	{errTooLarge, api.ErrTooLarge},
 	{errCorruptBatch, api.ErrInvalidRequest},
+	{segments.ErrInflatedTooLarge, api.ErrTooLarge},
+	{segments.ErrBatchTooLarge, api.ErrTooLarge},
+	{segments.ErrInvalidRecord, api.ErrInvalidRequest},
+	{segments.ErrCorruptBatch, api.ErrInvalidRequest},
 	{errOffsetOutOfRange, api.ErrOffsetOutOfRange},
 	{errNotLeader, api.ErrNotLeader},
 	{errNotEnoughReplicas, api.ErrNotEnoughReplicas},
@@ -64,6 +68,11 @@ var httpErrors = []struct{ from, to error }{
 func toHTTPError(err error) error {
 	if err == nil {
 		return nil
+	}
+	var cb *corruptBatchError
+	if errors.As(err, &cb) {
+		// A stored batch, not the request: the problem names it.
+		return &api.CorruptBatchError{Topic: cb.topic, Partition: cb.partition, Offset: cb.offset, NextOffset: cb.next, Err: err}
 	}
 	for _, e := range httpErrors {
 		if errors.Is(err, e.from) {

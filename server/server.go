@@ -338,6 +338,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		return err
 	}
 	b.storageRetry = s.cfg.StorageRetryInterval
+	b.maxInflated = s.cfg.MaxDecompressedBatchBytes
 	if err := b.start(s.cfg.MaintainInterval); err != nil {
 		b.close()
 		return fmt.Errorf("open partitions: %w", err)

@@ -841,11 +841,23 @@ type Problem struct {
 	Detail *string `json:"detail,omitempty"`
 
 	// Field The offending request field or parameter, when known.
-	Field     *string `json:"field,omitempty"`
-	Instance  *string `json:"instance,omitempty"`
+	Field    *string `json:"field,omitempty"`
+	Instance *string `json:"instance,omitempty"`
+
+	// NextOffset corrupt-batch: the offset after the batch; read from it to move past (absent when unknown).
+	NextOffset *int64 `json:"next_offset,omitempty"`
+
+	// Offset corrupt-batch: the offset the read wanted, inside that batch.
+	Offset *int64 `json:"offset,omitempty"`
+
+	// Partition corrupt-batch: its partition.
+	Partition *int32  `json:"partition,omitempty"`
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 	Title     string  `json:"title"`
+
+	// Topic corrupt-batch: the topic of the stored batch that cannot be decoded.
+	Topic *string `json:"topic,omitempty"`
 
 	// Type Stable problem type, urn:runnel:problem:<name>.
 	Type string `json:"type"`
@@ -990,7 +1002,7 @@ type ConsumeRecordsParams struct {
 	// MaxRecords At most this many records.
 	MaxRecords *int32 `form:"max_records,omitempty" json:"max_records,omitempty"`
 
-	// MaxBytes At most about this many bytes of keys, values and headers (at least one record is returned).
+	// MaxBytes At most about this many bytes of decompressed records, framing included (at least one record is returned).
 	MaxBytes *int32 `form:"max_bytes,omitempty" json:"max_bytes,omitempty"`
 
 	// WaitMs Long-poll budget in milliseconds when no record is available.
@@ -1416,7 +1428,9 @@ type ClientInterface interface {
 	//
 	// Reads from `offset` (or from the first record at or after `timestamp`). When
 	// there is nothing to read yet, waits up to `wait_ms` for new records (long poll).
-	// Continue with `offset=next_offset`.
+	// Continue with `offset=next_offset`. A stored batch that cannot be decoded
+	// ends a read after the records before it; read first, it is a 422
+	// `corrupt-batch` problem whose `next_offset` is where records resume.
 	//
 	// Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 	ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2137,7 +2151,9 @@ func (c *Client) ElectPreferredLeaders(ctx context.Context, topic Topic, reqEdit
 //
 // Reads from `offset` (or from the first record at or after `timestamp`). When
 // there is nothing to read yet, waits up to `wait_ms` for new records (long poll).
-// Continue with `offset=next_offset`.
+// Continue with `offset=next_offset`. A stored batch that cannot be decoded
+// ends a read after the records before it; read first, it is a 422
+// `corrupt-batch` problem whose `next_offset` is where records resume.
 //
 // Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 func (c *Client) ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4094,7 +4110,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reads from `offset` (or from the first record at or after `timestamp`). When
 	// there is nothing to read yet, waits up to `wait_ms` for new records (long poll).
-	// Continue with `offset=next_offset`.
+	// Continue with `offset=next_offset`. A stored batch that cannot be decoded
+	// ends a read after the records before it; read first, it is a 422
+	// `corrupt-batch` problem whose `next_offset` is where records resume.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5673,6 +5691,8 @@ type ConsumeRecordsResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON416 the response for an HTTP 416 `application/problem+json` response
 	ApplicationproblemJSON416 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 }
@@ -5695,6 +5715,11 @@ func (r ConsumeRecordsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON416 returns the response for an HTTP 416 `application/problem+json` response
 func (r ConsumeRecordsResponse) GetApplicationproblemJSON416() *Problem {
 	return r.ApplicationproblemJSON416
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ConsumeRecordsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -6534,7 +6559,9 @@ func (c *ClientWithResponses) ElectPreferredLeadersWithResponse(ctx context.Cont
 //
 // Reads from `offset` (or from the first record at or after `timestamp`). When
 // there is nothing to read yet, waits up to `wait_ms` for new records (long poll).
-// Continue with `offset=next_offset`.
+// Continue with `offset=next_offset`. A stored batch that cannot be decoded
+// ends a read after the records before it; read first, it is a 422
+// `corrupt-batch` problem whose `next_offset` is where records resume.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7785,6 +7812,13 @@ func ParseConsumeRecordsResponse(rsp *http.Response) (*ConsumeRecordsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON416 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

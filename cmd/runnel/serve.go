@@ -63,6 +63,8 @@ type serveFlags struct {
 	kafkaTLSAdv string
 
 	httpLimits api.Limits
+	// hostile batches
+	maxInflated int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -126,6 +128,8 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.kafkaTLSAdv, "kafka-tls-advertised-addr", "", "Kafka SSL address given to clients in Metadata (default: from --kafka-tls-addr)")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca-file", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (mTLS)")
 	addHTTPLimitFlags(fs, &f.httpLimits)
+	// Hostile batches.
+	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	return cmd
 }
 
@@ -172,6 +176,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.KafkaTLSAddr, cfg.KafkaTLSAdvertisedAddr = f.kafkaTLS, f.kafkaTLSAdv
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	cfg.HTTPLimits = f.httpLimits
+	cfg.MaxDecompressedBatchBytes = f.maxInflated
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}
