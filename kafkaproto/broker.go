@@ -251,7 +251,9 @@ type Admin interface {
 
 	// InitProducerID allocates a producer id and epoch for an idempotent
 	// producer. producerID/producerEpoch are -1/-1 for a new producer, or
-	// the producer's current ones to bump the epoch (KIP-360).
+	// the producer's current ones (KIP-360); for a non-transactional
+	// producer the server may (runnel's does, as Kafka's) answer with a
+	// new id at epoch 0 rather than bump the named one.
 	// transactionalID is nil for a non-transactional producer; a server
 	// without transactions returns ErrTransactionsUnsupported otherwise.
 	InitProducerID(ctx context.Context, transactionalID *string, txnTimeout time.Duration, producerID int64, producerEpoch int16) (int64, int16, error)

@@ -40,6 +40,9 @@ type broker struct {
 	storage       storageHealth // what storageLoop last saw
 	maxInflated   int64         // segments.Config.MaxInflatedBytes; set before start
 
+	// producers is given to every partition; nil: the default.
+	producers *producerPolicy
+
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
 	closed bool                    // guarded by mu
@@ -260,6 +263,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		idx := missing[i]
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
 		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
+		p.producerPolicy = b.producers
 		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)

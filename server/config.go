@@ -77,6 +77,11 @@ type Config struct {
 	KafkaMaxConnections       int // --kafka-max-connections
 	KafkaMaxConnectionsPerIP  int // --kafka-max-connections-per-ip
 	InterBrokerMaxConnections int // --inter-broker-max-connections
+	// ProducerIDExpiration forgets an idempotent producer idle this long
+	// (producer.id.expiration.ms); MaxProducerIDsPerPartition bounds a
+	// partition's producer table. 0: the defaults.
+	ProducerIDExpiration       time.Duration // --producer-id-expiration
+	MaxProducerIDsPerPartition int           // --max-producer-ids-per-partition
 
 	// StorageRetryInterval is how often the broker looks for partitions
 	// whose disk failed (full, I/O error) and first retries them; retries
@@ -119,11 +124,13 @@ func DefaultConfig() Config {
 		ShutdownTimeout:         20 * time.Second,
 		MaxBodyBytes:            16 << 20,
 
-		KafkaMaxConnections:       kafkaproto.DefaultMaxConnections,
-		KafkaMaxConnectionsPerIP:  kafkaproto.DefaultMaxConnectionsPerIP,
-		InterBrokerMaxConnections: kafkaproto.DefaultMaxPeerConnections,
-		HTTPLimits:                api.DefaultLimits,
-		MaxDecompressedBatchBytes: segments.DefaultMaxInflatedBytes,
+		KafkaMaxConnections:        kafkaproto.DefaultMaxConnections,
+		KafkaMaxConnectionsPerIP:   kafkaproto.DefaultMaxConnectionsPerIP,
+		InterBrokerMaxConnections:  kafkaproto.DefaultMaxPeerConnections,
+		ProducerIDExpiration:       DefaultProducerIDExpiration,
+		MaxProducerIDsPerPartition: DefaultMaxProducerIDsPerPartition,
+		HTTPLimits:                 api.DefaultLimits,
+		MaxDecompressedBatchBytes:  segments.DefaultMaxInflatedBytes,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net"
 	"net/http"
@@ -284,5 +285,74 @@ func TestHostileConnectionFloodKeepsReplication(t *testing.T) {
 	flood.stop()
 	if n := strings.Count(leader.Logs(), "connection limit"); n > 30 {
 		t.Errorf("%d log lines about the connection limit; want them rate-limited", n)
+	}
+}
+
+// valueBatch is an idempotent producer's batch of one record holding value.
+func valueBatch(pid int64, epoch int16, seq int32, value string) []byte {
+	now := time.Now().UnixMilli()
+	r := kmsg.NewRecord()
+	r.Value = []byte(value)
+	r.Length = int32(len(r.AppendTo(nil)) - 1)
+	b := kmsg.NewRecordBatch()
+	b.Magic, b.NumRecords = 2, 1
+	b.FirstTimestamp, b.MaxTimestamp = now, now
+	b.ProducerID, b.ProducerEpoch, b.FirstSequence = pid, epoch, seq
+	b.Records = r.AppendTo(nil)
+	raw := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+func initProducerID(t *testing.T, c net.Conn, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version, req.ProducerID, req.ProducerEpoch = 4, pid, epoch
+	resp := rawRoundTrip(t, c, req).(*kmsg.InitProducerIDResponse)
+	if resp.ErrorCode != 0 || resp.ProducerID < 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp
+}
+
+// A producer using another producer's id cannot have its record stand for
+// the other's: the victim's next batch is never acknowledged at an offset
+// holding a record it did not write. Ids the controller never allocated
+// are refused, and InitProducerId hands out fresh ids rather than bumping
+// someone else's epoch (issue 12, item 9).
+func TestHostileProducerIDHijack(t *testing.T) {
+	n := kafkaNode(t)
+	httpCreateTopic(t, n, "hijack", 1)
+	victim, attacker := rawDial(t, n.KafkaAddr), rawDial(t, n.KafkaAddr)
+	ip := initProducerID(t, victim, -1, -1)
+	pid, epoch := ip.ProducerID, ip.ProducerEpoch
+
+	if r := rawProduce(t, victim, "hijack", valueBatch(pid, epoch, 0, "victim-0")); r.ErrorCode != 0 {
+		t.Fatalf("victim seq 0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The attacker writes the victim's next sequence first. Nothing on the
+	// wire tells the two apart, so this write itself is taken.
+	rawProduce(t, attacker, "hijack", valueBatch(pid, epoch, 1, "attacker-1"))
+
+	r := rawProduce(t, victim, "hijack", valueBatch(pid, epoch, 1, "victim-1"))
+	if r.ErrorCode == 0 {
+		if got := readAll(t, n, "hijack")[r.BaseOffset]; got != "victim-1" {
+			t.Fatalf("victim's seq 1 acknowledged at offset %d, which holds %q", r.BaseOffset, got)
+		}
+	} else if r.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("victim's seq 1 after a hijacked one: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	// A producer id the controller never handed out.
+	if r := rawProduce(t, attacker, "hijack", valueBatch(pid+1<<40, 0, 0, "forged")); r.ErrorCode != kerr.UnknownProducerID.Code {
+		t.Errorf("unallocated producer id: %v, want UNKNOWN_PRODUCER_ID", kerr.ErrorForCode(r.ErrorCode))
+	}
+
+	// InitProducerId naming the victim's id and epoch does not fence the
+	// victim by bumping its epoch: a non-transactional producer gets a new
+	// id, as Kafka's transaction coordinator answers it.
+	if got := initProducerID(t, attacker, pid, epoch); got.ProducerID == pid {
+		t.Errorf("InitProducerId(%d, %d) bumped the victim's epoch to %d", pid, epoch, got.ProducerEpoch)
 	}
 }

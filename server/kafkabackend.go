@@ -48,6 +48,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{errCorruptBatch, kafkaproto.ErrCorruptMessage},
 	{segments.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
 	{errOffsetOutOfRange, kafkaproto.ErrOffsetOutOfRange},
+	{errUnknownProducerID, kafkaproto.ErrUnknownProducerID},
 	{errOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},
 	{errInvalidProducerEpoch, kafkaproto.ErrInvalidProducerEpoch},
 	{errNotLeader, kafkaproto.ErrNotLeader},
@@ -328,13 +329,14 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 	return toKafkaError(err)
 }
 
-func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, _ time.Duration, producerID int64, producerEpoch int16) (int64, int16, error) {
+func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, _ time.Duration, _ int64, _ int16) (int64, int16, error) {
 	if transactionalID != nil {
 		return -1, -1, kafkaproto.ErrTransactionsUnsupported
 	}
-	if producerID >= 0 && producerEpoch >= 0 && producerEpoch < 1<<15-1 {
-		return producerID, producerEpoch + 1, nil
-	}
+	// A non-transactional producer always gets a new id at epoch 0, as
+	// Kafka's transaction coordinator answers it, whatever id and epoch it
+	// names (KIP-360's bump is for transactional ids): bumping the epoch of
+	// the id a request names would let any client fence any producer.
 	id, err := k.s.allocateProducerID(ctx)
 	if err != nil {
 		return -1, -1, toKafkaError(err)

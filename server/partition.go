@@ -19,6 +19,7 @@ var (
 	errTooLarge             = errors.New("record batch larger than max.message.bytes")
 	errOutOfOrderSequence   = errors.New("out of order sequence number")
 	errInvalidProducerEpoch = errors.New("invalid producer epoch")
+	errUnknownProducerID    = errors.New("unknown producer id")
 	errNotReady             = errors.New("node not ready")
 	errShuttingDown         = errors.New("node shutting down")
 )
@@ -39,10 +40,13 @@ type partition struct {
 	minISR      atomic.Int32 // min.insync.replicas
 	repl        replicaSet
 
-	appendMu   sync.Mutex     // serializes appends and guards producers
-	producers  *producerTable // nil until the first idempotent batch
-	maxMessage atomic.Int32   // max.message.bytes
-	tsAppend   atomic.Bool    // message.timestamp.type=LogAppendTime
+	appendMu  sync.Mutex     // serializes appends and guards producers
+	producers *producerTable // nil until the first idempotent batch
+	// producerPolicy bounds the producer table and checks producer ids;
+	// set by the broker before the partition serves, nil: the default.
+	producerPolicy *producerPolicy
+	maxMessage     atomic.Int32 // max.message.bytes
+	tsAppend       atomic.Bool  // message.timestamp.type=LogAppendTime
 
 	maxRecordBytes int64 // bound on one record decoded for HTTP; set at creation
 
@@ -117,9 +121,14 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		}
 	}
 
+	if err := p.checkProducerIDs(views); err != nil {
+		return appendResult{}, err
+	}
+
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if dup, ok, err := p.checkProducersLocked(views); err != nil || ok {
+	now := time.Now()
+	if dup, ok, err := p.checkProducersLocked(views, now); err != nil || ok {
 		return dup, err
 	}
 	appendTime := int64(-1)
@@ -134,7 +143,7 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 	if err != nil {
 		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
 	}
-	p.recordProducersLocked(views, info.BaseOffset)
+	p.recordProducersLocked(views, info.BaseOffset, now)
 	p.leaderAppended()
 	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil

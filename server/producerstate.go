@@ -1,30 +1,102 @@
 package server
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"hash/crc32"
+	"slices"
+	"time"
 )
 
 // Idempotent producers: the partition remembers, per producer id, its epoch
 // and its last few batches, as Kafka's leader does. A retried batch that was
 // already stored is answered with its original offsets; a gap in sequence
 // numbers is OUT_OF_ORDER_SEQUENCE_NUMBER.
+//
+// What this can and cannot guarantee. A producer id is a number in the
+// batch header; Kafka does not bind it to a client, and neither can runnel
+// without authenticated principals. So any client may write under any id.
+// What runnel refuses is the damage that needs no such binding:
+//   - ids the controller never allocated (UNKNOWN_PRODUCER_ID): producer
+//     ids come only from InitProducerId, through the metadata log, so an
+//     id at or above the image's allocation mark is forged;
+//   - a retry that is not one: a batch is a duplicate only when its
+//     sequence range AND its records (CRC-32C of the record bytes, which
+//     a client resends unchanged) match a stored batch. Another client's
+//     batch under the same sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER, so a
+//     producer is never acknowledged at an offset holding someone else's
+//     record;
+//   - InitProducerId for a non-transactional producer always hands out a
+//     new id at epoch 0 (as Kafka's coordinator does), so it cannot be used
+//     to bump and fence another producer's epoch.
+//
+// A higher epoch starting at sequence 0 is still taken without
+// InitProducerId: Kafka's idempotent clients (the Java producer, sarama)
+// bump their epoch locally after a failed batch (KIP-360), and refusing it
+// would break them. A client that writes under another's id can therefore
+// fence it; the victim gets INVALID_PRODUCER_EPOCH or
+// OUT_OF_ORDER_SEQUENCE_NUMBER and starts over, but never a false
+// acknowledgement.
+//
+// The table is bounded: a producer idle for producerPolicy.expiration is
+// forgotten (Kafka's producer.id.expiration.ms), and a partition keeps at
+// most producerPolicy.maxIDs ids, dropping the longest idle first.
 
 const producerBatchesKept = 5 // Kafka's max.in.flight for idempotence
 
+// Defaults for the producer state limits.
+const (
+	DefaultProducerIDExpiration       = 24 * time.Hour // Kafka's producer.id.expiration.ms
+	DefaultMaxProducerIDsPerPartition = 10_000
+	// producerIDWait bounds how long a write waits for this broker's
+	// metadata to show an id the controller allocated moments ago
+	// (through another broker).
+	producerIDWait = 5 * time.Second
+	// producerSweepEvery is how often a table drops expired ids.
+	producerSweepEvery = time.Minute
+)
+
+// producerPolicy is the broker's producer-state configuration, shared by
+// its partitions. Immutable.
+type producerPolicy struct {
+	expiration time.Duration // > 0
+	maxIDs     int           // > 0
+	// allocated returns the first producer id the controller has not
+	// handed out yet, per this broker's metadata, and a channel closed
+	// when the metadata changes. nil: ids are not checked.
+	allocated func() (next int64, changed <-chan struct{})
+}
+
+var defaultProducerPolicy = &producerPolicy{expiration: DefaultProducerIDExpiration, maxIDs: DefaultMaxProducerIDsPerPartition}
+
 type producerBatch struct {
 	firstSeq, lastSeq int32
+	sum               uint32 // batchSum: what a retry must match
 	baseOffset        int64
 	lastOffset        int64
 }
 
 type producerEntry struct {
-	epoch   int16
-	batches []producerBatch // oldest first, at most producerBatchesKept
+	epoch     int16
+	lastWrite int64           // unix ms of the producer's last write
+	batches   []producerBatch // oldest first, at most producerBatchesKept
 }
 
 type producerTable struct {
-	byID map[int64]*producerEntry
+	byID      map[int64]*producerEntry
+	policy    *producerPolicy
+	lastSweep time.Time
 }
+
+func newProducerTable(policy *producerPolicy) *producerTable {
+	return &producerTable{byID: map[int64]*producerEntry{}, policy: policy}
+}
+
+// batchSum fingerprints a batch's records. The record bytes are what a
+// client resends unchanged on a retry (the header's timestamps and CRC may
+// change: LogAppendTime rewrites them in the stored copy).
+func batchSum(b batchView) uint32 { return crc32.Checksum(b.records(), castagnoli) }
 
 func (e *producerEntry) last() (producerBatch, bool) {
 	if len(e.batches) == 0 {
@@ -48,10 +120,20 @@ func nextSeq(seq int32) int32 {
 	return seq + 1
 }
 
+// lookup returns the live entry of id; an expired one is dropped.
+func (t *producerTable) lookup(id int64, now time.Time) (*producerEntry, bool) {
+	e, ok := t.byID[id]
+	if ok && now.UnixMilli()-e.lastWrite > t.policy.expiration.Milliseconds() {
+		delete(t.byID, id)
+		return nil, false
+	}
+	return e, ok
+}
+
 // check decides what to do with batch b. It returns the stored batch when b
 // is a duplicate of one.
-func (t *producerTable) check(b batchView) (producerBatch, bool, error) {
-	e, ok := t.byID[b.producerID]
+func (t *producerTable) check(b batchView, now time.Time) (producerBatch, bool, error) {
+	e, ok := t.lookup(b.producerID, now)
 	if !ok {
 		return producerBatch{}, false, nil
 	}
@@ -66,6 +148,10 @@ func (t *producerTable) check(b batchView) (producerBatch, bool, error) {
 	}
 	for _, stored := range e.batches {
 		if stored.firstSeq == b.firstSeq && stored.lastSeq == b.lastSequence() {
+			if stored.sum != batchSum(b) {
+				return producerBatch{}, false, fmt.Errorf("%w: producer %d sequences %d-%d are taken by different records",
+					errOutOfOrderSequence, b.producerID, b.firstSeq, b.lastSequence())
+			}
 			return stored, true, nil
 		}
 	}
@@ -75,20 +161,57 @@ func (t *producerTable) check(b batchView) (producerBatch, bool, error) {
 	return producerBatch{}, false, nil
 }
 
-// record remembers a stored batch.
-func (t *producerTable) record(b batchView, baseOffset int64) {
-	e, ok := t.byID[b.producerID]
+// record remembers a stored batch, written at unix ms at.
+func (t *producerTable) record(b batchView, baseOffset, at int64, now time.Time) {
+	e, ok := t.lookup(b.producerID, now)
 	if !ok || b.epoch > e.epoch {
+		if !ok {
+			t.makeRoom(now)
+		}
 		e = &producerEntry{epoch: b.epoch}
 		t.byID[b.producerID] = e
 	}
-	e.add(producerBatch{firstSeq: b.firstSeq, lastSeq: b.lastSequence(),
+	e.lastWrite = max(e.lastWrite, at)
+	e.add(producerBatch{firstSeq: b.firstSeq, lastSeq: b.lastSequence(), sum: batchSum(b),
 		baseOffset: baseOffset, lastOffset: baseOffset + int64(b.lastDelta)})
+}
+
+// makeRoom drops expired ids (at most once per producerSweepEvery, or when
+// full) and, when the table is still full, the longest idle tenth, so that
+// a flood of new ids costs amortized O(log n) per id.
+func (t *producerTable) makeRoom(now time.Time) {
+	full := len(t.byID) >= t.policy.maxIDs
+	if !full && now.Sub(t.lastSweep) < producerSweepEvery {
+		return
+	}
+	t.lastSweep = now
+	limit := now.UnixMilli() - t.policy.expiration.Milliseconds()
+	for id, e := range t.byID {
+		if e.lastWrite < limit {
+			delete(t.byID, id)
+		}
+	}
+	if len(t.byID) < t.policy.maxIDs {
+		return
+	}
+	type idle struct {
+		id   int64
+		last int64
+	}
+	all := make([]idle, 0, len(t.byID))
+	for id, e := range t.byID {
+		all = append(all, idle{id, e.lastWrite})
+	}
+	slices.SortFunc(all, func(a, b idle) int { return cmp.Compare(a.last, b.last) })
+	drop := len(all) - t.policy.maxIDs + 1 + t.policy.maxIDs/10
+	for _, x := range all[:min(drop, len(all))] {
+		delete(t.byID, x.id)
+	}
 }
 
 // checkProducersLocked checks every idempotent batch of an append. When the
 // whole append is one duplicate batch it returns the original result.
-func (p *partition) checkProducersLocked(views []batchView) (appendResult, bool, error) {
+func (p *partition) checkProducersLocked(views []batchView, now time.Time) (appendResult, bool, error) {
 	idempotent := false
 	for _, b := range views {
 		idempotent = idempotent || b.idempotent()
@@ -96,14 +219,14 @@ func (p *partition) checkProducersLocked(views []batchView) (appendResult, bool,
 	if !idempotent {
 		return appendResult{}, false, nil
 	}
-	if err := p.loadProducersLocked(); err != nil {
+	if err := p.loadProducersLocked(now); err != nil {
 		return appendResult{}, false, err
 	}
 	for _, b := range views {
 		if !b.idempotent() {
 			continue
 		}
-		stored, dup, err := p.producers.check(b)
+		stored, dup, err := p.producers.check(b, now)
 		if err != nil {
 			return appendResult{}, false, err
 		}
@@ -119,28 +242,81 @@ func (p *partition) checkProducersLocked(views []batchView) (appendResult, bool,
 }
 
 // recordProducersLocked remembers the idempotent batches just appended at base.
-func (p *partition) recordProducersLocked(views []batchView, base int64) {
+func (p *partition) recordProducersLocked(views []batchView, base int64, now time.Time) {
 	if p.producers == nil {
 		return
 	}
 	for _, b := range views {
 		if b.idempotent() {
-			p.producers.record(b, base)
+			p.producers.record(b, base, now.UnixMilli(), now)
 		}
 		base += int64(b.lastDelta) + 1
 	}
 }
 
+// policy is the partition's producer policy (the default for partitions
+// made outside a broker, as in tests).
+func (p *partition) policy() *producerPolicy {
+	if p.producerPolicy != nil {
+		return p.producerPolicy
+	}
+	return defaultProducerPolicy
+}
+
+// checkProducerIDs refuses batches under ids the controller never
+// allocated. An id allocated through another broker may be a little ahead
+// of this broker's metadata, so a write waits (up to producerIDWait) for
+// the metadata to catch up before it is refused. Called before appendMu is
+// taken: the wait holds up only this request.
+func (p *partition) checkProducerIDs(views []batchView) error {
+	alloc := p.policy().allocated
+	if alloc == nil {
+		return nil
+	}
+	var highest int64 = -1
+	for _, b := range views {
+		highest = max(highest, b.producerID)
+	}
+	if highest < 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), producerIDWait)
+	defer cancel()
+	for {
+		next, changed := alloc()
+		if highest < next {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: producer id %d was never allocated (next is %d); get one with InitProducerId",
+				errUnknownProducerID, highest, next)
+		}
+	}
+}
+
 // loadProducersLocked rebuilds the producer table from the log the first
-// time an idempotent producer writes to this partition since it was opened,
-// so duplicates are caught across restarts.
-func (p *partition) loadProducersLocked() error {
+// time an idempotent producer writes to this partition since it was opened
+// (or since it last followed another leader), so duplicates are caught
+// across restarts. Producers idle longer than the expiration are expired
+// anyway, so the scan starts at the first batch younger than that.
+func (p *partition) loadProducersLocked(now time.Time) error {
 	if p.producers != nil {
 		return nil
 	}
-	t := &producerTable{byID: map[int64]*producerEntry{}}
+	t := newProducerTable(p.policy())
 	end := p.log.EndOffset()
-	for off := p.log.StartOffset(); off < end; {
+	start := p.log.StartOffset()
+	since := now.Add(-t.policy.expiration).UnixMilli()
+	if off, _, ok, err := p.log.OffsetForTimestamp(since); err != nil {
+		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
+	} else if !ok {
+		start = end
+	} else {
+		start = max(start, off)
+	}
+	for off := start; off < end; {
 		chunk, err := p.log.Read(off, 1<<20, end)
 		if err != nil {
 			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.topic, p.index, off, err)
@@ -153,7 +329,9 @@ func (p *partition) loadProducersLocked() error {
 		next := off
 		err = splitBatches(data, func(b batchView) error {
 			if b.idempotent() && !b.isControl() {
-				t.record(b, b.baseOffset)
+				// The batch's own time, capped: a client's clock
+				// in the future must not keep an id forever.
+				t.record(b, b.baseOffset, min(b.maxTS, now.UnixMilli()), now)
 			}
 			next = b.lastOffset() + 1
 			return nil

@@ -9,6 +9,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -339,6 +340,14 @@ func (s *Server) startBroker(ctx context.Context) error {
 	}
 	b.storageRetry = s.cfg.StorageRetryInterval
 	b.maxInflated = s.cfg.MaxDecompressedBatchBytes
+	b.producers = &producerPolicy{
+		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),
+		maxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, DefaultMaxProducerIDsPerPartition),
+		allocated: func() (int64, <-chan struct{}) {
+			img, changed := s.meta.Image()
+			return img.NextProducerID, changed
+		},
+	}
 	if err := b.start(s.cfg.MaintainInterval); err != nil {
 		b.close()
 		return fmt.Errorf("open partitions: %w", err)

@@ -50,6 +50,8 @@ type serveFlags struct {
 	kafkaMaxConns      int
 	kafkaMaxConnsPerIP int
 	peerMaxConns       int
+	producerExpiration time.Duration
+	maxProducerIDs     int
 
 	// storage (disk full, I/O errors)
 	storageRetry time.Duration
@@ -120,6 +122,8 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.kafkaMaxConns, "kafka-max-connections", def.KafkaMaxConnections, "open connections on the Kafka client port; more are closed at once")
 	fs.IntVar(&f.kafkaMaxConnsPerIP, "kafka-max-connections-per-ip", def.KafkaMaxConnectionsPerIP, "open Kafka client connections from one IP address")
 	fs.IntVar(&f.peerMaxConns, "inter-broker-max-connections", def.InterBrokerMaxConnections, "open inter-broker (replication) connections on the raft port, counted apart from clients")
+	fs.DurationVar(&f.producerExpiration, "producer-id-expiration", def.ProducerIDExpiration, "an idempotent producer idle this long is forgotten (Kafka's producer.id.expiration.ms)")
+	fs.IntVar(&f.maxProducerIDs, "max-producer-ids-per-partition", def.MaxProducerIDsPerPartition, "idempotent producers a partition remembers; the longest idle are dropped first")
 	// Client TLS (HTTPS, certificate files).
 	fs.StringVar(&f.httpsAddr, "https-addr", "", "HTTPS (HTTP/1.1 and HTTP/2) listen address for the API and UI, beside or instead of --http-addr; needs --tls-cert-file")
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
@@ -166,6 +170,8 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.KafkaMaxConnections = f.kafkaMaxConns
 	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP
 	cfg.InterBrokerMaxConnections = f.peerMaxConns
+	cfg.ProducerIDExpiration = f.producerExpiration
+	cfg.MaxProducerIDsPerPartition = f.maxProducerIDs
 
 	if f.storageRetry <= 0 {
 		return cfg, fmt.Errorf("--storage-retry-interval must be positive")
