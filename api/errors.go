@@ -38,6 +38,9 @@ var (
 	// ErrCorruptBatch is a stored record batch that cannot be decoded;
 	// a *CorruptBatchError says which one and where records resume.
 	ErrCorruptBatch = errors.New("api: stored record batch cannot be decoded")
+	// ErrInternalTopic: clients cannot write, delete, create or reconfigure
+	// an internal topic (__consumer_offsets, ...); its coordinator does.
+	ErrInternalTopic = errors.New("api: internal topic")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -64,6 +67,7 @@ func problemKinds() []ProblemKind {
 		{ErrUnknownPartition, http.StatusNotFound, "unknown-partition", "Unknown partition"},
 		{ErrUnknownGroup, http.StatusNotFound, "unknown-group", "Unknown consumer group"},
 		{ErrNotFound, http.StatusNotFound, "not-found", "Not found"},
+		{ErrInternalTopic, http.StatusForbidden, "internal-topic", "Internal topic: written only by its coordinator"},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 		{ErrTopicExists, http.StatusConflict, "topic-exists", "Topic already exists"},
 		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},

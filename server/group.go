@@ -191,7 +191,11 @@ func (c *groupCoordinator) follow() {
 			// Retried at the next tick (the broker may not have caught up
 			// with the image yet).
 			delete(c.shards, p)
-			c.logger.Debug("load offsets partition", "partition", p, "err", err)
+			level := slog.LevelWarn
+			if errors.Is(err, errLoadBehind) {
+				level = slog.LevelDebug // expected for a moment after a leader change
+			}
+			c.logger.Log(context.Background(), level, "load offsets partition", "partition", p, "err", err)
 		default:
 			for name, g := range groups {
 				c.groups[name] = g

@@ -38,6 +38,10 @@ const (
 
 var errBadGroupRecord = errors.New("malformed __consumer_offsets record")
 
+// errLoadBehind: the partition's high watermark trails its log end; a load
+// waits (retried at the next tick), which is expected after a leader change.
+var errLoadBehind = errors.New("high watermark below the log end")
+
 // offsetEntry is one committed offset.
 type offsetEntry struct {
 	V           int     `json:"v"`
@@ -194,7 +198,7 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 	// retries at its next tick; clients see COORDINATOR_LOAD_IN_PROGRESS).
 	for deadline := c.now().Add(groupLoadWait); p.hwm.Load() < p.log.EndOffset(); {
 		if c.now().After(deadline) {
-			return nil, fmt.Errorf("%s-%d: high watermark %d below the log end %d", offsetsTopic, idx, p.hwm.Load(), p.log.EndOffset())
+			return nil, fmt.Errorf("%s-%d: %w: %d < %d", offsetsTopic, idx, errLoadBehind, p.hwm.Load(), p.log.EndOffset())
 		}
 		time.Sleep(groupTick)
 	}
@@ -202,11 +206,19 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 	offsets := map[string]map[tp]offsetEntry{}
 	for off := p.log.StartOffset(); ; {
 		res, err := p.readDecoded(off, 1000, 4<<20)
-		if err != nil {
-			return nil, fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, idx, off, err)
-		}
 		for _, r := range res.records {
 			c.replay(r, metas, offsets)
+		}
+		if err != nil {
+			// A batch that cannot be decoded would keep every group of
+			// this partition "loading" forever: skip it, loudly.
+			next, serr := batchEndAt(p, res.next)
+			if serr != nil {
+				return nil, fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, idx, res.next, err)
+			}
+			c.logger.Warn("skipping unreadable __consumer_offsets batch", "partition", idx,
+				"offset", res.next, "next", next, "err", err)
+			res.next = next
 		}
 		if res.next <= off || res.next >= res.hwm {
 			break
@@ -233,6 +245,26 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 		g.restore(sg, now)
 	}
 	return groups, nil
+}
+
+// batchEndAt returns the offset after the batch holding off, read from its
+// header alone (no CRC or record check: the batch is known to be bad).
+func batchEndAt(p *partition, off int64) (int64, error) {
+	chunk, err := p.read(off, batchHeaderLen)
+	if err != nil {
+		return 0, err
+	}
+	data, err := chunk.Bytes()
+	chunk.Close()
+	if err != nil {
+		return 0, err
+	}
+	if len(data) < batchHeaderLen {
+		return 0, fmt.Errorf("%w: %d bytes at %d", errBadGroupRecord, len(data), off)
+	}
+	base := int64(binary.BigEndian.Uint64(data[0:]))
+	last := base + int64(int32(binary.BigEndian.Uint32(data[23:])))
+	return max(last+1, off+1), nil
 }
 
 func (c *groupCoordinator) replay(r Record, metas map[string]*storedGroup, offsets map[string]map[tp]offsetEntry) {

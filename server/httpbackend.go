@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +47,7 @@ var httpErrors = []struct{ from, to error }{
 	{errInvalidReplicas, api.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
+	{errInternalTopic, api.ErrInternalTopic},
 	{errTooLarge, api.ErrTooLarge},
 	{errCorruptBatch, api.ErrInvalidRequest},
 	{segments.ErrInflatedTooLarge, api.ErrTooLarge},
@@ -206,9 +206,10 @@ func replicationFactor(t *raftfsm.Topic) int16 {
 	return int16(len(t.Partitions[0].TargetReplicas())) // not counting replicas a reassignment removes
 }
 
-func isInternal(name string) bool { return strings.HasPrefix(name, "__") }
-
 func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {
+	if err := refuseInternal(req.Name, "create"); err != nil {
+		return api.TopicDetail{}, toHTTPError(err)
+	}
 	t, err := h.s.createTopic(ctx, topicSpec{name: req.Name, partitions: req.Partitions,
 		replicationFactor: req.ReplicationFactor, configs: req.Configs}, false)
 	if err != nil {
@@ -261,10 +262,16 @@ func uuidString(id [16]byte) string {
 }
 
 func (h *httpBackend) DeleteTopic(ctx context.Context, name string) error {
+	if err := refuseInternal(name, "delete"); err != nil {
+		return toHTTPError(err)
+	}
 	return toHTTPError(h.s.deleteTopic(ctx, name))
 }
 
 func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (api.TopicDetail, error) {
+	if err := refuseInternal(name, "reconfigure"); err != nil {
+		return api.TopicDetail{}, toHTTPError(err)
+	}
 	t, err := h.s.alterTopicConfigs(ctx, name, set, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
@@ -275,6 +282,9 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 // Produce groups records by partition, encodes one batch per partition and
 // checks every batch before appending any.
 func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
+	if err := refuseInternal(topic, "produce to"); err != nil {
+		return nil, toHTTPError(err)
+	}
 	img, t, ok := h.s.lookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)

@@ -41,6 +41,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{errInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
 	{raftfsm.ErrNotEnoughBrokers, kafkaproto.ErrInvalidReplicationFactor},
+	{errInternalTopic, kafkaproto.ErrInvalidTopic},
 	{errTooLarge, kafkaproto.ErrMessageTooLarge},
 	{segments.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
 	{segments.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
@@ -119,6 +120,9 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 }
 
 func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
+	if err := refuseInternal(topic, "produce to"); err != nil {
+		return kafkaproto.ProduceResult{}, toKafkaError(err)
+	}
 	p, err := k.s.broker.partition(topic, partition)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
@@ -136,6 +140,9 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 // AppendForAcks splits an acks=all produce so the listener can read a
 // connection's next requests while this one waits for the in-sync replicas.
 func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
+	if err := refuseInternal(topic, "produce to"); err != nil {
+		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+	}
 	p, err := k.s.broker.partition(topic, partition)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
@@ -255,6 +262,9 @@ func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, part
 }
 
 func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+	if err := refuseInternal(topic, "delete records of"); err != nil {
+		return -1, toKafkaError(err)
+	}
 	p, err := k.s.broker.partition(topic, partition)
 	if err != nil {
 		return -1, toKafkaError(err)
@@ -273,16 +283,25 @@ func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partitio
 }
 
 func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
+	if err := refuseInternal(spec.Name, "create"); err != nil {
+		return toKafkaError(err)
+	}
 	_, err := k.s.createTopic(ctx, topicSpec{name: spec.Name, partitions: spec.Partitions,
 		replicationFactor: spec.ReplicationFactor, configs: spec.Configs}, validateOnly)
 	return toKafkaError(err)
 }
 
 func (k *kafkaBackend) DeleteTopic(ctx context.Context, name string) error {
+	if err := refuseInternal(name, "delete"); err != nil {
+		return toKafkaError(err)
+	}
 	return toKafkaError(k.s.deleteTopic(ctx, name))
 }
 
 func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
+	if err := refuseInternal(topic, "add partitions to"); err != nil {
+		return toKafkaError(err)
+	}
 	return toKafkaError(k.s.createPartitions(ctx, topic, count, validateOnly))
 }
 
@@ -310,6 +329,9 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
 	if res.Type != kafkaproto.ResourceTopic {
 		return fmt.Errorf("%w: only topic configs can be altered", kafkaproto.ErrInvalidRequest)
+	}
+	if err := refuseInternal(res.Name, "reconfigure"); err != nil {
+		return toKafkaError(err)
 	}
 	changes := map[string]*string{}
 	for _, op := range ops {
