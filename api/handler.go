@@ -100,7 +100,11 @@ func NewSpecRouter() (*openapi3.T, routers.Router, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := legacy.NewRouter(doc)
+	// Routes match request paths as they are: the spec's servers entry
+	// ("/", the node itself) is for clients, not a prefix to strip.
+	routed := *doc
+	routed.Servers = nil
+	r, err := legacy.NewRouter(&routed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: openapi router: %w", err)
 	}

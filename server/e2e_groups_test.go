@@ -396,10 +396,7 @@ func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama
 func TestGroupKafkajs(t *testing.T) {
 	dir := filepath.Join("testdata", "kafkajs")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("kafkajs not installed (npm ci in %s): %v", dir, err)
-		}
-		t.Skipf("kafkajs not installed; run npm ci in %s", dir)
+		servertest.MissingTool(t, fmt.Sprintf("kafkajs not installed (npm ci in %s): %v", dir, err))
 	}
 	n := kafkaNode(t)
 	c := newAPIClient(t, n)
@@ -443,10 +440,7 @@ func TestGroupKafkajs(t *testing.T) {
 // one group read every record between them.
 func TestGroupKcat(t *testing.T) {
 	if _, err := exec.LookPath("kcat"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("kcat not installed")
-		}
-		t.Skip("kcat not installed")
+		servertest.MissingTool(t, "kcat not installed")
 	}
 	n := kafkaNode(t)
 	c := newAPIClient(t, n)

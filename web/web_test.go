@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel/runnel/server/servertest"
 	"github.com/runnel/runnel/web"
 )
 
@@ -217,10 +218,7 @@ func nodeOrSkip(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("node")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is required in CI for the UI's JavaScript unit tests")
-		}
-		t.Skip("node not installed")
+		servertest.MissingTool(t, "node not installed (the UI's JavaScript unit tests)")
 	}
 	return p
 }
