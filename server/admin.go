@@ -181,14 +181,6 @@ func (s *Server) createPartitions(ctx context.Context, name string, count int32,
 	return nil
 }
 
-func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
-	res, err := s.applyMeta(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
-	if err != nil {
-		return 0, fmt.Errorf("allocate producer id: %w", err)
-	}
-	return res.(int64), nil
-}
-
 // catchUpWithLeader waits until this node has applied everything the active
 // controller had committed, so a change made through this node (forwarded
 // to the leader) is visible here when the call returns: read your writes.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"runtime"
 	"testing"
 	"time"
 
@@ -121,4 +122,54 @@ func TestProducerRebuildSkipsExpired(t *testing.T) {
 	if _, err := p.append(idemBatch(t, 3, 0, 40, "gap", time.Now().UnixMilli())); err != nil {
 		t.Fatalf("producer expired before the rebuild: %v", err)
 	}
+}
+
+// heapAfter is the live heap after fn, with its result kept alive.
+func heapAfter(fn func() any) (uint64, any) {
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	keep := fn()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc), keep
+}
+
+// A flood of producer ids costs the bounded table a fixed amount of
+// memory; the same flood into an unbounded table (the baseline, measured
+// in the same run) grows with every id.
+func TestProducerTableMemoryBounded(t *testing.T) {
+	const ids = 200_000
+	raw := idemBatch(t, 0, 0, 0, "x", time.Now().UnixMilli())
+	flood := func(maxIDs int) func() any {
+		return func() any {
+			tbl := newProducerTable(&producerPolicy{expiration: time.Hour, maxIDs: maxIDs})
+			now := time.Now()
+			for pid := range int64(ids) {
+				binary.BigEndian.PutUint64(raw[43:], uint64(pid))
+				var v batchView
+				splitBatchesUnchecked(raw, &v)
+				tbl.record(v, pid, now.UnixMilli(), now)
+			}
+			return tbl
+		}
+	}
+	unbounded, keep1 := heapAfter(flood(ids + 1))
+	bounded, keep2 := heapAfter(flood(DefaultMaxProducerIDsPerPartition))
+	runtime.KeepAlive(keep1)
+	runtime.KeepAlive(keep2)
+	t.Logf("%d producer ids: unbounded table %d KiB (%d B/id), bounded table %d KiB; ratio %.1fx",
+		ids, unbounded>>10, unbounded/ids, bounded>>10, float64(unbounded)/float64(max(bounded, 1)))
+	if bounded*5 > unbounded {
+		t.Fatalf("bounded table holds %d bytes, unbounded %d: not bounded", bounded, unbounded)
+	}
+}
+
+// splitBatchesUnchecked reads one batch header without the CRC check (the
+// test rewrites the producer id in place).
+func splitBatchesUnchecked(raw []byte, v *batchView) {
+	*v = batchView{raw: raw, lastDelta: int32(binary.BigEndian.Uint32(raw[23:])),
+		producerID: int64(binary.BigEndian.Uint64(raw[43:])),
+		epoch:      int16(binary.BigEndian.Uint16(raw[51:])),
+		firstSeq:   int32(binary.BigEndian.Uint32(raw[53:]))}
 }

@@ -58,6 +58,7 @@ type Server struct {
 
 	stopElections context.CancelFunc // stops runLeaderElections
 	groups        *groupCoordinator  // nil unless a broker
+	producerIDs   producerIDs        // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
 	wg            sync.WaitGroup
 }
