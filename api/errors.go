@@ -41,6 +41,9 @@ var (
 	// ErrInternalTopic: clients cannot write, delete, create or reconfigure
 	// an internal topic (__consumer_offsets, ...); its coordinator does.
 	ErrInternalTopic = errors.New("api: internal topic")
+	// ErrHostNotAllowed: the Host header names no host this node serves
+	// (DNS rebinding); see HostCheck.
+	ErrHostNotAllowed = errors.New("api: host not allowed")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -74,6 +77,7 @@ func problemKinds() []ProblemKind {
 		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
 		{ErrTooLarge, http.StatusRequestEntityTooLarge, "record-too-large", "Record larger than max.message.bytes"},
 		{ErrTooManyRecords, http.StatusRequestEntityTooLarge, "too-many-records", "Too many records in one request"},
+		{ErrHostNotAllowed, http.StatusMisdirectedRequest, "host-not-allowed", "Host not allowed"},
 		{ErrBodyTimeout, http.StatusRequestTimeout, "request-timeout", "Request body not received in time"},
 		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},

@@ -102,6 +102,12 @@ type Config struct {
 	// of one produced batch may decompress to (0: the segments default).
 	MaxDecompressedBatchBytes int64
 
+	// HTTPAllowedHosts are the names (or "*.suffix" patterns) besides
+	// localhost, IP literals, the hostname and the advertised HTTP host that
+	// the HTTP listener answers to in a Host header; "*" answers any
+	// (api.HostCheck: DNS rebinding).
+	HTTPAllowedHosts []string
+
 	Logger *slog.Logger
 }
 

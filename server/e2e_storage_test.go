@@ -232,3 +232,40 @@ func TestDiskFullResumes(t *testing.T) {
 	}
 	t.Logf("all %d acknowledged records read back", len(acked))
 }
+
+// TestHostHeaderChecked: with no authentication, a request naming a host
+// this node does not serve (a DNS rebinding page on attacker.example
+// resolving to 127.0.0.1) is refused with 421 problem+json; localhost, IP
+// literals and names given in --http-allowed-hosts are served.
+func TestHostHeaderChecked(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{Args: []string{"--http-allowed-hosts", "runnel.internal,*.example.net"}})
+	get := func(host string) (int, http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, n.URL+"/v1/topics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	_, port, _ := strings.Cut(n.HTTPAddr, ":")
+	for _, host := range []string{"attacker.example:" + port, "attacker.example", "runnel.internal.attacker.example", "example.net"} {
+		status, h, body := get(host)
+		var p problem
+		_ = json.Unmarshal(body, &p)
+		if status != http.StatusMisdirectedRequest || h.Get("Content-Type") != "application/problem+json" || !strings.HasSuffix(p.Type, ":host-not-allowed") {
+			t.Fatalf("Host %s: %d %s %s, want 421 host-not-allowed", host, status, h.Get("Content-Type"), body)
+		}
+	}
+	for _, host := range []string{"localhost:" + port, "LOCALHOST.", "127.0.0.1:" + port, "[::1]:" + port, "10.1.2.3", "runnel.internal:" + port, "a.example.net", "app.localhost"} {
+		if status, _, body := get(host); status != http.StatusOK {
+			t.Fatalf("Host %s: %d %s, want 200", host, status, body)
+		}
+	}
+}

@@ -203,7 +203,8 @@ func (s *Server) open() error {
 	}
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
-	s.httpSrv = &http.Server{BaseContext: func(net.Listener) context.Context { return reqCtx }, Handler: markForwarded(s.groupsProxy(handler)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
+	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.groupsProxy(handler))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if httpLn != nil {
 		s.wg.Add(1)
 		go func() {

@@ -67,6 +67,9 @@ type serveFlags struct {
 	httpLimits api.Limits
 	// hostile batches
 	maxInflated int64
+
+	// Host header check (DNS rebinding)
+	allowedHosts string
 }
 
 func newServeCommand() *cobra.Command {
@@ -116,6 +119,8 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	// storage (disk full, I/O errors)
 	fs.DurationVar(&f.storageRetry, "storage-retry-interval", def.StorageRetryInterval, "how often partitions whose disk failed (full, I/O error) are looked for and retried; retries back off to 30s")
+	// Host header check (DNS rebinding)
+	fs.StringVar(&f.allowedHosts, "http-allowed-hosts", "", "comma-separated host names (or *.domain) the HTTP API answers to besides localhost, IP addresses, this machine's hostname and the advertised HTTP host; other Host headers get 421 (DNS rebinding). \"*\": any")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
 	fs.StringVar(&f.secretFile, "cluster-secret-file", "", "file holding the cluster secret (surrounding whitespace trimmed)")
 	// Connection budgets and producer state (hostile input, h2).
@@ -183,6 +188,11 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	cfg.HTTPLimits = f.httpLimits
 	cfg.MaxDecompressedBatchBytes = f.maxInflated
+	for _, h := range strings.Split(f.allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, h)
+		}
+	}
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}

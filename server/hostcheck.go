@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+)
+
+// The Host check (api.HostCheck, against DNS rebinding) guards the public
+// HTTP listener. Requests forwarded by other nodes arrive over the cluster
+// port, authenticated by the cluster secret and naming "runnel-node-<id>":
+// they are exempt, and so are HTTPS requests (see hostCheckExempt).
+
+type interNodeKey struct{}
+
+// baseContext marks requests that arrived on the inter-node listener.
+func (s *Server) baseContext(reqCtx context.Context) func(net.Listener) context.Context {
+	inter := context.WithValue(reqCtx, interNodeKey{}, true)
+	return func(l net.Listener) context.Context {
+		if l == net.Listener(s.interHTTP) {
+			return inter
+		}
+		return reqCtx
+	}
+}
+
+// hostCheckExempt: requests forwarded by other nodes, and HTTPS requests (a
+// browser only completes TLS with a certificate valid for the name it
+// asked for, which a rebinding page's name is not).
+func hostCheckExempt(r *http.Request) bool {
+	v, _ := r.Context().Value(interNodeKey{}).(bool)
+	return v || r.TLS != nil
+}
+
+// allowedHosts is --http-allowed-hosts plus the names this node knows for
+// itself: its hostname and the host of its advertised HTTP address
+// (localhost and IP literals are always allowed by api.HostCheck).
+func (s *Server) allowedHosts() []string {
+	hosts := append([]string(nil), s.cfg.HTTPAllowedHosts...)
+	if name, err := os.Hostname(); err == nil && name != "" {
+		hosts = append(hosts, name)
+	}
+	if adv := advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr); adv != "" {
+		if host, _, err := net.SplitHostPort(adv); err == nil {
+			hosts = append(hosts, host)
+		}
+	}
+	return hosts
+}
