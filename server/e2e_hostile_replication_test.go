@@ -283,8 +283,13 @@ func TestHostileConnectionFloodKeepsReplication(t *testing.T) {
 		t.Fatal("acks=all write not acknowledged with the follower back in sync")
 	}
 	flood.stop()
-	if n := strings.Count(leader.Logs(), "connection limit"); n > 30 {
+	logs := leader.Logs()
+	if n := strings.Count(logs, "connection limit"); n > 30 {
 		t.Errorf("%d log lines about the connection limit; want them rate-limited", n)
+	}
+	t.Logf("leader log: %d bytes, %d WARN lines", len(logs), strings.Count(logs, "level=WARN"))
+	if n := strings.Count(logs, "level=WARN"); n > 100 {
+		t.Errorf("%d WARN lines on the leader during the flood; want repetitive lines rate-limited", n)
 	}
 }
 
