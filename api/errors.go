@@ -12,6 +12,9 @@ var (
 	ErrInvalidTopicName  = errors.New("api: invalid topic name")
 	ErrInvalidConfig     = errors.New("api: invalid config")
 	ErrInvalidPartitions = errors.New("api: invalid partition count or replication factor")
+	// ErrPolicyViolation: a valid request the cluster's limits refuse
+	// (e.g. more partitions than --max-partitions allows).
+	ErrPolicyViolation   = errors.New("api: refused by the cluster's limits")
 	ErrMalformedJSON     = errors.New("api: malformed JSON")
 	ErrUnknownTopic      = errors.New("api: unknown topic")
 	ErrUnknownPartition  = errors.New("api: unknown partition")
@@ -65,6 +68,7 @@ func problemKinds() []ProblemKind {
 		{ErrInvalidConfig, http.StatusBadRequest, "invalid-config", "Invalid topic config"},
 		{ErrInvalidPartitions, http.StatusBadRequest, "invalid-partitions", "Invalid partition count or replication factor"},
 		{ErrMalformedJSON, http.StatusBadRequest, "malformed-json", "Malformed JSON"},
+		{ErrPolicyViolation, http.StatusUnprocessableEntity, "policy-violation", "Refused by the cluster's limits"},
 		{ErrInvalidRequest, http.StatusBadRequest, "invalid-request", "Invalid request"},
 		{ErrUnknownTopic, http.StatusNotFound, "unknown-topic", "Unknown topic"},
 		{ErrUnknownPartition, http.StatusNotFound, "unknown-partition", "Unknown partition"},

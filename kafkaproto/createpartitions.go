@@ -8,7 +8,9 @@ import (
 )
 
 // CreatePartitions, key 37: versions 0-3 (flexible from 2). Manual
-// assignment of the new partitions is not supported.
+// assignment of the new partitions is not supported; a request naming more
+// than Options.MaxAdminTopics topics is refused. The count is bounded by
+// the broker (its partition limits) before anything is allocated for it.
 const (
 	createPartitionsKey = 37
 	createPartitionsMin = 0
@@ -18,6 +20,13 @@ const (
 func (s *Server) createPartitions(ctx context.Context, req *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
+	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
+		resp := createPartitionsError(req, kafkaErr(err))
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = errMessage(err)
+		}
+		return resp
+	}
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	for _, rt := range req.Topics {
 		t := kmsg.NewCreatePartitionsResponseTopic()

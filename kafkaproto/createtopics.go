@@ -10,7 +10,8 @@ import (
 // CreateTopics, key 19: versions 2-7 (flexible from 5; v5+ responses carry
 // the partitions, replication factor and configs of the new topic, v7 its
 // id). Manual replica assignment is not supported; a topic named twice in
-// one request is rejected.
+// one request is rejected, and so is a request naming more than
+// Options.MaxAdminTopics topics.
 const (
 	createTopicsKey = 19
 	createTopicsMin = 2
@@ -20,6 +21,13 @@ const (
 func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
+	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
+		resp := createTopicsError(req, kafkaErr(err))
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = errMessage(err)
+		}
+		return resp
+	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	seen := make(map[string]int, len(req.Topics))
 	for _, rt := range req.Topics {
@@ -101,4 +109,14 @@ func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) *kmsg.CreateTo
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// checkAdminTopics bounds the topics of one CreateTopics or CreatePartitions
+// request: each costs a metadata proposal, so a request naming many could
+// hold the controller for long.
+func (s *Server) checkAdminTopics(n int) error {
+	if n > s.opts.MaxAdminTopics {
+		return fmt.Errorf("%w: %d topics in one request, at most %d", ErrInvalidRequest, n, s.opts.MaxAdminTopics)
+	}
+	return nil
 }

@@ -27,6 +27,9 @@ const (
 	// limitWarnEvery rate-limits the WARN line for refused connections and
 	// requests: a client retrying in a loop must not flood the log.
 	limitWarnEvery = 10 * time.Second
+	// DefaultMaxAdminTopics bounds the topics of one CreateTopics or
+	// CreatePartitions request (each is a metadata proposal).
+	DefaultMaxAdminTopics = 1000
 
 	// smallRequestMax bounds every request but Produce: none of them needs
 	// more, and it keeps what a decoder may allocate for a hostile frame
@@ -59,6 +62,10 @@ type Options struct {
 	// create missing topics with the broker's default partitions and
 	// replication factor. Off by default.
 	AutoCreateTopics bool
+	// MaxAdminTopics bounds the topics of one CreateTopics or
+	// CreatePartitions request; a request naming more is refused whole
+	// (INVALID_REQUEST for each topic). 0: DefaultMaxAdminTopics.
+	MaxAdminTopics int
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -107,6 +114,9 @@ func NewServer(broker Broker, opts Options) *Server {
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.MaxAdminTopics <= 0 {
+		opts.MaxAdminTopics = DefaultMaxAdminTopics
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{

@@ -21,6 +21,13 @@ var (
 	ErrUnknownBroker     = errors.New("raftfsm: unknown broker")
 	ErrStaleEpoch        = errors.New("raftfsm: stale leader or partition epoch")
 	ErrInvalidPartitions = errors.New("raftfsm: invalid partition count")
+	// ErrInvalidReplicationFactor: outside 1..Limits.MaxReplicationFactor.
+	ErrInvalidReplicationFactor = errors.New("raftfsm: invalid replication factor")
+	// ErrInvalidTopicName: not a legal topic name (ValidateTopicName).
+	ErrInvalidTopicName = errors.New("raftfsm: invalid topic name")
+	// ErrPolicyViolation: a valid request that the cluster-wide Limits
+	// (partitions in the cluster or on a broker) refuse.
+	ErrPolicyViolation   = errors.New("raftfsm: refused by the cluster's limits")
 	ErrNotEnoughBrokers  = errors.New("raftfsm: replication factor larger than the available brokers")
 	ErrClosed            = errors.New("raftfsm: node closed")
 	ErrUnknownPartition  = errors.New("raftfsm: unknown partition")
@@ -74,6 +81,9 @@ type Config struct {
 	// right after the protocol byte, see handshake.go): nodes talk only to
 	// nodes with the same secret. Empty: no authentication (logged at WARN).
 	ClusterSecret []byte
+	// Limits bound the partitions a CreateTopic or CreatePartitions may ask
+	// for; checked by the active controller before proposing (limits.go).
+	Limits Limits
 }
 
 // Status is this node's view of the quorum.

@@ -15,7 +15,8 @@ func encodeCommand(c Command) ([]byte, error) {
 }
 
 // DecodeCommand decodes a command from raft log bytes and checks the
-// envelope: a known version and exactly one command set.
+// envelope (a known version and exactly one command set) and the command
+// against the hard bounds (checkCommand): the FSM applies nothing else.
 func DecodeCommand(b []byte) (Command, error) {
 	var c Command
 	if err := json.Unmarshal(b, &c); err != nil {
@@ -34,7 +35,7 @@ func (c *Command) check() error {
 	if n := c.count(); n != 1 {
 		return fmt.Errorf("%w: %d commands in one envelope, want 1", ErrInvalidCommand, n)
 	}
-	return nil
+	return checkCommand(c)
 }
 
 func (c *Command) count() int {

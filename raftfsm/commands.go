@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -277,6 +278,9 @@ func (c *change) allocateProducerIDs(cmd *AllocateProducerIDs) (any, error) {
 		return nil, fmt.Errorf("%w: producer id count %d", ErrInvalidCommand, cmd.Count)
 	}
 	first := c.img.NextProducerID
+	if first > math.MaxInt64-cmd.Count {
+		return nil, fmt.Errorf("%w: producer ids exhausted", ErrInvalidCommand)
+	}
 	c.img.NextProducerID = first + cmd.Count
 	c.writes = append(c.writes, write{keyNextProducerID, u64(uint64(c.img.NextProducerID))})
 	return first, nil

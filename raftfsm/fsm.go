@@ -64,7 +64,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		}
 		cmd, err := DecodeCommand(l.Data)
 		if err != nil {
-			f.log.Warn("raftfsm: skipping undecodable command", "index", l.Index, "err", err)
+			f.log.Warn("raftfsm: refusing an invalid command", "index", l.Index, "err", err)
 			out[i] = err
 			continue
 		}

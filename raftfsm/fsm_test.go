@@ -80,11 +80,11 @@ func TestFSMCommands(t *testing.T) {
 			}},
 		{name: "create existing", cmd: create("t", []int32{1}), err: ErrTopicExists},
 		{name: "create zero partitions", cmd: Command{CreateTopic: &CreateTopic{Name: "z", ReplicationFactor: 1}}, err: ErrInvalidPartitions},
-		{name: "create zero rf", cmd: Command{CreateTopic: &CreateTopic{Name: "z", Partitions: 1}}, err: ErrInvalidPartitions},
+		{name: "create zero rf", cmd: Command{CreateTopic: &CreateTopic{Name: "z", Partitions: 1}}, err: ErrInvalidReplicationFactor},
 		{name: "create unknown broker", cmd: create("z", []int32{9}), err: ErrUnknownBroker},
 		{name: "create duplicate replica", cmd: create("z", []int32{1, 1}), err: ErrInvalidAssignment},
 		{name: "create ragged", cmd: create("z", []int32{1, 2}, []int32{1}), err: ErrInvalidAssignment},
-		{name: "create empty name", cmd: create("", []int32{1}), err: ErrInvalidCommand},
+		{name: "create empty name", cmd: create("", []int32{1}), err: ErrInvalidTopicName},
 		{name: "delete", cmd: Command{DeleteTopic: &DeleteTopic{Name: "t"}},
 			check: func(t *testing.T, res any, img *Image) {
 				if _, ok := img.Topics["t"]; ok || res.(*Topic).Name != "t" {
@@ -432,11 +432,15 @@ func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
 	dir := t.TempDir()
 	f := newTestFSM(t, dir)
 	setup(t, f)
-	big := string(bytes.Repeat([]byte("x"), 300<<10))
+	value := string(bytes.Repeat([]byte("x"), 30<<10)) // within maxConfigValueLen
+	big := map[string]string{}
+	for i := range 10 {
+		big[fmt.Sprint("v", i)] = value
+	}
 	var logs []*raft.Log
 	for i := range 12 { // 12 x 300 KiB, over the 2.4 MiB transaction limit
 		name := fmt.Sprint("big", i)
-		for _, c := range []Command{create(name, []int32{1}), {AlterConfigs: &AlterConfigs{Topic: name, Set: map[string]string{"v": big}}}} {
+		for _, c := range []Command{create(name, []int32{1}), {AlterConfigs: &AlterConfigs{Topic: name, Set: big}}} {
 			c.Version = CommandVersion
 			data, err := encodeCommand(c)
 			if err != nil {
@@ -445,7 +449,7 @@ func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
 			logs = append(logs, &raft.Log{Index: uint64(len(logs) + 5), Type: raft.LogCommand, Data: data})
 		}
 	}
-	if total := int64(12 * len(big)); total < f.db.MaxBatchSize() {
+	if total := int64(12 * 10 * len(value)); total < f.db.MaxBatchSize() {
 		t.Fatalf("%d bytes fit one transaction (%d): the fallback is not exercised", total, f.db.MaxBatchSize())
 	}
 	for i, r := range f.ApplyBatch(logs) {

@@ -39,6 +39,8 @@ type Node struct {
 	done      chan struct{} // closed by Close
 
 	q quorum // mux, controller RPC, broker sessions (quorum.go)
+
+	reserved reservations // partitions of proposals in flight (limits.go)
 }
 
 // Directory layout under Config.Dir.

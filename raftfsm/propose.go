@@ -68,10 +68,11 @@ func (n *Node) applyLocal(ctx context.Context, cmd Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd, err = n.prepare(cmd)
+	cmd, res, err := n.prepare(cmd)
 	if err != nil {
 		return nil, err
 	}
+	defer n.reserved.release(res)
 	data, err := encodeCommand(cmd)
 	if err != nil {
 		return nil, err
@@ -117,43 +118,64 @@ func (n *Node) spawn(fn func()) bool {
 }
 
 // prepare fills in what must be decided before proposing, so that applying
-// stays deterministic: version, topic id, replica placement.
-func (n *Node) prepare(cmd Command) (Command, error) {
+// stays deterministic: version, topic id, replica placement. It checks the
+// command as the FSM will (checkCommand) and against Config.Limits before
+// anything is allocated for it, and reserves the partitions it creates
+// (release the reservation, possibly nil, once the outcome is known).
+func (n *Node) prepare(cmd Command) (Command, *reservation, error) {
 	if cmd.Version == 0 {
 		cmd.Version = CommandVersion
 	}
-	if err := cmd.check(); err != nil {
-		return cmd, err
+	if err := cmd.check(); err != nil { // what the FSM checks again at apply
+		return cmd, nil, err
 	}
 	img, _ := n.Image()
+	var as [][]int32
 	switch {
 	case cmd.CreateTopic != nil:
 		ct := *cmd.CreateTopic
+		if err := n.cfg.Limits.CheckTopic(ct.Partitions, ct.ReplicationFactor); err != nil {
+			return cmd, nil, err
+		}
 		if ct.TopicID == ([16]byte{}) {
 			ct.TopicID = newUUID()
 		}
 		if ct.Assignments == nil {
-			as, err := placeReplicas(img, ct.Partitions, ct.ReplicationFactor)
+			placed, err := placeReplicas(img, ct.Partitions, ct.ReplicationFactor)
 			if err != nil {
-				return cmd, err
+				return cmd, nil, err
 			}
-			ct.Assignments = as
+			ct.Assignments = placed
 		}
+		as = ct.Assignments
 		cmd.CreateTopic = &ct
-	case cmd.CreatePartitions != nil && cmd.CreatePartitions.Assignments == nil:
+	case cmd.CreatePartitions != nil:
 		cp := *cmd.CreatePartitions
 		t, ok := img.Topics[cp.Topic]
 		if !ok {
-			return cmd, fmt.Errorf("%w: %q", ErrUnknownTopic, cp.Topic)
+			return cmd, nil, fmt.Errorf("%w: %q", ErrUnknownTopic, cp.Topic)
 		}
-		as, err := placeReplicas(img, cp.Count-int32(len(t.Partitions)), int16(topicRF(t)))
-		if err != nil {
-			return cmd, err
+		have := int32(len(t.Partitions))
+		if cp.Count <= have {
+			return cmd, nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, cp.Topic, have, cp.Count)
 		}
-		cp.Assignments = as
+		if err := n.cfg.Limits.CheckTopic(cp.Count, int16(topicRF(t))); err != nil {
+			return cmd, nil, err
+		}
+		if cp.Assignments == nil {
+			placed, err := placeReplicas(img, cp.Count-have, int16(topicRF(t)))
+			if err != nil {
+				return cmd, nil, err
+			}
+			cp.Assignments = placed
+		}
+		as = cp.Assignments
 		cmd.CreatePartitions = &cp
+	default:
+		return cmd, nil, nil
 	}
-	return cmd, nil
+	res, err := n.reserved.reserve(n.cfg.Limits, img, as)
+	return cmd, res, err
 }
 
 func newUUID() [16]byte {
@@ -187,11 +209,19 @@ func (n *Node) applyAll(ctx context.Context, cmds []Command) ([]any, []error) {
 	res := make([]any, len(cmds))
 	errs := make([]error, len(cmds))
 	futures := make([]raft.ApplyFuture, len(cmds))
+	var reserved []*reservation
+	defer func() {
+		for _, res := range reserved {
+			n.reserved.release(res)
+		}
+	}()
 	for i, cmd := range cmds {
 		timeout, err := n.leaderTimeout(ctx)
+		var res *reservation
 		if err == nil {
-			cmd, err = n.prepare(cmd)
+			cmd, res, err = n.prepare(cmd)
 		}
+		reserved = append(reserved, res)
 		var data []byte
 		if err == nil {
 			data, err = encodeCommand(cmd)

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/runnel/runnel/raftfsm"
 )
 
 var (
-	errInvalidTopicName  = errors.New("invalid topic name")
+	// Topic names and counts follow one set of rules, the FSM's: it applies
+	// them again to every command in the log.
+	errInvalidTopicName  = raftfsm.ErrInvalidTopicName
 	errInvalidPartitions = errors.New("invalid partition count")
-	errInvalidReplicas   = errors.New("invalid replication factor")
+	errInvalidReplicas   = raftfsm.ErrInvalidReplicationFactor
 )
 
 // Broker-wide topic defaults (Kafka's num.partitions and default.replication.factor).
@@ -23,15 +24,8 @@ const (
 	metadataApplyTimeout     = 10 * time.Second
 )
 
-var topicNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
-
-// validateTopicName applies Kafka's rules.
-func validateTopicName(name string) error {
-	if name == "." || name == ".." || !topicNameRE.MatchString(name) {
-		return fmt.Errorf("%w: %q (want 1 to 249 of [a-zA-Z0-9._-], not . or ..)", errInvalidTopicName, name)
-	}
-	return nil
-}
+// validateTopicName applies Kafka's rules (raftfsm.ValidateTopicName).
+func validateTopicName(name string) error { return raftfsm.ValidateTopicName(name) }
 
 // topicSpec is a topic to create; -1 means the broker default.
 type topicSpec struct {
@@ -67,8 +61,10 @@ func (s *Server) applyMeta(ctx context.Context, cmd raftfsm.Command) (any, error
 	return res, nil
 }
 
-// checkTopicSpec validates a creation request and fills in defaults.
-func checkTopicSpec(spec topicSpec) (topicSpec, error) {
+// checkTopicSpec validates a creation request against the limits and fills
+// in defaults. The active controller checks the limits again (with the
+// cluster-wide ones) before proposing.
+func checkTopicSpec(spec topicSpec, limits raftfsm.Limits) (topicSpec, error) {
 	if err := validateTopicName(spec.name); err != nil {
 		return spec, err
 	}
@@ -78,11 +74,8 @@ func checkTopicSpec(spec topicSpec) (topicSpec, error) {
 	if spec.replicationFactor == -1 || spec.replicationFactor == 0 {
 		spec.replicationFactor = defaultReplicationFactor
 	}
-	if spec.partitions < 1 || spec.partitions > 100000 {
-		return spec, fmt.Errorf("%w: %d (want 1 to 100000)", errInvalidPartitions, spec.partitions)
-	}
-	if spec.replicationFactor < 1 {
-		return spec, fmt.Errorf("%w: %d", errInvalidReplicas, spec.replicationFactor)
+	if err := limits.CheckTopic(spec.partitions, spec.replicationFactor); err != nil {
+		return spec, err
 	}
 	if err := validateTopicConfigs(spec.configs); err != nil {
 		return spec, err
@@ -91,7 +84,7 @@ func checkTopicSpec(spec topicSpec) (topicSpec, error) {
 }
 
 func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly bool) (*raftfsm.Topic, error) {
-	spec, err := checkTopicSpec(spec)
+	spec, err := checkTopicSpec(spec, s.cfg.TopicLimits)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +163,9 @@ func (s *Server) createPartitions(ctx context.Context, name string, count int32,
 	}
 	if int(count) <= len(t.Partitions) {
 		return fmt.Errorf("%w: %s has %d partitions, asked for %d", errInvalidPartitions, name, len(t.Partitions), count)
+	}
+	if err := s.cfg.TopicLimits.CheckTopic(count, replicationFactor(t)); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil

@@ -299,10 +299,30 @@ func containsID(ids []int32, id int32) bool {
 
 func partitionDirName(topic string, idx int32) string { return fmt.Sprintf("%s-%d", topic, idx) }
 
+// errUnsafePartitionDir: a partition directory would not be a direct child
+// of the partitions directory.
+var errUnsafePartitionDir = errors.New("partition directory outside the data dir")
+
+// partitionDir is where a partition's log lives, always a direct child of
+// b.dir. Topic names come from the metadata log, which the FSM checks
+// (raftfsm.ValidateTopicName); this checks again before a path is made from
+// one, so nothing in the log can make the broker create or delete files
+// elsewhere.
+func (b *broker) partitionDir(topic string, idx int32) (string, error) {
+	name := partitionDirName(topic, idx)
+	if raftfsm.ValidateTopicName(topic) != nil || idx < 0 || !filepath.IsLocal(name) || filepath.Base(name) != name {
+		return "", fmt.Errorf("%w: topic %q partition %d", errUnsafePartitionDir, topic, idx)
+	}
+	return filepath.Join(b.dir, name), nil
+}
+
 // openLog opens a partition's log. The directory records the topic id, so a
 // directory left from an older topic of the same name is replaced.
 func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*segments.Log, error) {
-	dir := filepath.Join(b.dir, partitionDirName(t.Name, idx))
+	dir, err := b.partitionDir(t.Name, idx)
+	if err != nil {
+		return nil, err
+	}
 	id := hex.EncodeToString(t.ID[:])
 	metaPath := filepath.Join(dir, partitionMetaFile)
 	if raw, err := os.ReadFile(metaPath); err == nil && strings.TrimSpace(string(raw)) != id {

@@ -107,6 +107,12 @@ type Config struct {
 	// the HTTP listener answers to in a Host header; "*" answers any
 	// (api.HostCheck: DNS rebinding).
 	HTTPAllowedHosts []string
+	// Topic and partition limits (hostile input, issue 12): TopicLimits
+	// bound the partitions and replicas a request may ask for (checked here
+	// and again by the active controller); MaxTopicsPerRequest bounds the
+	// topics of one Kafka CreateTopics or CreatePartitions request.
+	TopicLimits         raftfsm.Limits
+	MaxTopicsPerRequest int
 
 	Logger *slog.Logger
 }
@@ -137,6 +143,13 @@ func DefaultConfig() Config {
 		MaxProducerIDsPerPartition: DefaultMaxProducerIDsPerPartition,
 		HTTPLimits:                 api.DefaultLimits,
 		MaxDecompressedBatchBytes:  segments.DefaultMaxInflatedBytes,
+		TopicLimits: raftfsm.Limits{
+			MaxPartitionsPerTopic: 10_000,
+			MaxReplicationFactor:  16,
+			MaxPartitions:         200_000,
+			MaxBrokerPartitions:   100_000,
+		},
+		MaxTopicsPerRequest: 1000,
 	}
 }
 

@@ -48,6 +48,7 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
 	{errInternalTopic, api.ErrInternalTopic},
+	{raftfsm.ErrPolicyViolation, api.ErrPolicyViolation},
 	{errTooLarge, api.ErrTooLarge},
 	{errCorruptBatch, api.ErrInvalidRequest},
 	{segments.ErrInflatedTooLarge, api.ErrTooLarge},

@@ -42,6 +42,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{errInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
 	{raftfsm.ErrNotEnoughBrokers, kafkaproto.ErrInvalidReplicationFactor},
 	{errInternalTopic, kafkaproto.ErrInvalidTopic},
+	{raftfsm.ErrPolicyViolation, kafkaproto.ErrPolicyViolation},
 	{errTooLarge, kafkaproto.ErrMessageTooLarge},
 	{segments.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
 	{segments.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},

@@ -174,6 +174,7 @@ func (s *Server) open() error {
 		HeartbeatInterval: s.cfg.BrokerHeartbeatInterval,
 		SessionTimeout:    s.cfg.BrokerSessionTimeout,
 		ClusterSecret:     s.cfg.ClusterSecret,
+		Limits:            s.cfg.TopicLimits,
 		ExtraProtocols: map[byte]func(net.Conn){
 			protoKafka: func(c net.Conn) { go s.acceptPeer(c) },
 			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },
@@ -259,6 +260,7 @@ func (s *Server) open() error {
 			MaxConnections:      s.cfg.KafkaMaxConnections,
 			MaxConnectionsPerIP: s.cfg.KafkaMaxConnectionsPerIP,
 			MaxPeerConnections:  s.cfg.InterBrokerMaxConnections,
+			MaxAdminTopics:      s.cfg.MaxTopicsPerRequest,
 		})
 		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {

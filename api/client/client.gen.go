@@ -571,10 +571,10 @@ type CreateTopicRequest struct {
 	Configs *map[string]string `json:"configs,omitempty"`
 	Name    TopicName          `json:"name"`
 
-	// Partitions Default the broker's (1).
+	// Partitions Default the broker's (1). At most --max-partitions-per-topic (10000 by default).
 	Partitions *int32 `json:"partitions,omitempty"`
 
-	// ReplicationFactor Default the broker's (min(3, brokers)).
+	// ReplicationFactor Default the broker's (min(3, brokers)). At most --max-replication-factor (16 by default) and the alive brokers.
 	ReplicationFactor *int32 `json:"replication_factor,omitempty"`
 }
 
@@ -5386,6 +5386,8 @@ type CreateTopicResponse struct {
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
@@ -5412,6 +5414,11 @@ func (r CreateTopicResponse) GetApplicationproblemJSON409() *Problem {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateTopicResponse) GetApplicationproblemJSON413() *Problem {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateTopicResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -7582,6 +7589,13 @@ func ParseCreateTopicResponse(rsp *http.Response) (*CreateTopicResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server"
 )
 
@@ -70,6 +71,45 @@ type serveFlags struct {
 
 	// Host header check (DNS rebinding)
 	allowedHosts string
+	topicLimits
+}
+
+// topicLimits are the partition and topic limits (hostile input, issue 12).
+type topicLimits struct {
+	maxPartitionsPerTopic int32
+	maxReplicationFactor  int16
+	maxPartitions         int64
+	maxBrokerPartitions   int64
+	maxTopicsPerRequest   int
+}
+
+// Limits on what one admin request may create; defaults in server.DefaultConfig.
+func (l *topicLimits) register(fs *pflag.FlagSet, def server.Config) {
+	fs.Int32Var(&l.maxPartitionsPerTopic, "max-partitions-per-topic", def.TopicLimits.MaxPartitionsPerTopic, "most partitions one topic may have")
+	fs.Int16Var(&l.maxReplicationFactor, "max-replication-factor", def.TopicLimits.MaxReplicationFactor, "largest replication factor a topic may have (never more than the alive brokers)")
+	fs.Int64Var(&l.maxPartitions, "max-partitions", def.TopicLimits.MaxPartitions, "most partitions in the cluster, all topics together (0: unlimited)")
+	fs.Int64Var(&l.maxBrokerPartitions, "max-broker-partitions", def.TopicLimits.MaxBrokerPartitions, "most partition replicas placed on one broker (0: unlimited)")
+	fs.IntVar(&l.maxTopicsPerRequest, "max-topics-per-request", def.MaxTopicsPerRequest, "most topics in one Kafka CreateTopics or CreatePartitions request")
+}
+
+func (l *topicLimits) apply(cfg *server.Config) error {
+	if l.maxPartitionsPerTopic < 1 || l.maxPartitionsPerTopic > raftfsm.HardMaxPartitionsPerTopic {
+		return fmt.Errorf("--max-partitions-per-topic: %d is not between 1 and %d", l.maxPartitionsPerTopic, raftfsm.HardMaxPartitionsPerTopic)
+	}
+	if l.maxReplicationFactor < 1 || l.maxReplicationFactor > raftfsm.HardMaxReplicationFactor {
+		return fmt.Errorf("--max-replication-factor: %d is not between 1 and %d", l.maxReplicationFactor, raftfsm.HardMaxReplicationFactor)
+	}
+	if l.maxPartitions < 0 || l.maxBrokerPartitions < 0 || l.maxTopicsPerRequest < 1 {
+		return fmt.Errorf("--max-partitions, --max-broker-partitions: want 0 or more; --max-topics-per-request: 1 or more")
+	}
+	cfg.TopicLimits = raftfsm.Limits{
+		MaxPartitionsPerTopic: l.maxPartitionsPerTopic,
+		MaxReplicationFactor:  l.maxReplicationFactor,
+		MaxPartitions:         l.maxPartitions,
+		MaxBrokerPartitions:   l.maxBrokerPartitions,
+	}
+	cfg.MaxTopicsPerRequest = l.maxTopicsPerRequest
+	return nil
 }
 
 func newServeCommand() *cobra.Command {
@@ -139,6 +179,7 @@ func newServeCommand() *cobra.Command {
 	addHTTPLimitFlags(fs, &f.httpLimits)
 	// Hostile batches.
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
+	f.topicLimits.register(fs, def)
 	return cmd
 }
 
@@ -192,6 +233,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.HTTPAllowedHosts = append(cfg.HTTPAllowedHosts, h)
 		}
+	}
+	if err := f.topicLimits.apply(&cfg); err != nil {
+		return cfg, err
 	}
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err

@@ -1,0 +1,255 @@
+package raftfsm
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Bounds on what a command may ask for. Two layers:
+//
+//   - The hard bounds below are checked by the FSM itself on every command it
+//     applies (checkCommand), whatever the node's configuration: the log is
+//     input like any other (a command can arrive through the controller RPC
+//     from anyone holding the cluster secret, or from an older version), so
+//     a name that is not a legal topic name or a count that would drive a
+//     huge allocation is refused at apply, deterministically on every node.
+//   - Limits (Config.Limits, operator flags) are checked by the active
+//     controller before it proposes (prepare), against its newest image plus
+//     what it has in flight, so concurrent requests cannot overshoot them.
+//     They are not re-checked at apply: nodes may be configured differently,
+//     and apply must not depend on configuration.
+const (
+	// HardMaxPartitionsPerTopic bounds any topic's partition count.
+	HardMaxPartitionsPerTopic = 1_000_000
+	// HardMaxReplicationFactor bounds any replication factor.
+	HardMaxReplicationFactor = 64
+	// MaxTopicConfigs bounds the configs one command sets or deletes.
+	MaxTopicConfigs = 1000
+	// maxConfigNameLen and maxConfigValueLen bound one topic config.
+	maxConfigNameLen  = 255
+	maxConfigValueLen = 32 << 10
+	// maxAddrLen bounds a registered broker's addresses and rack.
+	maxAddrLen = 1024
+	// maxProducerIDBlock bounds one AllocateProducerIDs.
+	maxProducerIDBlock = 1 << 20
+	// maxTopicNameLen is Kafka's: a partition directory name (topic, '-',
+	// partition) must fit the 255 bytes of a file name.
+	maxTopicNameLen = 249
+)
+
+// Limits bound the partitions and replicas the active controller lets a
+// CreateTopic or CreatePartitions ask for (zero: only the hard bounds).
+type Limits struct {
+	// MaxPartitionsPerTopic bounds a topic's partition count.
+	MaxPartitionsPerTopic int32
+	// MaxReplicationFactor bounds a topic's replication factor (it is also
+	// never more than the alive brokers).
+	MaxReplicationFactor int16
+	// MaxPartitions bounds the partitions of all topics together.
+	MaxPartitions int64
+	// MaxBrokerPartitions bounds the partition replicas placed on one broker.
+	MaxBrokerPartitions int64
+}
+
+func (l Limits) perTopic() int32 {
+	if l.MaxPartitionsPerTopic <= 0 || l.MaxPartitionsPerTopic > HardMaxPartitionsPerTopic {
+		return HardMaxPartitionsPerTopic
+	}
+	return l.MaxPartitionsPerTopic
+}
+
+func (l Limits) replicationFactor() int16 {
+	if l.MaxReplicationFactor <= 0 || l.MaxReplicationFactor > HardMaxReplicationFactor {
+		return HardMaxReplicationFactor
+	}
+	return l.MaxReplicationFactor
+}
+
+// CheckTopic checks a topic's partition count and replication factor
+// against the limits (and the hard bounds): ErrInvalidPartitions or
+// ErrInvalidReplicationFactor. The front doors call it to answer early;
+// the active controller checks again before proposing.
+func (l Limits) CheckTopic(partitions int32, rf int16) error {
+	if partitions < 1 || partitions > l.perTopic() {
+		return fmt.Errorf("%w: %d partitions (want 1 to %d)", ErrInvalidPartitions, partitions, l.perTopic())
+	}
+	if rf < 1 || rf > l.replicationFactor() {
+		return fmt.Errorf("%w: %d (want 1 to %d)", ErrInvalidReplicationFactor, rf, l.replicationFactor())
+	}
+	return nil
+}
+
+// ValidateTopicName applies Kafka's rules: 1 to 249 characters of
+// [a-zA-Z0-9._-], not "." or "..". Such a name is also a safe file name,
+// which is why the FSM refuses any other (ErrInvalidTopicName).
+func ValidateTopicName(name string) error {
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is not allowed", ErrInvalidTopicName, name)
+	}
+	if len(name) == 0 || len(name) > maxTopicNameLen {
+		return fmt.Errorf("%w: %d characters (want 1 to %d)", ErrInvalidTopicName, len(name), maxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q (want [a-zA-Z0-9._-] only)", ErrInvalidTopicName, name)
+		}
+	}
+	return nil
+}
+
+// checkCommand is the FSM's own check of a decoded command against the hard
+// bounds: the same rules the front doors apply, so nothing in the log can
+// name a file outside the data dir or drive an unbounded allocation. The
+// handlers then check it against the state (existence, epochs, brokers).
+func checkCommand(cmd *Command) error {
+	switch {
+	case cmd.CreateTopic != nil:
+		ct := cmd.CreateTopic
+		if err := ValidateTopicName(ct.Name); err != nil {
+			return err
+		}
+		if err := (Limits{}).CheckTopic(ct.Partitions, ct.ReplicationFactor); err != nil {
+			return err
+		}
+		return checkConfigs(ct.Configs, nil)
+	case cmd.DeleteTopic != nil:
+		return checkNameLen(cmd.DeleteTopic.Name)
+	case cmd.AlterConfigs != nil:
+		if err := checkNameLen(cmd.AlterConfigs.Topic); err != nil {
+			return err
+		}
+		return checkConfigs(cmd.AlterConfigs.Set, cmd.AlterConfigs.Delete)
+	case cmd.CreatePartitions != nil:
+		cp := cmd.CreatePartitions
+		if cp.Count < 1 || cp.Count > HardMaxPartitionsPerTopic {
+			return fmt.Errorf("%w: %d partitions (want 1 to %d)", ErrInvalidPartitions, cp.Count, HardMaxPartitionsPerTopic)
+		}
+		return checkNameLen(cp.Topic)
+	case cmd.RegisterBroker != nil:
+		rb := cmd.RegisterBroker
+		if rb.ID < 0 {
+			return fmt.Errorf("%w: broker id %d", ErrInvalidCommand, rb.ID)
+		}
+		for _, s := range []string{rb.IncarnationID, rb.Rack, rb.HTTPAddr, rb.KafkaAddr, rb.RaftAddr} {
+			if len(s) > maxAddrLen {
+				return fmt.Errorf("%w: broker %d: a field of %d bytes (at most %d)", ErrInvalidCommand, rb.ID, len(s), maxAddrLen)
+			}
+		}
+	case cmd.AllocateProducerIDs != nil:
+		if n := cmd.AllocateProducerIDs.Count; n < 1 || n > maxProducerIDBlock {
+			return fmt.Errorf("%w: producer id count %d (want 1 to %d)", ErrInvalidCommand, n, maxProducerIDBlock)
+		}
+	}
+	return nil
+}
+
+// checkNameLen: a command naming an existing topic needs no more than a
+// bounded name (the topic must exist, so it was checked when created).
+func checkNameLen(name string) error {
+	if len(name) == 0 || len(name) > maxTopicNameLen {
+		return fmt.Errorf("%w: %d characters (want 1 to %d)", ErrInvalidTopicName, len(name), maxTopicNameLen)
+	}
+	return nil
+}
+
+func checkConfigs(set map[string]string, del []string) error {
+	if n := len(set) + len(del); n > MaxTopicConfigs {
+		return fmt.Errorf("%w: %d configs (at most %d)", ErrInvalidCommand, n, MaxTopicConfigs)
+	}
+	for k, v := range set {
+		if len(k) == 0 || len(k) > maxConfigNameLen || len(v) > maxConfigValueLen {
+			return fmt.Errorf("%w: config %.64q of %d bytes, value of %d (at most %d and %d)",
+				ErrInvalidCommand, k, len(k), len(v), maxConfigNameLen, maxConfigValueLen)
+		}
+	}
+	for _, k := range del {
+		if len(k) == 0 || len(k) > maxConfigNameLen {
+			return fmt.Errorf("%w: config name of %d bytes (at most %d)", ErrInvalidCommand, len(k), maxConfigNameLen)
+		}
+	}
+	return nil
+}
+
+// reservations are the partitions of proposals in flight on this (leading)
+// node: counted against Limits with the image, so concurrent creations
+// cannot overshoot them. Reserved in prepare, released once the command's
+// outcome is known.
+type reservations struct {
+	mu         sync.Mutex
+	partitions int64           // guarded by mu
+	perBroker  map[int32]int64 // guarded by mu
+}
+
+// reservation is one proposal's share; release it exactly once.
+type reservation struct {
+	partitions int64
+	perBroker  map[int32]int64
+}
+
+// reserve checks that img plus what is in flight plus as fits the limits,
+// and reserves as.
+func (r *reservations) reserve(l Limits, img *Image, as [][]int32) (*reservation, error) {
+	res := &reservation{partitions: int64(len(as)), perBroker: map[int32]int64{}}
+	for _, reps := range as {
+		for _, id := range reps {
+			res.perBroker[id]++
+		}
+	}
+	if l.MaxPartitions <= 0 && l.MaxBrokerPartitions <= 0 {
+		return nil, nil
+	}
+	total, perBroker := imageLoad(img)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.MaxPartitions > 0 && total+r.partitions+res.partitions > l.MaxPartitions {
+		return nil, fmt.Errorf("%w: the cluster has %d partitions (%d being created), %d more would exceed --max-partitions %d",
+			ErrPolicyViolation, total, r.partitions, res.partitions, l.MaxPartitions)
+	}
+	if l.MaxBrokerPartitions > 0 {
+		for id, n := range res.perBroker {
+			if have := perBroker[id] + r.perBroker[id]; have+n > l.MaxBrokerPartitions {
+				return nil, fmt.Errorf("%w: broker %d holds %d partition replicas, %d more would exceed --max-broker-partitions %d",
+					ErrPolicyViolation, id, have, n, l.MaxBrokerPartitions)
+			}
+		}
+	}
+	if r.perBroker == nil {
+		r.perBroker = map[int32]int64{}
+	}
+	r.partitions += res.partitions
+	for id, n := range res.perBroker {
+		r.perBroker[id] += n
+	}
+	return res, nil
+}
+
+// release gives a reservation back; nil is a no-op.
+func (r *reservations) release(res *reservation) {
+	if res == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.partitions -= res.partitions
+	for id, n := range res.perBroker {
+		if r.perBroker[id] -= n; r.perBroker[id] == 0 {
+			delete(r.perBroker, id)
+		}
+	}
+}
+
+// imageLoad counts the partitions in img and the replicas on each broker.
+func imageLoad(img *Image) (int64, map[int32]int64) {
+	var total int64
+	perBroker := map[int32]int64{}
+	for _, t := range img.Topics {
+		total += int64(len(t.Partitions))
+		for _, p := range t.Partitions {
+			for _, id := range p.Replicas {
+				perBroker[id]++
+			}
+		}
+	}
+	return total, perBroker
+}

@@ -1,0 +1,169 @@
+package raftfsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A command in the log that the API would refuse is refused at apply, as
+// the API would (the log is input too): nothing changes, nothing panics,
+// and the next valid command applies.
+func TestFSMRefusesInvalidCommandsAtApply(t *testing.T) {
+	f := newTestFSM(t, t.TempDir())
+	setup(t, f) // indexes 1..4
+	manyConfigs := map[string]string{}
+	for i := range MaxTopicConfigs + 1 {
+		manyConfigs[fmt.Sprintf("c%d", i)] = "v"
+	}
+	bad := []struct {
+		name string
+		cmd  Command
+		err  error
+	}{
+		{"path traversal", create("../../victimdir", []int32{1}), ErrInvalidTopicName},
+		{"dot", create(".", []int32{1}), ErrInvalidTopicName},
+		{"dotdot", create("..", []int32{1}), ErrInvalidTopicName},
+		{"slash", create("a/b", []int32{1}), ErrInvalidTopicName},
+		{"absolute", create("/tmp/x", []int32{1}), ErrInvalidTopicName},
+		{"nul", create("a\x00b", []int32{1}), ErrInvalidTopicName},
+		{"too long", create(strings.Repeat("a", 250), []int32{1}), ErrInvalidTopicName},
+		{"huge partition count", Command{CreateTopic: &CreateTopic{Name: "h", Partitions: math.MaxInt32, ReplicationFactor: 1, Assignments: [][]int32{{1}}}}, ErrInvalidPartitions},
+		{"huge replication factor", Command{CreateTopic: &CreateTopic{Name: "h", Partitions: 1, ReplicationFactor: math.MaxInt16, Assignments: [][]int32{{1}}}}, ErrInvalidReplicationFactor},
+		{"negative partitions", Command{CreateTopic: &CreateTopic{Name: "h", Partitions: -1, ReplicationFactor: 1}}, ErrInvalidPartitions},
+		{"too many configs", Command{CreateTopic: &CreateTopic{Name: "h", Partitions: 1, ReplicationFactor: 1, Assignments: [][]int32{{1}}, Configs: manyConfigs}}, ErrInvalidCommand},
+		{"huge config value", Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"k": strings.Repeat("v", 64<<10)}}}, ErrInvalidCommand},
+		{"huge partition growth", Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: math.MaxInt32, Assignments: [][]int32{{1, 2}}}}, ErrInvalidPartitions},
+		{"negative broker id", Command{RegisterBroker: &RegisterBroker{ID: -5}}, ErrInvalidCommand},
+		{"huge producer id block", Command{AllocateProducerIDs: &AllocateProducerIDs{Count: math.MaxInt64}}, ErrInvalidCommand},
+	}
+	before, _ := f.image()
+	digest := before.Digest()
+	index := uint64(5)
+	for _, tc := range bad {
+		res := applyAt(t, f, index, tc.cmd)
+		if err, ok := res.(error); !ok || !errors.Is(err, tc.err) {
+			t.Fatalf("%s: result %v, want %v", tc.name, res, tc.err)
+		}
+		if img, _ := f.image(); img.Digest() != digest || f.appliedIndex() != 4 {
+			t.Fatalf("%s: a refused command changed the state (applied index %d)", tc.name, f.appliedIndex())
+		}
+		index++
+	}
+	if res := applyAt(t, f, index, create("fine", []int32{1})); isErr(res) {
+		t.Fatalf("valid command after refused ones: %v", res)
+	}
+	// Undecodable bytes are refused the same way.
+	if res := f.Apply(&raft.Log{Index: index + 1, Type: raft.LogCommand, Data: []byte(`{"Version":1,"CreateTopic":{"Name":"../x","Partitions":1,"ReplicationFactor":1,"Assignments":[[1]]}}`)}); !isErr(res) {
+		t.Fatalf("raw traversal command applied: %v", res)
+	}
+}
+
+func openLimited(t *testing.T, limits Limits) *Node {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	n, err := Open(Config{NodeID: 1, Dir: t.TempDir(), BindAddr: addr, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id := int32(1); id <= 2; id++ {
+		if _, err := n.Apply(ctx, Command{RegisterBroker: &RegisterBroker{ID: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
+}
+
+// The active controller bounds what it proposes before it allocates for it
+// (placement of 2^31 partitions used to exhaust memory), on every path
+// (Apply from any node and the controller RPC both end in applyLocal).
+func TestApplyBoundsCountsBeforePlacement(t *testing.T) {
+	n := openLimited(t, Limits{MaxPartitionsPerTopic: 100, MaxReplicationFactor: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Apply(ctx, Command{CreateTopic: &CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cmd Command
+		err error
+	}{
+		{Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: math.MaxInt32}}, ErrInvalidPartitions},
+		{Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 101}}, ErrInvalidPartitions},
+		{Command{CreateTopic: &CreateTopic{Name: "u", Partitions: math.MaxInt32, ReplicationFactor: 1}}, ErrInvalidPartitions},
+		{Command{CreateTopic: &CreateTopic{Name: "u", Partitions: 101, ReplicationFactor: 1}}, ErrInvalidPartitions},
+		{Command{CreateTopic: &CreateTopic{Name: "u", Partitions: 1, ReplicationFactor: 3}}, ErrInvalidReplicationFactor},
+		{Command{CreateTopic: &CreateTopic{Name: "../u", Partitions: 1, ReplicationFactor: 1}}, ErrInvalidTopicName},
+	}
+	for _, c := range cases {
+		if _, err := n.Apply(ctx, c.cmd); !errors.Is(err, c.err) {
+			t.Fatalf("%+v: err %v, want %v", c.cmd, err, c.err)
+		}
+	}
+	if _, err := n.Apply(ctx, Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 100}}); err != nil {
+		t.Fatalf("growing to the limit: %v", err)
+	}
+}
+
+// Concurrent creations cannot overshoot the cluster-wide limit: what is in
+// flight counts.
+func TestClusterPartitionLimitUnderConcurrency(t *testing.T) {
+	n := openLimited(t, Limits{MaxPartitions: 23})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 12)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = n.Apply(ctx, Command{CreateTopic: &CreateTopic{Name: fmt.Sprintf("c%d", i), Partitions: 3, ReplicationFactor: 1}})
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, ErrPolicyViolation):
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	img, _ := n.Image()
+	if total, _ := imageLoad(img); created != 7 || total != 21 {
+		t.Fatalf("%d topics, %d partitions created, want 7 and 21 (limit 23)", created, total)
+	}
+}
+
+func TestBrokerPartitionLimit(t *testing.T) {
+	n := openLimited(t, Limits{MaxBrokerPartitions: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := n.Apply(ctx, Command{CreateTopic: &CreateTopic{Name: "a", Partitions: 3, ReplicationFactor: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := n.Apply(ctx, Command{CreatePartitions: &CreatePartitions{Topic: "a", Count: 4}})
+	if !errors.Is(err, ErrPolicyViolation) {
+		t.Fatalf("a fourth replica on a broker limited to 3: %v", err)
+	}
+}
