@@ -173,7 +173,8 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 		// inter-broker door under its own id): its offset is its log
 		// end; it reads up to ours.
 		if err := p.followerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
-			return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafkaError(err)
+			hwm := p.hwm.Load()
+			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}, toKafkaError(err)
 		}
 		chunk, err = p.readReplica(req.Offset, req.MaxBytes)
 	} else {
