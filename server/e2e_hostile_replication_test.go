@@ -361,3 +361,21 @@ func TestHostileProducerIDHijack(t *testing.T) {
 		t.Errorf("InitProducerId(%d, %d) bumped the victim's epoch to %d", pid, epoch, got.ProducerEpoch)
 	}
 }
+
+// An idempotent producer idle for --producer-id-expiration is forgotten:
+// its sequence is no longer enforced (issue 12, item 9).
+func TestHostileProducerStateExpires(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{Args: []string{"--producer-id-expiration", "1s"}})
+	httpCreateTopic(t, n, "expire", 1)
+	c := rawDial(t, n.KafkaAddr)
+	ip := initProducerID(t, c, -1, -1)
+	if r := rawProduce(t, c, "expire", valueBatch(ip.ProducerID, 0, 0, "first")); r.ErrorCode != 0 {
+		t.Fatalf("seq 0: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := rawProduce(t, c, "expire", valueBatch(ip.ProducerID, 0, 40, "gap")); r.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap while the producer is known: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(r.ErrorCode))
+	}
+	servertest.WaitFor(t, 30*time.Second, "the idle producer forgotten", func() bool {
+		return rawProduce(t, c, "expire", valueBatch(ip.ProducerID, 0, 40, "gap")).ErrorCode == 0
+	})
+}
