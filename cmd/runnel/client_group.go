@@ -277,12 +277,15 @@ func withGroupConsume(g *globalFlags, cmd *cobra.Command) *cobra.Command {
 			follow, _ := f.GetBool("follow")
 			enc, _ := f.GetString("encoding")
 			wait, _ := f.GetDuration("wait")
+			values, _ := f.GetBool("values")
 			gc := &groupConsumer{c: c, group: group, topic: args[0], max: max, follow: follow, encoding: enc, wait: wait,
-				reset: reset, session: session}
+				reset: reset, session: session, values: values}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			n, err := gc.run(ctx, cmd.OutOrStdout())
-			fmt.Fprintf(cmd.ErrOrStderr(), "Consumed %d records as a member of group %s.\n", n, group)
+			if err == nil || n > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Consumed %s as a member of group %s.\n", plural(n, "record"), group)
+			}
 			return err
 		})(cmd, args)
 	}
@@ -297,6 +300,7 @@ type groupConsumer struct {
 	follow          bool
 	encoding, reset string
 	wait, session   time.Duration
+	values          bool // print only the values (consume --values)
 	memberPath      string
 }
 
@@ -342,7 +346,11 @@ func (gc *groupConsumer) run(ctx context.Context, w io.Writer) (int, error) {
 			return n, err
 		}
 		for _, rec := range p.Records {
-			if err := writeRecordLine(out, rec); err != nil {
+			write := writeRecordLine
+			if gc.values {
+				write = writeValueLine
+			}
+			if err := write(out, rec); err != nil {
 				return n, err
 			}
 			n++
