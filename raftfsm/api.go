@@ -76,14 +76,21 @@ type Config struct {
 	// SessionTimeout after the last heartbeat, the active controller fences
 	// the broker; 0: 9s.
 	SessionTimeout time.Duration
-	// ClusterSecret authenticates every connection on BindAddr, accepted
-	// and dialled, raft, RPC and ExtraProtocols alike (a challenge-response
-	// right after the protocol byte, see handshake.go): nodes talk only to
-	// nodes with the same secret. Empty: no authentication (logged at WARN).
+	// ClusterSecret authenticates and encrypts every connection on
+	// BindAddr, accepted and dialled, raft, RPC and ExtraProtocols alike:
+	// mutual TLS with a cluster CA derived from the secret (peertls.go).
+	// Nodes talk only to nodes with the same secret.
 	ClusterSecret []byte
 	// Limits bound the partitions a CreateTopic or CreatePartitions may ask
 	// for; checked by the active controller before proposing (limits.go).
 	Limits Limits
+	// PeerTLS: the same with per-node certificates from a real CA (the
+	// certificate names runnel-node-<id>); not together with ClusterSecret.
+	PeerTLS PeerTLSFiles
+	// AllowInsecurePeers lets a node whose raft port is reachable from
+	// other machines run without inter-node authentication. Without it,
+	// Open refuses to (a loopback-only port needs neither).
+	AllowInsecurePeers bool
 }
 
 // Status is this node's view of the quorum.

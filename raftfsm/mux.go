@@ -1,9 +1,7 @@
 package raftfsm
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -23,9 +21,10 @@ import (
 //	'C' (ProtoRPC)  the controller RPC (rpc.go)
 //
 // Config.ExtraProtocols adds others (the server uses 'K' for inter-broker
-// Kafka fetches and 'H' for forwarded HTTP). With Config.ClusterSecret set,
-// the protocol byte is followed by the handshake in handshake.go, before
-// any handler sees the connection.
+// Kafka fetches and 'H' for forwarded HTTP). With inter-node authentication
+// (certificates or Config.ClusterSecret), the protocol byte is followed by
+// a mutual TLS handshake (peertls.go) before any handler sees the
+// connection, which is then a *PeerConn.
 const (
 	ProtoRaft byte = 'R'
 	ProtoRPC  byte = 'C'
@@ -48,7 +47,7 @@ type mux struct {
 	ln       net.Listener
 	handlers map[byte]func(net.Conn) // fixed after newMux
 	raft     *streamLayer
-	secret   []byte // Config.ClusterSecret; empty: no handshake
+	auth     *peerAuth // nil: plaintext, no handshake
 	rejects  *warnLimiter
 	wg       sync.WaitGroup
 	once     sync.Once
@@ -57,9 +56,9 @@ type mux struct {
 }
 
 // newMux listens on bind; adv is the address peers dial to reach it. With
-// a non-empty secret every connection, accepted or dialled, authenticates
-// (handshake.go); log receives the rejections.
-func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), secret []byte, log *slog.Logger) (*mux, error) {
+// auth every connection, accepted or dialled, runs mutual TLS
+// (peertls.go); log receives the rejections.
+func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), auth *peerAuth, log *slog.Logger) (*mux, error) {
 	for b := range extra {
 		if b == ProtoRaft || b == ProtoRPC {
 			return nil, fmt.Errorf("%w: %q is reserved", ErrUnknownProtocol, b)
@@ -75,12 +74,11 @@ func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), secret []b
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	secret = bytes.Clone(secret)
-	m := &mux{ln: ln, handlers: map[byte]func(net.Conn){}, secret: secret,
+	m := &mux{ln: ln, handlers: map[byte]func(net.Conn){}, auth: auth,
 		rejects: &warnLimiter{log: log, period: authWarnEvery}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.raft = &streamLayer{addr: adv, secret: secret, conns: make(chan net.Conn), done: make(chan struct{})}
-	if len(secret) == 0 {
+	m.raft = &streamLayer{addr: adv, auth: auth, conns: make(chan net.Conn), done: make(chan struct{})}
+	if auth == nil {
 		// A warning where others can reach the port; on loopback (the
 		// single-node default) only this machine can, so a normal start
 		// stays free of warnings.
@@ -88,7 +86,9 @@ func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), secret []b
 		if isLoopback(ln.Addr()) {
 			level = slog.LevelInfo
 		}
-		log.Log(context.Background(), level, "raftfsm: no cluster secret: the raft port accepts unauthenticated connections from anyone who can reach it", "addr", ln.Addr().String())
+		log.Log(context.Background(), level, "raftfsm: no inter-node authentication: the raft port accepts unauthenticated connections from anyone who can reach it", "addr", ln.Addr().String())
+	} else {
+		log.Info("raftfsm: inter-node mutual TLS", "addr", ln.Addr().String(), "credentials", auth.mode)
 	}
 	m.handlers[ProtoRaft] = m.raft.deliver
 	for b, h := range extra {
@@ -133,43 +133,46 @@ func (m *mux) acceptLoop() {
 	}
 }
 
-// dispatch reads the protocol byte, runs the handshake when a secret is
-// set and calls the protocol's handler, which owns conn. Until then close
-// closes conn.
+// dispatch reads the protocol byte, runs the TLS handshake when the mux
+// authenticates and calls the protocol's handler, which owns the
+// connection. Until then close closes conn.
 func (m *mux) dispatch(conn net.Conn) {
 	stop := context.AfterFunc(m.ctx, func() { conn.Close() })
-	h := m.open(conn)
+	c, h := m.open(conn)
 	if !stop() || h == nil {
 		conn.Close()
 		return
 	}
-	h(conn)
+	h(c)
 }
 
-// open reads conn's protocol byte and authenticates it; nil: conn is to be
-// closed.
-func (m *mux) open(conn net.Conn) func(net.Conn) {
+// open reads conn's protocol byte and authenticates the peer; a nil
+// handler: conn is to be closed.
+func (m *mux) open(conn net.Conn) (net.Conn, func(net.Conn)) {
 	var b [1]byte
 	_ = conn.SetReadDeadline(time.Now().Add(protoReadTimeout))
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
-		return nil
+		return nil, nil
 	}
 	h, ok := m.handlers[b[0]]
 	if !ok {
-		return nil
-	}
-	if len(m.secret) > 0 {
-		_ = conn.SetDeadline(time.Now().Add(handshakeTimeout))
-		if err := serverHandshake(conn, b[0], m.secret, rand.Reader); err != nil {
-			if m.ctx.Err() == nil {
-				m.rejects.warn("raftfsm: rejected connection on the raft port",
-					"remote", conn.RemoteAddr().String(), "proto", string(b[:]), "err", err)
-			}
-			return nil
-		}
+		return nil, nil
 	}
 	_ = conn.SetDeadline(time.Time{})
-	return h
+	if m.auth == nil {
+		return conn, h
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, handshakeTimeout)
+	defer cancel()
+	pc, err := m.auth.server(ctx, conn, b[0])
+	if err != nil {
+		if m.ctx.Err() == nil {
+			m.rejects.warn("raftfsm: rejected connection on the raft port",
+				"remote", conn.RemoteAddr().String(), "proto", string(b[:]), "err", err)
+		}
+		return nil, nil
+	}
+	return pc, h
 }
 
 // close stops accepting and waits for the dispatching goroutines (handlers
@@ -188,10 +191,10 @@ func (m *mux) close() error {
 	return nil
 }
 
-// dialProto dials addr, writes the protocol byte and, with a non-empty
-// secret, runs the client side of the handshake (bounded by ctx and
-// handshakeTimeout).
-func dialProto(ctx context.Context, addr string, proto byte, secret []byte) (net.Conn, error) {
+// dialProto dials addr, writes the protocol byte and, with auth, runs the
+// client side of the TLS handshake (bounded by ctx and handshakeTimeout),
+// requiring the peer to be node want (-1: any member of the cluster).
+func dialProto(ctx context.Context, addr string, proto byte, auth *peerAuth, want int32) (net.Conn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -205,29 +208,27 @@ func dialProto(ctx context.Context, addr string, proto byte, secret []byte) (net
 		return nil, fmt.Errorf("raftfsm: dial %s: %w", addr, err)
 	}
 	_ = conn.SetWriteDeadline(time.Time{})
-	if len(secret) > 0 {
-		dl, _ := ctx.Deadline()
-		stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-		err := clientHandshakeConn(conn, proto, secret, dl)
-		if !stop() && err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("raftfsm: dial %s: %w", addr, err)
-		}
+	if auth == nil {
+		return conn, nil
 	}
-	return conn, nil
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	pc, err := auth.client(hctx, conn, proto, want)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("raftfsm: dial %s: %w", addr, err)
+	}
+	return pc, nil
 }
 
 // streamLayer is raft's side of the mux: a net.Listener fed by the mux and
 // a dialer that writes ProtoRaft. Safe for concurrent use.
 type streamLayer struct {
-	addr   net.Addr
-	secret []byte // the mux's
-	conns  chan net.Conn
-	once   sync.Once
-	done   chan struct{}
+	addr  net.Addr
+	auth  *peerAuth // the mux's
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -262,7 +263,7 @@ func (s *streamLayer) Addr() net.Addr { return s.addr }
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return dialProto(ctx, string(address), ProtoRaft, s.secret)
+	return dialProto(ctx, string(address), ProtoRaft, s.auth, -1)
 }
 
 // advertiseAddr is the address peers dial: AdvertiseAddr, else this node's
@@ -295,6 +296,24 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 	}
 	return a, nil
 }
+
+// loopbackHost: addr ("host:port") names a loopback host, so only this
+// machine can reach a listener bound to it.
+func loopbackHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrInsecurePeers: Open refused a raft port other machines can reach
+// without inter-node authentication (see Config.AllowInsecurePeers).
+var ErrInsecurePeers = errors.New("raftfsm: refusing unauthenticated inter-node traffic")
 
 // isLoopback: a TCP address on a loopback interface.
 func isLoopback(a net.Addr) bool {

@@ -26,6 +26,7 @@ type Node struct {
 	log    *slog.Logger
 	raft   *raft.Raft
 	trans  *gatedTransport
+	auth   *peerAuth // inter-node TLS; nil: plaintext (see peertls.go)
 	logs   *logStore
 	fsm    *fsm
 	cancel context.CancelFunc

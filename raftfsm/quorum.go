@@ -60,7 +60,17 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newMux(n.cfg.BindAddr, adv, n.cfg.ExtraProtocols, n.cfg.ClusterSecret, n.log)
+	auth, err := newPeerAuth(n.cfg.NodeID, n.cfg.ClusterSecret, n.cfg.PeerTLS)
+	if err != nil {
+		return nil, err
+	}
+	if auth == nil && !n.cfg.AllowInsecurePeers && !(loopbackHost(n.cfg.BindAddr) && (adv == nil || isLoopback(adv))) {
+		return nil, fmt.Errorf("%w: the raft port %s is reachable from other machines and nodes do not authenticate each other: "+
+			"add --cluster-ca-file, --node-cert-file and --node-key-file (`runnel certs create` writes them), "+
+			"or --cluster-secret-file; or bind --raft-addr to 127.0.0.1 (--insecure-inter-node runs without, if every machine that reaches the port is trusted)", ErrInsecurePeers, n.cfg.BindAddr)
+	}
+	n.auth = auth
+	m, err := newMux(n.cfg.BindAddr, adv, n.cfg.ExtraProtocols, auth, n.log)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +190,7 @@ func (n *Node) DialNode(ctx context.Context, id int32, proto byte) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	return dialProto(ctx, addr, proto, n.cfg.ClusterSecret)
+	return dialProto(ctx, addr, proto, n.auth, id)
 }
 
 // rpcMethods is the controller RPC's method table.

@@ -170,7 +170,7 @@ func (n *Node) callAddr(ctx context.Context, addr, method string, hops int, req,
 	if dl, ok := ctx.Deadline(); ok {
 		r.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	conn, err := dialProto(ctx, addr, ProtoRPC, n.cfg.ClusterSecret)
+	conn, err := dialProto(ctx, addr, ProtoRPC, n.auth, -1)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUnreachable, err)
 	}

@@ -66,6 +66,12 @@ type Config struct {
 	// all nodes of a cluster need the same one. Empty: the port accepts
 	// anyone who can reach it (raftfsm.Config.ClusterSecret).
 	ClusterSecret []byte
+	// PeerTLS: inter-node mutual TLS with per-node certificates (the
+	// certificate names runnel-node-<id>); not together with ClusterSecret.
+	PeerTLS raftfsm.PeerTLSFiles
+	// InsecureInterNode lets a node whose raft port other machines can
+	// reach run without inter-node authentication (refused otherwise).
+	InsecureInterNode bool
 	// HTTPLimits bound the HTTP listener (records per produce, memory in
 	// flight, concurrent long polls, streams and connections).
 	HTTPLimits api.Limits

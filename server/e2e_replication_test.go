@@ -142,11 +142,15 @@ func replicaBytes(t *testing.T, n *servertest.Node, topic string, end int64) []b
 // kill -9 of the partition leader: every acknowledged record is present once
 // at its offset, and the three replicas hold byte-identical logs.
 func TestReplicationSurvivesLeaderKills(t *testing.T) {
+	testReplicationSurvivesLeaderKills(t, servertest.ClusterOptions{Combined: 3, Args: append(fastSessions, "--replica-lag-time-max", "3s")})
+}
+
+func testReplicationSurvivesLeaderKills(t *testing.T, opts servertest.ClusterOptions) {
 	kills := 3
 	if os.Getenv("RUNNEL_CHAOS") != "" {
 		kills = 10
 	}
-	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: append(fastSessions, "--replica-lag-time-max", "3s")})
+	c := servertest.StartCluster(t, opts)
 	createReplicatedTopic(t, c.Node(1), "replicated")
 
 	acked := map[int64]string{}

@@ -26,11 +26,12 @@ const protoKafka = 'K'
 //
 // The leader then takes replica requests on that connection only for that
 // id (kafkaproto.PeerConn), so a peer claiming one id and fetching as
-// another is refused. With --cluster-secret only nodes holding the secret
-// get this far, but any of them can claim any id: binding the id to the
-// node cryptographically needs per-node credentials (inter-node mTLS, the
-// certificate naming runnel-node-<id>). Without a secret the raft port is
-// open to anyone who reaches it, and so is this door.
+// another is refused. With inter-node certificates the hello must name the
+// node the certificate proves (runnel-node-<id>); with --cluster-secret only
+// nodes holding the secret get this far, but any of them can claim any id.
+// Without inter-node authentication (loopback only, or
+// --insecure-inter-node) the raft port is open to anyone who reaches it,
+// and so is this door.
 const (
 	peerHelloVersion = 1
 	peerHelloLen     = 5
@@ -62,6 +63,11 @@ func readPeerHello(conn net.Conn) (*peerConn, error) {
 	id := int32(binary.BigEndian.Uint32(hello[1:]))
 	if id < 0 {
 		return nil, fmt.Errorf("inter-broker hello names node %d", id)
+	}
+	// With inter-node TLS the handshake proved who dialled: the hello
+	// must name that node.
+	if v, ok := conn.(interface{ VerifiedNodeID() int32 }); ok && v.VerifiedNodeID() >= 0 && v.VerifiedNodeID() != id {
+		return nil, fmt.Errorf("inter-broker hello names node %d, the certificate node %d", id, v.VerifiedNodeID())
 	}
 	return &peerConn{Conn: conn, id: id}, nil
 }

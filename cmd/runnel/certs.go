@@ -2,22 +2,18 @@ package main
 
 import (
 	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/raftfsm"
 )
 
 // `runnel certs create` makes a private CA and one certificate per node, so a
@@ -37,7 +33,7 @@ const (
 )
 
 // nodeCertName is the DNS SAN that binds a certificate to a node id.
-func nodeCertName(id int) string { return fmt.Sprintf("runnel-node-%d", id) }
+func nodeCertName(id int) string { return raftfsm.NodeCertName(int32(id)) }
 
 func newCertsCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -141,29 +137,11 @@ func loadOrCreateCA(dir string, validity time.Duration) (*x509.Certificate, *ecd
 	case !errors.Is(certErr, fs.ErrNotExist) || !errors.Is(keyErr, fs.ErrNotExist):
 		return nil, nil, false, fmt.Errorf("read the CA in %s: %w", dir, errors.Join(certErr, keyErr))
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("generate the CA key: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          randomSerial(),
-		Subject:               pkix.Name{Organization: []string{"runnel"}, CommonName: "runnel cluster CA"},
-		NotBefore:             now.Add(-5 * time.Minute),
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("create the CA certificate: %w", err)
-	}
-	ca, err := x509.ParseCertificate(der)
+	ca, key, err := raftfsm.NewCA(time.Now().Add(validity))
 	if err != nil {
 		return nil, nil, false, err
 	}
+	der := ca.Raw
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, nil, false, err
@@ -205,38 +183,9 @@ func parseCA(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, erro
 }
 
 func nodeCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, id int, hosts []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, key, err := raftfsm.IssueNodeCert(ca, caKey, int32(id), hosts, time.Now().Add(validity))
 	if err != nil {
-		return nil, nil, fmt.Errorf("generate the key of node %d: %w", id, err)
-	}
-	now := time.Now()
-	notAfter := now.Add(validity)
-	if notAfter.After(ca.NotAfter) {
-		notAfter = ca.NotAfter
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: randomSerial(),
-		Subject:      pkix.Name{Organization: []string{"runnel"}, CommonName: nodeCertName(id)},
-		NotBefore:    now.Add(-5 * time.Minute),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:     []string{nodeCertName(id), "localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	for _, h := range hosts {
-		h = strings.TrimSpace(h)
-		switch ip := net.ParseIP(h); {
-		case h == "":
-		case ip != nil:
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		default:
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, fmt.Errorf("sign the certificate of node %d: %w", id, err)
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
@@ -244,14 +193,6 @@ func nodeCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, id int, hosts []str
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
-}
-
-func randomSerial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return n
 }
 
 // writeCertFile writes through a temporary file and a rename, so a crash

@@ -65,6 +65,12 @@ type serveFlags struct {
 	kafkaTLS    string
 	kafkaTLSAdv string
 
+	// Inter-node authentication (mTLS certificates).
+	clusterCA     string
+	nodeCert      string
+	nodeKey       string
+	insecurePeers bool
+
 	httpLimits api.Limits
 	// hostile batches
 	maxInflated int64
@@ -173,6 +179,10 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.httpsAddr, "https-addr", "", "HTTPS (HTTP/1.1 and HTTP/2) listen address for the API and UI, beside or instead of --http-addr; needs --tls-cert-file")
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
 	fs.StringVar(&f.tlsKey, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	fs.StringVar(&f.clusterCA, "cluster-ca-file", "", "PEM CA of the cluster: inter-node connections use mutual TLS and a peer's certificate must chain to it")
+	fs.StringVar(&f.nodeCert, "node-cert-file", "", "PEM certificate of this node for inter-node TLS; must name runnel-node-<id> (`runnel certs create` writes one)")
+	fs.StringVar(&f.nodeKey, "node-key-file", "", "PEM private key of --node-cert-file")
+	fs.BoolVar(&f.insecurePeers, "insecure-inter-node", false, "run without inter-node authentication although the raft port is reachable from other machines (anyone who reaches it can join, replicate and change metadata)")
 	fs.StringVar(&f.kafkaTLS, "kafka-tls-addr", "", "Kafka SSL listen address (same certificate as HTTPS), beside or instead of --kafka-addr")
 	fs.StringVar(&f.kafkaTLSAdv, "kafka-tls-advertised-addr", "", "Kafka SSL address given to clients in Metadata (default: from --kafka-tls-addr)")
 	fs.StringVar(&f.tlsClientCA, "tls-client-ca-file", "", "PEM CA certificates; when set, TLS clients must present a certificate they signed (mTLS)")
@@ -226,6 +236,8 @@ func (f *serveFlags) config() (server.Config, error) {
 	// Client TLS (HTTPS, certificate files).
 	cfg.HTTPSAddr = f.httpsAddr
 	cfg.KafkaTLSAddr, cfg.KafkaTLSAdvertisedAddr = f.kafkaTLS, f.kafkaTLSAdv
+	cfg.PeerTLS = raftfsm.PeerTLSFiles{CAFile: f.clusterCA, CertFile: f.nodeCert, KeyFile: f.nodeKey}
+	cfg.InsecureInterNode = f.insecurePeers
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	cfg.HTTPLimits = f.httpLimits
 	cfg.MaxDecompressedBatchBytes = f.maxInflated

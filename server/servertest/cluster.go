@@ -20,6 +20,8 @@ type ClusterOptions struct {
 	// TCP proxy per (from, to) pair, so a test can cut a node off.
 	Proxied bool
 	Args    []string // extra flags for every node
+	// NodeArgs, when set, adds flags for one node (e.g. its certificate).
+	NodeArgs func(id int) []string
 }
 
 // Cluster is a set of nodes sharing one controller quorum.
@@ -71,6 +73,9 @@ func NewCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			roles = "controller"
 		}
 		args := append([]string{"--roles", roles, "--controllers", strings.Join(ctrls, ",")}, opts.Args...)
+		if opts.NodeArgs != nil {
+			args = append(args, opts.NodeArgs(id)...)
+		}
 		c.Nodes = append(c.Nodes, New(t, Options{NodeID: id, RaftAddr: raftAddrs[id], Args: args}))
 	}
 	return c
