@@ -495,6 +495,32 @@ type wireConsumed struct {
 	KeyEncoding     string             `json:"key_encoding"`
 	ValueEncoding   string             `json:"value_encoding"`
 	HeadersEncoding string             `json:"headers_encoding"`
+	HeaderList      []wireHeader       `json:"header_list"`
+}
+
+// wireHeader is one entry of header_list (schema RecordHeader): unlike the
+// headers object it keeps every header, in order, repeated keys and keys
+// that are not UTF-8 included.
+type wireHeader struct {
+	Key           string  `json:"key"`
+	Value         *string `json:"value"`
+	KeyEncoding   string  `json:"key_encoding"`
+	ValueEncoding string  `json:"value_encoding"`
+}
+
+// encodeHeaders renders header_list: a key is text when valid UTF-8, else
+// base64; a value follows the record encoding's rule for keys (base64 when
+// asked for or not UTF-8), each header on its own.
+func encodeHeaders(hs []Header, enc string) []wireHeader {
+	out := make([]wireHeader, len(hs))
+	for i, h := range hs {
+		out[i].Key, out[i].KeyEncoding = h.Key, EncodingString
+		if !utf8.ValidString(h.Key) {
+			out[i].Key, out[i].KeyEncoding = base64.StdEncoding.EncodeToString([]byte(h.Key)), EncodingBase64
+		}
+		out[i].Value, out[i].ValueEncoding = textOrBase64(h.Value, enc)
+	}
+	return out
 }
 
 // encodeRecord renders a record with the documented rule: base64 encoding is
@@ -506,6 +532,7 @@ func encodeRecord(r ConsumedRecord, enc string) wireConsumed {
 	w := wireConsumed{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
 	w.Key, w.KeyEncoding = textOrBase64(r.Key, enc)
 	w.Value, w.ValueEncoding = encodeValue(r.Value, enc)
+	w.HeaderList = encodeHeaders(r.Headers, enc)
 	w.Headers = make(map[string]*string, len(r.Headers))
 	w.HeadersEncoding = EncodingString
 	if enc == EncodingBase64 || !headersUTF8(r.Headers) {

@@ -269,3 +269,75 @@ func TestHostHeaderChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPConsumeHeadersLossless: headers written by a Kafka producer with a
+// repeated key, a key that is not UTF-8, a binary value and a null value
+// read back over HTTP consume exactly, in order, in header_list (the headers
+// object, kept for old clients, cannot hold them).
+func TestHTTPConsumeHeadersLossless(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kc, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("hdrs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	kafkaCreateTopic(ctx, t, kc, "hdrs", 1)
+	want := []kgo.RecordHeader{
+		{Key: "trace", Value: []byte("a")},
+		{Key: "trace", Value: []byte("b")},
+		{Key: "\xff\xfebin", Value: []byte{0, 1, 0xff}},
+		{Key: "null-value", Value: nil},
+		{Key: "trace", Value: []byte("c")},
+	}
+	if err := kc.ProduceSync(ctx, &kgo.Record{Value: []byte("v"), Headers: want}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, enc := range []string{"json", "string", "base64"} {
+		c := newAPIClient(t, n)
+		var out struct {
+			Records []struct {
+				Headers    map[string]*string `json:"headers"`
+				HeaderList []struct {
+					Key           string  `json:"key"`
+					Value         *string `json:"value"`
+					KeyEncoding   string  `json:"key_encoding"`
+					ValueEncoding string  `json:"value_encoding"`
+				} `json:"header_list"`
+			} `json:"records"`
+		}
+		c.json(http.MethodGet, "/v1/topics/hdrs/partitions/0/records?offset=earliest&encoding="+enc, nil, http.StatusOK, &out)
+		if len(out.Records) != 1 {
+			t.Fatalf("encoding=%s: %d records", enc, len(out.Records))
+		}
+		got := out.Records[0].HeaderList
+		if len(got) != len(want) {
+			t.Fatalf("encoding=%s: header_list %+v, want %d headers", enc, got, len(want))
+		}
+		decode := func(s string, encoding string) []byte {
+			if encoding == "base64" {
+				b, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					t.Fatalf("encoding=%s: %q: %v", enc, s, err)
+				}
+				return b
+			}
+			return []byte(s)
+		}
+		for i, h := range got {
+			if k := string(decode(h.Key, h.KeyEncoding)); k != want[i].Key {
+				t.Fatalf("encoding=%s: header %d key %q, want %q", enc, i, k, want[i].Key)
+			}
+			switch {
+			case want[i].Value == nil && h.Value != nil:
+				t.Fatalf("encoding=%s: header %d value %q, want null", enc, i, *h.Value)
+			case want[i].Value != nil && (h.Value == nil || string(decode(*h.Value, h.ValueEncoding)) != string(want[i].Value)):
+				t.Fatalf("encoding=%s: header %d value %v (%s), want %q", enc, i, h.Value, h.ValueEncoding, want[i].Value)
+			}
+		}
+		if _, ok := out.Records[0].Headers["trace"]; !ok {
+			t.Fatalf("encoding=%s: the headers object lost its simple case: %v", enc, out.Records[0].Headers)
+		}
+	}
+}

@@ -160,6 +160,13 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 			Key       *string            `json:"key"`
 			Value     *string            `json:"value"`
 			Headers   map[string]*string `json:"headers"`
+			// HeaderList is every header in order (the headers object
+			// loses repeated and binary names); older nodes send none.
+			HeaderList []struct {
+				Key         string  `json:"key"`
+				Value       *string `json:"value"`
+				KeyEncoding string  `json:"key_encoding"`
+			} `json:"header_list"`
 		} `json:"records"`
 		NextOffset    int64 `json:"next_offset"`
 		HighWatermark int64 `json:"high_watermark"`
@@ -175,10 +182,21 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 		if cr.Key, err = unb64(r.Key); err == nil {
 			cr.Value, err = unb64(r.Value)
 		}
-		for k, v := range r.Headers {
-			hv, herr := unb64(v)
-			err = errors.Join(err, herr)
-			cr.Headers = append(cr.Headers, api.Header{Key: k, Value: hv})
+		for _, h := range r.HeaderList {
+			k, kerr := []byte(h.Key), error(nil)
+			if h.KeyEncoding == api.EncodingBase64 {
+				k, kerr = base64.StdEncoding.DecodeString(h.Key)
+			}
+			hv, herr := unb64(h.Value) // encoding=base64: every value is base64
+			err = errors.Join(err, kerr, herr)
+			cr.Headers = append(cr.Headers, api.Header{Key: string(k), Value: hv})
+		}
+		if r.HeaderList == nil {
+			for k, v := range r.Headers {
+				hv, herr := unb64(v)
+				err = errors.Join(err, herr)
+				cr.Headers = append(cr.Headers, api.Header{Key: k, Value: hv})
+			}
 		}
 		if err != nil {
 			return api.ConsumeResult{}, fmt.Errorf("forward consume from %s: %w", addr, err)

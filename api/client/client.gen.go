@@ -315,6 +315,42 @@ func (e NodeSelfRoles) Valid() bool {
 	}
 }
 
+// Defines values for RecordHeaderKeyEncoding.
+const (
+	RecordHeaderKeyEncodingBase64 RecordHeaderKeyEncoding = "base64"
+	RecordHeaderKeyEncodingString RecordHeaderKeyEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the RecordHeaderKeyEncoding enum.
+func (e RecordHeaderKeyEncoding) Valid() bool {
+	switch e {
+	case RecordHeaderKeyEncodingBase64:
+		return true
+	case RecordHeaderKeyEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecordHeaderValueEncoding.
+const (
+	RecordHeaderValueEncodingBase64 RecordHeaderValueEncoding = "base64"
+	RecordHeaderValueEncodingString RecordHeaderValueEncoding = "string"
+)
+
+// Valid indicates whether the value is a known member of the RecordHeaderValueEncoding enum.
+func (e RecordHeaderValueEncoding) Valid() bool {
+	switch e {
+	case RecordHeaderValueEncodingBase64:
+		return true
+	case RecordHeaderValueEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Encoding.
 const (
 	EncodingBase64 Encoding = "base64"
@@ -522,6 +558,12 @@ type ConsumeResponse struct {
 
 // ConsumedRecord defines model for ConsumedRecord.
 type ConsumedRecord struct {
+	// HeaderList Every header of the record, in order, repeated names and binary names included.
+	HeaderList *[]RecordHeader `json:"header_list,omitempty"`
+
+	// Headers Headers by name, for the simple case. A name repeated in the record keeps
+	// its last value here, and a name that is not UTF-8 is mangled: read
+	// `header_list` for every header exactly.
 	Headers         map[string]*string             `json:"headers"`
 	HeadersEncoding *ConsumedRecordHeadersEncoding `json:"headers_encoding,omitempty"`
 	Key             *string                        `json:"key"`
@@ -698,6 +740,12 @@ type GroupPollResponse struct {
 
 // GroupRecord defines model for GroupRecord.
 type GroupRecord struct {
+	// HeaderList Every header of the record, in order, repeated names and binary names included.
+	HeaderList *[]RecordHeader `json:"header_list,omitempty"`
+
+	// Headers Headers by name, for the simple case. A name repeated in the record keeps
+	// its last value here, and a name that is not UTF-8 is mangled: read
+	// `header_list` for every header exactly.
 	Headers         map[string]*string          `json:"headers"`
 	HeadersEncoding *GroupRecordHeadersEncoding `json:"headers_encoding,omitempty"`
 	Key             *string                     `json:"key"`
@@ -893,6 +941,23 @@ type ReassignRequest struct {
 	// Replicas The target broker ids, preferred leader first.
 	Replicas []int32 `json:"replicas"`
 }
+
+// RecordHeader defines model for RecordHeader.
+type RecordHeader struct {
+	// Key The header name: text when it is valid UTF-8, else base64 (see key_encoding).
+	Key         string                  `json:"key"`
+	KeyEncoding RecordHeaderKeyEncoding `json:"key_encoding"`
+
+	// Value The header value (null: a null value): base64 with `encoding=base64` or when it is not valid UTF-8, else text (see value_encoding).
+	Value         *string                   `json:"value"`
+	ValueEncoding RecordHeaderValueEncoding `json:"value_encoding"`
+}
+
+// RecordHeaderKeyEncoding defines model for RecordHeader.KeyEncoding.
+type RecordHeaderKeyEncoding string
+
+// RecordHeaderValueEncoding defines model for RecordHeader.ValueEncoding.
+type RecordHeaderValueEncoding string
 
 // RecordOffset defines model for RecordOffset.
 type RecordOffset struct {

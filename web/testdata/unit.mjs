@@ -42,6 +42,12 @@ eq('decode header', [decoded.headers[0][0], Array.from(decoded.headers[0][1])], 
 eq('jsonl text', JSON.parse(rec.toJSONLine(decoded)), { partition: 2, offset: 7, timestamp: '2026-01-02T03:04:05.006Z', key: 'k', value: null, headers: { h: 'v' } });
 const bin = rec.decodeRecord({ partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {} });
 eq('jsonl binary', JSON.parse(rec.toJSONLine(bin)), { partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {}, value_encoding: 'base64' });
+// header_list keeps repeated and binary names, in order; the headers object cannot.
+const listed = rec.decodeRecord({ partition: 0, offset: 2, timestamp: 5, key: null, value: null, headers: { t: 'Yg==' },
+  header_list: [{ key: 't', value: 'YQ==', key_encoding: 'string', value_encoding: 'base64' },
+    { key: 't', value: 'b', key_encoding: 'string', value_encoding: 'string' },
+    { key: '//4=', value: null, key_encoding: 'base64', value_encoding: 'base64' }] });
+eq('header_list', listed.headers.map(([k, v]) => [k, v && Array.from(v)]), [['t', [97]], ['t', [98]], ['//4=', null]]);
 eq('timestamp rfc3339', rec.timestampMs('1970-01-01T00:00:01.5Z'), 1500);
 
 const g = await load('groups.js');

@@ -85,7 +85,14 @@ function fieldBytes(v, enc) {
 export function decodeRecord(r) {
   const headers = [];
   const hs = r.headers || {};
-  if (Array.isArray(hs)) {
+  if (Array.isArray(r.header_list)) {
+    // Every header in order, repeated and binary names included (the
+    // headers object keeps one value per name).
+    for (const x of r.header_list) {
+      const name = x.key_encoding === 'base64' ? (utf8(b64ToBytes(x.key)) ?? x.key) : x.key;
+      headers.push([name, fieldBytes(x.value, x.value_encoding)]);
+    }
+  } else if (Array.isArray(hs)) {
     for (const x of hs) headers.push([x.key, fieldBytes(x.value, r.headers_encoding)]);
   } else {
     for (const [k, v] of Object.entries(hs)) headers.push([k, fieldBytes(v, r.headers_encoding)]);
