@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"regexp"
 )
 
 // Sentinel errors. The backend wraps them (fmt.Errorf("%w: ...", api.ErrUnknownTopic))
@@ -161,7 +162,7 @@ func (e *CorruptBatchError) Unwrap() []error { return []error{ErrCorruptBatch, e
 // the error table; field and batch position when err carries them).
 func newProblem(err error) Problem {
 	k := KindOf(err)
-	p := Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: err.Error()}
+	p := Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: userMessage(err.Error())}
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		p.Field = fe.Field
@@ -174,6 +175,17 @@ func newProblem(err error) Problem {
 		}
 	}
 	return p
+}
+
+// packagePrefix matches the "pkg: " prefixes Go errors carry inside the
+// process (api: ..., raftfsm: ...), which mean nothing to a client.
+var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|kafkaproto|server|web): `)
+
+// userMessage is an error text as a client reads it: without the names of
+// runnel's internal packages ("create topic orders: topic already exists:
+// orders", not "... raftfsm: topic already exists ...").
+func userMessage(s string) string {
+	return packagePrefix.ReplaceAllString(s, "")
 }
 
 // FieldError is an ErrInvalidRequest (or other sentinel) naming a field.

@@ -95,3 +95,33 @@ func TestCLITextRoundTrip(t *testing.T) {
 		t.Fatalf("consume -p 9: err %v, stderr %q; want only the 404", err, errOut)
 	}
 }
+
+// Error messages a user reads name no internal Go package.
+func TestCLIErrorsNameNoPackage(t *testing.T) {
+	node := servertest.Start(t, servertest.Options{})
+	c := cli{t: t, bin: servertest.Binary(t), server: node.URL}
+	c.ok(nil, "topic", "create", "dup")
+	var msgs []string
+	for _, args := range [][]string{{"topic", "create", "dup"}, {"topic", "describe", "missing"}, {"consume", "dup", "-p", "5"}} {
+		_, errOut, err := c.run(nil, args...)
+		if err == nil {
+			t.Fatalf("runnel %v succeeded", args)
+		}
+		msgs = append(msgs, errOut)
+	}
+	resp, err := http.Post(node.URL+"/v1/topics", "application/json", strings.NewReader(`{"name":"x","partitions":"three"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Detail string }
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	resp.Body.Close()
+	msgs = append(msgs, p.Detail)
+	for _, m := range msgs {
+		for _, pkg := range []string{"api: ", "raftfsm: ", "segments: ", "kafkaproto: ", "server: "} {
+			if strings.Contains(m, pkg) {
+				t.Errorf("message names package %q: %s", strings.TrimSuffix(pkg, ": "), m)
+			}
+		}
+	}
+}
