@@ -127,7 +127,7 @@ func (s *streamSource) openZstd(data []byte) (io.Reader, error) {
 		var err error
 		// Concurrency 1 decodes on the caller's goroutine: the decoder
 		// starts none, so a pooled one the GC drops leaks nothing.
-		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
 			zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			return nil, err

@@ -45,6 +45,11 @@ type Config struct {
 	// decompress to (a process-wide limit, not a topic config); 0 means
 	// DefaultMaxInflatedBytes.
 	MaxInflatedBytes int64
+	// FramingOnly turns record validation off on Append, back to what it
+	// was before it existed (uncompressed records framed, compressed ones
+	// not inflated): the baseline of the produce benchmark, never for
+	// serving clients.
+	FramingOnly bool
 }
 
 // Kafka's defaults.

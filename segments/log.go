@@ -130,7 +130,8 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 func (l *Log) splitForAppend(batches []byte, rule countRule) ([]batchHeader, error) {
 	l.mu.Lock()
 	limit := int64(l.cfg.MaxMessageBytes)
-	rules := checkRules{exactOffsets: true, needKeys: l.cfg.compact(), maxInflated: l.cfg.MaxInflatedBytes}
+	rules := checkRules{exactOffsets: true, needKeys: l.cfg.compact(), maxInflated: l.cfg.MaxInflatedBytes,
+		framingOnly: l.cfg.FramingOnly}
 	l.mu.Unlock()
 	hs, err := splitBatches(batches, limit, rule)
 	if err == nil && rule == countExact {

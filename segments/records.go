@@ -149,6 +149,7 @@ func varbytes(b []byte) ([]byte, []byte, bool) {
 
 // checkRules are what validateRecords checks beyond the format.
 type checkRules struct {
+	framingOnly  bool  // Config.FramingOnly: walk uncompressed record lengths only
 	exactOffsets bool  // offset delta i for record i (producer batches)
 	needKeys     bool  // a compacted topic: every record has a key
 	maxInflated  int64 // bound on the decompressed record section
@@ -161,6 +162,9 @@ type checkRules struct {
 // the topic is compacted. Compressed sections are inflated as a stream into
 // one record-sized buffer, never whole, and at most maxInflated bytes.
 func validateRecords(h batchHeader, buf []byte, rules checkRules) error {
+	if rules.framingOnly {
+		return checkFraming(h, buf)
+	}
 	src, err := openRecords(h.compression(), buf[batchHeaderLen:h.size], rules.maxInflated)
 	if err != nil {
 		return err
@@ -181,6 +185,25 @@ func validateRecords(h batchHeader, buf []byte, rules checkRules) error {
 	}
 	if err := src.finish(); err != nil {
 		return fmt.Errorf("%w: after %d records: %v", ErrCorruptBatch, h.numRecords, err)
+	}
+	return nil
+}
+
+// checkFraming is the check Append made before records were validated:
+// an uncompressed section holds exactly numRecords length-prefixed records;
+// a compressed one is not inflated.
+func checkFraming(h batchHeader, buf []byte) error {
+	if h.compression() != codecNone {
+		return nil
+	}
+	s := sliceSource{b: buf[batchHeaderLen:h.size]}
+	for i := int32(0); i < h.numRecords; i++ {
+		if _, err := s.next(); err != nil {
+			return recordErr(i, err)
+		}
+	}
+	if err := s.finish(); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
 	}
 	return nil
 }

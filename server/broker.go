@@ -39,6 +39,7 @@ type broker struct {
 	storageRetry  time.Duration // storageLoop's first retry interval
 	storage       storageHealth // what storageLoop last saw
 	maxInflated   int64         // segments.Config.MaxInflatedBytes; set before start
+	framingOnly   bool          // segments.Config.FramingOnly (benchmark baseline); set before start
 
 	// producers is given to every partition; nil: the default.
 	producers *producerPolicy
@@ -234,7 +235,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		return nil // images share unchanged topics: nothing to do
 	}
 	cfg := logConfig(t.Configs)
-	cfg.MaxInflatedBytes = b.maxInflated
+	cfg.MaxInflatedBytes, cfg.FramingOnly = b.maxInflated, b.framingOnly
 	var missing []int32
 	for i, pm := range t.Partitions {
 		idx := int32(i)

@@ -107,6 +107,10 @@ type Config struct {
 	// Hostile batches: MaxDecompressedBatchBytes bounds what the records
 	// of one produced batch may decompress to (0: the segments default).
 	MaxDecompressedBatchBytes int64
+	// BenchSkipRecordValidation appends batches checked as before record
+	// validation existed (segments.Config.FramingOnly): the baseline of
+	// BenchmarkKafkaProduceValidation only.
+	BenchSkipRecordValidation bool
 
 	// HTTPAllowedHosts are the names (or "*.suffix" patterns) besides
 	// localhost, IP literals, the hostname and the advertised HTTP host that

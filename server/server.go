@@ -345,7 +345,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		return err
 	}
 	b.storageRetry = s.cfg.StorageRetryInterval
-	b.maxInflated = s.cfg.MaxDecompressedBatchBytes
+	b.maxInflated, b.framingOnly = s.cfg.MaxDecompressedBatchBytes, s.cfg.BenchSkipRecordValidation
 	b.producers = &producerPolicy{
 		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),
 		maxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, DefaultMaxProducerIDsPerPartition),

@@ -74,6 +74,7 @@ type serveFlags struct {
 	httpLimits api.Limits
 	// hostile batches
 	maxInflated int64
+	benchSkip   bool
 
 	// Host header check (DNS rebinding)
 	allowedHosts string
@@ -190,6 +191,8 @@ func newServeCommand() *cobra.Command {
 	// Hostile batches.
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	f.topicLimits.register(fs, def)
+	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
+	_ = fs.MarkHidden("bench-skip-record-validation")
 	return cmd
 }
 
@@ -249,6 +252,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	if err := f.topicLimits.apply(&cfg); err != nil {
 		return cfg, err
 	}
+	cfg.BenchSkipRecordValidation = f.benchSkip
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}
