@@ -116,7 +116,9 @@ export function liveTail(topic, signal) {
         let p = {};
         try { p = JSON.parse(ev.data); } catch { /* keep the raw text */ }
         stop();
-        setState('ended: ' + (p.title || ev.data), 'bad');
+        // corrupt-batch names where the partition's records resume.
+        const resume = p.next_offset !== undefined ? ` (partition ${p.partition}: records resume at offset ${p.next_offset})` : '';
+        setState('ended: ' + (p.title || ev.data) + resume, 'bad');
         return;
       }
       setState('reconnecting', 'bad');
