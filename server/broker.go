@@ -173,6 +173,9 @@ func (b *broker) run(ctx context.Context, maintainEvery time.Duration) {
 
 func (b *broker) maintain(now time.Time) {
 	for _, p := range b.allPartitions() {
+		if p.log.Err() != nil {
+			continue // its disk failed: storageLoop reports and recovers it
+		}
 		if err := p.log.Maintain(now); err != nil {
 			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
 		}
