@@ -270,32 +270,70 @@ func TestHostHeaderChecked(t *testing.T) {
 	}
 }
 
+// losslessHeaders is what TestHTTPConsumeHeadersLossless* produce: a repeated
+// key, a key that is not UTF-8, a binary value and a null value.
+var losslessHeaders = []kgo.RecordHeader{
+	{Key: "trace", Value: []byte("a")},
+	{Key: "trace", Value: []byte("b")},
+	{Key: "\xff\xfebin", Value: []byte{0, 1, 0xff}},
+	{Key: "null-value", Value: nil},
+	{Key: "trace", Value: []byte("c")},
+}
+
 // TestHTTPConsumeHeadersLossless: headers written by a Kafka producer with a
 // repeated key, a key that is not UTF-8, a binary value and a null value
 // read back over HTTP consume exactly, in order, in header_list (the headers
 // object, kept for old clients, cannot hold them).
 func TestHTTPConsumeHeadersLossless(t *testing.T) {
 	n := servertest.Start(t, servertest.Options{})
+	c := newAPIClient(t, n)
+	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "hdrs", "partitions": 1}, http.StatusCreated, nil)
+	produceWithHeaders(t, n.KafkaAddr, "hdrs")
+	checkHeaderList(t, c, "hdrs")
+}
+
+// TestHTTPConsumeHeadersLosslessForwarded: the same through a node that
+// forwards the consume to the partition's leader.
+func TestHTTPConsumeHeadersLosslessForwarded(t *testing.T) {
+	cl := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2})
+	c := newAPIClient(t, cl.Node(1))
+	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "hdrs", "partitions": 1, "replication_factor": 1}, http.StatusCreated, nil)
+	var topic struct {
+		Partitions []struct {
+			Leader int32 `json:"leader"`
+		} `json:"partitions"`
+	}
+	servertest.WaitFor(t, 10*time.Second, "a leader", func() bool {
+		c.json(http.MethodGet, "/v1/topics/hdrs", nil, http.StatusOK, &topic)
+		return topic.Partitions[0].Leader > 0
+	})
+	leader := cl.Node(int(topic.Partitions[0].Leader))
+	other := cl.Node(3 - int(topic.Partitions[0].Leader))
+	produceWithHeaders(t, leader.KafkaAddr, "hdrs")
+	checkHeaderList(t, newAPIClient(t, other), "hdrs")
+}
+
+// produceWithHeaders writes one record with losslessHeaders over Kafka.
+func produceWithHeaders(t *testing.T, kafkaAddr, topic string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	kc, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("hdrs"))
+	kc, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kc.Close()
-	kafkaCreateTopic(ctx, t, kc, "hdrs", 1)
-	want := []kgo.RecordHeader{
-		{Key: "trace", Value: []byte("a")},
-		{Key: "trace", Value: []byte("b")},
-		{Key: "\xff\xfebin", Value: []byte{0, 1, 0xff}},
-		{Key: "null-value", Value: nil},
-		{Key: "trace", Value: []byte("c")},
-	}
-	if err := kc.ProduceSync(ctx, &kgo.Record{Value: []byte("v"), Headers: want}).FirstErr(); err != nil {
+	if err := kc.ProduceSync(ctx, &kgo.Record{Value: []byte("v"), Headers: losslessHeaders}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkHeaderList consumes the one record of topic with each encoding and
+// compares its header_list with losslessHeaders.
+func checkHeaderList(t *testing.T, c *apiClient, topic string) {
+	t.Helper()
+	want := losslessHeaders
 	for _, enc := range []string{"json", "string", "base64"} {
-		c := newAPIClient(t, n)
 		var out struct {
 			Records []struct {
 				Headers    map[string]*string `json:"headers"`
@@ -307,7 +345,7 @@ func TestHTTPConsumeHeadersLossless(t *testing.T) {
 				} `json:"header_list"`
 			} `json:"records"`
 		}
-		c.json(http.MethodGet, "/v1/topics/hdrs/partitions/0/records?offset=earliest&encoding="+enc, nil, http.StatusOK, &out)
+		c.json(http.MethodGet, "/v1/topics/"+topic+"/partitions/0/records?offset=earliest&encoding="+enc, nil, http.StatusOK, &out)
 		if len(out.Records) != 1 {
 			t.Fatalf("encoding=%s: %d records", enc, len(out.Records))
 		}
