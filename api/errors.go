@@ -15,7 +15,10 @@ var (
 	ErrInvalidPartitions = errors.New("api: invalid partition count or replication factor")
 	// ErrPolicyViolation: a valid request the cluster's limits refuse
 	// (e.g. more partitions than --max-partitions allows).
-	ErrPolicyViolation   = errors.New("api: refused by the cluster's limits")
+	ErrPolicyViolation = errors.New("api: refused by the cluster's limits")
+	// ErrQuorumChange: a controller membership change refused because it
+	// could break the quorum.
+	ErrQuorumChange      = errors.New("api: quorum change refused")
 	ErrMalformedJSON     = errors.New("api: malformed JSON")
 	ErrUnknownTopic      = errors.New("api: unknown topic")
 	ErrUnknownPartition  = errors.New("api: unknown partition")
@@ -79,6 +82,7 @@ func problemKinds() []ProblemKind {
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 		{ErrTopicExists, http.StatusConflict, "topic-exists", "Topic already exists"},
 		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},
+		{ErrQuorumChange, http.StatusConflict, "quorum-change-refused", "Controller change refused: it could break the quorum"},
 		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
 		{ErrTooLarge, http.StatusRequestEntityTooLarge, "record-too-large", "Record larger than max.message.bytes"},
 		{ErrTooManyRecords, http.StatusRequestEntityTooLarge, "too-many-records", "Too many records in one request"},

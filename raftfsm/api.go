@@ -33,6 +33,10 @@ var (
 	ErrUnknownPartition  = errors.New("raftfsm: unknown partition")
 	ErrInvalidAssignment = errors.New("raftfsm: invalid replica assignment")
 	ErrInvalidCommand    = errors.New("raftfsm: invalid command")
+	// ErrQuorumChange: a controller membership change refused because it
+	// could break the quorum (the new voter does not answer or catch up, or
+	// too few voters would remain reachable).
+	ErrQuorumChange = errors.New("raftfsm: quorum change refused")
 	// ErrNoReassignment: a reassignment to cancel is not in progress.
 	ErrNoReassignment = errors.New("raftfsm: no reassignment in progress")
 )

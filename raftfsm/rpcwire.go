@@ -107,6 +107,7 @@ var errorCodes = []struct {
 	{"invalid_replication_factor", ErrInvalidReplicationFactor},
 	{"invalid_topic_name", ErrInvalidTopicName},
 	{"policy_violation", ErrPolicyViolation},
+	{"quorum_change", ErrQuorumChange},
 	{"not_enough_brokers", ErrNotEnoughBrokers},
 	{"closed", ErrClosed},
 	{"unknown_partition", ErrUnknownPartition},

@@ -49,6 +49,8 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
 	{errInternalTopic, api.ErrInternalTopic},
 	{raftfsm.ErrPolicyViolation, api.ErrPolicyViolation},
+	{raftfsm.ErrQuorumChange, api.ErrQuorumChange},
+	{raftfsm.ErrInvalidCommand, api.ErrInvalidRequest},
 	{errTooLarge, api.ErrTooLarge},
 	{errCorruptBatch, api.ErrInvalidRequest},
 	{segments.ErrInflatedTooLarge, api.ErrTooLarge},
