@@ -91,6 +91,17 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 	})
 }
 
+func metricsText(t *testing.T, n *servertest.Node) string {
+	t.Helper()
+	r, err := http.Get(n.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, _ := io.ReadAll(r.Body)
+	return string(b)
+}
+
 // TestDiskFullResumes: on a full disk HTTP produce answers 507 storage-error
 // and Kafka produce KAFKA_STORAGE_ERROR, /readyz answers 503 naming the
 // storage error and /v1/cluster shows it; once space is freed appends resume
@@ -172,6 +183,9 @@ func TestDiskFullResumes(t *testing.T) {
 	if !strings.Contains(cl.Node.StorageError, "full-0") || len(cl.Brokers) != 1 || cl.Brokers[0].StorageError == "" {
 		t.Fatalf("/v1/cluster does not show the storage error: %+v", cl)
 	}
+	if m := metricsText(t, n); !strings.Contains(m, "\nrunnel_storage_failed_partitions 1\n") {
+		t.Fatalf("/metrics does not count the failed partition:\n%s", m)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -206,6 +220,9 @@ func TestDiskFullResumes(t *testing.T) {
 		return r.StatusCode == http.StatusOK
 	})
 
+	if m := metricsText(t, n); !strings.Contains(m, "\nrunnel_storage_failed_partitions 0\n") {
+		t.Fatalf("/metrics still counts a failed partition:\n%s", m)
+	}
 	got := map[int64]string{}
 	for off := int64(0); ; {
 		var out struct {

@@ -57,6 +57,14 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 				}
 				return float64(len(s.broker.allPartitions()))
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "storage_failed_partitions",
+			Help: "Partitions of this broker whose disk refuses writes (full, I/O error); they recover by themselves once it takes writes again."},
+			func() float64 {
+				if s.broker == nil {
+					return 0
+				}
+				return float64(s.broker.storage.count())
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "under_replicated_partitions",
 			Help: "Partitions led by this broker whose in-sync replicas are fewer than their replicas."},
 			func() float64 { return float64(s.underReplicatedLed()) }),

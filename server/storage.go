@@ -53,6 +53,13 @@ func (h *storageHealth) set(failed []string, cause string) {
 	h.failed, h.cause = failed, cause
 }
 
+// count is the number of failed partitions.
+func (h *storageHealth) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.failed)
+}
+
 // err returns nil when no partition failed, otherwise an errStorage naming
 // (a few of) them.
 func (h *storageHealth) err() error {
