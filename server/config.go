@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -229,4 +230,11 @@ func advertised(adv, addr string) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// RecoverQuorum rewrites the metadata quorum's voters in a stopped node's
+// data dir (raftfsm.RecoverQuorum): the documented way back from a lost
+// quorum (`runnel recover-quorum`).
+func RecoverQuorum(dataDir string, nodeID int32, voters []raftfsm.Server, logger *slog.Logger) error {
+	return raftfsm.RecoverQuorum(raftfsm.Config{NodeID: nodeID, Dir: filepath.Join(dataDir, "meta"), Logger: logger}, voters)
 }

@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,4 +73,59 @@ func TestHostileRemoveControllerThatLosesQuorum(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
+}
+
+// The documented way back from a lost quorum: two of three controllers are
+// gone for good; the survivor, stopped, gets a new voter set of itself with
+// `runnel recover-quorum`, starts, keeps its metadata and takes writes.
+func TestQuorumRecoveredAfterMajorityLost(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: fastSessions})
+	if code := createTopic(c.Node(1), "before-loss", 2, 3); code != 201 {
+		t.Fatalf("create topic: %d", code)
+	}
+	digestsAgree(t, c.Nodes...)
+	c.Node(2).Kill()
+	c.Node(3).Kill()
+	survivor := c.Node(1)
+	survivor.Stop()
+	if out, err := exec.Command(servertest.Binary(t), "recover-quorum", "--data-dir", survivor.DataDir,
+		"--node-id", "1", "--controllers", "1@"+survivor.RaftAddr).CombinedOutput(); err != nil {
+		t.Fatalf("recover-quorum: %v\n%s", err, out)
+	}
+	survivor.Start()
+	var v clusterView
+	api := newAPIClient(t, survivor)
+	api.json("GET", "/v1/cluster", nil, 200, &v)
+	if len(v.Controllers) != 1 || v.LeaderID != 1 {
+		t.Fatalf("after recovery: %+v", v)
+	}
+	var td struct {
+		Partitions []json.RawMessage `json:"partitions"`
+	}
+	api.json("GET", "/v1/topics/before-loss", nil, 200, &td)
+	if len(td.Partitions) != 2 {
+		t.Fatalf("topic before the loss: %d partitions", len(td.Partitions))
+	}
+	servertest.WaitFor(t, 30*time.Second, "metadata writes after recovery", func() bool {
+		return createTopic(survivor, "after-recovery", 1, 1) == 201
+	})
+}
+
+// recover-quorum refuses a running node (its stores are locked) and a voter
+// set without the node itself.
+func TestRecoverQuorumRefusals(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	for _, args := range [][]string{
+		{"--node-id", "1", "--controllers", "1@" + n.RaftAddr},  // running
+		{"--node-id", "1", "--controllers", "2@127.0.0.1:9999"}, // not among the voters
+	} {
+		out, err := exec.Command(servertest.Binary(t), append([]string{"recover-quorum", "--data-dir", n.DataDir}, args...)...).CombinedOutput()
+		if err == nil {
+			t.Fatalf("recover-quorum %v succeeded:\n%s", args, out)
+		}
+		t.Logf("refused: %s", strings.TrimSpace(string(out)))
+	}
+	if code := createTopic(n, "unharmed", 1, 1); code != 201 {
+		t.Fatalf("node harmed by a refused recovery: %d", code)
+	}
 }

@@ -36,6 +36,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newClientCommands(&g)...)
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newCertsCommand())
+	root.AddCommand(newRecoverQuorumCommand())
 	root.AddCommand(newVersionCommand(&g))
 	return root
 }
