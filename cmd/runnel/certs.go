@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ ca-key.pem off the nodes.`,
 			if validity < time.Hour {
 				return fmt.Errorf("--validity must be at least 1h, got %v", validity)
 			}
-			return createCerts(cmd, dir, nodes, hosts, validity, force)
+			return createCerts(cmd.OutOrStdout(), dir, nodes, hosts, validity, force)
 		},
 	}
 	create.Flags().StringVar(&dir, "dir", "certs", "directory to write the files to (created 0700)")
@@ -80,7 +81,7 @@ ca-key.pem off the nodes.`,
 	return cmd
 }
 
-func createCerts(cmd *cobra.Command, dir string, nodes int, hosts []string, validity time.Duration, force bool) error {
+func createCerts(out io.Writer, dir string, nodes int, hosts []string, validity time.Duration, force bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -88,7 +89,6 @@ func createCerts(cmd *cobra.Command, dir string, nodes int, hosts []string, vali
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
 	if created {
 		fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(dir, certsCAFile), filepath.Join(dir, certsCAKeyFile))
 	} else {

@@ -134,6 +134,15 @@ func runDevCluster(cmd *cobra.Command, f devFlags, serveArgs []string) error {
 	if err := checkPortsFree(layout); err != nil {
 		return err
 	}
+	// Nodes talk to each other over mutual TLS, as a real cluster should:
+	// a CA and node certificates in <data-dir>/certs, made once and reused.
+	maxID := 0
+	for _, n := range layout.Nodes {
+		maxID = max(maxID, int(n.ID))
+	}
+	if err := createCerts(io.Discard, filepath.Join(f.dataDir, devCertsDir), maxID, nil, 10*365*24*time.Hour, false); err != nil {
+		return fmt.Errorf("dev cluster: inter-node certificates: %w", err)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("dev cluster: find own binary: %w", err)
@@ -328,6 +337,10 @@ func (l devLayout) controllers() string {
 	return strings.Join(parts, ",")
 }
 
+// devCertsDir holds the dev cluster's CA and node certificates, under its
+// data dir.
+const devCertsDir = "certs"
+
 // serveArgs are the `runnel serve` arguments of node n.
 func (l devLayout) serveArgs(dir string, n devNode, extra []string) []string {
 	args := []string{"serve",
@@ -338,6 +351,9 @@ func (l devLayout) serveArgs(dir string, n devNode, extra []string) []string {
 		"--http-addr", n.HTTPAddr,
 		"--kafka-addr", n.KafkaAddr,
 		"--raft-addr", n.RaftAddr,
+		"--cluster-ca-file", filepath.Join(dir, devCertsDir, "ca.pem"),
+		"--node-cert-file", filepath.Join(dir, devCertsDir, fmt.Sprintf("node-%d.pem", n.ID)),
+		"--node-key-file", filepath.Join(dir, devCertsDir, fmt.Sprintf("node-%d-key.pem", n.ID)),
 	}
 	return append(args, extra...)
 }
@@ -615,6 +631,7 @@ func writeDevSummary(w io.Writer, f devFlags, c *devCluster) error {
 		fmt.Fprintf(w, "Logs:           %s (--logs stdout to stream them here)\n", filepath.Join(f.dataDir, "logs"))
 	}
 	fmt.Fprintf(w, "Layout:         %s (the same ports on restart)\n", filepath.Join(f.dataDir, devLayoutFile))
+	fmt.Fprintf(w, "Inter-node TLS: %s (CA and node certificates)\n", filepath.Join(f.dataDir, devCertsDir))
 	_, err := fmt.Fprintln(w, "Cluster ready. Ctrl-C stops every node.")
 	return err
 }

@@ -297,6 +297,8 @@ func TestDevCluster(t *testing.T) {
 	for id := 1; id <= 3; id++ {
 		if log, err := os.ReadFile(filepath.Join(dir, "logs", fmt.Sprintf("node-%d.log", id))); err != nil || !bytes.Contains(log, []byte("runnel ready")) {
 			t.Errorf("node %d's log file lacks its start (%v)", id, err)
+		} else if !bytes.Contains(log, []byte("inter-node mutual TLS")) {
+			t.Errorf("node %d does not run inter-node mutual TLS", id)
 		}
 	}
 	run.stop(t, 30*time.Second)
@@ -456,8 +458,11 @@ func TestDevPlanLayout(t *testing.T) {
 				if n.Roles == "controller" {
 					kafka = ""
 				}
-				want := fmt.Sprintf("serve --node-id %d --roles %s --controllers %s --data-dir %s --http-addr %s --kafka-addr %s --raft-addr %s --log-level debug",
-					n.ID, n.Roles, tt.controllers, filepath.Join("d", fmt.Sprintf("node-%d", n.ID)), n.HTTPAddr, kafka, n.RaftAddr)
+				certs := filepath.Join("d", devCertsDir)
+				want := fmt.Sprintf("serve --node-id %d --roles %s --controllers %s --data-dir %s --http-addr %s --kafka-addr %s --raft-addr %s"+
+					" --cluster-ca-file %s --node-cert-file %s --node-key-file %s --log-level debug",
+					n.ID, n.Roles, tt.controllers, filepath.Join("d", fmt.Sprintf("node-%d", n.ID)), n.HTTPAddr, kafka, n.RaftAddr,
+					filepath.Join(certs, "ca.pem"), filepath.Join(certs, fmt.Sprintf("node-%d.pem", n.ID)), filepath.Join(certs, fmt.Sprintf("node-%d-key.pem", n.ID)))
 				if args != want {
 					t.Errorf("serve args\n%s\nwant\n%s", args, want)
 				}
