@@ -115,7 +115,7 @@ func (s *streamSource) openGzip(data []byte) (io.Reader, error) {
 		err = zr.Reset(bytes.NewReader(data))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: gzip: %v", ErrCorruptBatch, err)
+		return nil, fmt.Errorf("%w: %v", ErrCorruptBatch, err)
 	}
 	s.put = func() { gzipPool.Put(zr) }
 	return zr, nil

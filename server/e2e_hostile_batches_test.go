@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -270,5 +273,79 @@ func TestHostileCorruptBatchOnDisk(t *testing.T) {
 	c.json("GET", "/v1/topics/rot/partitions/0/records?offset=6", nil, 200, &got)
 	if len(got.Records) != 3 || got.Records[0].Offset != 6 || got.NextOffset != 9 {
 		t.Fatalf("past the bad batch: %+v", got)
+	}
+	checkStreamEndsAtCorruptBatch(t, n)
+	checkGroupPollMovesPastCorruptBatch(t, c)
+}
+
+// checkStreamEndsAtCorruptBatch: the SSE stream delivers the records before
+// the bad batch, then an error event naming it.
+func checkStreamEndsAtCorruptBatch(t *testing.T, n *servertest.Node) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", n.URL+"/v1/topics/rot/records/stream?offset=earliest", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	records, event := 0, ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: ") && event == "record":
+			records++
+		case strings.HasPrefix(line, "data: ") && event == "error":
+			var p struct {
+				Type       string `json:"type"`
+				NextOffset *int64 `json:"next_offset"`
+			}
+			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &p)
+			if records != 3 || p.Type != "urn:runnel:problem:corrupt-batch" || p.NextOffset == nil || *p.NextOffset != 6 {
+				t.Fatalf("stream: %d records, then %s", records, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("stream ended after %d records without an error event: %v", records, sc.Err())
+}
+
+// checkGroupPollMovesPastCorruptBatch: an HTTP group member's poll answers
+// the problem, and committing its next_offset moves the member past it.
+func checkGroupPollMovesPastCorruptBatch(t *testing.T, c *apiClient) {
+	var join struct {
+		MemberID string `json:"member_id"`
+	}
+	c.json("POST", "/v1/groups/rotters/members", map[string]any{"topics": []string{"rot"}}, 200, &join)
+	path := "/v1/groups/rotters/members/" + join.MemberID
+	type polled struct {
+		Records []struct {
+			Offset int64 `json:"offset"`
+		} `json:"records"`
+	}
+	var res polled
+	c.json("GET", path+"/records?max_records=10", nil, 200, &res)
+	if len(res.Records) != 3 {
+		t.Fatalf("first poll: %+v", res)
+	}
+	status, body := c.do("GET", path+"/records?max_records=10", "", nil)
+	var p struct {
+		Type       string `json:"type"`
+		Topic      string `json:"topic"`
+		Partition  *int32 `json:"partition"`
+		NextOffset *int64 `json:"next_offset"`
+	}
+	json.Unmarshal(body, &p)
+	if status != 422 || p.Type != "urn:runnel:problem:corrupt-batch" || p.Topic != "rot" || p.Partition == nil || p.NextOffset == nil {
+		t.Fatalf("poll at the bad batch: status %d: %s", status, body)
+	}
+	c.json("POST", path+"/offsets", map[string]any{"offsets": []map[string]any{
+		{"topic": "rot", "partition": *p.Partition, "offset": *p.NextOffset}}}, 200, nil)
+	c.json("GET", path+"/records?max_records=10", nil, 200, &res)
+	if len(res.Records) != 3 || res.Records[0].Offset != 6 {
+		t.Fatalf("poll after committing past the bad batch: %+v", res)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -332,7 +333,29 @@ func (c *groupCoordinator) commitHTTP(g *group, id string, offsets []api.GroupOf
 	if err != nil {
 		return nil, toHTTPError(err)
 	}
+	if offsets != nil {
+		g.seekHTTP(id, ref.Generation, co, errs)
+	}
 	return committedList(co, errs)
+}
+
+// seekHTTP moves an HTTP member's positions to the offsets it committed
+// explicitly on partitions it is assigned: an HTTP member has no seek of
+// its own, and this is how it moves past a corrupt batch (the problem's
+// next_offset) or goes back to re-read.
+func (g *group) seekHTTP(id string, generation int32, co []kafkaproto.CommitOffset, errs []error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m, err := g.httpMemberLocked(id)
+	if err != nil || g.generation != generation {
+		return
+	}
+	for i, o := range co {
+		if (i < len(errs) && errs[i] != nil) || !slices.Contains(m.http.parts, o.TopicPartition) {
+			continue
+		}
+		m.http.positions[o.TopicPartition] = o.Offset
+	}
 }
 
 func committedList(co []kafkaproto.CommitOffset, errs []error) ([]api.GroupOffset, error) {

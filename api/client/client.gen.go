@@ -1340,12 +1340,18 @@ type ClientInterface interface {
 
 	// CommitMemberOffsetsWithBody Commit offsets as the member (no body, or no offsets, commits its positions)
 	//
+	// Offsets given explicitly also become the member's positions on the partitions
+	// it is assigned: the next poll reads from them (how an HTTP member seeks).
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
 	CommitMemberOffsetsWithBody(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CommitMemberOffsets Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Offsets given explicitly also become the member's positions on the partitions
+	// it is assigned: the next poll reads from them (how an HTTP member seeks).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1356,7 +1362,9 @@ type ClientInterface interface {
 	//
 	// Reads from the member's positions (at first its group's committed offsets, else
 	// per `auto_offset_reset`), advancing them. While the group rebalances no records
-	// are returned (`rebalancing: true`). Commit with POST .../offsets.
+	// are returned (`rebalancing: true`). Commit with POST .../offsets. A stored
+	// batch that cannot be decoded is a 422 `corrupt-batch` problem naming its
+	// topic, partition and `next_offset`; committing that offset moves past it.
 	//
 	// Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
 	PollGroup(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1883,6 +1891,9 @@ func (c *Client) LeaveGroup(ctx context.Context, group Group, member Member, req
 
 // CommitMemberOffsetsWithBody Commit offsets as the member (no body, or no offsets, commits its positions)
 //
+// Offsets given explicitly also become the member's positions on the partitions
+// it is assigned: the next poll reads from them (how an HTTP member seeks).
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
@@ -1899,6 +1910,9 @@ func (c *Client) CommitMemberOffsetsWithBody(ctx context.Context, group Group, m
 }
 
 // CommitMemberOffsets Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Offsets given explicitly also become the member's positions on the partitions
+// it is assigned: the next poll reads from them (how an HTTP member seeks).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1919,7 +1933,9 @@ func (c *Client) CommitMemberOffsets(ctx context.Context, group Group, member Me
 //
 // Reads from the member's positions (at first its group's committed offsets, else
 // per `auto_offset_reset`), advancing them. While the group rebalances no records
-// are returned (`rebalancing: true`). Commit with POST .../offsets.
+// are returned (`rebalancing: true`). Commit with POST .../offsets. A stored
+// batch that cannot be decoded is a 422 `corrupt-batch` problem naming its
+// topic, partition and `next_offset`; committing that offset moves past it.
 //
 // Corresponds with GET /v1/groups/{group}/members/{member}/records (the `PollGroup` operationId).
 func (c *Client) PollGroup(ctx context.Context, group Group, member Member, params *PollGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4006,12 +4022,18 @@ type ClientWithResponsesInterface interface {
 
 	// CommitMemberOffsetsWithBodyWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
 	//
+	// Offsets given explicitly also become the member's positions on the partitions
+	// it is assigned: the next poll reads from them (how an HTTP member seeks).
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
 	CommitMemberOffsetsWithBodyWithResponse(ctx context.Context, group Group, member Member, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommitMemberOffsetsResponse, error)
 
 	// CommitMemberOffsetsWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+	//
+	// Offsets given explicitly also become the member's positions on the partitions
+	// it is assigned: the next poll reads from them (how an HTTP member seeks).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4022,7 +4044,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Reads from the member's positions (at first its group's committed offsets, else
 	// per `auto_offset_reset`), advancing them. While the group rebalances no records
-	// are returned (`rebalancing: true`). Commit with POST .../offsets.
+	// are returned (`rebalancing: true`). Commit with POST .../offsets. A stored
+	// batch that cannot be decoded is a 422 `corrupt-batch` problem naming its
+	// topic, partition and `next_offset`; committing that offset moves past it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5036,6 +5060,8 @@ type PollGroupResponse struct {
 	JSON200 *GroupPollResponse
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
 }
@@ -5048,6 +5074,11 @@ func (r PollGroupResponse) GetJSON200() *GroupPollResponse {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PollGroupResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PollGroupResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -6368,6 +6399,9 @@ func (c *ClientWithResponses) LeaveGroupWithResponse(ctx context.Context, group 
 
 // CommitMemberOffsetsWithBodyWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
 //
+// Offsets given explicitly also become the member's positions on the partitions
+// it is assigned: the next poll reads from them (how an HTTP member seeks).
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/groups/{group}/members/{member}/offsets (the `CommitMemberOffsets` operationId).
@@ -6380,6 +6414,9 @@ func (c *ClientWithResponses) CommitMemberOffsetsWithBodyWithResponse(ctx contex
 }
 
 // CommitMemberOffsetsWithResponse Commit offsets as the member (no body, or no offsets, commits its positions)
+//
+// Offsets given explicitly also become the member's positions on the partitions
+// it is assigned: the next poll reads from them (how an HTTP member seeks).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6396,7 +6433,9 @@ func (c *ClientWithResponses) CommitMemberOffsetsWithResponse(ctx context.Contex
 //
 // Reads from the member's positions (at first its group's committed offsets, else
 // per `auto_offset_reset`), advancing them. While the group rebalances no records
-// are returned (`rebalancing: true`). Commit with POST .../offsets.
+// are returned (`rebalancing: true`). Commit with POST .../offsets. A stored
+// batch that cannot be decoded is a 422 `corrupt-batch` problem naming its
+// topic, partition and `next_offset`; committing that offset moves past it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7339,6 +7378,13 @@ func ParsePollGroupResponse(rsp *http.Response) (*PollGroupResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem
