@@ -198,3 +198,26 @@ func TestHTTPSCertificateRotation(t *testing.T) {
 		t.Fatalf("no reload logged:\n%s", n.Logs())
 	}
 }
+
+// The CLI reaches an HTTPS node with --ca-file (or RUNNEL_CA_FILE).
+func TestCLIOverHTTPS(t *testing.T) {
+	certs := makeCerts(t, "1")
+	_, base := startTLSNode(t, certs)
+	run := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(servertest.Binary(t), append([]string{"--server", base}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	ca := filepath.Join(certs, "ca.pem")
+	if out, err := run(nil, "--ca-file", ca, "topic", "create", "cli-tls", "-p", "2"); err != nil {
+		t.Fatalf("topic create over HTTPS: %v\n%s", err, out)
+	}
+	out, err := run([]string{"RUNNEL_CA_FILE=" + ca}, "topic", "list", "-o", "json")
+	if err != nil || !strings.Contains(out, `"cli-tls"`) {
+		t.Fatalf("topic list over HTTPS with RUNNEL_CA_FILE: %v\n%s", err, out)
+	}
+	if out, err := run(nil, "topic", "list"); err == nil {
+		t.Fatalf("the CLI trusted an unknown CA without --ca-file:\n%s", out)
+	}
+}

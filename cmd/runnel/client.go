@@ -40,6 +40,7 @@ type globalFlags struct {
 	Server  string        // REST API base URL
 	Output  string        // "table" or "json"
 	Timeout time.Duration // per-request timeout
+	CAFile  string        // PEM CAs trusted for an https:// server, beside the system's
 }
 
 // register adds the persistent flags to fs (the root command's persistent set).
@@ -51,6 +52,7 @@ func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&g.Server, "server", server, "runnel REST API URL (env RUNNEL_SERVER)")
 	fs.StringVarP(&g.Output, "output", "o", outputTable, "output format: table or json")
 	fs.DurationVar(&g.Timeout, "request-timeout", 30*time.Second, "timeout of one API request")
+	fs.StringVar(&g.CAFile, "ca-file", os.Getenv("RUNNEL_CA_FILE"), "PEM CA certificate(s) to trust for an https:// --server, e.g. certs/ca.pem from `runnel certs create` (env RUNNEL_CA_FILE)")
 }
 
 // client validates the flags and returns an API client.
@@ -58,7 +60,16 @@ func (g *globalFlags) client() (*apiClient, error) {
 	if g.Output != outputTable && g.Output != outputJSON {
 		return nil, fmt.Errorf("%w, not %q", errBadOutput, g.Output)
 	}
-	return newAPIClient(g.Server, g.Timeout)
+	c, err := newAPIClient(g.Server, g.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	if g.CAFile != "" {
+		if err := c.trustCA(g.CAFile); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func (g *globalFlags) json() bool { return g.Output == outputJSON }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -255,4 +258,26 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// trustCA adds the PEM certificates in file to the CAs this client trusts
+// for HTTPS (the system's stay trusted).
+func (c *apiClient) trustCA(file string) error {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("--ca-file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("--ca-file: %s holds no PEM certificate", file)
+	}
+	tr, ok := c.hc.Transport.(*http.Transport)
+	if !ok {
+		return fmt.Errorf("--ca-file: unexpected HTTP transport %T", c.hc.Transport)
+	}
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return nil
 }
