@@ -168,7 +168,7 @@ func (s *uiSession) browse(key string, part int, offset string) {
 
 	// Message browser: newest records across partitions, then find by key.
 	uiDo(t, ctx, "browse newest",
-		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=partition]`), "all"),
+		chromedp.Evaluate[chromedp.Void](`for (const b of document.querySelectorAll('form[aria-label="Browse messages"] input[name=partition]')) b.checked = b.value === 'all'`),
 		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=start]`), "newest"),
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, ctx, "21 newest records", `document.querySelectorAll('.records article').length === 21`)
@@ -180,14 +180,14 @@ func (s *uiSession) browse(key string, part int, offset string) {
 	}
 	uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &hw)
 	uiDo(t, ctx, "browse two partitions",
-		chromedp.Evaluate[chromedp.Void](`for (const o of document.querySelector('form[aria-label="Browse messages"] select[name=partition]').options) o.selected = o.value === '0' || o.value === '2'`),
+		chromedp.Evaluate[chromedp.Void](`for (const b of document.querySelectorAll('form[aria-label="Browse messages"] input[name=partition]')) b.checked = b.value === '0' || b.value === '2'`),
 		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=start]`), "earliest"),
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, ctx, "records of partitions 0 and 2", fmt.Sprintf(
 		`document.querySelectorAll('.records article').length === %d && document.querySelectorAll('.records article[data-partition="1"]').length === 0`,
 		hw.Partitions[0].HighWatermark+hw.Partitions[2].HighWatermark))
 	uiDo(t, ctx, "back to newest",
-		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=partition]`), "all"),
+		chromedp.Evaluate[chromedp.Void](`for (const b of document.querySelectorAll('form[aria-label="Browse messages"] input[name=partition]')) b.checked = b.value === 'all'`),
 		chromedp.SetValue(chromedp.CSS(`form[aria-label="Browse messages"] select[name=start]`), "newest"),
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, ctx, "21 newest records again", `document.querySelectorAll('.records article').length === 21`)

@@ -56,18 +56,25 @@ function download(name, text) {
 
 export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const parts = (topic.partitions || []).map(p => p.partition);
-  // Several partitions can be picked (Ctrl/Shift+click, or Space with the
-  // keyboard); "All partitions" or nothing picked means all of them.
-  const partSel = h('select', { name: 'partition', multiple: true, size: Math.min(5, parts.length + 1) },
-    h('option', { value: 'all', selected: params.partition === undefined }, 'All partitions'),
-    parts.map(p => h('option', { value: String(p), selected: params.partition === String(p) }, 'Partition ' + p)));
+  // Partitions as checkboxes: "All", or any set of them (a multi-select list
+  // was tiny and needed Ctrl-click). Nothing picked means all of them.
+  const allBox = h('input', { type: 'checkbox', name: 'partition', value: 'all', checked: params.partition === undefined });
+  const partBoxes = parts.map(p => h('input', { type: 'checkbox', name: 'partition', value: String(p), checked: params.partition === String(p) }));
+  const chip = (box, text) => h('label', { class: 'chip' }, box, text);
+  const partSel = h('fieldset', { class: 'chips', 'data-test': 'partitions' }, h('legend', null, 'Partitions'),
+    chip(allBox, 'All'), partBoxes.map((b, i) => chip(b, String(parts[i]))));
+  allBox.addEventListener('change', () => {
+    if (allBox.checked) for (const b of partBoxes) b.checked = false;
+    else if (!partBoxes.some(b => b.checked)) allBox.checked = true;
+  });
+  for (const b of partBoxes) b.addEventListener('change', () => { allBox.checked = !partBoxes.some(x => x.checked); });
   const startSel = h('select', { name: 'start' },
     h('option', { value: 'newest' }, 'Newest'), h('option', { value: 'earliest' }, 'Earliest'),
     h('option', { value: 'offset', selected: params.offset !== undefined }, 'Offset'), h('option', { value: 'timestamp' }, 'Timestamp'));
   const offsetIn = h('input', { type: 'number', min: 0, name: 'offset', value: params.offset ?? '0', class: 'mono' });
   const tsIn = h('input', { type: 'datetime-local', name: 'timestamp', step: 1 });
   const limitIn = h('input', { type: 'number', min: 1, max: 5000, value: '50', name: 'limit' });
-  const modeSel = h('select', { name: 'view' }, ['auto', 'text', 'hex', 'base64'].map(m => h('option', { value: m }, m === 'auto' ? 'Auto (JSON pretty)' : m)));
+  const modeSel = h('select', { name: 'view' }, [['auto', 'Auto (pretty JSON)'], ['text', 'Text'], ['hex', 'Hex'], ['base64', 'Base64']].map(([m, label]) => h('option', { value: m }, label)));
   const keyIn = h('input', { type: 'text', name: 'key', placeholder: 'exact key', class: 'mono', autocomplete: 'off' });
   const offsetField = field('Offset', offsetIn);
   const tsField = field('From time (local)', tsIn);
@@ -87,8 +94,8 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   startSel.addEventListener('change', syncFields);
   syncFields();
   const selected = () => {
-    const picked = [...partSel.selectedOptions].map(o => o.value);
-    return picked.length === 0 || picked.includes('all') ? parts : picked.map(Number);
+    const picked = partBoxes.filter(b => b.checked).map(b => Number(b.value));
+    return allBox.checked || picked.length === 0 ? parts : picked;
   };
   const limit = () => Math.max(1, Math.min(5000, Number(limitIn.value) || 50));
   const draw = () => {
@@ -180,8 +187,8 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
 
   more.addEventListener('click', () => load(true));
   exportBtn.addEventListener('click', () => download(`${topic.name}.jsonl`, shown.map(toJSONLine).join('\n') + '\n'));
-  const form = h('form', { class: 'grid-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
-    field('Partitions', partSel, 'Ctrl/⌘-click picks several.'), field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
+  const form = h('form', { class: 'browse-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
+    partSel, field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
     h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
       curlButton(() => {
         // The first selected partition, from where the last load started.

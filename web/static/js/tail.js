@@ -52,12 +52,15 @@ export function startPositions(topicDetail, from, partition) {
   return out;
 }
 
-export function liveTail(topic, signal) {
+// With paused (the deep link ?tab=tail&tail=paused) it opens without a
+// stream, Start begins one: a page with an open stream never goes network
+// idle, which screenshot tools wait for.
+export function liveTail(topic, signal, { paused = false } = {}) {
   const path = '/v1/topics/' + seg(topic.name) + '/records/stream';
   const partSel = h('select', { name: 'partition' }, h('option', { value: '' }, 'All partitions'),
     (topic.partitions || []).map(p => h('option', { value: String(p.partition) }, 'Partition ' + p.partition)));
   const fromSel = h('select', { name: 'from' }, h('option', { value: 'latest' }, 'New records only'), h('option', { value: 'earliest' }, 'From the beginning'));
-  const modeSel = h('select', { name: 'view' }, ['auto', 'text', 'hex', 'base64'].map(m => h('option', { value: m }, m)));
+  const modeSel = h('select', { name: 'view' }, [['auto', 'Auto (pretty JSON)'], ['text', 'Text'], ['hex', 'Hex'], ['base64', 'Base64']].map(([m, label]) => h('option', { value: m }, label)));
   const toggle = h('button', { type: 'button', 'data-test': 'tail-toggle' }, 'Start');
   const state = h('span', { class: 'badge', role: 'status', 'data-test': 'tail-state' }, 'stopped');
   const count = h('span', { class: 'muted' });
@@ -153,6 +156,7 @@ export function liveTail(topic, signal) {
       h('div', { class: 'row' }, toggle, state, curlButton(() => ({ path, query: query(), stream: true })))),
     h('p', null, count),
     list);
-  start();
+  if (paused) setState('paused', '');
+  else start();
   return box;
 }

@@ -9,8 +9,9 @@ import { curlButton } from '../curl.js';
 const ROLE = { leader: 'good', follower: 'accent', candidate: 'warn' };
 const STATE = { alive: 'good', fenced: 'bad', shutting_down: 'warn' };
 
-function badge(text, map) {
-  return h('span', { class: 'badge ' + (map[text] || '') }, text || 'unknown');
+// badge shows text in the colour map gives kind (default: text itself).
+function badge(text, map, kind = text) {
+  return h('span', { class: 'badge ' + (map[kind] || '') }, text || 'unknown');
 }
 
 // partitionHealth describes every partition and counts replicas per broker.
@@ -48,13 +49,13 @@ async function loadDetails(topics, signal) {
 
 function controllersTable(c) {
   return table([
+    // The Raft role already says which controller leads: no second column.
     { label: 'ID', get: x => String(x.id) },
     { label: 'Address', get: x => h('code', null, x.address || '—') },
-    { label: 'Raft role', get: x => badge(x.role, ROLE) },
+    { label: 'Raft role', get: x => badge(x.id === c.leader_id ? '★ leader' : x.role, ROLE, x.role) },
     { label: 'Term', num: true, get: x => fmtNum(x.term) },
     { label: 'Last index', num: true, get: x => fmtNum(x.last_index) },
     { label: 'Commit index', num: true, get: x => fmtNum(x.commit_index) },
-    { label: 'Leader', get: x => (x.id === c.leader_id ? h('span', { class: 'badge good' }, '★ leader') : '') },
   ], c.controllers || [], { empty: 'No controller information.' });
 }
 

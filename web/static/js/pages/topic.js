@@ -1,6 +1,7 @@
 // #/topics/{topic}: partitions (leader, replicas, ISR, offsets, size) and, in
 // tabs, the message browser (default: newest messages), produce, live tail,
-// configs and charts. Tab deep links: #/topics/{topic}?tab=produce|tail|configs|charts.
+// configs and charts. Tab deep links: #/topics/{topic}?tab=produce|tail|configs|charts
+// (&tail=paused: the live tail without its stream until Start).
 // Calls GET /v1/topics/{t}, PATCH /v1/topics/{t}/configs, DELETE /v1/topics/{t}
 // and, through the tab modules, the records and stream endpoints.
 import { h, replace, table, fmtBytes, fmtNum, errorBox, toast } from '../dom.js';
@@ -134,7 +135,7 @@ export async function render(root, params, ctx) {
         params = { partition: String(p), offset: String(off) };
         select('messages');
       }));
-      if (id === 'tail') replace(panel, liveTail(t, sig));
+      if (id === 'tail') replace(panel, liveTail(t, sig, { paused: params.tail === 'paused' }));
       if (id === 'configs') replace(panel, configsPanel(t, async () => { await refresh(); select('configs'); }));
       if (id === 'charts') replace(panel, await chartsPanel(t, sig));
     } catch (e) {
