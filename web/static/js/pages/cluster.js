@@ -70,7 +70,9 @@ function brokersTable(brokers, health) {
     { label: 'Leaders', num: true, get: b => fmtNum(b.leaders || health.perBroker.get(b.id)?.leaders || 0) },
     { label: 'HTTP', get: b => h('code', null, b.http_address || '—') },
     { label: 'Kafka', get: b => h('code', null, b.kafka_address || '—') },
-  ], brokers, { rowClass: b => (b.state === 'fenced' ? 'bad' : b.state === 'shutting_down' ? 'warn' : null), empty: 'No brokers registered.' });
+    // Set on the answering node's own entry only: each node reports its disks.
+    { label: 'Storage', get: b => (b.storage_error ? h('span', { class: 'badge bad', title: b.storage_error }, 'disk failing') : '') },
+  ], brokers, { rowClass: b => (b.state === 'fenced' || b.storage_error ? 'bad' : b.state === 'shutting_down' ? 'warn' : null), empty: 'No brokers registered.' });
 }
 
 function problemsTable(health) {
@@ -124,6 +126,7 @@ export async function render(root, params, ctx) {
     const under = health.problems.filter(p => !p.offline && p.under).length;
     replace(body,
       h('p', { class: 'muted' }, 'Cluster id ', h('code', { 'data-test': 'cluster-id' }, c.cluster_id)),
+      c.node?.storage_error ? h('p', { class: 'notice bad', 'data-test': 'storage-error' }, 'Writes refused on this node: ', c.node.storage_error) : null,
       h('div', { class: 'cards' },
         card('Controller leader', c.leader_id === -1 ? 'none' : String(c.leader_id), c.leader_id === -1 ? 'bad' : ''),
         card('Raft term', leader ? fmtNum(leader.term) : '—'),
