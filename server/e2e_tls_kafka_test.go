@@ -167,3 +167,22 @@ func TestKafkaMutualTLS(t *testing.T) {
 		t.Fatal("a client without a certificate was served")
 	}
 }
+
+// kafkajs (Node's TLS stack) over the SSL listener.
+func TestKafkaTLSKafkajs(t *testing.T) {
+	dir := filepath.Join("testdata", "kafkajs")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
+		servertest.MissingTool(t, fmt.Sprintf("kafkajs not installed (npm ci in %s): %v", dir, err))
+	}
+	certs := makeCerts(t, "1")
+	_, sslAddr := startKafkaTLSNode(t, certs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "roundtrip.js", sslAddr, "kafkajs-tls", "2000")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KAFKAJS_NO_PARTITIONER_WARNING=1", "RUNNEL_KAFKAJS_CA="+filepath.Join(certs, "ca.pem"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte(`"read":2000`)) {
+		t.Fatalf("kafkajs over SSL: %v\n%s", err, out)
+	}
+}

@@ -5,7 +5,10 @@
 // line with the counts; exits non-zero on any mismatch.
 //
 // usage: node roundtrip.js BROKER TOPIC COUNT
+// With RUNNEL_KAFKAJS_CA set (a PEM file), it connects over SSL trusting it.
 'use strict'
+
+const fs = require('fs')
 
 const { Kafka, CompressionTypes, Partitioners, logLevel } = require('kafkajs')
 
@@ -94,7 +97,9 @@ async function readBack(kafka) {
 }
 
 async function main() {
-  const kafka = new Kafka({ clientId: 'runnel-e2e-kafkajs', brokers: [broker], logLevel: logLevel.WARN })
+  const ca = process.env.RUNNEL_KAFKAJS_CA
+  const ssl = ca ? { ca: [fs.readFileSync(ca, 'utf8')] } : undefined
+  const kafka = new Kafka({ clientId: 'runnel-e2e-kafkajs', brokers: [broker], ssl, logLevel: logLevel.WARN })
   const admin = kafka.admin()
   await admin.connect()
   const created = await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true })
