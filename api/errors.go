@@ -51,6 +51,11 @@ var (
 	// ErrHostNotAllowed: the Host header names no host this node serves
 	// (DNS rebinding); see HostCheck.
 	ErrHostNotAllowed = errors.New("api: host not allowed")
+	// ErrTooManyRequests: a concurrency limit (long polls, streams,
+	// connections; per node or per client) is full. Retry later.
+	ErrTooManyRequests = errors.New("api: too many concurrent requests")
+	// ErrOverloaded: the node's HTTP memory budget is in use. Retry later.
+	ErrOverloaded = errors.New("api: node overloaded")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -92,6 +97,8 @@ func problemKinds() []ProblemKind {
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},
 		{ErrCorruptBatch, http.StatusUnprocessableEntity, "corrupt-batch", "Stored record batch cannot be decoded"},
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
+		{ErrTooManyRequests, http.StatusTooManyRequests, "too-many-requests", "Too many concurrent requests"},
+		{ErrOverloaded, http.StatusServiceUnavailable, "overloaded", "Node memory budget for HTTP requests in use"},
 		{ErrNotReady, http.StatusServiceUnavailable, "not-ready", "Node not ready"},
 		{ErrNotLeader, http.StatusServiceUnavailable, "not-leader", "Not the partition leader"},
 		{ErrNotController, http.StatusServiceUnavailable, "not-controller", "Not the active controller"},

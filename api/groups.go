@@ -382,6 +382,14 @@ func (g groupsResource) join(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g groupsResource) poll(w http.ResponseWriter, r *http.Request) {
+	if wait := r.URL.Query().Get("wait_ms"); wait != "" && wait != "0" {
+		client := g.h.opts.ClientAddr(r)
+		if err := g.h.longPolls.take(client); err != nil {
+			g.h.problem(w, r, err)
+			return
+		}
+		defer g.h.longPolls.release(client)
+	}
 	g.groupCall(w, r, func(gb GroupsBackend, name string) (any, int, error) {
 		q := r.URL.Query()
 		maxRecords, err := intParam(q, "max_records", 100, 1, 10000)

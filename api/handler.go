@@ -42,6 +42,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Limits bound what hostile or careless clients can make this node hold.
 	Limits Limits
+	// ClientAddr names the client a request's per-client limits count
+	// under; "" counts it only node-wide (e.g. requests another node
+	// forwards). Default: the host of the connection's remote address.
+	ClientAddr func(*http.Request) string
 	// BodyReadTimeout bounds reading one request body; default DefaultBodyReadTimeout.
 	BodyReadTimeout time.Duration
 	// MaxWait caps consume wait_ms; default DefaultMaxWait.
@@ -60,6 +64,9 @@ func (o Options) withDefaults() Options {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	o.Limits = o.Limits.withDefaults()
+	if o.ClientAddr == nil {
+		o.ClientAddr = remoteHost
+	}
 	if o.BodyReadTimeout <= 0 {
 		o.BodyReadTimeout = DefaultBodyReadTimeout
 	}
@@ -121,6 +128,11 @@ type handler struct {
 	spec    routers.Router
 	metrics *metrics
 	docs    []byte // rendered /docs page
+
+	// Node-wide limits (each safe for concurrent use).
+	mem       *byteBudget
+	longPolls *slots
+	streams   *slots
 }
 
 // NewHandler returns the HTTP API over b: every route of openapi.yaml, the
@@ -144,7 +156,11 @@ func NewHandler(b Backend, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &handler{b: b, opts: opts, log: opts.Logger, doc: doc, spec: spec, metrics: m, docs: docs}
+	l := opts.Limits
+	h := &handler{b: b, opts: opts, log: opts.Logger, doc: doc, spec: spec, metrics: m, docs: docs,
+		mem:       newByteBudget(l.MemoryBudget),
+		longPolls: newSlots("long polls", l.MaxLongPolls, l.MaxLongPollsPerClient),
+		streams:   newSlots("streams", l.MaxStreams, l.MaxStreamsPerClient)}
 	return h.routes(), nil
 }
 

@@ -18,7 +18,10 @@ import (
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	bodyKey             // []byte: the body readBody read
+)
 
 // RequestIDHeader carries the request id both ways.
 const RequestIDHeader = "X-Request-ID"
@@ -141,6 +144,9 @@ func (h *handler) recoverer(next http.Handler) http.Handler {
 // readBody reads a request body whole, within MaxBodyBytes (413 above) and
 // BodyReadTimeout, and replaces it with an in-memory reader, so validation and
 // the handler see the same bytes and no handler blocks on a slow client.
+// The body's bytes are taken from the node's memory budget (by its
+// Content-Length before reading, else as they arrive) until the request
+// is answered: 503 overloaded when the budget is in use.
 func (h *handler) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -151,7 +157,18 @@ func (h *handler) readBody(next http.Handler) http.Handler {
 			h.problem(w, r, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBodyTooLarge, r.ContentLength, h.opts.MaxBodyBytes))
 			return
 		}
-		body, err := h.slurp(w, r)
+		held := &budgetReader{b: h.mem}
+		defer func() { h.mem.give(held.held) }()
+		if r.ContentLength > 0 {
+			if err := h.mem.take(r.ContentLength, "the request body"); err != nil {
+				w.Header().Set("Connection", "close") // the body stays unread
+				h.problem(w, r, err)
+				return
+			}
+			held.held, held.prepaid = r.ContentLength, r.ContentLength
+		}
+		held.r = r.Body
+		body, err := h.slurp(w, r, held, r.ContentLength)
 		if err != nil {
 			h.problem(w, r, err)
 			return
@@ -159,23 +176,59 @@ func (h *handler) readBody(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey, body)))
 	})
 }
 
-func (h *handler) slurp(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// requestBody returns the body readBody read, without copying it again.
+func requestBody(r *http.Request) ([]byte, error) {
+	if body, ok := r.Context().Value(bodyKey).([]byte); ok {
+		return body, nil
+	}
+	return io.ReadAll(r.Body)
+}
+
+// budgetReader takes what it reads beyond prepaid from the memory budget.
+type budgetReader struct {
+	r       io.Reader
+	b       *byteBudget
+	prepaid int64 // taken before reading (the Content-Length)
+	read    int64
+	held    int64 // taken in all, given back when the request ends
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	n, err := br.r.Read(p)
+	br.read += int64(n)
+	if over := br.read - br.held; over > 0 {
+		if terr := br.b.take(over, "the request body"); terr != nil {
+			return n, terr
+		}
+		br.held += over
+	}
+	return n, err
+}
+
+// slurp reads body whole; size, when known (> 0), sizes the buffer once
+// (io.ReadAll would grow it by doubling: up to 3x the body allocated).
+func (h *handler) slurp(w http.ResponseWriter, r *http.Request, body io.Reader, size int64) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	// Not every ResponseWriter supports deadlines (httptest's recorder does
 	// not); then the server's own ReadTimeout is the only bound.
 	deadline := rc.SetReadDeadline(h.opts.Now().Add(h.opts.BodyReadTimeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead free to not grow
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, io.NopCloser(body), h.opts.MaxBodyBytes))
+	data := buf.Bytes()
 	if err == nil {
 		if deadline {
 			// A deadline left behind would cancel the request context later
 			// (net/http's background read fails), so clear it.
 			_ = rc.SetReadDeadline(time.Time{})
 		}
-		return body, nil
+		return data, nil
 	}
 	// On failure the expired deadline stays and the connection is closed
 	// after the reply: net/http must not wait for the rest of the body.
@@ -183,6 +236,9 @@ func (h *handler) slurp(w http.ResponseWriter, r *http.Request) ([]byte, error) 
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
+	}
+	if errors.Is(err, ErrOverloaded) {
+		return nil, err
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -45,6 +45,9 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 			p.Detail = "internal error; see the server log for request " + p.RequestID
 		}
 	}
+	if k.Status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
 	body, _ := json.Marshal(p) // Problem always marshals
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))

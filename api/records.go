@@ -1,8 +1,9 @@
 package api
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -38,11 +39,18 @@ func (rr recordsResource) produce(w http.ResponseWriter, r *http.Request) {
 		rr.h.problem(w, r, err)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := requestBody(r)
 	if err != nil {
 		rr.h.problem(w, r, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err))
 		return
 	}
+	// Decoded records and the batches built from them hold about twice
+	// the body again (readBody holds the body itself).
+	if err := rr.h.mem.take(2*int64(len(body)), "decoding the records"); err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	defer rr.h.mem.give(2 * int64(len(body)))
 	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")), rr.h.opts.Limits.MaxProduceRecords)
 	if err != nil {
 		rr.h.problem(w, r, err)
@@ -132,20 +140,66 @@ func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
 		rr.h.problem(w, r, err)
 		return
 	}
+	if req.Wait > 0 {
+		client := rr.h.opts.ClientAddr(r)
+		if err := rr.h.longPolls.take(client); err != nil {
+			rr.h.problem(w, r, err)
+			return
+		}
+		defer rr.h.longPolls.release(client)
+	}
+	// The records read and their JSON take about consumeCost times
+	// max_bytes; max_bytes shrinks to what the memory budget has free.
+	held := rr.h.mem.takeUpTo(int64(req.MaxBytes)*consumeCost, min(int64(req.MaxBytes), consumeMinBytes)*consumeCost)
+	if held == 0 {
+		rr.h.problem(w, r, fmt.Errorf("%w: no memory left for a %d-byte read", ErrOverloaded, req.MaxBytes))
+		return
+	}
+	defer rr.h.mem.give(held)
+	req.MaxBytes = int(held / consumeCost)
 	res, err := rr.h.b.Consume(r.Context(), req)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return
 	}
-	out := ConsumeResponse{Records: make([]wireConsumed, len(res.Records)),
-		NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, StartOffset: res.StartOffset}
 	var size int64
-	for i, rec := range res.Records {
-		out.Records[i] = encodeRecord(rec, enc)
+	for _, rec := range res.Records {
 		size += recordSize(rec.Key, rec.Value, rec.Headers)
 	}
 	rr.h.metrics.consumed(req.Topic, len(res.Records), size)
-	rr.h.writeJSON(w, r, http.StatusOK, out)
+	rr.writeRecords(w, res, enc)
+}
+
+const (
+	// consumeCost is what a consume holds per byte of max_bytes: the
+	// records read (1x), one record's JSON at a time, the output buffer.
+	consumeCost = 2
+	// consumeMinBytes is the smallest max_bytes a consume is shrunk to
+	// before it is refused instead.
+	consumeMinBytes = 64 << 10
+)
+
+// writeRecords writes a ConsumeResponse one record at a time, so the
+// response never exists whole in memory (base64 JSON of 64 MiB of records
+// is ~90 MiB, and a client that does not read would keep it). A client
+// that does not read within WriteTimeout is dropped.
+func (rr recordsResource) writeRecords(w http.ResponseWriter, res ConsumeResult, enc string) {
+	_ = http.NewResponseController(w).SetWriteDeadline(rr.h.opts.Now().Add(rr.h.opts.Limits.WriteTimeout))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.WriteString(`{"records":[`)
+	for i, rec := range res.Records {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		data, _ := json.Marshal(encodeRecord(rec, enc)) // wireConsumed always marshals
+		if _, err := bw.Write(data); err != nil {
+			return // the client left or stopped reading
+		}
+	}
+	fmt.Fprintf(bw, `],"next_offset":%d,"high_watermark":%d,"start_offset":%d}`+"\n", res.NextOffset, res.HighWatermark, res.StartOffset)
+	_ = bw.Flush()
 }
 
 func (rr recordsResource) consumeRequest(r *http.Request) (ConsumeRequest, string, error) {

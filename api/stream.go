@@ -30,6 +30,12 @@ const (
 	streamBatchRecords = 500
 	streamBatchBytes   = 1 << 20
 	streamPollWait     = 10 * time.Second
+	// streamReadTokens is how many batches one stream holds at once (read
+	// or waiting for the writer), however many partitions it streams: a
+	// stream of 200 partitions whose client does not read holds a few MiB,
+	// not a batch per partition. The stream takes twice that from the
+	// memory budget for its life (a batch may overshoot by one record).
+	streamReadTokens = 4
 )
 
 // streamBatch is what a partition reader hands to the writer.
@@ -144,49 +150,60 @@ func (rr recordsResource) streamPartitions(ctx context.Context, topic, list stri
 }
 
 func (rr recordsResource) stream(w http.ResponseWriter, r *http.Request) {
+	client := rr.h.opts.ClientAddr(r)
+	if err := rr.h.streams.take(client); err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	defer rr.h.streams.release(client)
 	sp, err := rr.streamPlan(r)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return
 	}
-	// Resolve every start position (and read what is already there) before
-	// the first byte, so errors are still proper problems and ids complete.
-	first := make([]streamBatch, 0, len(sp.partitions))
+	hold := int64(2 * streamReadTokens * streamBatchBytes)
+	if err := rr.h.mem.take(hold, "the stream's read-ahead"); err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	defer rr.h.mem.give(hold)
+	// Resolve every start position before the first byte, so errors are
+	// still proper problems and ids complete. One record per partition
+	// says where it starts; the readers read the records themselves, so
+	// nothing is held for partitions the writer has not reached.
 	last := make(map[int32]int64, len(sp.partitions))
+	starts := make(map[int32]int64, len(sp.partitions))
 	for _, p := range sp.partitions {
-		res, err := rr.h.b.Consume(r.Context(), sp.start[p])
+		probe := sp.start[p]
+		probe.MaxRecords, probe.MaxBytes = 1, 1
+		res, err := rr.h.b.Consume(r.Context(), probe)
 		if err != nil {
 			rr.h.problem(w, r, err)
 			return
 		}
-		first = append(first, streamBatch{partition: p, records: res.Records, next: res.NextOffset})
 		start := res.NextOffset // nothing read: the resolved start
 		if len(res.Records) > 0 {
 			start = res.Records[0].Offset
 		}
-		last[p] = start - 1
+		starts[p], last[p] = start, start-1
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	batches := make(chan streamBatch, len(sp.partitions))
-	for _, b := range first {
-		req := sp.start[b.partition]
-		req.Offset, req.Timestamp, req.Wait = b.next, nil, min(streamPollWait, rr.h.opts.MaxWait)
+	tokens := make(chan struct{}, streamReadTokens)
+	batches := make(chan streamBatch, streamReadTokens)
+	for _, p := range sp.partitions {
+		req := sp.start[p]
+		req.Offset, req.Timestamp, req.Wait = starts[p], nil, min(streamPollWait, rr.h.opts.MaxWait)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rr.readPartition(ctx, req, batches)
+			rr.readPartition(ctx, req, tokens, batches)
 		}()
 	}
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: rr.h.opts.Limits.WriteTimeout, now: rr.h.opts.Now}
 	sw.open()
-	for _, b := range first {
-		if !rr.writeBatch(sw, sp, b, last) {
-			return
-		}
-	}
 	heartbeat := time.NewTicker(rr.h.opts.Heartbeat)
 	defer heartbeat.Stop()
 	for {
@@ -198,28 +215,50 @@ func (rr recordsResource) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case b := <-batches:
-			if !rr.writeBatch(sw, sp, b, last) {
+			ok := rr.writeBatch(sw, sp, b, last)
+			<-tokens // its records are written (or the stream is over)
+			if !ok {
 				return
 			}
 		}
 	}
 }
 
-// readPartition long-polls one partition until ctx is done or an error, which
-// it hands on as the last batch.
-func (rr recordsResource) readPartition(ctx context.Context, req ConsumeRequest, out chan<- streamBatch) {
+// readPartition reads one partition until ctx is done or an error, which it
+// hands on as the last batch. It holds one of the stream's read tokens from
+// before a read until the writer has written the batch, so a stream holds
+// at most streamReadTokens batches however many partitions it has; a
+// caught-up partition waits for records with a one-record long poll that
+// holds no token (and nothing once it returns).
+func (rr recordsResource) readPartition(ctx context.Context, req ConsumeRequest, tokens chan struct{}, out chan<- streamBatch) {
+	wait := req.Wait
 	for {
+		select {
+		case tokens <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		req.Wait = 0
 		res, err := rr.h.b.Consume(ctx, req)
 		if ctx.Err() != nil {
 			return
 		}
-		b := streamBatch{partition: req.Partition, records: res.Records, next: res.NextOffset, err: err}
 		if err == nil && len(res.Records) == 0 {
+			<-tokens
 			req.Offset = res.NextOffset
-			continue
+			if req, err = rr.awaitRecords(ctx, req, wait); err == nil || ctx.Err() != nil {
+				continue
+			}
+			select { // the error is handed over like a batch, with a token
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			res = ConsumeResult{NextOffset: req.Offset}
 		}
+		b := streamBatch{partition: req.Partition, records: res.Records, next: res.NextOffset, err: err}
 		select {
-		case out <- b:
+		case out <- b: // the writer gives the token back
 		case <-ctx.Done():
 			return
 		}
@@ -228,6 +267,24 @@ func (rr recordsResource) readPartition(ctx context.Context, req ConsumeRequest,
 		}
 		req.Offset = res.NextOffset
 	}
+}
+
+// awaitRecords long-polls req's partition for one record (up to wait) and
+// returns req at the offset to read next; the record itself is dropped (the
+// next read, holding a token, takes it with its batch).
+func (rr recordsResource) awaitRecords(ctx context.Context, req ConsumeRequest, wait time.Duration) (ConsumeRequest, error) {
+	probe := req
+	probe.MaxRecords, probe.MaxBytes, probe.Wait = 1, 1, wait
+	res, err := rr.h.b.Consume(ctx, probe)
+	if err != nil {
+		return req, err
+	}
+	if len(res.Records) > 0 {
+		req.Offset = res.Records[0].Offset
+	} else {
+		req.Offset = res.NextOffset
+	}
+	return req, nil
 }
 
 // writeBatch writes a batch's records as events (or its error as an "error"
@@ -264,6 +321,11 @@ type sseWriter struct {
 	rc  *http.ResponseController
 	buf bytes.Buffer
 	err error
+	// timeout bounds each write: a stream outlives any whole-response
+	// deadline, but a client that stops reading is dropped and frees
+	// what its stream holds.
+	timeout time.Duration
+	now     func() time.Time
 }
 
 func (s *sseWriter) open() {
@@ -298,6 +360,9 @@ func (s *sseWriter) comment(text string) bool {
 func (s *sseWriter) flush() bool {
 	if s.err != nil {
 		return false
+	}
+	if s.timeout > 0 {
+		_ = s.rc.SetWriteDeadline(s.now().Add(s.timeout))
 	}
 	if s.buf.Len() > 0 {
 		_, s.err = s.w.Write(s.buf.Bytes())

@@ -208,7 +208,9 @@ func (s *Server) open() error {
 	s.cancelRequests = cancelRequests
 	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
 	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.groupsProxy(handler))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
 	if httpLn != nil {
+		httpLn = conns.Listener(httpLn, true)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -218,6 +220,7 @@ func (s *Server) open() error {
 		}()
 	}
 	if httpsLn != nil {
+		httpsLn = conns.Listener(httpsLn, false)
 		s.httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
 		s.wg.Add(1)
 		go func() {
