@@ -48,3 +48,17 @@ func (s *Server) allowedHosts() []string {
 	}
 	return hosts
 }
+
+// httpClientAddr is the client a request's per-client HTTP limits count
+// under: none for requests other nodes forward (they count node-wide, not
+// against the forwarding node's address), else the remote host.
+func httpClientAddr(r *http.Request) string {
+	if v, _ := r.Context().Value(interNodeKey{}).(bool); v {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

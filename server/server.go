@@ -194,6 +194,7 @@ func (s *Server) open() error {
 		UI:           web.Handler(),
 		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		Limits:       s.cfg.HTTPLimits,
+		ClientAddr:   httpClientAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP API: %w", err)
