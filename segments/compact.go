@@ -122,17 +122,18 @@ func (l *Log) collectKeys(s *segment, size int64, latest map[string]int64) error
 		if h.isControl() {
 			return nil
 		}
-		data, err := batchRecords(h, b)
-		if err != nil {
-			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
-			return nil
-		}
-		return forEachRecord(h, data, func(r record) bool {
+		err := forEachRecord(h, b, func(r record) bool {
 			if r.key != nil {
 				latest[string(r.key)] = r.offset
 			}
 			return true
 		})
+		if err != nil {
+			// Its keys may be partly collected: filter keeps the batch
+			// whole, and a later record of a key it holds may still win.
+			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
+		}
+		return nil
 	})
 }
 
@@ -252,13 +253,9 @@ func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
 	if h.isControl() {
 		return b, nil
 	}
-	data, err := batchRecords(h, b)
-	if err != nil {
-		return nil, err
-	}
 	var kept []byte
 	n, maxTs := int32(0), int64(-1)
-	err = forEachRecord(h, data, func(r record) bool {
+	err := forEachRecord(h, b, func(r record) bool {
 		if r.key != nil {
 			if c.latest[string(r.key)] != r.offset {
 				return true
@@ -279,7 +276,10 @@ func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
 	})
 	switch {
 	case err != nil:
-		return nil, err
+		// A batch stored undecodable (before records were validated, or
+		// damaged) is kept as it is: readers name it, compaction must
+		// not fail the log over it.
+		return b, nil
 	case n == h.numRecords:
 		return b, nil
 	case n == 0:

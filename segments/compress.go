@@ -26,8 +26,8 @@ const (
 	codecZstd   = 4
 )
 
-// maxDecompressed bounds what one batch may inflate to when the log decodes
-// it whole (compaction, timestamp search).
+// maxDecompressed bounds one record the log decodes from a stored batch
+// (compaction, timestamp search).
 const maxDecompressed = 256 << 20
 
 // zstdMaxWindow bounds the history a zstd frame may ask the decoder to
@@ -35,28 +35,6 @@ const maxDecompressed = 256 << 20
 const zstdMaxWindow = 32 << 20
 
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
-
-// batchRecords returns the uncompressed record section of the batch buf.
-func batchRecords(h batchHeader, buf []byte) ([]byte, error) {
-	data := buf[batchHeaderLen:h.size]
-	if h.compression() == codecNone {
-		return data, nil
-	}
-	src, err := openRecords(h.compression(), data, maxDecompressed)
-	if err != nil {
-		return nil, err
-	}
-	defer src.release()
-	ss := src.(*streamSource)
-	out, err := io.ReadAll(io.LimitReader(ss.br, maxDecompressed+1))
-	if err == nil && len(out) > maxDecompressed {
-		err = fmt.Errorf("inflates past %d bytes", maxDecompressed)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: codec %d: %v", ErrCorruptBatch, h.compression(), err)
-	}
-	return out, nil
-}
 
 // Decompressors are pooled: creating one (zstd above all) costs more than
 // decoding a small batch. The pools are caches with no meaning of their own,

@@ -83,11 +83,7 @@ func TestCompactionCodecs(t *testing.T) {
 				if h.compression() != cc.codec {
 					t.Fatalf("codec %d became %d", cc.codec, h.compression())
 				}
-				data, err := batchRecords(h, b[:h.size])
-				if err != nil {
-					t.Fatal(err)
-				}
-				forEachRecord(h, data, func(r record) bool {
+				err = forEachRecord(h, b[:h.size], func(r record) bool {
 					v := string(r.value)
 					if r.value == nil {
 						v = "<nil>"
@@ -95,6 +91,9 @@ func TestCompactionCodecs(t *testing.T) {
 					got[fmt.Sprintf("%s@%d", r.key, r.offset)] = v
 					return true
 				})
+				if err != nil {
+					t.Fatal(err)
+				}
 				b = b[h.size:]
 			}
 			want := map[string]string{"k0@15": "v30", "k1@16": "v31", "k2@17": "v32", "k4@19": "<nil>"}

@@ -38,14 +38,26 @@ type record struct {
 	raw       []byte // the whole encoded record, length prefix included
 }
 
-// forEachRecord decodes the records of an uncompressed record section
-// (the bytes after the batch header) of the batch h.
-func forEachRecord(h batchHeader, data []byte, fn func(r record) bool) error {
+// forEachRecord calls fn with each record of the stored batch buf (header
+// h) until fn returns false. Compressed records are inflated one at a time
+// into one buffer, never the whole batch: a record's slices are valid only
+// during its call.
+func forEachRecord(h batchHeader, buf []byte, fn func(r record) bool) error {
+	src, err := openRecords(h.compression(), buf[batchHeaderLen:h.size], maxDecompressed)
+	if err != nil {
+		return err
+	}
+	defer src.release()
+	src.setTotalLimit(0)
 	logAppendTime := h.attributes&0x8 != 0
 	for i := int32(0); i < h.numRecords; i++ {
-		r, n, err := decodeRecord(data)
+		raw, err := src.next()
 		if err != nil {
-			return fmt.Errorf("%w: record %d: %v", ErrCorruptBatch, i, err)
+			return recordErr(i, err)
+		}
+		r, _, err := decodeRecord(raw)
+		if err != nil {
+			return recordErr(i, err)
 		}
 		r.offset += h.baseOffset
 		if logAppendTime {
@@ -53,7 +65,6 @@ func forEachRecord(h batchHeader, data []byte, fn func(r record) bool) error {
 		} else {
 			r.timestamp += h.firstTimestamp
 		}
-		data = data[n:]
 		if !fn(r) {
 			return nil
 		}

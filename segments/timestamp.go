@@ -65,15 +65,9 @@ func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return 0, 0, false, err
 	}
-	data, err := batchRecords(h, buf)
-	if err != nil {
-		// An undecodable batch: answer with its base, as Kafka would with a
-		// batch-level index.
-		return max(h.baseOffset, l.start), h.maxTimestamp, true, nil
-	}
 	var off, t int64
 	found := false
-	err = forEachRecord(h, data, func(r record) bool {
+	err := forEachRecord(h, buf, func(r record) bool {
 		if r.offset >= l.start && r.timestamp >= ts {
 			off, t, found = r.offset, r.timestamp, true
 			return false
@@ -81,6 +75,8 @@ func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int
 		return true
 	})
 	if err != nil {
+		// An undecodable batch: answer with its base, as Kafka would with a
+		// batch-level index.
 		return max(h.baseOffset, l.start), h.maxTimestamp, true, nil
 	}
 	// Not found: the records >= ts are below the log start offset.
@@ -192,15 +188,12 @@ func (l *Log) maxInBatchLocked(f File, pos int64, h batchHeader) (int64, int64, 
 		return 0, 0, err
 	}
 	bestOff, bestTs := int64(-1), int64(-1)
-	data, err := batchRecords(h, buf)
-	if err == nil {
-		err = forEachRecord(h, data, func(r record) bool {
-			if r.offset >= l.start && r.timestamp > bestTs {
-				bestOff, bestTs = r.offset, r.timestamp
-			}
-			return true
-		})
-	}
+	err := forEachRecord(h, buf, func(r record) bool {
+		if r.offset >= l.start && r.timestamp > bestTs {
+			bestOff, bestTs = r.offset, r.timestamp
+		}
+		return true
+	})
 	if err != nil {
 		return max(h.baseOffset, l.start), h.maxTimestamp, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // withCodec recompresses the records of the uncompressed batch b with codec
@@ -205,5 +206,49 @@ func BenchmarkValidateRecords(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A batch stored undecodable (before records were validated: here through
+// AppendReplicated, which trusts its leader) neither fails compaction nor
+// timestamp search; compaction keeps it as it is.
+func TestCompactionKeepsUndecodableBatch(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CleanupPolicy = "compact"
+	l := mustOpen(t, t.TempDir(), cfg, Options{})
+	defer l.Close()
+	good := buildBatch([]rec{{key: []byte("a"), value: []byte("1"), ts: 10}})
+	bad := reframe(buildBatch([]rec{{key: []byte("a"), value: []byte("2"), ts: 20}}), codecGzip, bytes.Repeat([]byte{0x5a}, 30))
+	setBaseOffset(bad, 1)
+	mustAppend(t, l, good, 0)
+	if _, err := l.AppendReplicated(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, buildBatch([]rec{{key: []byte("a"), value: []byte("3"), ts: 30}}), 0)
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Maintain(time.UnixMilli(1000)); err != nil {
+		t.Fatalf("compaction: %v", err)
+	}
+	if _, err := l.Append(buildBatch([]rec{{key: []byte("b"), ts: 40}}), 0); err != nil {
+		t.Fatalf("append after compaction: %v", err)
+	}
+	if off, _, ok, err := l.OffsetForTimestamp(15); err != nil || !ok || off != 1 {
+		t.Fatalf("timestamp 15: offset %d ok %v err %v", off, ok, err)
+	}
+	var bases []int64
+	for off := l.StartOffset(); off < l.EndOffset(); {
+		got := decodeBatches(t, readAll(t, l, off, 1<<20))
+		for _, b := range got {
+			bases = append(bases, b.FirstOffset)
+			off = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+		}
+	}
+	if fmt.Sprint(bases) != "[1 2 3]" {
+		t.Fatalf("batches after compaction at %v, want [1 2 3] (the undecodable one kept)", bases)
 	}
 }
