@@ -39,6 +39,11 @@
 //	              the leader loop that creates the cluster id
 //	status.go     Image, WaitReady, Status, timeout tuning
 //	membership.go local AddVoter/AddNonvoter/RemoveVoter, Snapshot
+//	voters.go     membership safety: probe, non-voter first, catch-up,
+//	              refusing changes that lose the majority (ErrQuorumChange)
+//	recover.go    RecoverQuorum: a new voter set on a stopped node's Dir
+//	limits.go     hard bounds the FSM applies to every command,
+//	              ValidateTopicName, Config.Limits and in-flight reservations
 //	command.go    the command envelope's encoding (JSON) and checks
 //	fsm.go        the raft.FSM: decode, skip applied indexes, one switch,
 //	              commit to badger, publish the image
@@ -67,6 +72,16 @@
 // Apply is deterministic: what needs randomness or the current cluster view
 // (topic ids, replica placement, the cluster id) is decided before proposing.
 //
+// # Untrusted commands
+//
+// The log is input like any other: DecodeCommand checks every command
+// against hard bounds and Kafka's topic-name rules (limits.go) before the
+// FSM applies it, so no command can name a path or drive an unbounded
+// allocation; the active controller also checks Config.Limits (counting
+// proposals in flight) before it places replicas. A controller joins as a
+// non-voter and votes only once it answers and has caught up, and no
+// membership change may leave fewer answering voters than a majority.
+//
 // # Goroutines and locks
 //
 // Raft owns its goroutines; Close shuts raft down first, which resolves every
@@ -79,6 +94,7 @@
 // Close closes the listener and the RPC connections and waits. Node.mu
 // guards only the closing flag while a goroutine is added; quorum.hbMu the
 // broker registration; sessions.mu the session table; quorum.reconcileMu
-// serialises leader moves (taken before no other lock). The FSM is called by raft from one goroutine; images
+// serialises leader moves (taken before no other lock); reserved.mu the
+// partitions of proposals in flight (held for no I/O). The FSM is called by raft from one goroutine; images
 // are published through an atomic pointer, so readers take no lock.
 package raftfsm
