@@ -101,10 +101,10 @@ func reportRatio(b *testing.B, records int, runnel, ref time.Duration) {
 
 // benchProduce produces n records with franz-go's defaults and returns how
 // long producing and flushing took.
-func benchProduce(b *testing.B, addr, topic string, n int, value []byte) time.Duration {
+func benchProduce(b *testing.B, addr, topic string, n int, value []byte, opts ...kgo.Opt) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,10 +136,10 @@ func benchProduce(b *testing.B, addr, topic string, n int, value []byte) time.Du
 }
 
 // benchConsume reads n records from the start of topic with a new client.
-func benchConsume(b *testing.B, addr, topic string, n int) time.Duration {
+func benchConsume(b *testing.B, addr, topic string, n int, opts ...kgo.Opt) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

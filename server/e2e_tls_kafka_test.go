@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 
 // startKafkaTLSNode runs a node with both Kafka listeners: plaintext on
 // n.KafkaAddr and SSL on the returned address.
-func startKafkaTLSNode(t *testing.T, certs string, extra ...string) (*servertest.Node, string) {
+func startKafkaTLSNode(t testing.TB, certs string, extra ...string) (*servertest.Node, string) {
 	t.Helper()
 	sslAddr := servertest.FreeAddr(t)
 	args := append([]string{"--kafka-tls-addr", sslAddr,
@@ -185,4 +186,54 @@ func TestKafkaTLSKafkajs(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte(`"read":2000`)) {
 		t.Fatalf("kafkajs over SSL: %v\n%s", err, out)
 	}
+}
+
+// BenchmarkKafkaTLS: franz-go produce and consume with 1 KiB records over the
+// SSL listener against the plaintext one of the same node, in the same run.
+// Metric ratio = TLS records/s over plaintext records/s (consume over TLS has
+// no sendfile). Needs RUNNEL_BENCH=1 (it starts a server).
+func BenchmarkKafkaTLS(b *testing.B) {
+	if os.Getenv("RUNNEL_BENCH") != "1" {
+		b.Skip("set RUNNEL_BENCH=1 to run")
+	}
+	certs := makeCerts(b, "1")
+	node, sslAddr := startKafkaTLSNode(b, certs)
+	tlsOpt := kgo.DialTLSConfig(&tls.Config{RootCAs: caPool(b, certs), MinVersion: tls.VersionTLS12})
+	value := make([]byte, 1024)
+	for i := range value {
+		value[i] = byte(rand.Uint32())
+	}
+	runs := 0
+	report := func(b *testing.B, records int, tlsTime, plain time.Duration) {
+		b.ReportMetric(float64(records)/tlsTime.Seconds(), "tls-records/s")
+		b.ReportMetric(float64(records)/plain.Seconds(), "plaintext-records/s")
+		b.ReportMetric(plain.Seconds()/tlsTime.Seconds(), "ratio")
+	}
+	b.Run("produce", func(b *testing.B) {
+		runs++
+		const perOp = 20_000
+		topic := fmt.Sprintf("bench-tls-produce-%d", runs)
+		runnelTopic(b, node, topic, 3)
+		b.SetBytes(perOp * int64(len(value)))
+		var secure, plain time.Duration
+		for range b.N {
+			plain += benchProduce(b, node.KafkaAddr, topic, perOp, value)
+			secure += benchProduce(b, sslAddr, topic, perOp, value, tlsOpt)
+		}
+		report(b, b.N*perOp, secure, plain)
+	})
+	b.Run("consume", func(b *testing.B) {
+		runs++
+		const total = 50_000
+		topic := fmt.Sprintf("bench-tls-consume-%d", runs)
+		runnelTopic(b, node, topic, 3)
+		benchProduce(b, node.KafkaAddr, topic, total, value)
+		b.SetBytes(total * int64(len(value)))
+		var secure, plain time.Duration
+		for range b.N {
+			plain += benchConsume(b, node.KafkaAddr, topic, total)
+			secure += benchConsume(b, sslAddr, topic, total, tlsOpt)
+		}
+		report(b, b.N*total, secure, plain)
+	})
 }

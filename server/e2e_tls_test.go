@@ -20,7 +20,7 @@ import (
 
 // makeCerts runs `runnel certs create` (the real command users run) into a
 // fresh directory and returns it.
-func makeCerts(t *testing.T, nodes string) string {
+func makeCerts(t testing.TB, nodes string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "certs")
 	out, err := exec.Command(servertest.Binary(t), "certs", "create", "--dir", dir, "--nodes", nodes).CombinedOutput()
@@ -30,7 +30,7 @@ func makeCerts(t *testing.T, nodes string) string {
 	return dir
 }
 
-func caPool(t *testing.T, dir string) *x509.CertPool {
+func caPool(t testing.TB, dir string) *x509.CertPool {
 	t.Helper()
 	pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
 	if err != nil {
@@ -59,7 +59,7 @@ func httpsClient(roots *x509.CertPool, certs ...tls.Certificate) *http.Client {
 	}}
 }
 
-func startTLSNode(t *testing.T, certs string, extra ...string) (*servertest.Node, string) {
+func startTLSNode(t testing.TB, certs string, extra ...string) (*servertest.Node, string) {
 	t.Helper()
 	httpsAddr := servertest.FreeAddr(t)
 	args := append([]string{"--https-addr", httpsAddr,
