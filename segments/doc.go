@@ -8,8 +8,12 @@
 // Open a Log per partition directory with a Config (start from
 // DefaultConfig) and Options (a shared FileCache bounds open descriptors
 // across all logs of a process). Append takes one or more concatenated
-// producer batches and assigns offsets and the leader epoch in place;
-// AppendReplicated takes a leader's batches as they are. Read returns a
+// producer batches, validates every record of them (as Kafka's log
+// validator does: compressed records inflated as a stream, at most
+// Config.MaxInflatedBytes), and assigns offsets and the leader epoch in
+// place; AppendReplicated takes a leader's batches as they are, checking
+// headers only. Readers that need records decoded use NextBatch and
+// DecodeBatch, which inflate no further than they read. Read returns a
 // Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
 // Log method is safe for concurrent use; Maintain (time roll, flush.ms,
 // retention, compaction) is meant to be called periodically by one owner.
