@@ -77,7 +77,7 @@ type groupCoordinator struct {
 	shards map[int32]*groupShard // offsets partitions led here; guarded by mu
 	groups map[string]*group     // groups of loaded shards; guarded by mu
 	closed bool                  // guarded by mu
-	lags   map[string]int64      // total lag per group at the last sample; guarded by mu
+	lags   map[string]lagSample  // each group's lag at the last sample; guarded by mu
 
 	cancel context.CancelFunc
 	done   chan struct{}

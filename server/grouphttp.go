@@ -70,17 +70,17 @@ func (h *httpBackend) existingGroup(ctx context.Context, name string) (*group, e
 func (h *httpBackend) ListGroups(ctx context.Context) ([]api.GroupSummary, error) {
 	var out []api.GroupSummary
 	if c := h.s.groups; c != nil {
+		lags := c.cachedLags()
 		for _, g := range c.snapshot() {
 			g.mu.Lock()
-			if g.state != stateDead {
-				out = append(out, api.GroupSummary{Group: g.name, State: string(g.state), ProtocolType: g.protocolType,
-					Protocol: g.protocol, Members: len(g.members), Coordinator: h.s.cfg.NodeID})
-			}
+			s := api.GroupSummary{Group: g.name, State: string(g.state), ProtocolType: g.protocolType,
+				Protocol: g.protocol, Members: len(g.members), Coordinator: h.s.cfg.NodeID}
+			dead := g.state == stateDead
 			g.mu.Unlock()
-		}
-		lags := c.cachedLags()
-		for i := range out {
-			out[i].Lag = lags[out[i].Group]
+			if !dead {
+				s.Lag = c.listedLag(ctx, g, lags)
+				out = append(out, s)
+			}
 		}
 	}
 	if !isForwarded(ctx) {
