@@ -39,6 +39,9 @@ func HostCheck(allowed []string, trusted func(*http.Request) bool, logger *slog.
 				next.ServeHTTP(w, r)
 				return
 			}
+			// Debug: a hostile page could otherwise fill the log.
+			h.log.LogAttrs(r.Context(), slog.LevelDebug, "refused a request naming a host this node does not serve",
+				slogString("host", r.Host), slogString("remote", r.RemoteAddr))
 			h.problem(w, r, fmt.Errorf("%w: %q is not a name this node serves; use localhost, an IP address, or add the name to --http-allowed-hosts",
 				ErrHostNotAllowed, hostName(r.Host)))
 		})
