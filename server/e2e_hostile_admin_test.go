@@ -56,6 +56,7 @@ func TestHostileKafkaCreatePartitionsHugeCount(t *testing.T) {
 	defer cancel()
 	cl := kafkaAdmin(t, n)
 	kafkaCreateTopic(ctx, t, cl, "victim", 1)
+	baseline, _ := n.RSS()
 
 	for _, count := range []int32{2147483647, 10_001} {
 		req := kmsg.NewPtrCreatePartitionsRequest()
@@ -72,6 +73,9 @@ func TestHostileKafkaCreatePartitionsHugeCount(t *testing.T) {
 		}
 		nodeAlive(t, n)
 	}
+	_, peak := n.RSS()
+	t.Logf("peak RSS %d MiB after the hostile requests, %.2fx the RSS before them (%d MiB)",
+		peak>>20, float64(peak)/float64(baseline), baseline>>20)
 	// Still serving, and the topic kept its one partition.
 	var td struct {
 		Partitions []json.RawMessage `json:"partitions"`
