@@ -175,3 +175,30 @@ func (forgerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 	}
 	return c, nil
 }
+
+// Never trust the log: a CreateTopic whose name walks out of the data dir
+// is refused by the controller even when it arrives as a raw command on the
+// inter-node port (here a loopback node without authentication, where a
+// stranger can reach the controller RPC), and nothing is written outside.
+func TestForgedPathTraversalCommandRefused(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	victim := filepath.Join(filepath.Dir(n.DataDir), "victimdir")
+	rel, err := filepath.Rel(filepath.Join(n.DataDir, "partitions"), victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forgeCreateTopic(t, n.RaftAddr, rel) {
+		t.Fatalf("the controller applied CreateTopic %q", rel)
+	}
+	if forgeCreateTopic(t, n.RaftAddr, "../../victimdir") {
+		t.Fatal("the controller applied CreateTopic ../../victimdir")
+	}
+	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(n.DataDir), "*victimdir*"))
+	if len(matches) > 0 {
+		t.Fatalf("files were created outside the data dir: %v", matches)
+	}
+	// The node is still healthy and the control case works.
+	if !forgeCreateTopic(t, n.RaftAddr, "legal-name") {
+		t.Fatal("control: a legal forged CreateTopic was not applied on an unauthenticated loopback node")
+	}
+}
