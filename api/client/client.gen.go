@@ -1287,7 +1287,8 @@ type ClientInterface interface {
 	//
 	// Every group of the cluster (each broker lists the groups it coordinates; the
 	// answering node asks the others). `lag` is the total from the coordinator's last
-	// sample (every 10 s).
+	// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
+	// a reset or a restart it is computed at once, as on the group's own page.
 	//
 	// Corresponds with GET /v1/groups (the `ListGroups` operationId).
 	ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1778,7 +1779,8 @@ func (c *Client) RemoveController(ctx context.Context, id int32, reqEditors ...R
 //
 // Every group of the cluster (each broker lists the groups it coordinates; the
 // answering node asks the others). `lag` is the total from the coordinator's last
-// sample (every 10 s).
+// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
+// a reset or a restart it is computed at once, as on the group's own page.
 //
 // Corresponds with GET /v1/groups (the `ListGroups` operationId).
 func (c *Client) ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3961,7 +3963,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every group of the cluster (each broker lists the groups it coordinates; the
 	// answering node asks the others). `lag` is the total from the coordinator's last
-	// sample (every 10 s).
+	// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
+	// a reset or a restart it is computed at once, as on the group's own page.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6302,7 +6305,8 @@ func (c *ClientWithResponses) RemoveControllerWithResponse(ctx context.Context, 
 //
 // Every group of the cluster (each broker lists the groups it coordinates; the
 // answering node asks the others). `lag` is the total from the coordinator's last
-// sample (every 10 s).
+// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
+// a reset or a restart it is computed at once, as on the group's own page.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -25,7 +25,7 @@ export async function render(root, params, ctx) {
       { label: 'Assignor', get: g => g.protocol || '—' },
       { label: 'Coordinator', num: true, get: g => (g.coordinator === undefined ? '—' : String(g.coordinator)) },
       { label: 'Lag', num: true, get: g => fmtNum(totalLag(g)) },
-    ], shown, { caption: `${shown.length} groups`, empty: 'No consumer groups.' }));
+    ], shown, { caption: shown.length === 1 ? '1 group' : `${shown.length} groups`, empty: 'No consumer groups.' }));
   };
   search.addEventListener('input', draw);
   replace(root, h('div', { class: 'row' }, h('h1', null, 'Consumer groups'), h('span', { class: 'spacer' }), curlButton(() => ({ path: '/v1/groups' }))),
