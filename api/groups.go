@@ -381,6 +381,10 @@ func (g groupsResource) join(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// groupPollCost is what a group poll holds per byte of max_bytes: its
+// answer is built whole before it is written (records, their JSON, the body).
+const groupPollCost = 5
+
 func (g groupsResource) poll(w http.ResponseWriter, r *http.Request) {
 	if wait := r.URL.Query().Get("wait_ms"); wait != "" && wait != "0" {
 		client := g.h.opts.ClientAddr(r)
@@ -404,7 +408,15 @@ func (g groupsResource) poll(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, 0, err
 		}
-		req := GroupPollRequest{MaxRecords: int(maxRecords), MaxBytes: int(maxBytes),
+		// The answer is built whole (records, their JSON, the body):
+		// max_bytes shrinks to what the memory budget has free. The
+		// bytes are given back when the request ends (after the write).
+		held := g.h.mem.takeUpTo(maxBytes*groupPollCost, min(maxBytes, consumeMinBytes)*groupPollCost)
+		if held == 0 {
+			return nil, 0, fmt.Errorf("%w: no memory left for a %d-byte poll", ErrOverloaded, maxBytes)
+		}
+		context.AfterFunc(r.Context(), func() { g.h.mem.give(held) })
+		req := GroupPollRequest{MaxRecords: int(maxRecords), MaxBytes: int(held / groupPollCost),
 			Wait: min(time.Duration(waitMS)*time.Millisecond, g.h.opts.MaxWait)}
 		res, err := gb.PollGroup(r.Context(), name, pathParam(r, "member"), req)
 		if err != nil {

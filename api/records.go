@@ -184,7 +184,7 @@ const (
 // is ~90 MiB, and a client that does not read would keep it). A client
 // that does not read within WriteTimeout is dropped.
 func (rr recordsResource) writeRecords(w http.ResponseWriter, res ConsumeResult, enc string) {
-	_ = http.NewResponseController(w).SetWriteDeadline(rr.h.opts.Now().Add(rr.h.opts.Limits.WriteTimeout))
+	defer rr.h.writeDeadline(w)()
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 32<<10)

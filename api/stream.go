@@ -204,6 +204,7 @@ func (rr recordsResource) stream(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: rr.h.opts.Limits.WriteTimeout, now: rr.h.opts.Now}
 	sw.open()
+	defer func() { _ = sw.rc.SetWriteDeadline(time.Time{}) }() // no later request inherits it
 	heartbeat := time.NewTicker(rr.h.opts.Heartbeat)
 	defer heartbeat.Stop()
 	for {
