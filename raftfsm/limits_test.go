@@ -167,3 +167,23 @@ func TestBrokerPartitionLimit(t *testing.T) {
 		t.Fatalf("a fourth replica on a broker limited to 3: %v", err)
 	}
 }
+
+// Every sentinel survives forwarding over the controller RPC, so a request
+// sent to a follower gets the same error code (POLICY_VIOLATION, 409, ...)
+// as one sent to the leader.
+func TestRPCErrorCodesRoundTrip(t *testing.T) {
+	for _, c := range errorCodes {
+		if c.err == ErrNotLeader {
+			continue // its own rules (codeMaybeApplied)
+		}
+		got := decodeError(encodeError(fmt.Errorf("wrapped: %w", c.err)))
+		if !errors.Is(got, c.err) {
+			t.Errorf("%s: decoded %v, want %v", c.code, got, c.err)
+		}
+	}
+	for _, err := range []error{ErrPolicyViolation, ErrInvalidTopicName, ErrInvalidReplicationFactor, ErrQuorumChange} {
+		if got := decodeError(encodeError(err)); !errors.Is(got, err) {
+			t.Errorf("%v is not carried over the RPC: %v", err, got)
+		}
+	}
+}

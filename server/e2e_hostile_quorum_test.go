@@ -35,6 +35,9 @@ func TestHostileAddUnreachableController(t *testing.T) {
 	api.json("DELETE", "/v1/cluster/controllers/7", nil, 200, &v)
 	// The last voter cannot be removed.
 	api.problem("DELETE", "/v1/cluster/controllers/1", "", nil, 409, "quorum-change-refused")
+	// A live address answering as another node id is not that controller.
+	api.problem("POST", "/v1/cluster/controllers", "application/json",
+		[]byte(`{"id":7,"address":"`+n.RaftAddr+`"}`), 409, "quorum-change-refused")
 	// Garbage addresses are a bad request.
 	api.problem("POST", "/v1/cluster/controllers", "application/json",
 		[]byte(`{"id":8,"address":"no-port"}`), 400, "invalid-request")
