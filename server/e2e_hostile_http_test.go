@@ -223,3 +223,53 @@ func TestHostileLongPolls(t *testing.T) {
 		t.Fatalf("problem %+v", p)
 	}
 }
+
+// TestHostileConnections: connections from one address over its limit are
+// answered 429 problem+json with Retry-After and closed; the node serves
+// others meanwhile and that address again once its connections close.
+func TestHostileConnections(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{Args: []string{"--http-max-connections-per-ip", "8"}})
+	http.DefaultClient.CloseIdleConnections() // the readiness polls' connections
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	var refused *http.Response
+	for range 16 { // bounded: the node's own clients may hold a few slots
+		conn, err := net.Dial("tcp", n.HTTPAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, conn)
+		if _, err := io.WriteString(conn, "GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+			continue // closed at once: refused
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(held), err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 429 {
+			refused = resp
+			break
+		}
+	}
+	if refused == nil || refused.Header.Get("Retry-After") == "" || refused.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("16 connections from one address with a limit of 8: no 429 (%+v)", refused)
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	held = nil
+	servertest.WaitFor(t, 30*time.Second, "a connection accepted again", func() bool {
+		resp, err := http.Get(n.URL + "/livez")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
