@@ -187,3 +187,33 @@ func TestRPCErrorCodesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// An invalid command that reaches the raft log (proposed around prepare, as
+// an older or hostile leader could) is committed but refused at apply: the
+// node keeps running and the image does not change.
+func TestInvalidCommandCommittedButRefused(t *testing.T) {
+	n := openLimited(t, Limits{})
+	before, _ := n.Image()
+	for _, raw := range []string{
+		`{"Version":1,"CreateTopic":{"Name":"../../victimdir","Partitions":1,"ReplicationFactor":1,"Assignments":[[1]]}}`,
+		`{"Version":1,"CreatePartitions":{"Topic":"x","Count":2147483647}}`,
+		`not json`,
+	} {
+		f := n.raft.Apply([]byte(raw), 5*time.Second)
+		if err := f.Error(); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		if _, ok := f.Response().(error); !ok {
+			t.Fatalf("%s: applied, result %v", raw, f.Response())
+		}
+	}
+	after, _ := n.Image()
+	if after.Digest() != before.Digest() || len(after.Topics) != 0 {
+		t.Fatalf("the image changed: %d topics", len(after.Topics))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.Apply(ctx, Command{CreateTopic: &CreateTopic{Name: "fine", Partitions: 1, ReplicationFactor: 1}}); err != nil {
+		t.Fatalf("apply after refused entries: %v", err)
+	}
+}
