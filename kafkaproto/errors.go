@@ -3,6 +3,7 @@ package kafkaproto
 import (
 	"context"
 	"errors"
+	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -112,6 +113,11 @@ func errMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
+	s := packagePrefix.ReplaceAllString(err.Error(), "")
 	return &s
 }
+
+// packagePrefix matches the "pkg: " prefixes Go errors carry inside the
+// process (raftfsm: ..., kafkaproto: ...): a client's error message names no
+// internal package.
+var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|kafkaproto|server|web): `)
