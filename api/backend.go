@@ -186,8 +186,8 @@ type Broker struct {
 	KafkaAddress   string `json:"kafka_address"`
 	Partitions     int32  `json:"partitions"` // replicas hosted
 	Leaders        int32  `json:"leaders"`    // partitions it leads
-	// StorageError is set on the answering node's own entry when some of
-	// its partitions refuse writes; each node reports its own disks.
+	// StorageError is set while some of the broker's partitions refuse
+	// writes (disk full, I/O error), as its last heartbeat said.
 	StorageError string `json:"storage_error,omitempty"`
 }
 

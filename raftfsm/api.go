@@ -95,6 +95,10 @@ type Config struct {
 	// other machines run without inter-node authentication. Without it,
 	// Open refuses to (a loopback-only port needs neither).
 	AllowInsecurePeers bool
+	// BrokerHealth, when set, is called before each heartbeat: why this
+	// broker's disks refuse writes ("" when they are healthy). The active
+	// controller keeps the last report; BrokerLiveness returns it.
+	BrokerHealth func() string
 }
 
 // Status is this node's view of the quorum.
@@ -152,6 +156,7 @@ type Broker struct {
 type Liveness struct {
 	LastHeartbeat time.Time // zero: none since this controller took over
 	AppliedIndex  uint64    // metadata index the broker reported applied
+	StorageError  string    // Config.BrokerHealth of its last heartbeat
 }
 
 type Topic struct {

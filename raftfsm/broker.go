@@ -132,6 +132,9 @@ func (n *Node) sendHeartbeat(ctx context.Context, interval time.Duration) {
 	hctx, cancel := context.WithTimeout(ctx, max(2*interval, time.Second))
 	defer cancel()
 	hb := heartbeat{ID: b.ID, Epoch: b.Epoch, Applied: n.fsm.appliedIndex()}
+	if n.cfg.BrokerHealth != nil {
+		hb.StorageError = truncateHealth(n.cfg.BrokerHealth())
+	}
 	var reply heartbeatReply
 	res, err := n.onLeaderOnce(hctx, "heartbeat", hb, &reply, func(ctx context.Context) (any, error) {
 		return n.onHeartbeat(ctx, hb)

@@ -30,7 +30,8 @@ type session struct {
 	epoch   int64
 	last    time.Time // last heartbeat; at takeover, the takeover time
 	applied uint64
-	beat    bool // a heartbeat came in this term
+	beat    bool   // a heartbeat came in this term
+	health  string // heartbeat.StorageError
 }
 
 // forTermLocked resets the table when term is not the one it holds.
@@ -41,11 +42,11 @@ func (s *sessions) forTermLocked(term uint64) {
 }
 
 // touch records a heartbeat.
-func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, now time.Time) {
+func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, health string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forTermLocked(term)
-	s.m[id] = &session{epoch: epoch, last: now, applied: applied, beat: true}
+	s.m[id] = &session{epoch: epoch, last: now, applied: applied, beat: true, health: health}
 }
 
 // expired lists the heartbeating brokers of img, not yet fenced, whose
@@ -78,7 +79,7 @@ func (s *sessions) liveness(term uint64) map[int32]Liveness {
 	s.forTermLocked(term)
 	out := make(map[int32]Liveness, len(s.m))
 	for id, ss := range s.m {
-		l := Liveness{AppliedIndex: ss.applied}
+		l := Liveness{AppliedIndex: ss.applied, StorageError: ss.health}
 		if ss.beat {
 			l.LastHeartbeat = ss.last
 		}
@@ -92,6 +93,19 @@ type heartbeat struct {
 	ID      int32
 	Epoch   int64
 	Applied uint64 // the broker's applied metadata index
+	// StorageError is Config.BrokerHealth, at most maxHealthLen bytes.
+	StorageError string `json:",omitempty"`
+}
+
+// maxHealthLen bounds the health text a heartbeat carries and the active
+// controller keeps per broker.
+const maxHealthLen = 512
+
+func truncateHealth(s string) string {
+	if len(s) > maxHealthLen {
+		return s[:maxHealthLen]
+	}
+	return s
 }
 
 // heartbeatReply: Stale means the epoch is not the broker's current one
@@ -109,7 +123,7 @@ func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, e
 	if !ok || b.Epoch != hb.Epoch {
 		return heartbeatReply{Stale: true}, nil
 	}
-	n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, time.Now())
+	n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, truncateHealth(hb.StorageError), time.Now())
 	if b.State != BrokerFenced || hb.Applied < uint64(b.Epoch) {
 		return heartbeatReply{State: b.State}, nil
 	}

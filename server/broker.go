@@ -36,10 +36,10 @@ type broker struct {
 
 	fetches       *fetchManager // follower replication
 	replicaLagMax time.Duration
-	storageRetry  time.Duration // storageLoop's first retry interval
-	storage       storageHealth // what storageLoop last saw
-	maxInflated   int64         // segments.Config.MaxInflatedBytes; set before start
-	framingOnly   bool          // segments.Config.FramingOnly (benchmark baseline); set before start
+	storageRetry  time.Duration  // storageLoop's first retry interval
+	storage       *storageHealth // what storageLoop last saw (shared with Server)
+	maxInflated   int64          // segments.Config.MaxInflatedBytes; set before start
+	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline); set before start
 
 	// producers is given to every partition; nil: the default.
 	producers *producerPolicy
@@ -99,6 +99,9 @@ func (b *broker) start(maintainEvery time.Duration) error {
 	b.cancel, b.done = cancel, make(chan struct{})
 	b.isrDone = make(chan struct{})
 	b.storageDone = make(chan struct{})
+	if b.storage == nil {
+		b.storage = &storageHealth{}
+	}
 	go b.run(ctx, maintainEvery)
 	go b.isrLoop(ctx)
 	go b.storageLoop(ctx, cmp.Or(b.storageRetry, time.Second))

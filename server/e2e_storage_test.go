@@ -396,3 +396,82 @@ func checkHeaderList(t *testing.T, c *apiClient, topic string) {
 		}
 	}
 }
+
+// TestDiskFullShownByOtherNodes: a broker whose disk is full reports it in
+// its heartbeats, so GET /v1/cluster on another node shows it on that
+// broker's entry, and clears it once the disk recovered.
+func TestDiskFullShownByOtherNodes(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "node-2")
+	parts := filepath.Join(dataDir, "partitions")
+	mountTmpfs(t, parts, 4<<20)
+	ballast := filepath.Join(parts, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 2<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cl := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2,
+		Args: []string{"--storage-retry-interval", "200ms", "--broker-heartbeat-interval", "200ms"},
+		NodeArgs: func(id int) []string {
+			if id == 2 {
+				return []string{"--data-dir", dataDir}
+			}
+			return nil
+		}})
+	c1, c2 := newAPIClient(t, cl.Node(1)), newAPIClient(t, cl.Node(2))
+	c1.json(http.MethodPost, "/v1/topics", map[string]any{"name": "full", "partitions": 4, "replication_factor": 1}, http.StatusCreated, nil)
+	var topic struct {
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Leader    int32 `json:"leader"`
+		} `json:"partitions"`
+	}
+	part := int32(-1)
+	servertest.WaitFor(t, 10*time.Second, "a partition led by node 2", func() bool {
+		c1.json(http.MethodGet, "/v1/topics/full", nil, http.StatusOK, &topic)
+		for _, p := range topic.Partitions {
+			if p.Leader == 2 {
+				part = p.Partition
+			}
+		}
+		return part >= 0
+	})
+	value := base64.StdEncoding.EncodeToString(make([]byte, 64<<10))
+	body, _ := json.Marshal(map[string]any{"records": []any{map[string]any{"value": value, "partition": part}}})
+	var status int
+	for i := 0; i < 200 && status != http.StatusInsufficientStorage; i++ { // 200 x 64 KiB is three times the disk
+		status, _ = c2.do(http.MethodPost, "/v1/topics/full/records?encoding=base64", "application/json", body)
+	}
+	if status != http.StatusInsufficientStorage {
+		t.Fatalf("produce to node 2's full disk: last status %d, want 507", status)
+	}
+	storageOf := func(c *apiClient, id int32) string {
+		var out struct {
+			Brokers []struct {
+				ID           int32  `json:"id"`
+				StorageError string `json:"storage_error"`
+			} `json:"brokers"`
+		}
+		c.json(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &out)
+		for _, b := range out.Brokers {
+			if b.ID == id {
+				return b.StorageError
+			}
+		}
+		return ""
+	}
+	servertest.WaitFor(t, 15*time.Second, "node 1 to show node 2's storage error", func() bool {
+		return strings.Contains(storageOf(c1, 2), fmt.Sprintf("full-%d", part))
+	})
+	if s := storageOf(c1, 1); s != "" {
+		t.Fatalf("node 1's own entry shows a storage error: %s", s)
+	}
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 30*time.Second, "node 1 to show node 2 healthy again", func() bool {
+		return storageOf(c1, 2) == ""
+	})
+	small, _ := json.Marshal(map[string]any{"records": []any{map[string]any{"value": "aGk=", "partition": part}}})
+	if s, r := c2.do(http.MethodPost, "/v1/topics/full/records?encoding=base64", "application/json", small); s != http.StatusOK {
+		t.Fatalf("produce after recovery: %d %s", s, r)
+	}
+}

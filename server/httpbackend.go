@@ -102,10 +102,10 @@ func (h *httpBackend) Ready() error {
 // StorageError implements api.StorageBackend: which partitions of this
 // broker refuse writes since their disk failed, as the storage loop last saw.
 func (h *httpBackend) StorageError() error {
-	if h.s.broker == nil {
+	if h.s.storage == nil {
 		return nil
 	}
-	return toHTTPError(h.s.broker.storage.err())
+	return toHTTPError(h.s.storage.err())
 }
 
 func errText(err error) string {
@@ -176,6 +176,7 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 			Partitions: replicas[b.ID], Leaders: leaders[b.ID]}
 		if l, ok := live[b.ID]; ok {
 			ab.MetadataOffset = int64(l.AppliedIndex)
+			ab.StorageError = l.StorageError // from its last heartbeat
 		}
 		if b.ID == h.s.cfg.NodeID {
 			ab.MetadataOffset = int64(img.Index)

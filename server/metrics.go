@@ -60,10 +60,10 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "storage_failed_partitions",
 			Help: "Partitions of this broker whose disk refuses writes (full, I/O error); they recover by themselves once it takes writes again."},
 			func() float64 {
-				if s.broker == nil {
+				if s.storage == nil {
 					return 0
 				}
-				return float64(s.broker.storage.count())
+				return float64(s.storage.count())
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "under_replicated_partitions",
 			Help: "Partitions led by this broker whose in-sync replicas are fewer than their replicas."},

@@ -42,8 +42,11 @@ type Server struct {
 	logger *slog.Logger
 	lock   *os.File // flock on the data dir
 
-	meta    *raftfsm.Node
-	broker  *broker
+	meta   *raftfsm.Node
+	broker *broker
+	// storage is what the broker's storage loop last saw; made before the
+	// broker, so /readyz, metrics and heartbeats read it without s.broker.
+	storage *storageHealth
 	metrics *metrics
 	ready   atomic.Bool
 
@@ -163,6 +166,7 @@ func (s *Server) open() error {
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
 	s.peerRefused = &warnLimiter{log: s.logger, period: 10 * time.Second}
+	s.storage = &storageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:             s.cfg.NodeID,
 		Dir:                filepath.Join(s.cfg.DataDir, "meta"),
@@ -181,6 +185,7 @@ func (s *Server) open() error {
 			protoKafka: func(c net.Conn) { go s.acceptPeer(c) },
 			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },
 		},
+		BrokerHealth: func() string { return errText(s.storage.err()) },
 	})
 	if err != nil {
 		closeListeners(httpLn, httpsLn, kafkaLn, kafkaTLSLn)
@@ -348,7 +353,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.storageRetry = s.cfg.StorageRetryInterval
+	b.storageRetry, b.storage = s.cfg.StorageRetryInterval, s.storage
 	b.maxInflated, b.framingOnly = s.cfg.MaxDecompressedBatchBytes, s.cfg.BenchSkipRecordValidation
 	b.producers = &producerPolicy{
 		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),

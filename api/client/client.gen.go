@@ -502,7 +502,7 @@ type Broker struct {
 	Rack       string      `json:"rack"`
 	State      BrokerState `json:"state"`
 
-	// StorageError On the answering node's own entry: set while some of its partitions refuse writes because their disk failed. Each node reports its own disks.
+	// StorageError Set while some of the broker's partitions refuse writes because their disk failed (full, I/O error): which and why, as the broker reported in its last heartbeat (its own entry: as it is now). Absent when healthy.
 	StorageError *string `json:"storage_error,omitempty"`
 }
 

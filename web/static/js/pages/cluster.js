@@ -70,7 +70,7 @@ function brokersTable(brokers, health) {
     { label: 'Leaders', num: true, get: b => fmtNum(b.leaders || health.perBroker.get(b.id)?.leaders || 0) },
     { label: 'HTTP', get: b => h('code', null, b.http_address || '—') },
     { label: 'Kafka', get: b => h('code', null, b.kafka_address || '—') },
-    // Set on the answering node's own entry only: each node reports its disks.
+    // From each broker's last heartbeat: its disks refuse writes.
     { label: 'Storage', get: b => (b.storage_error ? h('span', { class: 'badge bad', title: b.storage_error }, 'disk failing') : '') },
   ], brokers, { rowClass: b => (b.state === 'fenced' || b.storage_error ? 'bad' : b.state === 'shutting_down' ? 'warn' : null), empty: 'No brokers registered.' });
 }
