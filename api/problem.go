@@ -68,3 +68,11 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 	w.WriteHeader(k.Status)
 	_, _ = w.Write(append(body, '\n'))
 }
+
+// WriteProblem writes err as the API's problem+json answer, from the same
+// error table and with the same headers as every endpoint, for handlers
+// that wrap the API outside this package (the server's group proxy). It
+// logs nothing.
+func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	(&handler{log: slog.New(slog.DiscardHandler)}).problem(w, r, err)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -200,5 +201,44 @@ func TestForgedPathTraversalCommandRefused(t *testing.T) {
 	// The node is still healthy and the control case works.
 	if !forgeCreateTopic(t, n.RaftAddr, "legal-name") {
 		t.Fatal("control: a legal forged CreateTopic was not applied on an unauthenticated loopback node")
+	}
+}
+
+// The forwarding mark is honoured only on the inter-node port: a client
+// that sets X-Runnel-Forwarded on the public port is still forwarded to the
+// partition's leader instead of being answered not-leader.
+func TestForwardedHeaderFromClientIgnored(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2, Args: fastSessions})
+	n1 := newAPIClient(t, c.Node(1))
+	n1.json("POST", "/v1/topics", map[string]any{"name": "fwd", "partitions": 4, "replication_factor": 1}, 201, nil)
+	var d struct {
+		Partitions []struct {
+			Partition int32 `json:"partition"`
+			Leader    int32 `json:"leader"`
+		} `json:"partitions"`
+	}
+	var remote int32 = -1
+	servertest.WaitFor(t, 20*time.Second, "a partition led by node 2", func() bool {
+		n1.json("GET", "/v1/topics/fwd", nil, 200, &d)
+		for _, p := range d.Partitions {
+			if p.Leader == 2 {
+				remote = p.Partition
+				return true
+			}
+		}
+		return false
+	})
+	body := fmt.Sprintf(`{"records":[{"value":1,"partition":%d}]}`, remote)
+	req, _ := http.NewRequest("POST", c.Node(1).URL+"/v1/topics/fwd/records", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Runnel-Forwarded", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("produce with a client-set forwarding mark: %d %s", resp.StatusCode, out)
 	}
 }

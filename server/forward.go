@@ -29,10 +29,12 @@ const forwardedHeader = "X-Runnel-Forwarded"
 type forwardedKey struct{}
 
 // markForwarded records in the request context whether the request was
-// forwarded by another node.
+// forwarded by another node. Only requests that came over the inter-node
+// port count: a client cannot set the header on the public port to change
+// how its request is routed.
 func markForwarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(forwardedHeader) != "" {
+		if inter, _ := r.Context().Value(interNodeKey{}).(bool); inter && r.Header.Get(forwardedHeader) != "" {
 			r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, true))
 		}
 		next.ServeHTTP(w, r)

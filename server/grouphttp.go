@@ -87,11 +87,11 @@ func (h *httpBackend) ListGroups(ctx context.Context) ([]api.GroupSummary, error
 		// Every broker lists the groups it coordinates; ask the others.
 		img, _ := h.s.meta.Image()
 		for _, b := range img.Brokers {
-			if b.ID == h.s.cfg.NodeID || b.State != raftfsm.BrokerAlive || b.HTTPAddr == "" {
+			if b.ID == h.s.cfg.NodeID || b.State != raftfsm.BrokerAlive {
 				continue
 			}
 			var res api.GroupList
-			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+b.HTTPAddr+"/v1/groups", nil, &res); err != nil {
+			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+nodeHost(b.ID)+"/v1/groups", nil, &res); err != nil {
 				h.s.logger.Warn("list groups of broker", "broker", b.ID, "err", err)
 				continue
 			}
@@ -329,11 +329,10 @@ func (c *groupCoordinator) offsetForTime(ctx context.Context, t tp, ts, end int6
 		}
 		return p.resolveOffset(0, &ts)
 	}
-	b, ok := img.Brokers[leader]
-	if !ok {
+	if _, ok := img.Brokers[leader]; !ok {
 		return 0, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
 	}
-	res, err := c.s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), b.HTTPAddr,
+	res, err := c.s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader),
 		api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Timestamp: &ts, MaxRecords: 1, MaxBytes: 1})
 	if err != nil {
 		return 0, err
@@ -392,7 +391,7 @@ func (h *httpBackend) LeaveGroup(ctx context.Context, name, member string) error
 func (s *Server) groupsProxy(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := ""
-		if name, ok := groupOfPath(r.URL); ok && r.Header.Get(forwardedHeader) == "" {
+		if name, ok := groupOfPath(r.URL); ok && !isForwarded(r.Context()) {
 			addr = s.groupCoordinatorHTTP(name)
 		}
 		if addr == "" {
@@ -406,10 +405,7 @@ func (s *Server) groupsProxy(next http.Handler) http.Handler {
 			},
 			Transport: s.forward.client.Transport,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				w.Header().Set("Content-Type", "application/problem+json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, `{"type":%q,"title":"Not the partition leader","status":503,"detail":"group coordinator at %s unreachable"}`,
-					api.ProblemTypePrefix+"not-leader", addr)
+				api.WriteProblem(w, r, fmt.Errorf("%w: the group's coordinator (%s) is unreachable", api.ErrNotLeader, addr))
 			},
 		}
 		proxy.ServeHTTP(w, r)
@@ -427,8 +423,9 @@ func groupOfPath(u *url.URL) (string, bool) {
 	return name, err == nil && name != ""
 }
 
-// groupCoordinatorHTTP is the HTTP address of the group's coordinator
-// when it is another node ("" when it is this one or unknown).
+// groupCoordinatorHTTP is the forwarding host of the group's coordinator
+// (nodeHost: reached over the inter-node port) when it is another node
+// ("" when it is this one or unknown).
 func (s *Server) groupCoordinatorHTTP(group string) string {
 	img, _ := s.meta.Image()
 	t, ok := img.Topics[offsetsTopic]
@@ -439,8 +436,8 @@ func (s *Server) groupCoordinatorHTTP(group string) string {
 	if leader < 0 || leader == s.cfg.NodeID {
 		return ""
 	}
-	if b, ok := img.Brokers[leader]; ok {
-		return b.HTTPAddr
+	if _, ok := img.Brokers[leader]; ok {
+		return nodeHost(leader)
 	}
 	return ""
 }

@@ -284,11 +284,10 @@ func (c *groupCoordinator) read(ctx context.Context, t tp, offset int64, maxReco
 	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1)}
 	leader := top.Partitions[t.Partition].Leader
 	if leader != c.s.cfg.NodeID {
-		b, ok := img.Brokers[leader]
-		if !ok || b.HTTPAddr == "" {
+		if _, ok := img.Brokers[leader]; !ok {
 			return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
 		}
-		return c.s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), b.HTTPAddr, req)
+		return c.s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
 	}
 	res, err := c.s.broker.readRecords(ctx, readRequest{topic: t.Topic, partition: t.Partition, offset: offset,
 		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes})
