@@ -271,21 +271,28 @@ type Records struct {
 	err error
 }
 
-// BatchInfo is the header of one stored batch.
+// BatchInfo is the header of one batch.
 type BatchInfo struct {
-	BaseOffset    int64
-	LastOffset    int64
-	Size          int // bytes of the whole batch
-	Control       bool
-	LogAppendTime bool
-	MaxTimestamp  int64
+	BaseOffset     int64
+	LastOffset     int64
+	Size           int // bytes of the whole batch
+	Attributes     int16
+	Control        bool
+	LogAppendTime  bool
+	FirstTimestamp int64
+	MaxTimestamp   int64
+	ProducerID     int64
+	ProducerEpoch  int16
+	BaseSequence   int32
+	NumRecords     int32
 }
 
 // NextOffset is the offset after the batch.
 func (b BatchInfo) NextOffset() int64 { return b.LastOffset + 1 }
 
 // NextBatch checks the batch at the start of data (length, magic, CRC-32C,
-// record count) and returns its header. ok is false, with no error, when
+// record count no more than its offsets) and returns its header, for
+// readers and for callers that split produced or replicated batches. ok is false, with no error, when
 // data holds only part of a batch (a read cut at its byte limit). A
 // corrupt batch's header is returned with the error when its length could
 // be read, so a reader can name it and move past it.
@@ -302,7 +309,13 @@ func NextBatch(data []byte) (info BatchInfo, ok bool, err error) {
 	}
 	h, err := checkBatch(data, 0, countCompacted)
 	info = BatchInfo{BaseOffset: h.baseOffset, LastOffset: h.lastOffset(), Size: int(size),
-		Control: h.isControl(), LogAppendTime: h.attributes&0x8 != 0, MaxTimestamp: h.maxTimestamp}
+		Attributes: h.attributes, Control: h.isControl(), LogAppendTime: h.attributes&0x8 != 0,
+		FirstTimestamp: h.firstTimestamp, MaxTimestamp: h.maxTimestamp, NumRecords: h.numRecords}
+	if len(data) >= batchHeaderLen {
+		info.ProducerID = int64(binary.BigEndian.Uint64(data[producerIDAt:]))
+		info.ProducerEpoch = int16(binary.BigEndian.Uint16(data[producerEpochAt:]))
+		info.BaseSequence = int32(binary.BigEndian.Uint32(data[baseSequenceAt:]))
+	}
 	return info, true, err
 }
 

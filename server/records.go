@@ -7,17 +7,19 @@ import (
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/segments"
 )
 
 // Record batches are Kafka's RecordBatch v2 on disk and on the wire. This file
-// builds them for records that arrive over HTTP and reads their headers for
-// the producer table and replication; records are validated (on append) and
-// decoded (for HTTP consumers) by package segments, the one record codec.
-// Kafka clients get the stored bytes untouched.
+// builds them for records that arrive over HTTP and views their headers for
+// the producer table and replication; headers are checked (NextBatch),
+// records validated (on append) and decoded (for HTTP consumers) by package
+// segments, the one RecordBatch codec. Kafka clients get the stored bytes
+// untouched.
 
 const (
 	batchHeaderLen    = 61 // bytes before the first record
-	batchLenOffset    = 8  // int32 length of the rest of the batch
 	batchCRCOffset    = 17 // CRC-32C covers everything from attributes on
 	batchAttrsOffset  = 21
 	codecMask         = 0x07
@@ -108,43 +110,26 @@ func (b batchView) idempotent() bool    { return b.producerID >= 0 }
 func (b batchView) records() []byte     { return b.raw[batchHeaderLen:] }
 func (b batchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
 
-// splitBatches walks concatenated batches, checking only their framing and
-// CRC. A partial batch at the end (as a fetch response may carry) is dropped.
+// splitBatches walks concatenated batches, checking their framing, CRC and
+// header counts (segments.NextBatch). A partial batch at the end (as a fetch
+// response may carry) is dropped.
 func splitBatches(data []byte, fn func(batchView) error) error {
-	for len(data) >= batchHeaderLen {
-		length := int64(int32(binary.BigEndian.Uint32(data[batchLenOffset:])))
-		size := 12 + length
-		if length < batchHeaderLen-12 {
-			return fmt.Errorf("%w: length %d", errCorruptBatch, length)
+	for {
+		info, ok, err := segments.NextBatch(data)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errCorruptBatch, err)
 		}
-		if int64(len(data)) < size {
+		if !ok {
 			return nil
 		}
-		raw := data[:size]
-		if raw[16] != 2 {
-			return fmt.Errorf("%w: magic %d", errCorruptBatch, raw[16])
-		}
-		if crc32.Checksum(raw[batchAttrsOffset:], castagnoli) != binary.BigEndian.Uint32(raw[batchCRCOffset:]) {
-			return fmt.Errorf("%w: crc mismatch", errCorruptBatch)
-		}
-		v := batchView{
-			raw:        raw,
-			baseOffset: int64(binary.BigEndian.Uint64(raw[0:])),
-			attrs:      int16(binary.BigEndian.Uint16(raw[21:])),
-			lastDelta:  int32(binary.BigEndian.Uint32(raw[23:])),
-			firstTS:    int64(binary.BigEndian.Uint64(raw[27:])),
-			maxTS:      int64(binary.BigEndian.Uint64(raw[35:])),
-			producerID: int64(binary.BigEndian.Uint64(raw[43:])),
-			epoch:      int16(binary.BigEndian.Uint16(raw[51:])),
-			firstSeq:   int32(binary.BigEndian.Uint32(raw[53:])),
-			numRecords: int32(binary.BigEndian.Uint32(raw[57:])),
-		}
+		v := batchView{raw: data[:info.Size], baseOffset: info.BaseOffset, attrs: info.Attributes,
+			lastDelta: int32(info.LastOffset - info.BaseOffset), firstTS: info.FirstTimestamp, maxTS: info.MaxTimestamp,
+			producerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence, numRecords: info.NumRecords}
 		if err := fn(v); err != nil {
 			return err
 		}
-		data = data[size:]
+		data = data[info.Size:]
 	}
-	return nil
 }
 
 const timestampTypeFlag = 0x08
