@@ -193,6 +193,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/kafka", kafkaResource{h}.Routes())
 		r.Mount("/stats", statsResource{h}.Routes())
 		r.Mount("/groups", groupsResource{h}.Routes())
+		r.Mount("/users", usersResource{h}.Routes())
 	})
 	return r
 }

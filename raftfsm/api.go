@@ -126,6 +126,7 @@ type Image struct {
 	Brokers        map[int32]*Broker
 	Topics         map[string]*Topic
 	NextProducerID int64
+	Users          map[string]*User // users.go
 }
 
 type BrokerState string
@@ -194,6 +195,8 @@ type Command struct {
 	AllocateProducerIDs *AllocateProducerIDs `json:",omitempty"`
 	InitCluster         *InitCluster         `json:",omitempty"`
 	ReassignPartition   *ReassignPartition   `json:",omitempty"`
+	UpsertUserScram     *UpsertUserScram     `json:",omitempty"`
+	DeleteUser          *DeleteUser          `json:",omitempty"`
 }
 
 // CommandVersion is the envelope version this package writes and applies.

@@ -183,6 +183,10 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.initCluster(cmd.InitCluster)
 	case cmd.ReassignPartition != nil:
 		return c.reassignPartition(cmd.ReassignPartition)
+	case cmd.UpsertUserScram != nil:
+		return c.upsertUserScram(cmd.UpsertUserScram)
+	case cmd.DeleteUser != nil:
+		return c.deleteUser(cmd.DeleteUser)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }

@@ -17,7 +17,8 @@ func (img *Image) Digest() string {
 		Brokers        map[int32]*Broker
 		Topics         map[string]*Topic
 		NextProducerID int64
-	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID})
+		Users          map[string]*User `json:",omitempty"` // omitted: digests without users stay as they were
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users})
 	if err != nil {
 		// Only plain data types: cannot happen.
 		panic("raftfsm: digest: " + err.Error())
@@ -35,6 +36,10 @@ func (img *Image) next(index uint64) *Image {
 		Brokers:        make(map[int32]*Broker, len(img.Brokers)),
 		Topics:         make(map[string]*Topic, len(img.Topics)),
 		NextProducerID: img.NextProducerID,
+		Users:          make(map[string]*User, len(img.Users)),
+	}
+	for k, v := range img.Users {
+		n.Users[k] = v
 	}
 	for k, v := range img.Brokers {
 		n.Brokers[k] = v
@@ -46,7 +51,7 @@ func (img *Image) next(index uint64) *Image {
 }
 
 func emptyImage() *Image {
-	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}}
+	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}}
 }
 
 // clone returns a deep copy of t, for modification before it is published.

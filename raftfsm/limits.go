@@ -136,6 +136,10 @@ func checkCommand(cmd *Command) error {
 				return fmt.Errorf("%w: broker %d: a field of %d bytes (at most %d)", ErrInvalidCommand, rb.ID, len(s), maxAddrLen)
 			}
 		}
+	case cmd.UpsertUserScram != nil:
+		return checkUpsertUser(cmd.UpsertUserScram)
+	case cmd.DeleteUser != nil:
+		return checkUserName(cmd.DeleteUser.Name)
 	case cmd.AllocateProducerIDs != nil:
 		if n := cmd.AllocateProducerIDs.Count; n < 1 || n > maxProducerIDBlock {
 			return fmt.Errorf("%w: producer id count %d (want 1 to %d)", ErrInvalidCommand, n, maxProducerIDBlock)

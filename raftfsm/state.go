@@ -18,6 +18,7 @@ import (
 //	meta/next_producer_id 8-byte big-endian
 //	brokers/<id>          JSON Broker, id zero-padded to 10 digits
 //	topics/<name>         JSON Topic
+//	users/<name>          JSON User (SCRAM credentials, no password)
 const (
 	keyApplied        = "meta/applied"
 	keyClusterID      = "meta/cluster_id"
@@ -90,6 +91,12 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
 		img.Topics[t.Name] = &t
+	case strings.HasPrefix(key, prefixUsers):
+		var u User
+		if err := json.Unmarshal(v, &u); err != nil {
+			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
+		}
+		img.Users[u.Name] = &u
 	default:
 		return fmt.Errorf("%w: unknown key %q", errBadState, key)
 	}

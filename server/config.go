@@ -124,6 +124,8 @@ type Config struct {
 	// topics of one Kafka CreateTopics or CreatePartitions request.
 	TopicLimits         raftfsm.Limits
 	MaxTopicsPerRequest int
+	// Auth: users, SASL, superusers (issue 15; auth.go).
+	Auth AuthConfig
 
 	Logger *slog.Logger
 }

@@ -85,10 +85,17 @@ func Open(cfg Config) (*Server, error) {
 	}
 	start := time.Now()
 	s := &Server{cfg: cfg, logger: cfg.Logger}
+	if err := cfg.Auth.check(); err != nil {
+		return nil, err
+	}
 	if err := s.lockDataDir(); err != nil {
 		return nil, err
 	}
 	if err := s.open(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startAuth(); err != nil {
 		s.Close()
 		return nil, err
 	}

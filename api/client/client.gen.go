@@ -351,6 +351,42 @@ func (e RecordHeaderValueEncoding) Valid() bool {
 	}
 }
 
+// Defines values for UserMechanisms.
+const (
+	UserMechanismsSCRAMSHA256 UserMechanisms = "SCRAM-SHA-256"
+	UserMechanismsSCRAMSHA512 UserMechanisms = "SCRAM-SHA-512"
+)
+
+// Valid indicates whether the value is a known member of the UserMechanisms enum.
+func (e UserMechanisms) Valid() bool {
+	switch e {
+	case UserMechanismsSCRAMSHA256:
+		return true
+	case UserMechanismsSCRAMSHA512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserRequestMechanism.
+const (
+	UserRequestMechanismSCRAMSHA256 UserRequestMechanism = "SCRAM-SHA-256"
+	UserRequestMechanismSCRAMSHA512 UserRequestMechanism = "SCRAM-SHA-512"
+)
+
+// Valid indicates whether the value is a known member of the UserRequestMechanism enum.
+func (e UserRequestMechanism) Valid() bool {
+	switch e {
+	case UserRequestMechanismSCRAMSHA256:
+		return true
+	case UserRequestMechanismSCRAMSHA512:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Encoding.
 const (
 	EncodingBase64 Encoding = "base64"
@@ -1020,6 +1056,33 @@ type TopicSummary struct {
 	SizeBytes         *int64 `json:"size_bytes,omitempty"`
 }
 
+// User defines model for User.
+type User struct {
+	// Mechanisms The SCRAM mechanisms the user has a credential for.
+	Mechanisms []UserMechanisms `json:"mechanisms"`
+	Name       string           `json:"name"`
+}
+
+// UserMechanisms defines model for User.Mechanisms.
+type UserMechanisms string
+
+// UserList defines model for UserList.
+type UserList struct {
+	Users []User `json:"users"`
+}
+
+// UserRequest defines model for UserRequest.
+type UserRequest struct {
+	Mechanism *UserRequestMechanism `json:"mechanism,omitempty"`
+
+	// Name No ',', '=' or control characters.
+	Name     string  `json:"name"`
+	Password *string `json:"password,omitempty"`
+}
+
+// UserRequestMechanism defines model for UserRequest.Mechanism.
+type UserRequestMechanism string
+
 // Encoding defines model for Encoding.
 type Encoding string
 
@@ -1142,6 +1205,9 @@ type ReassignPartitionJSONRequestBody = ReassignRequest
 
 // ProduceRecordsJSONRequestBody defines body for ProduceRecords for application/json ContentType.
 type ProduceRecordsJSONRequestBody = ProduceRequest
+
+// UpsertUserJSONRequestBody defines body for UpsertUser for application/json ContentType.
+type UpsertUserJSONRequestBody = UserRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1607,6 +1673,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 	StreamRecords(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListUsers List users and their SCRAM mechanisms
+	//
+	// The users kept in the cluster metadata, the same ones Kafka clients log in as
+	// with SASL. Passwords are never returned, nor stored: only salted SCRAM
+	// credentials (salt, iterations, StoredKey, ServerKey).
+	//
+	// Corresponds with GET /v1/users (the `ListUsers` operationId).
+	ListUsers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpsertUserWithBody Create a user or set its password for one SCRAM mechanism
+	//
+	// Creates the user, or replaces its credential for `mechanism` (its credentials
+	// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+	UpsertUserWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpsertUser Create a user or set its password for one SCRAM mechanism
+	//
+	// Creates the user, or replaces its credential for `mechanism` (its credentials
+	// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+	UpsertUser(ctx context.Context, body UpsertUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteUser Delete a user and all its credentials
+	//
+	// Corresponds with DELETE /v1/users/{name} (the `DeleteUser` operationId).
+	DeleteUser(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Docs Human-readable API documentation (works offline)
@@ -2400,6 +2500,80 @@ func (c *Client) ProduceRecords(ctx context.Context, topic Topic, params *Produc
 // Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 func (c *Client) StreamRecords(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamRecordsRequest(c.Server, topic, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListUsers List users and their SCRAM mechanisms
+//
+// The users kept in the cluster metadata, the same ones Kafka clients log in as
+// with SASL. Passwords are never returned, nor stored: only salted SCRAM
+// credentials (salt, iterations, StoredKey, ServerKey).
+//
+// Corresponds with GET /v1/users (the `ListUsers` operationId).
+func (c *Client) ListUsers(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListUsersRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertUserWithBody Create a user or set its password for one SCRAM mechanism
+//
+// Creates the user, or replaces its credential for `mechanism` (its credentials
+// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+func (c *Client) UpsertUserWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertUserRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpsertUser Create a user or set its password for one SCRAM mechanism
+//
+// Creates the user, or replaces its credential for `mechanism` (its credentials
+// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+func (c *Client) UpsertUser(ctx context.Context, body UpsertUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpsertUserRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteUser Delete a user and all its credentials
+//
+// Corresponds with DELETE /v1/users/{name} (the `DeleteUser` operationId).
+func (c *Client) DeleteUser(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteUserRequest(c.Server, name)
 	if err != nil {
 		return nil, err
 	}
@@ -3833,6 +4007,107 @@ func NewStreamRecordsRequest(server string, topic Topic, params *StreamRecordsPa
 	return req, nil
 }
 
+// NewListUsersRequest constructs an http.Request for the ListUsers method
+func NewListUsersRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpsertUserRequest calls the generic UpsertUser builder with application/json body
+func NewUpsertUserRequest(server string, body UpsertUserJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpsertUserRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpsertUserRequestWithBody constructs an http.Request for the UpsertUser method, with any body, and a specified content type
+func NewUpsertUserRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteUserRequest constructs an http.Request for the DeleteUser method
+func NewDeleteUserRequest(server string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -4313,6 +4588,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 	StreamRecordsWithResponse(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*StreamRecordsResponse, error)
+
+	// ListUsersWithResponse List users and their SCRAM mechanisms
+	//
+	// The users kept in the cluster metadata, the same ones Kafka clients log in as
+	// with SASL. Passwords are never returned, nor stored: only salted SCRAM
+	// credentials (salt, iterations, StoredKey, ServerKey).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users (the `ListUsers` operationId).
+	ListUsersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListUsersResponse, error)
+
+	// UpsertUserWithBodyWithResponse Create a user or set its password for one SCRAM mechanism
+	//
+	// Creates the user, or replaces its credential for `mechanism` (its credentials
+	// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+	UpsertUserWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertUserResponse, error)
+
+	// UpsertUserWithResponse Create a user or set its password for one SCRAM mechanism
+	//
+	// Creates the user, or replaces its credential for `mechanism` (its credentials
+	// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+	UpsertUserWithResponse(ctx context.Context, body UpsertUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertUserResponse, error)
+
+	// DeleteUserWithResponse Delete a user and all its credentials
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/users/{name} (the `DeleteUser` operationId).
+	DeleteUserWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteUserResponse, error)
 }
 
 type DocsResponse struct {
@@ -6159,6 +6472,199 @@ func (r StreamRecordsResponse) ContentType() string {
 	return ""
 }
 
+type ListUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserList
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListUsersResponse) GetJSON200() *UserList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r ListUsersResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListUsersResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListUsersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListUsersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type UpsertUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *User
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UpsertUserResponse) GetJSON201() *User {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpsertUserResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r UpsertUserResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpsertUserResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r UpsertUserResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UpsertUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpsertUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpsertUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpsertUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteUserResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteUserResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteUserResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DocsWithResponse Human-readable API documentation (works offline)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -6840,6 +7346,68 @@ func (c *ClientWithResponses) StreamRecordsWithResponse(ctx context.Context, top
 		return nil, err
 	}
 	return ParseStreamRecordsResponse(rsp)
+}
+
+// ListUsersWithResponse List users and their SCRAM mechanisms
+//
+// The users kept in the cluster metadata, the same ones Kafka clients log in as
+// with SASL. Passwords are never returned, nor stored: only salted SCRAM
+// credentials (salt, iterations, StoredKey, ServerKey).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users (the `ListUsers` operationId).
+func (c *ClientWithResponses) ListUsersWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListUsersResponse, error) {
+	rsp, err := c.ListUsers(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListUsersResponse(rsp)
+}
+
+// UpsertUserWithBodyWithResponse Create a user or set its password for one SCRAM mechanism
+//
+// Creates the user, or replaces its credential for `mechanism` (its credentials
+// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+func (c *ClientWithResponses) UpsertUserWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpsertUserResponse, error) {
+	rsp, err := c.UpsertUserWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertUserResponse(rsp)
+}
+
+// UpsertUserWithResponse Create a user or set its password for one SCRAM mechanism
+//
+// Creates the user, or replaces its credential for `mechanism` (its credentials
+// for the other mechanism stay), like Kafka's AlterUserScramCredentials.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users (the `UpsertUser` operationId).
+func (c *ClientWithResponses) UpsertUserWithResponse(ctx context.Context, body UpsertUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpsertUserResponse, error) {
+	rsp, err := c.UpsertUser(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpsertUserResponse(rsp)
+}
+
+// DeleteUserWithResponse Delete a user and all its credentials
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/users/{name} (the `DeleteUser` operationId).
+func (c *ClientWithResponses) DeleteUserWithResponse(ctx context.Context, name string, reqEditors ...RequestEditorFn) (*DeleteUserResponse, error) {
+	rsp, err := c.DeleteUser(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteUserResponse(rsp)
 }
 
 // ParseDocsResponse parses an HTTP response from a DocsWithResponse call
@@ -8199,6 +8767,157 @@ func ParseStreamRecordsResponse(rsp *http.Response) (*StreamRecordsResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListUsersResponse parses an HTTP response from a ListUsersWithResponse call
+func ParseListUsersResponse(rsp *http.Response) (*ListUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpsertUserResponse parses an HTTP response from a UpsertUserWithResponse call
+func ParseUpsertUserResponse(rsp *http.Response) (*UpsertUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpsertUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest User
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteUserResponse parses an HTTP response from a DeleteUserWithResponse call
+func ParseDeleteUserResponse(rsp *http.Response) (*DeleteUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Problem

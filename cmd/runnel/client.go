@@ -82,6 +82,7 @@ func newClientCommands(g *globalFlags) []*cobra.Command {
 		withGroupConsume(g, newConsumeCommand(g)),
 		newClusterCommand(g),
 		newGroupCommand(g),
+		newUserCommand(g),
 	}
 }
 

@@ -79,6 +79,7 @@ type serveFlags struct {
 	// Host header check (DNS rebinding)
 	allowedHosts string
 	topicLimits
+	auth authFlags // serve_auth.go
 }
 
 // topicLimits are the partition and topic limits (hostile input, issue 12).
@@ -191,6 +192,7 @@ func newServeCommand() *cobra.Command {
 	// Hostile batches.
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	f.topicLimits.register(fs, def)
+	f.auth.register(fs)
 	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
 	_ = fs.MarkHidden("bench-skip-record-validation")
 	return cmd
@@ -250,6 +252,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		}
 	}
 	if err := f.topicLimits.apply(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.auth.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	cfg.BenchSkipRecordValidation = f.benchSkip

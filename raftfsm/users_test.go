@@ -1,0 +1,72 @@
+package raftfsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+func scramCmd(name, mech string, keyLen int) Command {
+	return Command{UpsertUserScram: &UpsertUserScram{Name: name, Mechanism: mech, Credential: ScramCredential{
+		Salt: []byte("salt"), Iterations: 4096,
+		StoredKey: bytes.Repeat([]byte{1}, keyLen), ServerKey: bytes.Repeat([]byte{2}, keyLen),
+	}}}
+}
+
+// Users are created, get a second mechanism, survive a reopen and a
+// snapshot, and are deleted; bad commands are refused before they apply.
+func TestFSMUsers(t *testing.T) {
+	dir := t.TempDir()
+	f := newTestFSM(t, dir)
+	before, _ := f.image()
+	emptyDigest := before.Digest()
+	for i, c := range []Command{scramCmd("alice", "SCRAM-SHA-256", 32), scramCmd("alice", "SCRAM-SHA-512", 64), scramCmd("bob", "SCRAM-SHA-512", 64)} {
+		if res := applyAt(t, f, uint64(i+1), c); res != nil {
+			t.Fatalf("apply %d: %v", i, res)
+		}
+	}
+	img, _ := f.image()
+	if a := img.Users["alice"]; a == nil || len(a.Scram) != 2 || len(a.Scram["SCRAM-SHA-512"].StoredKey) != 64 {
+		t.Fatalf("alice: %+v", img.Users["alice"])
+	}
+	if img.Digest() == emptyDigest {
+		t.Fatal("users do not change the digest")
+	}
+	data := snapshotBytes(t, f)
+	if res := applyAt(t, f, 4, Command{DeleteUser: &DeleteUser{Name: "bob"}}); res != nil {
+		t.Fatalf("delete: %v", res)
+	}
+	if res := applyAt(t, f, 5, Command{DeleteUser: &DeleteUser{Name: "bob"}}); !errors.Is(res.(error), ErrUnknownUser) {
+		t.Fatalf("delete again: %v", res)
+	}
+	for _, bad := range []Command{
+		scramCmd("", "SCRAM-SHA-256", 32),
+		scramCmd("a,b", "SCRAM-SHA-256", 32),
+		scramCmd("carol", "SCRAM-SHA-1", 20),
+		scramCmd("carol", "SCRAM-SHA-256", 64),
+	} {
+		cmd := bad
+		cmd.Version = CommandVersion
+		enc, _ := encodeCommand(cmd)
+		if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
+			t.Fatalf("%+v: %v", cmd.UpsertUserScram, err)
+		}
+	}
+
+	dst := newTestFSM(t, t.TempDir())
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := dst.image(); got.Digest() != img.Digest() || got.Users["bob"] == nil {
+		t.Fatalf("restored users %+v", got.Users)
+	}
+	db := f.db
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re := newTestFSM(t, dir)
+	if got, _ := re.image(); got.Users["bob"] != nil || got.Users["alice"] == nil {
+		t.Fatalf("reopened users %+v", got.Users)
+	}
+}
