@@ -349,3 +349,22 @@ func checkGroupPollMovesPastCorruptBatch(t *testing.T, c *apiClient) {
 		t.Fatalf("poll after committing past the bad batch: %+v", res)
 	}
 }
+
+// The decompression bound is --max-decompressed-batch-bytes: with 1 MiB, a
+// batch inflating to 2 MiB is refused (INVALID_RECORD) and one of half a
+// MiB stored.
+func TestHostileDecompressionLimitFlag(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{Args: []string{"--max-decompressed-batch-bytes", "1048576"}})
+	c := newAPIClient(t, n)
+	c.json("POST", "/v1/topics", map[string]any{"name": "capped", "partitions": 1}, 201, nil)
+	conn := rawDial(t, n.KafkaAddr)
+	if r := rawProduce(t, conn, "capped", hostileBatch(t, 2, 1<<20, true, 4, nil)); r.ErrorCode != kerr.InvalidRecord.Code {
+		t.Fatalf("2 MiB inflated: %v, want INVALID_RECORD", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := rawProduce(t, conn, "capped", hostileBatch(t, 2, 256<<10, true, 4, nil)); r.ErrorCode != 0 {
+		t.Fatalf("512 KiB inflated: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if end := httpEndOffset(t, n, "capped", 0); end != 2 {
+		t.Fatalf("end offset %d, want 2", end)
+	}
+}
