@@ -115,8 +115,10 @@ func (n *Node) checkQuorumAfter(ctx context.Context, id int32, adding bool) erro
 	return nil
 }
 
-// waitCaughtUp waits until the server at s.Address has applied the log up
-// to this leader's commit index as it was when the server was added.
+// waitCaughtUp waits until the server at s.Address follows this leader and
+// has applied the log up to this leader's commit index as it was when the
+// server was added (a node with a log of its own, say from another
+// cluster, does not count as caught up by its index alone).
 func (n *Node) waitCaughtUp(ctx context.Context, s Server) error {
 	target := n.raft.CommitIndex()
 	tick := time.NewTicker(catchUpPoll)
@@ -125,7 +127,7 @@ func (n *Node) waitCaughtUp(ctx context.Context, s Server) error {
 	for {
 		if st, err := n.statusAt(ctx, s.Address); err == nil {
 			last = st
-			if st.AppliedIndex >= target {
+			if st.LeaderID == n.cfg.NodeID && st.AppliedIndex >= target {
 				return nil
 			}
 		}
