@@ -86,6 +86,9 @@ type PartitionInfo struct {
 	Replicas    []int32
 	ISR         []int32
 	Offline     []int32 // replicas on brokers that are fenced or down
+	// Adding and Removing are set while a reassignment runs: the replicas
+	// it adds to and removes from Replicas (which holds both).
+	Adding, Removing []int32
 }
 
 // Topic returns the topic called name, using binary search on the sorted

@@ -18,12 +18,17 @@
 //	admin.go      helpers shared by the admin APIs
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
 //	groups.go     the optional GroupCoordinator interface for the group APIs
+//	clusteradmin.go the optional ClusterAdmin interface for elections,
+//	              reassignments, log dirs and the quorum
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
 //	              createtopics, deletetopics, createpartitions, describeconfigs,
 //	              incrementalalterconfigs, deleterecords, initproducerid,
 //	              offsetforleaderepoch, describecluster, findcoordinator, joingroup,
 //	              syncgroup, heartbeat, leavegroup, offsetcommit, offsetfetch,
-//	              listgroups, describegroups, deletegroups, offsetdelete
+//	              listgroups, describegroups, deletegroups, offsetdelete,
+//	              alterconfigs, describelogdirs, electleaders,
+//	              alterpartitionreassignments, listpartitionreassignments,
+//	              describequorum, describetopicpartitions
 //
 // # Goroutines and locks
 //

@@ -44,6 +44,12 @@ var (
 	ErrUnknownLeaderEpoch       = errors.New("kafkaproto: unknown leader epoch")
 	ErrStorage                  = errors.New("kafkaproto: storage error")
 	ErrReassignmentInProgress   = errors.New("kafkaproto: reassignment in progress")
+	// Cluster admin (clusteradmin.go).
+	ErrNoReassignmentInProgress    = errors.New("kafkaproto: no reassignment in progress")
+	ErrInvalidReplicaAssignment    = errors.New("kafkaproto: invalid replica assignment")
+	ErrElectionNotNeeded           = errors.New("kafkaproto: leader election not needed")
+	ErrPreferredLeaderNotAvailable = errors.New("kafkaproto: preferred leader not available")
+	ErrEligibleLeadersNotAvailable = errors.New("kafkaproto: eligible leaders not available")
 	// ErrReplicaNotAuthorized: a request acting as a follower replica
 	// (ReplicaID >= 0) from a connection that may not: any client-port
 	// connection, or a peer naming another broker than itself. Kafka
@@ -90,6 +96,11 @@ var errorTable = []struct {
 	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{ErrStorage, kerr.KafkaStorageError},
 	{ErrReassignmentInProgress, kerr.ReassignmentInProgress},
+	{ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
+	{ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
+	{ErrElectionNotNeeded, kerr.ElectionNotNeeded},
+	{ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
+	{ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }

@@ -62,6 +62,14 @@ func handlerTable() map[int16]apiHandler {
 		handle(listGroupsKey, listGroupsMin, listGroupsMax, (*Server).listGroups, listGroupsError),
 		handle(deleteGroupsKey, deleteGroupsMin, deleteGroupsMax, (*Server).deleteGroups, deleteGroupsError),
 		handle(offsetDeleteKey, offsetDeleteMin, offsetDeleteMax, (*Server).offsetDelete, offsetDeleteError),
+		// Cluster admin (issue 18).
+		handle(alterConfigsKey, alterConfigsMin, alterConfigsMax, (*Server).alterConfigs, alterConfigsError),
+		handle(describeLogDirsKey, describeLogDirsMin, describeLogDirsMax, (*Server).describeLogDirs, describeLogDirsError),
+		handle(electLeadersKey, electLeadersMin, electLeadersMax, (*Server).electLeaders, electLeadersError),
+		handle(alterPartitionReassignmentsKey, alterPartitionReassignmentsMin, alterPartitionReassignmentsMax, (*Server).alterPartitionReassignments, alterPartitionReassignmentsError),
+		handle(listPartitionReassignmentsKey, listPartitionReassignmentsMin, listPartitionReassignmentsMax, (*Server).listPartitionReassignments, listPartitionReassignmentsError),
+		handle(describeQuorumKey, describeQuorumMin, describeQuorumMax, (*Server).describeQuorum, describeQuorumError),
+		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
 	} {
 		t[h.key] = h
 	}

@@ -149,13 +149,15 @@ func sweepRequest(key, v int16) kmsg.Request {
 	case describeClusterKey:
 		return kmsg.NewPtrDescribeClusterRequest()
 	}
-	panic(fmt.Sprintf("no sweep request for key %d", key))
+	return adminSweepRequest(key, v, topic)
 }
 
 // sweepOrder runs creations before deletions.
 var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, listOffsetsKey, createTopicsKey,
 	deleteTopicsKey, createPartitionsKey, describeConfigsKey, incrementalAlterConfigsKey, deleteRecordsKey,
-	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey}
+	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
+	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
+	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey}
 
 // TestEveryVersion sends a valid request of every advertised key and
 // version, flexible and not, over one connection, and checks that the
@@ -325,11 +327,18 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{22, "InitProducerID", 0, 5},
 		{23, "OffsetForLeaderEpoch", 2, 4},
 		{32, "DescribeConfigs", 1, 4},
+		{33, "AlterConfigs", 0, 2},
+		{35, "DescribeLogDirs", 0, 4},
 		{37, "CreatePartitions", 0, 3},
 		{42, "DeleteGroups", 0, 2},
+		{43, "ElectLeaders", 0, 2},
 		{44, "IncrementalAlterConfigs", 0, 1},
+		{45, "AlterPartitionAssignments", 0, 0},
+		{46, "ListPartitionReassignments", 0, 0},
 		{47, "OffsetDelete", 0, 0},
+		{55, "DescribeQuorum", 0, 1},
 		{60, "DescribeCluster", 0, 1},
+		{75, "DescribeTopicPartitions", 0, 0},
 	}
 	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("SupportedVersions() =\n%v\nwant\n%v", got, want)

@@ -60,6 +60,14 @@ var kafkaErrors = []struct{ from, to error }{
 	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
 	{errStorage, kafkaproto.ErrStorage},
 	{segments.ErrStorage, kafkaproto.ErrStorage},
+	// Cluster admin (kafkaclusteradmin.go).
+	{errElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
+	{errPreferredLeaderNotAvailable, kafkaproto.ErrPreferredLeaderNotAvailable},
+	{errEligibleLeadersNotAvailable, kafkaproto.ErrEligibleLeadersNotAvailable},
+	{raftfsm.ErrUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
+	{raftfsm.ErrInvalidAssignment, kafkaproto.ErrInvalidReplicaAssignment},
+	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
+	{raftfsm.ErrNoReassignment, kafkaproto.ErrNoReassignmentInProgress},
 }
 
 func toKafkaError(err error) error {
@@ -106,7 +114,7 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: isInternal(t.Name)}
 		for i, p := range t.Partitions {
 			pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: p.Replicas, ISR: p.ISR}
+				Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
 			for _, r := range p.Replicas {
 				if down[r] {
 					pi.Offline = append(pi.Offline, r)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -39,60 +40,144 @@ func (s *Server) runLeaderElections(ctx context.Context, every time.Duration) {
 	}
 }
 
+// Per-partition outcomes of an election asked for by an admin
+// (ElectLeaders; kafkaErrors maps them).
+var (
+	errElectionNotNeeded           = errors.New("the partition's leader is already the one the election would choose")
+	errPreferredLeaderNotAvailable = errors.New("the preferred replica is not alive and in sync")
+	errEligibleLeadersNotAvailable = errors.New("no replica may lead the partition")
+)
+
+// electionMode is the kind of election electPartitions runs.
+type electionMode int
+
+const (
+	// electAuto is what the controller runs on its own and HTTP POST
+	// /v1/topics/{topic}/elect-leaders asks for: preferred where possible,
+	// unclean where the topic allows it; partitions needing neither are
+	// left alone without an error.
+	electAuto electionMode = iota
+	electPreferred
+	electUnclean
+)
+
 // electLeaders proposes the preferred and unclean elections a topic needs
 // and returns how many partitions changed.
 func (s *Server) electLeaders(ctx context.Context, topic string) (int64, error) {
+	_, n, err := s.electPartitions(ctx, topic, nil, electAuto)
+	return n, err
+}
+
+// electPartitions runs the elections of mode on the given partitions of a
+// topic (all when nil): the one code path of the controller's own
+// elections, HTTP elect-leaders and Kafka ElectLeaders. It returns each
+// named partition's outcome (nil: elected, or nothing to do in electAuto)
+// and how many leaders changed.
+func (s *Server) electPartitions(ctx context.Context, topic string, partitions []int32, mode electionMode) (map[int32]error, int64, error) {
 	img, _ := s.meta.Image()
 	t, ok := img.Topics[topic]
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		return nil, 0, fmt.Errorf("%w: %s", errUnknownTopic, topic)
 	}
-	changes := leaderChanges(img, t)
+	changes, results := elections(img, t, partitions, mode)
 	if len(changes) == 0 {
-		return 0, nil
+		return results, 0, nil
 	}
 	actx, cancel := context.WithTimeout(ctx, metadataApplyTimeout)
 	defer cancel()
 	res, err := s.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
 	if err != nil {
-		return 0, fmt.Errorf("elect leaders of %s: %w", topic, err)
+		return nil, 0, fmt.Errorf("elect leaders of %s: %w", topic, err)
 	}
 	if err := s.catchUpWithLeader(actx); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	n, _ := res.(int64)
 	if n > 0 {
 		s.logger.Info("leaders elected", "topic", topic, "partitions", n)
 	}
-	return n, nil
+	return results, n, nil
 }
 
 // leaderChanges lists the partitions of t whose leader should change.
 func leaderChanges(img *raftfsm.Image, t *raftfsm.Topic) []raftfsm.ChangePartition {
+	changes, _ := elections(img, t, nil, electAuto)
+	return changes
+}
+
+// elections decides the elections of mode on t's partitions (all when
+// only is nil): the changes to propose and every named partition's
+// outcome.
+func elections(img *raftfsm.Image, t *raftfsm.Topic, only []int32, mode electionMode) ([]raftfsm.ChangePartition, map[int32]error) {
+	if only == nil {
+		only = make([]int32, len(t.Partitions))
+		for i := range only {
+			only[i] = int32(i)
+		}
+	}
+	var out []raftfsm.ChangePartition
+	results := make(map[int32]error, len(only))
+	for _, i := range only {
+		if i < 0 || int(i) >= len(t.Partitions) {
+			results[i] = fmt.Errorf("%w: %s-%d", errUnknownPartition, t.Name, i)
+			continue
+		}
+		ch, err := election(img, t, i, mode)
+		results[i] = err
+		if err == nil && ch.Leader >= 0 {
+			out = append(out, ch)
+		}
+	}
+	return out, results
+}
+
+// election decides one partition's election; a change with Leader -1
+// means nothing to do (electAuto only).
+func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode electionMode) (raftfsm.ChangePartition, error) {
 	alive := func(id int32) bool {
 		b, ok := img.Brokers[id]
 		return ok && b.State == raftfsm.BrokerAlive
 	}
+	p := t.Partitions[i]
+	ch := raftfsm.ChangePartition{Topic: t.Name, Partition: i, Leader: -1,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
 	unclean := effectiveConfig(t.Configs, "unclean.leader.election.enable") == "true"
-	var out []raftfsm.ChangePartition
-	for i, p := range t.Partitions {
-		ch := raftfsm.ChangePartition{Topic: t.Name, Partition: int32(i),
-			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
-		switch {
-		case len(p.Replicas) == 0:
-			continue
-		case p.Leader != p.Replicas[0] && alive(p.Replicas[0]) && slices.Contains(p.ISR, p.Replicas[0]):
-			ch.Leader = p.Replicas[0]
-		case p.Leader < 0 && unclean && !slices.ContainsFunc(p.ISR, alive):
-			r := slices.IndexFunc(p.Replicas, alive)
-			if r < 0 {
-				continue
-			}
-			ch.Leader, ch.ISR = p.Replicas[r], []int32{p.Replicas[r]}
-		default:
-			continue
-		}
-		out = append(out, ch)
+	preferredOK := len(p.Replicas) > 0 && alive(p.Replicas[0]) && slices.Contains(p.ISR, p.Replicas[0])
+	switch {
+	case len(p.Replicas) == 0:
+		return ch, outcome(mode, errEligibleLeadersNotAvailable)
+	case mode != electUnclean && p.Leader == p.Replicas[0]:
+		return ch, outcome(mode, errElectionNotNeeded)
+	case mode != electUnclean && preferredOK:
+		ch.Leader = p.Replicas[0]
+		return ch, nil
+	case mode == electPreferred:
+		return ch, errPreferredLeaderNotAvailable
+	case p.Leader >= 0:
+		return ch, outcome(mode, errElectionNotNeeded)
 	}
-	return out
+	// No leader: an alive in-sync replica first (clean), then, when the
+	// topic allows it, any alive replica (unclean).
+	if r := slices.IndexFunc(p.ISR, alive); r >= 0 && mode == electUnclean {
+		ch.Leader = p.ISR[r]
+		return ch, nil
+	}
+	if slices.ContainsFunc(p.ISR, alive) || !unclean {
+		return ch, outcome(mode, fmt.Errorf("%w: unclean.leader.election.enable is false for %s", errEligibleLeadersNotAvailable, t.Name))
+	}
+	r := slices.IndexFunc(p.Replicas, alive)
+	if r < 0 {
+		return ch, outcome(mode, errEligibleLeadersNotAvailable)
+	}
+	ch.Leader, ch.ISR = p.Replicas[r], []int32{p.Replicas[r]}
+	return ch, nil
+}
+
+// outcome is err for an election an admin asked for; electAuto reports
+// no error for a partition it leaves alone.
+func outcome(mode electionMode, err error) error {
+	if mode == electAuto {
+		return nil
+	}
+	return err
 }

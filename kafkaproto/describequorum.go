@@ -1,0 +1,71 @@
+package kafkaproto
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeQuorum, key 55: versions 0-1 (flexible; fetch and caught-up
+// times from 1). The metadata quorum (ClusterAdmin.Quorum) as Kafka's
+// __cluster_metadata partition 0: leader, epoch (the raft term), high
+// watermark (the commit index), voters and observers with their log end.
+// Any other topic or partition is UNKNOWN_TOPIC_OR_PARTITION.
+const (
+	describeQuorumKey = 55
+	describeQuorumMin = 0
+	describeQuorumMax = 1
+)
+
+// metadataTopicName is the name Kafka gives the metadata log.
+const metadataTopicName = "__cluster_metadata"
+
+func (s *Server) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumResponse {
+	ca, err := s.clusterAdmin()
+	var q Quorum
+	if err == nil {
+		q, err = ca.Quorum(ctx)
+	}
+	if err != nil {
+		return describeQuorumError(req, kafkaErr(err))
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition = rp.Partition
+			if rt.Topic != metadataTopicName || rp.Partition != 0 {
+				p.ErrorCode = kafkaErr(ErrUnknownTopicOrPartition)
+			} else {
+				quorumPartition(&p, q)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+func quorumPartition(p *kmsg.DescribeQuorumResponseTopicPartition, q Quorum) {
+	p.LeaderID, p.LeaderEpoch, p.HighWatermark = q.LeaderID, q.LeaderEpoch, q.HighWatermark
+	p.CurrentVoters, p.Observers = replicaStates(q.Voters), replicaStates(q.Observers)
+}
+
+func replicaStates(rs []QuorumReplica) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	out := make([]kmsg.DescribeQuorumResponseTopicPartitionReplicaState, 0, len(rs))
+	for _, r := range rs {
+		st := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+		st.ReplicaID, st.LogEndOffset = r.ID, r.LogEndOffset
+		st.LastFetchTimestamp, st.LastCaughtUpTimestamp = r.LastFetchMs, r.LastCaughtUpMs
+		out = append(out, st)
+	}
+	return out
+}
+
+func describeQuorumError(req *kmsg.DescribeQuorumRequest, code int16) *kmsg.DescribeQuorumResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	resp.ErrorCode = code
+	return resp
+}

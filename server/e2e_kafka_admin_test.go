@@ -1,0 +1,322 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// Issue 18: the Kafka admin surface, through kadm, sarama's ClusterAdmin
+// and raw requests, against real runnel processes.
+
+func adminClient(t *testing.T, addrs ...string) (*kadm.Client, *kgo.Client, context.Context) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return kadm.NewClient(cl), cl, ctx
+}
+
+func mustCreateKafkaTopic(t *testing.T, adm *kadm.Client, ctx context.Context, name string, partitions int32, rf int16, configs map[string]*string) {
+	t.Helper()
+	r, err := adm.CreateTopic(ctx, partitions, rf, configs, name)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+}
+
+// topicConfig is a topic's config value and source as DescribeConfigs
+// reports them.
+func topicConfig(t *testing.T, adm *kadm.Client, ctx context.Context, topic, name string) (string, kmsg.ConfigSource) {
+	t.Helper()
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe %s: %v %v", topic, err, rc.Err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name {
+			return c.MaybeValue(), c.Source
+		}
+	}
+	t.Fatalf("%s has no config %s", topic, name)
+	return "", 0
+}
+
+// AlterConfigs (key 33) replaces a topic's whole dynamic config set;
+// validate-only changes nothing; a bad value is INVALID_CONFIG.
+func TestKafkaAdminAlterConfigsReplacesTheSet(t *testing.T) {
+	n := kafkaNode(t)
+	adm, _, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "replace", 1, 1, map[string]*string{"retention.ms": kmsg.StringPtr("60000")})
+
+	set := []kadm.AlterConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("compact")}}
+	rs, err := adm.ValidateAlterTopicConfigsState(ctx, set, "replace")
+	if err != nil || rs[0].Err != nil {
+		t.Fatalf("validate: %v %+v", err, rs)
+	}
+	if v, src := topicConfig(t, adm, ctx, "replace", "retention.ms"); v != "60000" || src != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Fatalf("after validate-only: retention.ms %s (%v)", v, src)
+	}
+	if rs, err = adm.AlterTopicConfigsState(ctx, set, "replace"); err != nil || rs[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, rs)
+	}
+	if v, src := topicConfig(t, adm, ctx, "replace", "cleanup.policy"); v != "compact" || src != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Fatalf("cleanup.policy %s (%v)", v, src)
+	}
+	if _, src := topicConfig(t, adm, ctx, "replace", "retention.ms"); src != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("retention.ms not named: source %v, want the default", src)
+	}
+	bad := []kadm.AlterConfig{{Name: "retention.ms", Value: kmsg.StringPtr("soon")}}
+	if rs, err = adm.AlterTopicConfigsState(ctx, bad, "replace"); err != nil || !errors.Is(rs[0].Err, kerr.InvalidConfig) {
+		t.Fatalf("bad value: %v %+v", err, rs)
+	}
+
+	// sarama's ClusterAdmin.AlterConfig is the same call.
+	sa := saramaAdmin(t, n.KafkaAddr)
+	if err := sa.AlterConfig(sarama.TopicResource, "replace", map[string]*string{"retention.ms": kmsg.StringPtr("120000")}, false); err != nil {
+		t.Fatalf("sarama AlterConfig: %v", err)
+	}
+	if v, _ := topicConfig(t, adm, ctx, "replace", "retention.ms"); v != "120000" {
+		t.Fatalf("after sarama: retention.ms %s", v)
+	}
+	if _, src := topicConfig(t, adm, ctx, "replace", "cleanup.policy"); src != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("after sarama: cleanup.policy source %v, want the default", src)
+	}
+}
+
+func saramaAdmin(t *testing.T, addr string) sarama.ClusterAdmin {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	cfg.Admin.Timeout = 30 * time.Second
+	sa, err := sarama.NewClusterAdmin([]string{addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sa.Close() })
+	return sa
+}
+
+// DescribeLogDirs (key 35): the node's partitions directory, with the size
+// of each replica it holds.
+func TestKafkaAdminDescribeLogDirs(t *testing.T) {
+	n := kafkaNode(t)
+	adm, cl, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "sized", 2, 1, nil)
+	rec := &kgo.Record{Topic: "sized", Value: []byte(strings.Repeat("x", 1000))}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	var parts int
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil || !strings.HasPrefix(d.Dir, n.DataDir) || !filepath.IsAbs(d.Dir) {
+			t.Errorf("dir %q err %v, want under %s", d.Dir, d.Err, n.DataDir)
+		}
+		for _, p := range d.Topics["sized"] {
+			size += p.Size
+			parts++
+		}
+	})
+	if parts != 2 || size == 0 { // the producer compresses: some bytes, not 1000
+		t.Fatalf("sized: %d partitions, %d bytes in %+v", parts, size, dirs)
+	}
+	sa := saramaAdmin(t, n.KafkaAddr)
+	sdirs, err := sa.DescribeLogDirs([]int32{1})
+	if err != nil || len(sdirs[1]) != 1 || sdirs[1][0].Path == "" {
+		t.Fatalf("sarama DescribeLogDirs: %v %+v", err, sdirs)
+	}
+}
+
+// ElectLeaders (key 43), AlterPartitionReassignments (45) and
+// ListPartitionReassignments (46) on one node: nothing to elect or move,
+// and the error paths answer Kafka's codes.
+func TestKafkaAdminElectAndReassignErrors(t *testing.T) {
+	n := kafkaNode(t)
+	adm, cl, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "placed", 2, 1, nil)
+
+	for _, how := range []kadm.ElectLeadersHow{kadm.ElectPreferredReplica, kadm.ElectLiveReplica} {
+		res, err := adm.ElectLeaders(ctx, how, kadm.TopicsSet{"placed": {0: {}, 1: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, r := range res["placed"] {
+			if !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+				t.Errorf("how %v, partition %d: %v, want ELECTION_NOT_NEEDED", how, p, r.Err)
+			}
+		}
+	}
+	el := kmsg.NewPtrElectLeadersRequest()
+	el.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "placed", Partitions: []int32{5}}}
+	elr, err := el.RequestWith(ctx, cl)
+	if err != nil || elr.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("elect partition 5: %v %+v", err, elr)
+	}
+
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("placed", 0, []int32{9}) // no broker 9
+	req.Assign("placed", 7, []int32{1}) // no partition 7
+	req.CancelAssign("placed", 1)       // nothing to cancel
+	res, err := adm.AlterPartitionAssignments(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]error{0: kerr.InvalidReplicaAssignment, 7: kerr.UnknownTopicOrPartition, 1: kerr.NoReassignmentInProgress}
+	for p, code := range want {
+		if got := res["placed"][p].Err; !errors.Is(got, code) {
+			t.Errorf("partition %d: %v, want %v", p, got, code)
+		}
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, nil)
+	if err != nil || len(listed) != 0 {
+		t.Fatalf("list: %v %+v", err, listed)
+	}
+	// A no-op reassignment to the current replicas succeeds.
+	var same kadm.AlterPartitionAssignmentsReq
+	same.Assign("placed", 0, []int32{1})
+	if res, err := adm.AlterPartitionAssignments(ctx, same); err != nil || res["placed"][0].Err != nil {
+		t.Fatalf("reassign to the same replicas: %v %+v", err, res)
+	}
+}
+
+// DescribeQuorum (key 55) and DescribeTopicPartitions (key 75) answer
+// from the raft status and the metadata.
+func TestKafkaAdminDescribeQuorumAndTopicPartitions(t *testing.T) {
+	n := kafkaNode(t)
+	adm, cl, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "paged", 3, 1, nil)
+
+	q := kmsg.NewPtrDescribeQuorumRequest()
+	q.Version = 1
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic, qt.Partitions = "__cluster_metadata", []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+	q.Topics = append(q.Topics, qt)
+	qr := rawRoundTrip(t, rawDial(t, n.KafkaAddr), q).(*kmsg.DescribeQuorumResponse)
+	if qr.ErrorCode != 0 || len(qr.Topics) != 1 {
+		t.Fatalf("quorum %+v", qr)
+	}
+	p := qr.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.LeaderID != 1 || p.LeaderEpoch < 1 || p.HighWatermark < 1 ||
+		len(p.CurrentVoters) != 1 || p.CurrentVoters[0].ReplicaID != 1 || p.CurrentVoters[0].LogEndOffset < p.HighWatermark {
+		t.Fatalf("quorum partition %+v", p)
+	}
+
+	d := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	d.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "paged"}, {Topic: "nope"}}
+	d.ResponsePartitionLimit = 2
+	dr, err := d.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dr.Topics) != 2 || dr.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code ||
+		len(dr.Topics[1].Partitions) != 2 || dr.NextCursor == nil || dr.NextCursor.Partition != 2 {
+		t.Fatalf("first page %+v", dr)
+	}
+	d.Topics = d.Topics[:1]
+	d.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "paged", Partition: 2}
+	if dr, err = d.RequestWith(ctx, cl); err != nil || len(dr.Topics[0].Partitions) != 1 ||
+		dr.Topics[0].Partitions[0].LeaderID != 1 || dr.NextCursor != nil {
+		t.Fatalf("second page %v %+v", err, dr)
+	}
+}
+
+// On three nodes: Kafka ElectLeaders moves leadership back to the
+// preferred replica (the path HTTP elect-leaders takes), a reassignment
+// started over Kafka moves a partition and is listed until done, and
+// DescribeQuorum lists the three voters.
+func TestKafkaAdminClusterElectReassignQuorum(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: append(fastSessions, "--leader-rebalance-interval", "0")})
+	createReplicatedTopic(t, c.Node(1), "pref")
+	ps, _ := describe(c.Node(1), "pref")
+	preferred := ps[0].Replicas[0]
+	other := c.Node(int(preferred)%3 + 1)
+	c.Node(int(preferred)).Kill()
+	servertest.WaitFor(t, 30*time.Second, "leadership moved off the killed preferred replica", func() bool {
+		ps, ok := describe(other, "pref")
+		return ok && ps[0].Leader > 0 && ps[0].Leader != preferred
+	})
+	c.Node(int(preferred)).Start()
+	servertest.WaitFor(t, 30*time.Second, "the preferred replica back in sync", func() bool {
+		ps, ok := describe(other, "pref")
+		return ok && len(ps[0].ISR) == 3
+	})
+	adm, cl, ctx := adminClient(t, other.KafkaAddr)
+	res, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"pref": {0: {}}})
+	if err != nil || res["pref"][0].Err != nil {
+		t.Fatalf("elect preferred: %v %+v", err, res)
+	}
+	servertest.WaitFor(t, 10*time.Second, "the preferred replica leads (on the node asked)", func() bool {
+		ps, ok := describe(other, "pref")
+		return ok && ps[0].Leader == preferred
+	})
+	if res, err = adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"pref": {0: {}}}); err != nil ||
+		!errors.Is(res["pref"][0].Err, kerr.ElectionNotNeeded) {
+		t.Fatalf("elect again: %v %+v", err, res)
+	}
+
+	// Reassign an RF=2 partition to include the third broker.
+	mustCreateKafkaTopic(t, adm, ctx, "moved", 1, 2, nil)
+	var replicas []int32
+	servertest.WaitFor(t, 30*time.Second, "moved has two replicas in sync", func() bool {
+		ps, ok := describe(other, "moved")
+		replicas = nil
+		if ok {
+			replicas = ps[0].Replicas
+		}
+		return ok && len(ps[0].ISR) == 2
+	})
+	target := []int32{replicas[1], 6 - replicas[0] - replicas[1]}
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign("moved", 0, target)
+	if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res["moved"][0].Err != nil {
+		t.Fatalf("reassign to %v: %v %+v", target, err, res)
+	}
+	servertest.WaitFor(t, 60*time.Second, "the reassignment done and no longer listed", func() bool {
+		ps, ok := describe(other, "moved")
+		listed, err := adm.ListPartitionReassignments(ctx, kadm.TopicsSet{"moved": {0: {}}})
+		return ok && err == nil && len(listed) == 0 && sortedEqual(ps[0].Replicas, target)
+	})
+
+	q := kmsg.NewPtrDescribeQuorumRequest()
+	q.Version = 1
+	q.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+	qr, err := q.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cluster clusterView
+	httpGetJSON(t, other.URL+"/v1/cluster", &cluster)
+	if p := qr.Topics[0].Partitions[0]; len(p.CurrentVoters) != 3 || p.LeaderID != cluster.LeaderID {
+		t.Fatalf("quorum %+v, cluster leader %d", p, cluster.LeaderID)
+	}
+}
+
+func sortedEqual(a, b []int32) bool { return slices.Equal(sortedIDs(a), sortedIDs(b)) }

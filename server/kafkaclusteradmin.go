@@ -1,0 +1,113 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// The Kafka cluster admin APIs (kafkaproto.ClusterAdmin): each goes
+// through the same server function as its HTTP twin.
+
+var _ kafkaproto.ClusterAdmin = (*kafkaBackend)(nil)
+
+// ElectLeaders is electPartitions, the code path of HTTP elect-leaders.
+func (k *kafkaBackend) ElectLeaders(ctx context.Context, topic string, partitions []int32, unclean bool) (map[int32]error, error) {
+	mode := electPreferred
+	if unclean {
+		mode = electUnclean
+	}
+	results, _, err := k.s.electPartitions(ctx, topic, partitions, mode)
+	if err != nil {
+		return nil, toKafkaError(err)
+	}
+	for p, e := range results {
+		results[p] = toKafkaError(e)
+	}
+	return results, nil
+}
+
+// ReassignPartition is startReassignment / cancelReassignment, the code
+// path of HTTP PUT / DELETE .../replicas.
+func (k *kafkaBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) error {
+	if err := refuseInternal(topic, "reassign"); err != nil {
+		return toKafkaError(err)
+	}
+	var err error
+	if replicas == nil {
+		err = k.s.cancelReassignment(ctx, topic, partition)
+	} else {
+		err = k.s.startReassignment(ctx, topic, partition, replicas)
+	}
+	return toKafkaError(err)
+}
+
+// LogDirs is this broker's partitions directory and the replicas in it.
+func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
+	b := k.s.broker
+	if b == nil { // a controller-only node holds no partitions
+		return nil, nil
+	}
+	dir, err := filepath.Abs(b.dir)
+	if err != nil {
+		dir = b.dir
+	}
+	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafkaError(b.storage.err())}
+	var st syscall.Statfs_t
+	if syscall.Statfs(b.dir, &st) == nil {
+		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	}
+	for _, p := range b.allPartitions() {
+		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.topic, Partition: p.index,
+			Size: p.log.Size(), OffsetLag: max(p.hwm.Load()-p.log.EndOffset(), 0)})
+	}
+	slices.SortFunc(d.Partitions, func(a, b kafkaproto.LogDirPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return []kafkaproto.LogDir{d}, nil
+}
+
+// Quorum is the raft status: every voter's as it reports it, and the
+// brokers that follow without voting as the active controller last heard
+// from them.
+func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
+	st := k.s.meta.Status()
+	q := kafkaproto.Quorum{LeaderID: st.LeaderID, LeaderEpoch: int32(st.Term), HighWatermark: int64(st.CommitIndex)}
+	voters := map[int32]bool{}
+	for _, c := range k.s.meta.ControllerStatuses(ctx) {
+		voters[c.ID] = true
+		r := kafkaproto.QuorumReplica{ID: c.ID, LogEndOffset: -1, LastFetchMs: -1, LastCaughtUpMs: -1}
+		if c.Role != "unreachable" {
+			r.LogEndOffset = int64(c.LastIndex)
+		}
+		q.Voters = append(q.Voters, r)
+		if c.Role == "leader" {
+			q.LeaderEpoch, q.HighWatermark = int32(c.Term), int64(c.CommitIndex)
+		}
+	}
+	live, err := k.s.meta.BrokerLiveness(ctx)
+	if err != nil && !errors.Is(err, raftfsm.ErrNotLeader) {
+		return q, toKafkaError(fmt.Errorf("quorum observers: %w", err))
+	}
+	img, _ := k.s.meta.Image()
+	for id := range img.Brokers {
+		if voters[id] {
+			continue
+		}
+		r := kafkaproto.QuorumReplica{ID: id, LogEndOffset: -1, LastFetchMs: -1, LastCaughtUpMs: -1}
+		if l, ok := live[id]; ok && !l.LastHeartbeat.IsZero() {
+			r.LogEndOffset, r.LastFetchMs = int64(l.AppliedIndex), l.LastHeartbeat.UnixMilli()
+		}
+		q.Observers = append(q.Observers, r)
+	}
+	slices.SortFunc(q.Voters, func(a, b kafkaproto.QuorumReplica) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(q.Observers, func(a, b kafkaproto.QuorumReplica) int { return cmp.Compare(a.ID, b.ID) })
+	return q, nil
+}
