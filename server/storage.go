@@ -84,6 +84,7 @@ func (b *broker) storageLoop(ctx context.Context, every time.Duration) {
 	defer close(b.storageDone)
 	backoff := every
 	var next time.Time
+	round := 0
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -94,7 +95,8 @@ func (b *broker) storageLoop(ctx context.Context, every time.Duration) {
 		}
 		failed := b.failedPartitions()
 		if now := time.Now(); len(failed) > 0 && !now.Before(next) {
-			if b.recoverPartitions(failed) {
+			round++
+			if b.recoverPartitions(failed, round) {
 				backoff = every
 			} else {
 				backoff = min(backoff*2, maxStorageBackoff)
@@ -120,8 +122,11 @@ func (b *broker) failedPartitions() []*partition {
 
 // recoverPartitions tries to recover every failed log; it stops at the
 // first failure (they share the disk) and reports whether all recovered.
-func (b *broker) recoverPartitions(failed []*partition) bool {
-	for _, p := range failed {
+// Each round starts at another partition, so one whose directory stays
+// broken cannot keep the others from recovering.
+func (b *broker) recoverPartitions(failed []*partition, round int) bool {
+	start := round % len(failed)
+	for _, p := range append(failed[start:len(failed):len(failed)], failed[:start]...) {
 		if err := p.log.Recover(); err != nil {
 			if errors.Is(err, segments.ErrClosed) {
 				continue // deleted or moved meanwhile
