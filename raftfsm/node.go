@@ -96,6 +96,10 @@ func (n *Node) open() error {
 	if err := os.MkdirAll(filepath.Join(n.cfg.Dir, dirSnapshots, "snapshots"), 0o700); err != nil {
 		return fmt.Errorf("raftfsm: open: %w", err)
 	}
+	// Dir is raftfsm's own: one made 0755 by an older version is tightened.
+	if err := os.Chmod(n.cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("raftfsm: open: %w", err)
+	}
 	rdb, err := openBadger(filepath.Join(n.cfg.Dir, dirRaft), true, n.log)
 	if err != nil {
 		return err

@@ -71,6 +71,11 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
 	}
+	// A dir made by an older version is 0755: the directory is runnel's
+	// own, so tightening it keeps other users out of what is below.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("partitions dir: %w", err)
+	}
 	b := &broker{
 		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
 		logOpts:       segments.Options{Files: files, Logger: logger},

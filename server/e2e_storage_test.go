@@ -29,6 +29,37 @@ import (
 // cannot read the records.
 func TestDataDirPermissions(t *testing.T) {
 	n := servertest.Start(t, servertest.Options{DataDir: filepath.Join(t.TempDir(), "data")})
+	checkDataDirModes(t, n)
+}
+
+// TestDataDirPermissionsTightened: a data dir an older version made 0755
+// gets runnel's own directories (partitions, meta) tightened to 0700 at
+// start, so other users cannot reach the records below them.
+func TestDataDirPermissionsTightened(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	for _, d := range []string{"partitions", "meta"} {
+		if err := os.MkdirAll(filepath.Join(dataDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dataDir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := servertest.Start(t, servertest.Options{DataDir: dataDir})
+	n.Stop()
+	for _, d := range []string{"partitions", "meta"} {
+		fi, err := os.Stat(filepath.Join(dataDir, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s has mode %v after start, want 0700", d, fi.Mode().Perm())
+		}
+	}
+}
+
+func checkDataDirModes(t *testing.T, n *servertest.Node) {
+	t.Helper()
 	c := newAPIClient(t, n)
 	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "perms", "partitions": 1}, http.StatusCreated, nil)
 	c.json(http.MethodPost, "/v1/topics/perms/records", map[string]any{"records": []any{map[string]any{"value": 1}}}, http.StatusOK, nil)
