@@ -49,6 +49,11 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.Is(err, ErrNotReady) {
 			level = slog.LevelDebug // expected while a node starts or stops; /readyz is polled
 		}
+		if errors.Is(err, ErrStorage) {
+			// The server logs the failing disk once and its recovery
+			// attempts; a line per refused request would flood the log.
+			level = slog.LevelDebug
+		}
 		h.log.LogAttrs(r.Context(), level, "request failed",
 			slogString("request_id", p.RequestID), slogString("error", err.Error()))
 		if k.Status == http.StatusServiceUnavailable || k.Status == http.StatusInsufficientStorage {
