@@ -244,12 +244,13 @@ type Admin interface {
 	CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error
 
 	// DescribeConfigs returns every config of a resource, explicit and
-	// default, sorted by name. Broker resources may return an empty list.
+	// default, sorted by name. A broker resource names this broker (its
+	// configs) or is "" (the cluster-wide dynamic defaults, maybe none).
 	DescribeConfigs(ctx context.Context, res ConfigResource) ([]ConfigEntry, error)
 
 	// AlterConfigs applies incremental config operations to a resource
-	// atomically (all or none). Unknown config names or bad values are
-	// ErrInvalidConfig.
+	// atomically (all or none). Unknown config names, bad values and
+	// configs that cannot change at run time are ErrInvalidConfig.
 	AlterConfigs(ctx context.Context, res ConfigResource, ops []ConfigOp, validateOnly bool) error
 
 	// InitProducerID allocates a producer id and epoch for an idempotent

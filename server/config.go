@@ -128,6 +128,9 @@ type Config struct {
 	Auth AuthConfig
 
 	Logger *slog.Logger
+	// LogLevel, when set, is the level Logger's handler reads: the
+	// log.level broker config changes it at run time (brokerconfig.go).
+	LogLevel *slog.LevelVar
 }
 
 // DefaultConfig is `runnel serve` with no flags.

@@ -316,8 +316,14 @@ func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count
 }
 
 func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
-	if res.Type != kafkaproto.ResourceTopic {
-		return nil, nil
+	if res.Type == kafkaproto.ResourceBroker {
+		if res.Name == "" { // cluster-wide dynamic defaults: runnel has none
+			return nil, nil
+		}
+		if err := k.checkBrokerResource(res.Name); err != nil {
+			return nil, err
+		}
+		return k.s.brokerConfigs(), nil
 	}
 	_, t, ok := k.s.lookupTopic(ctx, res.Name)
 	if !ok {
@@ -337,8 +343,14 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 }
 
 func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
-	if res.Type != kafkaproto.ResourceTopic {
-		return fmt.Errorf("%w: only topic configs can be altered", kafkaproto.ErrInvalidRequest)
+	if res.Type == kafkaproto.ResourceBroker {
+		if res.Name == "" {
+			return fmt.Errorf("%w: cluster-wide broker configs are not supported; name the broker", kafkaproto.ErrInvalidRequest)
+		}
+		if err := k.checkBrokerResource(res.Name); err != nil {
+			return err
+		}
+		return k.s.alterBrokerConfigs(ops, validateOnly)
 	}
 	if err := refuseInternal(res.Name, "reconfigure"); err != nil {
 		return toKafkaError(err)
@@ -359,6 +371,15 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 	}
 	_, err := k.s.alterTopicConfigs(ctx, res.Name, changes, validateOnly)
 	return toKafkaError(err)
+}
+
+// checkBrokerResource: a broker config resource must name this broker,
+// as in Kafka, where each broker answers for its own configs.
+func (k *kafkaBackend) checkBrokerResource(name string) error {
+	if name != strconv.Itoa(int(k.s.cfg.NodeID)) {
+		return fmt.Errorf("%w: unexpected broker id %q, this is broker %d", kafkaproto.ErrInvalidRequest, name, k.s.cfg.NodeID)
+	}
+	return nil
 }
 
 func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, _ time.Duration, _ int64, _ int16) (int64, int16, error) {

@@ -63,6 +63,7 @@ type Server struct {
 	groups        *groupCoordinator  // nil unless a broker
 	producerIDs   producerIDs        // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
+	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
 	wg            sync.WaitGroup
 }
 
@@ -85,6 +86,9 @@ func Open(cfg Config) (*Server, error) {
 	}
 	start := time.Now()
 	s := &Server{cfg: cfg, logger: cfg.Logger}
+	if cfg.LogLevel != nil {
+		s.dynamic.startLevel = cfg.LogLevel.Level()
+	}
 	if err := cfg.Auth.check(); err != nil {
 		return nil, err
 	}

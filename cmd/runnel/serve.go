@@ -208,10 +208,11 @@ func (f *serveFlags) config() (server.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--controllers: %w", err)
 	}
-	logger, err := newLogger(f.logLevel, f.logFormat)
+	logger, level, err := newLevelLogger(f.logLevel, f.logFormat)
 	if err != nil {
 		return cfg, err
 	}
+	cfg.LogLevel = level
 	cfg.NodeID = f.nodeID
 	cfg.Roles = roles
 	cfg.DataDir = f.dataDir
@@ -286,18 +287,25 @@ func (f *serveFlags) clusterSecret() ([]byte, error) {
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {
-	var lv slog.Level
+	logger, _, err := newLevelLogger(level, format)
+	return logger, err
+}
+
+// newLevelLogger is newLogger with its level in a LevelVar, so the
+// log.level broker config can change it while the node runs.
+func newLevelLogger(level, format string) (*slog.Logger, *slog.LevelVar, error) {
+	lv := new(slog.LevelVar)
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, nil, fmt.Errorf("--log-level: %w", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), lv, nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), lv, nil
 	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+	return nil, nil, fmt.Errorf("--log-format: %q is not text or json", format)
 }
 
 // envName is the environment variable for a flag: node-id -> RUNNEL_NODE_ID.
