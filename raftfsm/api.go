@@ -113,8 +113,8 @@ type Status struct {
 	LastIndex    uint64
 	CommitIndex  uint64
 	AppliedIndex uint64 // handed to the FSM by raft (may still be applying)
-	// MetadataIndex is the last command the FSM has applied (the metadata
-	// image includes it); what CatchUp waits for.
+	// MetadataIndex is the index of the published metadata image (the last
+	// command applied); what CatchUp waits for.
 	MetadataIndex uint64
 	Voters        []Server
 }

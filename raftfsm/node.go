@@ -42,6 +42,8 @@ type Node struct {
 	q quorum // mux, controller RPC, broker sessions (quorum.go)
 
 	reserved reservations // partitions of proposals in flight (limits.go)
+
+	leaderIndex leaderIndexCalls // CatchUp's coalesced leader queries (catchup.go)
 }
 
 // Directory layout under Config.Dir.

@@ -119,7 +119,7 @@ func (n *Node) Status() Status {
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
 
-		MetadataIndex: n.fsm.appliedIndex(),
+		MetadataIndex: metadataIndex(n),
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
@@ -144,4 +144,12 @@ func roleName(s raft.RaftState) string {
 		return "follower"
 	}
 	return "shutdown"
+}
+
+// metadataIndex is the index of the published metadata image: the FSM
+// records its applied index just before it publishes the image, so the
+// image's own index is what a reader can rely on.
+func metadataIndex(n *Node) uint64 {
+	img, _ := n.Image()
+	return img.Index
 }
