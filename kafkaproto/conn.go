@@ -215,6 +215,9 @@ func (c *conn) handle(frame []byte) error {
 	if !ok {
 		return fmt.Errorf("%w %d", errUnknownAPI, h.key)
 	}
+	if err := c.checkAuth(h.key); err != nil {
+		return err
+	}
 	supported := h.version >= api.min && h.version <= api.max
 	if h.key == apiVersionsKey && !supported {
 		// Answer in v0 so that the client can pick a version it shares.
@@ -243,7 +246,7 @@ func (c *conn) handle(frame []byte) error {
 			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
 			ctx = withAckWaits(ctx, acks)
 		}
-		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || advertisesBrokers(h.key) {
+		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || advertisesBrokers(h.key) || h.key == saslHandshakeKey || h.key == saslAuthenticateKey {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {

@@ -20,6 +20,8 @@
 //	groups.go     the optional GroupCoordinator interface for the group APIs
 //	clusteradmin.go the optional ClusterAdmin interface for elections,
 //	              reassignments, log dirs and the quorum
+//	sasl.go       the optional Authenticator interface, connection principals,
+//	              RequireAuth's gate (SaslHandshake and SaslAuthenticate files below)
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
 //	              createtopics, deletetopics, createpartitions, describeconfigs,
 //	              incrementalalterconfigs, deleterecords, initproducerid,
@@ -28,7 +30,8 @@
 //	              listgroups, describegroups, deletegroups, offsetdelete,
 //	              alterconfigs, describelogdirs, electleaders,
 //	              alterpartitionreassignments, listpartitionreassignments,
-//	              describequorum, describetopicpartitions
+//	              describequorum, describetopicpartitions,
+//	              saslhandshake, saslauthenticate
 //
 // # Goroutines and locks
 //

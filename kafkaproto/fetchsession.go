@@ -29,6 +29,13 @@ type connState struct {
 	door    door  // the door the connection came through
 	peerID  int32 // on the peer door, the node id the peer claimed; -1 unknown
 	tls     bool  // the connection is TLS: brokers are advertised by their SSL endpoints
+	// Authentication (sasl.go): the principal ("User:alice"; "" anonymous;
+	// a SASL login replaces a certificate's), whether a TLS client
+	// certificate was looked at, SASL progress.
+	principal   string
+	certChecked bool
+	saslDone    bool // a SASL login succeeded: no other on this connection
+	sasl        saslState
 }
 
 type connStateKey struct{}

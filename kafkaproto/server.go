@@ -66,6 +66,10 @@ type Options struct {
 	// CreatePartitions request; a request naming more is refused whole
 	// (INVALID_REQUEST for each topic). 0: DefaultMaxAdminTopics.
 	MaxAdminTopics int
+	// RequireAuth: a client connection must authenticate (SASL, or a
+	// verified TLS client certificate) before any request but ApiVersions,
+	// SaslHandshake and SaslAuthenticate; see sasl.go.
+	RequireAuth bool
 }
 
 // ErrServerClosed is returned by Serve after Close.

@@ -167,8 +167,8 @@ func TestEveryVersion(t *testing.T) {
 	addr, s := startServer(t, b, Options{})
 	mustCreate(t, b, "sweep", 3)
 	mustCreate(t, b, "grow", 1)
-	if len(sweepOrder)+len(groupSweepKeys) != len(s.handlers) {
-		t.Fatalf("sweep covers %d keys and groups_test.go %d, table has %d", len(sweepOrder), len(groupSweepKeys), len(s.handlers))
+	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys) != len(s.handlers) {
+		t.Fatalf("sweep covers %d keys, groups_test.go %d and sasl_test.go %d, table has %d", len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(s.handlers))
 	}
 	// Seed data for fetch, list offsets and delete records.
 	if _, err := b.Produce(context.Background(), "sweep", 0, testBatch(5, -1, -1), -1); err != nil {
@@ -320,6 +320,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{14, "SyncGroup", 0, 5},
 		{15, "DescribeGroups", 0, 5},
 		{16, "ListGroups", 0, 4},
+		{17, "SASLHandshake", 0, 1},
 		{18, "ApiVersions", 0, 4},
 		{19, "CreateTopics", 2, 7},
 		{20, "DeleteTopics", 1, 6},
@@ -329,6 +330,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{32, "DescribeConfigs", 1, 4},
 		{33, "AlterConfigs", 0, 2},
 		{35, "DescribeLogDirs", 0, 4},
+		{36, "SASLAuthenticate", 0, 2},
 		{37, "CreatePartitions", 0, 3},
 		{42, "DeleteGroups", 0, 2},
 		{43, "ElectLeaders", 0, 2},

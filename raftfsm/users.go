@@ -105,3 +105,12 @@ func (c *change) deleteUser(cmd *DeleteUser) (any, error) {
 	c.writes = append(c.writes, write{key: userKey(cmd.Name)})
 	return nil, nil
 }
+
+// Credential returns the user's credential for mechanism; u may be nil.
+func (u *User) Credential(mechanism string) (ScramCredential, bool) {
+	if u == nil {
+		return ScramCredential{}, false
+	}
+	c, ok := u.Scram[mechanism]
+	return c, ok
+}

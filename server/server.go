@@ -283,6 +283,7 @@ func (s *Server) open() error {
 			MaxConnectionsPerIP: s.cfg.KafkaMaxConnectionsPerIP,
 			MaxPeerConnections:  s.cfg.InterBrokerMaxConnections,
 			MaxAdminTopics:      s.cfg.MaxTopicsPerRequest,
+			RequireAuth:         s.cfg.Auth.Mode == AuthRequired,
 		})
 		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/xdg-go/scram"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 )
 
@@ -142,4 +144,44 @@ func userHTTPError(err error) error {
 		return &translatedError{kind: api.ErrInvalidRequest, err: err}
 	}
 	return toHTTPError(err)
+}
+
+// checkPassword reports whether password is user's: it derives the stored
+// key from the password with the user's salt and iterations and compares
+// in constant time (PLAIN, HTTP Basic). An unknown user costs the same
+// derivation, so timing does not tell which users exist.
+func (s *Server) checkPassword(user, password string) bool {
+	img, _ := s.meta.Image()
+	u := img.Users[user]
+	var mech string
+	var want raftfsm.ScramCredential
+	for _, m := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		if c, ok := u.Credential(m); ok {
+			mech, want = m, c
+			break
+		}
+	}
+	if mech == "" {
+		mech, want = "SCRAM-SHA-256", raftfsm.ScramCredential{Salt: []byte("runnel-no-such-user"), Iterations: scramIterations}
+	}
+	got, err := deriveScram(mech, user, password, want.Salt, want.Iterations)
+	if err != nil || len(want.StoredKey) == 0 {
+		return false
+	}
+	return subtle.ConstantTimeCompare(got.StoredKey, want.StoredKey) == 1
+}
+
+var _ kafkaproto.Authenticator = (*kafkaBackend)(nil)
+
+func (k *kafkaBackend) ScramCredential(mechanism, user string) (kafkaproto.ScramCredential, bool) {
+	img, _ := k.s.meta.Image()
+	c, ok := img.Users[user].Credential(mechanism)
+	if !ok {
+		return kafkaproto.ScramCredential{}, false
+	}
+	return kafkaproto.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+}
+
+func (k *kafkaBackend) CheckPassword(user, password string) bool {
+	return k.s.checkPassword(user, password)
 }

@@ -1,0 +1,111 @@
+package kafkaproto
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/xdg-go/scram"
+)
+
+// SASL: a client connection authenticates with SaslHandshake (v1) then
+// SaslAuthenticate (PLAIN: one round; SCRAM-SHA-256/512: two), or by the
+// client certificate it showed on a TLS listener with a client CA (mTLS,
+// principal User:<certificate CN>). The principal is kept in the
+// connection's state; with Options.RequireAuth a client connection without
+// one may only send ApiVersions, SaslHandshake and SaslAuthenticate (any
+// other request closes it, as Kafka does). Connections on the peer door
+// are authenticated by the raft port (cluster secret or node mTLS) and need
+// no SASL. SaslHandshake v0 (raw, unframed tokens) is listed but refused;
+// see saslhandshake.go.
+
+// Authenticator is optionally implemented by a Broker that keeps users:
+// without it SaslHandshake lists no mechanism and refuses every one. Safe
+// for concurrent use.
+type Authenticator interface {
+	// ScramCredential returns user's stored credential for mechanism
+	// (SCRAM-SHA-256 or SCRAM-SHA-512); ok is false when there is none.
+	ScramCredential(mechanism, user string) (cred ScramCredential, ok bool)
+	// CheckPassword reports whether password is user's (SASL PLAIN).
+	CheckPassword(user, password string) bool
+}
+
+// ScramCredential is RFC 5802's stored form of a password.
+type ScramCredential struct {
+	Salt       []byte
+	Iterations int
+	StoredKey  []byte
+	ServerKey  []byte
+}
+
+// SASL mechanism names.
+const (
+	mechPlain     = "PLAIN"
+	mechScram256  = "SCRAM-SHA-256"
+	mechScram512  = "SCRAM-SHA-512"
+	principalUser = "User:"
+)
+
+// saslMechanisms is what SaslHandshake offers, in Kafka's order.
+var saslMechanisms = []string{mechPlain, mechScram256, mechScram512}
+
+// saslState is a connection's progress through SASL; owned by the
+// connection's goroutine.
+type saslState struct {
+	mechanism string                    // chosen by SaslHandshake; "" none yet
+	scram     *scram.ServerConversation // SCRAM in progress
+}
+
+// Principal returns the authenticated principal of the connection a
+// request came on ("User:alice"), or "" for an anonymous one.
+func Principal(ctx context.Context) string {
+	if st, _ := ctx.Value(connStateKey{}).(*connState); st != nil {
+		return st.principal
+	}
+	return ""
+}
+
+// certPrincipal sets the principal from a verified client certificate once
+// the TLS handshake is done (it runs on the first read).
+func (st *connState) certPrincipal(c *tls.Conn) {
+	if st.principal != "" || st.certChecked {
+		return
+	}
+	cs := c.ConnectionState()
+	if !cs.HandshakeComplete {
+		return
+	}
+	st.certChecked = true
+	if len(cs.VerifiedChains) > 0 && len(cs.VerifiedChains[0]) > 0 {
+		if cn := cs.VerifiedChains[0][0].Subject.CommonName; cn != "" {
+			st.principal = principalUser + cn
+		}
+	}
+}
+
+// preAuthKey reports whether a request may come before authentication.
+func preAuthKey(key int16) bool {
+	return key == apiVersionsKey || key == saslHandshakeKey || key == saslAuthenticateKey
+}
+
+var errUnauthenticated = errors.New("kafkaproto: request before authentication")
+
+// checkAuth refuses (closing the connection, as Kafka does) a request
+// that needs an authenticated client when the connection has none.
+func (c *conn) checkAuth(key int16) error {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		c.state.certPrincipal(tc)
+	}
+	if !c.s.opts.RequireAuth || c.state.door == peerDoor || c.state.principal != "" || preAuthKey(key) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errUnauthenticated, kmsg.NameForKey(key))
+}
+
+// loggedIn ends a successful SASL exchange: user is the principal now.
+func (st *connState) loggedIn(user string) {
+	st.principal, st.saslDone, st.sasl = principalUser+user, true, saslState{}
+}

@@ -1,0 +1,174 @@
+package kafkaproto
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
+)
+
+// The memBroker keeps one user, alice, for SASL tests.
+const testUser, testPassword = "alice", "alice-secret"
+
+func (b *memBroker) ScramCredential(mechanism, user string) (ScramCredential, bool) {
+	hash := scram.SHA256
+	if mechanism == mechScram512 {
+		hash = scram.SHA512
+	}
+	if user != testUser {
+		return ScramCredential{}, false
+	}
+	c, err := hash.NewClient(testUser, testPassword, "")
+	if err != nil {
+		panic(err)
+	}
+	sc := c.GetStoredCredentials(scram.KeyFactors{Salt: "test-salt", Iters: 4096})
+	return ScramCredential{Salt: []byte(sc.Salt), Iterations: sc.Iters, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, true
+}
+
+func (b *memBroker) CheckPassword(user, password string) bool {
+	return user == testUser && password == testPassword
+}
+
+var saslSweepKeys = []int16{saslHandshakeKey, saslAuthenticateKey}
+
+func saslHandshakeReq(mech string) *kmsg.SASLHandshakeRequest {
+	r := kmsg.NewPtrSASLHandshakeRequest()
+	r.Version, r.Mechanism = 1, mech
+	return r
+}
+
+func saslAuth(t *testing.T, c net.Conn, v int16, msg []byte) *kmsg.SASLAuthenticateResponse {
+	t.Helper()
+	r := kmsg.NewPtrSASLAuthenticateRequest()
+	r.Version, r.SASLAuthBytes = v, msg
+	return roundTrip(t, c, r).(*kmsg.SASLAuthenticateResponse)
+}
+
+func metadataOK(t *testing.T, c net.Conn) {
+	t.Helper()
+	r := kmsg.NewPtrMetadataRequest()
+	r.Version = 4
+	if resp := roundTrip(t, c, r).(*kmsg.MetadataResponse); len(resp.Brokers) != 1 {
+		t.Fatalf("metadata %+v", resp)
+	}
+}
+
+// scramLogin runs a SCRAM conversation with SaslAuthenticate version v.
+func scramLogin(t *testing.T, c net.Conn, mech string, v int16, password string) int16 {
+	t.Helper()
+	if resp := roundTrip(t, c, saslHandshakeReq(mech)).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+		t.Fatalf("handshake %s: %+v", mech, resp)
+	}
+	hash := scram.SHA256
+	if mech == mechScram512 {
+		hash = scram.SHA512
+	}
+	client, err := hash.NewClient(testUser, password, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client.NewConversation()
+	var in string
+	for !conv.Done() {
+		out, err := conv.Step(in)
+		if err != nil {
+			t.Fatalf("client step: %v", err)
+		}
+		if conv.Done() {
+			break
+		}
+		resp := saslAuth(t, c, v, []byte(out))
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		in = string(resp.SASLAuthBytes)
+	}
+	if !conv.Valid() {
+		t.Fatal("server signature not valid")
+	}
+	return 0
+}
+
+// TestSASL: PLAIN and SCRAM-SHA-256/512 over every SaslAuthenticate
+// version; wrong passwords and unknown users answer
+// SASL_AUTHENTICATION_FAILED; with RequireAuth a request before
+// authentication closes the connection and one after it is served.
+func TestSASL(t *testing.T) {
+	b := newMemBroker()
+	addr, _ := startServer(t, b, Options{RequireAuth: true})
+	for v := int16(saslAuthenticateMin); v <= saslAuthenticateMax; v++ {
+		t.Run(fmt.Sprintf("PLAIN/v%d", v), func(t *testing.T) {
+			c := dial(t, addr)
+			if resp := roundTrip(t, c, saslHandshakeReq(mechPlain)).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 || len(resp.SupportedMechanisms) != 3 {
+				t.Fatalf("handshake %+v", resp)
+			}
+			if resp := saslAuth(t, c, v, []byte("\x00alice\x00wrong")); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code || resp.ErrorMessage == nil {
+				t.Fatalf("wrong password: %+v", resp)
+			}
+			roundTrip(t, c, saslHandshakeReq(mechPlain))
+			if resp := saslAuth(t, c, v, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != 0 {
+				t.Fatalf("login: %+v", resp)
+			}
+			metadataOK(t, c)
+			if resp := roundTrip(t, c, saslHandshakeReq(mechPlain)).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != kerr.IllegalSaslState.Code {
+				t.Fatalf("second handshake: %+v", resp)
+			}
+		})
+		for _, mech := range []string{mechScram256, mechScram512} {
+			t.Run(fmt.Sprintf("%s/v%d", mech, v), func(t *testing.T) {
+				c := dial(t, addr)
+				if code := scramLogin(t, c, mech, v, "wrong"); code != kerr.SaslAuthenticationFailed.Code {
+					t.Fatalf("wrong password: code %d", code)
+				}
+				if code := scramLogin(t, c, mech, v, testPassword); code != 0 {
+					t.Fatalf("login: code %d", code)
+				}
+				metadataOK(t, c)
+			})
+		}
+	}
+	t.Run("unsupported mechanism", func(t *testing.T) {
+		c := dial(t, addr)
+		v0 := saslHandshakeReq(mechPlain)
+		v0.Version = 0
+		if resp := roundTrip(t, c, v0).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
+			t.Fatalf("v0 handshake: %+v", resp)
+		}
+		if resp := roundTrip(t, c, saslHandshakeReq("GSSAPI")).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != kerr.UnsupportedSaslMechanism.Code {
+			t.Fatalf("GSSAPI: %+v", resp)
+		}
+		if resp := saslAuth(t, c, 1, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("authenticate without handshake: %+v", resp)
+		}
+	})
+	t.Run("unauthenticated request closes", func(t *testing.T) {
+		c := dial(t, addr)
+		roundTrip(t, c, apiVersionsRequest(3))
+		r := kmsg.NewPtrMetadataRequest()
+		r.Version = 4
+		c.Write(testFormatter.AppendRequest(nil, r, 1))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("read after unauthenticated metadata: %v, want EOF", err)
+		}
+	})
+}
+
+// Without RequireAuth (the default) requests need no login, and a client
+// may still log in.
+func TestSASLOptional(t *testing.T) {
+	addr, _ := startServer(t, newMemBroker(), Options{})
+	c := dial(t, addr)
+	metadataOK(t, c)
+	if code := scramLogin(t, c, mechScram256, 2, testPassword); code != 0 {
+		t.Fatalf("login: %d", code)
+	}
+	metadataOK(t, c)
+}
