@@ -186,3 +186,36 @@ func readFile(fs FS, path string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// WriteSideFile durably replaces a small file of the caller's (e.g. the
+// server's high-watermark checkpoint) in the log's directory: through the
+// log's FS, temporary file, fsync, rename, directory fsync, the same way
+// the log's own checkpoints are written. name is a plain file name that is
+// none of the log's own files.
+func (l *Log) WriteSideFile(name string, data []byte) error {
+	if err := checkSideFileName(name); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(l.fs, l.dir, name, data); err != nil {
+		return fmt.Errorf("segments: write %s: %w", name, err)
+	}
+	return nil
+}
+
+// ReadSideFile returns a file written by WriteSideFile; nil, nil when there
+// is none.
+func (l *Log) ReadSideFile(name string) ([]byte, error) {
+	if err := checkSideFileName(name); err != nil {
+		return nil, err
+	}
+	return readFile(l.fs, filepath.Join(l.dir, name))
+}
+
+func checkSideFileName(name string) error {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, tmpSuffix) ||
+		strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex") ||
+		name == stateFile || name == epochsFile {
+		return fmt.Errorf("segments: %q is not a side file name", name)
+	}
+	return nil
+}

@@ -358,28 +358,6 @@ func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 	return log, nil
 }
 
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // removeStrayDirs deletes partition directories of topics deleted while this
 // node was down.
 func (b *broker) removeStrayDirs(img *raftfsm.Image) error {

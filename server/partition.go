@@ -61,7 +61,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 	p.leaderEpoch.Store(-1)
 	// Only what was known to be replicated before a restart is visible; a
 	// leader moves the mark on as its in-sync replicas catch up.
-	hw, _ := readHWMCheckpoint(log.Dir())
+	hw, _ := readHWMCheckpoint(log)
 	p.hwm.Store(min(hw, log.EndOffset()))
 	p.hwmSaved.Store(hw) // nothing to write until it moves
 	p.applyConfig(cfgs)

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
 )
 
 // Leader-side replication state of a partition: which replicas exist, which
@@ -204,9 +203,9 @@ func (p *partition) waitReplicated(ctx context.Context, offset int64, epoch int3
 // Format: one line "<offset> <crc32c of the 8-byte big-endian offset>".
 const hwmFile = "high-watermark"
 
-func readHWMCheckpoint(dir string) (int64, bool) {
-	raw, err := os.ReadFile(filepath.Join(dir, hwmFile))
-	if err != nil {
+func readHWMCheckpoint(log *segments.Log) (int64, bool) {
+	raw, err := log.ReadSideFile(hwmFile)
+	if err != nil || raw == nil {
 		return 0, false
 	}
 	fields := strings.Fields(string(raw))
@@ -234,7 +233,7 @@ func (p *partition) checkpointHWM() error {
 		return nil
 	}
 	line := fmt.Sprintf("%d %d\n", hw, hwmChecksum(hw))
-	if err := writeFileSync(filepath.Join(p.log.Dir(), hwmFile), []byte(line)); err != nil {
+	if err := p.log.WriteSideFile(hwmFile, []byte(line)); err != nil {
 		return err
 	}
 	p.hwmSaved.Store(hw)
