@@ -269,6 +269,10 @@ type TopicSpec struct {
 	Partitions        int32 // -1: broker default
 	ReplicationFactor int16 // -1: broker default
 	Configs           map[string]string
+	// Assignments, when set, are the replicas of each partition (the
+	// first preferred leader); Partitions and ReplicationFactor then
+	// match their shape. The Broker checks the brokers are alive.
+	Assignments [][]int32
 }
 
 // ResourceType is a Kafka config resource type.

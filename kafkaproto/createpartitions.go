@@ -2,14 +2,13 @@ package kafkaproto
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// CreatePartitions, key 37: versions 0-3 (flexible from 2). Manual
-// assignment of the new partitions is not supported; a request naming more
-// than Options.MaxAdminTopics topics is refused. The count is bounded by
+// CreatePartitions, key 37: versions 0-3 (flexible from 2). An assignment
+// places the new partitions (assignments.go, through PartitionAssigner);
+// a request naming more than Options.MaxAdminTopics topics is refused. The count is bounded by
 // the broker (its partition limits) before anything is allocated for it.
 const (
 	createPartitionsKey = 37
@@ -32,8 +31,8 @@ func (s *Server) createPartitions(ctx context.Context, req *kmsg.CreatePartition
 		t := kmsg.NewCreatePartitionsResponseTopic()
 		t.Topic = rt.Topic
 		var err error
-		if len(rt.Assignment) > 0 {
-			err = fmt.Errorf("%w: manual partition assignment is not supported", ErrInvalidRequest)
+		if rt.Assignment != nil {
+			err = s.createAssignedPartitions(ctx, rt, req.ValidateOnly)
 		} else {
 			err = s.broker.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
 		}

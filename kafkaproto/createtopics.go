@@ -9,8 +9,9 @@ import (
 
 // CreateTopics, key 19: versions 2-7 (flexible from 5; v5+ responses carry
 // the partitions, replication factor and configs of the new topic, v7 its
-// id). Manual replica assignment is not supported; a topic named twice in
-// one request is rejected, and so is a request naming more than
+// id). A replica assignment (with partitions and replication factor -1)
+// places the partitions (assignments.go); a topic named twice in one
+// request is rejected, and so is a request naming more than
 // Options.MaxAdminTopics topics.
 const (
 	createTopicsKey = 19
@@ -62,7 +63,11 @@ func topicSpec(rt kmsg.CreateTopicsRequestTopic) (TopicSpec, error) {
 		Configs:           make(map[string]string, len(rt.Configs)),
 	}
 	if len(rt.ReplicaAssignment) > 0 {
-		return spec, fmt.Errorf("%w: manual replica assignment is not supported", ErrInvalidRequest)
+		as, err := topicAssignments(rt)
+		if err != nil {
+			return spec, err
+		}
+		spec.Assignments, spec.Partitions, spec.ReplicationFactor = as, int32(len(as)), int16(len(as[0]))
 	}
 	for _, c := range rt.Configs {
 		if c.Value == nil {

@@ -202,8 +202,15 @@ func newTopic(name string, partitions int32, rf int16, configs ...string) kmsg.C
 func TestCreateTopics(t *testing.T) {
 	b, s := newHandlerServer(t, Options{})
 	ctx := context.Background()
-	assigned := newTopic("assigned", -1, -1)
-	assigned.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{{Partition: 0, Replicas: []int32{1}}}
+	assigned := func(n int32, as ...[]int32) kmsg.CreateTopicsRequestTopic {
+		t := newTopic("assigned", n, -1)
+		for p, r := range as {
+			t.ReplicaAssignment = append(t.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(p), Replicas: r})
+		}
+		return t
+	}
+	gap := assigned(-1, []int32{1}, []int32{1})
+	gap.ReplicaAssignment[1].Partition = 2
 	for _, tc := range []struct {
 		name  string
 		topic kmsg.CreateTopicsRequestTopic
@@ -214,7 +221,11 @@ func TestCreateTopics(t *testing.T) {
 		{"bad partitions", newTopic("p0", 0, 1), kerr.InvalidPartitions},
 		{"bad replication", newTopic("r3", 1, 3), kerr.InvalidReplicationFactor},
 		{"bad config", newTopic("cfg", 1, 1, "no.such.config", "1"), kerr.InvalidConfig},
-		{"assignment", assigned, kerr.InvalidRequest},
+		{"assignment and partitions", assigned(1, []int32{1}), kerr.InvalidRequest},
+		{"assignment gap", gap, kerr.InvalidReplicaAssignment},
+		{"assignment twice", assigned(-1, []int32{1, 1}), kerr.InvalidReplicaAssignment},
+		{"assignment rf", assigned(-1, []int32{1}, []int32{1, 2}), kerr.InvalidReplicaAssignment},
+		{"assignment empty", assigned(-1, []int32{}), kerr.InvalidReplicaAssignment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := s.createTopics(ctx, createReq(false, tc.topic)).Topics[0]

@@ -33,6 +33,7 @@ type topicSpec struct {
 	partitions        int32
 	replicationFactor int16
 	configs           map[string]string
+	assignments       [][]int32 // nil: the controller places the replicas
 }
 
 // applyMeta proposes a metadata command with a bounded wait.
@@ -92,6 +93,9 @@ func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	if _, ok := img.Topics[spec.name]; ok {
 		return nil, fmt.Errorf("%w: %s", raftfsm.ErrTopicExists, spec.name)
 	}
+	if err := checkAssignedBrokers(img, spec.assignments); err != nil {
+		return nil, err
+	}
 	if validateOnly {
 		// The controller checks placement for real; this node's image may lag.
 		if alive := aliveBrokers(img); int(spec.replicationFactor) > alive {
@@ -101,11 +105,25 @@ func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 	}
 	res, err := s.applyMeta(ctx, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{
 		Name: spec.name, Partitions: spec.partitions, ReplicationFactor: spec.replicationFactor, Configs: spec.configs,
+		Assignments: spec.assignments,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("create topic %s: %w", spec.name, err)
 	}
 	return res.(*raftfsm.Topic), nil
+}
+
+// checkAssignedBrokers: a replica assignment names only alive brokers
+// (the FSM checks only that they are registered).
+func checkAssignedBrokers(img *raftfsm.Image, assignments [][]int32) error {
+	for p, replicas := range assignments {
+		for _, id := range replicas {
+			if b, ok := img.Brokers[id]; !ok || b.State != raftfsm.BrokerAlive {
+				return fmt.Errorf("%w: broker %d (partition %d) is not an alive broker", raftfsm.ErrInvalidAssignment, id, p)
+			}
+		}
+	}
+	return nil
 }
 
 func aliveBrokers(img *raftfsm.Image) int {
@@ -157,7 +175,14 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, changes map
 }
 
 func (s *Server) createPartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
-	_, t, ok := s.lookupTopic(ctx, name)
+	return s.createAssignedPartitions(ctx, name, count, nil, validateOnly)
+}
+
+// createAssignedPartitions raises a topic's partition count; assignments,
+// when set, are the new partitions' replicas (the FSM checks their count
+// and replication factor again).
+func (s *Server) createAssignedPartitions(ctx context.Context, name string, count int32, assignments [][]int32, validateOnly bool) error {
+	img, t, ok := s.lookupTopic(ctx, name)
 	if !ok {
 		return fmt.Errorf("%w: %s", errUnknownTopic, name)
 	}
@@ -167,10 +192,14 @@ func (s *Server) createPartitions(ctx context.Context, name string, count int32,
 	if err := s.cfg.TopicLimits.CheckTopic(count, replicationFactor(t)); err != nil {
 		return err
 	}
+	if err := checkAssignedBrokers(img, assignments); err != nil {
+		return err
+	}
 	if validateOnly {
 		return nil
 	}
-	_, err := s.applyMeta(ctx, raftfsm.Command{CreatePartitions: &raftfsm.CreatePartitions{Topic: name, Count: count}})
+	_, err := s.applyMeta(ctx, raftfsm.Command{CreatePartitions: &raftfsm.CreatePartitions{Topic: name, Count: count,
+		Assignments: assignments}})
 	if err != nil {
 		return fmt.Errorf("create partitions of %s: %w", name, err)
 	}

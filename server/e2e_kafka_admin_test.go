@@ -317,6 +317,28 @@ func TestKafkaAdminClusterElectReassignQuorum(t *testing.T) {
 	if p := qr.Topics[0].Partitions[0]; len(p.CurrentVoters) != 3 || p.LeaderID != cluster.LeaderID {
 		t.Fatalf("quorum %+v, cluster leader %d", p, cluster.LeaderID)
 	}
+
+	// An explicit assignment is kept as given, order (preferred leader) too.
+	want := [][]int32{{2, 3}, {3, 1}}
+	if got := createAssigned(t, ctx, cl, "ordered", false, want...); got.ErrorCode != 0 {
+		t.Fatalf("create ordered: %v", kerr.ErrorForCode(got.ErrorCode))
+	}
+	if code := growAssigned(t, ctx, cl, "ordered", 3, []int32{1, 2}); code != 0 {
+		t.Fatalf("grow ordered: %v", kerr.ErrorForCode(code))
+	}
+	want = append(want, []int32{1, 2})
+	servertest.WaitFor(t, 20*time.Second, "ordered placed as asked", func() bool {
+		ps, ok := describe(other, "ordered")
+		if !ok || len(ps) != 3 {
+			return false
+		}
+		for i := range ps {
+			if !slices.Equal(ps[i].Replicas, want[i]) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func sortedEqual(a, b []int32) bool { return slices.Equal(sortedIDs(a), sortedIDs(b)) }
@@ -416,5 +438,81 @@ func TestKafkaAdminBrokerConfigs(t *testing.T) {
 	}
 	if v, _, _ := brokerConfig("log.level"); v != "info" {
 		t.Fatalf("after AlterConfigs {}: log.level %s", v)
+	}
+}
+
+// createAssigned sends CreateTopics with an explicit replica assignment.
+func createAssigned(t *testing.T, ctx context.Context, cl *kgo.Client, name string, validateOnly bool, as ...[]int32) *kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis, req.ValidateOnly = 30000, validateOnly
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	for p, r := range as {
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, kmsg.CreateTopicsRequestTopicReplicaAssignment{Partition: int32(p), Replicas: r})
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &resp.Topics[0]
+}
+
+// growAssigned sends CreatePartitions with the new partitions' replicas.
+func growAssigned(t *testing.T, ctx context.Context, cl *kgo.Client, name string, count int32, as ...[]int32) int16 {
+	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = name, count
+	for _, r := range as {
+		rt.Assignment = append(rt.Assignment, kmsg.CreatePartitionsRequestTopicAssignment{Replicas: r})
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Topics[0].ErrorCode
+}
+
+// CreateTopics and CreatePartitions with explicit replica assignments on
+// one node: placed as asked; unknown brokers, a broker twice, an
+// inconsistent replication factor or a wrong count are
+// INVALID_REPLICA_ASSIGNMENT; validate-only creates nothing.
+func TestKafkaAdminExplicitAssignments(t *testing.T) {
+	n := kafkaNode(t)
+	adm, cl, ctx := adminClient(t, n.KafkaAddr)
+	if got := createAssigned(t, ctx, cl, "placed", true, []int32{1}, []int32{1}); got.ErrorCode != 0 || got.NumPartitions != 2 {
+		t.Fatalf("validate only: %+v", got)
+	}
+	if _, ok := describe(n, "placed"); ok {
+		t.Fatal("validate-only created the topic")
+	}
+	if got := createAssigned(t, ctx, cl, "placed", false, []int32{1}, []int32{1}); got.ErrorCode != 0 || got.NumPartitions != 2 || got.ReplicationFactor != 1 {
+		t.Fatalf("create: %+v", got)
+	}
+	for name, as := range map[string][][]int32{
+		"unknown-broker": {{9}},
+		"twice":          {{1, 1}},
+		"uneven":         {{1}, {}},
+	} {
+		if got := createAssigned(t, ctx, cl, name, false, as...); got.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+			t.Errorf("%s %v: %v, want INVALID_REPLICA_ASSIGNMENT", name, as, kerr.ErrorForCode(got.ErrorCode))
+		}
+	}
+	if code := growAssigned(t, ctx, cl, "placed", 4, []int32{1}); code != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("2 new partitions, 1 assignment: %v", kerr.ErrorForCode(code))
+	}
+	if code := growAssigned(t, ctx, cl, "placed", 3, []int32{9}); code != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("new partition on broker 9: %v", kerr.ErrorForCode(code))
+	}
+	if code := growAssigned(t, ctx, cl, "placed", 3, []int32{1}); code != 0 {
+		t.Fatalf("grow to 3: %v", kerr.ErrorForCode(code))
+	}
+	td, err := adm.ListTopics(ctx, "placed")
+	if err != nil || len(td["placed"].Partitions) != 3 {
+		t.Fatalf("placed: %v %+v", err, td)
 	}
 }

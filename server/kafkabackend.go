@@ -297,7 +297,7 @@ func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpe
 		return toKafkaError(err)
 	}
 	_, err := k.s.createTopic(ctx, topicSpec{name: spec.Name, partitions: spec.Partitions,
-		replicationFactor: spec.ReplicationFactor, configs: spec.Configs}, validateOnly)
+		replicationFactor: spec.ReplicationFactor, configs: spec.Configs, assignments: spec.Assignments}, validateOnly)
 	return toKafkaError(err)
 }
 

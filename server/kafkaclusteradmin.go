@@ -111,3 +111,14 @@ func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
 	slices.SortFunc(q.Observers, func(a, b kafkaproto.QuorumReplica) int { return cmp.Compare(a.ID, b.ID) })
 	return q, nil
 }
+
+var _ kafkaproto.PartitionAssigner = (*kafkaBackend)(nil)
+
+// CreateAssignedPartitions is CreatePartitions with the new partitions'
+// replicas given.
+func (k *kafkaBackend) CreateAssignedPartitions(ctx context.Context, topic string, count int32, assignments [][]int32, validateOnly bool) error {
+	if err := refuseInternal(topic, "add partitions to"); err != nil {
+		return toKafkaError(err)
+	}
+	return toKafkaError(k.s.createAssignedPartitions(ctx, topic, count, assignments, validateOnly))
+}
