@@ -83,6 +83,7 @@ func problemKinds() []ProblemKind {
 		{ErrUnknownPartition, http.StatusNotFound, "unknown-partition", "Unknown partition"},
 		{ErrUnknownGroup, http.StatusNotFound, "unknown-group", "Unknown consumer group"},
 		{ErrNotFound, http.StatusNotFound, "not-found", "Not found"},
+		{ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated", "Authentication required"},
 		{ErrInternalTopic, http.StatusForbidden, "internal-topic", "Internal topic: written only by its coordinator"},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 		{ErrTopicExists, http.StatusConflict, "topic-exists", "Topic already exists"},

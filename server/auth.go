@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+
+	"github.com/runnel/runnel/api"
 )
 
 // Authentication modes (--auth).
@@ -74,4 +77,29 @@ func (s *Server) startAuth() error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	return s.bootstrapSuperuser(ctx)
+}
+
+// httpAuthenticator checks HTTP credentials against the stored users
+// (api.Authenticate).
+type httpAuthenticator struct{ s *Server }
+
+func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentials) (string, error) {
+	switch c.Scheme {
+	case "basic":
+		if c.User != "" && a.s.checkPassword(c.User, c.Password) {
+			return "User:" + c.User, nil
+		}
+		return "", fmt.Errorf("%w: wrong user name or password", api.ErrUnauthenticated)
+	}
+	return "", fmt.Errorf("%w: API tokens are not accepted yet; use Basic", api.ErrUnauthenticated)
+}
+
+// withAuth puts HTTP authentication in front of h under --auth required;
+// requests another node forwarded were authenticated there.
+func (s *Server) withAuth(h http.Handler) http.Handler {
+	if s.cfg.Auth.Mode != AuthRequired {
+		return h
+	}
+	trusted := func(r *http.Request) bool { return isForwarded(r.Context()) }
+	return api.Authenticate(httpAuthenticator{s}, trusted, s.logger.With("component", "http"))(h)
 }

@@ -224,7 +224,7 @@ func (s *Server) open() error {
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
 	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
-	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.groupsProxy(handler))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.withAuth(s.groupsProxy(handler)))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
 	if httpLn != nil {
 		httpLn = conns.Listener(httpLn, true)

@@ -41,6 +41,8 @@ type globalFlags struct {
 	Output  string        // "table" or "json"
 	Timeout time.Duration // per-request timeout
 	CAFile  string        // PEM CAs trusted for an https:// server, beside the system's
+	// Credentials (client_auth.go).
+	User, PasswordFile, Token string
 }
 
 // register adds the persistent flags to fs (the root command's persistent set).
@@ -53,6 +55,7 @@ func (g *globalFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&g.Output, "output", "o", outputTable, "output format: table or json")
 	fs.DurationVar(&g.Timeout, "request-timeout", 30*time.Second, "timeout of one API request")
 	fs.StringVar(&g.CAFile, "ca-file", os.Getenv("RUNNEL_CA_FILE"), "PEM CA certificate(s) to trust for an https:// --server, e.g. certs/ca.pem from `runnel certs create` (env RUNNEL_CA_FILE)")
+	g.registerAuth(fs)
 }
 
 // client validates the flags and returns an API client.
@@ -68,6 +71,9 @@ func (g *globalFlags) client() (*apiClient, error) {
 		if err := c.trustCA(g.CAFile); err != nil {
 			return nil, err
 		}
+	}
+	if c.authorize, err = g.authorizer(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

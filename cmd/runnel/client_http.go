@@ -35,6 +35,9 @@ type apiClient struct {
 	// 503 (not ready, not the leader or controller yet): a 503 means the
 	// server did not act on it, so repeating it cannot duplicate anything.
 	unavailableFor time.Duration
+	// authorize adds the credentials (--user/--password-file or --token)
+	// to each request; nil: anonymous.
+	authorize func(*http.Request)
 }
 
 // newAPIClient returns a client for server ("host:port" or an http(s) URL).
@@ -207,6 +210,9 @@ func (c *apiClient) newRequest(ctx context.Context, req apiRequest) (*http.Reque
 	}
 	hreq.Header.Set("Accept", "application/json, application/problem+json")
 	hreq.Header.Set("User-Agent", "runnel-cli")
+	if c.authorize != nil {
+		c.authorize(hreq)
+	}
 	if body != nil {
 		hreq.Header.Set("Content-Type", "application/json")
 	}

@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// authDo sends a request with Basic credentials (user "" : none) and
+// checks the answer against openapi.yaml.
+func authDo(t *testing.T, c *apiClient, method, path, user, pwd string, body any) (*http.Response, []byte) {
+	t.Helper()
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pwd)
+	}
+	resp, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	c.validate(req, raw, resp, out)
+	return resp, out
+}
+
+func passwordFile(t *testing.T, pwd string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "pwd")
+	if err := os.WriteFile(f, []byte(pwd+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// With --auth required the HTTP API wants Basic credentials of a stored
+// user (401 problem+json with WWW-Authenticate otherwise), except the
+// probes and the docs; the CLI logs in with --user/--password-file.
+func TestHTTPBasicAuth(t *testing.T) {
+	const pwd = "admin-pw-51e0"
+	n := servertest.Start(t, servertest.Options{Args: []string{"--auth", "required",
+		"--bootstrap-superuser", "admin", "--bootstrap-superuser-password-file", passwordFile(t, pwd)}})
+	c := newAPIClient(t, n)
+	for _, p := range []string{"/livez", "/readyz", "/openapi.yaml"} {
+		if resp, _ := authDo(t, c, http.MethodGet, p, "", "", nil); resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s without credentials: %d", p, resp.StatusCode)
+		}
+	}
+	for _, cred := range [][2]string{{"", ""}, {"admin", "wrong"}, {"nobody", pwd}} {
+		resp, body := authDo(t, c, http.MethodGet, "/v1/topics", cred[0], cred[1], nil)
+		var p problem
+		_ = json.Unmarshal(body, &p)
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasSuffix(p.Type, ":unauthenticated") ||
+			!strings.Contains(strings.Join(resp.Header.Values("WWW-Authenticate"), ";"), "Basic realm=") {
+			t.Fatalf("credentials %q: %d %v %s", cred[0], resp.StatusCode, resp.Header, body)
+		}
+	}
+	if resp, body := authDo(t, c, http.MethodPost, "/v1/topics", "admin", pwd, map[string]any{"name": "basic", "partitions": 1}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create topic as admin: %d %s", resp.StatusCode, body)
+	}
+	// A user created over the API logs in too.
+	authDo(t, c, http.MethodPost, "/v1/users", "admin", pwd, map[string]any{"name": "alice", "password": "alice-pw", "mechanism": "SCRAM-SHA-512"})
+	if resp, body := authDo(t, c, http.MethodPost, "/v1/topics/basic/records", "alice", "alice-pw",
+		map[string]any{"records": []map[string]any{{"value": "hi"}}}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("produce as alice: %d %s", resp.StatusCode, body)
+	}
+
+	cli := func(args ...string) (string, error) {
+		out, err := exec.Command(servertest.Binary(t), append([]string{"--server", n.URL}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cli("topic", "list"); err == nil || !strings.Contains(out, "uthenticat") {
+		t.Fatalf("CLI without credentials: %v\n%s", err, out)
+	}
+	if out, err := cli("--user", "admin", "--password-file", passwordFile(t, pwd), "topic", "list"); err != nil || !strings.Contains(out, "basic") {
+		t.Fatalf("CLI as admin: %v\n%s", err, out)
+	}
+}
+
+// Requests a node forwards to the partition leader (produce) or proxies
+// to the group coordinator carry no client credentials: the first node
+// authenticated them, the cluster port vouches for it. A client without
+// credentials is refused before anything is forwarded.
+func TestHTTPBasicAuthForwarded(t *testing.T) {
+	const pwd = "admin-pw-cluster"
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3,
+		Args: append([]string{"--auth", "required", "--bootstrap-superuser", "admin",
+			"--bootstrap-superuser-password-file", passwordFile(t, pwd)}, fastSessions...)})
+	ac := newAPIClient(t, c.Node(1))
+	if resp, body := authDo(t, ac, http.MethodPost, "/v1/topics", "admin", pwd,
+		map[string]any{"name": "fwd", "partitions": 3, "replication_factor": 1}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create topic: %d %s", resp.StatusCode, body)
+	}
+	for _, n := range c.Nodes {
+		nc := newAPIClient(t, n)
+		for p := range 3 { // one of the partitions has its leader elsewhere
+			body := map[string]any{"records": []map[string]any{{"value": fmt.Sprintf("v%d", p), "partition": p}}}
+			if resp, out := authDo(t, nc, http.MethodPost, "/v1/topics/fwd/records", "", "", body); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("anonymous produce via %s: %d %s", n.URL, resp.StatusCode, out)
+			}
+			if resp, out := authDo(t, nc, http.MethodPost, "/v1/topics/fwd/records", "admin", pwd, body); resp.StatusCode != http.StatusOK {
+				t.Fatalf("produce to partition %d via %s: %d %s", p, n.URL, resp.StatusCode, out)
+			}
+		}
+		if resp, out := authDo(t, nc, http.MethodGet, "/v1/groups/g1", "", "", nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("anonymous group read via %s: %d %s", n.URL, resp.StatusCode, out)
+		}
+	}
+}
