@@ -31,7 +31,8 @@ import (
 func saslNode(t *testing.T) (n *servertest.Node, sslAddr, certs string) {
 	t.Helper()
 	certs = makeCerts(t, "2")
-	n, sslAddr = startKafkaTLSNode(t, certs, "--auth", "required", "--tls-client-ca-file", filepath.Join(certs, "ca.pem"))
+	n, sslAddr = startKafkaTLSNode(t, certs, "--auth", "required", "--tls-client-ca-file", filepath.Join(certs, "ca.pem"),
+		"--bootstrap-superuser", "admin", "--bootstrap-superuser-password-file", passwordFile(t, "admin-pw"))
 	c := newAPIClient(t, n)
 	for _, u := range []api.UserRequest{
 		{Name: "alice", Password: "alice-pw", Mechanism: "SCRAM-SHA-512"},
@@ -39,9 +40,13 @@ func saslNode(t *testing.T) (n *servertest.Node, sslAddr, certs string) {
 		{Name: "carol", Password: "carol-pw", Mechanism: "SCRAM-SHA-256"},
 		{Name: "carol", Password: "carol-pw", Mechanism: "SCRAM-SHA-512"},
 	} {
-		c.json(http.MethodPost, "/v1/users", u, http.StatusCreated, nil)
+		if resp, body := authDo(t, c, http.MethodPost, "/v1/users", "admin", "admin-pw", u); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create user %s: %d %s", u.Name, resp.StatusCode, body)
+		}
 	}
-	httpCreateTopic(t, n, "sasl", 2)
+	if resp, body := authDo(t, c, http.MethodPost, "/v1/topics", "admin", "admin-pw", map[string]any{"name": "sasl", "partitions": 2}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create topic: %d %s", resp.StatusCode, body)
+	}
 	return n, sslAddr, certs
 }
 
