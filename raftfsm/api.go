@@ -39,6 +39,9 @@ var (
 	ErrQuorumChange = errors.New("raftfsm: quorum change refused")
 	// ErrNoReassignment: a reassignment to cancel is not in progress.
 	ErrNoReassignment = errors.New("raftfsm: no reassignment in progress")
+	// ErrIneligibleReplica: an ISR change would add a broker that is fenced
+	// or shutting down (KIP-841; Kafka's INELIGIBLE_REPLICA).
+	ErrIneligibleReplica = errors.New("raftfsm: replica not eligible for the ISR")
 )
 
 // Server is one controller (Raft voter).

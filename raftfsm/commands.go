@@ -197,7 +197,7 @@ func (c *change) changePartition(cmd *ChangePartition) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPartitionChange(t, cmd); err != nil {
+	if err := c.checkPartitionChange(t, cmd); err != nil {
 		return nil, err
 	}
 	t = t.clone()
@@ -217,7 +217,7 @@ func (c *change) changePartitions(cmd *ChangePartitions) (any, error) {
 	for i := range cmd.Changes {
 		ch := cmd.Changes[i]
 		ch.Topic = cmd.Topic
-		if checkPartitionChange(t, &ch) != nil {
+		if c.checkPartitionChange(t, &ch) != nil {
 			continue
 		}
 		setPartition(t, &ch)
@@ -229,8 +229,9 @@ func (c *change) changePartitions(cmd *ChangePartitions) (any, error) {
 	return applied, nil
 }
 
-// checkPartitionChange validates cmd against t's current partition.
-func checkPartitionChange(t *Topic, cmd *ChangePartition) error {
+// checkPartitionChange validates cmd against t's current partition and the
+// brokers' states.
+func (c *change) checkPartitionChange(t *Topic, cmd *ChangePartition) error {
 	if cmd.Partition < 0 || int(cmd.Partition) >= len(t.Partitions) {
 		return fmt.Errorf("%w: %q/%d", ErrUnknownPartition, cmd.Topic, cmd.Partition)
 	}
@@ -241,6 +242,21 @@ func checkPartitionChange(t *Topic, cmd *ChangePartition) error {
 	}
 	if err := checkLeaderISR(cur.Replicas, cmd.Leader, cmd.ISR); err != nil {
 		return fmt.Errorf("%w (%q/%d)", err, cmd.Topic, cmd.Partition)
+	}
+	// KIP-841: the ISR grows only by alive brokers. A fenced broker may
+	// still be fetching from a leader that cannot tell; taking it back
+	// would make acks=all wait on a broker the controller gave up on.
+	for _, id := range cmd.ISR {
+		if slices.Contains(cur.ISR, id) {
+			continue
+		}
+		if b, ok := c.img.Brokers[id]; !ok || b.State != BrokerAlive {
+			state := BrokerState("unregistered")
+			if ok {
+				state = b.State
+			}
+			return fmt.Errorf("%w: broker %d is %s (%q/%d)", ErrIneligibleReplica, id, state, cmd.Topic, cmd.Partition)
+		}
 	}
 	return nil
 }

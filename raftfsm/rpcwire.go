@@ -114,6 +114,7 @@ var errorCodes = []struct {
 	{"invalid_assignment", ErrInvalidAssignment},
 	{"invalid_command", ErrInvalidCommand},
 	{"no_reassignment", ErrNoReassignment},
+	{"ineligible_replica", ErrIneligibleReplica},
 	{"unknown_user", ErrUnknownUser},
 	{"deadline", errDeadline},
 	{"canceled", errCanceled},

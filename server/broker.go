@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,6 +141,20 @@ func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
 	if !ok {
 		return
 	}
+	// Only alive brokers may join (KIP-841; the controller refuses the
+	// rest): a fenced follower still fetching is left out, quietly.
+	img, _ := b.meta.Image()
+	cur := p.currentISR()
+	isr = slices.DeleteFunc(isr, func(id int32) bool {
+		if id == b.id || slices.Contains(cur, id) {
+			return false
+		}
+		br, ok := img.Brokers[id]
+		return !ok || br.State != raftfsm.BrokerAlive
+	})
+	if slices.Equal(isr, cur) {
+		return
+	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartition: &raftfsm.ChangePartition{
@@ -147,15 +162,16 @@ func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
 		Leader: b.id, ISR: isr,
 	}})
 	switch {
-	case errors.Is(err, raftfsm.ErrStaleEpoch):
-		// The metadata moved on (new leader or ISR); the next image tells us.
+	case errors.Is(err, raftfsm.ErrStaleEpoch), errors.Is(err, raftfsm.ErrIneligibleReplica):
+		// The metadata moved on (new leader or ISR, a broker fenced since
+		// this image); the next image tells us.
 	case err != nil:
 		b.logger.Warn("propose ISR change", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
 		return
 	default:
 		b.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "isr", isr)
 	}
-	img, _ := b.meta.Image()
+	img, _ = b.meta.Image()
 	b.reconcile(img)
 }
 

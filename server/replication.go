@@ -142,6 +142,15 @@ func (p *partition) followerFetched(id int32, offset int64, leaderEpoch int32) e
 	return nil
 }
 
+// currentISR is the in-sync replicas per the metadata, sorted.
+func (p *partition) currentISR() []int32 {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	isr := slices.Clone(p.repl.isr)
+	slices.Sort(isr)
+	return isr
+}
+
 // isrSize is the number of in-sync replicas per the metadata.
 func (p *partition) isrSize() int {
 	p.repl.mu.Lock()
