@@ -124,6 +124,10 @@ type Config struct {
 	// topics of one Kafka CreateTopics or CreatePartitions request.
 	TopicLimits         raftfsm.Limits
 	MaxTopicsPerRequest int
+	// Consumer groups (issue 18): the session timeouts a member may ask
+	// for; outside them JoinGroup answers INVALID_SESSION_TIMEOUT.
+	GroupMinSessionTimeout time.Duration // --group-min-session-timeout
+	GroupMaxSessionTimeout time.Duration // --group-max-session-timeout
 	// Auth: users, SASL, superusers (issue 15; auth.go).
 	Auth AuthConfig
 
@@ -165,7 +169,9 @@ func DefaultConfig() Config {
 			MaxPartitions:         200_000,
 			MaxBrokerPartitions:   100_000,
 		},
-		MaxTopicsPerRequest: 1000,
+		MaxTopicsPerRequest:    1000,
+		GroupMinSessionTimeout: 6 * time.Second,  // Kafka's group.min.session.timeout.ms
+		GroupMaxSessionTimeout: 30 * time.Minute, // Kafka's group.max.session.timeout.ms
 	}
 }
 

@@ -516,3 +516,47 @@ func TestKafkaAdminExplicitAssignments(t *testing.T) {
 		t.Fatalf("placed: %v %+v", err, td)
 	}
 }
+
+// joinWithSession sends a raw JoinGroup asking for a session timeout.
+func joinWithSession(t *testing.T, addr string, sessionMs int32, protocolType string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Version = 5
+	req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "bounded", sessionMs, 10000, protocolType
+	if protocolType != "" {
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
+		req.Protocols = append(req.Protocols, p)
+	}
+	return rawRoundTrip(t, rawDial(t, addr), req).(*kmsg.JoinGroupResponse).ErrorCode
+}
+
+// Session timeouts outside --group-min/max-session-timeout (6 s and
+// 30 min by default) are INVALID_SESSION_TIMEOUT, checked before the
+// protocol; HTTP members get a 400.
+func TestKafkaGroupSessionTimeoutBounds(t *testing.T) {
+	n := kafkaNode(t)
+	servertest.WaitFor(t, 30*time.Second, "the group coordinator answers", func() bool {
+		return joinWithSession(t, n.KafkaAddr, 5999, "consumer") == kerr.InvalidSessionTimeout.Code
+	})
+	if code := joinWithSession(t, n.KafkaAddr, 5999, ""); code != kerr.InvalidSessionTimeout.Code {
+		t.Errorf("5.999 s and no protocol: %v, want INVALID_SESSION_TIMEOUT first", kerr.ErrorForCode(code))
+	}
+	if code := joinWithSession(t, n.KafkaAddr, 30*60*1000+1, "consumer"); code != kerr.InvalidSessionTimeout.Code {
+		t.Errorf("30 min + 1 ms: %v", kerr.ErrorForCode(code))
+	}
+	if code := joinWithSession(t, n.KafkaAddr, 6000, "consumer"); code != kerr.MemberIDRequired.Code {
+		t.Errorf("6 s: %v, want MEMBER_ID_REQUIRED (accepted, v4+ first join)", kerr.ErrorForCode(code))
+	}
+	httpCreateTopic(t, n, "bounded-topic", 1)
+	newAPIClient(t, n).problem("POST", "/v1/groups/bounded-http/members", "application/json",
+		[]byte(`{"topics":["bounded-topic"],"session_timeout_ms":1000}`), 400, "invalid-request")
+
+	m := servertest.Start(t, servertest.Options{Args: []string{"--group-min-session-timeout", "1s", "--group-max-session-timeout", "10s"}})
+	servertest.WaitFor(t, 30*time.Second, "the group coordinator answers", func() bool {
+		return joinWithSession(t, m.KafkaAddr, 1000, "consumer") == kerr.MemberIDRequired.Code
+	})
+	if code := joinWithSession(t, m.KafkaAddr, 10001, "consumer"); code != kerr.InvalidSessionTimeout.Code {
+		t.Errorf("10.001 s with a 10 s maximum: %v", kerr.ErrorForCode(code))
+	}
+}

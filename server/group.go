@@ -52,7 +52,7 @@ const (
 	groupTick                 = 100 * time.Millisecond
 	groupLagSampleEvery       = 10 * time.Second
 	groupInitialRebalanceWait = 500 * time.Millisecond // Kafka's group.initial.rebalance.delay.ms, shortened
-	groupMinSessionTimeout    = 1 * time.Second
+	groupMinSessionTimeout    = 6 * time.Second        // Config.GroupMinSessionTimeout's default
 	groupMaxSessionTimeout    = 30 * time.Minute
 	groupMaxMetadataBytes     = 4096 // Kafka's offset.metadata.max.bytes
 )

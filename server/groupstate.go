@@ -106,10 +106,19 @@ func (g *group) failWaitersLocked(m *member, err error) {
 	m.awaitingJoin = false
 }
 
-func checkSessionTimeout(ms int32) error {
-	d := time.Duration(ms) * time.Millisecond
-	if d < groupMinSessionTimeout || d > groupMaxSessionTimeout {
-		return fmt.Errorf("%w: %v not in [%v, %v]", kafkaproto.ErrInvalidSessionTimeout, d, groupMinSessionTimeout, groupMaxSessionTimeout)
+// checkSessionTimeout bounds a joining member's session timeout by
+// --group-min/max-session-timeout, before any protocol check, as Kafka
+// does. Zero bounds (a Config not from DefaultConfig) take the defaults.
+func (c *groupCoordinator) checkSessionTimeout(ms int32) error {
+	lo, hi := c.s.cfg.GroupMinSessionTimeout, c.s.cfg.GroupMaxSessionTimeout
+	if lo <= 0 {
+		lo = groupMinSessionTimeout
+	}
+	if hi <= 0 {
+		hi = groupMaxSessionTimeout
+	}
+	if d := time.Duration(ms) * time.Millisecond; d < lo || d > hi {
+		return fmt.Errorf("%w: %v not in [%v, %v] (--group-min-session-timeout, --group-max-session-timeout)", kafkaproto.ErrInvalidSessionTimeout, d, lo, hi)
 	}
 	return nil
 }
@@ -152,7 +161,7 @@ func (g *group) candidatesLocked() map[string]bool {
 // join is JoinGroup: it registers the member and waits for the rebalance
 // to complete.
 func (g *group) join(ctx context.Context, req kafkaproto.JoinRequest, hm *httpMember) (kafkaproto.JoinResult, error) {
-	if err := checkSessionTimeout(req.SessionTimeout); err != nil {
+	if err := g.c.checkSessionTimeout(req.SessionTimeout); err != nil {
 		return kafkaproto.JoinResult{MemberID: req.MemberID}, err
 	}
 	if req.RebalanceTimeout <= 0 {

@@ -79,7 +79,8 @@ type serveFlags struct {
 	// Host header check (DNS rebinding)
 	allowedHosts string
 	topicLimits
-	auth authFlags // serve_auth.go
+	auth   authFlags  // serve_auth.go
+	groups groupFlags // serve_groups.go
 }
 
 // topicLimits are the partition and topic limits (hostile input, issue 12).
@@ -192,6 +193,7 @@ func newServeCommand() *cobra.Command {
 	// Hostile batches.
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	f.topicLimits.register(fs, def)
+	f.groups.register(fs, def)
 	f.auth.register(fs)
 	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
 	_ = fs.MarkHidden("bench-skip-record-validation")
@@ -253,6 +255,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		}
 	}
 	if err := f.topicLimits.apply(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.groups.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := f.auth.apply(&cfg); err != nil {
