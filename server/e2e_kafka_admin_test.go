@@ -560,3 +560,67 @@ func TestKafkaGroupSessionTimeoutBounds(t *testing.T) {
 		t.Errorf("10.001 s with a 10 s maximum: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// Kafka's topic config set: the configs runnel does not act on are
+// accepted with Kafka's bounds, stored and described read-only with the
+// reason; segment.bytes goes down to Kafka's 14 and such a topic still
+// takes and serves records.
+func TestKafkaAdminTopicConfigSet(t *testing.T) {
+	n := kafkaNode(t)
+	adm, cl, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "tiny", 1, 1, map[string]*string{
+		"segment.bytes":                           kmsg.StringPtr("14"),
+		"compression.type":                        kmsg.StringPtr("lz4"),
+		"min.cleanable.dirty.ratio":               kmsg.StringPtr("0.1"),
+		"leader.replication.throttled.replicas":   kmsg.StringPtr("0:1"),
+		"message.timestamp.difference.max.ms":     kmsg.StringPtr("60000"),
+		"follower.replication.throttled.replicas": kmsg.StringPtr("*"),
+	})
+	for i := range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "tiny", Value: []byte(strings.Repeat("v", i+1))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ps []partitionView
+	servertest.WaitFor(t, 10*time.Second, "five records in tiny", func() bool {
+		ps, _ = describe(n, "tiny")
+		return len(ps) == 1 && ps[0].HighWatermark == 5
+	})
+	if v, src := topicConfig(t, adm, ctx, "tiny", "compression.type"); v != "lz4" || src != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Fatalf("compression.type %s %v", v, src)
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeDocumentation = true
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, "tiny", []string{"preallocate", "segment.bytes"}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Resources[0].Configs) != 2 {
+		t.Fatalf("describe: %v %+v", err, resp)
+	}
+	for _, c := range resp.Resources[0].Configs {
+		doc := ""
+		if c.Documentation != nil {
+			doc = *c.Documentation
+		}
+		notApplied := strings.Contains(doc, "not applied")
+		if c.ReadOnly != (c.Name == "preallocate") || notApplied != c.ReadOnly {
+			t.Errorf("%s: read-only %v, documentation %q", c.Name, c.ReadOnly, doc)
+		}
+	}
+	for _, bad := range []struct{ name, value string }{
+		{"segment.bytes", "13"},
+		{"compression.type", "brotli"},
+		{"compression.zstd.level", "23"},
+		{"min.cleanable.dirty.ratio", "1.5"},
+		{"leader.replication.throttled.replicas", "zero"},
+		{"remote.storage.enable", "true"},
+		{"segment.index.bytes", "3"},
+		{"local.retention.ms", "-3"},
+	} {
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: bad.name, Value: kmsg.StringPtr(bad.value)}}, "tiny")
+		if err != nil || !errors.Is(rs[0].Err, kerr.InvalidConfig) {
+			t.Errorf("%s=%s: %v %+v, want INVALID_CONFIG", bad.name, bad.value, err, rs)
+		}
+	}
+}

@@ -337,7 +337,11 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 			v, src = def.def, kafkaproto.SourceDefault
 		}
 		val := v
-		out = append(out, kafkaproto.ConfigEntry{Name: def.name, Value: &val, Source: src, Type: def.kind, Doc: def.doc})
+		e := kafkaproto.ConfigEntry{Name: def.name, Value: &val, Source: src, Type: def.kind, Doc: def.doc}
+		if def.notApplied != "" {
+			e.ReadOnly, e.Doc = true, "accepted and stored, not applied: "+def.notApplied
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

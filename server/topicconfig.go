@@ -13,6 +13,10 @@ import (
 
 var errInvalidConfig = errors.New("invalid topic config")
 
+// recordBatchHeaderBytes is the size of a RecordBatch v2 header, the
+// smallest batch there is.
+const recordBatchHeaderBytes = 61
+
 // topicConfigDef is one topic config runnel understands.
 type topicConfigDef struct {
 	name  string
@@ -21,10 +25,21 @@ type topicConfigDef struct {
 	min   int64
 	check func(string) error // extra check for strings
 	doc   string
+	// notApplied, when set, says why runnel accepts the config but does
+	// not act on it (topicconfig_kafka.go); it is described read-only.
+	notApplied string
 }
 
-// topicConfigDefs is every topic config runnel accepts, sorted by name.
+// topicConfigDefs is every topic config runnel accepts, sorted by name:
+// the ones it honours and the rest of Kafka's set.
 func topicConfigDefs() []topicConfigDef {
+	defs := append(honouredTopicConfigs(), kafkaOnlyTopicConfigs()...)
+	sort.Slice(defs, func(i, j int) bool { return defs[i].name < defs[j].name })
+	return defs
+}
+
+// honouredTopicConfigs are the topic configs runnel acts on.
+func honouredTopicConfigs() []topicConfigDef {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
 	return []topicConfigDef{
 		{name: "cleanup.policy", def: "delete", kind: 7, check: checkCleanupPolicy, doc: "delete, compact, or compact,delete"},
@@ -37,7 +52,7 @@ func topicConfigDefs() []topicConfigDef {
 		{name: "min.insync.replicas", def: "1", kind: 3, min: 1, doc: "replicas that must hold a write for acks=all"},
 		{name: "retention.bytes", def: "-1", kind: 5, min: -1, doc: "bytes kept per partition; -1 unlimited"},
 		{name: "retention.ms", def: strconv.Itoa(segments.DefaultRetentionMs), kind: 5, min: -1, doc: "how long records are kept; -1 forever"},
-		{name: "segment.bytes", def: strconv.Itoa(segments.DefaultSegmentBytes), kind: 3, min: 1024, doc: "segment file size that triggers a roll"},
+		{name: "segment.bytes", def: strconv.Itoa(segments.DefaultSegmentBytes), kind: 3, min: 14, doc: "segment file size that triggers a roll (at least 14, Kafka's bound: a batch larger than it gets a segment of its own)"},
 		{name: "segment.ms", def: strconv.Itoa(segments.DefaultSegmentMs), kind: 5, min: 1, doc: "segment age that triggers a roll"},
 		{name: "unclean.leader.election.enable", def: "false", kind: 1, check: checkBool, doc: "allow an out-of-sync replica to become leader"},
 	}
@@ -128,7 +143,10 @@ func configInt(cfgs map[string]string, name string) int64 {
 // logConfig turns validated topic configs into a segments.Config.
 func logConfig(cfgs map[string]string) segments.Config {
 	c := segments.DefaultConfig()
-	c.SegmentBytes = configInt(cfgs, "segment.bytes")
+	// Kafka lets segment.bytes go down to 14; no RecordBatch v2 is
+	// smaller than its 61-byte header, so any value up to 61 rolls after
+	// every batch, which is what 61 does (segments refuses less).
+	c.SegmentBytes = max(configInt(cfgs, "segment.bytes"), recordBatchHeaderBytes)
 	c.SegmentMs = configInt(cfgs, "segment.ms")
 	c.RetentionMs = configInt(cfgs, "retention.ms")
 	c.RetentionBytes = configInt(cfgs, "retention.bytes")
