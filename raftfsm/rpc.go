@@ -207,11 +207,18 @@ func (n *Node) callAddr(ctx context.Context, addr, method string, hops int, req,
 // when there is no leader or it moved.
 const retryPause = 50 * time.Millisecond
 
+// maxLeaderWait bounds how long a call waits for a reachable active
+// controller: longer than an election on this package's timeouts, much
+// shorter than a request timeout, so that without a quorum a caller hears
+// so at once (and retries) instead of when its own deadline runs out.
+const maxLeaderWait = 4 * time.Second
+
 // onLeader runs a leader-only method: locally while this node leads, else
 // through the leader's RPC. While there is no leader, or it moved before the
 // request was proposed, it retries until ctx is done, then returns
 // ErrNotLeader. resp receives the RPC answer; local's result is returned.
 func (n *Node) onLeader(ctx context.Context, method string, req, resp any, local func(context.Context) (any, error)) (any, error) {
+	var leaderless time.Time // when this call first found no reachable leader
 	for {
 		if n.isClosed() {
 			return nil, ErrClosed
@@ -231,6 +238,13 @@ func (n *Node) onLeader(ctx context.Context, method string, req, resp any, local
 		}
 		if err != ErrNotLeader && !errors.Is(err, errUnreachable) {
 			return res, err
+		}
+		// An election takes about an election timeout; past a few of them
+		// there is no quorum to wait for: fail fast, the caller retries.
+		if leaderless.IsZero() {
+			leaderless = time.Now()
+		} else if time.Since(leaderless) > maxLeaderWait {
+			return nil, fmt.Errorf("%w (%s: no reachable controller for %v)", ErrNotLeader, method, maxLeaderWait)
 		}
 		select {
 		case <-ctx.Done():
