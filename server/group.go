@@ -283,7 +283,12 @@ func (c *groupCoordinator) coordinatorOf(ctx context.Context, group string, crea
 			return -1, -1, err
 		}
 	}
-	t := img.Topics[offsetsTopic]
+	// Created (possibly by another node, ErrTopicExists) but not yet in
+	// this node's image: the coordinator is not known yet. Clients retry.
+	t, ok := img.Topics[offsetsTopic]
+	if !ok || len(t.Partitions) == 0 {
+		return -1, -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, offsetsTopic)
+	}
 	p := groupPartition(group, int32(len(t.Partitions)))
 	return t.Partitions[p].Leader, p, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/segments"
 )
 
 // Records of __consumer_offsets. Kafka's layout of keys (so compaction keeps
@@ -149,9 +150,26 @@ func (g *group) appendRecordsLocked(recs []newRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupStoreTimeout)
 	defer cancel()
 	if _, err := p.produce(ctx, buildBatch(recs), -1); err != nil {
-		return fmt.Errorf("store group %s: %w", g.name, err)
+		return fmt.Errorf("store group %s: %w", g.name, coordinatorAppendError(err))
 	}
 	return nil
+}
+
+// coordinatorAppendError turns the error of an append to the offsets
+// partition into what Kafka's coordinator answers, so clients do what they
+// would with Kafka: a partition that moved or a failing disk means this
+// broker is no longer the coordinator (NOT_COORDINATOR: find it again); too
+// few replicas or a timeout means the coordinator is briefly unavailable
+// (COORDINATOR_NOT_AVAILABLE: retry). Never NOT_LEADER_FOR_PARTITION, which
+// a client does not expect from a group call.
+func coordinatorAppendError(err error) error {
+	switch {
+	case errors.Is(err, errNotLeader), errors.Is(err, segments.ErrStorage):
+		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
+	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %v", kafkaproto.ErrCoordinatorNotAvailable, err)
+	}
+	return err
 }
 
 // persistLocked writes the group's metadata record (members and their

@@ -1,0 +1,39 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/segments"
+)
+
+// A commit whose offsets partition moved away answers NOT_COORDINATOR (the
+// client finds the new coordinator), as Kafka does, not
+// NOT_LEADER_FOR_PARTITION, which fails the commit in clients.
+func TestCoordinatorAppendErrors(t *testing.T) {
+	cases := []struct {
+		err  error
+		want error
+	}{
+		{fmt.Errorf("produce: %w", errNotLeader), kafkaproto.ErrNotCoordinator},
+		{fmt.Errorf("append: %w", segments.ErrStorage), kafkaproto.ErrNotCoordinator},
+		{fmt.Errorf("wait: %w", errNotEnoughReplicas), kafkaproto.ErrCoordinatorNotAvailable},
+		{fmt.Errorf("wait: %w", context.DeadlineExceeded), kafkaproto.ErrCoordinatorNotAvailable},
+	}
+	for _, c := range cases {
+		got := coordinatorAppendError(c.err)
+		if !errors.Is(got, c.want) {
+			t.Errorf("%v -> %v, want %v", c.err, got, c.want)
+		}
+		if errors.Is(got, errNotLeader) {
+			t.Errorf("%v still reads as not-leader: %v", c.err, got)
+		}
+	}
+	other := errors.New("something else")
+	if got := coordinatorAppendError(other); got != other {
+		t.Errorf("unrelated error changed: %v", got)
+	}
+}
