@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/runnel/runnel/server.linkVersion=$(VERSION) -X github.
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short bench bench-short chaos lint generate clean
+.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration bench bench-short chaos lint generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
@@ -66,6 +66,10 @@ fuzz-short:
 
 fuzz:
 	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# franz-go's own pkg/kgo tests against a runnel node (slow: not in test).
+kgo-integration:
+	@GO=$(GO) ./scripts/kgo-integration.sh
 
 bench:
 	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
