@@ -20,6 +20,11 @@
 // from Config.ExtraProtocols. DialNode dials a node and writes the byte.
 // Addresses come from this node's view: Config.Voters for controllers, the
 // registered brokers' RaftAddr for the others, the raft configuration last.
+// With Config.PeerTLS or Config.ClusterSecret every connection then runs
+// mutual TLS 1.3 with the protocol byte as its ALPN protocol, and handlers
+// get a *PeerConn naming the node its certificate proves (peertls.go); a
+// port other machines can reach refuses to run without it unless
+// Config.AllowInsecurePeers.
 //
 // # Files
 //
@@ -27,6 +32,12 @@
 //	              Partition) and the commands
 //	node.go       Node: open/bootstrap, raft config, Close
 //	mux.go        the first-byte port mux and raft's stream layer over it
+//	peertls.go    inter-node mutual TLS: certificate files or a CA derived
+//	              from the cluster secret, node ids from runnel-node-<id>,
+//	              NewCA/IssueNodeCert (also used by `runnel certs create`)
+//	transport_gate.go  raft's transport with counted heartbeat handlers, so
+//	              Close waits for them before closing the stores
+//	warnlimit.go  rate-limited WARN lines for refused connections
 //	rpcwire.go    controller RPC frames and error codes
 //	rpc.go        controller RPC server and client, forwarding to the leader
 //	quorum.go     transport and address book, the RPC method table, Apply,
