@@ -1,5 +1,9 @@
-// Command runnel is the event log server (`runnel serve`) and its command-line
-// client (`runnel topic|produce|consume|cluster`, talking to the REST API).
+// Command runnel is the event log server (`runnel serve`), its command-line
+// client (`runnel topic|produce|consume|group|cluster|user ...`, talking to
+// the REST API) and the operator's tools: `runnel dev cluster` (a local
+// cluster), `runnel certs create` (a CA and node certificates for TLS and
+// inter-node mTLS), `runnel recover-quorum` (a new voter set on a stopped
+// node) and `runnel version`.
 package main
 
 import (
