@@ -194,6 +194,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/stats", statsResource{h}.Routes())
 		r.Mount("/groups", groupsResource{h}.Routes())
 		r.Mount("/users", usersResource{h}.Routes())
+		r.Mount("/acls", aclsResource{h}.Routes())
 	})
 	return r
 }

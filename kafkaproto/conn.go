@@ -252,7 +252,16 @@ func (c *conn) handle(frame []byte) error {
 		if isGroupKey(h.key) {
 			ctx = withClient(ctx, deref(h.clientID), c.nc.RemoteAddr())
 		}
-		resp = api.serve(c.s, ctx, req)
+		if code := c.authorize(req); code != 0 {
+			resp = api.fail(req, code)
+		} else {
+			resp = api.serve(c.s, ctx, req)
+		}
+		if mr, ok := req.(*kmsg.MetadataRequest); ok {
+			if r, ok := resp.(*kmsg.MetadataResponse); ok {
+				c.filterMetadata(mr, r)
+			}
+		}
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)
 	}

@@ -129,7 +129,8 @@ type Image struct {
 	Brokers        map[int32]*Broker
 	Topics         map[string]*Topic
 	NextProducerID int64
-	Users          map[string]*User // users.go
+	Users          map[string]*User    // users.go
+	ACLs           map[string]ACLEntry // acls.go, by ACLEntry.Key
 }
 
 type BrokerState string
@@ -200,6 +201,8 @@ type Command struct {
 	ReassignPartition   *ReassignPartition   `json:",omitempty"`
 	UpsertUserScram     *UpsertUserScram     `json:",omitempty"`
 	DeleteUser          *DeleteUser          `json:",omitempty"`
+	CreateACLs          *CreateACLs          `json:",omitempty"`
+	DeleteACLs          *DeleteACLs          `json:",omitempty"`
 }
 
 // CommandVersion is the envelope version this package writes and applies.

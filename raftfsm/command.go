@@ -45,7 +45,7 @@ func (c *Command) count() int {
 		c.CreatePartitions != nil, c.RegisterBroker != nil, c.SetBrokerState != nil,
 		c.ChangePartition != nil, c.AllocateProducerIDs != nil, c.InitCluster != nil,
 		c.ChangePartitions != nil, c.ReassignPartition != nil,
-		c.UpsertUserScram != nil, c.DeleteUser != nil,
+		c.UpsertUserScram != nil, c.DeleteUser != nil, c.CreateACLs != nil, c.DeleteACLs != nil,
 	} {
 		if set {
 			n++

@@ -187,6 +187,10 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.upsertUserScram(cmd.UpsertUserScram)
 	case cmd.DeleteUser != nil:
 		return c.deleteUser(cmd.DeleteUser)
+	case cmd.CreateACLs != nil:
+		return c.createACLs(cmd.CreateACLs)
+	case cmd.DeleteACLs != nil:
+		return c.deleteACLs(cmd.DeleteACLs)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }

@@ -17,8 +17,9 @@ func (img *Image) Digest() string {
 		Brokers        map[int32]*Broker
 		Topics         map[string]*Topic
 		NextProducerID int64
-		Users          map[string]*User `json:",omitempty"` // omitted: digests without users stay as they were
-	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users})
+		Users          map[string]*User    `json:",omitempty"` // omitted: digests without users stay as they were
+		ACLs           map[string]ACLEntry `json:",omitempty"`
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs})
 	if err != nil {
 		// Only plain data types: cannot happen.
 		panic("raftfsm: digest: " + err.Error())
@@ -37,9 +38,13 @@ func (img *Image) next(index uint64) *Image {
 		Topics:         make(map[string]*Topic, len(img.Topics)),
 		NextProducerID: img.NextProducerID,
 		Users:          make(map[string]*User, len(img.Users)),
+		ACLs:           make(map[string]ACLEntry, len(img.ACLs)),
 	}
 	for k, v := range img.Users {
 		n.Users[k] = v
+	}
+	for k, v := range img.ACLs {
+		n.ACLs[k] = v
 	}
 	for k, v := range img.Brokers {
 		n.Brokers[k] = v
@@ -51,7 +56,7 @@ func (img *Image) next(index uint64) *Image {
 }
 
 func emptyImage() *Image {
-	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}}
+	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}}
 }
 
 // clone returns a deep copy of t, for modification before it is published.

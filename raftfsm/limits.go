@@ -140,6 +140,10 @@ func checkCommand(cmd *Command) error {
 		return checkUpsertUser(cmd.UpsertUserScram)
 	case cmd.DeleteUser != nil:
 		return checkUserName(cmd.DeleteUser.Name)
+	case cmd.CreateACLs != nil:
+		return checkACLs(cmd.CreateACLs.ACLs)
+	case cmd.DeleteACLs != nil:
+		return checkACLs(cmd.DeleteACLs.ACLs)
 	case cmd.AllocateProducerIDs != nil:
 		if n := cmd.AllocateProducerIDs.Count; n < 1 || n > maxProducerIDBlock {
 			return fmt.Errorf("%w: producer id count %d (want 1 to %d)", ErrInvalidCommand, n, maxProducerIDBlock)

@@ -19,6 +19,7 @@ import (
 //	brokers/<id>          JSON Broker, id zero-padded to 10 digits
 //	topics/<name>         JSON Topic
 //	users/<name>          JSON User (SCRAM credentials, no password)
+//	acls/<ACLEntry.Key>   JSON ACLEntry
 const (
 	keyApplied        = "meta/applied"
 	keyClusterID      = "meta/cluster_id"
@@ -97,6 +98,12 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
 		img.Users[u.Name] = &u
+	case strings.HasPrefix(key, prefixACLs):
+		var a ACLEntry
+		if err := json.Unmarshal(v, &a); err != nil {
+			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
+		}
+		img.ACLs[a.Key()] = a
 	default:
 		return fmt.Errorf("%w: unknown key %q", errBadState, key)
 	}

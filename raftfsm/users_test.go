@@ -70,3 +70,36 @@ func TestFSMUsers(t *testing.T) {
 		t.Fatalf("reopened users %+v", got.Users)
 	}
 }
+
+// ACLs are created (idempotently), survive a snapshot and are deleted.
+func TestFSMACLs(t *testing.T) {
+	f := newTestFSM(t, t.TempDir())
+	a := ACLEntry{"topic", "orders", "literal", "User:alice", "*", "write", "allow"}
+	b := ACLEntry{"group", "g", "prefixed", "User:*", "*", "read", "deny"}
+	for i, c := range []Command{{CreateACLs: &CreateACLs{ACLs: []ACLEntry{a, b}}}, {CreateACLs: &CreateACLs{ACLs: []ACLEntry{a}}}} {
+		if res := applyAt(t, f, uint64(i+1), c); res != nil {
+			t.Fatalf("apply %d: %v", i, res)
+		}
+	}
+	img, _ := f.image()
+	if len(img.ACLs) != 2 || img.ACLs[a.Key()] != a {
+		t.Fatalf("acls %+v", img.ACLs)
+	}
+	data := snapshotBytes(t, f)
+	applyAt(t, f, 3, Command{DeleteACLs: &DeleteACLs{ACLs: []ACLEntry{a}}})
+	if img, _ := f.image(); len(img.ACLs) != 1 {
+		t.Fatalf("after delete %+v", img.ACLs)
+	}
+	dst := newTestFSM(t, t.TempDir())
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := dst.image(); len(got.ACLs) != 2 {
+		t.Fatalf("restored %+v", got.ACLs)
+	}
+	bad := Command{Version: CommandVersion, CreateACLs: &CreateACLs{ACLs: []ACLEntry{{ResourceType: "topic"}}}}
+	enc, _ := encodeCommand(bad)
+	if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("empty fields: %v", err)
+	}
+}

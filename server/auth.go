@@ -101,5 +101,6 @@ func (s *Server) withAuth(h http.Handler) http.Handler {
 		return h
 	}
 	trusted := func(r *http.Request) bool { return isForwarded(r.Context()) }
+	h = api.Authorize(httpAuthorizer{s}, trusted)(h)
 	return api.Authenticate(httpAuthenticator{s}, trusted, s.logger.With("component", "http"))(h)
 }

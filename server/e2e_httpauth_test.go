@@ -80,6 +80,8 @@ func TestHTTPBasicAuth(t *testing.T) {
 	}
 	// A user created over the API logs in too.
 	authDo(t, c, http.MethodPost, "/v1/users", "admin", pwd, map[string]any{"name": "alice", "password": "alice-pw", "mechanism": "SCRAM-SHA-512"})
+	authDo(t, c, http.MethodPost, "/v1/acls", "admin", pwd, map[string]any{"resource_type": "topic", "resource_name": "basic",
+		"principal": "User:alice", "operation": "write", "permission": "allow"})
 	if resp, body := authDo(t, c, http.MethodPost, "/v1/topics/basic/records", "alice", "alice-pw",
 		map[string]any{"records": []map[string]any{{"value": "hi"}}}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("produce as alice: %d %s", resp.StatusCode, body)

@@ -47,6 +47,11 @@ func saslNode(t *testing.T) (n *servertest.Node, sslAddr, certs string) {
 	if resp, body := authDo(t, c, http.MethodPost, "/v1/topics", "admin", "admin-pw", map[string]any{"name": "sasl", "partitions": 2}); resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create topic: %d %s", resp.StatusCode, body)
 	}
+	// Every authenticated principal may use the topic (authorization has its own test).
+	acl := api.ACL{ResourceType: "topic", ResourceName: "sasl", Principal: "User:*", Operation: "all", Permission: "allow"}
+	if resp, body := authDo(t, c, http.MethodPost, "/v1/acls", "admin", "admin-pw", acl); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create ACL: %d %s", resp.StatusCode, body)
+	}
 	return n, sslAddr, certs
 }
 

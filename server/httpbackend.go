@@ -191,7 +191,11 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 func (h *httpBackend) ListTopics(ctx context.Context) ([]api.TopicSummary, error) {
 	img, _ := h.s.meta.Image()
 	out := make([]api.TopicSummary, 0, len(img.Topics))
+	principal := api.PrincipalFrom(ctx)
 	for _, t := range img.Topics {
+		if !h.s.allowed(principal, "*", "topic", t.Name, "describe") {
+			continue // as Kafka's Metadata: only the topics the principal may describe
+		}
 		var size int64
 		for _, p := range h.s.broker.partitionsOf(t.Name) {
 			size += p.log.Size()

@@ -64,6 +64,7 @@ type Server struct {
 	producerIDs   producerIDs        // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
+	authz         authzCache    // the authorizer of the last image (acls.go)
 	wg            sync.WaitGroup
 }
 

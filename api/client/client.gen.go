@@ -18,6 +18,111 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ACLOperation.
+const (
+	ACLOperationAll             ACLOperation = "all"
+	ACLOperationAlter           ACLOperation = "alter"
+	ACLOperationAlterConfigs    ACLOperation = "alter_configs"
+	ACLOperationClusterAction   ACLOperation = "cluster_action"
+	ACLOperationCreate          ACLOperation = "create"
+	ACLOperationDelete          ACLOperation = "delete"
+	ACLOperationDescribe        ACLOperation = "describe"
+	ACLOperationDescribeConfigs ACLOperation = "describe_configs"
+	ACLOperationIdempotentWrite ACLOperation = "idempotent_write"
+	ACLOperationRead            ACLOperation = "read"
+	ACLOperationWrite           ACLOperation = "write"
+)
+
+// Valid indicates whether the value is a known member of the ACLOperation enum.
+func (e ACLOperation) Valid() bool {
+	switch e {
+	case ACLOperationAll:
+		return true
+	case ACLOperationAlter:
+		return true
+	case ACLOperationAlterConfigs:
+		return true
+	case ACLOperationClusterAction:
+		return true
+	case ACLOperationCreate:
+		return true
+	case ACLOperationDelete:
+		return true
+	case ACLOperationDescribe:
+		return true
+	case ACLOperationDescribeConfigs:
+		return true
+	case ACLOperationIdempotentWrite:
+		return true
+	case ACLOperationRead:
+		return true
+	case ACLOperationWrite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ACLPatternType.
+const (
+	Literal  ACLPatternType = "literal"
+	Prefixed ACLPatternType = "prefixed"
+)
+
+// Valid indicates whether the value is a known member of the ACLPatternType enum.
+func (e ACLPatternType) Valid() bool {
+	switch e {
+	case Literal:
+		return true
+	case Prefixed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ACLPermission.
+const (
+	Allow ACLPermission = "allow"
+	Deny  ACLPermission = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ACLPermission enum.
+func (e ACLPermission) Valid() bool {
+	switch e {
+	case Allow:
+		return true
+	case Deny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ACLResourceType.
+const (
+	ACLResourceTypeCluster         ACLResourceType = "cluster"
+	ACLResourceTypeGroup           ACLResourceType = "group"
+	ACLResourceTypeTopic           ACLResourceType = "topic"
+	ACLResourceTypeTransactionalId ACLResourceType = "transactional_id"
+)
+
+// Valid indicates whether the value is a known member of the ACLResourceType enum.
+func (e ACLResourceType) Valid() bool {
+	switch e {
+	case ACLResourceTypeCluster:
+		return true
+	case ACLResourceTypeGroup:
+		return true
+	case ACLResourceTypeTopic:
+		return true
+	case ACLResourceTypeTransactionalId:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BrokerState.
 const (
 	Alive        BrokerState = "alive"
@@ -473,22 +578,22 @@ func (e ProduceRecordsParamsEncoding) Valid() bool {
 
 // Defines values for ProduceRecordsParamsAcks.
 const (
-	All    ProduceRecordsParamsAcks = "all"
-	Minus1 ProduceRecordsParamsAcks = "-1"
-	N0     ProduceRecordsParamsAcks = "0"
-	N1     ProduceRecordsParamsAcks = "1"
+	ProduceRecordsParamsAcksAll    ProduceRecordsParamsAcks = "all"
+	ProduceRecordsParamsAcksMinus1 ProduceRecordsParamsAcks = "-1"
+	ProduceRecordsParamsAcksN0     ProduceRecordsParamsAcks = "0"
+	ProduceRecordsParamsAcksN1     ProduceRecordsParamsAcks = "1"
 )
 
 // Valid indicates whether the value is a known member of the ProduceRecordsParamsAcks enum.
 func (e ProduceRecordsParamsAcks) Valid() bool {
 	switch e {
-	case All:
+	case ProduceRecordsParamsAcksAll:
 		return true
-	case Minus1:
+	case ProduceRecordsParamsAcksMinus1:
 		return true
-	case N0:
+	case ProduceRecordsParamsAcksN0:
 		return true
-	case N1:
+	case ProduceRecordsParamsAcksN1:
 		return true
 	default:
 		return false
@@ -514,6 +619,38 @@ func (e StreamRecordsParamsEncoding) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ACL defines model for ACL.
+type ACL struct {
+	Host        *string         `json:"host,omitempty"`
+	Operation   ACLOperation    `json:"operation"`
+	PatternType *ACLPatternType `json:"pattern_type,omitempty"`
+	Permission  ACLPermission   `json:"permission"`
+
+	// Principal Example: User:alice
+	Principal string `json:"principal"`
+
+	// ResourceName A name, "*" (any), or a prefix with pattern_type prefixed; the cluster is kafka-cluster.
+	ResourceName string          `json:"resource_name"`
+	ResourceType ACLResourceType `json:"resource_type"`
+}
+
+// ACLOperation defines model for ACL.Operation.
+type ACLOperation string
+
+// ACLPatternType defines model for ACL.PatternType.
+type ACLPatternType string
+
+// ACLPermission defines model for ACL.Permission.
+type ACLPermission string
+
+// ACLResourceType defines model for ACL.ResourceType.
+type ACLResourceType string
+
+// ACLList defines model for ACLList.
+type ACLList struct {
+	Acls []ACL `json:"acls"`
 }
 
 // AlterConfigsRequest defines model for AlterConfigsRequest.
@@ -1107,6 +1244,54 @@ type Topic = TopicName
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = Problem
 
+// DeleteACLsParams defines parameters for DeleteACLs.
+type DeleteACLsParams struct {
+	// ResourceType topic, group, cluster or transactional_id
+	ResourceType *string `form:"resource_type,omitempty" json:"resource_type,omitempty"`
+
+	// ResourceName Resource name (the cluster is kafka-cluster).
+	ResourceName *string `form:"resource_name,omitempty" json:"resource_name,omitempty"`
+
+	// PatternType literal or prefixed
+	PatternType *string `form:"pattern_type,omitempty" json:"pattern_type,omitempty"`
+
+	// Principal User:name or User:*
+	Principal *string `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Host Client IP address or *
+	Host *string `form:"host,omitempty" json:"host,omitempty"`
+
+	// Operation read, write, create, delete, alter, describe, describe_configs, alter_configs, cluster_action, idempotent_write or all
+	Operation *string `form:"operation,omitempty" json:"operation,omitempty"`
+
+	// Permission allow or deny
+	Permission *string `form:"permission,omitempty" json:"permission,omitempty"`
+}
+
+// ListACLsParams defines parameters for ListACLs.
+type ListACLsParams struct {
+	// ResourceType topic, group, cluster or transactional_id
+	ResourceType *string `form:"resource_type,omitempty" json:"resource_type,omitempty"`
+
+	// ResourceName Resource name (the cluster is kafka-cluster).
+	ResourceName *string `form:"resource_name,omitempty" json:"resource_name,omitempty"`
+
+	// PatternType literal or prefixed
+	PatternType *string `form:"pattern_type,omitempty" json:"pattern_type,omitempty"`
+
+	// Principal User:name or User:*
+	Principal *string `form:"principal,omitempty" json:"principal,omitempty"`
+
+	// Host Client IP address or *
+	Host *string `form:"host,omitempty" json:"host,omitempty"`
+
+	// Operation read, write, create, delete, alter, describe, describe_configs, alter_configs, cluster_action, idempotent_write or all
+	Operation *string `form:"operation,omitempty" json:"operation,omitempty"`
+
+	// Permission allow or deny
+	Permission *string `form:"permission,omitempty" json:"permission,omitempty"`
+}
+
 // PollGroupParams defines parameters for PollGroup.
 type PollGroupParams struct {
 	MaxRecords *int32 `form:"max_records,omitempty" json:"max_records,omitempty"`
@@ -1181,6 +1366,9 @@ type StreamRecordsParams struct {
 
 // StreamRecordsParamsEncoding defines parameters for StreamRecords.
 type StreamRecordsParamsEncoding string
+
+// CreateACLJSONRequestBody defines body for CreateACL for application/json ContentType.
+type CreateACLJSONRequestBody = ACL
 
 // AddControllerJSONRequestBody defines body for AddController for application/json ContentType.
 type AddControllerJSONRequestBody = ControllerChange
@@ -1314,6 +1502,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteACLs Delete the ACLs the query selects (at least one filter)
+	//
+	// Corresponds with DELETE /v1/acls (the `DeleteACLs` operationId).
+	DeleteACLs(ctx context.Context, params *DeleteACLsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListACLs List ACLs (Kafka's model), filtered by the query
+	//
+	// Kafka's ACLs, enforced on both doors with --auth required: a superuser may do
+	// anything; otherwise a matching deny wins, a matching allow allows, and no ACL
+	// means no access. Allow on read, write, delete or alter implies describe.
+	//
+	// Corresponds with GET /v1/acls (the `ListACLs` operationId).
+	ListACLs(ctx context.Context, params *ListACLsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateACLWithBody Create an ACL
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+	CreateACLWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateACL Create an ACL
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+	CreateACL(ctx context.Context, body CreateACLJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListBrokers Registered brokers
 	//
@@ -1781,6 +1997,74 @@ func (c *Client) GetOpenAPISpec(ctx context.Context, reqEditors ...RequestEditor
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteACLs Delete the ACLs the query selects (at least one filter)
+//
+// Corresponds with DELETE /v1/acls (the `DeleteACLs` operationId).
+func (c *Client) DeleteACLs(ctx context.Context, params *DeleteACLsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteACLsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListACLs List ACLs (Kafka's model), filtered by the query
+//
+// Kafka's ACLs, enforced on both doors with --auth required: a superuser may do
+// anything; otherwise a matching deny wins, a matching allow allows, and no ACL
+// means no access. Allow on read, write, delete or alter implies describe.
+//
+// Corresponds with GET /v1/acls (the `ListACLs` operationId).
+func (c *Client) ListACLs(ctx context.Context, params *ListACLsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListACLsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateACLWithBody Create an ACL
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+func (c *Client) CreateACLWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateACLRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateACL Create an ACL
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+func (c *Client) CreateACL(ctx context.Context, body CreateACLJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateACLRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2718,6 +3002,298 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewDeleteACLsRequest constructs an http.Request for the DeleteACLs method
+func NewDeleteACLsRequest(server string, params *DeleteACLsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/acls")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ResourceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_type", *params.ResourceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ResourceName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_name", *params.ResourceName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PatternType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pattern_type", *params.PatternType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Host != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "host", *params.Host, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Operation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operation", *params.Operation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Permission != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "permission", *params.Permission, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListACLsRequest constructs an http.Request for the ListACLs method
+func NewListACLsRequest(server string, params *ListACLsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/acls")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ResourceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_type", *params.ResourceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ResourceName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_name", *params.ResourceName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PatternType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pattern_type", *params.PatternType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Principal != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "principal", *params.Principal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Host != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "host", *params.Host, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Operation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operation", *params.Operation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Permission != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "permission", *params.Permission, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateACLRequest calls the generic CreateACL builder with application/json body
+func NewCreateACLRequest(server string, body CreateACLJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateACLRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateACLRequestWithBody constructs an http.Request for the CreateACL method, with any body, and a specified content type
+func NewCreateACLRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/acls")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -4194,6 +4770,38 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
 
+	// DeleteACLsWithResponse Delete the ACLs the query selects (at least one filter)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/acls (the `DeleteACLs` operationId).
+	DeleteACLsWithResponse(ctx context.Context, params *DeleteACLsParams, reqEditors ...RequestEditorFn) (*DeleteACLsResponse, error)
+
+	// ListACLsWithResponse List ACLs (Kafka's model), filtered by the query
+	//
+	// Kafka's ACLs, enforced on both doors with --auth required: a superuser may do
+	// anything; otherwise a matching deny wins, a matching allow allows, and no ACL
+	// means no access. Allow on read, write, delete or alter implies describe.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/acls (the `ListACLs` operationId).
+	ListACLsWithResponse(ctx context.Context, params *ListACLsParams, reqEditors ...RequestEditorFn) (*ListACLsResponse, error)
+
+	// CreateACLWithBodyWithResponse Create an ACL
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+	CreateACLWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateACLResponse, error)
+
+	// CreateACLWithResponse Create an ACL
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+	CreateACLWithResponse(ctx context.Context, body CreateACLJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateACLResponse, error)
+
 	// ListBrokersWithResponse Registered brokers
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4823,6 +5431,185 @@ func (r ReadyzResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteACLsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ACLList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteACLsResponse) GetJSON200() *ACLList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteACLsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r DeleteACLsResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteACLsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteACLsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteACLsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteACLsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteACLsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListACLsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ACLList
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListACLsResponse) GetJSON200() *ACLList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r ListACLsResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListACLsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListACLsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListACLsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListACLsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListACLsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CreateACLResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ACL
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateACLResponse) GetJSON201() *ACL {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateACLResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r CreateACLResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CreateACLResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateACLResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateACLResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateACLResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateACLResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6849,6 +7636,62 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 	return ParseReadyzResponse(rsp)
 }
 
+// DeleteACLsWithResponse Delete the ACLs the query selects (at least one filter)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/acls (the `DeleteACLs` operationId).
+func (c *ClientWithResponses) DeleteACLsWithResponse(ctx context.Context, params *DeleteACLsParams, reqEditors ...RequestEditorFn) (*DeleteACLsResponse, error) {
+	rsp, err := c.DeleteACLs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteACLsResponse(rsp)
+}
+
+// ListACLsWithResponse List ACLs (Kafka's model), filtered by the query
+//
+// Kafka's ACLs, enforced on both doors with --auth required: a superuser may do
+// anything; otherwise a matching deny wins, a matching allow allows, and no ACL
+// means no access. Allow on read, write, delete or alter implies describe.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/acls (the `ListACLs` operationId).
+func (c *ClientWithResponses) ListACLsWithResponse(ctx context.Context, params *ListACLsParams, reqEditors ...RequestEditorFn) (*ListACLsResponse, error) {
+	rsp, err := c.ListACLs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListACLsResponse(rsp)
+}
+
+// CreateACLWithBodyWithResponse Create an ACL
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+func (c *ClientWithResponses) CreateACLWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateACLResponse, error) {
+	rsp, err := c.CreateACLWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateACLResponse(rsp)
+}
+
+// CreateACLWithResponse Create an ACL
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/acls (the `CreateACL` operationId).
+func (c *ClientWithResponses) CreateACLWithResponse(ctx context.Context, body CreateACLJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateACLResponse, error) {
+	rsp, err := c.CreateACL(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateACLResponse(rsp)
+}
+
 // ListBrokersWithResponse Registered brokers
 //
 // Returns a wrapper object for the known response body format(s).
@@ -7642,6 +8485,140 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteACLsResponse parses an HTTP response from a DeleteACLsWithResponse call
+func ParseDeleteACLsResponse(rsp *http.Response) (*DeleteACLsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteACLsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ACLList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListACLsResponse parses an HTTP response from a ListACLsWithResponse call
+func ParseListACLsResponse(rsp *http.Response) (*ListACLsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListACLsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ACLList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateACLResponse parses an HTTP response from a CreateACLWithResponse call
+func ParseCreateACLResponse(rsp *http.Response) (*CreateACLResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateACLResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ACL
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
 
 	}
 

@@ -89,6 +89,7 @@ func newClientCommands(g *globalFlags) []*cobra.Command {
 		newClusterCommand(g),
 		newGroupCommand(g),
 		newUserCommand(g),
+		newACLCommand(g),
 	}
 }
 
