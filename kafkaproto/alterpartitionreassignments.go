@@ -7,7 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// AlterPartitionReassignments, key 45: version 0 (flexible). Each
+// AlterPartitionReassignments, key 45: versions 0-1 (flexible; v1 may
+// forbid a change of replication factor: INVALID_REPLICATION_FACTOR). Each
 // partition's Replicas starts moving it to that replica set; null
 // replicas cancel its running reassignment (NO_REASSIGNMENT_IN_PROGRESS
 // when none runs). Served by ClusterAdmin.ReassignPartition, the code path
@@ -16,7 +17,7 @@ import (
 const (
 	alterPartitionReassignmentsKey = 45
 	alterPartitionReassignmentsMin = 0
-	alterPartitionReassignmentsMax = 0
+	alterPartitionReassignmentsMax = 1
 )
 
 func (s *Server) alterPartitionReassignments(ctx context.Context, req *kmsg.AlterPartitionAssignmentsRequest) *kmsg.AlterPartitionAssignmentsResponse {
@@ -32,19 +33,43 @@ func (s *Server) alterPartitionReassignments(ctx context.Context, req *kmsg.Alte
 		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
+	keepRF := req.Version >= 1 && !req.AllowReplicationFactorChange
+	cl, _ := s.broker.Cluster()
 	for _, rt := range req.Topics {
 		t := kmsg.NewAlterPartitionAssignmentsResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			p.Partition = rp.Partition
-			err := s.reassignOne(ctx, ca, rt.Topic, rp)
+			var err error
+			if keepRF {
+				err = sameReplicationFactor(cl, rt.Topic, rp)
+			}
+			if err == nil {
+				err = s.reassignOne(ctx, ca, rt.Topic, rp)
+			}
 			p.ErrorCode, p.ErrorMessage = kafkaErr(err), errMessage(err)
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// sameReplicationFactor refuses a new replica set of another size when the
+// request does not allow it (v1).
+func sameReplicationFactor(cl *Cluster, topic string, rp kmsg.AlterPartitionAssignmentsRequestTopicPartition) error {
+	t, ok := cl.Topic(topic)
+	if !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) || rp.Replicas == nil {
+		return nil // the reassignment itself answers these
+	}
+	p := &t.Partitions[rp.Partition]
+	if rf := len(p.Replicas) - len(p.Adding); len(rp.Replicas) != rf { // before any running reassignment
+		return fmt.Errorf("%w: the replication factor would change from %d to %d, which the request does not allow",
+			ErrInvalidReplicationFactor, rf, len(rp.Replicas))
+	}
+	return nil
 }
 
 func (s *Server) reassignOne(ctx context.Context, ca ClusterAdmin, topic string, rp kmsg.AlterPartitionAssignmentsRequestTopicPartition) error {

@@ -282,6 +282,9 @@ type ResourceType int8
 const (
 	ResourceTopic  ResourceType = 2
 	ResourceBroker ResourceType = 4
+	// ResourceBrokerLogger names a broker (by id) whose loggers are its
+	// configs: Kafka's way to change log levels at run time.
+	ResourceBrokerLogger ResourceType = 8
 )
 
 // ConfigResource names a topic or a broker (by decimal id; "" = cluster default).
@@ -297,6 +300,7 @@ type ConfigSource int8
 const (
 	SourceTopic         ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
 	SourceDynamicBroker ConfigSource = 2 // DYNAMIC_BROKER_CONFIG
+	SourceBrokerLogger  ConfigSource = 6 // DYNAMIC_BROKER_LOGGER_CONFIG
 	SourceStaticBroker  ConfigSource = 4 // STATIC_BROKER_CONFIG: from the command line/file
 	SourceDefault       ConfigSource = 5 // DEFAULT_CONFIG
 )

@@ -177,6 +177,19 @@ func TestClusterAdminAnswers(t *testing.T) {
 		t.Fatalf("reassign %+v", arr)
 	}
 
+	// v1 without a replication factor change allowed: 2 replicas for RF 1.
+	ar = adminSweepRequest(alterPartitionReassignmentsKey, 0, "a").(*kmsg.AlterPartitionAssignmentsRequest)
+	ar.Version, ar.AllowReplicationFactorChange = 1, false
+	ar.Topics[0].Partitions[0].Replicas = []int32{1, 2}
+	arr = roundTrip(t, c, ar).(*kmsg.AlterPartitionAssignmentsResponse)
+	if p := arr.Topics[0].Partitions[0]; p.ErrorCode != kerr.InvalidReplicationFactor.Code || arr.AllowReplicationFactorChange {
+		t.Fatalf("v1 RF change: %+v", arr)
+	}
+	ar.Topics[0].Partitions[0].Replicas = []int32{1}
+	if p := roundTrip(t, c, ar).(*kmsg.AlterPartitionAssignmentsResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("v1 same RF: %+v", p)
+	}
+
 	el := adminSweepRequest(electLeadersKey, 0, "a").(*kmsg.ElectLeadersRequest)
 	el.SetVersion(1)
 	el.ElectionType = 7

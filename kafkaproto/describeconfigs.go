@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeConfigs, key 32: versions 1-4 (flexible from 4). Topic and
-// broker resources; ConfigNames filters, documentation is included on
+// DescribeConfigs, key 32: versions 1-4 (flexible from 4). Topic, broker
+// and broker logger resources; ConfigNames filters, documentation is included on
 // request (v3+). Synonyms are not reported.
 const (
 	describeConfigsKey = 32
@@ -52,7 +52,7 @@ func configResource(typ int8, name string) (ConfigResource, error) {
 		if !validTopicName(name) {
 			return ConfigResource{}, fmt.Errorf("%w: %q", ErrInvalidTopic, name)
 		}
-	case ResourceBroker:
+	case ResourceBroker, ResourceBrokerLogger:
 	default:
 		return ConfigResource{}, fmt.Errorf("%w: config resource type %d not supported", ErrInvalidRequest, typ)
 	}

@@ -7,15 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeLogDirs, key 35: versions 0-4 (flexible from 2; total and
-// usable bytes from 4). This broker's data directory and the size and
+// DescribeLogDirs, key 35: versions 0-5 (flexible from 2; total and
+// usable bytes from 4; v5's cordoned flag is always false). This broker's data directory and the size and
 // offset lag of each replica in it (ClusterAdmin.LogDirs). Null topics:
 // every replica; named topics or partitions this broker does not hold are
 // left out, as Kafka does.
 const (
 	describeLogDirsKey = 35
 	describeLogDirsMin = 0
-	describeLogDirsMax = 4
+	describeLogDirsMax = 5
 )
 
 func (s *Server) describeLogDirs(ctx context.Context, req *kmsg.DescribeLogDirsRequest) *kmsg.DescribeLogDirsResponse {

@@ -18,7 +18,8 @@ import (
 // them, with STATIC_BROKER_CONFIG when the value differs from the flag's
 // default and DEFAULT_CONFIG otherwise (a flag given with its default
 // value reads as the default). The one config runnel can change while
-// running is log.level (--log-level); altering any other is refused with
+// running is log.level (--log-level), also reachable as the "root" logger
+// of the node's BROKER_LOGGER resource; altering any other is refused with
 // INVALID_CONFIG, as Kafka refuses configs that are not dynamic. A dynamic
 // value lives in this process only: a restart goes back to the flag (Kafka
 // keeps per-broker dynamic configs in its metadata; runnel does not yet).
@@ -171,4 +172,69 @@ func (s *Server) refuseBrokerConfig(name string) error {
 		return fmt.Errorf("%w: cannot update these configs dynamically: %s (read-only: a serve flag)", kafkaproto.ErrInvalidConfig, name)
 	}
 	return fmt.Errorf("%w: unknown broker config %q", kafkaproto.ErrInvalidConfig, name)
+}
+
+// rootLogger is the one logger a BROKER_LOGGER resource lists: runnel has
+// a single logger, whose level is log.level.
+const rootLogger = "root"
+
+// kafkaLevels are Kafka's (log4j's) level names and the slog levels they
+// stand for; TRACE, FATAL and OFF sit below and above slog's four.
+type kafkaLevel struct {
+	name  string
+	level slog.Level
+}
+
+var kafkaLevels = []kafkaLevel{
+	{"TRACE", slog.LevelDebug - 4},
+	{"DEBUG", slog.LevelDebug},
+	{"INFO", slog.LevelInfo},
+	{"WARN", slog.LevelWarn},
+	{"ERROR", slog.LevelError},
+	{"FATAL", slog.LevelError + 4},
+	{"OFF", slog.LevelError + 8},
+}
+
+// kafkaLevelName is the Kafka name of the highest level at or below lv.
+func kafkaLevelName(lv slog.Level) string {
+	name := kafkaLevels[0].name
+	for _, l := range kafkaLevels {
+		if lv >= l.level {
+			name = l.name
+		}
+	}
+	return name
+}
+
+// brokerLoggers describes the BROKER_LOGGER resource of this node.
+func (s *Server) brokerLoggers() []kafkaproto.ConfigEntry {
+	lv := s.dynamic.startLevel
+	if s.cfg.LogLevel != nil {
+		lv = s.cfg.LogLevel.Level()
+	}
+	v := kafkaLevelName(lv)
+	return []kafkaproto.ConfigEntry{{Name: rootLogger, Value: &v, Source: kafkaproto.SourceBrokerLogger,
+		ReadOnly: s.cfg.LogLevel == nil, Type: 2, Doc: "the node's log level (log.level)"}}
+}
+
+// alterBrokerLoggers sets the root logger's level: log.level by its
+// Kafka name. DELETE goes back to --log-level.
+func (s *Server) alterBrokerLoggers(ops []kafkaproto.ConfigOp, validateOnly bool) error {
+	mapped := make([]kafkaproto.ConfigOp, 0, len(ops))
+	for _, op := range ops {
+		if op.Name != rootLogger {
+			return fmt.Errorf("%w: logger %q does not exist (runnel has one: %s)", kafkaproto.ErrInvalidConfig, op.Name, rootLogger)
+		}
+		m := kafkaproto.ConfigOp{Name: logLevelConfig, Op: op.Op}
+		if op.Op == kafkaproto.OpSet {
+			i := slices.IndexFunc(kafkaLevels, func(l kafkaLevel) bool { return strings.EqualFold(l.name, *op.Value) })
+			if i < 0 {
+				return fmt.Errorf("%w: %s=%q: want TRACE, DEBUG, INFO, WARN, ERROR, FATAL or OFF", kafkaproto.ErrInvalidConfig, op.Name, *op.Value)
+			}
+			txt := kafkaLevels[i].level.String()
+			m.Value = &txt
+		}
+		mapped = append(mapped, m)
+	}
+	return s.alterBrokerConfigs(mapped, validateOnly)
 }

@@ -429,6 +429,39 @@ func TestKafkaAdminBrokerConfigs(t *testing.T) {
 	if resp := rawRoundTrip(t, rawDial(t, n.KafkaAddr), req).(*kmsg.IncrementalAlterConfigsResponse); resp.Resources[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("alter broker 2 on broker 1: %+v", resp)
 	}
+	// BROKER_LOGGER (kafka-configs --entity-type broker-loggers): the root
+	// logger is log.level under Kafka's level names.
+	loggerReq := func(level *string) *kmsg.IncrementalAlterConfigsRequest {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, "1"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "root", level
+		if level == nil {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		}
+		res.Configs = append(res.Configs, c)
+		req.Resources = append(req.Resources, res)
+		return req
+	}
+	if resp, err := loggerReq(kmsg.StringPtr("TRACE")).RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("root logger TRACE: %v %+v", err, resp)
+	}
+	if v, src, _ := brokerConfig("log.level"); v != "debug-4" || src != kmsg.ConfigSourceDynamicBrokerConfig {
+		t.Fatalf("after root=TRACE: log.level %s %v", v, src)
+	}
+	dl := kmsg.NewPtrDescribeConfigsRequest()
+	dl.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBrokerLogger, ResourceName: "1"}}
+	if resp, err := dl.RequestWith(ctx, cl); err != nil || len(resp.Resources[0].Configs) != 1 || *resp.Resources[0].Configs[0].Value != "TRACE" {
+		t.Fatalf("describe loggers: %v %+v", err, resp)
+	}
+	if resp, err := loggerReq(kmsg.StringPtr("LOUD")).RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != kerr.InvalidConfig.Code {
+		t.Fatalf("root logger LOUD: %v %+v", err, resp)
+	}
+	if resp, err := loggerReq(nil).RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("root logger delete: %v %+v", err, resp)
+	}
+
 	// The legacy AlterConfigs replaces the set: naming nothing resets log.level.
 	if rs, err := adm.AlterBrokerConfigs(ctx, debug, 1); err != nil || rs[0].Err != nil {
 		t.Fatalf("set log.level again: %v %+v", err, rs)

@@ -316,6 +316,12 @@ func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count
 }
 
 func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
+	if res.Type == kafkaproto.ResourceBrokerLogger {
+		if err := k.checkBrokerResource(res.Name); err != nil {
+			return nil, err
+		}
+		return k.s.brokerLoggers(), nil
+	}
 	if res.Type == kafkaproto.ResourceBroker {
 		if res.Name == "" { // cluster-wide dynamic defaults: runnel has none
 			return nil, nil
@@ -347,6 +353,12 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 }
 
 func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
+	if res.Type == kafkaproto.ResourceBrokerLogger {
+		if err := k.checkBrokerResource(res.Name); err != nil {
+			return err
+		}
+		return k.s.alterBrokerLoggers(ops, validateOnly)
+	}
 	if res.Type == kafkaproto.ResourceBroker {
 		if res.Name == "" {
 			return fmt.Errorf("%w: cluster-wide broker configs are not supported; name the broker", kafkaproto.ErrInvalidRequest)
