@@ -199,6 +199,19 @@ func TestKafkaAdminElectAndReassignErrors(t *testing.T) {
 	if err != nil || len(listed) != 0 {
 		t.Fatalf("list: %v %+v", err, listed)
 	}
+	// sarama's ClusterAdmin makes the same calls.
+	sa := saramaAdmin(t, n.KafkaAddr)
+	sres, err := sa.ElectLeaders(sarama.PreferredElection, map[string][]int32{"placed": {0}})
+	if err != nil || sres["placed"][0] == nil || sres["placed"][0].ErrorCode != sarama.ErrElectionNotNeeded {
+		t.Fatalf("sarama ElectLeaders: %v %+v", err, sres)
+	}
+	if err := sa.AlterPartitionReassignments("placed", [][]int32{{9}}); err == nil {
+		t.Fatal("sarama AlterPartitionReassignments to broker 9: no error")
+	}
+	if st, err := sa.ListPartitionReassignments("placed", []int32{0, 1}); err != nil || len(st["placed"]) != 0 {
+		t.Fatalf("sarama ListPartitionReassignments: %v %+v", err, st)
+	}
+
 	// A no-op reassignment to the current replicas succeeds.
 	var same kadm.AlterPartitionAssignmentsReq
 	same.Assign("placed", 0, []int32{1})
