@@ -127,7 +127,9 @@ func requestPerms(req kmsg.Request) []perm {
 		return nil // idempotence alone: its produces need write on their topics (KIP-679)
 	case *kmsg.DescribeClusterRequest, *kmsg.DescribeLogDirsRequest, *kmsg.DescribeQuorumRequest, *kmsg.ListPartitionReassignmentsRequest:
 		return []perm{clusterPerm("describe")}
-	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest:
+	case *kmsg.DescribeACLsRequest:
+		return []perm{clusterPerm("describe")}
+	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
 		return []perm{clusterPerm("alter")}
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return topicsPerms(r.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) string { return t.Topic }, "describe")

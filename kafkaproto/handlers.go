@@ -72,6 +72,9 @@ func handlerTable() map[int16]apiHandler {
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
 		handle(saslHandshakeKey, saslHandshakeMin, saslHandshakeMax, (*Server).saslHandshake, saslHandshakeError),
 		handle(saslAuthenticateKey, saslAuthenticateMin, saslAuthenticateMax, (*Server).saslAuthenticate, saslAuthenticateError),
+		handle(describeACLsKey, describeACLsMin, describeACLsMax, (*Server).describeACLs, describeACLsError),
+		handle(createACLsKey, createACLsMin, createACLsMax, (*Server).createACLs, createACLsError),
+		handle(deleteACLsKey, deleteACLsMin, deleteACLsMax, (*Server).deleteACLs, deleteACLsError),
 	} {
 		t[h.key] = h
 	}

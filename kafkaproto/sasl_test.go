@@ -36,7 +36,8 @@ func (b *memBroker) CheckPassword(user, password string) bool {
 	return user == testUser && password == testPassword
 }
 
-var saslSweepKeys = []int16{saslHandshakeKey, saslAuthenticateKey}
+// saslSweepKeys are covered by TestSASL and TestACLAPIs.
+var saslSweepKeys = []int16{saslHandshakeKey, saslAuthenticateKey, createACLsKey, describeACLsKey, deleteACLsKey}
 
 func saslHandshakeReq(mech string) *kmsg.SASLHandshakeRequest {
 	r := kmsg.NewPtrSASLHandshakeRequest()

@@ -157,3 +157,37 @@ var _ kafkaproto.KafkaAuthorizer = (*kafkaBackend)(nil)
 func (k *kafkaBackend) Authorize(principal, host, resourceType, name, op string) bool {
 	return k.s.allowed(principal, host, resourceType, name, op)
 }
+
+var _ kafkaproto.ACLAdmin = (*kafkaBackend)(nil)
+
+func (k *kafkaBackend) CreateACLs(ctx context.Context, acls []kafkaproto.ACL) error {
+	as := make([]auth.ACL, len(acls))
+	for i, a := range acls {
+		as[i] = auth.ACL(a)
+	}
+	err := k.s.createACLs(ctx, as)
+	if errors.Is(err, auth.ErrInvalidACL) {
+		return fmt.Errorf("%w: %v", kafkaproto.ErrInvalidRequest, err)
+	}
+	return toKafkaError(err)
+}
+
+func (k *kafkaBackend) DescribeACLs(_ context.Context, f kafkaproto.ACL) ([]kafkaproto.ACL, error) {
+	return toKafkaACLs(k.s.listACLs(auth.Filter(f))), nil
+}
+
+func (k *kafkaBackend) DeleteACLs(ctx context.Context, f kafkaproto.ACL) ([]kafkaproto.ACL, error) {
+	acls, err := k.s.deleteACLs(ctx, auth.Filter(f))
+	if errors.Is(err, auth.ErrInvalidACL) {
+		return nil, fmt.Errorf("%w: %v", kafkaproto.ErrInvalidRequest, err)
+	}
+	return toKafkaACLs(acls), toKafkaError(err)
+}
+
+func toKafkaACLs(acls []auth.ACL) []kafkaproto.ACL {
+	out := make([]kafkaproto.ACL, len(acls))
+	for i, a := range acls {
+		out[i] = kafkaproto.ACL(a)
+	}
+	return out
+}

@@ -167,4 +167,42 @@ func TestACLsBothDoors(t *testing.T) {
 	}
 	resp, body = as("alice", "alice-pw", http.MethodPost, "/v1/topics/orders/records", produce)
 	must(resp, body, http.StatusOK)
+
+	// Kafka's ACL APIs: the superuser creates, describes and deletes; alice may not.
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.SASL(scram.Auth{User: "admin", Pass: admin}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminCl.Close()
+	create := kmsg.NewPtrCreateACLsRequest()
+	cc := kmsg.NewCreateACLsRequestCreation()
+	cc.ResourceType, cc.ResourceName, cc.ResourcePatternType = kmsg.ACLResourceTypeTopic, "secret", kmsg.ACLResourcePatternTypeLiteral
+	cc.Principal, cc.Host, cc.Operation, cc.PermissionType = "User:bob", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+	create.Creations = append(create.Creations, cc)
+	if res, err := create.RequestWith(ctx, cl); err != nil || res.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice creates an ACL: %v %+v", err, res)
+	}
+	if res, err := create.RequestWith(ctx, adminCl); err != nil || res.Results[0].ErrorCode != 0 {
+		t.Fatalf("admin creates an ACL: %v %+v", err, res)
+	}
+	resp, body = as("admin", admin, http.MethodGet, "/v1/acls?principal=User:bob", nil)
+	must(resp, body, http.StatusOK)
+	if !strings.Contains(string(body), `"resource_name":"secret"`) {
+		t.Fatalf("the ACL made over Kafka is not listed over HTTP: %s", body)
+	}
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType, describe.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	describe.Principal = kmsg.StringPtr("User:bob")
+	describe.Operation, describe.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	if res, err := describe.RequestWith(ctx, adminCl); err != nil || len(res.Resources) != 1 {
+		t.Fatalf("describe: %v %+v", err, res)
+	}
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType, f.Principal = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.StringPtr("User:bob")
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	del.Filters = append(del.Filters, f)
+	if res, err := del.RequestWith(ctx, adminCl); err != nil || len(res.Results) != 1 || len(res.Results[0].MatchingACLs) != 1 {
+		t.Fatalf("delete: %v %+v", err, res)
+	}
 }
