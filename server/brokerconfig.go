@@ -59,6 +59,22 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"max.connections.per.ip", 3, func(c *Config) string { return strconv.Itoa(c.KafkaMaxConnectionsPerIP) }, "--kafka-max-connections-per-ip"},
 	{"producer.id.expiration.ms", 3, func(c *Config) string { return ms(c.ProducerIDExpiration) }, "--producer-id-expiration"},
 	{"socket.request.max.bytes", 3, func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }, "--max-body-bytes"},
+	// What a topic created without them gets (fixed in runnel).
+	{"num.partitions", 3, func(*Config) string { return strconv.Itoa(defaultPartitions) }, "partitions of a topic created without a count"},
+	{"default.replication.factor", 3, func(*Config) string { return strconv.Itoa(defaultReplicationFactor) }, "replication factor of a topic created without one"},
+	{"log.segment.bytes", 3, topicDefault("segment.bytes"), "segment.bytes of a topic that does not set it"},
+	{"log.roll.ms", 5, topicDefault("segment.ms"), "segment.ms of a topic that does not set it"},
+	{"log.retention.ms", 5, topicDefault("retention.ms"), "retention.ms of a topic that does not set it"},
+	{"log.retention.bytes", 5, topicDefault("retention.bytes"), "retention.bytes of a topic that does not set it"},
+	{"log.cleanup.policy", 7, topicDefault("cleanup.policy"), "cleanup.policy of a topic that does not set it"},
+	{"message.max.bytes", 3, topicDefault("max.message.bytes"), "max.message.bytes of a topic that does not set it"},
+	{"min.insync.replicas", 3, topicDefault("min.insync.replicas"), "min.insync.replicas of a topic that does not set it"},
+	{"unclean.leader.election.enable", 1, topicDefault("unclean.leader.election.enable"), "unclean.leader.election.enable of a topic that does not set it"},
+}
+
+// topicDefault is the value a topic config has when a topic does not set it.
+func topicDefault(name string) func(*Config) string {
+	return func(*Config) string { return effectiveConfig(nil, name) }
 }
 
 func joinRoles(roles []Role) string {

@@ -382,7 +382,7 @@ func TestKafkaAdminBrokerConfigs(t *testing.T) {
 		return "", 0, false
 	}
 	// kadm reads the same list.
-	if rcs, err := adm.DescribeBrokerConfigs(ctx, 1); err != nil || rcs[0].Err != nil || len(rcs[0].Configs) < 10 {
+	if rcs, err := adm.DescribeBrokerConfigs(ctx, 1); err != nil || rcs[0].Err != nil || len(rcs[0].Configs) < 25 {
 		t.Fatalf("kadm DescribeBrokerConfigs: %v %+v", err, rcs)
 	}
 	if v, src, ro := brokerConfig("replica.lag.time.max.ms"); v != "7000" || src != kmsg.ConfigSourceStaticBrokerConfig || !ro {
@@ -390,6 +390,9 @@ func TestKafkaAdminBrokerConfigs(t *testing.T) {
 	}
 	if v, src, _ := brokerConfig("broker.session.timeout.ms"); v != "9000" || src != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("broker.session.timeout.ms %s %v", v, src)
+	}
+	if v, src, _ := brokerConfig("log.segment.bytes"); v != "1073741824" || src != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("log.segment.bytes %s %v", v, src)
 	}
 	if v, _, _ := brokerConfig("log.dirs"); v != n.DataDir {
 		t.Fatalf("log.dirs %s, want %s", v, n.DataDir)
