@@ -1,0 +1,67 @@
+package server
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// TestElectionsAsked: the outcome of each partition of an ElectLeaders
+// request, preferred and unclean, with Kafka's errors.
+func TestElectionsAsked(t *testing.T) {
+	brokers := func(alive ...int32) map[int32]*raftfsm.Broker {
+		m := map[int32]*raftfsm.Broker{}
+		for _, id := range []int32{1, 2, 3} {
+			m[id] = &raftfsm.Broker{ID: id, State: raftfsm.BrokerFenced}
+		}
+		for _, id := range alive {
+			m[id].State = raftfsm.BrokerAlive
+		}
+		return m
+	}
+	part := func(leader int32, isr ...int32) raftfsm.Partition {
+		return raftfsm.Partition{Leader: leader, Replicas: []int32{1, 2, 3}, ISR: isr, LeaderEpoch: 4, PartitionEpoch: 9}
+	}
+	for _, tc := range []struct {
+		name       string
+		mode       electionMode
+		brokers    map[int32]*raftfsm.Broker
+		p          raftfsm.Partition
+		unclean    bool
+		wantLeader int32 // -1: no change
+		wantErr    error
+	}{
+		{"preferred leads", electPreferred, brokers(1, 2, 3), part(1, 1, 2, 3), false, -1, errElectionNotNeeded},
+		{"preferred back", electPreferred, brokers(1, 2, 3), part(2, 1, 2, 3), false, 1, nil},
+		{"preferred out of sync", electPreferred, brokers(1, 2, 3), part(2, 2, 3), false, -1, errPreferredLeaderNotAvailable},
+		{"preferred fenced", electPreferred, brokers(2, 3), part(2, 1, 2, 3), false, -1, errPreferredLeaderNotAvailable},
+		{"unclean, has a leader", electUnclean, brokers(1, 2, 3), part(2, 2), true, -1, errElectionNotNeeded},
+		{"unclean, in-sync replica alive", electUnclean, brokers(2, 3), part(-1, 1, 2), false, 2, nil},
+		{"unclean, topic forbids", electUnclean, brokers(3), part(-1, 1), false, -1, errEligibleLeadersNotAvailable},
+		{"unclean, topic allows", electUnclean, brokers(3), part(-1, 1), true, 3, nil},
+		{"unclean, nobody alive", electUnclean, brokers(), part(-1, 1), true, -1, errEligibleLeadersNotAvailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := &raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{tc.p}, Configs: map[string]string{}}
+			if tc.unclean {
+				topic.Configs["unclean.leader.election.enable"] = "true"
+			}
+			img := &raftfsm.Image{Brokers: tc.brokers, Topics: map[string]*raftfsm.Topic{"t": topic}}
+			changes, results := elections(img, topic, []int32{0, 5}, tc.mode)
+			if err := results[0]; !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("partition 0: %v, want %v", err, tc.wantErr)
+			}
+			if !errors.Is(results[5], errUnknownPartition) {
+				t.Fatalf("partition 5: %v, want unknown", results[5])
+			}
+			switch {
+			case tc.wantLeader < 0 && len(changes) != 0:
+				t.Fatalf("unexpected change %+v", changes)
+			case tc.wantLeader >= 0 && (len(changes) != 1 || changes[0].Leader != tc.wantLeader ||
+				changes[0].LeaderEpoch != 4 || changes[0].PartitionEpoch != 9):
+				t.Fatalf("changes %+v, want leader %d at the current epochs", changes, tc.wantLeader)
+			}
+		})
+	}
+}
