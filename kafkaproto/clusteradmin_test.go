@@ -15,7 +15,8 @@ import (
 // adminSweepKeys are the cluster admin APIs (issue 18), swept by
 // TestEveryVersion through sweepRequest.
 var adminSweepKeys = []int16{alterConfigsKey, describeLogDirsKey, electLeadersKey,
-	alterPartitionReassignmentsKey, listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey}
+	alterPartitionReassignmentsKey, listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey,
+	describeProducersKey}
 
 // The memBroker's ClusterAdmin: every election succeeds, reassignments
 // are recorded, one log dir holds every partition, a one-voter quorum.
@@ -79,6 +80,20 @@ func (b *memBroker) Quorum(context.Context) (Quorum, error) {
 		Voters: []QuorumReplica{{ID: 1, LogEndOffset: 10, LastFetchMs: -1, LastCaughtUpMs: -1}}}, nil
 }
 
+func (b *memBroker) ActiveProducers(_ context.Context, topic string, partition int32) ([]ActiveProducer, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	var out []ActiveProducer
+	for id, seq := range p.lastSeq {
+		out = append(out, ActiveProducer{ID: id, LastSequence: seq, LastTimestamp: -1})
+	}
+	return out, nil
+}
+
 // adminSweepRequest returns a valid request of a cluster admin key.
 func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 	switch key {
@@ -120,6 +135,10 @@ func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 		t.Topic = metadataTopicName
 		t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
 		r.Topics = append(r.Topics, t)
+		return r
+	case describeProducersKey:
+		r := kmsg.NewPtrDescribeProducersRequest()
+		r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: topic, Partitions: []int32{0}}}
 		return r
 	case describeTopicPartitionsKey:
 		r := kmsg.NewPtrDescribeTopicPartitionsRequest()

@@ -157,7 +157,7 @@ var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, list
 	deleteTopicsKey, createPartitionsKey, describeConfigsKey, incrementalAlterConfigsKey, deleteRecordsKey,
 	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
 	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
-	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey}
+	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey, describeProducersKey}
 
 // TestEveryVersion sends a valid request of every advertised key and
 // version, flexible and not, over one connection, and checks that the
@@ -343,6 +343,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{47, "OffsetDelete", 0, 0},
 		{55, "DescribeQuorum", 0, 1},
 		{60, "DescribeCluster", 0, 1},
+		{61, "DescribeProducers", 0, 0},
 		{75, "DescribeTopicPartitions", 0, 0},
 	}
 	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {

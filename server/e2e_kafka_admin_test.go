@@ -673,3 +673,36 @@ func TestKafkaAdminTopicConfigSet(t *testing.T) {
 		}
 	}
 }
+
+// DescribeProducers (key 61): the idempotent producer that wrote a
+// partition is listed with its last sequence; a partition without one
+// lists none.
+func TestKafkaAdminDescribeProducers(t *testing.T) {
+	n := kafkaNode(t)
+	adm, _, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "produced", 2, 1, nil)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for i := range 3 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "produced", Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"produced": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []kadm.DescribedProducer
+	ds.EachPartition(func(p kadm.DescribedProducersPartition) {
+		if p.Err != nil {
+			t.Errorf("partition %d: %v", p.Partition, p.Err)
+		}
+	})
+	ds.EachProducer(func(p kadm.DescribedProducer) { got = append(got, p) })
+	if len(got) != 1 || got[0].Partition != 0 || got[0].LastSequence != 2 || got[0].ProducerID < 0 || got[0].LastTimestamp <= 0 {
+		t.Fatalf("producers %+v", got)
+	}
+}

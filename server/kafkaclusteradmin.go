@@ -122,3 +122,35 @@ func (k *kafkaBackend) CreateAssignedPartitions(ctx context.Context, topic strin
 	}
 	return toKafkaError(k.s.createAssignedPartitions(ctx, topic, count, assignments, validateOnly))
 }
+
+var _ kafkaproto.ProducerStates = (*kafkaBackend)(nil)
+
+// ActiveProducers lists the idempotent producers a led partition
+// remembers, by id.
+func (k *kafkaBackend) ActiveProducers(_ context.Context, topic string, idx int32) ([]kafkaproto.ActiveProducer, error) {
+	p, err := k.s.broker.partition(topic, idx)
+	if err != nil {
+		return nil, toKafkaError(err)
+	}
+	return p.activeProducers(), nil
+}
+
+// activeProducers copies the producer table (in memory; appendMu is held
+// only for the copy).
+func (p *partition) activeProducers() []kafkaproto.ActiveProducer {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if p.producers == nil {
+		return nil
+	}
+	out := make([]kafkaproto.ActiveProducer, 0, len(p.producers.byID))
+	for id, e := range p.producers.byID {
+		a := kafkaproto.ActiveProducer{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastWrite}
+		if b, ok := e.last(); ok {
+			a.LastSequence = b.lastSeq
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
