@@ -30,7 +30,7 @@
 //	              listgroups, describegroups, deletegroups, offsetdelete,
 //	              alterconfigs, describelogdirs, electleaders,
 //	              alterpartitionreassignments, listpartitionreassignments,
-//	              describequorum, describetopicpartitions,
+//	              describequorum, describetopicpartitions, describeproducers,
 //	              saslhandshake, saslauthenticate
 //
 // # Goroutines and locks
