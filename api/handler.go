@@ -195,6 +195,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/groups", groupsResource{h}.Routes())
 		r.Mount("/users", usersResource{h}.Routes())
 		r.Mount("/acls", aclsResource{h}.Routes())
+		r.Mount("/tokens", tokensResource{h}.Routes())
 	})
 	return r
 }

@@ -131,6 +131,7 @@ type Image struct {
 	NextProducerID int64
 	Users          map[string]*User    // users.go
 	ACLs           map[string]ACLEntry // acls.go, by ACLEntry.Key
+	Tokens         map[string]*Token   // tokens.go, by id
 }
 
 type BrokerState string
@@ -203,6 +204,8 @@ type Command struct {
 	DeleteUser          *DeleteUser          `json:",omitempty"`
 	CreateACLs          *CreateACLs          `json:",omitempty"`
 	DeleteACLs          *DeleteACLs          `json:",omitempty"`
+	CreateToken         *CreateToken         `json:",omitempty"`
+	DeleteToken         *DeleteToken         `json:",omitempty"`
 }
 
 // CommandVersion is the envelope version this package writes and applies.

@@ -191,6 +191,10 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.createACLs(cmd.CreateACLs)
 	case cmd.DeleteACLs != nil:
 		return c.deleteACLs(cmd.DeleteACLs)
+	case cmd.CreateToken != nil:
+		return c.createToken(cmd.CreateToken)
+	case cmd.DeleteToken != nil:
+		return c.deleteToken(cmd.DeleteToken)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }

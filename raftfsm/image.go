@@ -19,7 +19,8 @@ func (img *Image) Digest() string {
 		NextProducerID int64
 		Users          map[string]*User    `json:",omitempty"` // omitted: digests without users stay as they were
 		ACLs           map[string]ACLEntry `json:",omitempty"`
-	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs})
+		Tokens         map[string]*Token   `json:",omitempty"`
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs, img.Tokens})
 	if err != nil {
 		// Only plain data types: cannot happen.
 		panic("raftfsm: digest: " + err.Error())
@@ -39,12 +40,16 @@ func (img *Image) next(index uint64) *Image {
 		NextProducerID: img.NextProducerID,
 		Users:          make(map[string]*User, len(img.Users)),
 		ACLs:           make(map[string]ACLEntry, len(img.ACLs)),
+		Tokens:         make(map[string]*Token, len(img.Tokens)),
 	}
 	for k, v := range img.Users {
 		n.Users[k] = v
 	}
 	for k, v := range img.ACLs {
 		n.ACLs[k] = v
+	}
+	for k, v := range img.Tokens {
+		n.Tokens[k] = v
 	}
 	for k, v := range img.Brokers {
 		n.Brokers[k] = v
@@ -56,7 +61,7 @@ func (img *Image) next(index uint64) *Image {
 }
 
 func emptyImage() *Image {
-	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}}
+	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}, Tokens: map[string]*Token{}}
 }
 
 // clone returns a deep copy of t, for modification before it is published.

@@ -140,6 +140,10 @@ func checkCommand(cmd *Command) error {
 		return checkUpsertUser(cmd.UpsertUserScram)
 	case cmd.DeleteUser != nil:
 		return checkUserName(cmd.DeleteUser.Name)
+	case cmd.CreateToken != nil:
+		return checkCreateToken(cmd.CreateToken)
+	case cmd.DeleteToken != nil:
+		return checkTokenID(cmd.DeleteToken.ID)
 	case cmd.CreateACLs != nil:
 		return checkACLs(cmd.CreateACLs.ACLs)
 	case cmd.DeleteACLs != nil:

@@ -116,6 +116,7 @@ var errorCodes = []struct {
 	{"no_reassignment", ErrNoReassignment},
 	{"ineligible_replica", ErrIneligibleReplica},
 	{"unknown_user", ErrUnknownUser},
+	{"unknown_token", ErrUnknownToken},
 	{"deadline", errDeadline},
 	{"canceled", errCanceled},
 }

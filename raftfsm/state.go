@@ -20,6 +20,7 @@ import (
 //	topics/<name>         JSON Topic
 //	users/<name>          JSON User (SCRAM credentials, no password)
 //	acls/<ACLEntry.Key>   JSON ACLEntry
+//	tokens/<id>           JSON Token (a hash of the secret, never the token)
 const (
 	keyApplied        = "meta/applied"
 	keyClusterID      = "meta/cluster_id"
@@ -104,6 +105,12 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
 		img.ACLs[a.Key()] = a
+	case strings.HasPrefix(key, prefixTokens):
+		var t Token
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
+		}
+		img.Tokens[t.ID] = &t
 	default:
 		return fmt.Errorf("%w: unknown key %q", errBadState, key)
 	}

@@ -103,3 +103,29 @@ func TestFSMACLs(t *testing.T) {
 		t.Fatalf("empty fields: %v", err)
 	}
 }
+
+// Tokens are stored (a hash, not the token), reloaded and deleted.
+func TestFSMTokens(t *testing.T) {
+	dir := t.TempDir()
+	f := newTestFSM(t, dir)
+	tok := Token{ID: "t1", Principal: "User:alice", Hash: [32]byte{1}, CreatedMs: 1, ExpiresMs: 2}
+	if res := applyAt(t, f, 1, Command{CreateToken: &CreateToken{Token: tok}}); res != nil {
+		t.Fatal(res)
+	}
+	if res := applyAt(t, f, 2, Command{DeleteToken: &DeleteToken{ID: "nope"}}); !errors.Is(res.(error), ErrUnknownToken) {
+		t.Fatal(res)
+	}
+	f.db.Close()
+	re := newTestFSM(t, dir)
+	if img, _ := re.image(); img.Tokens["t1"] == nil || *img.Tokens["t1"] != tok {
+		t.Fatalf("reopened tokens %+v", img.Tokens)
+	}
+	if res := applyAt(t, re, 3, Command{DeleteToken: &DeleteToken{ID: "t1"}}); res != nil {
+		t.Fatal(res)
+	}
+	bad := Command{Version: CommandVersion, CreateToken: &CreateToken{Token: Token{ID: "x", CreatedMs: 5, ExpiresMs: 5}}}
+	enc, _ := encodeCommand(bad)
+	if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
+		t.Fatalf("expiry not after creation: %v", err)
+	}
+}

@@ -79,8 +79,8 @@ func (s *Server) startAuth() error {
 	return s.bootstrapSuperuser(ctx)
 }
 
-// httpAuthenticator checks HTTP credentials against the stored users
-// (api.Authenticate).
+// httpAuthenticator checks HTTP credentials against the stored users and
+// API tokens (api.Authenticate).
 type httpAuthenticator struct{ s *Server }
 
 func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentials) (string, error) {
@@ -90,8 +90,14 @@ func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentia
 			return "User:" + c.User, nil
 		}
 		return "", fmt.Errorf("%w: wrong user name or password", api.ErrUnauthenticated)
+	case "bearer":
+		p, err := a.s.checkToken(c.Token)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
+		}
+		return p, nil
 	}
-	return "", fmt.Errorf("%w: API tokens are not accepted yet; use Basic", api.ErrUnauthenticated)
+	return "", fmt.Errorf("%w: unsupported scheme", api.ErrUnauthenticated)
 }
 
 // withAuth puts HTTP authentication in front of h under --auth required;
