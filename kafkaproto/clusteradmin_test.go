@@ -16,7 +16,7 @@ import (
 // TestEveryVersion through sweepRequest.
 var adminSweepKeys = []int16{alterConfigsKey, describeLogDirsKey, electLeadersKey,
 	alterPartitionReassignmentsKey, listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey,
-	describeProducersKey}
+	describeProducersKey, alterReplicaLogDirsKey}
 
 // The memBroker's ClusterAdmin: every election succeeds, reassignments
 // are recorded, one log dir holds every partition, a one-voter quorum.
@@ -135,6 +135,13 @@ func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 		t.Topic = metadataTopicName
 		t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
 		r.Topics = append(r.Topics, t)
+		return r
+	case alterReplicaLogDirsKey:
+		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		d := kmsg.NewAlterReplicaLogDirsRequestDir()
+		d.Dir = "/data/partitions"
+		d.Topics = []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: topic, Partitions: []int32{0}}}
+		r.Dirs = append(r.Dirs, d)
 		return r
 	case describeProducersKey:
 		r := kmsg.NewPtrDescribeProducersRequest()

@@ -31,6 +31,7 @@
 //	              alterconfigs, describelogdirs, electleaders,
 //	              alterpartitionreassignments, listpartitionreassignments,
 //	              describequorum, describetopicpartitions, describeproducers,
+//	              alterreplicalogdirs,
 //	              saslhandshake, saslauthenticate
 //
 // # Goroutines and locks

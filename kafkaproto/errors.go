@@ -50,6 +50,8 @@ var (
 	ErrElectionNotNeeded           = errors.New("kafkaproto: leader election not needed")
 	ErrPreferredLeaderNotAvailable = errors.New("kafkaproto: preferred leader not available")
 	ErrEligibleLeadersNotAvailable = errors.New("kafkaproto: eligible leaders not available")
+	ErrLogDirNotFound              = errors.New("kafkaproto: log dir not found")
+	ErrReplicaNotAvailable         = errors.New("kafkaproto: replica not available")
 	// ErrReplicaNotAuthorized: a request acting as a follower replica
 	// (ReplicaID >= 0) from a connection that may not: any client-port
 	// connection, or a peer naming another broker than itself. Kafka
@@ -101,6 +103,8 @@ var errorTable = []struct {
 	{ErrElectionNotNeeded, kerr.ElectionNotNeeded},
 	{ErrPreferredLeaderNotAvailable, kerr.PreferredLeaderNotAvailable},
 	{ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
+	{ErrLogDirNotFound, kerr.LogDirNotFound},
+	{ErrReplicaNotAvailable, kerr.ReplicaNotAvailable},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }

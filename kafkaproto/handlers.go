@@ -70,6 +70,7 @@ func handlerTable() map[int16]apiHandler {
 		handle(listPartitionReassignmentsKey, listPartitionReassignmentsMin, listPartitionReassignmentsMax, (*Server).listPartitionReassignments, listPartitionReassignmentsError),
 		handle(describeQuorumKey, describeQuorumMin, describeQuorumMax, (*Server).describeQuorum, describeQuorumError),
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
+		handle(alterReplicaLogDirsKey, alterReplicaLogDirsMin, alterReplicaLogDirsMax, (*Server).alterReplicaLogDirs, alterReplicaLogDirsError),
 		handle(describeProducersKey, describeProducersMin, describeProducersMax, (*Server).describeProducers, describeProducersError),
 		handle(saslHandshakeKey, saslHandshakeMin, saslHandshakeMax, (*Server).saslHandshake, saslHandshakeError),
 		handle(saslAuthenticateKey, saslAuthenticateMin, saslAuthenticateMax, (*Server).saslAuthenticate, saslAuthenticateError),

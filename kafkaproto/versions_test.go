@@ -157,7 +157,8 @@ var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, list
 	deleteTopicsKey, createPartitionsKey, describeConfigsKey, incrementalAlterConfigsKey, deleteRecordsKey,
 	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
 	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
-	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey, describeProducersKey}
+	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey, describeProducersKey,
+	alterReplicaLogDirsKey}
 
 // TestEveryVersion sends a valid request of every advertised key and
 // version, flexible and not, over one connection, and checks that the
@@ -332,6 +333,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{31, "DeleteACLs", 0, 3},
 		{32, "DescribeConfigs", 1, 4},
 		{33, "AlterConfigs", 0, 2},
+		{34, "AlterReplicaLogDirs", 0, 2},
 		{35, "DescribeLogDirs", 0, 5},
 		{36, "SASLAuthenticate", 0, 2},
 		{37, "CreatePartitions", 0, 3},

@@ -148,6 +148,22 @@ func TestKafkaAdminDescribeLogDirs(t *testing.T) {
 	if parts != 2 || size == 0 { // the producer compresses: some bytes, not 1000
 		t.Fatalf("sized: %d partitions, %d bytes in %+v", parts, size, dirs)
 	}
+	// AlterReplicaLogDirs (key 34): one data dir, so only "move to where
+	// it is" succeeds.
+	var dir string
+	dirs.Each(func(d kadm.DescribedLogDir) { dir = d.Dir })
+	for _, tc := range []struct {
+		dir  string
+		part int32
+		want error
+	}{{dir, 0, nil}, {"/elsewhere", 0, kerr.LogDirNotFound}, {dir, 9, kerr.ReplicaNotAvailable}} {
+		var req kadm.AlterReplicaLogDirsReq
+		req.Add(tc.dir, kadm.TopicsSet{"sized": {tc.part: {}}})
+		rs, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, req)
+		if err != nil || !errors.Is(rs["sized"][tc.part].Err, tc.want) || (tc.want == nil) != (rs["sized"][tc.part].Err == nil) {
+			t.Errorf("move sized-%d to %s: %v %+v, want %v", tc.part, tc.dir, err, rs, tc.want)
+		}
+	}
 	sa := saramaAdmin(t, n.KafkaAddr)
 	sdirs, err := sa.DescribeLogDirs([]int32{1})
 	if err != nil || len(sdirs[1]) != 1 || sdirs[1][0].Path == "" {
