@@ -722,3 +722,38 @@ func TestKafkaAdminDescribeProducers(t *testing.T) {
 		t.Fatalf("producers %+v", got)
 	}
 }
+
+// IncrementalAlterConfigs APPEND and SUBTRACT on a list topic config
+// build on its current (or default) value; on a non-list config they are
+// INVALID_CONFIG.
+func TestKafkaAdminListConfigOps(t *testing.T) {
+	n := kafkaNode(t)
+	adm, _, ctx := adminClient(t, n.KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, "listed", 1, 1, nil)
+	alter := func(op kadm.IncrementalOp, name, value string) error {
+		t.Helper()
+		rs, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: name, Value: kmsg.StringPtr(value)}}, "listed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs[0].Err
+	}
+	if err := alter(kadm.AppendConfig, "cleanup.policy", "compact"); err != nil {
+		t.Fatalf("append compact: %v", err)
+	}
+	if v, _ := topicConfig(t, adm, ctx, "listed", "cleanup.policy"); v != "delete,compact" {
+		t.Fatalf("after append: cleanup.policy %q", v)
+	}
+	if err := alter(kadm.SubtractConfig, "cleanup.policy", "delete"); err != nil {
+		t.Fatalf("subtract delete: %v", err)
+	}
+	if v, _ := topicConfig(t, adm, ctx, "listed", "cleanup.policy"); v != "compact" {
+		t.Fatalf("after subtract: cleanup.policy %q", v)
+	}
+	if err := alter(kadm.AppendConfig, "leader.replication.throttled.replicas", "0:1"); err != nil {
+		t.Fatalf("append throttled replica: %v", err)
+	}
+	if err := alter(kadm.AppendConfig, "retention.ms", "5"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("append to retention.ms: %v, want INVALID_CONFIG", err)
+	}
+}

@@ -381,8 +381,10 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 			changes[op.Name] = op.Value
 		case kafkaproto.OpDelete:
 			changes[op.Name] = nil
-		default:
-			return fmt.Errorf("%w: %s: list operations are not supported", kafkaproto.ErrInvalidConfig, op.Name)
+		default: // APPEND, SUBTRACT
+			if err := k.s.listConfigOp(ctx, res.Name, op, changes); err != nil {
+				return err
+			}
 		}
 	}
 	_, err := k.s.alterTopicConfigs(ctx, res.Name, changes, validateOnly)
