@@ -11,7 +11,8 @@ import (
 
 // HTTP authentication (--auth required): Authorization: Basic (a user's
 // name and password, the same users Kafka SASL logs in) or Bearer (an API
-// token). Authenticate is exported middleware the server puts in front of
+// token); without either, a verified TLS client certificate (mTLS) is the
+// principal User:<certificate CN>. Authenticate is exported middleware the server puts in front of
 // everything but the health and documentation paths, so a request is
 // authenticated before any node forwards or proxies it.
 
@@ -82,6 +83,13 @@ func Authenticate(a Authenticator, trusted func(*http.Request) bool, logger *slo
 }
 
 func checkRequest(r *http.Request, a Authenticator) (string, error) {
+	if r.Header.Get("Authorization") == "" && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		// A client certificate the node's client CA verified (mTLS), as on
+		// the Kafka SSL listener.
+		if cn := r.TLS.VerifiedChains[0][0].Subject.CommonName; cn != "" {
+			return "User:" + cn, nil
+		}
+	}
 	c, err := parseAuthorization(r)
 	if err != nil {
 		return "", err

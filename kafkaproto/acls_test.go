@@ -132,3 +132,28 @@ func TestACLAPIs(t *testing.T) {
 		t.Fatalf("without ACLAdmin: %+v", resp)
 	}
 }
+
+// denyCreate authorizes everything but create.
+type denyCreate struct{ *memBroker }
+
+func (denyCreate) Authorize(principal, host, resourceType, name, op string) bool { return op != "create" }
+
+// With RequireAuth, Metadata's auto-creation needs create permission: a
+// principal without it gets UNKNOWN_TOPIC_OR_PARTITION, not a new topic.
+func TestMetadataAutoCreateNeedsCreate(t *testing.T) {
+	b := newMemBroker()
+	c := dial(t, startBroker(t, denyCreate{b}, Options{RequireAuth: true, AutoCreateTopics: true}))
+	roundTrip(t, c, saslHandshakeReq(mechPlain))
+	if resp := saslAuth(t, c, 2, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != 0 {
+		t.Fatalf("login: %+v", resp)
+	}
+	r := kmsg.NewPtrMetadataRequest()
+	r.Version, r.AllowAutoTopicCreation = 9, true
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("autocreated")
+	r.Topics = append(r.Topics, mt)
+	resp := roundTrip(t, c, r).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("metadata %+v", resp.Topics)
+	}
+}

@@ -54,6 +54,15 @@ func (c *conn) authorize(req kmsg.Request) int16 {
 		return 0
 	}
 	host := remoteHost(c.nc)
+	if mr, ok := req.(*kmsg.MetadataRequest); ok && mr.AllowAutoTopicCreation {
+		// Auto-creation needs create on the cluster or on each named topic.
+		for _, t := range mr.Topics {
+			if t.Topic != nil && !az.Authorize(c.state.principal, host, "cluster", kafkaCluster, "create") &&
+				!az.Authorize(c.state.principal, host, "topic", *t.Topic, "create") {
+				mr.AllowAutoTopicCreation = false
+			}
+		}
+	}
 	for _, p := range requestPerms(req) {
 		if p.op == "create" && p.resourceType == "topic" && az.Authorize(c.state.principal, host, "cluster", kafkaCluster, "create") {
 			continue // Kafka: create on the cluster covers every topic

@@ -129,3 +129,29 @@ func TestHTTPBasicAuthForwarded(t *testing.T) {
 		}
 	}
 }
+
+// Over HTTPS with a client CA, a verified client certificate is the
+// principal User:<CN> (here a --super-users entry); another principal
+// with no ACL is refused with 403 naming itself.
+func TestHTTPSClientCertPrincipal(t *testing.T) {
+	certs := makeCerts(t, "3")
+	n, base := startTLSNode(t, certs, "--auth", "required", "--tls-client-ca-file", filepath.Join(certs, "ca.pem"),
+		"--super-users", "User:runnel-node-2")
+	_ = n
+	roots := caPool(t, certs)
+	get := func(id string) (int, string) {
+		resp, err := httpsClient(roots, keyPair(t, certs, id)).Get(base + "/v1/cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("2"); code != http.StatusOK {
+		t.Fatalf("superuser certificate: %d %s", code, body)
+	}
+	if code, body := get("3"); code != http.StatusForbidden || !strings.Contains(body, "User:runnel-node-3") {
+		t.Fatalf("certificate without ACL: %d %s", code, body)
+	}
+}
