@@ -136,7 +136,9 @@ func TestACLAPIs(t *testing.T) {
 // denyCreate authorizes everything but create.
 type denyCreate struct{ *memBroker }
 
-func (denyCreate) Authorize(principal, host, resourceType, name, op string) bool { return op != "create" }
+func (denyCreate) Authorize(principal, host, resourceType, name, op string) bool {
+	return op != "create"
+}
 
 // With RequireAuth, Metadata's auto-creation needs create permission: a
 // principal without it gets UNKNOWN_TOPIC_OR_PARTITION, not a new topic.
