@@ -44,7 +44,7 @@ func authDo(t *testing.T, c *apiClient, method, path, user, pwd string, body any
 	return resp, out
 }
 
-func passwordFile(t *testing.T, pwd string) string {
+func passwordFile(t testing.TB, pwd string) string {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "pwd")
 	if err := os.WriteFile(f, []byte(pwd+"\n"), 0o600); err != nil {
