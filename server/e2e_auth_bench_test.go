@@ -59,4 +59,3 @@ func BenchmarkHTTPAuthCost(b *testing.B) {
 	b.ReportMetric(basicNs, "basic_ns/req")
 	b.ReportMetric(basicNs/tokenNs, "basic_vs_bearer_ratio")
 }
-
