@@ -314,6 +314,17 @@ type ConfigEntry struct {
 	Sensitive bool
 	Type      int8   // Kafka ConfigType (1 BOOLEAN, 2 STRING, 3 INT, 4 SHORT, 5 LONG, 6 DOUBLE, 7 LIST, ...); 0 unknown
 	Doc       string // optional documentation
+	// Synonyms are where the value could come from, most specific first
+	// (e.g. the topic's retention.ms, then the broker's log.retention.ms),
+	// reported when a DescribeConfigs request asks for them.
+	Synonyms []ConfigSynonym
+}
+
+// ConfigSynonym is one source a config's value could come from.
+type ConfigSynonym struct {
+	Name   string
+	Value  *string
+	Source ConfigSource
 }
 
 // ConfigOpType is an IncrementalAlterConfigs operation, with Kafka's values.

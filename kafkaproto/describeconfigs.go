@@ -10,7 +10,7 @@ import (
 
 // DescribeConfigs, key 32: versions 1-4 (flexible from 4). Topic, broker
 // and broker logger resources; ConfigNames filters, documentation is included on
-// request (v3+). Synonyms are not reported.
+// request (v3+), synonyms too (v1+).
 const (
 	describeConfigsKey = 32
 	describeConfigsMin = 1
@@ -30,7 +30,7 @@ func (s *Server) describeConfigs(ctx context.Context, req *kmsg.DescribeConfigsR
 			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
 				continue
 			}
-			r.Configs = append(r.Configs, describeConfig(e, req.IncludeDocumentation))
+			r.Configs = append(r.Configs, describeConfig(e, req.IncludeDocumentation, req.IncludeSynonyms))
 		}
 		resp.Resources = append(resp.Resources, r)
 	}
@@ -59,7 +59,7 @@ func configResource(typ int8, name string) (ConfigResource, error) {
 	return ConfigResource{Type: ResourceType(typ), Name: name}, nil
 }
 
-func describeConfig(e ConfigEntry, doc bool) kmsg.DescribeConfigsResponseResourceConfig {
+func describeConfig(e ConfigEntry, doc, synonyms bool) kmsg.DescribeConfigsResponseResourceConfig {
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name, c.Value, c.ReadOnly, c.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
 	c.IsDefault = e.Source == SourceDefault
@@ -67,6 +67,13 @@ func describeConfig(e ConfigEntry, doc bool) kmsg.DescribeConfigsResponseResourc
 	c.ConfigType = kmsg.ConfigType(e.Type)
 	if doc && e.Doc != "" {
 		c.Documentation = &e.Doc
+	}
+	if synonyms {
+		for _, syn := range e.Synonyms {
+			cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			cs.Name, cs.Value, cs.Source = syn.Name, syn.Value, kmsg.ConfigSource(syn.Source)
+			c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
+		}
 	}
 	return c
 }

@@ -94,6 +94,19 @@ func TestKafkaAdminAlterConfigsReplacesTheSet(t *testing.T) {
 		t.Fatalf("bad value: %v %+v", err, rs)
 	}
 
+	// Synonyms: the topic's value, then the broker default under Kafka's name.
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.IncludeSynonyms = true
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "replace", ConfigNames: []string{"cleanup.policy"}}}
+	dcr, err := dc.RequestWith(ctx, rawClient(t, n.KafkaAddr))
+	if err != nil || len(dcr.Resources[0].Configs) != 1 {
+		t.Fatalf("describe with synonyms: %v %+v", err, dcr)
+	}
+	if syn := dcr.Resources[0].Configs[0].ConfigSynonyms; len(syn) != 2 || syn[0].Source != kmsg.ConfigSourceDynamicTopicConfig ||
+		syn[1].Name != "log.cleanup.policy" || *syn[1].Value != "delete" || syn[1].Source != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("cleanup.policy synonyms %+v", syn)
+	}
+
 	// sarama's ClusterAdmin.AlterConfig is the same call.
 	sa := saramaAdmin(t, n.KafkaAddr)
 	if err := sa.AlterConfig(sarama.TopicResource, "replace", map[string]*string{"retention.ms": kmsg.StringPtr("120000")}, false); err != nil {
@@ -105,6 +118,16 @@ func TestKafkaAdminAlterConfigsReplacesTheSet(t *testing.T) {
 	if _, src := topicConfig(t, adm, ctx, "replace", "cleanup.policy"); src != kmsg.ConfigSourceDefaultConfig {
 		t.Fatalf("after sarama: cleanup.policy source %v, want the default", src)
 	}
+}
+
+func rawClient(t *testing.T, addr string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 func saramaAdmin(t *testing.T, addr string) sarama.ClusterAdmin {

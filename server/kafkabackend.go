@@ -347,6 +347,7 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 		if def.notApplied != "" {
 			e.ReadOnly, e.Doc = true, "accepted and stored, not applied: "+def.notApplied
 		}
+		e.Synonyms = topicConfigSynonyms(def, t.Configs)
 		out = append(out, e)
 	}
 	return out, nil

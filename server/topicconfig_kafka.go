@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/runnel/runnel/kafkaproto"
 )
 
 // The rest of Kafka's topic config set. Tools that manage topics (Strimzi,
@@ -99,4 +101,33 @@ func checkFormatVersion(v string) error {
 		return fmt.Errorf("%q is not a Kafka version", v)
 	}
 	return nil
+}
+
+// brokerSynonyms names the broker config (brokerconfig.go) that gives a
+// topic config its default, as Kafka names them.
+var brokerSynonyms = map[string]string{
+	"segment.bytes":                  "log.segment.bytes",
+	"segment.ms":                     "log.roll.ms",
+	"retention.ms":                   "log.retention.ms",
+	"retention.bytes":                "log.retention.bytes",
+	"cleanup.policy":                 "log.cleanup.policy",
+	"max.message.bytes":              "message.max.bytes",
+	"min.insync.replicas":            "min.insync.replicas",
+	"unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+
+// topicConfigSynonyms lists where a topic config's value comes from, most
+// specific first: the topic's own value when it sets one, then the
+// broker-wide default (under the broker config's name when there is one).
+func topicConfigSynonyms(def topicConfigDef, cfgs map[string]string) []kafkaproto.ConfigSynonym {
+	var out []kafkaproto.ConfigSynonym
+	if v, ok := cfgs[def.name]; ok {
+		out = append(out, kafkaproto.ConfigSynonym{Name: def.name, Value: &v, Source: kafkaproto.SourceTopic})
+	}
+	name := def.name
+	if b, ok := brokerSynonyms[def.name]; ok {
+		name = b
+	}
+	d := def.def
+	return append(out, kafkaproto.ConfigSynonym{Name: name, Value: &d, Source: kafkaproto.SourceDefault})
 }
