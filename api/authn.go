@@ -37,6 +37,12 @@ type Authenticator interface {
 
 type principalKey struct{}
 
+// PrincipalHeader carries the principal of a request one node forwards to
+// another over the authenticated cluster port; Authenticate reads it only
+// from trusted requests, and a forwarding node must overwrite whatever the
+// client sent.
+const PrincipalHeader = "X-Runnel-Principal"
+
 // PrincipalFrom returns the authenticated principal of a request ("" for
 // anonymous requests, as under --auth none).
 func PrincipalFrom(ctx context.Context) string {
@@ -64,8 +70,13 @@ func Authenticate(a Authenticator, trusted func(*http.Request) bool, logger *slo
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if authExempt(r.URL.Path) || (trusted != nil && trusted(r)) {
+			if authExempt(r.URL.Path) {
 				next.ServeHTTP(w, r)
+				return
+			}
+			if trusted != nil && trusted(r) {
+				// The forwarding node authenticated the client and names it.
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, r.Header.Get(PrincipalHeader))))
 				return
 			}
 			p, err := checkRequest(r, a)

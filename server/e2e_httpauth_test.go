@@ -128,6 +128,45 @@ func TestHTTPBasicAuthForwarded(t *testing.T) {
 			t.Fatalf("anonymous group read via %s: %d %s", n.URL, resp.StatusCode, out)
 		}
 	}
+
+	// bob may use group "spoof" but read no topic: joining it to read "fwd"
+	// is refused where the group lives, also when another node proxies the
+	// join there and bob claims to be admin in the forwarding header.
+	if resp, out := authDo(t, ac, http.MethodPost, "/v1/users", "admin", pwd, map[string]any{"name": "bob", "password": "bob-pw"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create bob: %d %s", resp.StatusCode, out)
+	}
+	if resp, out := authDo(t, ac, http.MethodPost, "/v1/acls", "admin", pwd, map[string]any{"resource_type": "group", "resource_name": "spoof",
+		"principal": "User:bob", "operation": "read", "permission": "allow"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create ACL: %d %s", resp.StatusCode, out)
+	}
+	// The group exists (so it has a coordinator the other nodes proxy to).
+	servertest.WaitFor(t, 30*time.Second, "admin joins group spoof", func() bool { // 503 until it has a coordinator
+		resp, _ := authDo(t, ac, http.MethodPost, "/v1/groups/spoof/members", "admin", pwd, map[string]any{"topics": []string{"fwd"}})
+		return resp.StatusCode < 300
+	})
+	for _, n := range c.Nodes { // metadata reaches the other nodes a moment later
+		nc := newAPIClient(t, n)
+		servertest.WaitFor(t, 15*time.Second, "bob and his ACL on "+n.URL, func() bool {
+			_, users := authDo(t, nc, http.MethodGet, "/v1/users", "admin", pwd, nil)
+			_, acls := authDo(t, nc, http.MethodGet, "/v1/acls?principal=User:bob", "admin", pwd, nil)
+			return strings.Contains(string(users), `"bob"`) && strings.Contains(string(acls), "spoof")
+		})
+	}
+	for _, n := range c.Nodes {
+		req, _ := http.NewRequest(http.MethodPost, n.URL+"/v1/groups/spoof/members", strings.NewReader(`{"topics":["fwd"]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Runnel-Principal", "User:admin")
+		req.SetBasicAuth("bob", "bob-pw")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(out), `read topic \"fwd\"`) {
+			t.Fatalf("bob joins to read fwd via %s: %d %s", n.URL, resp.StatusCode, out)
+		}
+	}
 }
 
 // Over HTTPS with a client CA, a verified client certificate is the

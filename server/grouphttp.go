@@ -344,6 +344,12 @@ func (c *groupCoordinator) offsetForTime(ctx context.Context, t tp, ts, end int6
 }
 
 func (h *httpBackend) JoinGroup(ctx context.Context, name string, req api.GroupJoinRequest) (api.GroupMembership, error) {
+	// The member's polls read these topics: Kafka's Fetch needs read on each.
+	for _, t := range req.Topics {
+		if p := api.PrincipalFrom(ctx); !h.s.allowed(p, "*", "topic", t, "read") {
+			return api.GroupMembership{}, fmt.Errorf("%w: %s may not read topic %q (no ACL allows it)", api.ErrForbidden, p, t)
+		}
+	}
 	g, err := h.group(ctx, name, true)
 	if err != nil {
 		return api.GroupMembership{}, err
@@ -402,6 +408,11 @@ func (s *Server) groupsProxy(next http.Handler) http.Handler {
 			Rewrite: func(pr *httputil.ProxyRequest) {
 				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
 				pr.Out.Header.Set(forwardedHeader, "1")
+				// Never the client's own: the coordinator trusts this one.
+				pr.Out.Header.Del(api.PrincipalHeader)
+				if p := api.PrincipalFrom(pr.In.Context()); p != "" {
+					pr.Out.Header.Set(api.PrincipalHeader, p)
+				}
 			},
 			Transport: s.forward.client.Transport,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
