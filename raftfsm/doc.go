@@ -59,6 +59,10 @@
 //	fsm.go        the raft.FSM: decode, skip applied indexes, one switch,
 //	              commit to badger, publish the image
 //	commands.go   one handler per command: validation and changes
+//	users.go, acls.go, tokens.go  the security commands: SCRAM credentials
+//	              (UpsertUserScram, DeleteUser), ACL entries (CreateACLs,
+//	              DeleteACLs) and API token hashes (CreateToken, DeleteToken);
+//	              secrets are derived or drawn by the node before proposing
 //	image.go      Image copy-on-write, Digest, the publishing holder
 //	state.go      badger layout of the state machine, loading an image
 //	snapshot.go   snapshot format, Persist and Restore
