@@ -780,3 +780,65 @@ func TestKafkaAdminListConfigOps(t *testing.T) {
 		t.Fatalf("append to retention.ms: %v, want INVALID_CONFIG", err)
 	}
 }
+
+// Unclean ElectLeaders: a partition whose only in-sync replica is down
+// stays offline while its topic forbids unclean elections
+// (ELIGIBLE_LEADERS_NOT_AVAILABLE), and gets the out-of-sync replica as
+// leader once the topic allows it. The partition lives on two broker-only
+// nodes, so the quorum survives both going down.
+func TestKafkaAdminUncleanElection(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Brokers: 2,
+		Args: append(fastSessions, "--leader-rebalance-interval", "0", "--replica-lag-time-max", "2s")})
+	adm, cl, ctx := adminClient(t, c.Node(1).KafkaAddr)
+	servertest.WaitFor(t, 30*time.Second, "brokers 4 and 5 registered", func() bool {
+		return createAssigned(t, ctx, cl, "risky", false, []int32{4, 5}).ErrorCode == 0
+	})
+	servertest.WaitFor(t, 30*time.Second, "both replicas in sync", func() bool {
+		ps, ok := describe(c.Node(1), "risky")
+		return ok && len(ps[0].ISR) == 2
+	})
+	c.Node(5).Kill()
+	servertest.WaitFor(t, 30*time.Second, "5 out of the ISR", func() bool {
+		ps, ok := describe(c.Node(1), "risky")
+		return ok && len(ps[0].ISR) == 1 && ps[0].ISR[0] == 4
+	})
+	c.Node(4).Kill()
+	c.Node(5).Start()
+	servertest.WaitFor(t, 30*time.Second, "risky offline, 5 back but out of sync", func() bool {
+		ps, ok := describe(c.Node(1), "risky")
+		var cluster struct {
+			Brokers []struct {
+				ID    int32  `json:"id"`
+				State string `json:"state"`
+			} `json:"brokers"`
+		}
+		httpGetJSON(t, c.Node(1).URL+"/v1/cluster", &cluster)
+		alive5 := false
+		for _, b := range cluster.Brokers {
+			alive5 = alive5 || (b.ID == 5 && b.State == "alive")
+		}
+		return ok && ps[0].Leader == -1 && alive5
+	})
+	elect := func() error {
+		t.Helper()
+		res, err := adm.ElectLeaders(ctx, kadm.ElectLiveReplica, kadm.TopicsSet{"risky": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res["risky"][0].Err
+	}
+	if err := elect(); !errors.Is(err, kerr.EligibleLeadersNotAvailable) {
+		t.Fatalf("unclean election, topic forbids: %v", err)
+	}
+	allow := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kmsg.StringPtr("true")}}
+	if rs, err := adm.AlterTopicConfigs(ctx, allow, "risky"); err != nil || rs[0].Err != nil {
+		t.Fatalf("allow unclean: %v %+v", err, rs)
+	}
+	if err := elect(); err != nil {
+		t.Fatalf("unclean election, topic allows: %v", err)
+	}
+	servertest.WaitFor(t, 20*time.Second, "5 leads risky", func() bool {
+		ps, ok := describe(c.Node(1), "risky")
+		return ok && ps[0].Leader == 5
+	})
+}
