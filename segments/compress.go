@@ -34,6 +34,10 @@ const maxDecompressed = 256 << 20
 // keep: levels up to 19 use at most 8 MiB.
 const zstdMaxWindow = 32 << 20
 
+// zstdWholeFrameMax is the largest declared frame content size decoded in
+// one call instead of streamed.
+const zstdWholeFrameMax = 1 << 20
+
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
 // Decompressors are pooled: creating one (zstd above all) costs more than
@@ -42,7 +46,13 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 var (
 	gzipPool   sync.Pool // *gzip.Reader
 	lz4Pool    = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
-	zstdPool   sync.Pool // *zstd.Decoder
+	zstdPool   sync.Pool // *zstd.Decoder, streaming
+	// Small frames are decoded whole (zstd's DecodeAll is about a fifth
+	// faster than its stream) by decoders that refuse to produce more than
+	// zstdWholeFrameMax, into pooled buffers of that size: bounded memory
+	// per batch all the same.
+	zstdWholePool sync.Pool // *zstd.Decoder with WithDecoderMaxMemory(zstdWholeFrameMax)
+	zstdBufPool   = sync.Pool{New: func() any { b := make([]byte, 0, zstdWholeFrameMax); return &b }}
 	bufioPool  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 	sourcePool = sync.Pool{New: func() any { return new(streamSource) }}
 )
@@ -100,6 +110,9 @@ func (s *streamSource) openGzip(data []byte) (io.Reader, error) {
 }
 
 func (s *streamSource) openZstd(data []byte) (io.Reader, error) {
+	if r, ok := s.openZstdWhole(data); ok {
+		return r, nil
+	}
 	zr, _ := zstdPool.Get().(*zstd.Decoder)
 	if zr == nil {
 		var err error
@@ -119,6 +132,37 @@ func (s *streamSource) openZstd(data []byte) (io.Reader, error) {
 	}
 	s.put = func() { _ = zr.Reset(nil); zstdPool.Put(zr) }
 	return zr, nil
+}
+
+// openZstdWhole decodes data in one call when its frame declares a small
+// content size; ok false: stream it instead (no size declared, too large,
+// or anything the whole-frame decoder refuses, which the stream then
+// reports as it would).
+func (s *streamSource) openZstdWhole(data []byte) (io.Reader, bool) {
+	var h zstd.Header
+	if err := h.Decode(data); err != nil || !h.HasFCS || h.FrameContentSize > zstdWholeFrameMax ||
+		int64(h.FrameContentSize) > s.total && s.total > 0 {
+		return nil, false
+	}
+	zr, _ := zstdWholePool.Get().(*zstd.Decoder)
+	if zr == nil {
+		var err error
+		zr, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxWindow(zstdMaxWindow), zstd.WithDecoderMaxMemory(zstdWholeFrameMax))
+		if err != nil {
+			return nil, false
+		}
+	}
+	bp := zstdBufPool.Get().(*[]byte)
+	out, err := zr.DecodeAll(data, (*bp)[:0])
+	zstdWholePool.Put(zr)
+	if err != nil || cap(out) > zstdWholeFrameMax {
+		zstdBufPool.Put(bp)
+		return nil, false
+	}
+	*bp = out
+	s.put = func() { *bp = (*bp)[:0]; zstdBufPool.Put(bp) }
+	return bytes.NewReader(out), true
 }
 
 // openSnappy reads a raw snappy block (its decoded length is in its
