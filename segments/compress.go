@@ -44,17 +44,17 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 // decoding a small batch. The pools are caches with no meaning of their own,
 // the one kind of package-level state this package keeps.
 var (
-	gzipPool   sync.Pool // *gzip.Reader
-	lz4Pool    = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
-	zstdPool   sync.Pool // *zstd.Decoder, streaming
+	gzipPool sync.Pool // *gzip.Reader
+	lz4Pool  = sync.Pool{New: func() any { return lz4.NewReader(nil) }}
+	zstdPool sync.Pool // *zstd.Decoder, streaming
 	// Small frames are decoded whole (zstd's DecodeAll is about a fifth
 	// faster than its stream) by decoders that refuse to produce more than
 	// zstdWholeFrameMax, into pooled buffers of that size: bounded memory
 	// per batch all the same.
 	zstdWholePool sync.Pool // *zstd.Decoder with WithDecoderMaxMemory(zstdWholeFrameMax)
 	zstdBufPool   = sync.Pool{New: func() any { b := make([]byte, 0, zstdWholeFrameMax); return &b }}
-	bufioPool  = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
-	sourcePool = sync.Pool{New: func() any { return new(streamSource) }}
+	bufioPool     = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+	sourcePool    = sync.Pool{New: func() any { return new(streamSource) }}
 )
 
 // openRecords returns the records of a record section compressed with
