@@ -1,9 +1,11 @@
 package kafkaproto
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -172,4 +174,31 @@ func TestSASLOptional(t *testing.T) {
 		t.Fatalf("login: %d", code)
 	}
 	metadataOK(t, c)
+}
+
+// FuzzSASLAuthenticate feeds arbitrary SaslAuthenticate tokens (two, as a
+// SCRAM exchange has) to PLAIN and SCRAM-SHA-256/512 conversations. It
+// must not panic, and a connection may end up logged in only as the one
+// user the broker knows.
+func FuzzSASLAuthenticate(f *testing.F) {
+	f.Add(byte(0), []byte("\x00alice\x00"+testPassword), []byte(nil))
+	f.Add(byte(0), []byte("alice\x00alice\x00x"), []byte(nil))
+	f.Add(byte(1), []byte("n,,n=alice,r=abcdef"), []byte("c=biws,r=abcdef,p=AAAA"))
+	f.Add(byte(2), []byte("n,a=bob,n=alice,r=x"), []byte("c=eSws,r=x,p="))
+	s := NewServer(newMemBroker(), Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RequireAuth: true})
+	defer s.Close()
+	mechs := []string{mechPlain, mechScram256, mechScram512}
+	f.Fuzz(func(t *testing.T, mech byte, first, second []byte) {
+		st := &connState{door: clientDoor, peerID: -1}
+		st.sasl.mechanism = mechs[int(mech)%len(mechs)]
+		ctx := withConnState(context.Background(), st)
+		for _, tok := range [][]byte{first, second} {
+			req := kmsg.NewPtrSASLAuthenticateRequest()
+			req.Version, req.SASLAuthBytes = 2, tok
+			s.saslAuthenticate(ctx, req)
+			if st.principal != "" && st.principal != "User:"+testUser {
+				t.Fatalf("logged in as %q", st.principal)
+			}
+		}
+	})
 }
