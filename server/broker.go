@@ -108,7 +108,7 @@ func (b *broker) start(maintainEvery time.Duration) error {
 	if b.storage == nil {
 		b.storage = &storageHealth{}
 	}
-	go b.run(ctx, maintainEvery)
+	go b.run(ctx, maintainEvery, img)
 	go b.isrLoop(ctx)
 	go b.storageLoop(ctx, cmp.Or(b.storageRetry, time.Second))
 	return nil
@@ -175,20 +175,30 @@ func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
 	b.reconcile(img)
 }
 
-func (b *broker) run(ctx context.Context, maintainEvery time.Duration) {
+func (b *broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {
 	defer close(b.done)
 	tick := time.NewTicker(maintainEvery)
 	defer tick.Stop()
+	// reconciled is the last image applied to the partitions (start
+	// applied the first). Each round
+	// compares the current image with it before waiting: an image
+	// published while reconcile (or maintain) ran would otherwise be
+	// missed, its change channel already closed before this loop asked
+	// for the next one, and a new partition's follower would not be
+	// created until some later metadata change (an acks=all write to it
+	// then waited out its timeout).
 	for {
-		_, changed := b.meta.Image()
+		img, changed := b.meta.Image()
+		if img != reconciled {
+			if err := b.reconcile(img); err != nil {
+				b.logger.Error("apply metadata to partitions", "index", img.Index, "err", err)
+			}
+			reconciled = img
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
-			img, _ := b.meta.Image()
-			if err := b.reconcile(img); err != nil {
-				b.logger.Error("apply metadata to partitions", "index", img.Index, "err", err)
-			}
 		case now := <-tick.C:
 			b.maintain(now)
 		}
