@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -220,4 +223,20 @@ func TestCLIOverHTTPS(t *testing.T) {
 	if out, err := run(nil, "topic", "list"); err == nil {
 		t.Fatalf("the CLI trusted an unknown CA without --ca-file:\n%s", out)
 	}
+}
+
+// The web UI works over HTTPS (HTTP/2): the cluster page loads and shows
+// the node's cluster id, fetched by the page's own script over TLS. The
+// browser is told to accept the private CA's certificate (the chain itself
+// is checked by TestHTTPSServesTheAPI).
+func TestUIOverHTTPS(t *testing.T) {
+	certs := makeCerts(t, "1")
+	node, base := startTLSNode(t, certs)
+	var cluster struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	uiHTTP(t, "GET", node.URL+"/v1/cluster", nil, &cluster)
+	ctx := uiBrowser(t, chromedp.Flag("ignore-certificate-errors", true))
+	uiDo(t, ctx, "open the cluster page over HTTPS", chromedp.Navigate(base+"/ui/#/cluster"))
+	uiWait(t, ctx, "cluster id over HTTPS", fmt.Sprintf(`location.protocol === 'https:' && document.querySelector('[data-test=cluster-id]')?.textContent === %q`, cluster.ClusterID))
 }

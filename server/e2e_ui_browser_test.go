@@ -34,7 +34,7 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-func uiBrowser(t *testing.T) context.Context {
+func uiBrowser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromiumPath
 	if _, err := os.Stat(path); err != nil {
@@ -58,6 +58,7 @@ func uiBrowser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
+	opts = append(opts, extra...)
 	ctx, cancelTimeout := context.WithTimeout(context.Background(), 3*time.Minute)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	bctx, cancelBrowser := chromedp.NewContext(actx)
