@@ -48,7 +48,7 @@ type mux struct {
 	handlers map[byte]func(net.Conn) // fixed after newMux
 	raft     *streamLayer
 	auth     *peerAuth // nil: plaintext, no handshake
-	rejects  *warnLimiter
+	rejects  *WarnLimiter
 	wg       sync.WaitGroup
 	once     sync.Once
 	ctx      context.Context // cancelled by close
@@ -75,7 +75,7 @@ func newMux(bind string, adv net.Addr, extra map[byte]func(net.Conn), auth *peer
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &mux{ln: ln, handlers: map[byte]func(net.Conn){}, auth: auth,
-		rejects: &warnLimiter{log: log, period: authWarnEvery}}
+		rejects: NewWarnLimiter(log, authWarnEvery)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.raft = &streamLayer{addr: adv, auth: auth, conns: make(chan net.Conn), done: make(chan struct{})}
 	if auth == nil {
@@ -167,7 +167,7 @@ func (m *mux) open(conn net.Conn) (net.Conn, func(net.Conn)) {
 	pc, err := m.auth.server(ctx, conn, b[0])
 	if err != nil {
 		if m.ctx.Err() == nil {
-			m.rejects.warn("raftfsm: rejected connection on the raft port",
+			m.rejects.Warn("raftfsm: rejected connection on the raft port",
 				"remote", conn.RemoteAddr().String(), "proto", string(b[:]), "err", err)
 		}
 		return nil, nil

@@ -395,7 +395,7 @@ func FuzzMuxOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	m := &mux{handlers: map[byte]func(net.Conn){protoEcho: func(net.Conn) {}}, auth: a,
-		rejects: &warnLimiter{log: slog.New(slog.DiscardHandler), period: time.Hour}}
+		rejects: NewWarnLimiter(slog.New(slog.DiscardHandler), time.Hour)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	f.Cleanup(m.cancel)
 	f.Add([]byte{protoEcho, 0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5})

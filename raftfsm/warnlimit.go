@@ -13,9 +13,12 @@ const (
 	authWarnEvery = 10 * time.Second
 )
 
-// warnLimiter logs at most one WARN line per period; the lines it holds
-// back are counted in the next one. Safe for concurrent use.
-type warnLimiter struct {
+// WarnLimiter logs at most one WARN line per period; the lines it holds
+// back are counted in the next one, so a peer retrying in a loop costs one
+// line per period, not one per attempt. Safe for concurrent use. The mux
+// uses one for refused connections; the server uses one for inter-broker
+// connections on this port whose hello it refuses.
+type WarnLimiter struct {
 	log    *slog.Logger
 	period time.Duration
 
@@ -24,7 +27,13 @@ type warnLimiter struct {
 	suppressed int
 }
 
-func (w *warnLimiter) warn(msg string, args ...any) {
+// NewWarnLimiter logs through log at most once per period.
+func NewWarnLimiter(log *slog.Logger, period time.Duration) *WarnLimiter {
+	return &WarnLimiter{log: log, period: period}
+}
+
+// Warn logs msg at WARN unless a line was logged less than a period ago.
+func (w *WarnLimiter) Warn(msg string, args ...any) {
 	w.mu.Lock()
 	now := time.Now()
 	if !w.last.IsZero() && now.Sub(w.last) < w.period {

@@ -56,8 +56,8 @@ type Server struct {
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
-	interHTTP   *connListener // forwarded HTTP requests from other nodes
-	peerRefused *warnLimiter  // inter-broker connections with a bad hello
+	interHTTP   *connListener        // forwarded HTTP requests from other nodes
+	peerRefused *raftfsm.WarnLimiter // inter-broker connections with a bad hello
 
 	stopElections context.CancelFunc // stops runLeaderElections
 	groups        *groupCoordinator  // nil unless a broker
@@ -177,7 +177,7 @@ func (s *Server) open() error {
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
-	s.peerRefused = &warnLimiter{log: s.logger, period: 10 * time.Second}
+	s.peerRefused = raftfsm.NewWarnLimiter(s.logger, 10*time.Second)
 	s.storage = &storageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:             s.cfg.NodeID,
@@ -304,7 +304,7 @@ func (s *Server) open() error {
 func (s *Server) acceptPeer(c net.Conn) {
 	pc, err := readPeerHello(c)
 	if err != nil {
-		s.peerRefused.warn("inter-broker connection refused", "remote", c.RemoteAddr().String(), "err", err)
+		s.peerRefused.Warn("inter-broker connection refused", "remote", c.RemoteAddr().String(), "err", err)
 		c.Close()
 		return
 	}
