@@ -149,24 +149,29 @@ func TestDecodeBatchStopsEarly(t *testing.T) {
 	// A reader asking for one record of a large batch allocates about one
 	// record, not the batch.
 	big := bombBatch(t, codecZstd, 4000, 4<<10) // 16 MB inflated
-	// Pooled decoders are dropped at a GC, and a fresh zstd decoder
-	// allocates its window: warm the pool up and keep the GC out of the
-	// measurement, so that what is counted is the reads themselves.
+	// Pooled decoders are dropped at a GC (and, under -race, sync.Pool
+	// drops a quarter of what is put back), and a fresh zstd decoder
+	// allocates its window. So: warm the pool up, keep the GC out, and
+	// take the cheapest of 5 reads, which reuses a decoder unless all 5
+	// missed the pool. Inflating the batch would cost 16 MB every time.
 	if it, err := DecodeBatch(big, 1<<20); err == nil {
 		it.Next(&r)
 		it.Close()
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	var ms1, ms2 runtimeMem
-	ms1.read()
+	cheapest := uint64(1 << 62)
 	for range 5 {
+		var ms1, ms2 runtimeMem
+		ms1.read()
 		it, _ := DecodeBatch(big, 1<<20)
 		it.Next(&r)
 		it.Close()
+		ms2.read()
+		cheapest = min(cheapest, ms2.total-ms1.total)
 	}
-	ms2.read()
-	if d := ms2.total - ms1.total; d > 5*(4<<20) {
-		t.Fatalf("5 one-record reads of a 16 MB batch allocated %d bytes", d)
+	t.Logf("cheapest read: %d bytes", cheapest)
+	if cheapest > 4<<20 {
+		t.Fatalf("the cheapest of 5 one-record reads of a 16 MB batch allocated %d bytes", cheapest)
 	}
 
 	// A record larger than the reader's bound is refused, not inflated.
