@@ -381,8 +381,11 @@ func decodeBytes(raw json.RawMessage, enc string, anyJSON bool) ([]byte, error) 
 	return s, nil
 }
 
+// decodeBase64 accepts padded and unpadded standard base64. The buffer is
+// sized for the unpadded form, which needs more room for a short tail (three
+// characters decode to two bytes unpadded, and to nothing padded).
 func decodeBase64(s []byte) ([]byte, error) {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	b := make([]byte, base64.RawStdEncoding.DecodedLen(len(s)))
 	n, err := base64.StdEncoding.Decode(b, s)
 	if err != nil {
 		n, err2 := base64.RawStdEncoding.Decode(b, s)

@@ -156,3 +156,20 @@ func FuzzEventID(f *testing.F) {
 		}
 	})
 }
+
+// A three-character unpadded base64 value decodes to two bytes; the padded
+// decoder's length for it is zero, which once sized the buffer and panicked
+// (found by FuzzDecodeProduceJSON).
+func TestDecodeBase64ShortUnpaddedTail(t *testing.T) {
+	for in, want := range map[string]string{"YWI": "ab", "YWI=": "ab", "YQ": "a", "YQ==": "a", "": ""} {
+		got, err := decodeBase64([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("decodeBase64(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	body := []byte(`{"records":[{"value":"YWI"}]}`)
+	recs, err := decodeProduceJSON(body, EncodingBase64, DefaultMaxProduceRecords)
+	if err != nil || len(recs) != 1 || string(recs[0].Value) != "ab" {
+		t.Fatalf("decodeProduceJSON(%s) = %+v, %v", body, recs, err)
+	}
+}
