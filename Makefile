@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/runnel/runnel/server.linkVersion=$(VERSION) -X github.
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration bench bench-short chaos lint generate clean
+.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration bench bench-short bench-http chaos lint generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
@@ -73,6 +73,12 @@ kgo-integration:
 
 bench:
 	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+# The HTTP door against the Kafka listener of the same node (issue 17): MB/s
+# and ratios for produce (JSON, NDJSON, binary batch) and consume (JSON,
+# binary batch), then single-record produce latency at 500 req/s.
+bench-http:
+	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench 'HTTPDoor|HTTPProduceLatency' -benchtime 1x -count=1 -timeout 30m ./server/
 
 # Every benchmark once with a small workload: CI's check that they still run.
 bench-short:

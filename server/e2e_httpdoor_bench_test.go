@@ -1,0 +1,465 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// BenchmarkHTTPDoor is the HTTP door's speed against the Kafka listener of
+// the same node in the same run (issue 17): franz-go produce and consume on
+// the Kafka port are the baseline, then HTTP produce (JSON, NDJSON, binary
+// RecordBatch) and HTTP consume (JSON, binary RecordBatch), each printed as
+// MB/s of record values and as a ratio to the Kafka figure. One node,
+// 1 KiB random values, 3 partitions, 4 concurrent HTTP clients sending
+// 500-record bodies. `make bench-http` runs it with ~100 MB per path;
+// without RUNNEL_BENCH=1 (make bench-short) it moves ~3 MB per path, a
+// check that it still runs, not a measurement.
+func BenchmarkHTTPDoor(b *testing.B) {
+	total := 3_000 // records per path
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		total = 100_000
+	}
+	if v := os.Getenv("RUNNEL_BENCH_RECORDS"); v != "" {
+		total, _ = strconv.Atoi(v)
+	}
+	node := servertest.Start(b, servertest.Options{})
+	d := newDoorBench(b, node, total)
+	for range b.N {
+		d.run()
+	}
+}
+
+const (
+	doorParts      = 3
+	doorPerBody    = 500
+	doorValueBytes = 1024
+	doorClients    = 4
+)
+
+type doorBench struct {
+	b     *testing.B
+	node  *servertest.Node
+	total int
+	value [][]byte // doorPerBody random values
+	runs  int
+}
+
+func newDoorBench(b *testing.B, node *servertest.Node, total int) *doorBench {
+	d := &doorBench{b: b, node: node, total: total - total%doorPerBody}
+	for range doorPerBody {
+		v := make([]byte, doorValueBytes)
+		for i := range v {
+			v[i] = byte(rand.Uint32()) // incompressible
+		}
+		d.value = append(d.value, v)
+	}
+	return d
+}
+
+// doorResult is one path's rate in MB/s of values (0: not available).
+type doorResult struct {
+	name string
+	mbs  float64
+	note string
+}
+
+func (d *doorBench) run() {
+	d.runs++
+	mb := func(dur time.Duration) float64 {
+		return float64(d.total*doorValueBytes) / 1e6 / dur.Seconds()
+	}
+	topics := 0
+	topic := func(what string) string {
+		topics++
+		name := fmt.Sprintf("door-%s-%d-%d", what, d.runs, topics)
+		runnelTopic(d.b, d.node, name, doorParts)
+		return name
+	}
+	kafkaTopic := topic("kafka")
+	kp := mb(benchProduceValues(d.b, d.node.KafkaAddr, kafkaTopic, d.total, d.value))
+	kc := mb(benchConsume(d.b, d.node.KafkaAddr, kafkaTopic, d.total))
+
+	var produce, consume []doorResult
+	for _, f := range []struct{ name, ctype, query string }{
+		{"JSON", "application/json", "?encoding=base64"},
+		{"NDJSON", "application/x-ndjson", "?encoding=base64"},
+		{"binary RecordBatch", batchMediaType, ""},
+	} {
+		dur, err := d.httpProduce(topic("p"), f.ctype, f.query)
+		produce = append(produce, doorResult{name: f.name, mbs: rateOrZero(mb, dur, err), note: errNote(err)})
+	}
+	// Consumes read what the Kafka producer wrote: the same bytes.
+	for _, f := range []struct{ name, accept, query string }{
+		{"JSON", "application/json", "&encoding=base64"},
+		{"binary RecordBatch", batchMediaType, ""},
+	} {
+		dur, err := d.httpConsume(kafkaTopic, f.accept, f.query)
+		consume = append(consume, doorResult{name: f.name, mbs: rateOrZero(mb, dur, err), note: errNote(err)})
+	}
+	d.report(kp, kc, produce, consume)
+}
+
+func rateOrZero(mb func(time.Duration) float64, dur time.Duration, err error) float64 {
+	if err != nil {
+		return 0
+	}
+	return mb(dur)
+}
+
+func errNote(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+func (d *doorBench) report(kp, kc float64, produce, consume []doorResult) {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n%d records of %d B per path, %d partitions, %d HTTP clients, %d records per HTTP body\n",
+		d.total, doorValueBytes, doorParts, doorClients, doorPerBody)
+	fmt.Fprintf(&sb, "| path | produce MB/s | ratio | consume MB/s | ratio |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&sb, "| Kafka listener (franz-go) | %.0f | 1.00 | %.0f | 1.00 |\n", kp, kc)
+	row := func(r doorResult, base float64) string {
+		if r.mbs == 0 {
+			return "n/a (" + r.note + ") | — "
+		}
+		return fmt.Sprintf("%.0f | %.2f", r.mbs, r.mbs/base)
+	}
+	names := map[string]bool{}
+	var order []string
+	for _, r := range append(append([]doorResult{}, produce...), consume...) {
+		if !names[r.name] {
+			names[r.name] = true
+			order = append(order, r.name)
+		}
+	}
+	for _, name := range order {
+		p, c := "— | —", "— | —"
+		for _, r := range produce {
+			if r.name == name {
+				p = row(r, kp)
+			}
+		}
+		for _, r := range consume {
+			if r.name == name {
+				c = row(r, kc)
+			}
+		}
+		fmt.Fprintf(&sb, "| HTTP %s | %s | %s |\n", name, p, c)
+	}
+	d.b.Log(sb.String())
+	d.b.ReportMetric(kp, "kafka_produce_MB/s")
+	d.b.ReportMetric(kc, "kafka_consume_MB/s")
+	for _, r := range produce {
+		d.b.ReportMetric(r.mbs/kp, "produce_"+metricName(r.name)+"_ratio")
+	}
+	for _, r := range consume {
+		d.b.ReportMetric(r.mbs/kc, "consume_"+metricName(r.name)+"_ratio")
+	}
+}
+
+func metricName(s string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.Fields(s)[0], " ", "_"))
+}
+
+// benchProduceValues produces n records cycling through values with
+// franz-go's defaults (distinct random values: snappy gains nothing).
+func benchProduceValues(b *testing.B, addr, topic string, n int, values [][]byte) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, kgo.SliceRecord(values[0])).FirstErr(); err != nil { // warm up
+		b.Fatal(err)
+	}
+	var failed atomic.Value
+	start := time.Now()
+	for i := range n - 1 {
+		cl.Produce(ctx, kgo.SliceRecord(values[i%len(values)]), func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// batchMediaType is the binary batch media type: Kafka RecordBatch v2.
+const batchMediaType = "application/vnd.kafka.recordbatch"
+
+// body renders the doorPerBody values in one produce format.
+func (d *doorBench) body(ctype string, part int) []byte {
+	switch ctype {
+	case "application/json":
+		var sb strings.Builder
+		sb.WriteString(`{"records":[`)
+		for i, v := range d.value {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			fmt.Fprintf(&sb, `{"value":"%s","partition":%d}`, base64.StdEncoding.EncodeToString(v), part)
+		}
+		sb.WriteString(`]}`)
+		return []byte(sb.String())
+	case "application/x-ndjson":
+		var sb strings.Builder
+		for _, v := range d.value {
+			fmt.Fprintf(&sb, `{"value":"%s","partition":%d}`+"\n", base64.StdEncoding.EncodeToString(v), part)
+		}
+		return []byte(sb.String())
+	}
+	return kafkaBatch(d.value)
+}
+
+// httpProduce sends d.total records in doorPerBody-record bodies from
+// doorClients goroutines, each body to one partition in turn.
+func (d *doorBench) httpProduce(topic, ctype, query string) (time.Duration, error) {
+	bodies := make([][]byte, doorParts)
+	for p := range bodies {
+		bodies[p] = d.body(ctype, p)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorClients}}
+	defer client.CloseIdleConnections()
+	post := func(i int) error {
+		p := i % doorParts
+		url := fmt.Sprintf("%s/v1/topics/%s/records%s", d.node.URL, topic, query)
+		if ctype == batchMediaType {
+			url += fmt.Sprintf("?partition=%d", p)
+		}
+		resp, err := client.Post(url, ctype, bytes.NewReader(bodies[p]))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("%d %s", resp.StatusCode, data)
+		}
+		return nil
+	}
+	if err := post(0); err != nil { // warm up, and is the format served?
+		return 0, err
+	}
+	n := d.total/doorPerBody - 1
+	var next atomic.Int64
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range doorClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				if err := post(i); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// The warm-up body counts toward the records, not the time: scale.
+	return time.Since(start) * time.Duration(n+1) / time.Duration(max(n, 1)), firstErr
+}
+
+// httpConsume reads every partition of topic from the start, one reader
+// per partition (as franz-go fetches all partitions at once).
+func (d *doorBench) httpConsume(topic, accept, query string) (time.Duration, error) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorParts}}
+	defer client.CloseIdleConnections()
+	var got atomic.Int64
+	errs := make([]error, doorParts)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for p := range doorParts {
+		wg.Go(func() {
+			for off := int64(0); ; {
+				n, next, hwm, err := consumeOnce(client, d.node.URL, topic, p, off, accept, query)
+				if err != nil {
+					errs[p] = err
+					return
+				}
+				got.Add(int64(n))
+				off = next
+				if off >= hwm {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	dur := time.Since(start)
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	if int(got.Load()) < d.total {
+		return 0, fmt.Errorf("consumed %d of %d records", got.Load(), d.total)
+	}
+	return dur, nil
+}
+
+// consumeOnce is one consume request: records read, next offset, high
+// watermark.
+func consumeOnce(client *http.Client, base, topic string, p int, off int64, accept, query string) (int, int64, int64, error) {
+	url := fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=4000&max_bytes=4194304%s", base, topic, p, off, query)
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Accept", accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if resp.StatusCode != 200 {
+		return 0, 0, 0, fmt.Errorf("%d %s", resp.StatusCode, data)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, accept) {
+		return 0, 0, 0, fmt.Errorf("asked for %s, got %s", accept, ct)
+	}
+	if accept == batchMediaType {
+		return countBinary(resp.Header, data, off)
+	}
+	var res struct {
+		Records []struct {
+			Value string `json:"value"`
+		} `json:"records"`
+		NextOffset    int64 `json:"next_offset"`
+		HighWatermark int64 `json:"high_watermark"`
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		return 0, 0, 0, err
+	}
+	return len(res.Records), res.NextOffset, res.HighWatermark, nil
+}
+
+// countBinary counts the records at or after off in concatenated batches
+// (the first batch may start before off) and reads the offsets from the
+// response headers.
+func countBinary(h http.Header, data []byte, off int64) (int, int64, int64, error) {
+	next, err1 := strconv.ParseInt(h.Get("Runnel-Next-Offset"), 10, 64)
+	hwm, err2 := strconv.ParseInt(h.Get("Runnel-High-Watermark"), 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, fmt.Errorf("offset headers: %v %v", err1, err2)
+	}
+	n := 0
+	for len(data) >= 61 {
+		base := int64(binary.BigEndian.Uint64(data))
+		size := 12 + int(binary.BigEndian.Uint32(data[8:]))
+		last := base + int64(binary.BigEndian.Uint32(data[23:]))
+		if size > len(data) {
+			break
+		}
+		n += int(last - max(base, off) + 1)
+		data = data[size:]
+	}
+	return n, next, hwm, nil
+}
+
+// kafkaBatch encodes values as one uncompressed RecordBatch v2.
+func kafkaBatch(values [][]byte) []byte {
+	var recs []byte
+	for i, v := range values {
+		r := kmsg.Record{OffsetDelta: int32(i), Value: v}
+		enc := r.AppendTo(nil)
+		recs = binary.AppendVarint(recs, int64(len(enc)-1))
+		recs = append(recs, enc[1:]...)
+	}
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Length: int32(61 - 12 + len(recs)), Magic: 2, LastOffsetDelta: int32(len(values) - 1),
+		FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: int32(len(values)), Records: recs}
+	out := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// BenchmarkHTTPProduceLatency is the latency of single-record HTTP produces
+// (acks=all, one node) sent at 500 requests/s from a few connections: p50
+// and p99 reported, no assertion. Without RUNNEL_BENCH=1 it sends 200.
+func BenchmarkHTTPProduceLatency(b *testing.B) {
+	count := 200
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		count = 5_000
+	}
+	node := servertest.Start(b, servertest.Options{})
+	runnelTopic(b, node, "latency", doorParts)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
+	body := []byte(`{"records":[{"value":"` + strings.Repeat("v", doorValueBytes) + `"}]}`)
+	url := node.URL + "/v1/topics/latency/records?encoding=string&acks=all"
+	for range b.N {
+		lat := make([]time.Duration, count)
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		tick := time.NewTicker(2 * time.Millisecond) // 500/s
+		for i := range count {
+			<-tick.C
+			wg.Go(func() {
+				start := time.Now()
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Store(fmt.Errorf("status %d", resp.StatusCode))
+				}
+				lat[i] = time.Since(start)
+			})
+		}
+		tick.Stop()
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		p50, p99 := lat[count/2], lat[count*99/100]
+		b.Logf("single-record produce at 500 req/s, acks=all: p50 %v, p99 %v (%d requests)", p50, p99, count)
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50_ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99_ms")
+	}
+}
