@@ -22,7 +22,7 @@ type metrics struct {
 	ring map[string]*topicRing // guarded by mu
 	now  func() time.Time
 
-	groupLag    *prometheus.GaugeVec // runnel_group_lag{group,topic}; grouplag.go
+	groupLag    *prometheus.GaugeVec // runnel_group_lag{group,topic}; metrics_grouplag.go
 	groupSeries groupLagSeries
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/web"
 )
 
@@ -59,9 +60,9 @@ type Server struct {
 	interHTTP   *connListener        // forwarded HTTP requests from other nodes
 	peerRefused *raftfsm.WarnLimiter // inter-broker connections with a bad hello
 
-	stopElections context.CancelFunc // stops runLeaderElections
-	groups        *groupCoordinator  // nil unless a broker
-	producerIDs   producerIDs        // InitProducerId's block of ids
+	stopElections context.CancelFunc  // stops runLeaderElections
+	groups        *groups.Coordinator // nil unless a broker
+	producerIDs   producerIDs         // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
 	authz         authzCache    // the authorizer of the last image (acls.go)
@@ -275,7 +276,7 @@ func (s *Server) open() error {
 			return err
 		}
 		s.groups = newGroupCoordinator(s)
-		s.groups.start()
+		s.groups.Start()
 		s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
 			Logger:              s.logger.With("component", "kafka"),
 			MaxRequestSize:      int32(min(s.cfg.MaxBodyBytes, 1<<30)),
@@ -423,7 +424,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	if s.groups != nil {
-		s.groups.close()
+		s.groups.Close()
 	}
 	if s.broker != nil {
 		if err := s.broker.close(); err != nil {

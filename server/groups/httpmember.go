@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"context"
@@ -93,13 +93,15 @@ func (g *group) membershipLocked(m *member) api.GroupMembership {
 	return ms
 }
 
-var errUnknownHTTPMember = fmt.Errorf("%w: no such member", api.ErrNotFound)
+// ErrUnknownMember: no HTTP member with that id (it left, or its session
+// expired).
+var ErrUnknownMember = fmt.Errorf("%w: no such member", api.ErrNotFound)
 
 // httpMemberLocked returns an HTTP member of the group.
 func (g *group) httpMemberLocked(id string) (*member, error) {
 	m, ok := g.members[id]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q is not a member of group %s (it left, or its session expired)", errUnknownHTTPMember, id, g.name)
+		return nil, fmt.Errorf("%w: %q is not a member of group %s (it left, or its session expired)", ErrUnknownMember, id, g.name)
 	}
 	if m.http == nil {
 		return nil, fmt.Errorf("%w: %q is a Kafka member", api.ErrConflict, id)
@@ -109,11 +111,11 @@ func (g *group) httpMemberLocked(id string) (*member, error) {
 
 // joinHTTP adds an HTTP member and waits (up to the session timeout) for
 // the group to settle with it.
-func (c *groupCoordinator) joinHTTP(ctx context.Context, g *group, req api.GroupJoinRequest) (api.GroupMembership, error) {
+func (c *Coordinator) joinHTTP(ctx context.Context, g *group, req api.GroupJoinRequest) (api.GroupMembership, error) {
 	if len(req.Topics) == 0 {
 		return api.GroupMembership{}, fmt.Errorf("%w: topics: at least one", api.ErrInvalidRequest)
 	}
-	img, _ := c.s.meta.Image()
+	img, _ := c.b.Image()
 	for _, t := range req.Topics {
 		if _, ok := img.Topics[t]; !ok {
 			return api.GroupMembership{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, t)
@@ -133,7 +135,7 @@ func (c *groupCoordinator) joinHTTP(ctx context.Context, g *group, req api.Group
 	}
 	res, err := g.join(ctx, jr, hm)
 	if err != nil {
-		return api.GroupMembership{}, toHTTPError(err)
+		return api.GroupMembership{}, err
 	}
 	wait := time.NewTimer(session)
 	defer wait.Stop()
@@ -160,7 +162,7 @@ func (c *groupCoordinator) joinHTTP(ctx context.Context, g *group, req api.Group
 }
 
 // pollHTTP reads records for an HTTP member from its positions.
-func (c *groupCoordinator) pollHTTP(ctx context.Context, g *group, id string, req api.GroupPollRequest) (api.GroupPollResult, error) {
+func (c *Coordinator) pollHTTP(ctx context.Context, g *group, id string, req api.GroupPollRequest) (api.GroupPollResult, error) {
 	deadline := c.now().Add(req.Wait)
 	for {
 		g.mu.Lock()
@@ -241,7 +243,7 @@ func (h *httpMember) resetOffset() int64 {
 
 // readPlan reads the planned partitions in order until the limits are met;
 // next holds the position reached in every partition read.
-func (c *groupCoordinator) readPlan(ctx context.Context, plan []pollStart, req api.GroupPollRequest) ([]api.GroupRecord, map[tp]int64, error) {
+func (c *Coordinator) readPlan(ctx context.Context, plan []pollStart, req api.GroupPollRequest) ([]api.GroupRecord, map[tp]int64, error) {
 	var recs []api.GroupRecord
 	next := map[tp]int64{}
 	bytes := 0
@@ -267,46 +269,18 @@ func (c *groupCoordinator) readPlan(ctx context.Context, plan []pollStart, req a
 			bytes += len(r.Key) + len(r.Value)
 			n += len(r.Key) + len(r.Value)
 		}
-		c.s.metrics.consumed(ps.t.Topic, len(res.Records), n)
+		c.b.Consumed(ps.t.Topic, len(res.Records), n)
 	}
 	return recs, next, nil
 }
 
-// read reads one partition wherever its leader is (one forwarding hop
-// started here, even when this request was itself forwarded: the
-// coordinator's read is a request of its own).
-func (c *groupCoordinator) read(ctx context.Context, t tp, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
-	img, _ := c.s.meta.Image()
-	top, ok := img.Topics[t.Topic]
-	if !ok || int(t.Partition) >= len(top.Partitions) {
-		return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d", api.ErrUnknownPartition, t.Topic, t.Partition)
-	}
-	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1)}
-	leader := top.Partitions[t.Partition].Leader
-	if leader != c.s.cfg.NodeID {
-		if _, ok := img.Brokers[leader]; !ok {
-			return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
-		}
-		return c.s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
-	}
-	res, err := c.s.broker.readRecords(ctx, readRequest{topic: t.Topic, partition: t.Partition, offset: offset,
-		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes})
-	if err != nil {
-		return api.ConsumeResult{}, toHTTPError(err)
-	}
-	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}
-	for _, r := range res.records {
-		cr := api.ConsumedRecord{Partition: t.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
-		for _, h := range r.Headers {
-			cr.Headers = append(cr.Headers, api.Header{Key: h.Key, Value: h.Value})
-		}
-		out.Records = append(out.Records, cr)
-	}
-	return out, nil
+// read reads one partition wherever its leader is.
+func (c *Coordinator) read(ctx context.Context, t tp, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
+	return c.b.Read(ctx, t, offset, maxRecords, maxBytes)
 }
 
 // commitHTTP commits offsets for an HTTP member (nil: its positions).
-func (c *groupCoordinator) commitHTTP(g *group, id string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
+func (c *Coordinator) commitHTTP(g *group, id string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
 	g.mu.Lock()
 	m, err := g.httpMemberLocked(id)
 	if err != nil {
@@ -330,7 +304,7 @@ func (c *groupCoordinator) commitHTTP(g *group, id string, offsets []api.GroupOf
 	g.mu.Unlock()
 	errs, err := g.commit(ref, co)
 	if err != nil {
-		return nil, toHTTPError(err)
+		return nil, err
 	}
 	if offsets != nil {
 		g.seekHTTP(id, ref.Generation, co, errs)

@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const (
 
 // group is one consumer group. Every field below mu is guarded by it.
 type group struct {
-	c         *groupCoordinator
+	c         *Coordinator
 	name      string
 	partition int32 // of __consumer_offsets
 
@@ -73,7 +73,7 @@ type syncOutcome struct {
 	err error
 }
 
-func newGroup(c *groupCoordinator, name string, partition int32) *group {
+func newGroup(c *Coordinator, name string, partition int32) *group {
 	return &group{c: c, name: name, partition: partition, state: stateEmpty,
 		members: map[string]*member{}, pending: map[string]time.Time{}, instances: map[string]string{},
 		offsets: map[tp]offsetEntry{}, changed: make(chan struct{})}
@@ -109,8 +109,8 @@ func (g *group) failWaitersLocked(m *member, err error) {
 // checkSessionTimeout bounds a joining member's session timeout by
 // --group-min/max-session-timeout, before any protocol check, as Kafka
 // does. Zero bounds (a Config not from DefaultConfig) take the defaults.
-func (c *groupCoordinator) checkSessionTimeout(ms int32) error {
-	lo, hi := c.s.cfg.GroupMinSessionTimeout, c.s.cfg.GroupMaxSessionTimeout
+func (c *Coordinator) checkSessionTimeout(ms int32) error {
+	lo, hi := c.cfg.MinSessionTimeout, c.cfg.MaxSessionTimeout
 	if lo <= 0 {
 		lo = groupMinSessionTimeout
 	}

@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func (g *group) commit(ref kafkaproto.MemberRef, offsets []kafkaproto.CommitOffs
 func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) ([]error, error) {
 	errs := make([]error, len(offsets))
 	now := g.c.now().UnixMilli()
-	var recs []newRecord
+	var recs []Record
 	var keep []int
 	entries := make([]offsetEntry, len(offsets))
 	for i, o := range offsets {
@@ -48,7 +48,7 @@ func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) ([]error, 
 			errs[i] = err
 			continue
 		}
-		recs = append(recs, newRecord{Key: offsetKey(g.name, o.TopicPartition), Value: val, Timestamp: now})
+		recs = append(recs, Record{Key: offsetKey(g.name, o.TopicPartition), Value: val, Timestamp: now})
 		keep = append(keep, i)
 	}
 	if len(recs) == 0 {
@@ -126,7 +126,7 @@ func (g *group) deleteOffsets(parts []tp) ([]error, error) {
 	}
 	subscribed := g.subscribedTopicsLocked()
 	errs := make([]error, len(parts))
-	var recs []newRecord
+	var recs []Record
 	var del []tp
 	now := g.c.now().UnixMilli()
 	for i, t := range parts {
@@ -135,7 +135,7 @@ func (g *group) deleteOffsets(parts []tp) ([]error, error) {
 			continue
 		}
 		if _, ok := g.offsets[t]; ok {
-			recs = append(recs, newRecord{Key: offsetKey(g.name, t), Timestamp: now})
+			recs = append(recs, Record{Key: offsetKey(g.name, t), Timestamp: now})
 			del = append(del, t)
 		}
 	}
@@ -162,9 +162,9 @@ func (g *group) deleteGroup() error {
 		return fmt.Errorf("%w: %s has %d members", kafkaproto.ErrNonEmptyGroup, g.name, len(g.members))
 	}
 	now := g.c.now().UnixMilli()
-	recs := []newRecord{{Key: groupKey(g.name), Timestamp: now}}
+	recs := []Record{{Key: groupKey(g.name), Timestamp: now}}
 	for t := range g.offsets {
-		recs = append(recs, newRecord{Key: offsetKey(g.name, t), Timestamp: now})
+		recs = append(recs, Record{Key: offsetKey(g.name, t), Timestamp: now})
 	}
 	if err := g.appendRecordsLocked(recs); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"sort"
@@ -67,7 +67,7 @@ func encodeSubscription(topics []string, owned []assignedTopic) []byte {
 // subscribed to it (sorted by id) get consecutive partition ranges, the
 // first ones one extra when the count does not divide.
 func (g *group) assignRangeLocked() map[string][]byte {
-	img, _ := g.c.s.meta.Image()
+	img, _ := g.c.b.Image()
 	byTopic := map[string][]string{}
 	for _, id := range g.sortedMemberIDsLocked() {
 		m := g.members[id]

@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
-	"github.com/runnel/runnel/segments"
 )
 
 // Records of __consumer_offsets. Kafka's layout of keys (so compaction keeps
@@ -138,38 +137,13 @@ func parseGroupKey(key []byte) (kind int16, group string, t tp, err error) {
 // one batch (all or none), acks=all: it returns once the in-sync replicas
 // hold it, so a commit that was acknowledged survives a coordinator
 // failover.
-func (g *group) appendRecordsLocked(recs []newRecord) error {
-	b := g.c.s.broker
-	if b == nil {
-		return errGroupClosed
-	}
-	p, err := b.partition(offsetsTopic, g.partition)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errGroupNotCoordinator, err)
-	}
+func (g *group) appendRecordsLocked(recs []Record) error {
 	ctx, cancel := context.WithTimeout(context.Background(), groupStoreTimeout)
 	defer cancel()
-	if _, err := p.produce(ctx, buildBatch(recs), -1); err != nil {
-		return fmt.Errorf("store group %s: %w", g.name, coordinatorAppendError(err))
+	if err := g.c.b.Append(ctx, g.partition, recs); err != nil {
+		return fmt.Errorf("store group %s: %w", g.name, err)
 	}
 	return nil
-}
-
-// coordinatorAppendError turns the error of an append to the offsets
-// partition into what Kafka's coordinator answers, so clients do what they
-// would with Kafka: a partition that moved or a failing disk means this
-// broker is no longer the coordinator (NOT_COORDINATOR: find it again); too
-// few replicas or a timeout means the coordinator is briefly unavailable
-// (COORDINATOR_NOT_AVAILABLE: retry). Never NOT_LEADER_FOR_PARTITION, which
-// a client does not expect from a group call.
-func coordinatorAppendError(err error) error {
-	switch {
-	case errors.Is(err, errNotLeader), errors.Is(err, segments.ErrStorage):
-		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
-	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: %v", kafkaproto.ErrCoordinatorNotAvailable, err)
-	}
-	return err
 }
 
 // persistLocked writes the group's metadata record (members and their
@@ -191,7 +165,7 @@ func (g *group) persistLocked() error {
 	if err != nil {
 		return err
 	}
-	err = g.appendRecordsLocked([]newRecord{{Key: groupKey(g.name), Value: val, Timestamp: g.c.now().UnixMilli()}})
+	err = g.appendRecordsLocked([]Record{{Key: groupKey(g.name), Value: val, Timestamp: g.c.now().UnixMilli()}})
 	if err != nil {
 		g.c.logger.Warn("store group metadata", "group", g.name, "err", err)
 	}
@@ -201,12 +175,8 @@ func (g *group) persistLocked() error {
 // loadPartition reads an offsets partition from its start and rebuilds its
 // groups. Members come back with a fresh session: those that keep
 // heartbeating with their generation carry on without a rebalance.
-func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
-	b := c.s.broker
-	if b == nil {
-		return nil, errGroupClosed
-	}
-	p, err := b.partition(offsetsTopic, idx)
+func (c *Coordinator) loadPartition(idx int32) (map[string]*group, error) {
+	p, err := c.b.OffsetsLog(idx)
 	if err != nil {
 		return nil, err
 	}
@@ -214,34 +184,34 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 	// followers have fetched; loading below it could miss commits that
 	// were acknowledged, so offsets would go back. Wait (the caller
 	// retries at its next tick; clients see COORDINATOR_LOAD_IN_PROGRESS).
-	for deadline := c.now().Add(groupLoadWait); p.hwm.Load() < p.log.EndOffset(); {
+	for deadline := c.now().Add(groupLoadWait); p.HighWatermark() < p.EndOffset(); {
 		if c.now().After(deadline) {
-			return nil, fmt.Errorf("%s-%d: %w: %d < %d", offsetsTopic, idx, errLoadBehind, p.hwm.Load(), p.log.EndOffset())
+			return nil, fmt.Errorf("%s-%d: %w: %d < %d", offsetsTopic, idx, errLoadBehind, p.HighWatermark(), p.EndOffset())
 		}
 		time.Sleep(groupTick)
 	}
 	metas := map[string]*storedGroup{}
 	offsets := map[string]map[tp]offsetEntry{}
-	for off := p.log.StartOffset(); ; {
-		res, err := p.readDecoded(off, 1000, 4<<20)
-		for _, r := range res.records {
+	for off := p.StartOffset(); ; {
+		recs, next, hwm, err := p.ReadRecords(off, 1000, 4<<20)
+		for _, r := range recs {
 			c.replay(r, metas, offsets)
 		}
 		if err != nil {
 			// A batch that cannot be decoded would keep every group of
 			// this partition "loading" forever: skip it, loudly.
-			next, serr := batchEndAt(p, res.next)
+			end, serr := p.BatchEnd(next)
 			if serr != nil {
-				return nil, fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, idx, res.next, err)
+				return nil, fmt.Errorf("read %s-%d at %d: %w", offsetsTopic, idx, next, err)
 			}
 			c.logger.Warn("skipping unreadable __consumer_offsets batch", "partition", idx,
-				"offset", res.next, "next", next, "err", err)
-			res.next = next
+				"offset", next, "next", end, "err", err)
+			next = end
 		}
-		if res.next <= off || res.next >= res.hwm {
+		if next <= off || next >= hwm {
 			break
 		}
-		off = res.next
+		off = next
 	}
 	groups := map[string]*group{}
 	get := func(name string) *group {
@@ -265,27 +235,7 @@ func (c *groupCoordinator) loadPartition(idx int32) (map[string]*group, error) {
 	return groups, nil
 }
 
-// batchEndAt returns the offset after the batch holding off, read from its
-// header alone (no CRC or record check: the batch is known to be bad).
-func batchEndAt(p *partition, off int64) (int64, error) {
-	chunk, err := p.read(off, batchHeaderLen)
-	if err != nil {
-		return 0, err
-	}
-	data, err := chunk.Bytes()
-	chunk.Close()
-	if err != nil {
-		return 0, err
-	}
-	if len(data) < batchHeaderLen {
-		return 0, fmt.Errorf("%w: %d bytes at %d", errBadGroupRecord, len(data), off)
-	}
-	base := int64(binary.BigEndian.Uint64(data[0:]))
-	last := base + int64(int32(binary.BigEndian.Uint32(data[23:])))
-	return max(last+1, off+1), nil
-}
-
-func (c *groupCoordinator) replay(r Record, metas map[string]*storedGroup, offsets map[string]map[tp]offsetEntry) {
+func (c *Coordinator) replay(r Record, metas map[string]*storedGroup, offsets map[string]map[tp]offsetEntry) {
 	kind, name, t, err := parseGroupKey(r.Key)
 	if err != nil {
 		c.logger.Warn("skipping __consumer_offsets record", "offset", r.Offset, "err", err)

@@ -1,4 +1,4 @@
-package server
+package groups
 
 import (
 	"bytes"
@@ -37,15 +37,15 @@ func TestGroupPartition(t *testing.T) {
 		{"Aa", 3, 2112 % 3},
 		{"\U0001F600", 7, (55357*31 + 56832) % 7},
 	} {
-		if got := groupPartition(tc.group, tc.n); got != tc.want {
-			t.Errorf("groupPartition(%q, %d) = %d, want %d", tc.group, tc.n, got, tc.want)
+		if got := Partition(tc.group, tc.n); got != tc.want {
+			t.Errorf("Partition(%q, %d) = %d, want %d", tc.group, tc.n, got, tc.want)
 		}
 	}
 	// A negative hash is made positive, as Math.abs does.
 	if h := javaStringHash("my-group"); h >= 0 {
 		t.Fatalf("want a negative hash for the test, got %d", h)
-	} else if got, want := groupPartition("my-group", 50), (-h)%50; got != want {
-		t.Errorf("groupPartition(my-group) = %d, want %d", got, want)
+	} else if got, want := Partition("my-group", 50), (-h)%50; got != want {
+		t.Errorf("Partition(my-group) = %d, want %d", got, want)
 	}
 }
 

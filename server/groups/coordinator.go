@@ -1,34 +1,4 @@
-package server
-
-// Consumer groups: one coordinator for Kafka clients and HTTP consumers.
-//
-// Files: group.go (coordinator lifecycle, leadership of the offsets topic,
-// group lookup), groupstate.go (group state, JoinGroup and the rebalance),
-// groupsync.go (SyncGroup, heartbeats, leaving, session and rebalance timers),
-// groupstore.go (records in __consumer_offsets: encoding, appends, load),
-// groupoffsets.go (commit, fetch, delete, list, describe), groupkafka.go
-// (kafkaproto.GroupCoordinator), grouphttp.go and grouphttpmember.go (the
-// HTTP API: admin, lag, HTTP members, forwarding to the coordinator),
-// groupassign.go (the server-side range assignor for HTTP leaders),
-// grouplag.go (the lag sampler, runnel_group_lag and the UI lag series).
-//
-// The coordinator of group g is the leader of partition
-// abs(javaHash(g)) % n of __consumer_offsets. Each node's coordinator
-// follows the metadata image: when it becomes the leader of an offsets
-// partition it loads the groups of that partition by scanning it from the
-// start, and answers COORDINATOR_LOAD_IN_PROGRESS for them meanwhile; when
-// it stops leading one it drops those groups (NOT_COORDINATOR), failing
-// any pending joins and syncs. Offsets and group metadata are appended to
-// the partition like any data (the partition's acks=all path), never
-// proposed to Raft.
-//
-// Goroutines: run (leadership follower, session and rebalance timers, lag
-// sampler) is started by start and stopped by close. JoinGroup and
-// SyncGroup callers wait on a channel of their member, without locks.
-//
-// Lock order: groupCoordinator.loadMu, then groupCoordinator.mu, then
-// group.mu, then the broker's locks (appends happen under group.mu so the
-// log order of a group's records is the order of its in-memory changes).
+package groups
 
 import (
 	"context"
@@ -46,8 +16,12 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 )
 
+// OffsetsTopic is the internal topic holding the groups' offsets and
+// metadata.
+const OffsetsTopic = "__consumer_offsets"
+
 const (
-	offsetsTopic              = "__consumer_offsets"
+	offsetsTopic              = OffsetsTopic
 	defaultOffsetsPartitions  = 3
 	groupTick                 = 100 * time.Millisecond
 	groupLagSampleEvery       = 10 * time.Second
@@ -63,10 +37,11 @@ var (
 	errGroupClosed         = fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
 )
 
-// groupCoordinator serves the groups whose offsets partitions this broker
+// Coordinator serves the groups whose offsets partitions this broker
 // leads.
-type groupCoordinator struct {
-	s       *Server
+type Coordinator struct {
+	cfg     Config
+	b       Backend
 	logger  *slog.Logger
 	now     func() time.Time
 	initial time.Duration // delay before the first generation of an empty group
@@ -89,19 +64,27 @@ type groupShard struct {
 	loaded bool
 }
 
-func newGroupCoordinator(s *Server) *groupCoordinator {
-	return &groupCoordinator{s: s, logger: s.logger.With("component", "groups"), now: time.Now,
+// New returns a coordinator of this broker's groups; Start starts it.
+func New(cfg Config, b Backend) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Coordinator{cfg: cfg, b: b, logger: cfg.Logger, now: cfg.Now,
 		initial: groupInitialRebalanceWait, shards: map[int32]*groupShard{}, groups: map[string]*group{}}
 }
 
-func (c *groupCoordinator) start() {
+// Start starts the coordinator's goroutine.
+func (c *Coordinator) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel, c.done = cancel, make(chan struct{})
 	go c.run(ctx)
 }
 
-// close stops the goroutine and fails every pending join and sync.
-func (c *groupCoordinator) close() {
+// Close stops the goroutine and fails every pending join and sync.
+func (c *Coordinator) Close() {
 	if c.cancel != nil {
 		c.cancel()
 		<-c.done
@@ -117,13 +100,13 @@ func (c *groupCoordinator) close() {
 	}
 }
 
-func (c *groupCoordinator) run(ctx context.Context) {
+func (c *Coordinator) run(ctx context.Context) {
 	defer close(c.done)
 	tick := time.NewTicker(groupTick)
 	defer tick.Stop()
 	lastLag := time.Time{}
 	for {
-		_, changed := c.s.meta.Image()
+		_, changed := c.b.Image()
 		c.follow()
 		select {
 		case <-ctx.Done():
@@ -150,14 +133,14 @@ func offsetsPartitions(img *raftfsm.Image) int32 {
 
 // follow loads the offsets partitions this broker newly leads and drops
 // those it no longer leads (or leads in a newer epoch: reloaded).
-func (c *groupCoordinator) follow() {
+func (c *Coordinator) follow() {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	img, _ := c.s.meta.Image()
+	img, _ := c.b.Image()
 	want := map[int32]int32{}
 	if t, ok := img.Topics[offsetsTopic]; ok {
 		for i, pm := range t.Partitions {
-			if pm.Leader == c.s.cfg.NodeID {
+			if pm.Leader == c.cfg.NodeID {
 				want[int32(i)] = pm.LeaderEpoch
 			}
 		}
@@ -209,7 +192,7 @@ func (c *groupCoordinator) follow() {
 }
 
 // unloadLocked drops the groups of an offsets partition.
-func (c *groupCoordinator) unloadLocked(p int32) {
+func (c *Coordinator) unloadLocked(p int32) {
 	delete(c.shards, p)
 	for name, g := range c.groups {
 		if g.partition != p {
@@ -232,9 +215,9 @@ func javaStringHash(s string) int32 {
 	return h
 }
 
-// groupPartition is Kafka's abs(groupId.hashCode) % n (Utils.abs maps
+// Partition is Kafka's abs(groupId.hashCode) % n (Utils.abs maps
 // MinInt32 to 0).
-func groupPartition(group string, n int32) int32 {
+func Partition(group string, n int32) int32 {
 	h := javaStringHash(group)
 	if h == -1<<31 {
 		h = 0
@@ -247,33 +230,32 @@ func groupPartition(group string, n int32) int32 {
 // ensureOffsetsTopic creates __consumer_offsets on first use (compacted,
 // replication factor min(3, alive brokers)) and loads what this broker
 // leads of it.
-func (c *groupCoordinator) ensureOffsetsTopic(ctx context.Context) (*raftfsm.Image, error) {
-	img, _ := c.s.meta.Image()
+func (c *Coordinator) ensureOffsetsTopic(ctx context.Context) (*raftfsm.Image, error) {
+	img, _ := c.b.Image()
 	if offsetsPartitions(img) > 0 {
 		return img, nil
 	}
-	n := c.s.cfg.OffsetsTopicPartitions
+	n := c.cfg.OffsetsPartitions
 	if n <= 0 {
 		n = defaultOffsetsPartitions
 	}
 	rf := int16(min(3, aliveBrokers(img)))
-	_, err := c.s.createTopic(ctx, topicSpec{name: offsetsTopic, partitions: n, replicationFactor: max(rf, 1),
-		configs: map[string]string{"cleanup.policy": "compact"}}, false)
+	err := c.b.CreateTopic(ctx, offsetsTopic, n, max(rf, 1), map[string]string{"cleanup.policy": "compact"})
 	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
 		return nil, fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, offsetsTopic, err)
 	}
 	c.follow()
-	img, _ = c.s.meta.Image()
+	img, _ = c.b.Image()
 	return img, nil
 }
 
 // coordinatorOf returns the broker id coordinating group (-1 when the
 // offsets partition has no leader) and the partition.
-func (c *groupCoordinator) coordinatorOf(ctx context.Context, group string, create bool) (int32, int32, error) {
+func (c *Coordinator) coordinatorOf(ctx context.Context, group string, create bool) (int32, int32, error) {
 	if group == "" {
 		return -1, -1, fmt.Errorf("%w: empty group id", kafkaproto.ErrInvalidGroupID)
 	}
-	img, _ := c.s.meta.Image()
+	img, _ := c.b.Image()
 	if offsetsPartitions(img) == 0 {
 		if !create {
 			return -1, -1, nil
@@ -289,13 +271,13 @@ func (c *groupCoordinator) coordinatorOf(ctx context.Context, group string, crea
 	if !ok || len(t.Partitions) == 0 {
 		return -1, -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, offsetsTopic)
 	}
-	p := groupPartition(group, int32(len(t.Partitions)))
+	p := Partition(group, int32(len(t.Partitions)))
 	return t.Partitions[p].Leader, p, nil
 }
 
 // lookup returns the group called name when this broker coordinates it;
 // create makes an empty one when it does not exist.
-func (c *groupCoordinator) lookup(ctx context.Context, name string, create bool) (*group, error) {
+func (c *Coordinator) lookup(ctx context.Context, name string, create bool) (*group, error) {
 	leader, p, err := c.coordinatorOf(ctx, name, create)
 	if err != nil {
 		return nil, err
@@ -310,7 +292,7 @@ func (c *groupCoordinator) lookup(ctx context.Context, name string, create bool)
 	}
 	sh, ok := c.shards[p]
 	switch {
-	case !ok && leader == c.s.cfg.NodeID:
+	case !ok && leader == c.cfg.NodeID:
 		return nil, errGroupLoading
 	case !ok:
 		return nil, fmt.Errorf("%w (broker %d does)", errGroupNotCoordinator, leader)
@@ -326,7 +308,7 @@ func (c *groupCoordinator) lookup(ctx context.Context, name string, create bool)
 }
 
 // remove forgets a group that was deleted (its tombstones are written).
-func (c *groupCoordinator) remove(g *group) {
+func (c *Coordinator) remove(g *group) {
 	c.mu.Lock()
 	if c.groups[g.name] == g {
 		delete(c.groups, g.name)
@@ -335,7 +317,7 @@ func (c *groupCoordinator) remove(g *group) {
 }
 
 // snapshot returns the loaded groups sorted by name.
-func (c *groupCoordinator) snapshot() []*group {
+func (c *Coordinator) snapshot() []*group {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*group, 0, len(c.groups))
@@ -348,7 +330,7 @@ func (c *groupCoordinator) snapshot() []*group {
 
 // expire runs the timers of every group: session timeouts, rebalance
 // timeouts and the initial rebalance delay.
-func (c *groupCoordinator) expire(now time.Time) {
+func (c *Coordinator) expire(now time.Time) {
 	for _, g := range c.snapshot() {
 		g.mu.Lock()
 		g.tickLocked(now)
@@ -357,9 +339,19 @@ func (c *groupCoordinator) expire(now time.Time) {
 }
 
 // newMemberID is Kafka's clientId-uuid form.
-func (c *groupCoordinator) newMemberID(clientID string) string {
+func (c *Coordinator) newMemberID(clientID string) string {
 	if clientID == "" {
 		clientID = "member"
 	}
 	return clientID + "-" + nuid.Next()
+}
+
+func aliveBrokers(img *raftfsm.Image) int {
+	n := 0
+	for _, b := range img.Brokers {
+		if b.State == raftfsm.BrokerAlive {
+			n++
+		}
+	}
+	return n
 }

@@ -1,0 +1,36 @@
+// Package groups is the consumer group coordinator: one coordinator for
+// Kafka clients and HTTP consumers, built on a small Backend (the metadata
+// image, appends to and reads of partitions, the lag metrics) rather than on
+// the server, so its logic is tested in-process with a fake Backend.
+//
+// Files: coordinator.go (lifecycle, leadership of the offsets topic, group
+// lookup), state.go (group state, JoinGroup and the rebalance), sync.go
+// (SyncGroup, heartbeats, leaving, session and rebalance timers), store.go
+// (records in __consumer_offsets: encoding, appends, load), offsets.go
+// (commit, fetch, delete, describe), kafka.go (the Kafka door's group APIs),
+// http.go and httpmember.go (the HTTP door's: admin, lag, HTTP members),
+// assign.go (the server-side range assignor for HTTP leaders), lag.go (the
+// lag sampler), backend.go (Config, Backend and Log: what it needs from the
+// broker). The server wires it (server/groupsbackend.go) and translates its
+// errors for each door (server/kafkabackend_groups.go,
+// server/httpbackend_groups.go, which also proxies a group's HTTP requests to
+// its coordinator).
+//
+// The coordinator of group g is the leader of partition
+// abs(javaHash(g)) % n of __consumer_offsets. Each node's coordinator
+// follows the metadata image: when it becomes the leader of an offsets
+// partition it loads the groups of that partition by scanning it from the
+// start, and answers COORDINATOR_LOAD_IN_PROGRESS for them meanwhile; when
+// it stops leading one it drops those groups (NOT_COORDINATOR), failing
+// any pending joins and syncs. Offsets and group metadata are appended to
+// the partition like any data (the partition's acks=all path), never
+// proposed to Raft.
+//
+// Goroutines: run (leadership follower, session and rebalance timers, lag
+// sampler) is started by Start and stopped by Close. JoinGroup and
+// SyncGroup callers wait on a channel of their member, without locks.
+//
+// Lock order: Coordinator.loadMu, then Coordinator.mu, then group.mu, then
+// the Backend (appends happen under group.mu so the log order of a group's
+// records is the order of its in-memory changes).
+package groups

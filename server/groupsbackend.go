@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/groups"
+)
+
+// offsetsTopic is the group coordinator's internal topic.
+const offsetsTopic = groups.OffsetsTopic
+
+// groupsBackend is what the group coordinator (server/groups) reaches of
+// this node: the metadata image, the controller, the offsets partitions led
+// here, reads of any partition and the lag metrics.
+type groupsBackend struct{ s *Server }
+
+var _ groups.Backend = groupsBackend{}
+
+func newGroupCoordinator(s *Server) *groups.Coordinator {
+	return groups.New(groups.Config{
+		NodeID:            s.cfg.NodeID,
+		OffsetsPartitions: s.cfg.OffsetsTopicPartitions,
+		MinSessionTimeout: s.cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout: s.cfg.GroupMaxSessionTimeout,
+		Logger:            s.logger.With("component", "groups"),
+	}, groupsBackend{s})
+}
+
+func (b groupsBackend) Image() (*raftfsm.Image, <-chan struct{}) { return b.s.meta.Image() }
+
+func (b groupsBackend) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
+	_, err := b.s.createTopic(ctx, topicSpec{name: name, partitions: partitions, replicationFactor: rf, configs: configs}, false)
+	return err
+}
+
+func (b groupsBackend) Append(ctx context.Context, idx int32, recs []groups.Record) error {
+	br := b.s.broker
+	if br == nil {
+		return fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
+	}
+	p, err := br.partition(offsetsTopic, idx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
+	}
+	nr := make([]newRecord, len(recs))
+	for i, r := range recs {
+		nr[i] = newRecord{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	}
+	if _, err := p.produce(ctx, buildBatch(nr), -1); err != nil {
+		return coordinatorAppendError(err)
+	}
+	return nil
+}
+
+// coordinatorAppendError turns the error of an append to the offsets
+// partition into what Kafka's coordinator answers, so clients do what they
+// would with Kafka: a partition that moved or a failing disk means this
+// broker is no longer the coordinator (NOT_COORDINATOR: find it again); too
+// few replicas or a timeout means the coordinator is briefly unavailable
+// (COORDINATOR_NOT_AVAILABLE: retry). Never NOT_LEADER_FOR_PARTITION, which
+// a client does not expect from a group call.
+func coordinatorAppendError(err error) error {
+	switch {
+	case errors.Is(err, errNotLeader), errors.Is(err, segments.ErrStorage):
+		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
+	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %v", kafkaproto.ErrCoordinatorNotAvailable, err)
+	}
+	return err
+}
+
+func (b groupsBackend) OffsetsLog(idx int32) (groups.Log, error) {
+	br := b.s.broker
+	if br == nil {
+		return nil, fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
+	}
+	p, err := br.partition(offsetsTopic, idx)
+	if err != nil {
+		return nil, err
+	}
+	return offsetsLog{p}, nil
+}
+
+// offsetsLog is an offsets partition as the coordinator's loader reads it.
+type offsetsLog struct{ p *partition }
+
+func (l offsetsLog) StartOffset() int64       { return l.p.log.StartOffset() }
+func (l offsetsLog) EndOffset() int64         { return l.p.log.EndOffset() }
+func (l offsetsLog) HighWatermark() int64     { return l.p.hwm.Load() }
+func (l offsetsLog) Changed() <-chan struct{} { return l.p.changed() }
+
+func (l offsetsLog) ReadRecords(off int64, maxRecords, maxBytes int) ([]groups.Record, int64, int64, error) {
+	res, err := l.p.readDecoded(off, maxRecords, maxBytes)
+	out := make([]groups.Record, len(res.records))
+	for i, r := range res.records {
+		out[i] = groups.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
+	}
+	return out, res.next, res.hwm, err
+}
+
+// BatchEnd returns the offset after the batch holding off, read from its
+// header alone (no CRC or record check: the batch is known to be bad).
+func (l offsetsLog) BatchEnd(off int64) (int64, error) {
+	chunk, err := l.p.read(off, batchHeaderLen)
+	if err != nil {
+		return 0, err
+	}
+	data, err := chunk.Bytes()
+	chunk.Close()
+	if err != nil {
+		return 0, err
+	}
+	if len(data) < batchHeaderLen {
+		return 0, fmt.Errorf("%w: %d bytes at %d", errCorruptBatch, len(data), off)
+	}
+	base := int64(binary.BigEndian.Uint64(data[0:]))
+	last := base + int64(int32(binary.BigEndian.Uint32(data[23:])))
+	return max(last+1, off+1), nil
+}
+
+// Read reads one partition wherever its leader is (one forwarding hop
+// started here, even when this request was itself forwarded: the
+// coordinator's read is a request of its own).
+func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
+	s := b.s
+	img, _ := s.meta.Image()
+	top, ok := img.Topics[t.Topic]
+	if !ok || int(t.Partition) >= len(top.Partitions) {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d", api.ErrUnknownPartition, t.Topic, t.Partition)
+	}
+	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1)}
+	leader := top.Partitions[t.Partition].Leader
+	if leader != s.cfg.NodeID {
+		if _, ok := img.Brokers[leader]; !ok {
+			return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
+		}
+		return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
+	}
+	res, err := s.broker.readRecords(ctx, readRequest{topic: t.Topic, partition: t.Partition, offset: offset,
+		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes})
+	if err != nil {
+		return api.ConsumeResult{}, toHTTPError(err)
+	}
+	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}
+	for _, r := range res.records {
+		cr := api.ConsumedRecord{Partition: t.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
+		for _, h := range r.Headers {
+			cr.Headers = append(cr.Headers, api.Header{Key: h.Key, Value: h.Value})
+		}
+		out.Records = append(out.Records, cr)
+	}
+	return out, nil
+}
+
+// OffsetForTime is the first offset whose record is at or after ts (the
+// end when there is none).
+func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartition, ts, end int64) (int64, error) {
+	s := b.s
+	img, _ := s.meta.Image()
+	top := img.Topics[t.Topic]
+	leader := top.Partitions[t.Partition].Leader
+	if leader == s.cfg.NodeID {
+		p, err := s.broker.partition(t.Topic, t.Partition)
+		if err != nil {
+			return 0, toHTTPError(err)
+		}
+		return p.resolveOffset(0, &ts)
+	}
+	if _, ok := img.Brokers[leader]; !ok {
+		return 0, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
+	}
+	res, err := s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader),
+		api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Timestamp: &ts, MaxRecords: 1, MaxBytes: 1})
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Records) > 0 {
+		return res.Records[0].Offset, nil
+	}
+	return min(res.NextOffset, end), nil
+}
+
+func (b groupsBackend) SetGroupLag(group string, byTopic map[string]int64) {
+	b.s.metrics.setGroupLag(group, byTopic)
+}
+func (b groupsBackend) ForgetGroupLag(group string) { b.s.metrics.forgetGroupLag(group) }
+func (b groupsBackend) Consumed(topic string, records, bytes int) {
+	b.s.metrics.consumed(topic, records, bytes)
+}

@@ -1,0 +1,235 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/groups"
+)
+
+// The HTTP door's group APIs: the coordinator (server/groups) answers for
+// the groups this node coordinates; here the door checks ACLs, lists the
+// other brokers' groups, proxies requests to a group's coordinator and
+// translates errors.
+
+var _ api.GroupsBackend = (*httpBackend)(nil)
+
+// groupHTTPErrors maps the coordinator's errors to the api's sentinels.
+var groupHTTPErrors = []struct{ from, to error }{
+	{groups.ErrUnknownMember, api.ErrNotFound},
+	{kafkaproto.ErrGroupIDNotFound, api.ErrUnknownGroup},
+	{kafkaproto.ErrNonEmptyGroup, api.ErrConflict},
+	{kafkaproto.ErrRebalanceInProgress, api.ErrConflict},
+	{kafkaproto.ErrIllegalGeneration, api.ErrConflict},
+	{kafkaproto.ErrFencedInstanceID, api.ErrConflict},
+	{kafkaproto.ErrUnknownMemberID, api.ErrConflict},
+	{kafkaproto.ErrGroupSubscribedToTopic, api.ErrConflict},
+	{kafkaproto.ErrInconsistentGroupProtocol, api.ErrConflict},
+	{kafkaproto.ErrInvalidGroupID, api.ErrInvalidRequest},
+	{kafkaproto.ErrOffsetMetadataTooLarge, api.ErrInvalidRequest},
+	{kafkaproto.ErrInvalidSessionTimeout, api.ErrInvalidRequest},
+	{kafkaproto.ErrNotCoordinator, api.ErrNotLeader},
+	{kafkaproto.ErrCoordinatorLoading, api.ErrNotReady},
+	{kafkaproto.ErrCoordinatorNotAvailable, api.ErrNotLeader},
+}
+
+func groupHTTPError(err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, e := range groupHTTPErrors {
+		if errors.Is(err, e.from) {
+			return &translatedError{kind: e.to, err: err}
+		}
+	}
+	return toHTTPError(err)
+}
+
+// groups returns the coordinator's HTTP view (requests for groups other
+// nodes coordinate were proxied to them by groupsProxy).
+func (h *httpBackend) groups() (groups.HTTP, error) {
+	if h.s.groups == nil {
+		return groups.HTTP{}, fmt.Errorf("%w: this node hosts no group coordinator", api.ErrNotLeader)
+	}
+	return h.s.groups.HTTP(), nil
+}
+
+func (h *httpBackend) ListGroups(ctx context.Context) ([]api.GroupSummary, error) {
+	var out []api.GroupSummary
+	if c := h.s.groups; c != nil {
+		out, _ = c.HTTP().ListGroups(ctx)
+	}
+	if !isForwarded(ctx) {
+		// Every broker lists the groups it coordinates; ask the others.
+		img, _ := h.s.meta.Image()
+		for _, b := range img.Brokers {
+			if b.ID == h.s.cfg.NodeID || b.State != raftfsm.BrokerAlive {
+				continue
+			}
+			var res api.GroupList
+			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+nodeHost(b.ID)+"/v1/groups", nil, &res); err != nil {
+				h.s.logger.Warn("list groups of broker", "broker", b.ID, "err", err)
+				continue
+			}
+			out = append(out, res.Groups...)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
+}
+
+func (h *httpBackend) DescribeGroup(ctx context.Context, name string) (api.GroupDetail, error) {
+	g, err := h.groups()
+	if err != nil {
+		return api.GroupDetail{}, err
+	}
+	d, err := g.DescribeGroup(ctx, name)
+	return d, groupHTTPError(err)
+}
+
+func (h *httpBackend) DeleteGroup(ctx context.Context, name string) error {
+	g, err := h.groups()
+	if err != nil {
+		return err
+	}
+	return groupHTTPError(g.DeleteGroup(ctx, name))
+}
+
+func (h *httpBackend) GroupOffsets(ctx context.Context, name string) ([]api.GroupOffset, error) {
+	g, err := h.groups()
+	if err != nil {
+		return nil, err
+	}
+	out, err := g.GroupOffsets(ctx, name)
+	return out, groupHTTPError(err)
+}
+
+func (h *httpBackend) CommitGroupOffsets(ctx context.Context, name string, req api.GroupCommitRequest) ([]api.GroupOffset, error) {
+	g, err := h.groups()
+	if err != nil {
+		return nil, err
+	}
+	out, err := g.CommitGroupOffsets(ctx, name, req)
+	return out, groupHTTPError(err)
+}
+
+func (h *httpBackend) ResetGroupOffsets(ctx context.Context, name string, req api.GroupResetRequest) (api.GroupResetResult, error) {
+	g, err := h.groups()
+	if err != nil {
+		return api.GroupResetResult{Group: name, DryRun: req.DryRun == nil || *req.DryRun}, err
+	}
+	out, err := g.ResetGroupOffsets(ctx, name, req)
+	return out, groupHTTPError(err)
+}
+
+func (h *httpBackend) JoinGroup(ctx context.Context, name string, req api.GroupJoinRequest) (api.GroupMembership, error) {
+	// The member's polls read these topics: Kafka's Fetch needs read on each.
+	for _, t := range req.Topics {
+		if p := api.PrincipalFrom(ctx); !h.s.allowed(p, "*", "topic", t, "read") {
+			return api.GroupMembership{}, fmt.Errorf("%w: %s may not read topic %q (no ACL allows it)", api.ErrForbidden, p, t)
+		}
+	}
+	g, err := h.groups()
+	if err != nil {
+		return api.GroupMembership{}, err
+	}
+	ms, err := g.JoinGroup(ctx, name, req)
+	return ms, groupHTTPError(err)
+}
+
+func (h *httpBackend) PollGroup(ctx context.Context, name, member string, req api.GroupPollRequest) (api.GroupPollResult, error) {
+	g, err := h.groups()
+	if err != nil {
+		return api.GroupPollResult{}, err
+	}
+	res, err := g.PollGroup(ctx, name, member, req)
+	return res, groupHTTPError(err)
+}
+
+func (h *httpBackend) CommitMember(ctx context.Context, name, member string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
+	g, err := h.groups()
+	if err != nil {
+		return nil, err
+	}
+	out, err := g.CommitMember(ctx, name, member, offsets)
+	return out, groupHTTPError(err)
+}
+
+func (h *httpBackend) LeaveGroup(ctx context.Context, name, member string) error {
+	g, err := h.groups()
+	if err != nil {
+		return err
+	}
+	return groupHTTPError(g.LeaveGroup(ctx, name, member))
+}
+
+// groupsProxy sends /v1/groups/{group}... requests to the node that
+// coordinates the group (one hop: a proxied request is served where it
+// lands), so an HTTP member's calls may reach any node.
+func (s *Server) groupsProxy(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := ""
+		if name, ok := groupOfPath(r.URL); ok && !isForwarded(r.Context()) {
+			addr = s.groupCoordinatorHTTP(name)
+		}
+		if addr == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		proxy := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(&url.URL{Scheme: "http", Host: addr})
+				pr.Out.Header.Set(forwardedHeader, "1")
+				// Never the client's own: the coordinator trusts this one.
+				pr.Out.Header.Del(api.PrincipalHeader)
+				if p := api.PrincipalFrom(pr.In.Context()); p != "" {
+					pr.Out.Header.Set(api.PrincipalHeader, p)
+				}
+			},
+			Transport: s.forward.client.Transport,
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				api.WriteProblem(w, r, fmt.Errorf("%w: the group's coordinator (%s) is unreachable", api.ErrNotLeader, addr))
+			},
+		}
+		proxy.ServeHTTP(w, r)
+	})
+}
+
+// groupOfPath returns the group of a /v1/groups/{group}[/...] path.
+func groupOfPath(u *url.URL) (string, bool) {
+	rest, ok := strings.CutPrefix(u.EscapedPath(), "/v1/groups/")
+	if !ok || rest == "" {
+		return "", false
+	}
+	seg, _, _ := strings.Cut(rest, "/")
+	name, err := url.PathUnescape(seg)
+	return name, err == nil && name != ""
+}
+
+// groupCoordinatorHTTP is the forwarding host of the group's coordinator
+// (nodeHost: reached over the inter-node port) when it is another node
+// ("" when it is this one or unknown).
+func (s *Server) groupCoordinatorHTTP(group string) string {
+	img, _ := s.meta.Image()
+	t, ok := img.Topics[offsetsTopic]
+	if !ok || len(t.Partitions) == 0 {
+		return ""
+	}
+	leader := t.Partitions[groups.Partition(group, int32(len(t.Partitions)))].Leader
+	if leader < 0 || leader == s.cfg.NodeID {
+		return ""
+	}
+	if _, ok := img.Brokers[leader]; ok {
+		return nodeHost(leader)
+	}
+	return ""
+}
