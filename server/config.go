@@ -140,11 +140,13 @@ type Config struct {
 // DefaultConfig is `runnel serve` with no flags.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                  1,
-		Roles:                   []Role{RoleController, RoleBroker},
-		DataDir:                 "./data",
-		HTTPAddr:                ":8080",
-		KafkaAddr:               ":9092",
+		NodeID:  1,
+		Roles:   []Role{RoleController, RoleBroker},
+		DataDir: "./data",
+		// Loopback by default: with no flags a node is reachable only
+		// from this machine, so --auth none is safe (authmode.go).
+		HTTPAddr:                "127.0.0.1:8080",
+		KafkaAddr:               "127.0.0.1:9092",
 		RaftAddr:                "127.0.0.1:9093",
 		BrokerHeartbeatInterval: 2 * time.Second,
 		BrokerSessionTimeout:    9 * time.Second,

@@ -94,6 +94,9 @@ func Open(cfg Config) (*Server, error) {
 	if err := cfg.Auth.check(); err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckAuthMode(); err != nil {
+		return nil, err
+	}
 	if err := s.lockDataDir(); err != nil {
 		return nil, err
 	}

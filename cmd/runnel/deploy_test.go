@@ -126,6 +126,12 @@ func resolve(t *testing.T, n deployNode) resolved {
 	if _, err := newLogger(get("log-level"), get("log-format")); err != nil {
 		t.Errorf("%s: %v", n.where, err)
 	}
+	allowAnon, _ := fs.GetBool("allow-anonymous")
+	mode := server.Config{HTTPAddr: r.http, HTTPSAddr: get("https-addr"), KafkaAddr: r.kafka, KafkaTLSAddr: get("kafka-tls-addr"),
+		Auth: server.AuthConfig{Mode: get("auth"), AllowAnonymous: allowAnon}}
+	if err := mode.CheckAuthMode(); err != nil {
+		t.Errorf("%s: the node would not start: %v", n.where, err)
+	}
 	r.httpAdv = orDefault(get("http-advertised-addr"), r.http)
 	r.kafkaAdv = orDefault(get("kafka-advertised-addr"), r.kafka)
 	r.raftAdv = orDefault(get("raft-advertised-addr"), r.raft)

@@ -128,7 +128,7 @@ func newServeCommand() *cobra.Command {
 		Use:   "serve",
 		Short: "Run a runnel node (controller, broker or both)",
 		Long: "Run a runnel node. With no flags: a complete single-node cluster on ./data,\n" +
-			"HTTP and the UI on :8080, the Kafka listener on :9092.\n\n" +
+			"HTTP and the UI on 127.0.0.1:8080, the Kafka listener on 127.0.0.1:9092.\n\n" +
 			"Every flag can also be set as RUNNEL_<FLAG> (e.g. RUNNEL_DATA_DIR) or in the\n" +
 			"YAML file named by --config (keys are flag names).",
 		Args: cobra.NoArgs,
