@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -189,12 +188,14 @@ func (rr recordsResource) writeRecords(w http.ResponseWriter, res ConsumeResult,
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 32<<10)
 	bw.WriteString(`{"records":[`)
+	var buf []byte // one record's JSON, reused
 	for i, rec := range res.Records {
+		buf = buf[:0]
 		if i > 0 {
-			bw.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		data, _ := json.Marshal(encodeRecord(rec, enc)) // wireConsumed always marshals
-		if _, err := bw.Write(data); err != nil {
+		buf = appendConsumed(buf, rec, enc)
+		if _, err := bw.Write(buf); err != nil {
 			return // the client left or stopped reading
 		}
 	}

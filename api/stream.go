@@ -298,14 +298,12 @@ func (rr recordsResource) writeBatch(sw *sseWriter, sp streamPlan, b streamBatch
 		return false
 	}
 	var size int64
+	var data []byte // one record's JSON, reused
 	for _, rec := range b.records {
 		if rec.Offset <= last[b.partition] {
 			continue // never deliver an offset twice
 		}
-		data, err := json.Marshal(encodeRecord(rec, sp.enc))
-		if err != nil {
-			return false
-		}
+		data = appendConsumed(data[:0], rec, sp.enc)
 		last[b.partition] = rec.Offset
 		if !sw.event(FormatEventID(b.partition, sp.partitions, last), "record", data) {
 			return false

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+var consumedSeeds = []ConsumedRecord{
+	{Partition: 1, Offset: 7, Timestamp: time.UnixMilli(1700000000123), Key: []byte("k"), Value: []byte(`{"a": [1, 2 ], "b":"<&>"}`)},
+	{Value: []byte("plain text \"quoted\"\n\t\x01 é")},
+	{Key: []byte{0xff, 0}, Value: []byte{0xfe, 0xff, 1}},
+	{Value: []byte(`"a json string"`), Headers: []Header{{Key: "b", Value: []byte("2")}, {Key: "a", Value: nil}, {Key: "b", Value: []byte("3")}}},
+	{Headers: []Header{{Key: "x\xff", Value: []byte{0xff}}, {Key: "", Value: []byte("")}}},
+	{Value: []byte("12 34"), Key: []byte{}},
+	{Value: []byte("\u2028<>")},
+}
+
+// appendConsumed renders the same JSON value as encoding/json renders of
+// encodeRecord, for every encoding.
+func TestAppendConsumedMatchesMarshal(t *testing.T) {
+	for _, enc := range []string{EncodingJSON, EncodingString, EncodingBase64} {
+		for i, r := range consumedSeeds {
+			checkAppendConsumed(t, r, enc, i)
+		}
+	}
+}
+
+func checkAppendConsumed(t *testing.T, r ConsumedRecord, enc string, i int) {
+	t.Helper()
+	want, err := json.Marshal(encodeRecord(r, enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := appendConsumed(nil, r, enc)
+	var w, g any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s record %d: invalid JSON %s: %v", enc, i, got, err)
+	}
+	if !reflect.DeepEqual(w, g) {
+		t.Fatalf("%s record %d:\n got %s\nwant %s", enc, i, got, want)
+	}
+}
+
+// FuzzAppendConsumed: whatever the stored bytes, the consume encoder
+// writes valid JSON equal to what encoding/json makes of the record.
+func FuzzAppendConsumed(f *testing.F) {
+	for _, r := range consumedSeeds {
+		var hk string
+		var hv []byte
+		if len(r.Headers) > 0 {
+			hk, hv = r.Headers[0].Key, r.Headers[0].Value
+		}
+		f.Add(r.Key, r.Value, hk, hv, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte, hk string, hv []byte, sel uint8) {
+		enc := []string{EncodingJSON, EncodingString, EncodingBase64}[int(sel)%3]
+		r := ConsumedRecord{Key: key, Value: value, Headers: []Header{{Key: hk, Value: hv}, {Key: "z", Value: key}}}
+		if sel&4 != 0 {
+			r.Key, r.Headers = nil, nil
+		}
+		checkAppendConsumed(t, r, enc, 0)
+	})
+}
+
+func BenchmarkAppendConsumed(b *testing.B) {
+	value := make([]byte, 1024)
+	for i := range value {
+		value[i] = byte(i * 7)
+	}
+	r := ConsumedRecord{Offset: 123456, Timestamp: time.Now(), Value: value, Headers: []Header{{Key: "h", Value: []byte("v")}}}
+	for _, enc := range []string{EncodingBase64, EncodingString} {
+		b.Run("new/"+enc, func(b *testing.B) {
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			var buf []byte
+			for b.Loop() {
+				buf = appendConsumed(buf[:0], r, enc)
+			}
+		})
+		b.Run("marshal/"+enc, func(b *testing.B) {
+			b.SetBytes(int64(len(value)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = json.Marshal(encodeRecord(r, enc))
+			}
+		})
+	}
+}
