@@ -246,7 +246,7 @@ func (c *conn) handle(frame []byte) error {
 			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
 			ctx = withAckWaits(ctx, acks)
 		}
-		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || advertisesBrokers(h.key) || h.key == saslHandshakeKey || h.key == saslAuthenticateKey {
+		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || h.key == writeTxnMarkersKey || advertisesBrokers(h.key) || h.key == saslHandshakeKey || h.key == saslAuthenticateKey {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {

@@ -31,7 +31,7 @@
 //	              alterconfigs, describelogdirs, electleaders,
 //	              alterpartitionreassignments, listpartitionreassignments,
 //	              describequorum, describetopicpartitions, describeproducers,
-//	              alterreplicalogdirs,
+//	              alterreplicalogdirs, writetxnmarkers (inter-broker only),
 //	              saslhandshake, saslauthenticate
 //
 // # Goroutines and locks
@@ -55,7 +55,8 @@
 // or the peer door (ServePeers: inter-broker connections the server has
 // authenticated on its raft port). Each door has its own connection budget,
 // so clients cannot starve replication; the client door also caps the
-// connections of one IP address. Requests acting as a follower replica
+// connections of one IP address. WriteTxnMarkers is refused (CLUSTER_AUTHORIZATION_FAILED) on the client
+// door. Requests acting as a follower replica
 // (Fetch and OffsetForLeaderEpoch with ReplicaID >= 0) are refused with
 // TOPIC_AUTHORIZATION_FAILED on the client door, and on the peer door when
 // the connection (a PeerConn) claimed another node id. Refusals are logged

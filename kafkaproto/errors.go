@@ -58,6 +58,10 @@ var (
 	// answers a follower fetch without ClusterAction permission with
 	// TOPIC_AUTHORIZATION_FAILED in every partition, and so does runnel.
 	ErrReplicaNotAuthorized = errors.New("kafkaproto: replica requests are accepted only from that broker on the inter-broker port")
+	// Transaction markers (writetxnmarkers.go). ErrMarkerNotAuthorized:
+	// WriteTxnMarkers from a client connection.
+	ErrMarkerNotAuthorized          = errors.New("kafkaproto: transaction markers are accepted only from brokers on the inter-broker port")
+	ErrTransactionCoordinatorFenced = errors.New("kafkaproto: transaction coordinator fenced")
 )
 
 // errorTable maps each sentinel to its Kafka error. It is the only place
@@ -106,6 +110,8 @@ var errorTable = []struct {
 	{ErrLogDirNotFound, kerr.LogDirNotFound},
 	{ErrReplicaNotAvailable, kerr.ReplicaNotAvailable},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
+	{ErrMarkerNotAuthorized, kerr.ClusterAuthorizationFailed},
+	{ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 

@@ -77,6 +77,8 @@ func handlerTable() map[int16]apiHandler {
 		handle(describeACLsKey, describeACLsMin, describeACLsMax, (*Server).describeACLs, describeACLsError),
 		handle(createACLsKey, createACLsMin, createACLsMax, (*Server).createACLs, createACLsError),
 		handle(deleteACLsKey, deleteACLsMin, deleteACLsMax, (*Server).deleteACLs, deleteACLsError),
+		// Transactions, log side.
+		handle(writeTxnMarkersKey, writeTxnMarkersMin, writeTxnMarkersMax, (*Server).writeTxnMarkers, writeTxnMarkersError),
 	} {
 		t[h.key] = h
 	}

@@ -168,8 +168,9 @@ func TestEveryVersion(t *testing.T) {
 	addr, s := startServer(t, b, Options{})
 	mustCreate(t, b, "sweep", 3)
 	mustCreate(t, b, "grow", 1)
-	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys) != len(s.handlers) {
-		t.Fatalf("sweep covers %d keys, groups_test.go %d and sasl_test.go %d, table has %d", len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(s.handlers))
+	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys)+len(peerSweepKeys) != len(s.handlers) {
+		t.Fatalf("sweep covers %d keys, groups_test.go %d, sasl_test.go %d and writetxnmarkers_test.go %d, table has %d",
+			len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(peerSweepKeys), len(s.handlers))
 	}
 	// Seed data for fetch, list offsets and delete records.
 	if _, err := b.Produce(context.Background(), "sweep", 0, testBatch(5, -1, -1), -1); err != nil {
@@ -328,6 +329,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{21, "DeleteRecords", 0, 2},
 		{22, "InitProducerID", 0, 5},
 		{23, "OffsetForLeaderEpoch", 2, 4},
+		{27, "WriteTxnMarkers", 0, 1},
 		{29, "DescribeACLs", 0, 3},
 		{30, "CreateACLs", 0, 3},
 		{31, "DeleteACLs", 0, 3},

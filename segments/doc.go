@@ -56,6 +56,12 @@
 //	57  int32  recordCount
 //	61         records (compressed as a whole when the codec is not 0)
 //
+// A control batch (attributes bits 4 and 5) is a transaction marker
+// written by a transaction coordinator: one uncompressed record whose key is
+// int16 version 0 and int16 type (0 abort, 1 commit) and whose value is
+// int16 version 0 and int32 coordinator epoch (BuildControlBatch,
+// ParseControlBatch).
+//
 // baseOffset and partitionLeaderEpoch lie outside the CRC, so assigning them
 // leaves the producer's bytes and CRC valid. A batch holds the offsets
 // baseOffset..baseOffset+lastOffsetDelta; base offsets increase strictly

@@ -277,7 +277,8 @@ type BatchInfo struct {
 	LastOffset     int64
 	Size           int // bytes of the whole batch
 	Attributes     int16
-	Control        bool
+	Control        bool // a transaction marker (ParseControlBatch)
+	Transactional  bool // part of a transaction (control batches are too)
 	LogAppendTime  bool
 	FirstTimestamp int64
 	MaxTimestamp   int64
@@ -309,7 +310,7 @@ func NextBatch(data []byte) (info BatchInfo, ok bool, err error) {
 	}
 	h, err := checkBatch(data, 0, countCompacted)
 	info = BatchInfo{BaseOffset: h.baseOffset, LastOffset: h.lastOffset(), Size: int(size),
-		Attributes: h.attributes, Control: h.isControl(), LogAppendTime: h.attributes&0x8 != 0,
+		Attributes: h.attributes, Control: h.isControl(), Transactional: h.attributes&AttrTransactional != 0, LogAppendTime: h.attributes&0x8 != 0,
 		FirstTimestamp: h.firstTimestamp, MaxTimestamp: h.maxTimestamp, NumRecords: h.numRecords}
 	if len(data) >= batchHeaderLen {
 		info.ProducerID = int64(binary.BigEndian.Uint64(data[producerIDAt:]))

@@ -27,6 +27,7 @@ type kafkaBackend struct {
 var (
 	_ kafkaproto.Broker             = (*kafkaBackend)(nil)
 	_ kafkaproto.ReplicatedProducer = (*kafkaBackend)(nil)
+	_ kafkaproto.TxnMarkerWriter    = (*kafkaBackend)(nil)
 )
 
 // kafkaErrors is the one table from server errors to the listener's sentinels.
@@ -68,6 +69,8 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrInvalidAssignment, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrNoReassignment, kafkaproto.ErrNoReassignmentInProgress},
+	// Transaction markers (txnmarkers.go).
+	{errCoordinatorFenced, kafkaproto.ErrTransactionCoordinatorFenced},
 }
 
 func toKafkaError(err error) error {

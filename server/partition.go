@@ -116,6 +116,9 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		return appendResult{}, fmt.Errorf("%w: %d trailing bytes", errCorruptBatch, len(batches)-size)
 	}
 	for _, b := range views {
+		if b.isControl() {
+			return appendResult{}, errControlFromClient
+		}
 		if len(b.raw) > int(p.maxMessage.Load()) {
 			return appendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", errTooLarge, len(b.raw), p.maxMessage.Load())
 		}

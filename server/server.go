@@ -3,6 +3,15 @@
 // adapters that let the two front doors, api (HTTP) and kafkaproto (Kafka),
 // reach the same partitions and metadata.
 //
+// Transactions, log side (txnmarkers.go): a transaction coordinator ends a
+// transaction in a partition with
+//
+//	func (b *broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (offset int64, err error)
+//
+// on the partition's leader (acks=all), or with WriteTxnMarkers (Kafka API
+// 27) on the leader's inter-broker port; segments.BuildControlBatch and
+// segments.ParseControlBatch are the marker codec.
+//
 // Goroutines: Open starts the HTTP server, the Kafka listener and the
 // broker's follower; Close stops them in reverse order and waits for each.
 // Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/segments"
+)
+
+// Transaction markers, the log side of Kafka's transactions: a transaction
+// coordinator ends a producer's transaction in each partition it touched by
+// writing a commit or abort marker (a control batch, segments.Marker) with
+// WriteTxnMarker on the partition's leader, directly when it is this
+// broker, or through WriteTxnMarkers (Kafka API 27) on the leader's
+// inter-broker port otherwise. Clients cannot write control batches
+// (Produce answers INVALID_RECORD) and the client port refuses
+// WriteTxnMarkers.
+
+var (
+	errCoordinatorFenced = errors.New("transaction coordinator fenced")
+	errControlFromClient = fmt.Errorf("%w: clients may not write control batches (transaction markers)", segments.ErrInvalidRecord)
+)
+
+// WriteTxnMarker writes the marker m (commit or abort of producer
+// m.ProducerID at m.ProducerEpoch, from a coordinator at
+// m.CoordinatorEpoch) to topic-partition, which this broker must lead, and
+// returns once the in-sync replicas hold it (acks=all; ctx bounds the
+// wait). It returns the marker's offset. Errors: errNotLeader,
+// errUnknownTopic / errUnknownPartition, errNotEnoughReplicas (ISR below
+// min.insync.replicas: nothing written), errInvalidProducerEpoch (the
+// partition has seen a newer epoch of the producer), errCoordinatorFenced
+// (it has seen a marker from a newer coordinator epoch), a storage error.
+// A marker for a producer with no open transaction in the partition is
+// written anyway (Kafka does; a retried marker after a coordinator
+// failover is harmless). Safe for concurrent use.
+func (b *broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (int64, error) {
+	p, err := b.partition(topic, partition)
+	if err != nil {
+		return -1, err
+	}
+	res, wait, err := p.appendMarker(m)
+	if err != nil {
+		return -1, err
+	}
+	return res.baseOffset, wait(ctx)
+}
+
+// appendMarker is WriteTxnMarker on the partition up to the wait.
+func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.Context) error, error) {
+	if m.Type != segments.ControlAbort && m.Type != segments.ControlCommit {
+		return appendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
+	}
+	epoch := p.leaderEpoch.Load()
+	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
+		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	now := time.Now()
+	if err := p.loadProducersLocked(now); err != nil {
+		return appendResult{}, nil, err
+	}
+	if e, ok := p.producers.lookup(m.ProducerID, now); ok && e.epoch > m.ProducerEpoch {
+		return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
+			errInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+	}
+	batch := segments.BuildControlBatch(m, now.UnixMilli())
+	info, err := p.log.Append(batch, epoch)
+	if errors.Is(err, segments.ErrStorage) {
+		return appendResult{}, nil, storageErr(p.topic, p.index, err)
+	}
+	if err != nil {
+		return appendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.topic, p.index, err)
+	}
+	p.leaderAppended()
+	res := appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset, logAppendTime: -1, logStart: info.LogStartOffset}
+	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil
+}
+
+// WriteTxnMarker serves WriteTxnMarkers (API 27) from the inter-broker port.
+func (k *kafkaBackend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
+	typ := segments.ControlAbort
+	if m.Commit {
+		typ = segments.ControlCommit
+	}
+	_, err := k.s.broker.WriteTxnMarker(ctx, topic, partition, segments.Marker{ProducerID: m.ProducerID,
+		ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch, Type: typ})
+	return toKafkaError(err)
+}
