@@ -239,6 +239,14 @@ func (s *Server) open() error {
 	s.cancelRequests = cancelRequests
 	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
 	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.withAuth(s.groupsProxy(handler)))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
+	// knowledge (h2c) on the plaintext port, so one connection carries
+	// many concurrent produces and consumes (curl --http2-prior-knowledge).
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
+	protocols.SetUnencryptedHTTP2(true)
+	s.httpSrv.Protocols = &protocols
 	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
 	if httpLn != nil {
 		httpLn = conns.Listener(httpLn, true)
