@@ -357,7 +357,12 @@ func (n *Node) PID() int {
 	return n.cmd.Process.Pid
 }
 
-// Signal sends sig to the running process (e.g. SIGSTOP / SIGCONT to pause a node).
+// Signal sends sig to the running process (e.g. SIGSTOP / SIGCONT to pause a
+// node). For SIGSTOP it returns once every thread of the process has
+// stopped: kill(2) only queues the stop, and the kernel spreads it to the
+// other threads when the first one handles it, so on a loaded machine a
+// paused node used to answer a fetch or two after Signal returned (a test
+// then saw a "paused" follower acknowledge a write).
 func (n *Node) Signal(sig syscall.Signal) {
 	n.t.Helper()
 	pid := n.PID()
@@ -367,6 +372,37 @@ func (n *Node) Signal(sig syscall.Signal) {
 	if err := syscall.Kill(pid, sig); err != nil {
 		n.t.Fatalf("servertest: signal node %d: %v", n.opts.NodeID, err)
 	}
+	if sig != syscall.SIGSTOP {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !allThreadsStopped(pid) {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("servertest: node %d not stopped 10 s after SIGSTOP", n.opts.NodeID)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in the stopped
+// state (T in /proc/PID/task/TID/stat).
+func allThreadsStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// "pid (comm) S ...": the state follows the last ')' (comm may hold one).
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false
+		}
+	}
+	return true
 }
 
 // RSS returns the process's current and peak resident set size in bytes, as
