@@ -48,6 +48,12 @@ type broker struct {
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
 	closed bool                    // guarded by mu
+	// applied is the index of the newest image reconcile applied (guarded
+	// by mu): several goroutines reconcile (the metadata loop, the ISR
+	// loop after its own change, a request that found a topic newer than
+	// the hosted ones), and the one that takes mu last may hold the older
+	// image.
+	applied uint64
 
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -239,6 +245,12 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 	if b.closed {
 		return nil
 	}
+	// Never go back to an older image: it would drop topics created since
+	// (deleting their logs) and hand leaders back older leader epochs.
+	if img.Index < b.applied {
+		return nil
+	}
+	b.applied = img.Index
 	var errs []error
 	for name, ht := range b.topics {
 		t, ok := img.Topics[name]

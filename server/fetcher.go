@@ -215,12 +215,40 @@ func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followSt
 		if r.ErrorCode != 0 {
 			continue // the leader is not ready for us yet; try again next round
 		}
-		if err := p.truncateAsFollower(r.EndOffset); err != nil {
+		end, done, err := divergence(p, r.LeaderEpoch, r.EndOffset)
+		if err != nil {
 			return err
 		}
-		st.truncated = true
+		if err := p.truncateAsFollower(end); err != nil {
+			return err
+		}
+		st.truncated = done
 	}
 	return nil
+}
+
+// divergence is where a follower's log stops matching the leader's, from
+// the leader's answer to OffsetForLeaderEpoch (the largest epoch it has at
+// or below the follower's last, and where that epoch ends in its log), as
+// Kafka's follower decides it (KIP-279). When the leader's epoch is one
+// this log does not have, the log is cut where its own largest epoch below
+// that ends, and done is false: the next round asks again with the epoch
+// the log then ends with. end -1 cuts nothing (the leader knows no epoch
+// at or below ours).
+func divergence(p *partition, leaderEpoch int32, leaderEnd int64) (end int64, done bool, err error) {
+	if leaderEnd < 0 || leaderEpoch < 0 {
+		return -1, true, nil
+	}
+	epoch, mine, err := p.log.EndOffsetForEpoch(leaderEpoch)
+	if err != nil {
+		return 0, false, err
+	}
+	if epoch < 0 {
+		// Nothing here at or below the leader's epoch: all of it is
+		// above the leader's history.
+		return min(leaderEnd, p.log.EndOffset()), true, nil
+	}
+	return min(leaderEnd, mine), epoch == leaderEpoch, nil
 }
 
 // fetch sends one Fetch for every partition ready to replicate and appends
@@ -308,6 +336,10 @@ func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.Fet
 		return errRetryLater
 	}
 	if err := p.appendAsFollower(rp.RecordBatches); err != nil {
+		if errors.Is(err, errDiverged) {
+			st.truncated = false
+			return nil
+		}
 		return err
 	}
 	p.followerLearned(rp.HighWatermark, rp.LogStartOffset)

@@ -267,7 +267,7 @@ func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, part
 	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
 		return -1, -1, err
 	}
-	epoch, end, err := p.log.EndOffsetForEpoch(leaderEpoch)
+	epoch, end, err := p.endOffsetForEpoch(leaderEpoch)
 	if err != nil {
 		return -1, -1, toKafkaError(err)
 	}

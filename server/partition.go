@@ -134,12 +134,20 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 	if dup, ok, err := p.checkProducersLocked(views, now); err != nil || ok {
 		return dup, err
 	}
+	// Leader epochs in a log never go backwards: they decide where a
+	// returning replica truncates. A leader whose epoch is below the last
+	// one in its log is stale (its metadata went back, or another leader
+	// wrote since): it is no leader for this write.
+	epoch := p.leaderEpoch.Load()
+	if last := p.log.LeaderEpoch(); epoch < last {
+		return appendResult{}, fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", errNotLeader, p.topic, p.index, epoch, last)
+	}
 	appendTime := int64(-1)
 	if p.tsAppend.Load() {
 		appendTime = time.Now().UnixMilli()
 		setLogAppendTime(views, appendTime)
 	}
-	info, err := p.log.Append(batches, p.leaderEpoch.Load())
+	info, err := p.log.Append(batches, epoch)
 	if errors.Is(err, segments.ErrStorage) {
 		return appendResult{}, storageErr(p.topic, p.index, err)
 	}

@@ -253,7 +253,14 @@ func (p *partition) checkpointHWM() error {
 // their offsets and leader epochs.
 func (p *partition) appendAsFollower(data []byte) error {
 	whole := 0
-	if err := splitBatches(data, func(b batchView) error { whole += len(b.raw); return nil }); err != nil {
+	first := int32(-1) // the leader epoch of the first batch
+	if err := splitBatches(data, func(b batchView) error {
+		if whole == 0 {
+			first = batchLeaderEpoch(b.raw)
+		}
+		whole += len(b.raw)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
 	}
 	if whole == 0 {
@@ -264,6 +271,12 @@ func (p *partition) appendAsFollower(data []byte) error {
 	if p.leader.Load() == p.repl.self {
 		return nil // became leader meanwhile: its own log is the truth now
 	}
+	// The leader's batches continue this log only if their epochs do: an
+	// epoch below the last one here means this log holds a tail the
+	// leader never had, so it must be truncated again first.
+	if last := p.log.LeaderEpoch(); first >= 0 && first < last {
+		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.topic, p.index, first, last)
+	}
 	if _, err := p.log.AppendReplicated(data[:whole]); err != nil {
 		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
 	}
@@ -271,6 +284,36 @@ func (p *partition) appendAsFollower(data []byte) error {
 	p.wake()
 	return nil
 }
+
+// endOffsetForEpoch answers OffsetForLeaderEpoch as the leader: the largest
+// epoch at or below epoch in the log and where it ends. A log records an
+// epoch at its first append, while Kafka's leader records its epoch when it
+// is elected; so for an epoch newer than the log's last one but not newer
+// than this leader's (the asker led or followed a leader that wrote nothing
+// this log has), the answer is the log's last epoch, ending at the log end,
+// where Kafka's leader would answer it ending where its own epoch starts.
+// The log alone answers "no such epoch" (-1), which left a follower's
+// divergent tail in place and sent consumers back to the log start.
+func (p *partition) endOffsetForEpoch(epoch int32) (int32, int64, error) {
+	p.appendMu.Lock() // the log end and its last epoch from the same moment
+	defer p.appendMu.Unlock()
+	e, end, err := p.log.EndOffsetForEpoch(epoch)
+	if err != nil || e >= 0 || epoch > p.leaderEpoch.Load() {
+		return e, end, err
+	}
+	if last := p.log.LeaderEpoch(); last >= 0 && last < epoch {
+		return last, p.log.EndOffset(), nil
+	}
+	return e, end, nil
+}
+
+// errDiverged: a follower's log ends with a leader epoch newer than what
+// the leader sends next; it truncates again before fetching on.
+var errDiverged = errors.New("follower log diverged from the leader's")
+
+// batchLeaderEpoch reads a RecordBatch's partition leader epoch (bytes
+// 12-15: after the base offset and the batch length).
+func batchLeaderEpoch(raw []byte) int32 { return int32(binary.BigEndian.Uint32(raw[12:16])) }
 
 // followerLearned applies the leader's high watermark and log start.
 func (p *partition) followerLearned(hw, logStart int64) {

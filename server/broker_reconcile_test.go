@@ -1,0 +1,65 @@
+package server
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+)
+
+// Two goroutines apply metadata images to the partitions (the metadata
+// loop and the ISR loop after a change it proposed); whichever takes the
+// lock last must not roll the partitions back to an older image. An older
+// image applied after a newer one used to delete a topic created in
+// between (its acknowledged records with it) and take a leader back to an
+// older leader epoch, so it appended batches with an epoch below the ones
+// already in its log.
+func TestReconcileIgnoresOlderImages(t *testing.T) {
+	b, err := newBroker(1, t.TempDir(), nil, segments.NewFileCache(16), slog.New(slog.DiscardHandler), nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.close()
+	topic := func(name string, id byte, epoch int32) *raftfsm.Topic {
+		return &raftfsm.Topic{ID: [16]byte{id}, Name: name, Configs: map[string]string{},
+			Partitions: []raftfsm.Partition{{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1}, ISR: []int32{1}}}}
+	}
+	old := &raftfsm.Image{Index: 10, Topics: map[string]*raftfsm.Topic{"a": topic("a", 1, 0)}}
+	newer := &raftfsm.Image{Index: 12, Topics: map[string]*raftfsm.Topic{"a": topic("a", 1, 3), "b": topic("b", 2, 0)}}
+	if err := b.reconcile(newer); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.partition("b", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.append(buildBatch([]newRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.reconcile(old); err != nil {
+		t.Fatal(err)
+	}
+	hosted := func(name string) *partition {
+		b.mu.RLock()
+		defer b.mu.RUnlock()
+		if ht, ok := b.topics[name]; ok {
+			return ht.parts[0]
+		}
+		return nil
+	}
+	pb := hosted("b")
+	if pb == nil {
+		t.Fatal("topic b, created by the newer image, was dropped by an older one")
+	}
+	if end := pb.log.EndOffset(); end != 1 {
+		t.Fatalf("topic b's log end %d after an older image, want 1 (its record kept)", end)
+	}
+	pa := hosted("a")
+	if pa == nil {
+		t.Fatal("topic a is gone")
+	}
+	if e := pa.leaderEpoch.Load(); e != 3 {
+		t.Fatalf("leader epoch of a went back to %d, want 3", e)
+	}
+}
