@@ -128,6 +128,9 @@ type Config struct {
 	// for; outside them JoinGroup answers INVALID_SESSION_TIMEOUT.
 	GroupMinSessionTimeout time.Duration // --group-min-session-timeout
 	GroupMaxSessionTimeout time.Duration // --group-max-session-timeout
+	// Kafka admin surface (issue 18): how long an admin change waits for
+	// every alive broker to apply it before the call returns (0: no wait).
+	MetadataPropagationTimeout time.Duration // --metadata-propagation-timeout
 	// Auth: users, SASL, superusers (issue 15; auth.go).
 	Auth AuthConfig
 
@@ -171,9 +174,10 @@ func DefaultConfig() Config {
 			MaxPartitions:         200_000,
 			MaxBrokerPartitions:   100_000,
 		},
-		MaxTopicsPerRequest:    1000,
-		GroupMinSessionTimeout: 6 * time.Second,  // Kafka's group.min.session.timeout.ms
-		GroupMaxSessionTimeout: 30 * time.Minute, // Kafka's group.max.session.timeout.ms
+		MaxTopicsPerRequest:        1000,
+		GroupMinSessionTimeout:     6 * time.Second,  // Kafka's group.min.session.timeout.ms
+		GroupMaxSessionTimeout:     30 * time.Minute, // Kafka's group.max.session.timeout.ms
+		MetadataPropagationTimeout: 2 * time.Second,
 	}
 }
 
