@@ -194,6 +194,27 @@ func groupRequestPerms(req kmsg.Request) []perm {
 		return append([]perm{groupPerm(r.Group, "delete")},
 			topicsPerms(r.Topics, func(t kmsg.OffsetDeleteRequestTopic) string { return t.Topic }, "read")...)
 	}
+	return txnRequestPerms(req)
+}
+
+// txnRequestPerms: Kafka's mapping for the transaction APIs.
+func txnRequestPerms(req kmsg.Request) []perm {
+	switch r := req.(type) {
+	case *kmsg.AddPartitionsToTxnRequest:
+		return append([]perm{txnPerm(r.TransactionalID, "write")},
+			topicsPerms(r.Topics, func(t kmsg.AddPartitionsToTxnRequestTopic) string { return t.Topic }, "write")...)
+	case *kmsg.AddOffsetsToTxnRequest:
+		return []perm{txnPerm(r.TransactionalID, "write"), groupPerm(r.Group, "read")}
+	case *kmsg.EndTxnRequest:
+		return []perm{txnPerm(r.TransactionalID, "write")}
+	case *kmsg.TxnOffsetCommitRequest:
+		return append([]perm{txnPerm(r.TransactionalID, "write"), groupPerm(r.Group, "read")},
+			topicsPerms(r.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) string { return t.Topic }, "read")...)
+	case *kmsg.DescribeTransactionsRequest:
+		return namesPerms(r.TransactionalIDs, txnPerm, "describe")
+	case *kmsg.ListTransactionsRequest:
+		return nil // the answer leaves out what the principal may not describe
+	}
 	// An API without a mapping here: cluster-wide changes, superusers only.
 	return []perm{clusterPerm("alter")}
 }

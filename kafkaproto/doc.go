@@ -18,6 +18,8 @@
 //	admin.go      helpers shared by the admin APIs
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
 //	groups.go     the optional GroupCoordinator interface for the group APIs
+//	txn.go        the optional TxnCoordinator interface for the transaction
+//	              APIs, their sentinels and error table (txnErr)
 //	clusteradmin.go the optional ClusterAdmin interface for elections,
 //	              reassignments, log dirs and the quorum
 //	sasl.go       the optional Authenticator interface, connection principals,
@@ -32,6 +34,8 @@
 //	              alterpartitionreassignments, listpartitionreassignments,
 //	              describequorum, describetopicpartitions, describeproducers,
 //	              alterreplicalogdirs, writetxnmarkers (inter-broker only),
+//	              addpartitionstotxn, addoffsetstotxn, endtxn, txnoffsetcommit,
+//	              describetransactions, listtransactions,
 //	              saslhandshake, saslauthenticate
 //
 // # Goroutines and locks

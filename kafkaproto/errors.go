@@ -112,6 +112,14 @@ var errorTable = []struct {
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 	{ErrMarkerNotAuthorized, kerr.ClusterAuthorizationFailed},
 	{ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
+	// Transaction coordinator (txn.go).
+	{ErrProducerFenced, kerr.ProducerFenced},
+	{ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{ErrInvalidTxnState, kerr.InvalidTxnState},
+	{ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
+	{ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
+	{ErrOperationNotAttempted, kerr.OperationNotAttempted},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 

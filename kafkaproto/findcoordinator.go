@@ -8,8 +8,9 @@ import (
 )
 
 // FindCoordinator, key 10: versions 0-4 (flexible from 3; v4 batches keys).
-// Only group coordinators (key type 0) exist; transaction coordinators
-// (type 1) are COORDINATOR_NOT_AVAILABLE.
+// Key type 0 finds a group's coordinator, 1 a transactional id's (on a
+// broker without transactions: TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
+// clients do not retry); any other type is INVALID_REQUEST.
 const (
 	findCoordinatorKey = 10
 	findCoordinatorMin = 0
@@ -24,27 +25,41 @@ func (s *Server) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorR
 			c.Key = key
 			var err error
 			c.NodeID, c.Host, c.Port, err = s.lookupCoordinator(ctx, key, req.CoordinatorType)
-			c.ErrorCode, c.ErrorMessage = groupErr(err), errMessage(err)
+			c.ErrorCode, c.ErrorMessage = txnErr(err, false), errMessage(err)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
 	var err error
 	resp.NodeID, resp.Host, resp.Port, err = s.lookupCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
-	resp.ErrorCode = groupErr(err)
+	resp.ErrorCode = txnErr(err, false)
 	if req.Version >= 1 {
 		resp.ErrorMessage = errMessage(err)
 	}
 	return resp
 }
 
-// lookupCoordinator resolves a group's coordinator to its advertised address.
+// lookupCoordinator resolves a group's or transactional id's coordinator
+// to its advertised address.
 func (s *Server) lookupCoordinator(ctx context.Context, key string, keyType int8) (int32, string, int32, error) {
-	gc := s.coordinator()
-	if gc == nil || keyType != 0 {
-		return -1, "", -1, errNoCoordinator
+	var id int32
+	var err error
+	switch keyType {
+	case 0:
+		gc := s.coordinator()
+		if gc == nil {
+			return -1, "", -1, errNoCoordinator
+		}
+		id, err = gc.GroupCoordinatorID(ctx, key)
+	case 1:
+		tc := s.txnCoordinator()
+		if tc == nil {
+			return -1, "", -1, errNoTxnCoordinator
+		}
+		id, err = tc.TxnCoordinatorID(ctx, key)
+	default:
+		return -1, "", -1, fmt.Errorf("%w: coordinator type %d", ErrInvalidRequest, keyType)
 	}
-	id, err := gc.GroupCoordinatorID(ctx, key)
 	if err != nil {
 		return -1, "", -1, err
 	}

@@ -248,7 +248,9 @@ func clientOf(ctx context.Context) clientInfo {
 }
 
 // isGroupKey reports the API keys whose handlers read clientOf.
-func isGroupKey(key int16) bool { return key == joinGroupKey || key == describeGroupsKey }
+func isGroupKey(key int16) bool {
+	return key == joinGroupKey || key == describeGroupsKey || key == listTransactionsKey
+}
 
 // coordinator returns the broker's GroupCoordinator, or nil.
 func (s *Server) coordinator() GroupCoordinator {

@@ -71,6 +71,13 @@ func handlerTable() map[int16]apiHandler {
 		handle(describeQuorumKey, describeQuorumMin, describeQuorumMax, (*Server).describeQuorum, describeQuorumError),
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
 		handle(alterReplicaLogDirsKey, alterReplicaLogDirsMin, alterReplicaLogDirsMax, (*Server).alterReplicaLogDirs, alterReplicaLogDirsError),
+		// Transactions (issue 16).
+		handle(addPartitionsToTxnKey, addPartitionsToTxnMin, addPartitionsToTxnMax, (*Server).addPartitionsToTxn, addPartitionsToTxnError),
+		handle(addOffsetsToTxnKey, addOffsetsToTxnMin, addOffsetsToTxnMax, (*Server).addOffsetsToTxn, addOffsetsToTxnError),
+		handle(endTxnKey, endTxnMin, endTxnMax, (*Server).endTxn, endTxnError),
+		handle(txnOffsetCommitKey, txnOffsetCommitMin, txnOffsetCommitMax, (*Server).txnOffsetCommit, txnOffsetCommitError),
+		handle(describeTransactionsKey, describeTransactionsMin, describeTransactionsMax, (*Server).describeTransactions, describeTransactionsError),
+		handle(listTransactionsKey, listTransactionsMin, listTransactionsMax, (*Server).listTransactions, listTransactionsError),
 		handle(describeProducersKey, describeProducersMin, describeProducersMax, (*Server).describeProducers, describeProducersError),
 		handle(saslHandshakeKey, saslHandshakeMin, saslHandshakeMax, (*Server).saslHandshake, saslHandshakeError),
 		handle(saslAuthenticateKey, saslAuthenticateMin, saslAuthenticateMax, (*Server).saslAuthenticate, saslAuthenticateError),

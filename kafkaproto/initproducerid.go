@@ -26,7 +26,7 @@ func (s *Server) initProducerID(ctx context.Context, req *kmsg.InitProducerIDReq
 	id, ep, err := s.broker.InitProducerID(ctx, req.TransactionalID,
 		time.Duration(req.TransactionTimeoutMillis)*time.Millisecond, pid, epoch)
 	if err != nil {
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kafkaErr(err), -1, -1
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = txnErr(err, req.Version < 4), -1, -1
 		return resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, ep

@@ -37,7 +37,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		pre = fmt.Errorf("%w: acks %d", ErrInvalidRequiredAcks, req.Acks)
-	case req.TransactionID != nil:
+	case req.TransactionID != nil && s.txnCoordinator() == nil:
 		pre = ErrTransactionsUnsupported
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))

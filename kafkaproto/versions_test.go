@@ -168,9 +168,9 @@ func TestEveryVersion(t *testing.T) {
 	addr, s := startServer(t, b, Options{})
 	mustCreate(t, b, "sweep", 3)
 	mustCreate(t, b, "grow", 1)
-	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys)+len(peerSweepKeys) != len(s.handlers) {
-		t.Fatalf("sweep covers %d keys, groups_test.go %d, sasl_test.go %d and writetxnmarkers_test.go %d, table has %d",
-			len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(peerSweepKeys), len(s.handlers))
+	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys)+len(peerSweepKeys)+len(txnSweepKeys) != len(s.handlers) {
+		t.Fatalf("sweep covers %d keys, groups_test.go %d, sasl_test.go %d, writetxnmarkers_test.go %d and txn_test.go %d, table has %d",
+			len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(peerSweepKeys), len(txnSweepKeys), len(s.handlers))
 	}
 	// Seed data for fetch, list offsets and delete records.
 	if _, err := b.Produce(context.Background(), "sweep", 0, testBatch(5, -1, -1), -1); err != nil {
@@ -183,9 +183,6 @@ func TestEveryVersion(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				req := sweepRequest(key, v)
 				req.SetVersion(v)
-				if f, ok := req.(*kmsg.FetchRequest); ok && v >= 13 {
-					f.Topics[0].TopicID = memTopicID(b, f.Topics[0].Topic) // named by id only
-				}
 				resp := roundTrip(t, c, req)
 				if codes := errorCodes(resp); len(codes) > 0 {
 					t.Fatalf("error codes %v in %+v", codes, resp)
@@ -313,7 +310,7 @@ func withVersion(req kmsg.Request, v int16) kmsg.Request {
 func TestSupportedVersionsAsSpecified(t *testing.T) {
 	want := []APIVersion{
 		{0, "Produce", 3, 12},
-		{1, "Fetch", 4, 17},
+		{1, "Fetch", 4, 12},
 		{2, "ListOffsets", 1, 7},
 		{3, "Metadata", 0, 12},
 		{8, "OffsetCommit", 2, 9},
@@ -332,7 +329,11 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{21, "DeleteRecords", 0, 2},
 		{22, "InitProducerID", 0, 5},
 		{23, "OffsetForLeaderEpoch", 2, 4},
+		{24, "AddPartitionsToTxn", 0, 3},
+		{25, "AddOffsetsToTxn", 0, 3},
+		{26, "EndTxn", 0, 4},
 		{27, "WriteTxnMarkers", 0, 1},
+		{28, "TxnOffsetCommit", 0, 3},
 		{29, "DescribeACLs", 0, 3},
 		{30, "CreateACLs", 0, 3},
 		{31, "DeleteACLs", 0, 3},
@@ -351,6 +352,8 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{55, "DescribeQuorum", 0, 1},
 		{60, "DescribeCluster", 0, 1},
 		{61, "DescribeProducers", 0, 0},
+		{65, "DescribeTransactions", 0, 0},
+		{66, "ListTransactions", 0, 1},
 		{75, "DescribeTopicPartitions", 0, 0},
 	}
 	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {

@@ -13,6 +13,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/txn"
 )
 
 // Role is what a process does in the cluster.
@@ -128,9 +129,12 @@ type Config struct {
 	// for; outside them JoinGroup answers INVALID_SESSION_TIMEOUT.
 	GroupMinSessionTimeout time.Duration // --group-min-session-timeout
 	GroupMaxSessionTimeout time.Duration // --group-max-session-timeout
-	// Kafka admin surface (issue 18): how long an admin change waits for
-	// every alive broker to apply it before the call returns (0: no wait).
-	MetadataPropagationTimeout time.Duration // --metadata-propagation-timeout
+	// Transactions (issue 16): the longest transaction timeout a producer
+	// may ask for, how long an idle transactional id is remembered, and
+	// the partitions of __transaction_state when first created (0: 3).
+	TransactionMaxTimeout      time.Duration // --transaction-max-timeout
+	TransactionalIDExpiration  time.Duration // --transactional-id-expiration
+	TransactionStatePartitions int32         // --transaction-state-partitions
 	// Auth: users, SASL, superusers (issue 15; auth.go).
 	Auth AuthConfig
 
@@ -174,10 +178,11 @@ func DefaultConfig() Config {
 			MaxPartitions:         200_000,
 			MaxBrokerPartitions:   100_000,
 		},
-		MaxTopicsPerRequest:        1000,
-		GroupMinSessionTimeout:     6 * time.Second,  // Kafka's group.min.session.timeout.ms
-		GroupMaxSessionTimeout:     30 * time.Minute, // Kafka's group.max.session.timeout.ms
-		MetadataPropagationTimeout: 2 * time.Second,
+		MaxTopicsPerRequest:       1000,
+		GroupMinSessionTimeout:    6 * time.Second,  // Kafka's group.min.session.timeout.ms
+		GroupMaxSessionTimeout:    30 * time.Minute, // Kafka's group.max.session.timeout.ms
+		TransactionMaxTimeout:     txn.DefaultMaxTimeout,
+		TransactionalIDExpiration: txn.DefaultIDExpiration,
 	}
 }
 

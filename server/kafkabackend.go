@@ -128,7 +128,6 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 		c.Topics = append(c.Topics, ti)
 	}
 	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].Name < c.Topics[j].Name })
-	c.IndexTopicIDs()
 	return c
 }
 
@@ -405,9 +404,9 @@ func (k *kafkaBackend) checkBrokerResource(name string) error {
 	return nil
 }
 
-func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, _ time.Duration, _ int64, _ int16) (int64, int16, error) {
+func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, timeout time.Duration, pid int64, epoch int16) (int64, int16, error) {
 	if transactionalID != nil {
-		return -1, -1, kafkaproto.ErrTransactionsUnsupported
+		return k.initTransactionalProducer(ctx, *transactionalID, timeout, pid, epoch)
 	}
 	// A non-transactional producer always gets a new id at epoch 0, as
 	// Kafka's transaction coordinator answers it, whatever id and epoch it

@@ -71,6 +71,7 @@ type Server struct {
 
 	stopElections context.CancelFunc  // stops runLeaderElections
 	groups        *groups.Coordinator // nil unless a broker
+	txn           *txnState           // transaction coordinator; nil unless a broker (txnbackend.go)
 	producerIDs   producerIDs         // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
@@ -297,6 +298,7 @@ func (s *Server) open() error {
 		}
 		s.groups = newGroupCoordinator(s)
 		s.groups.Start()
+		s.startTxn()
 		s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
 			Logger:              s.logger.With("component", "kafka"),
 			MaxRequestSize:      int32(min(s.cfg.MaxBodyBytes, 1<<30)),
@@ -443,6 +445,9 @@ func (s *Server) Close() error {
 		}
 	}
 	s.wg.Wait()
+	if s.txn != nil {
+		s.txn.close()
+	}
 	if s.groups != nil {
 		s.groups.Close()
 	}

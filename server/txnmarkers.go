@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/txn"
 )
 
 // Transaction markers, the log side of Kafka's transactions: a transaction
@@ -80,13 +81,11 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil
 }
 
-// WriteTxnMarker serves WriteTxnMarkers (API 27) from the inter-broker port.
+// WriteTxnMarker serves WriteTxnMarkers (API 27) from the inter-broker
+// port: a marker from the transaction coordinator of another broker
+// (writeTxnMarker, txnbackend.go: __consumer_offsets partitions complete
+// the offsets staged by TxnOffsetCommit, others get a control batch).
 func (k *kafkaBackend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
-	typ := segments.ControlAbort
-	if m.Commit {
-		typ = segments.ControlCommit
-	}
-	_, err := k.s.broker.WriteTxnMarker(ctx, topic, partition, segments.Marker{ProducerID: m.ProducerID,
-		ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch, Type: typ})
-	return toKafkaError(err)
+	return toKafkaError(k.s.writeTxnMarker(ctx, txn.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch,
+		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, kafkaproto.TopicPartition{Topic: topic, Partition: partition}))
 }

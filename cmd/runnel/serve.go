@@ -81,7 +81,7 @@ type serveFlags struct {
 	topicLimits
 	auth   authFlags  // serve_auth.go
 	groups groupFlags // serve_groups.go
-	admin  adminFlags // serve_admin.go
+	txn    txnFlags   // serve_txn.go
 }
 
 // topicLimits are the partition and topic limits (hostile input, issue 12).
@@ -195,7 +195,7 @@ func newServeCommand() *cobra.Command {
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	f.topicLimits.register(fs, def)
 	f.groups.register(fs, def)
-	f.admin.register(fs, def)
+	f.txn.register(fs, def)
 	f.auth.register(fs)
 	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
 	_ = fs.MarkHidden("bench-skip-record-validation")
@@ -259,10 +259,10 @@ func (f *serveFlags) config() (server.Config, error) {
 	if err := f.topicLimits.apply(&cfg); err != nil {
 		return cfg, err
 	}
-	if err := f.groups.apply(&cfg); err != nil {
+	if err := f.txn.apply(&cfg); err != nil {
 		return cfg, err
 	}
-	if err := f.admin.apply(&cfg); err != nil {
+	if err := f.groups.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := f.auth.apply(&cfg); err != nil {

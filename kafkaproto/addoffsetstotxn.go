@@ -1,0 +1,33 @@
+package kafkaproto
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AddOffsetsToTxn, key 25: versions 0-3 (flexible from 3). v4 only adds
+// TRANSACTION_ABORTABLE (KIP-890), which runnel does not answer, and is not
+// advertised. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.
+const (
+	addOffsetsToTxnKey = 25
+	addOffsetsToTxnMin = 0
+	addOffsetsToTxnMax = 3
+)
+
+func (s *Server) addOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
+	tc := s.txnCoordinator()
+	if tc == nil {
+		return addOffsetsToTxnError(req, txnErr(errNoTxnCoordinator, false))
+	}
+	err := tc.AddOffsetsToTxn(ctx, TxnProducer{TxnID: req.TransactionalID, ID: req.ProducerID, Epoch: req.ProducerEpoch}, req.Group)
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	resp.ErrorCode = txnErr(err, req.Version < 2)
+	return resp
+}
+
+func addOffsetsToTxnError(req *kmsg.AddOffsetsToTxnRequest, code int16) *kmsg.AddOffsetsToTxnResponse {
+	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
+	resp.ErrorCode = code
+	return resp
+}

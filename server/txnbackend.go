@@ -1,0 +1,363 @@
+package server
+
+// Transactions: package txn (the coordinator) wired into the broker.
+// __transaction_state is its StateLog (created on first use like
+// __consumer_offsets, compacted, replicated), the metadata image tells it
+// which of that topic's partitions this broker leads, markers go to each
+// partition's leader (here, or over the inter-broker port with
+// WriteTxnMarkers), and a marker for a __consumer_offsets partition makes
+// the offsets that TxnOffsetCommit staged there (txn.OffsetStage) the
+// group's, or drops them. kafkaBackend serves kafkaproto.TxnCoordinator
+// from it (txnkafka.go).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/txn"
+)
+
+const (
+	defaultTxnStatePartitions = 3
+	txnMarkerTimeout          = 10 * time.Second // one round of marker writes to another broker
+	txnStoreTimeout           = 10 * time.Second // an acks=all append of a transaction's state
+	txnLoadWait               = 5 * time.Second  // for the high watermark before a load
+	txnLoadPoll               = 100 * time.Millisecond
+)
+
+// txnState is the coordinator and what serves it on this broker.
+type txnState struct {
+	coord   *txn.Coordinator
+	offsets *txn.OffsetStage
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// startTxn starts the transaction coordinator and its leadership follower.
+func (s *Server) startTxn() {
+	t := &txnState{offsets: txn.NewOffsetStage(), done: make(chan struct{})}
+	t.coord = txn.New(txn.Config{Log: txnLog{s}, Markers: txnMarkers{s}, Cluster: txnCluster{s},
+		MaxTimeout: s.cfg.TransactionMaxTimeout, IDExpiration: s.cfg.TransactionalIDExpiration,
+		Logger: s.logger.With("component", "transactions")})
+	t.coord.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	go func() {
+		defer close(t.done)
+		for {
+			img, changed := s.meta.Image()
+			n, led := txnLeadership(img, s.cfg.NodeID)
+			t.coord.Follow(n, led)
+			select {
+			case <-ctx.Done():
+				return
+			case <-changed:
+			}
+		}
+	}()
+	s.txn = t
+}
+
+// closeTxn stops the follower and the coordinator.
+func (t *txnState) close() {
+	t.cancel()
+	<-t.done
+	t.coord.Close()
+}
+
+// txnLeadership returns the partition count of __transaction_state and the
+// partitions node leads (partition -> leader epoch).
+func txnLeadership(img *raftfsm.Image, node int32) (int32, map[int32]int32) {
+	led := map[int32]int32{}
+	t, ok := img.Topics[transactionStateTopic]
+	if !ok {
+		return 0, led
+	}
+	for i, pm := range t.Partitions {
+		if pm.Leader == node {
+			led[int32(i)] = pm.LeaderEpoch
+		}
+	}
+	return int32(len(t.Partitions)), led
+}
+
+// txnCoordinatorOf returns the broker coordinating transactional id id
+// (creating __transaction_state on first use).
+func (s *Server) txnCoordinatorOf(ctx context.Context, id string) (int32, error) {
+	if id == "" {
+		return -1, fmt.Errorf("%w: empty transactional id", kafkaproto.ErrInvalidRequest)
+	}
+	img, _ := s.meta.Image()
+	t, ok := img.Topics[transactionStateTopic]
+	if !ok {
+		if err := s.ensureTxnStateTopic(ctx, img); err != nil {
+			return -1, err
+		}
+		img, _ = s.meta.Image()
+		if t, ok = img.Topics[transactionStateTopic]; !ok {
+			return -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic)
+		}
+	}
+	if len(t.Partitions) == 0 {
+		return -1, fmt.Errorf("%w: %s has no partitions", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic)
+	}
+	leader := t.Partitions[txn.Partition(id, int32(len(t.Partitions)))].Leader
+	if leader < 0 {
+		return -1, fmt.Errorf("%w: the %s partition of %s has no leader", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic, id)
+	}
+	return leader, nil
+}
+
+// ensureTxnStateTopic creates __transaction_state: compacted, replication
+// factor min(3, alive brokers), as __consumer_offsets.
+func (s *Server) ensureTxnStateTopic(ctx context.Context, img *raftfsm.Image) error {
+	n := s.cfg.TransactionStatePartitions
+	if n <= 0 {
+		n = defaultTxnStatePartitions
+	}
+	rf := int16(min(3, aliveBrokers(img)))
+	_, err := s.createTopic(ctx, topicSpec{name: transactionStateTopic, partitions: n, replicationFactor: max(rf, 1),
+		configs: map[string]string{"cleanup.policy": "compact", "min.insync.replicas": fmt.Sprint(max(1, min(2, rf)))}}, false)
+	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
+		return fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic, err)
+	}
+	return nil
+}
+
+// txnLog is __transaction_state for the coordinator.
+type txnLog struct{ s *Server }
+
+func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error {
+	b := l.s.broker
+	if b == nil {
+		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
+	}
+	p, err := b.partition(transactionStateTopic, idx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, txnStoreTimeout)
+		defer cancel()
+	}
+	rec := newRecord{Key: key, Value: value, Timestamp: time.Now().UnixMilli()}
+	if _, err := p.produce(ctx, buildBatch([]newRecord{rec}), -1); err != nil {
+		return fmt.Errorf("store transaction state: %w", coordinatorAppendError(err))
+	}
+	return nil
+}
+
+func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte)) error {
+	b := l.s.broker
+	if b == nil {
+		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
+	}
+	p, err := b.partition(transactionStateTopic, idx)
+	if err != nil {
+		return err
+	}
+	// As for groups: below the high watermark an acknowledged record may
+	// be missing, so wait for the followers (the caller retries).
+	for deadline := time.Now().Add(txnLoadWait); p.hwm.Load() < p.log.EndOffset(); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", transactionStateTopic, idx, p.hwm.Load(), p.log.EndOffset())
+		}
+		if !sleepOrDone(ctx, txnLoadPoll) {
+			return ctx.Err()
+		}
+	}
+	for off := p.log.StartOffset(); ; {
+		res, err := p.readDecoded(off, 1000, 4<<20)
+		for _, r := range res.records {
+			fn(r.Key, r.Value)
+		}
+		if err != nil {
+			next, serr := offsetsLog{p}.BatchEnd(res.next)
+			if serr != nil {
+				return fmt.Errorf("read %s-%d at %d: %w", transactionStateTopic, idx, res.next, err)
+			}
+			l.s.logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.next, "err", err)
+			res.next = next
+		}
+		if res.next <= off || res.next >= res.hwm {
+			return nil
+		}
+		off = res.next
+	}
+}
+
+func sleepOrDone(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// txnCluster is the rest of the broker, as the coordinator asks for it.
+type txnCluster struct{ s *Server }
+
+func (c txnCluster) AllocateProducerID(ctx context.Context) (int64, error) {
+	return c.s.allocateProducerID(ctx)
+}
+
+func (c txnCluster) PartitionExists(t kafkaproto.TopicPartition) bool {
+	if t.Topic == transactionStateTopic {
+		return false // never part of a transaction
+	}
+	img, _ := c.s.meta.Image()
+	top, ok := img.Topics[t.Topic]
+	return ok && t.Partition >= 0 && int(t.Partition) < len(top.Partitions)
+}
+
+func (c txnCluster) GroupPartition(ctx context.Context, group string) (kafkaproto.TopicPartition, error) {
+	if c.s.groups == nil {
+		return kafkaproto.TopicPartition{}, fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
+	}
+	p, err := c.s.groups.OffsetsPartition(ctx, group)
+	if err != nil {
+		return kafkaproto.TopicPartition{}, err
+	}
+	return kafkaproto.TopicPartition{Topic: offsetsTopic, Partition: p}, nil
+}
+
+// txnMarkers writes markers where each partition's leader is.
+type txnMarkers struct{ s *Server }
+
+func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kafkaproto.TopicPartition) []error {
+	errs := make([]error, len(parts))
+	img, _ := m.s.meta.Image()
+	remote := map[int32][]int{}
+	for i, t := range parts {
+		leader := int32(-1)
+		if top, ok := img.Topics[t.Topic]; ok && int(t.Partition) < len(top.Partitions) && t.Partition >= 0 {
+			leader = top.Partitions[t.Partition].Leader
+		}
+		switch {
+		case leader < 0:
+			errs[i] = fmt.Errorf("%w: %s-%d", kafkaproto.ErrLeaderNotAvailable, t.Topic, t.Partition)
+		case leader == m.s.cfg.NodeID:
+			errs[i] = m.s.writeTxnMarker(ctx, mk, t)
+		default:
+			remote[leader] = append(remote[leader], i)
+		}
+	}
+	for leader, idx := range remote {
+		ts := make([]kafkaproto.TopicPartition, len(idx))
+		for j, i := range idx {
+			ts[j] = parts[i]
+		}
+		for j, err := range m.s.sendTxnMarkers(ctx, leader, mk, ts) {
+			errs[idx[j]] = err
+		}
+	}
+	return errs
+}
+
+// writeTxnMarker ends a transaction in a partition this broker leads: in
+// __consumer_offsets the staged offsets of the groups it holds, elsewhere
+// a control batch.
+func (s *Server) writeTxnMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error {
+	if t.Topic == offsetsTopic {
+		return s.completeTxnOffsets(mk.ProducerID, mk.Commit, t.Partition)
+	}
+	return s.appendTxnMarker(ctx, mk, t)
+}
+
+// appendTxnMarker appends a marker to a data partition led here
+// (broker.WriteTxnMarker: acks=all).
+func (s *Server) appendTxnMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error {
+	if s.broker == nil {
+		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
+	}
+	typ := segments.ControlAbort
+	if mk.Commit {
+		typ = segments.ControlCommit
+	}
+	_, err := s.broker.WriteTxnMarker(ctx, t.Topic, t.Partition, segments.Marker{ProducerID: mk.ProducerID,
+		ProducerEpoch: mk.Epoch, CoordinatorEpoch: mk.CoordinatorEpoch, Type: typ})
+	return err
+}
+
+// sendTxnMarkers asks broker leader to write mk into parts
+// (WriteTxnMarkers over the inter-broker port), one error per partition.
+func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker, parts []kafkaproto.TopicPartition) []error {
+	errs := make([]error, len(parts))
+	fail := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	ctx, cancel := context.WithTimeout(ctx, txnMarkerTimeout)
+	defer cancel()
+	nc, err := s.broker.fetches.dial(ctx, leader)
+	if err != nil {
+		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
+	}
+	kc := newKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
+	defer kc.close()
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	wm := kmsg.NewWriteTxnMarkersRequestMarker()
+	wm.ProducerID, wm.ProducerEpoch, wm.Committed, wm.CoordinatorEpoch = mk.ProducerID, mk.Epoch, mk.Commit, mk.CoordinatorEpoch
+	at := map[kafkaproto.TopicPartition]int{}
+	for i, t := range parts {
+		at[t] = i
+		if n := len(wm.Topics); n == 0 || wm.Topics[n-1].Topic != t.Topic {
+			wt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			wt.Topic = t.Topic
+			wm.Topics = append(wm.Topics, wt)
+		}
+		wt := &wm.Topics[len(wm.Topics)-1]
+		wt.Partitions = append(wt.Partitions, t.Partition)
+	}
+	req.Markers = append(req.Markers, wm)
+	resp := kmsg.NewPtrWriteTxnMarkersResponse()
+	if err := kc.do(ctx, req, resp); err != nil {
+		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
+	}
+	for i := range errs {
+		errs[i] = fmt.Errorf("%w: broker %d did not answer for it", kafkaproto.ErrNotLeader, leader)
+	}
+	for _, rm := range resp.Markers {
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				if i, ok := at[kafkaproto.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; ok {
+					errs[i] = kerr.ErrorForCode(rp.ErrorCode)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// completeTxnOffsets ends producer pid's staged offsets of the groups whose
+// offsets live in partition idx of __consumer_offsets.
+func (s *Server) completeTxnOffsets(pid int64, commit bool, idx int32) error {
+	if s.txn == nil || s.groups == nil {
+		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
+	}
+	img, _ := s.meta.Image()
+	n := int32(0)
+	if t, ok := img.Topics[offsetsTopic]; ok {
+		n = int32(len(t.Partitions))
+	}
+	return s.txn.offsets.Complete(pid, commit, func(g string) bool { return n > 0 && groups.Partition(g, n) == idx },
+		func(g string, offs []kafkaproto.CommitOffset) error {
+			return s.groups.CommitTxnOffsets(context.Background(), g, offs)
+		})
+}
