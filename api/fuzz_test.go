@@ -173,3 +173,35 @@ func TestDecodeBase64ShortUnpaddedTail(t *testing.T) {
 		t.Fatalf("decodeProduceJSON(%s) = %+v, %v", body, recs, err)
 	}
 }
+
+// FuzzDecodeProduceMatchesStd: the scanner accepts what the json.Decoder
+// decoder it replaced accepts, with the same records, and refuses what it
+// refuses (both with a 400 or 413 naming a body field).
+func FuzzDecodeProduceMatchesStd(f *testing.F) {
+	for i, s := range produceSeeds {
+		f.Add([]byte(s), uint8(i))
+	}
+	f.Add([]byte(`{"records":[null,{"Value":"a","KEY":"b","value":"c"}]}`), uint8(1))
+	f.Add([]byte(`{"\u0072ecords":[{"headers":{"\u00e9":"\u00e9","b":null},"timestamp":-0,"partition":null}]}`), uint8(1))
+	f.Add([]byte("{\"value\":{\"a\" : [1, {\"b\":\"\\\"\"}]}, \"key\":\"x\"}\n{\"value\":\"a\xffb\"}"), uint8(4))
+	f.Fuzz(func(t *testing.T, body []byte, sel uint8) {
+		enc := []string{EncodingJSON, EncodingString, EncodingBase64}[int(sel)%3]
+		got, err := decodeProduceJSON(body, enc, fuzzMaxRecords)
+		want, stdErr := stdDecodeProduceJSON(body, enc, fuzzMaxRecords)
+		if sel&4 != 0 {
+			got, err = decodeProduceNDJSON(body, enc, fuzzMaxRecords)
+			want, stdErr = stdDecodeProduceNDJSON(body, enc, fuzzMaxRecords)
+		}
+		if (err == nil) != (stdErr == nil) {
+			t.Fatalf("scanner: %v\nencoding/json: %v", err, stdErr)
+		}
+		if err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "body") || KindOf(err).Status/100 != 4 {
+				t.Fatalf("error %v is not a 4xx naming a body field", err)
+			}
+			return
+		}
+		sameRecords(t, got, want)
+	})
+}
