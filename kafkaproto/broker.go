@@ -45,6 +45,17 @@ type Cluster struct {
 	Brokers []BrokerInfo
 	// Topics are sorted by Name; see Topic for lookups.
 	Topics []TopicInfo
+	// byID indexes Topics by id once IndexTopicIDs ran; nil: TopicByID scans.
+	byID map[[16]byte]int
+}
+
+// IndexTopicIDs builds the index TopicByID uses (Fetch v13+ names every
+// topic by id). Call it once, before the Cluster is shared.
+func (c *Cluster) IndexTopicIDs() {
+	c.byID = make(map[[16]byte]int, len(c.Topics))
+	for i := range c.Topics {
+		c.byID[c.Topics[i].ID] = i
+	}
 }
 
 // BrokerInfo is one broker's advertised Kafka endpoints: Host/Port for the
@@ -101,8 +112,16 @@ func (c *Cluster) Topic(name string) (*TopicInfo, bool) {
 	return nil, false
 }
 
-// TopicByID returns the topic whose id is id (linear scan).
+// TopicByID returns the topic whose id is id (indexed, or a linear scan
+// without IndexTopicIDs).
 func (c *Cluster) TopicByID(id [16]byte) (*TopicInfo, bool) {
+	if c.byID != nil {
+		i, ok := c.byID[id]
+		if !ok {
+			return nil, false
+		}
+		return &c.Topics[i], true
+	}
 	for i := range c.Topics {
 		if c.Topics[i].ID == id {
 			return &c.Topics[i], true

@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Fetch, key 1: versions 4-12 (flexible from 12). Fetch sessions (KIP-227,
+// Fetch, key 1: versions 4-17 (flexible from 12; from 13 topics are named by
+// their id, an id this broker does not know is UNKNOWN_TOPIC_ID (fetchids.go);
+// from 15 a follower names itself in ReplicaState). Fetch sessions (KIP-227,
 // v7+) are kept per connection (fetchsession.go); without one every request
 // is a full fetch. Long polling waits until MinBytes are available,
 // MaxWaitMillis pass, a partition reports an error, or metadata changes.
@@ -21,13 +23,14 @@ import (
 const (
 	fetchKey = 1
 	fetchMin = 4
-	fetchMax = 12
+	fetchMax = 17
 )
 
 // fetchTarget is one partition a Fetch reads: what the client asked for and
 // what the last read found. The records chunk passes to the reply.
 type fetchTarget struct {
 	topic       string
+	topicID     [16]byte // v13+: the id the client named; zero before
 	partition   int32
 	offset      int64
 	maxBytes    int32
@@ -39,6 +42,12 @@ type fetchTarget struct {
 }
 
 func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply {
+	if req.Version >= 15 {
+		req.ReplicaID = req.ReplicaState.ID // KIP-903 moved it
+	}
+	if req.Version >= 13 {
+		s.resolveFetchTopicIDs(ctx, req)
+	}
 	if err := s.checkReplica(ctx, req.ReplicaID, "Fetch"); err != nil {
 		fr := newFetchReply(req)
 		for i := range fr.Topics {
@@ -86,7 +95,7 @@ func requestTargets(req *kmsg.FetchRequest) []*fetchTarget {
 	var out []*fetchTarget
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			out = append(out, &fetchTarget{topic: rt.Topic, partition: rp.Partition, offset: rp.FetchOffset,
+			out = append(out, &fetchTarget{topic: rt.Topic, topicID: rt.TopicID, partition: rp.Partition, offset: rp.FetchOffset,
 				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch})
 		}
 	}
@@ -139,7 +148,13 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 		remaining = int64(req.MaxBytes)
 	}
 	total, failed := 0, false
+	cl, _ := s.broker.Cluster()
 	for _, t := range targets {
+		if t.topicID != ([16]byte{}) && !topicHasID(cl, t.topic, t.topicID) {
+			t.hw, t.lso, t.logStart, t.errCode, t.records = -1, -1, -1, kerr.UnknownTopicID.Code, nil
+			failed = true
+			continue
+		}
 		budget := max(min(int64(t.maxBytes), remaining), 1)
 		res, err := s.broker.Fetch(ctx, FetchRequest{
 			Topic:              t.topic,
@@ -193,7 +208,7 @@ func buildFetchReply(req *kmsg.FetchRequest, sess *fetchSession, targets []*fetc
 			i = len(fr.Topics)
 			topicIdx[t.topic] = i
 			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic = t.topic
+			rt.Topic, rt.TopicID = t.topic, t.topicID
 			fr.Topics = append(fr.Topics, rt)
 			fr.chunks = append(fr.chunks, nil)
 		}

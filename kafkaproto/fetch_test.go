@@ -28,6 +28,8 @@ func TestFetchWriterMatchesKmsg(t *testing.T) {
 				for ti := range 1 + rng.IntN(3) {
 					rt := kmsg.NewFetchRequestTopic()
 					rt.Topic = fmt.Sprintf("topic-%d-%d", ti, rng.IntN(1000))
+					binary.BigEndian.PutUint64(rt.TopicID[:8], rng.Uint64()) // sent from v13
+					binary.BigEndian.PutUint64(rt.TopicID[8:], rng.Uint64())
 					for pi := range 1 + rng.IntN(4) {
 						rp := kmsg.NewFetchRequestTopicPartition()
 						rp.Partition = int32(pi)
@@ -136,7 +138,7 @@ func TestFetchByteLimits(t *testing.T) {
 			req := kmsg.NewPtrFetchRequest()
 			req.Version, req.MaxBytes, req.SessionEpoch = fetchMax, tc.maxBytes, -1
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = "big"
+			rt.Topic, rt.TopicID = "big", memTopicID(b, "big")
 			for p := range int32(3) {
 				rp := kmsg.NewFetchRequestTopicPartition()
 				rp.Partition, rp.PartitionMaxBytes = p, tc.partMax

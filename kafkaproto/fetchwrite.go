@@ -118,7 +118,7 @@ func (fr *fetchReply) appendChunk(w io.Writer, buf []byte, c Chunk) ([]byte, err
 
 func (fr *fetchReply) flexible() bool { return fr.Version >= 12 }
 
-// The append helpers below encode FetchResponse v4-v12 field by field, in
+// The append helpers below encode FetchResponse v4-v17 field by field, in
 // the order of the Kafka protocol definition; the tests compare their
 // output with kmsg's AppendTo byte for byte.
 
@@ -132,9 +132,13 @@ func (fr *fetchReply) appendHead(b []byte) []byte {
 }
 
 func (fr *fetchReply) appendTopicHead(b []byte, t *kmsg.FetchResponseTopic) []byte {
-	if fr.flexible() {
+	switch {
+	case fr.Version >= 13: // topic ids (KIP-516) instead of names
+		b = append(b, t.TopicID[:]...)
+		return fr.appendArrayLen(b, len(t.Partitions))
+	case fr.flexible():
 		b = binary.AppendUvarint(b, uint64(len(t.Topic))+1)
-	} else {
+	default:
 		b = binary.BigEndian.AppendUint16(b, uint16(len(t.Topic)))
 	}
 	b = append(b, t.Topic...)

@@ -24,6 +24,7 @@ type memBroker struct {
 	cluster *Cluster
 	changed chan struct{}
 	nextPID int64
+	created int          // topics created so far: part of their ids
 	chunks  atomic.Int64 // open chunks, to find leaks
 	sockets atomic.Int64 // chunks written straight to a TCP socket (sendfile path)
 	host    string
@@ -276,7 +277,8 @@ func (b *memBroker) CreateTopic(_ context.Context, spec TopicSpec, validateOnly 
 	}
 	t := &memTopic{configs: spec.Configs}
 	copy(t.id[:], spec.Name)
-	t.id[15] = 1
+	b.created++
+	t.id[14], t.id[15] = byte(b.created>>8), byte(b.created) // a topic created again gets a new id
 	b.topics[spec.Name] = t
 	b.addPartitionsLocked(t, spec.Partitions)
 	b.rebuildLocked()
@@ -412,4 +414,13 @@ func (c *memChunk) Close() error {
 		c.open.Add(-1)
 	}
 	return nil
+}
+
+// memTopicID is the id of b's topic name (zero when there is none).
+func memTopicID(b *memBroker, name string) [16]byte {
+	cl, _ := b.Cluster()
+	if t, ok := cl.Topic(name); ok {
+		return t.ID
+	}
+	return [16]byte{}
 }

@@ -291,6 +291,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	applyAt(t, src, 5, Command{InitCluster: &InitCluster{ClusterID: "c1"}})
 	applyAt(t, src, 6, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 7}})
 	data := snapshotBytes(t, src)
+	before, _ := src.image()
 	// Applying after Snapshot does not leak into the snapshot taken before.
 	applyAt(t, src, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
 	img, _ := src.image()
@@ -303,6 +304,9 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	got, _ := dst.image()
 	if got.Index != 6 || got.ClusterID != "c1" || got.Brokers[9] != nil || got.Topics["t"] == nil {
 		t.Fatalf("restored image %+v", got)
+	}
+	if id := got.Topics["t"].ID; id == ([16]byte{}) || id != before.Topics["t"].ID {
+		t.Fatalf("topic id %x after restore, %x before", id, before.Topics["t"].ID) // Kafka clients keep ids
 	}
 	applyAt(t, dst, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
 	got, _ = dst.image()

@@ -212,6 +212,7 @@ func (n *Node) rpcMethods() map[string]rpcMethod {
 		"status": method(false, func(context.Context, struct{}) (any, error) {
 			return n.Status(), nil
 		}),
+		"wait_applied": method(false, n.onWaitApplied),
 		"liveness": method(true, func(context.Context, struct{}) (any, error) {
 			return n.q.sessions.liveness(n.raft.CurrentTerm()), nil
 		}),

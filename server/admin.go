@@ -51,6 +51,9 @@ func (s *Server) applyMeta(ctx context.Context, cmd raftfsm.Command) (any, error
 	if err := s.catchUpWithLeader(ctx); err != nil {
 		return res, err
 	}
+	if cmd.AllocateProducerIDs == nil { // ids are this broker's alone
+		s.propagate(ctx)
+	}
 	// The partitions of this broker follow the image; catch up now so the
 	// caller can use what it just created.
 	if s.broker != nil {
@@ -204,6 +207,25 @@ func (s *Server) createAssignedPartitions(ctx context.Context, name string, coun
 		return fmt.Errorf("create partitions of %s: %w", name, err)
 	}
 	return nil
+}
+
+// propagate waits (at most Config.MetadataPropagationTimeout) until every
+// alive broker has applied what this node has, which includes the change
+// just made: once an admin call returns, Metadata from any broker shows it
+// (issue 18). A broker that does not confirm in time (paused, partitioned;
+// the controller fences it once its session lapses) only delays the answer:
+// the change is committed either way, so the call still succeeds.
+func (s *Server) propagate(ctx context.Context) {
+	if s.cfg.MetadataPropagationTimeout <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.MetadataPropagationTimeout)
+	defer cancel()
+	img, _ := s.meta.Image()
+	if behind := s.meta.WaitBrokersApplied(ctx, img.Index); len(behind) > 0 {
+		s.logger.Warn("metadata change not confirmed by every alive broker in time",
+			"index", img.Index, "brokers", behind, "timeout", s.cfg.MetadataPropagationTimeout)
+	}
 }
 
 // catchUpWithLeader waits until this node has applied everything the active

@@ -129,6 +129,9 @@ type Config struct {
 	// for; outside them JoinGroup answers INVALID_SESSION_TIMEOUT.
 	GroupMinSessionTimeout time.Duration // --group-min-session-timeout
 	GroupMaxSessionTimeout time.Duration // --group-max-session-timeout
+	// Kafka admin surface (issue 18): how long an admin change waits for
+	// every alive broker to apply it before the call returns (0: no wait).
+	MetadataPropagationTimeout time.Duration // --metadata-propagation-timeout
 	// Transactions (issue 16): the longest transaction timeout a producer
 	// may ask for, how long an idle transactional id is remembered, and
 	// the partitions of __transaction_state when first created (0: 3).
@@ -178,11 +181,12 @@ func DefaultConfig() Config {
 			MaxPartitions:         200_000,
 			MaxBrokerPartitions:   100_000,
 		},
-		MaxTopicsPerRequest:       1000,
-		GroupMinSessionTimeout:    6 * time.Second,  // Kafka's group.min.session.timeout.ms
-		GroupMaxSessionTimeout:    30 * time.Minute, // Kafka's group.max.session.timeout.ms
-		TransactionMaxTimeout:     txn.DefaultMaxTimeout,
-		TransactionalIDExpiration: txn.DefaultIDExpiration,
+		MaxTopicsPerRequest:        1000,
+		GroupMinSessionTimeout:     6 * time.Second,  // Kafka's group.min.session.timeout.ms
+		GroupMaxSessionTimeout:     30 * time.Minute, // Kafka's group.max.session.timeout.ms
+		MetadataPropagationTimeout: 2 * time.Second,
+		TransactionMaxTimeout:      txn.DefaultMaxTimeout,
+		TransactionalIDExpiration:  txn.DefaultIDExpiration,
 	}
 }
 

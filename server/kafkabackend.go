@@ -128,6 +128,7 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 		c.Topics = append(c.Topics, ti)
 	}
 	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].Name < c.Topics[j].Name })
+	c.IndexTopicIDs()
 	return c
 }
 

@@ -81,6 +81,7 @@ type serveFlags struct {
 	topicLimits
 	auth   authFlags  // serve_auth.go
 	groups groupFlags // serve_groups.go
+	admin  adminFlags // serve_admin.go
 	txn    txnFlags   // serve_txn.go
 }
 
@@ -195,6 +196,7 @@ func newServeCommand() *cobra.Command {
 	fs.Int64Var(&f.maxInflated, "max-decompressed-batch-bytes", def.MaxDecompressedBatchBytes, "largest size the records of one produced batch may decompress to; larger batches are refused (Kafka INVALID_RECORD, HTTP 413)")
 	f.topicLimits.register(fs, def)
 	f.groups.register(fs, def)
+	f.admin.register(fs, def)
 	f.txn.register(fs, def)
 	f.auth.register(fs)
 	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
@@ -263,6 +265,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		return cfg, err
 	}
 	if err := f.groups.apply(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.admin.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	if err := f.auth.apply(&cfg); err != nil {

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// Issue 18: once an admin call returns, every alive broker answers
+// Metadata with the change: a created topic with all its partitions, a
+// grown topic with its new count, a deleted topic gone. Raw Metadata
+// requests go straight to each node (its seed connection) right after the
+// call, for many rounds, asking both for all topics and by name.
+func TestKafkaAdminChangesVisibleOnEveryBroker(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: fastSessions})
+	adm, _, ctx := adminClient(t, c.Node(1).KafkaAddr)
+	var seeds []*kgo.Broker
+	for _, n := range c.Nodes {
+		seeds = append(seeds, rawClient(t, n.KafkaAddr).SeedBrokers()[0])
+	}
+	// partitionsOn is the topic's partition count in node i's all-topics
+	// and by-name answers (-1: not listed / unknown).
+	partitionsOn := func(i int, topic string) (all, named int) {
+		all, named = -1, -1
+		for _, byName := range []bool{false, true} {
+			req := kmsg.NewPtrMetadataRequest()
+			if byName {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.Topic = kmsg.StringPtr(topic)
+				req.Topics = append(req.Topics, rt)
+			}
+			resp, err := seeds[i].RetriableRequest(ctx, req)
+			if err != nil {
+				t.Fatalf("metadata from node %d: %v", i+1, err)
+			}
+			for _, mt := range resp.(*kmsg.MetadataResponse).Topics {
+				if mt.Topic == nil || *mt.Topic != topic || mt.ErrorCode == kerr.UnknownTopicOrPartition.Code {
+					continue
+				}
+				n := len(mt.Partitions)
+				for _, p := range mt.Partitions {
+					if p.Leader < 0 {
+						n = -2 // listed without a leader
+					}
+				}
+				if byName {
+					named = n
+				} else {
+					all = n
+				}
+			}
+		}
+		return all, named
+	}
+	expect := func(round int, what, topic string, want int) {
+		t.Helper()
+		for i := range seeds {
+			if all, named := partitionsOn(i, topic); all != want || named != want {
+				t.Fatalf("round %d, right after %s: node %d lists %s with %d partitions (all topics) / %d (by name), want %d",
+					round, what, i+1, topic, all, named, want)
+			}
+		}
+	}
+	for round := range 15 {
+		topic := fmt.Sprintf("vis-%d", round)
+		mustCreateKafkaTopic(t, adm, ctx, topic, 3, 3, nil)
+		expect(round, "CreateTopics", topic, 3)
+		if rs, err := adm.CreatePartitions(ctx, 2, topic); err != nil || rs[topic].Err != nil {
+			t.Fatalf("create partitions: %v %+v", err, rs)
+		}
+		expect(round, "CreatePartitions 3->5", topic, 5)
+		if rs, err := adm.DeleteTopics(ctx, topic); err != nil || rs[topic].Err != nil {
+			t.Fatalf("delete: %v %+v", err, rs)
+		}
+		expect(round, "DeleteTopics", topic, -1)
+	}
+}
