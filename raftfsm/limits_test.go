@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/runnel/runnel/internal/testport"
 )
 
 // A command in the log that the API would refuse is refused at apply, as
@@ -69,12 +69,7 @@ func TestFSMRefusesInvalidCommandsAtApply(t *testing.T) {
 
 func openLimited(t *testing.T, limits Limits) *Node {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testport.FreeAddr(t)
 	n, err := Open(Config{NodeID: 1, Dir: t.TempDir(), BindAddr: addr, Limits: limits})
 	if err != nil {
 		t.Fatal(err)

@@ -2,20 +2,16 @@ package raftfsm
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/internal/testport"
 )
 
 // With a small threshold and interval raft snapshots by itself and trims
 // the log behind the snapshot, keeping TrailingLogs entries.
 func TestAutomaticSnapshotTrimsLog(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := testport.FreeAddr(t)
 	n, err := Open(Config{NodeID: 1, Dir: t.TempDir(), BindAddr: addr,
 		SnapshotThreshold: 4, SnapshotInterval: 20 * time.Millisecond})
 	if err != nil {

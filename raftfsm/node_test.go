@@ -10,18 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/testport"
 	"github.com/runnel/runnel/raftfsm"
 )
 
-// freeAddr returns a loopback address with a port free right now.
+// freeAddr returns a loopback address with a port free right now, from
+// below the ephemeral range (see internal/testport).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testport.FreeAddr(t)
 }
 
 func openSingle(t *testing.T, dir string) *raftfsm.Node {
@@ -210,9 +207,7 @@ func TestApplyErrors(t *testing.T) {
 
 func BenchmarkApplySingleNode(b *testing.B) {
 	dir := b.TempDir()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(b)
 	n, err := raftfsm.Open(raftfsm.Config{NodeID: 1, Dir: dir, BindAddr: addr})
 	if err != nil {
 		b.Fatal(err)
@@ -299,9 +294,7 @@ func TestConcurrentApplyAndReaders(t *testing.T) {
 // BenchmarkApplyParallel proposes from 32 goroutines: raft batches the log
 // writes and the state machine applies in batches.
 func BenchmarkApplyParallel(b *testing.B) {
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(b)
 	n, err := raftfsm.Open(raftfsm.Config{NodeID: 1, Dir: b.TempDir(), BindAddr: addr})
 	if err != nil {
 		b.Fatal(err)

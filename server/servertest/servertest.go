@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/internal/testport"
 )
 
 var build struct {
@@ -91,45 +92,11 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
-//
-// Ports come from below the kernel's ephemeral range (32768 and up on
-// Linux), so an outgoing connection of another node cannot take a port
-// between the moment it is chosen and the moment a node listens on it, and
-// a port is never handed out twice by one test process.
+// FreeAddr returns a loopback address with a port free right now (see
+// internal/testport for why ports come from below the ephemeral range).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ports.mu.Lock()
-	defer ports.mu.Unlock()
-	if ports.used == nil {
-		ports.used = map[int]bool{}
-		ports.next = 20000 + (os.Getpid()*97)%10000
-	}
-	for tries := 0; tries < 12000; tries++ {
-		port := ports.next
-		ports.next++
-		if ports.next >= 32000 {
-			ports.next = 20000
-		}
-		if ports.used[port] {
-			continue
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		l.Close()
-		ports.used[port] = true
-		return l.Addr().String()
-	}
-	t.Fatalf("servertest: no free port below the ephemeral range")
-	return ""
-}
-
-var ports struct {
-	mu   sync.Mutex
-	used map[int]bool
-	next int
+	return testport.FreeAddr(t)
 }
 
 // Options describe one node. Zero values pick fresh ports and a temp dir.
