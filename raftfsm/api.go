@@ -132,6 +132,8 @@ type Image struct {
 	Users          map[string]*User    // users.go
 	ACLs           map[string]ACLEntry // acls.go, by ACLEntry.Key
 	Tokens         map[string]*Token   // tokens.go, by id
+
+	load *partitionLoad // counts kept by the FSM (load.go); nil in images built elsewhere
 }
 
 type BrokerState string

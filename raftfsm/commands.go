@@ -102,6 +102,9 @@ func (c *change) deleteTopic(cmd *DeleteTopic) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.img.load != nil {
+		c.img.load.add(t, -1)
+	}
 	delete(c.img.Topics, cmd.Name)
 	c.writes = append(c.writes, write{key: topicKey(cmd.Name)})
 	return t, nil

@@ -34,7 +34,23 @@ func applyAt(t *testing.T, f *fsm, index uint64, cmd Command) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+	res := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+	checkLoad(t, f)
+	return res
+}
+
+// checkLoad compares the counts the FSM keeps incrementally (load.go) with a
+// full scan of its image, after every command of every test that applies
+// through applyAt.
+func checkLoad(t *testing.T, f *fsm) {
+	t.Helper()
+	img, _ := f.images.load()
+	if img.load == nil {
+		t.Fatalf("image at index %d has no partition load", img.Index)
+	}
+	if got, want := *img.load, *scanLoad(img); !reflect.DeepEqual(got, want) {
+		t.Fatalf("image at index %d: incremental load %+v, scanned %+v", img.Index, got, want)
+	}
 }
 
 func reg(id int32, rack string) Command {

@@ -57,6 +57,11 @@ func (img *Image) next(index uint64) *Image {
 	for k, v := range img.Topics {
 		n.Topics[k] = v
 	}
+	if img.load != nil {
+		n.load = img.load.clone()
+	} else {
+		n.load = scanLoad(img)
+	}
 	return n
 }
 

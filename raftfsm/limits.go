@@ -253,15 +253,6 @@ func (r *reservations) release(res *reservation) {
 
 // imageLoad counts the partitions in img and the replicas on each broker.
 func imageLoad(img *Image) (int64, map[int32]int64) {
-	var total int64
-	perBroker := map[int32]int64{}
-	for _, t := range img.Topics {
-		total += int64(len(t.Partitions))
-		for _, p := range t.Partitions {
-			for _, id := range p.Replicas {
-				perBroker[id]++
-			}
-		}
-	}
-	return total, perBroker
+	l := img.partitionLoad()
+	return l.partitions, l.replicas
 }

@@ -61,15 +61,8 @@ func rackOrder(img *Image) []int32 {
 // leastLoaded returns the position in order of the broker holding the
 // fewest replicas, then leading the fewest partitions (the first such).
 func leastLoaded(img *Image, order []int32) int {
-	replicas, leads := map[int32]int{}, map[int32]int{}
-	for _, t := range img.Topics {
-		for _, p := range t.Partitions {
-			leads[p.Leader]++
-			for _, r := range p.Replicas {
-				replicas[r]++
-			}
-		}
-	}
+	l := img.partitionLoad()
+	replicas, leads := l.replicas, l.leaders
 	best := 0
 	for i, id := range order {
 		b := order[best]

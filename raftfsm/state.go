@@ -63,6 +63,7 @@ func loadImage(db *badger.DB) (*Image, uint64, error) {
 		return nil, 0, fmt.Errorf("raftfsm: load state: %w", err)
 	}
 	img.Index = applied
+	img.load = scanLoad(img)
 	return img, applied, nil
 }
 

@@ -1,0 +1,68 @@
+package raftfsm
+
+// partitionLoad is what placement and the partition limits need to know
+// about the whole cluster: how many partitions exist, and how many replicas
+// each broker holds and leads. The FSM keeps it in every image it publishes,
+// updated by putTopic and deleteTopic with the difference between a topic's
+// old and new versions, so that creating a topic costs time in its own
+// partitions, not in the cluster's (issue: placement scanned every partition
+// for every create, which grew superlinearly with the cluster).
+//
+// A published image's load is never modified: next copies it.
+type partitionLoad struct {
+	partitions int64
+	replicas   map[int32]int64
+	leaders    map[int32]int64
+}
+
+// scanLoad counts img's partitions the slow way: for images the FSM did not
+// build (tests, restored state before its first command) and to check the
+// incremental counts.
+func scanLoad(img *Image) *partitionLoad {
+	l := &partitionLoad{replicas: map[int32]int64{}, leaders: map[int32]int64{}}
+	for _, t := range img.Topics {
+		l.add(t, 1)
+	}
+	return l
+}
+
+// add counts t's partitions once more (sign 1) or once less (sign -1).
+func (l *partitionLoad) add(t *Topic, sign int64) {
+	if t == nil {
+		return
+	}
+	l.partitions += sign * int64(len(t.Partitions))
+	for _, p := range t.Partitions {
+		if p.Leader >= 0 {
+			l.leaders[p.Leader] += sign
+			if l.leaders[p.Leader] == 0 {
+				delete(l.leaders, p.Leader)
+			}
+		}
+		for _, id := range p.Replicas {
+			l.replicas[id] += sign
+			if l.replicas[id] == 0 {
+				delete(l.replicas, id)
+			}
+		}
+	}
+}
+
+func (l *partitionLoad) clone() *partitionLoad {
+	c := &partitionLoad{partitions: l.partitions, replicas: make(map[int32]int64, len(l.replicas)), leaders: make(map[int32]int64, len(l.leaders))}
+	for k, v := range l.replicas {
+		c.replicas[k] = v
+	}
+	for k, v := range l.leaders {
+		c.leaders[k] = v
+	}
+	return c
+}
+
+// partitionLoad returns img's counts; callers must not modify them.
+func (img *Image) partitionLoad() *partitionLoad {
+	if img.load != nil {
+		return img.load
+	}
+	return scanLoad(img)
+}
