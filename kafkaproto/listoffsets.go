@@ -6,12 +6,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ListOffsets, key 2: versions 1-7 (flexible from 6). Timestamps -2
-// (earliest), -1 (latest) and -3 (max timestamp, v7) or a time in ms.
+// ListOffsets, key 2: versions 1-10 (flexible from 6; TimeoutMillis from 10,
+// ignored: the answer never waits). Timestamps -2 (earliest), -1 (latest),
+// -3 (max timestamp, v7), -4 (earliest local, v8) and -5 (latest tiered,
+// v9) or a time in ms. runnel has no tiered storage, so it answers as Kafka
+// does for a topic without remote storage: -4 is the log start offset (the
+// whole log is local) and -5 finds no tiered offset (offset, timestamp and
+// leader epoch -1, no error), after the same leader checks as any lookup.
 const (
 	listOffsetsKey = 2
 	listOffsetsMin = 1
-	listOffsetsMax = 7
+	listOffsetsMax = 10
+)
+
+// Kafka's special ListOffsets timestamps beyond -1/-2/-3 (KIP-405, KIP-1005).
+const (
+	earliestLocalTimestamp = -4
+	latestTieredTimestamp  = -5
 )
 
 func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
@@ -22,11 +33,18 @@ func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) 
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
-			off, ts, epoch, err := s.broker.ListOffset(ctx, rt.Topic, rp.Partition, rp.Timestamp,
+			ts := rp.Timestamp
+			if ts == earliestLocalTimestamp || ts == latestTieredTimestamp {
+				ts = -2 // the checks and answer of the earliest offset
+			}
+			off, ts, epoch, err := s.broker.ListOffset(ctx, rt.Topic, rp.Partition, ts,
 				rp.CurrentLeaderEpoch, req.IsolationLevel == 1)
-			if err != nil {
+			switch {
+			case err != nil:
 				p.ErrorCode, p.Offset, p.Timestamp = kafkaErr(err), -1, -1
-			} else {
+			case rp.Timestamp == latestTieredTimestamp:
+				p.Offset, p.Timestamp, p.LeaderEpoch = -1, -1, -1 // nothing is tiered
+			default:
 				p.Offset, p.Timestamp, p.LeaderEpoch = off, ts, epoch
 			}
 			t.Partitions = append(t.Partitions, p)

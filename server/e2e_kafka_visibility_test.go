@@ -66,6 +66,36 @@ func TestKafkaAdminChangesVisibleOnEveryBroker(t *testing.T) {
 			}
 		}
 	}
+	// produceToLeaders sends one record to each partition's leader as node
+	// 1 names it, straight away: the leader must take it.
+	produceToLeaders := func(round int, topic string, parts ...int32) {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+		resp, err := seeds[0].RetriableRequest(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := resp.(*kmsg.MetadataResponse).Topics[0]
+		for _, p := range parts {
+			leader := md.Partitions[p].Leader
+			pr := kmsg.NewPtrProduceRequest()
+			pr.Acks, pr.TimeoutMillis = 1, 10000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Partition, rp.Records = p, rawBatch(1, -1, -1, -1)
+			rt.Partitions = append(rt.Partitions, rp)
+			pr.Topics = append(pr.Topics, rt)
+			resp, err := seeds[leader-1].RetriableRequest(ctx, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+				t.Fatalf("round %d: produce to %s-%d on its leader %d right after CreatePartitions: %v", round, topic, p, leader, kerr.ErrorForCode(code))
+			}
+		}
+	}
 	for round := range 15 {
 		topic := fmt.Sprintf("vis-%d", round)
 		mustCreateKafkaTopic(t, adm, ctx, topic, 3, 3, nil)
@@ -73,6 +103,7 @@ func TestKafkaAdminChangesVisibleOnEveryBroker(t *testing.T) {
 		if rs, err := adm.CreatePartitions(ctx, 2, topic); err != nil || rs[topic].Err != nil {
 			t.Fatalf("create partitions: %v %+v", err, rs)
 		}
+		produceToLeaders(round, topic, 3, 4)
 		expect(round, "CreatePartitions 3->5", topic, 5)
 		if rs, err := adm.DeleteTopics(ctx, topic); err != nil || rs[topic].Err != nil {
 			t.Fatalf("delete: %v %+v", err, rs)
