@@ -54,8 +54,15 @@ type Coordinator struct {
 	closed bool                  // guarded by mu
 	lags   map[string]lagSample  // each group's lag at the last sample; guarded by mu
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	// life ends at Close: it bounds loads and the groups' appends, so
+	// Close never waits out an acks=all timeout or a load.
+	life context.Context
+	stop context.CancelFunc
+	done chan struct{} // closed when run returns; nil before Start
+
+	flushMu     sync.Mutex     // guards flushClosed and flushers.Add; after group.mu
+	flushClosed bool           // no more flushers (Close)
+	flushers    sync.WaitGroup // the groups' flusher goroutines (writes.go)
 }
 
 // groupShard is one offsets partition this broker leads.
@@ -72,23 +79,29 @@ func New(cfg Config, b Backend) *Coordinator {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	life, stop := context.WithCancel(context.Background())
 	return &Coordinator{cfg: cfg, b: b, logger: cfg.Logger, now: cfg.Now,
-		initial: groupInitialRebalanceWait, shards: map[int32]*groupShard{}, groups: map[string]*group{}}
+		initial: groupInitialRebalanceWait, shards: map[int32]*groupShard{}, groups: map[string]*group{},
+		life: life, stop: stop}
 }
 
 // Start starts the coordinator's goroutine.
 func (c *Coordinator) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	c.cancel, c.done = cancel, make(chan struct{})
-	go c.run(ctx)
+	c.done = make(chan struct{})
+	go c.run(c.life)
 }
 
-// Close stops the goroutine and fails every pending join and sync.
+// Close stops the goroutines (appends in flight fail) and fails every
+// pending join and sync. It may be called more than once.
 func (c *Coordinator) Close() {
-	if c.cancel != nil {
-		c.cancel()
+	c.stop()
+	if c.done != nil {
 		<-c.done
 	}
+	c.flushMu.Lock()
+	c.flushClosed = true
+	c.flushMu.Unlock()
+	c.flushers.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -107,7 +120,7 @@ func (c *Coordinator) run(ctx context.Context) {
 	lastLag := time.Time{}
 	for {
 		_, changed := c.b.Image()
-		c.follow()
+		c.follow(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -132,8 +145,9 @@ func offsetsPartitions(img *raftfsm.Image) int32 {
 }
 
 // follow loads the offsets partitions this broker newly leads and drops
-// those it no longer leads (or leads in a newer epoch: reloaded).
-func (c *Coordinator) follow() {
+// those it no longer leads (or leads in a newer epoch: reloaded). A load
+// waits for the partition's high watermark, until ctx ends.
+func (c *Coordinator) follow(ctx context.Context) {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	img, _ := c.b.Image()
@@ -165,7 +179,7 @@ func (c *Coordinator) follow() {
 	c.mu.Unlock()
 	for _, p := range load {
 		start := c.now()
-		groups, err := c.loadPartition(p)
+		groups, err := c.loadPartition(ctx, p)
 		c.mu.Lock()
 		sh := c.shards[p]
 		switch {
@@ -244,7 +258,11 @@ func (c *Coordinator) ensureOffsetsTopic(ctx context.Context) (*raftfsm.Image, e
 	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
 		return nil, fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, offsetsTopic, err)
 	}
-	c.follow()
+	// The load is bounded by the request and by Close.
+	lctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(c.life, cancel)()
+	defer cancel()
+	c.follow(lctx)
 	img, _ = c.b.Image()
 	return img, nil
 }

@@ -10,8 +10,8 @@
 // (commit, fetch, delete, describe), kafka.go (the Kafka door's group APIs),
 // http.go and httpmember.go (the HTTP door's: admin, lag, HTTP members),
 // assign.go (the server-side range assignor for HTTP leaders), lag.go (the
-// lag sampler), backend.go (Config, Backend and Log: what it needs from the
-// broker). The server wires it (server/groupsbackend.go) and translates its
+// lag sampler), writes.go (each group's queue of records to append),
+// backend.go (Config, Backend and Log: what it needs from the broker). The server wires it (server/groupsbackend.go) and translates its
 // errors for each door (server/kafkabackend_groups.go,
 // server/httpbackend_groups.go, which also proxies a group's HTTP requests to
 // its coordinator).
@@ -26,11 +26,21 @@
 // the partition like any data (the partition's acks=all path), never
 // proposed to Raft.
 //
-// Goroutines: run (leadership follower, session and rebalance timers, lag
-// sampler) is started by Start and stopped by Close. JoinGroup and
-// SyncGroup callers wait on a channel of their member, without locks.
+// Goroutines: run (leadership follower and loads, session and rebalance
+// timers, lag sampler) is started by Start and stopped by Close. Each group
+// with records to append has at most one flusher goroutine (writes.go),
+// started when its queue fills and ending when it is empty; Close cancels
+// their appends and waits for them. JoinGroup, SyncGroup and commit callers
+// wait on channels, without locks. Loads wait for the partition's high
+// watermark (woken by it, up to 5 s) and end when Close or the request
+// that triggered them does.
 //
 // Lock order: Coordinator.loadMu, then Coordinator.mu, then group.mu, then
-// the Backend (appends happen under group.mu so the log order of a group's
-// records is the order of its in-memory changes).
+// Coordinator.flushMu. No lock is held while calling the Backend's Append or
+// Read (an acks=all append waits for the replicas): a group's records are
+// queued under group.mu, so the log order of its records is the order of
+// its in-memory changes, written by its flusher without the lock, and
+// applied to memory (offsets) or completing a generation (SyncGroup) once
+// written. A failed metadata write is retried at the next tick with the
+// group's current state, so the log does not stay behind memory.
 package groups

@@ -160,7 +160,7 @@ func (h HTTP) CommitGroupOffsets(ctx context.Context, name string, req api.Group
 	if req.Generation != nil {
 		ref.Generation = *req.Generation
 	}
-	errs, err := g.commit(ref, co)
+	errs, err := g.commit(ctx, ref, co)
 	if err != nil {
 		if req.MemberID == "" {
 			return nil, fmt.Errorf("%w: group %s has active members; stop them first, or commit with their member_id and generation (%v)", api.ErrConflict, name, err)
@@ -210,7 +210,7 @@ func (h HTTP) ResetGroupOffsets(ctx context.Context, name string, req api.GroupR
 	if dry || len(co) == 0 {
 		return out, nil
 	}
-	if _, err := g.commit(kafkaproto.MemberRef{Group: name, Generation: -1}, co); err != nil {
+	if _, err := g.commit(ctx, kafkaproto.MemberRef{Group: name, Generation: -1}, co); err != nil {
 		return out, fmt.Errorf("%w: %v", api.ErrConflict, err)
 	}
 	return out, nil
@@ -282,7 +282,7 @@ func (h HTTP) CommitMember(ctx context.Context, name, member string, offsets []a
 	if err != nil {
 		return nil, err
 	}
-	return h.c.commitHTTP(g, member, offsets)
+	return h.c.commitHTTP(ctx, g, member, offsets)
 }
 
 func (h HTTP) LeaveGroup(ctx context.Context, name, member string) error {

@@ -280,7 +280,7 @@ func (c *Coordinator) read(ctx context.Context, t tp, offset int64, maxRecords, 
 }
 
 // commitHTTP commits offsets for an HTTP member (nil: its positions).
-func (c *Coordinator) commitHTTP(g *group, id string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
+func (c *Coordinator) commitHTTP(ctx context.Context, g *group, id string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
 	g.mu.Lock()
 	m, err := g.httpMemberLocked(id)
 	if err != nil {
@@ -302,7 +302,7 @@ func (c *Coordinator) commitHTTP(g *group, id string, offsets []api.GroupOffset)
 	}
 	ref := kafkaproto.MemberRef{Group: g.name, MemberID: id, Generation: g.generation}
 	g.mu.Unlock()
-	errs, err := g.commit(ref, co)
+	errs, err := g.commit(ctx, ref, co)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, m kafkaproto.MemberRef,
 	if err != nil {
 		return nil, err
 	}
-	return g.commit(m, offsets)
+	return g.commit(ctx, m, offsets)
 }
 
 func (c *Coordinator) FetchOffsets(ctx context.Context, group string, parts []kafkaproto.TopicPartition) ([]kafkaproto.CommittedOffset, error) {
@@ -95,7 +95,7 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, parts []k
 	if g == nil {
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrGroupIDNotFound, group)
 	}
-	return g.deleteOffsets(parts)
+	return g.deleteOffsets(ctx, parts)
 }
 
 func (c *Coordinator) ListGroups(ctx context.Context) ([]kafkaproto.GroupListing, error) {

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -8,31 +9,50 @@ import (
 )
 
 // commit is OffsetCommit: checks the member as Kafka does, then appends
-// every accepted offset in one batch. The result holds one error per
-// offset; err fails them all.
-func (g *group) commit(ref kafkaproto.MemberRef, offsets []kafkaproto.CommitOffset) ([]error, error) {
+// every accepted offset in one batch and waits for it (or ctx: the write
+// still applies when it completes). The result holds one error per offset;
+// err fails them all.
+func (g *group) commit(ctx context.Context, ref kafkaproto.MemberRef, offsets []kafkaproto.CommitOffset) ([]error, error) {
+	errs, written, err := g.checkAndStoreOffsets(ref, offsets)
+	if err != nil || written == nil {
+		return errs, err
+	}
+	select {
+	case err := <-written:
+		if err != nil {
+			return nil, err
+		}
+		return errs, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (g *group) checkAndStoreOffsets(ref kafkaproto.MemberRef, offsets []kafkaproto.CommitOffset) ([]error, <-chan error, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
 	case g.state == stateDead:
-		return nil, errGroupNotCoordinator
+		return nil, nil, errGroupNotCoordinator
 	case ref.Generation < 0 && ref.MemberID == "" && g.state == stateEmpty:
 		// A commit from outside group management (admin, manual assignment).
 	case g.state == stateCompletingRebalance:
-		return nil, kafkaproto.ErrRebalanceInProgress
+		return nil, nil, kafkaproto.ErrRebalanceInProgress
 	default:
 		m, err := g.checkMemberLocked(ref)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		m.deadline = g.c.now().Add(m.sessionTimeout)
 	}
-	return g.storeOffsetsLocked(offsets)
+	errs, written := g.storeOffsetsLocked(offsets)
+	return errs, written, nil
 }
 
-// storeOffsetsLocked appends and applies offsets.
-func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) ([]error, error) {
-	errs := make([]error, len(offsets))
+// storeOffsetsLocked queues offsets, applied once written; written is nil
+// when none was accepted.
+func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) (errs []error, written <-chan error) {
+	errs = make([]error, len(offsets))
 	now := g.c.now().UnixMilli()
 	var recs []Record
 	var keep []int
@@ -54,13 +74,14 @@ func (g *group) storeOffsetsLocked(offsets []kafkaproto.CommitOffset) ([]error, 
 	if len(recs) == 0 {
 		return errs, nil
 	}
-	if err := g.appendRecordsLocked(recs); err != nil {
-		return nil, err
-	}
-	for _, i := range keep {
-		g.offsets[offsets[i].TopicPartition] = entries[i]
-	}
-	return errs, nil
+	return errs, g.enqueueWaitLocked(recs, func(err error) {
+		if err != nil {
+			return
+		}
+		for _, i := range keep {
+			g.offsets[offsets[i].TopicPartition] = entries[i]
+		}
+	})
 }
 
 // fetchOffsets is OffsetFetch; parts nil means every committed offset.
@@ -118,10 +139,10 @@ func (g *group) subscribedTopicsLocked() map[string]bool {
 }
 
 // deleteOffsets is OffsetDelete: offsets of topics still consumed stay.
-func (g *group) deleteOffsets(parts []tp) ([]error, error) {
+func (g *group) deleteOffsets(ctx context.Context, parts []tp) ([]error, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.state == stateDead {
+		g.mu.Unlock()
 		return nil, errGroupNotCoordinator
 	}
 	subscribed := g.subscribedTopicsLocked()
@@ -139,26 +160,44 @@ func (g *group) deleteOffsets(parts []tp) ([]error, error) {
 			del = append(del, t)
 		}
 	}
-	if len(recs) > 0 {
-		if err := g.appendRecordsLocked(recs); err != nil {
+	if len(recs) == 0 {
+		g.mu.Unlock()
+		return errs, nil
+	}
+	written := g.enqueueWaitLocked(recs, func(err error) {
+		if err != nil {
+			return
+		}
+		for _, t := range del {
+			delete(g.offsets, t)
+		}
+	})
+	g.mu.Unlock()
+	select {
+	case err := <-written:
+		if err != nil {
 			return nil, err
 		}
+		return errs, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	for _, t := range del {
-		delete(g.offsets, t)
-	}
-	return errs, nil
 }
 
-// deleteGroup writes tombstones for an empty group and its offsets.
+// deleteGroup writes tombstones for an empty group and its offsets. The
+// group is Dead while they are written (no member joins a group being
+// deleted), Empty again if the write fails. It waits for the write without
+// a request context (the write is bounded by groupStoreTimeout and Close),
+// so the caller forgets the group only once it is deleted.
 func (g *group) deleteGroup() error {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	switch g.state {
 	case stateDead:
+		g.mu.Unlock()
 		return fmt.Errorf("%w: %s", kafkaproto.ErrGroupIDNotFound, g.name)
 	case stateEmpty:
 	default:
+		g.mu.Unlock()
 		return fmt.Errorf("%w: %s has %d members", kafkaproto.ErrNonEmptyGroup, g.name, len(g.members))
 	}
 	now := g.c.now().UnixMilli()
@@ -166,12 +205,16 @@ func (g *group) deleteGroup() error {
 	for t := range g.offsets {
 		recs = append(recs, Record{Key: offsetKey(g.name, t), Timestamp: now})
 	}
-	if err := g.appendRecordsLocked(recs); err != nil {
-		return err
-	}
-	g.offsets = map[tp]offsetEntry{}
 	g.setStateLocked(stateDead)
-	return nil
+	written := g.enqueueWaitLocked(recs, func(err error) {
+		if err != nil {
+			g.setStateLocked(stateEmpty)
+			return
+		}
+		g.offsets = map[tp]offsetEntry{}
+	})
+	g.mu.Unlock()
+	return <-written
 }
 
 // describe is DescribeGroups for one group.

@@ -42,6 +42,10 @@ type group struct {
 	delayed           bool // the rebalance waits out the initial delay
 	offsets           map[tp]offsetEntry
 	changed           chan struct{} // closed and replaced at every state change
+
+	writes    []*groupWrite // records waiting for the flusher, oldest first (writes.go)
+	flushing  bool          // a flusher goroutine writes the queue
+	metaDirty bool          // the last metadata write failed: the tick writes it again
 }
 
 type tp = kafkaproto.TopicPartition
@@ -337,7 +341,7 @@ func (g *group) completeJoinLocked(now time.Time) {
 	if len(g.members) == 0 {
 		g.protocol, g.leader = "", ""
 		g.setStateLocked(stateEmpty)
-		g.persistLocked()
+		g.persistLocked(nil)
 		return
 	}
 	g.protocol = g.chooseProtocolLocked()

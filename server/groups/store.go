@@ -133,22 +133,10 @@ func parseGroupKey(key []byte) (kind int16, group string, t tp, err error) {
 	return kind, group, t, nil
 }
 
-// appendRecordsLocked appends records to the group's offsets partition as
-// one batch (all or none), acks=all: it returns once the in-sync replicas
-// hold it, so a commit that was acknowledged survives a coordinator
-// failover.
-func (g *group) appendRecordsLocked(recs []Record) error {
-	ctx, cancel := context.WithTimeout(context.Background(), groupStoreTimeout)
-	defer cancel()
-	if err := g.c.b.Append(ctx, g.partition, recs); err != nil {
-		return fmt.Errorf("store group %s: %w", g.name, err)
-	}
-	return nil
-}
-
-// persistLocked writes the group's metadata record (members and their
-// assignments), so a new coordinator resumes the generation.
-func (g *group) persistLocked() error {
+// persistLocked queues the group's metadata record (members and their
+// assignments, as they are now), so a new coordinator resumes the
+// generation; done (may be nil) runs under g.mu with the outcome.
+func (g *group) persistLocked(done func(err error)) {
 	sg := storedGroup{V: storeVersion, ProtocolType: g.protocolType, Generation: g.generation,
 		Protocol: g.protocol, Leader: g.leader, Members: []storedMember{}}
 	for _, id := range g.sortedMemberIDsLocked() {
@@ -162,20 +150,21 @@ func (g *group) persistLocked() error {
 		sg.Members = append(sg.Members, sm)
 	}
 	val, err := json.Marshal(sg)
-	if err != nil {
-		return err
+	if err != nil { // not for these types; failed like a write
+		g.metaDirty = true
+		if done != nil {
+			done(err)
+		}
+		return
 	}
-	err = g.appendRecordsLocked([]Record{{Key: groupKey(g.name), Value: val, Timestamp: g.c.now().UnixMilli()}})
-	if err != nil {
-		g.c.logger.Warn("store group metadata", "group", g.name, "err", err)
-	}
-	return err
+	g.enqueueLocked(&groupWrite{recs: []Record{{Key: groupKey(g.name), Value: val, Timestamp: g.c.now().UnixMilli()}},
+		meta: true, done: done})
 }
 
 // loadPartition reads an offsets partition from its start and rebuilds its
 // groups. Members come back with a fresh session: those that keep
 // heartbeating with their generation carry on without a rebalance.
-func (c *Coordinator) loadPartition(idx int32) (map[string]*group, error) {
+func (c *Coordinator) loadPartition(ctx context.Context, idx int32) (map[string]*group, error) {
 	p, err := c.b.OffsetsLog(idx)
 	if err != nil {
 		return nil, err
@@ -184,11 +173,8 @@ func (c *Coordinator) loadPartition(idx int32) (map[string]*group, error) {
 	// followers have fetched; loading below it could miss commits that
 	// were acknowledged, so offsets would go back. Wait (the caller
 	// retries at its next tick; clients see COORDINATOR_LOAD_IN_PROGRESS).
-	for deadline := c.now().Add(groupLoadWait); p.HighWatermark() < p.EndOffset(); {
-		if c.now().After(deadline) {
-			return nil, fmt.Errorf("%s-%d: %w: %d < %d", offsetsTopic, idx, errLoadBehind, p.HighWatermark(), p.EndOffset())
-		}
-		time.Sleep(groupTick)
+	if err := waitLoadable(ctx, p); err != nil {
+		return nil, fmt.Errorf("%s-%d: %w", offsetsTopic, idx, err)
 	}
 	metas := map[string]*storedGroup{}
 	offsets := map[string]map[tp]offsetEntry{}
@@ -233,6 +219,27 @@ func (c *Coordinator) loadPartition(idx int32) (map[string]*group, error) {
 		g.restore(sg, now)
 	}
 	return groups, nil
+}
+
+// waitLoadable waits (up to groupLoadWait, woken by the partition) for
+// the high watermark to reach the log end.
+func waitLoadable(ctx context.Context, p Log) error {
+	timer := time.NewTimer(groupLoadWait)
+	defer timer.Stop()
+	for {
+		changed := p.Changed()
+		hwm, end := p.HighWatermark(), p.EndOffset()
+		if hwm >= end {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return fmt.Errorf("%w: %d < %d", errLoadBehind, hwm, end)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (c *Coordinator) replay(r Record, metas map[string]*storedGroup, offsets map[string]map[tp]offsetEntry) {

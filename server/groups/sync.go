@@ -61,8 +61,9 @@ func (g *group) syncResultLocked(m *member) kafkaproto.SyncResult {
 	return kafkaproto.SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment}
 }
 
-// applyAssignmentLocked stores the leader's assignment, persists the group
-// and answers every waiting SyncGroup.
+// applyAssignmentLocked stores the leader's assignment and persists the
+// group; once the record is written the group is Stable and every waiting
+// SyncGroup is answered (assignmentStoredLocked).
 func (g *group) applyAssignmentLocked(assignments map[string][]byte) {
 	revoked := false
 	for id, m := range g.members {
@@ -71,7 +72,18 @@ func (g *group) applyAssignmentLocked(assignments map[string][]byte) {
 			revoked = true
 		}
 	}
-	if err := g.persistLocked(); err != nil {
+	gen := g.generation
+	g.persistLocked(func(err error) { g.assignmentStoredLocked(gen, revoked, err) })
+}
+
+// assignmentStoredLocked completes a generation's SyncGroup once its
+// assignment is written (or failed). A rebalance that started meanwhile
+// already failed the waiting syncs.
+func (g *group) assignmentStoredLocked(gen int32, revoked bool, err error) {
+	if g.generation != gen || g.state != stateCompletingRebalance {
+		return
+	}
+	if err != nil {
 		for _, m := range g.members {
 			if m.syncCh != nil {
 				m.syncCh <- syncOutcome{err: fmt.Errorf("%w: %v", kafkaproto.ErrCoordinatorNotAvailable, err)}
@@ -153,7 +165,7 @@ func (g *group) membersChangedLocked(why string) {
 			g.generation++
 			g.protocol, g.leader = "", ""
 			g.setStateLocked(stateEmpty)
-			g.persistLocked()
+			g.persistLocked(nil)
 			return
 		}
 		g.prepareRebalanceLocked(now, why)
@@ -186,4 +198,5 @@ func (g *group) tickLocked(now time.Time) {
 		return
 	}
 	g.maybeCompleteJoinLocked(now)
+	g.retryPersistLocked()
 }
