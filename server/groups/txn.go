@@ -44,10 +44,19 @@ func (c *Coordinator) CommitTxnOffsets(ctx context.Context, group string, offset
 		return err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.state == stateDead {
+		g.mu.Unlock()
 		return fmt.Errorf("%w: group %s was deleted", errGroupNotCoordinator, group)
 	}
-	_, err = g.storeOffsetsLocked(offsets)
-	return err
+	_, written := g.storeOffsetsLocked(offsets)
+	g.mu.Unlock()
+	if written == nil {
+		return nil
+	}
+	select {
+	case err := <-written:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
