@@ -56,6 +56,12 @@ var (
 	ErrTooManyRequests = errors.New("api: too many concurrent requests")
 	// ErrOverloaded: the node's HTTP memory budget is in use. Retry later.
 	ErrOverloaded = errors.New("api: node overloaded")
+	// ErrIdempotencyKeyReused: an Idempotency-Key already served for a
+	// different request (another body, topic or encoding).
+	ErrIdempotencyKeyReused = errors.New("api: idempotency key reused for a different request")
+	// ErrIdempotencyKeyInFlight: a request with the same Idempotency-Key
+	// is still being served. Retry once it is answered.
+	ErrIdempotencyKeyInFlight = errors.New("api: idempotency key in flight")
 )
 
 // ProblemTypePrefix starts every problem type URI.
@@ -88,6 +94,7 @@ func problemKinds() []ProblemKind {
 		{ErrInternalTopic, http.StatusForbidden, "internal-topic", "Internal topic: written only by its coordinator"},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},
 		{ErrTopicExists, http.StatusConflict, "topic-exists", "Topic already exists"},
+		{ErrIdempotencyKeyInFlight, http.StatusConflict, "idempotency-key-in-flight", "A request with this Idempotency-Key is still being served"},
 		{ErrConflict, http.StatusConflict, "conflict", "Conflict"},
 		{ErrQuorumChange, http.StatusConflict, "quorum-change-refused", "Controller change refused: it could break the quorum"},
 		{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, "request-too-large", "Request body too large"},
@@ -97,6 +104,7 @@ func problemKinds() []ProblemKind {
 		{ErrBodyTimeout, http.StatusRequestTimeout, "request-timeout", "Request body not received in time"},
 		{ErrUnsupportedMedia, http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"},
 		{ErrOffsetOutOfRange, http.StatusRequestedRangeNotSatisfiable, "offset-out-of-range", "Offset out of range"},
+		{ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency-Key already used for a different request"},
 		{ErrCorruptBatch, http.StatusUnprocessableEntity, "corrupt-batch", "Stored record batch cannot be decoded"},
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
 		{ErrTooManyRequests, http.StatusTooManyRequests, "too-many-requests", "Too many concurrent requests"},

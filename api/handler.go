@@ -133,6 +133,7 @@ type handler struct {
 	mem       *byteBudget
 	longPolls *slots
 	streams   *slots
+	idem      *inflightKeys // Idempotency-Keys being served
 }
 
 // NewHandler returns the HTTP API over b: every route of openapi.yaml, the
@@ -160,7 +161,8 @@ func NewHandler(b Backend, opts Options) (http.Handler, error) {
 	h := &handler{b: b, opts: opts, log: opts.Logger, doc: doc, spec: spec, metrics: m, docs: docs,
 		mem:       newByteBudget(l.MemoryBudget),
 		longPolls: newSlots("long polls", l.MaxLongPolls, l.MaxLongPollsPerClient),
-		streams:   newSlots("streams", l.MaxStreams, l.MaxStreamsPerClient)}
+		streams:   newSlots("streams", l.MaxStreams, l.MaxStreamsPerClient),
+		idem:      newInflightKeys()}
 	return h.routes(), nil
 }
 

@@ -50,12 +50,18 @@ func (rr recordsResource) produce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rr.h.mem.give(2 * int64(len(body)))
+	produce, done, err := rr.produceBackend(r, topic, encodingParam(q.Get("encoding")), body)
+	if err != nil {
+		rr.h.problem(w, r, err)
+		return
+	}
+	defer done()
 	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")), rr.h.opts.Limits.MaxProduceRecords)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return
 	}
-	offs, err := rr.h.b.Produce(r.Context(), topic, recs, acks)
+	offs, err := produce(r.Context(), recs, acks)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return

@@ -44,6 +44,8 @@ type broker struct {
 
 	// producers is given to every partition; nil: the default.
 	producers *producerPolicy
+	// keys is given to every partition (idempotency keys); nil: the default.
+	keys *keyPolicy
 
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
@@ -313,7 +315,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		idx := missing[i]
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
 		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
-		p.producerPolicy = b.producers
+		p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
 		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)

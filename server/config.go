@@ -91,6 +91,11 @@ type Config struct {
 	ProducerIDExpiration       time.Duration // --producer-id-expiration
 	MaxProducerIDsPerPartition int           // --max-producer-ids-per-partition
 
+	// Idempotent HTTP produce (Idempotency-Key): how long a partition
+	// remembers a key and how many keys it remembers. 0: the defaults.
+	IdempotencyKeyExpiration       time.Duration // --idempotency-key-expiration
+	MaxIdempotencyKeysPerPartition int           // --max-idempotency-keys-per-partition
+
 	// StorageRetryInterval is how often the broker looks for partitions
 	// whose disk failed (full, I/O error) and first retries them; retries
 	// back off to 30s while the disk still refuses writes.
@@ -175,6 +180,11 @@ func DefaultConfig() Config {
 		MaxProducerIDsPerPartition: DefaultMaxProducerIDsPerPartition,
 		HTTPLimits:                 api.DefaultLimits,
 		MaxDecompressedBatchBytes:  segments.DefaultMaxInflatedBytes,
+
+		// Idempotent HTTP produce.
+		IdempotencyKeyExpiration:       DefaultIdempotencyKeyExpiration,
+		MaxIdempotencyKeysPerPartition: DefaultMaxIdempotencyKeysPerPartition,
+
 		TopicLimits: raftfsm.Limits{
 			MaxPartitionsPerTopic: 10_000,
 			MaxReplicationFactor:  16,

@@ -35,7 +35,8 @@ type forwardedKey struct{}
 func markForwarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inter, _ := r.Context().Value(interNodeKey{}).(bool); inter && r.Header.Get(forwardedHeader) != "" {
-			r = r.WithContext(context.WithValue(r.Context(), forwardedKey{}, true))
+			ctx := context.WithValue(r.Context(), forwardedKey{}, true)
+			r = r.WithContext(withForwardedIdemKey(ctx, r.Header.Get(idemKeyHeader)))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -101,7 +102,7 @@ func unb64(s *string) ([]byte, error) {
 
 // produce appends records (all for one partition) on the broker at addr and
 // returns the base offset.
-func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []newRecord, acks int) (int64, error) {
+func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []newRecord, acks int, k *idemKey) (int64, error) {
 	out := make([]wireOutRecord, len(recs))
 	for i, r := range recs {
 		ts := r.Timestamp
@@ -122,7 +123,11 @@ func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32,
 	var res struct {
 		Offsets []api.RecordOffset `json:"offsets"`
 	}
-	if err := f.do(ctx, http.MethodPost, u, body, &res); err != nil {
+	var hdr http.Header
+	if k != nil {
+		hdr = http.Header{idemKeyHeader: {k.String()}}
+	}
+	if err := f.doWith(ctx, http.MethodPost, u, body, hdr, &res); err != nil {
 		return 0, err
 	}
 	if len(res.Offsets) != len(recs) {
@@ -211,9 +216,17 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 // do sends one forwarded request; a problem answer becomes the api sentinel
 // of its type, so the client sees the leader's error as if local.
 func (f *forwarder) do(ctx context.Context, method, u string, body []byte, out any) error {
+	return f.doWith(ctx, method, u, body, nil, out)
+}
+
+// doWith is do with extra request headers.
+func (f *forwarder) doWith(ctx context.Context, method, u string, body []byte, hdr http.Header, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	req.Header.Set(forwardedHeader, "1")
 	if body != nil {

@@ -33,6 +33,8 @@ var (
 	_ api.SeriesBackend           = (*httpBackend)(nil)
 	_ api.KafkaAPIVersionsBackend = (*httpBackend)(nil)
 	_ api.StorageBackend          = (*httpBackend)(nil)
+
+	_ api.IdempotentProduceBackend = (*httpBackend)(nil)
 )
 
 // httpErrors is the one table from server errors to the api's sentinels.
@@ -66,6 +68,7 @@ var httpErrors = []struct{ from, to error }{
 	{context.DeadlineExceeded, api.ErrTimeout},
 	{errStorage, api.ErrStorage},
 	{segments.ErrStorage, api.ErrStorage},
+	{errIdempotencyKeyReused, api.ErrIdempotencyKeyReused},
 }
 
 func toHTTPError(err error) error {
@@ -288,8 +291,21 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 }
 
 // Produce groups records by partition, encodes one batch per partition and
-// checks every batch before appending any.
+// checks every batch before appending any. A request another node forwarded
+// may carry an idempotency key (forwardedIdemKey).
 func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
+	return h.produce(ctx, topic, records, acks, forwardedIdemKey(ctx))
+}
+
+// ProduceIdempotent implements api.IdempotentProduceBackend (idemkeys.go).
+func (h *httpBackend) ProduceIdempotent(ctx context.Context, topic string, records []api.ProduceRecord, acks int, key api.IdempotencyKey) ([]api.RecordOffset, error) {
+	k := newIdemKey(key.Principal, key.Key, key.Digest)
+	return h.produce(ctx, topic, records, acks, &k)
+}
+
+// produce is Produce; with k every partition's batch carries the key, and a
+// partition that already holds the key's batch answers with its offsets.
+func (h *httpBackend) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *idemKey) ([]api.RecordOffset, error) {
 	if err := refuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
@@ -306,6 +322,10 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 		}
 	}
 	sticky := int32(h.sticky.Add(1) % uint32(n))
+	if k != nil {
+		// A retry must place every record where the first try did.
+		sticky = int32(uint64(k.id) % uint64(n))
+	}
 	now := time.Now().UnixMilli()
 	byPart := map[int32][]newRecord{}
 	where := make([]api.RecordOffset, len(records))
@@ -338,6 +358,9 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 	maxMessage := int(configInt(t.Configs, "max.message.bytes"))
 	for part, recs := range byPart {
 		batch := buildBatch(recs)
+		if k != nil {
+			stampKey(batch, *k)
+		}
 		if len(batch) > maxMessage {
 			return nil, fmt.Errorf("%w: partition %d batch of %d bytes, max.message.bytes is %d", api.ErrTooLarge, part, len(batch), maxMessage)
 		}
@@ -351,17 +374,22 @@ func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.P
 		}
 		batches[part], parts[part] = batch, p
 	}
+	if err := peekKeys(parts, byPart, k); err != nil {
+		return nil, toHTTPError(err)
+	}
 	bases := map[int32]int64{}
 	for part, batch := range batches {
-		res, err := parts[part].produce(ctx, batch, acks)
+		res, err := parts[part].produceKeyed(ctx, batch, acks, k)
 		if err != nil {
 			return nil, toHTTPError(err)
 		}
 		bases[part] = res.baseOffset
-		h.s.metrics.produced(topic, len(byPart[part]), len(batch))
+		if !res.duplicate {
+			h.s.metrics.produced(topic, len(byPart[part]), len(batch))
+		}
 	}
 	for part, addr := range remote {
-		base, err := h.s.forward.produce(ctx, addr, topic, part, byPart[part], acks)
+		base, err := h.s.forward.produce(ctx, addr, topic, part, byPart[part], acks, k)
 		if err != nil {
 			return nil, err
 		}

@@ -160,7 +160,7 @@ func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partitio
 	if err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
-	res, wait, err := p.appendForAcks(batches)
+	res, wait, err := p.appendForAcks(batches, nil)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}

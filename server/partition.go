@@ -40,8 +40,12 @@ type partition struct {
 	minISR      atomic.Int32 // min.insync.replicas
 	repl        replicaSet
 
-	appendMu  sync.Mutex     // serializes appends and guards producers
+	appendMu  sync.Mutex     // serializes appends and guards producers and keys
 	producers *producerTable // nil until the first idempotent batch
+	keys      *keyIndex      // idempotency keys; nil until the first keyed batch
+	// keyPolicyCfg bounds the key index; set by the broker before the
+	// partition serves, nil: the default.
+	keyPolicyCfg *keyPolicy
 	// producerPolicy bounds the producer table and checks producer ids;
 	// set by the broker before the partition serves, nil: the default.
 	producerPolicy *producerPolicy
@@ -100,7 +104,12 @@ type appendResult struct {
 // append validates batches and appends them atomically. Idempotent batches
 // are checked against the producer table: a duplicate of a stored batch
 // returns its original offsets and writes nothing.
-func (p *partition) append(batches []byte) (appendResult, error) {
+func (p *partition) append(batches []byte) (appendResult, error) { return p.appendKeyed(batches, nil) }
+
+// appendKeyed is append; with k (one batch stamped by stampKey) the batch is
+// checked against the key index instead (idemkeys.go). Without k, batches
+// under ids of the key range are refused.
+func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error) {
 	var views []batchView
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
@@ -124,6 +133,11 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		}
 	}
 
+	if k == nil {
+		if err := refuseKeyProducerIDs(views); err != nil {
+			return appendResult{}, err
+		}
+	}
 	if err := p.checkProducerIDs(views); err != nil {
 		return appendResult{}, err
 	}
@@ -132,6 +146,9 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 	defer p.appendMu.Unlock()
 	now := time.Now()
 	if dup, ok, err := p.checkProducersLocked(views, now); err != nil || ok {
+		return dup, err
+	}
+	if dup, ok, err := p.checkKeyLocked(k, views, now); err != nil || ok {
 		return dup, err
 	}
 	// Leader epochs in a log never go backwards: they decide where a
@@ -155,6 +172,7 @@ func (p *partition) append(batches []byte) (appendResult, error) {
 		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
 	}
 	p.recordProducersLocked(views, info.BaseOffset, now)
+	p.recordKeyLocked(k, views, info.BaseOffset, now)
 	p.leaderAppended()
 	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
@@ -195,10 +213,15 @@ func (p *partition) close() error {
 // replicas hold the records. With fewer in-sync replicas than
 // min.insync.replicas an acks=all write is refused before it is appended.
 func (p *partition) produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
+	return p.produceKeyed(ctx, batches, acks, nil)
+}
+
+// produceKeyed is produce with an idempotency key (appendKeyed).
+func (p *partition) produceKeyed(ctx context.Context, batches []byte, acks int, k *idemKey) (appendResult, error) {
 	if acks != -1 {
-		return p.append(batches)
+		return p.appendKeyed(batches, k)
 	}
-	res, wait, err := p.appendForAcks(batches)
+	res, wait, err := p.appendForAcks(batches, k)
 	if err != nil {
 		return res, err
 	}
@@ -208,12 +231,12 @@ func (p *partition) produce(ctx context.Context, batches []byte, acks int) (appe
 // appendForAcks is an acks=all produce up to the wait: it refuses the write
 // when the ISR is below min.insync.replicas, appends, and returns the wait
 // for the in-sync replicas.
-func (p *partition) appendForAcks(batches []byte) (appendResult, func(context.Context) error, error) {
+func (p *partition) appendForAcks(batches []byte, k *idemKey) (appendResult, func(context.Context) error, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
 		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
 	}
-	res, err := p.append(batches)
+	res, err := p.appendKeyed(batches, k)
 	if err != nil {
 		return res, nil, err
 	}

@@ -275,7 +275,9 @@ func (p *partition) checkProducerIDs(views []batchView) error {
 	}
 	var highest int64 = -1
 	for _, b := range views {
-		highest = max(highest, b.producerID)
+		if b.idempotent() {
+			highest = max(highest, b.producerID)
+		}
 	}
 	if highest < 0 {
 		return nil

@@ -281,6 +281,7 @@ func (p *partition) appendAsFollower(data []byte) error {
 		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
+	p.keys = nil
 	p.wake()
 	return nil
 }
@@ -343,7 +344,7 @@ func (p *partition) truncateAsFollower(end int64) error {
 	if err := p.log.Truncate(end); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
 	}
-	p.producers = nil
+	p.producers, p.keys = nil, nil
 	if p.hwm.Load() > end {
 		p.hwm.Store(end)
 	}
@@ -360,7 +361,7 @@ func (p *partition) resetAsFollower(offset int64) error {
 	if err := p.log.Reset(offset); err != nil {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
-	p.producers = nil
+	p.producers, p.keys = nil, nil
 	p.hwm.Store(offset)
 	return nil
 }

@@ -15,6 +15,10 @@
 // Goroutines: Open starts the HTTP server, the Kafka listener and the
 // broker's follower; Close stops them in reverse order and waits for each.
 // Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.
+//
+// Idempotent HTTP produce (Idempotency-Key) lives in idemkeys.go: the key
+// travels in the producer fields of the batches a request writes, so it is
+// replicated and survives failover with the log; partition leaders index it.
 package server
 
 import (
@@ -398,6 +402,10 @@ func (s *Server) startBroker(ctx context.Context) error {
 			img, changed := s.meta.Image()
 			return img.NextProducerID, changed
 		},
+	}
+	b.keys = &keyPolicy{
+		expiration: cmp.Or(s.cfg.IdempotencyKeyExpiration, DefaultIdempotencyKeyExpiration),
+		maxKeys:    cmp.Or(s.cfg.MaxIdempotencyKeysPerPartition, DefaultMaxIdempotencyKeysPerPartition),
 	}
 	if err := b.start(s.cfg.MaintainInterval); err != nil {
 		b.close()

@@ -1245,6 +1245,9 @@ type Encoding string
 // Group defines model for Group.
 type Group = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Member defines model for Member.
 type Member = string
 
@@ -1357,6 +1360,12 @@ type ProduceRecordsParams struct {
 
 	// Acks Acknowledgement level as in Kafka: 0 (none, offsets are -1), 1 (leader), all (in-sync replicas).
 	Acks *ProduceRecordsParamsAcks `form:"acks,omitempty" json:"acks,omitempty"`
+
+	// IdempotencyKey Makes the produce safe to retry (IETF draft "The Idempotency-Key HTTP Header
+	// Field"): a structured-field string such as `"8e03978e-40d5-43e8-bc93-6894a57f9324"`
+	// (a bare token is accepted too), 1 to 256 printable ASCII characters. Keys are
+	// scoped to the topic and the authenticated principal.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ProduceRecordsParamsEncoding defines parameters for ProduceRecords.
@@ -1902,6 +1911,18 @@ type ClientInterface interface {
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
 	// themselves once the disk takes them again (no restart).
 	//
+	// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+	// draft's), a retry of the same request (same key, topic, content type,
+	// `encoding` and body bytes) is answered 200 with the offsets of the first
+	// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+	// also after a leader failover or a node restart: the key travels in the
+	// record batches themselves (see the README). The same key with another
+	// request is 422 `idempotency-key-reused`; a retry sent while the first is
+	// still being served by the same node is 409 `idempotency-key-in-flight`
+	// (retry once it is answered). Records without key or partition go to the
+	// partition the idempotency key picks, so a retry places them where the
+	// first request did.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -1920,6 +1941,18 @@ type ClientInterface interface {
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
 	// themselves once the disk takes them again (no restart).
+	//
+	// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+	// draft's), a retry of the same request (same key, topic, content type,
+	// `encoding` and body bytes) is answered 200 with the offsets of the first
+	// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+	// also after a leader failover or a node restart: the key travels in the
+	// record batches themselves (see the README). The same key with another
+	// request is 422 `idempotency-key-reused`; a retry sent while the first is
+	// still being served by the same node is 409 `idempotency-key-in-flight`
+	// (retry once it is answered). Records without key or partition go to the
+	// partition the idempotency key picks, so a retry places them where the
+	// first request did.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2835,6 +2868,18 @@ func (c *Client) ReassignPartition(ctx context.Context, topic Topic, partition P
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
 // themselves once the disk takes them again (no restart).
 //
+// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+// draft's), a retry of the same request (same key, topic, content type,
+// `encoding` and body bytes) is answered 200 with the offsets of the first
+// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+// also after a leader failover or a node restart: the key travels in the
+// record batches themselves (see the README). The same key with another
+// request is 422 `idempotency-key-reused`; a retry sent while the first is
+// still being served by the same node is 409 `idempotency-key-in-flight`
+// (retry once it is answered). Records without key or partition go to the
+// partition the idempotency key picks, so a retry places them where the
+// first request did.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -2863,6 +2908,18 @@ func (c *Client) ProduceRecordsWithBody(ctx context.Context, topic Topic, params
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
 // themselves once the disk takes them again (no restart).
+//
+// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+// draft's), a retry of the same request (same key, topic, content type,
+// `encoding` and body bytes) is answered 200 with the offsets of the first
+// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+// also after a leader failover or a node restart: the key travels in the
+// record batches themselves (see the README). The same key with another
+// request is 422 `idempotency-key-reused`; a retry sent while the first is
+// still being served by the same node is 409 `idempotency-key-in-flight`
+// (retry once it is answered). Records without key or partition go to the
+// partition the idempotency key picks, so a retry places them where the
+// first request did.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4655,6 +4712,21 @@ func NewProduceRecordsRequestWithBody(server string, topic Topic, params *Produc
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -5371,6 +5443,18 @@ type ClientWithResponsesInterface interface {
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
 	// themselves once the disk takes them again (no restart).
 	//
+	// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+	// draft's), a retry of the same request (same key, topic, content type,
+	// `encoding` and body bytes) is answered 200 with the offsets of the first
+	// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+	// also after a leader failover or a node restart: the key travels in the
+	// record batches themselves (see the README). The same key with another
+	// request is 422 `idempotency-key-reused`; a retry sent while the first is
+	// still being served by the same node is 409 `idempotency-key-in-flight`
+	// (retry once it is answered). Records without key or partition go to the
+	// partition the idempotency key picks, so a retry places them where the
+	// first request did.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -5389,6 +5473,18 @@ type ClientWithResponsesInterface interface {
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
 	// themselves once the disk takes them again (no restart).
+	//
+	// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+	// draft's), a retry of the same request (same key, topic, content type,
+	// `encoding` and body bytes) is answered 200 with the offsets of the first
+	// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+	// also after a leader failover or a node restart: the key travels in the
+	// record batches themselves (see the README). The same key with another
+	// request is 422 `idempotency-key-reused`; a retry sent while the first is
+	// still being served by the same node is 409 `idempotency-key-in-flight`
+	// (retry once it is answered). Records without key or partition go to the
+	// partition the idempotency key picks, so a retry places them where the
+	// first request did.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7584,10 +7680,14 @@ type ProduceRecordsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// ApplicationproblemJSON507 the response for an HTTP 507 `application/problem+json` response
@@ -7611,6 +7711,11 @@ func (r ProduceRecordsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ProduceRecordsResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r ProduceRecordsResponse) GetApplicationproblemJSON413() *Problem {
 	return r.ApplicationproblemJSON413
@@ -7619,6 +7724,11 @@ func (r ProduceRecordsResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ProduceRecordsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ProduceRecordsResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -8653,6 +8763,18 @@ func (c *ClientWithResponses) ReassignPartitionWithResponse(ctx context.Context,
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
 // themselves once the disk takes them again (no restart).
 //
+// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+// draft's), a retry of the same request (same key, topic, content type,
+// `encoding` and body bytes) is answered 200 with the offsets of the first
+// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+// also after a leader failover or a node restart: the key travels in the
+// record batches themselves (see the README). The same key with another
+// request is 422 `idempotency-key-reused`; a retry sent while the first is
+// still being served by the same node is 409 `idempotency-key-in-flight`
+// (retry once it is answered). Records without key or partition go to the
+// partition the idempotency key picks, so a retry places them where the
+// first request did.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/topics/{topic}/records (the `ProduceRecords` operationId).
@@ -8677,6 +8799,18 @@ func (c *ClientWithResponses) ProduceRecordsWithBodyWithResponse(ctx context.Con
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
 // themselves once the disk takes them again (no restart).
+//
+// **Retries without duplicates.** With an `Idempotency-Key` header (the IETF
+// draft's), a retry of the same request (same key, topic, content type,
+// `encoding` and body bytes) is answered 200 with the offsets of the first
+// answer and writes nothing, for `--idempotency-key-expiration` (default 24 h),
+// also after a leader failover or a node restart: the key travels in the
+// record batches themselves (see the README). The same key with another
+// request is 422 `idempotency-key-reused`; a retry sent while the first is
+// still being served by the same node is 409 `idempotency-key-in-flight`
+// (retry once it is answered). Records without key or partition go to the
+// partition the idempotency key picks, so a retry places them where the
+// first request did.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10468,6 +10602,13 @@ func ParseProduceRecordsResponse(rsp *http.Response) (*ProduceRecordsResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10481,6 +10622,13 @@ func ParseProduceRecordsResponse(rsp *http.Response) (*ProduceRecordsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem

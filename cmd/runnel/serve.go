@@ -53,6 +53,9 @@ type serveFlags struct {
 	peerMaxConns       int
 	producerExpiration time.Duration
 	maxProducerIDs     int
+	// Idempotent HTTP produce.
+	idemKeyExpiration time.Duration
+	maxIdemKeys       int
 
 	// storage (disk full, I/O errors)
 	storageRetry time.Duration
@@ -180,6 +183,9 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.peerMaxConns, "inter-broker-max-connections", def.InterBrokerMaxConnections, "open inter-broker (replication) connections on the raft port, counted apart from clients")
 	fs.DurationVar(&f.producerExpiration, "producer-id-expiration", def.ProducerIDExpiration, "an idempotent producer idle this long is forgotten (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&f.maxProducerIDs, "max-producer-ids-per-partition", def.MaxProducerIDsPerPartition, "idempotent producers a partition remembers; the longest idle are dropped first")
+	// Idempotent HTTP produce (Idempotency-Key).
+	fs.DurationVar(&f.idemKeyExpiration, "idempotency-key-expiration", def.IdempotencyKeyExpiration, "how long an HTTP produce's Idempotency-Key is remembered: a retry within it writes nothing")
+	fs.IntVar(&f.maxIdemKeys, "max-idempotency-keys-per-partition", def.MaxIdempotencyKeysPerPartition, "Idempotency-Keys a partition remembers; the oldest are dropped first")
 	// Client TLS (HTTPS, certificate files).
 	fs.StringVar(&f.httpsAddr, "https-addr", "", "HTTPS (HTTP/1.1 and HTTP/2) listen address for the API and UI, beside or instead of --http-addr; needs --tls-cert-file")
 	fs.StringVar(&f.tlsCert, "tls-cert-file", "", "PEM certificate (chain) the node shows clients; reloaded on SIGHUP and when the file changes")
@@ -240,6 +246,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.InterBrokerMaxConnections = f.peerMaxConns
 	cfg.ProducerIDExpiration = f.producerExpiration
 	cfg.MaxProducerIDsPerPartition = f.maxProducerIDs
+	cfg.IdempotencyKeyExpiration, cfg.MaxIdempotencyKeysPerPartition = f.idemKeyExpiration, f.maxIdemKeys
 
 	if f.storageRetry <= 0 {
 		return cfg, fmt.Errorf("--storage-retry-interval must be positive")

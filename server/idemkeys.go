@@ -1,0 +1,359 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Idempotent HTTP produce (Idempotency-Key). How a key is made durable and
+// replicated: the record log is the only state that is both replicated to
+// every in-sync replica and survives a kill -9 and a failover, so the
+// memory of a key lives in the batches it wrote, not beside them.
+//
+//   - Every batch written for a keyed request carries, in its producer
+//     fields, the key and the request's fingerprint: producerId =
+//     2^62 + the first 62 bits of SHA-256(principal, key); producerEpoch and
+//     baseSequence hold 45 bits of the SHA-256 of what the request writes
+//     (topic, media type, encoding, body; api.IdempotencyKey.Digest). Kafka
+//     consumers see an ordinary non-transactional batch; no record, header
+//     or offset is added.
+//   - Producer ids from keys live in [2^62, 2^63). The controller allocates
+//     Kafka producer ids from 0 upward (a block of 1000 per burst of
+//     InitProducerId), so the ranges never meet; the Kafka door refuses a
+//     batch under an id in the key range (UNKNOWN_PRODUCER_ID), and the
+//     Kafka producer table (producerstate.go) ignores such batches, so keys
+//     neither evict Kafka producers nor count against
+//     --max-producer-ids-per-partition.
+//   - The leader of a partition keeps a key index (keyID -> fingerprint,
+//     base offset, record count, time) built from its log the first time a
+//     keyed write reaches it since it became leader, restarted or followed
+//     (truncated) — the same rule as the producer table — and updated on
+//     every keyed append. A retry finds the key: same fingerprint, the
+//     original offsets come back and nothing is written (acks=all still
+//     waits for the in-sync replicas to hold them); another fingerprint is
+//     errIdempotencyKeyReused (HTTP 422).
+//   - One request can touch several partitions (records placed by key).
+//     Placement is a function of the body (records without key or
+//     partition go to the partition the key hashes to, not the sticky
+//     one), so a retry sends each partition the same records, and each
+//     partition answers for its own batch: written now, or the original.
+//     The answer is assembled exactly as the first one was.
+//
+// Limits: a key is remembered --idempotency-key-expiration (default 24 h,
+// by the batch's timestamp) and a partition remembers at most
+// --max-idempotency-keys-per-partition keys (the oldest dropped first), and
+// only while the batch is in the log (retention, compaction). A different
+// request under a used key is refused on every partition the key wrote to;
+// records of it for partitions the first request never wrote to are
+// written before the refusal is known (documented in README).
+
+const (
+	// keyProducerIDBase starts the producer ids derived from keys.
+	keyProducerIDBase = int64(1) << 62
+
+	DefaultIdempotencyKeyExpiration       = 24 * time.Hour
+	DefaultMaxIdempotencyKeysPerPartition = 100_000
+	// keySweepEvery is how often an index drops expired keys.
+	keySweepEvery = time.Minute
+)
+
+var errIdempotencyKeyReused = errors.New("idempotency key already used for a different request")
+
+// isKeyProducerID reports whether id is in the range of ids derived from
+// idempotency keys.
+func isKeyProducerID(id int64) bool { return id >= keyProducerIDBase }
+
+// idemKey is an idempotency key as a batch carries it.
+type idemKey struct {
+	id  int64  // producerId: the key
+	sum uint64 // 45 bits of the request digest: producerEpoch (15) + baseSequence (30)
+}
+
+// newIdemKey derives the batch fields of a key. scope and key are the
+// principal and the client's key; digest fingerprints the request.
+func newIdemKey(scope, key string, digest [32]byte) idemKey {
+	h := sha256.New()
+	h.Write(binary.AppendUvarint(nil, uint64(len(scope))))
+	h.Write([]byte(scope))
+	h.Write([]byte(key))
+	var k [32]byte
+	h.Sum(k[:0])
+	return idemKey{
+		id:  keyProducerIDBase | int64(binary.BigEndian.Uint64(k[:8])>>2),
+		sum: binary.BigEndian.Uint64(digest[:8]) & (1<<45 - 1),
+	}
+}
+
+func (k idemKey) epoch() int16 { return int16(k.sum & 0x7fff) }
+func (k idemKey) seq() int32   { return int32(k.sum >> 15) }
+
+// keyOf reads the key a batch carries; ok false for other batches.
+func keyOf(b batchView) (idemKey, bool) {
+	if !isKeyProducerID(b.producerID) || b.isControl() || b.epoch < 0 || b.firstSeq < 0 || b.firstSeq >= 1<<30 {
+		return idemKey{}, false
+	}
+	return idemKey{id: b.producerID, sum: uint64(b.epoch) | uint64(b.firstSeq)<<15}, true
+}
+
+// stampKey writes k into the producer fields of batch (one batch as
+// buildBatch makes it) and recomputes its CRC.
+func stampKey(batch []byte, k idemKey) {
+	binary.BigEndian.PutUint64(batch[43:], uint64(k.id))
+	binary.BigEndian.PutUint16(batch[51:], uint16(k.epoch()))
+	binary.BigEndian.PutUint32(batch[53:], uint32(k.seq()))
+	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchAttrsOffset:], castagnoli))
+}
+
+// refuseKeyProducerIDs refuses batches a client sent under an id of the
+// key range (only the HTTP door writes those).
+func refuseKeyProducerIDs(views []batchView) error {
+	for _, b := range views {
+		if isKeyProducerID(b.producerID) {
+			return fmt.Errorf("%w: producer ids from %d up are reserved (HTTP Idempotency-Key); get one with InitProducerId",
+				errUnknownProducerID, keyProducerIDBase)
+		}
+	}
+	return nil
+}
+
+// keyPolicy bounds the key index of every partition of a broker. Immutable.
+type keyPolicy struct {
+	expiration time.Duration // > 0
+	maxKeys    int           // > 0
+}
+
+var defaultKeyPolicy = &keyPolicy{expiration: DefaultIdempotencyKeyExpiration, maxKeys: DefaultMaxIdempotencyKeysPerPartition}
+
+// keyEntry is what a partition remembers of one key: 32 bytes.
+type keyEntry struct {
+	sum   uint64
+	base  int64 // offset of the batch's first record
+	at    int64 // unix ms: the batch's time, for expiry
+	count int32 // records in the batch
+}
+
+// keyIndex is a partition leader's memory of idempotency keys. Guarded by
+// the partition's appendMu.
+type keyIndex struct {
+	byID      map[int64]keyEntry
+	policy    *keyPolicy
+	lastSweep time.Time
+}
+
+func newKeyIndex(policy *keyPolicy) *keyIndex {
+	return &keyIndex{byID: map[int64]keyEntry{}, policy: policy}
+}
+
+// lookup returns the live entry of id; an expired one is dropped.
+func (x *keyIndex) lookup(id int64, now time.Time) (keyEntry, bool) {
+	e, ok := x.byID[id]
+	if ok && now.UnixMilli()-e.at > x.policy.expiration.Milliseconds() {
+		delete(x.byID, id)
+		return keyEntry{}, false
+	}
+	return e, ok
+}
+
+// check returns the result of the batch k wrote before, if any, or
+// errIdempotencyKeyReused when k was used for another request. count is
+// the records of the batch the retry would write.
+func (x *keyIndex) check(k idemKey, count int32, now time.Time) (appendResult, bool, error) {
+	e, ok := x.lookup(k.id, now)
+	if !ok {
+		return appendResult{}, false, nil
+	}
+	if e.sum != k.sum || e.count != count {
+		return appendResult{}, false, fmt.Errorf("%w: the key wrote %d records at offset %d with another body", errIdempotencyKeyReused, e.count, e.base)
+	}
+	return appendResult{baseOffset: e.base, lastOffset: e.base + int64(e.count) - 1, logAppendTime: -1, duplicate: true}, true, nil
+}
+
+// record remembers the batch of k written at base (unix ms at).
+func (x *keyIndex) record(k idemKey, base int64, count int32, at int64, now time.Time) {
+	if _, ok := x.lookup(k.id, now); !ok {
+		x.makeRoom(now)
+	}
+	x.byID[k.id] = keyEntry{sum: k.sum, base: base, at: at, count: count}
+}
+
+// makeRoom drops expired keys (at most once per keySweepEvery, or when
+// full) and, when still full, the oldest tenth, so a flood of new keys
+// costs amortized O(log n) each.
+func (x *keyIndex) makeRoom(now time.Time) {
+	full := len(x.byID) >= x.policy.maxKeys
+	if !full && now.Sub(x.lastSweep) < keySweepEvery {
+		return
+	}
+	x.lastSweep = now
+	limit := now.UnixMilli() - x.policy.expiration.Milliseconds()
+	for id, e := range x.byID {
+		if e.at < limit {
+			delete(x.byID, id)
+		}
+	}
+	if len(x.byID) < x.policy.maxKeys {
+		return
+	}
+	type aged struct{ id, at int64 }
+	all := make([]aged, 0, len(x.byID))
+	for id, e := range x.byID {
+		all = append(all, aged{id, e.at})
+	}
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.at, b.at) })
+	drop := len(all) - x.policy.maxKeys + 1 + x.policy.maxKeys/10
+	for _, a := range all[:min(drop, len(all))] {
+		delete(x.byID, a.id)
+	}
+}
+
+func (p *partition) keyPolicy() *keyPolicy {
+	if p.keyPolicyCfg != nil {
+		return p.keyPolicyCfg
+	}
+	return defaultKeyPolicy
+}
+
+// checkKeyLocked answers a keyed append that repeats one already stored.
+func (p *partition) checkKeyLocked(k *idemKey, views []batchView, now time.Time) (appendResult, bool, error) {
+	if k == nil {
+		return appendResult{}, false, nil
+	}
+	if len(views) != 1 {
+		return appendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", errCorruptBatch)
+	}
+	if err := p.loadKeysLocked(now); err != nil {
+		return appendResult{}, false, err
+	}
+	res, dup, err := p.keys.check(*k, views[0].lastDelta+1, now)
+	if dup {
+		res.logStart = p.log.StartOffset()
+	}
+	return res, dup, err
+}
+
+// recordKeyLocked remembers the keyed batch just appended at base.
+func (p *partition) recordKeyLocked(k *idemKey, views []batchView, base int64, now time.Time) {
+	if k == nil || p.keys == nil {
+		return
+	}
+	p.keys.record(*k, base, views[0].lastDelta+1, now.UnixMilli(), now)
+}
+
+// loadKeysLocked rebuilds the key index from the log the first time a
+// keyed write reaches this partition since it was opened or last followed
+// a leader. It reads the batches younger than the expiration, holding
+// appendMu, as the producer table's rebuild does: once per leadership.
+func (p *partition) loadKeysLocked(now time.Time) error {
+	if p.keys != nil {
+		return nil
+	}
+	x := newKeyIndex(p.keyPolicy())
+	err := p.scanLogSince(now.Add(-x.policy.expiration), func(b batchView) {
+		if k, ok := keyOf(b); ok {
+			// The batch's own time, capped: a client clock in the
+			// future must not keep a key forever.
+			x.record(k, b.baseOffset, b.lastDelta+1, min(b.maxTS, now.UnixMilli()), now)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
+	}
+	p.keys = x
+	return nil
+}
+
+// scanLogSince calls fn for every batch from the first one with a
+// timestamp at or after since to the log end.
+func (p *partition) scanLogSince(since time.Time, fn func(batchView)) error {
+	end := p.log.EndOffset()
+	off, _, ok, err := p.log.OffsetForTimestamp(since.UnixMilli())
+	if err != nil || !ok {
+		return err
+	}
+	for off = max(off, p.log.StartOffset()); off < end; {
+		chunk, err := p.log.Read(off, 1<<20, end)
+		if err != nil {
+			return fmt.Errorf("at %d: %w", off, err)
+		}
+		data, err := chunk.Bytes()
+		chunk.Close()
+		if err != nil {
+			return fmt.Errorf("at %d: %w", off, err)
+		}
+		next := off
+		err = splitBatches(data, func(b batchView) error {
+			fn(b)
+			next = b.lastOffset() + 1
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			break
+		}
+		off = next
+	}
+	return nil
+}
+
+// idemKeyHeader carries a key from the node that took a request to the
+// partition leader it forwards to. Honored only on the inter-node port
+// (markForwarded), so a client cannot write under a key it did not send.
+const idemKeyHeader = "X-Runnel-Idempotency"
+
+func (k idemKey) String() string { return fmt.Sprintf("%d.%d", k.id, k.sum) }
+
+type idemKeyCtx struct{}
+
+// withForwardedIdemKey adds the key of a forwarded request (the header's
+// value; "" or malformed: none) to ctx.
+func withForwardedIdemKey(ctx context.Context, v string) context.Context {
+	a, b, ok := strings.Cut(v, ".")
+	id, err1 := strconv.ParseInt(a, 10, 64)
+	sum, err2 := strconv.ParseUint(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || !isKeyProducerID(id) || sum >= 1<<45 {
+		return ctx
+	}
+	return context.WithValue(ctx, idemKeyCtx{}, &idemKey{id: id, sum: sum})
+}
+
+// forwardedIdemKey is the key withForwardedIdemKey stored; nil: none.
+func forwardedIdemKey(ctx context.Context) *idemKey {
+	k, _ := ctx.Value(idemKeyCtx{}).(*idemKey)
+	return k
+}
+
+// peekKeys refuses a reused key on this node's partitions before any of
+// them is written, so such a request writes nothing here.
+func peekKeys(parts map[int32]*partition, byPart map[int32][]newRecord, k *idemKey) error {
+	if k == nil {
+		return nil
+	}
+	now := time.Now()
+	for part, p := range parts {
+		if err := p.peekKey(*k, int32(len(byPart[part])), now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *partition) peekKey(k idemKey, count int32, now time.Time) error {
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	if err := p.loadKeysLocked(now); err != nil {
+		return err
+	}
+	_, _, err := p.keys.check(k, count, now)
+	return err
+}

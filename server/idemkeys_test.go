@@ -1,0 +1,189 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func testKey(key, body string) idemKey {
+	return newIdemKey("", key, sha256.Sum256([]byte(body)))
+}
+
+// keyedBatch is the batch the HTTP door builds for records under key k.
+func keyedBatch(k idemKey, ts int64, values ...string) []byte {
+	var recs []newRecord
+	for _, v := range values {
+		recs = append(recs, newRecord{Timestamp: ts, Value: []byte(v)})
+	}
+	b := buildBatch(recs)
+	stampKey(b, k)
+	return b
+}
+
+// A retry under the same key and body is answered with the original
+// offsets and writes nothing, also after the index is dropped (as on a
+// restart, a truncation or a new leadership); another body is refused.
+func TestIdempotencyKeyRetry(t *testing.T) {
+	p := testPartition(t, nil)
+	now := time.Now().UnixMilli()
+	if _, err := p.append(buildBatch([]newRecord{{Timestamp: now, Value: []byte("before")}})); err != nil {
+		t.Fatal(err)
+	}
+	k := testKey("k1", "body")
+	first, err := p.appendKeyed(keyedBatch(k, now, "a", "b"), &k)
+	if err != nil || first.duplicate || first.baseOffset != 1 || first.lastOffset != 2 {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	for _, drop := range []bool{false, true} {
+		if drop {
+			p.appendMu.Lock()
+			p.keys = nil // rebuilt from the log
+			p.appendMu.Unlock()
+		}
+		// A retry's records get a new timestamp: only the key and the
+		// request digest decide.
+		res, err := p.appendKeyed(keyedBatch(k, now+10, "a", "b"), &k)
+		if err != nil || !res.duplicate || res.baseOffset != 1 || res.lastOffset != 2 {
+			t.Fatalf("retry (index dropped %v): %+v %v", drop, res, err)
+		}
+		other := testKey("k1", "another body")
+		if _, err := p.appendKeyed(keyedBatch(other, now, "c"), &other); !errors.Is(err, errIdempotencyKeyReused) {
+			t.Fatalf("same key, other body (index dropped %v): %v, want reused", drop, err)
+		}
+	}
+	k2 := testKey("k2", "body")
+	if res, err := p.appendKeyed(keyedBatch(k2, now, "a", "b"), &k2); err != nil || res.duplicate || res.baseOffset != 3 {
+		t.Fatalf("another key, same body: %+v %v", res, err)
+	}
+	if got := p.log.EndOffset(); got != 5 {
+		t.Fatalf("log end %d, want 5: a retry wrote", got)
+	}
+}
+
+// Keys derived producer ids never reach the Kafka producer table, and the
+// Kafka door cannot write under them.
+func TestIdempotencyKeyIDsApart(t *testing.T) {
+	p := testPartition(t, &producerPolicy{expiration: time.Hour, maxIDs: 1,
+		allocated: func() (int64, <-chan struct{}) { return 10, make(chan struct{}) }})
+	now := time.Now().UnixMilli()
+	for i := range 5 {
+		k := testKey(fmt.Sprint("key", i), "b")
+		if !isKeyProducerID(k.id) {
+			t.Fatalf("key id %d outside the key range", k.id)
+		}
+		if _, err := p.appendKeyed(keyedBatch(k, now, "v"), &k); err != nil {
+			t.Fatalf("keyed append with an unallocated id: %v", err)
+		}
+	}
+	if _, err := p.append(idemBatch(t, 3, 0, 0, "kafka", now)); err != nil {
+		t.Fatal(err)
+	}
+	p.appendMu.Lock()
+	n := len(p.producers.byID)
+	p.appendMu.Unlock()
+	if n != 1 {
+		t.Fatalf("producer table holds %d ids, want the Kafka producer alone", n)
+	}
+	k := testKey("key0", "b")
+	raw := keyedBatch(k, now, "forged")
+	if _, err := p.append(raw); !errors.Is(err, errUnknownProducerID) {
+		t.Fatalf("a Kafka batch under a key's id: %v, want unknown producer id", err)
+	}
+	if !isKeyProducerID(keyProducerIDBase) || isKeyProducerID(keyProducerIDBase-1) || isKeyProducerID(-1) {
+		t.Fatal("key range bounds")
+	}
+}
+
+// Keys expire after the window (by the batch's time, also when rebuilt
+// from the log) and an index never holds more than maxKeys.
+func TestIdempotencyKeyIndexBounded(t *testing.T) {
+	policy := &keyPolicy{expiration: time.Hour, maxKeys: 100}
+	x := newKeyIndex(policy)
+	now := time.Now()
+	var keys []idemKey
+	for i := range 10_000 {
+		k := testKey(fmt.Sprint(i), "b")
+		keys = append(keys, k)
+		x.record(k, int64(i), 1, now.UnixMilli()+int64(i), now)
+		if len(x.byID) > policy.maxKeys {
+			t.Fatalf("%d keys held, max %d", len(x.byID), policy.maxKeys)
+		}
+	}
+	if _, ok := x.lookup(keys[9_999].id, now); !ok {
+		t.Fatal("the newest key was dropped")
+	}
+	if _, ok := x.lookup(keys[0].id, now); ok {
+		t.Fatal("the oldest key was kept")
+	}
+	if _, ok := x.lookup(keys[9_999].id, now.Add(2*time.Hour)); ok {
+		t.Fatal("a key outlived the expiration")
+	}
+
+	p := testPartition(t, nil)
+	p.keyPolicyCfg = policy
+	old := now.Add(-2 * time.Hour).UnixMilli()
+	k := testKey("old", "b")
+	if _, err := p.appendKeyed(keyedBatch(k, old, "v"), &k); err != nil {
+		t.Fatal(err)
+	}
+	p.appendMu.Lock()
+	p.keys = nil
+	p.appendMu.Unlock()
+	res, err := p.appendKeyed(keyedBatch(k, now.UnixMilli(), "v"), &k)
+	if err != nil || res.duplicate {
+		t.Fatalf("an expired key after the rebuild: %+v %v, want a new write", res, err)
+	}
+}
+
+// The fields a key puts into a batch read back as the same key, and keys
+// forwarded between nodes survive their text form.
+func TestIdempotencyKeyRoundTrip(t *testing.T) {
+	for i := range 1000 {
+		k := testKey(fmt.Sprint("k", i), fmt.Sprint("body", i))
+		var v batchView
+		if err := splitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b batchView) error { v = b; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := keyOf(v)
+		if !ok || got != k || v.idempotent() {
+			t.Fatalf("key %+v read back as %+v %v (idempotent %v)", k, got, ok, v.idempotent())
+		}
+		if f := forwardedIdemKey(withForwardedIdemKey(context.Background(), k.String())); f == nil || *f != k {
+			t.Fatalf("forwarded %q read back as %v", k.String(), f)
+		}
+	}
+	for _, bad := range []string{"", "1.2", "x.y", fmt.Sprintf("%d.%d", keyProducerIDBase, uint64(1)<<45)} {
+		if forwardedIdemKey(withForwardedIdemKey(context.Background(), bad)) != nil {
+			t.Fatalf("forwarded %q taken as a key", bad)
+		}
+	}
+}
+
+// The memory one remembered key costs (reported; asserted loosely, so the
+// README's figure stays true).
+func TestIdempotencyKeyMemory(t *testing.T) {
+	const keys = 100_000
+	ids := make([]idemKey, keys)
+	for i := range ids {
+		ids[i] = testKey(fmt.Sprint(i), "b")
+	}
+	used, keep := heapAfter(func() any {
+		x := newKeyIndex(&keyPolicy{expiration: time.Hour, maxKeys: keys + 1})
+		now := time.Now()
+		for i, k := range ids {
+			x.record(k, int64(i), 1, now.UnixMilli(), now)
+		}
+		return x
+	})
+	runtime.KeepAlive(keep)
+	per := used / keys
+	t.Logf("%d keys: %d KiB, %d bytes per key", keys, used>>10, per)
+	if per > 200 {
+		t.Fatalf("%d bytes per key", per)
+	}
+}
