@@ -3,11 +3,14 @@ package kafkaproto
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // OffsetFetch, key 9: versions 1-9 (flexible from 6; v2+ null topics mean
-// all; v8+ several groups per request).
+// all; v8+ several groups per request). With RequireStable (v7+, KIP-447)
+// a partition whose offset an open transaction has staged answers
+// UNSTABLE_OFFSET_COMMIT (the client retries) until the transaction ends.
 const (
 	offsetFetchKey = 9
 	offsetFetchMin = 1
@@ -38,6 +41,9 @@ func (s *Server) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) 
 				for _, o := range t {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, o.Metadata
+					if req.RequireStable && s.pendingTxnOffset(g.Group, o.TopicPartition) {
+						rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rg.Topics = append(rg.Topics, rt)
@@ -65,6 +71,9 @@ func (s *Server) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) 
 		for _, o := range t {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
 			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Partition, o.Offset, o.LeaderEpoch, o.Metadata
+			if req.Version >= 7 && req.RequireStable && s.pendingTxnOffset(req.Group, o.TopicPartition) {
+				rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

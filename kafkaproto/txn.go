@@ -43,6 +43,10 @@ type TxnCoordinator interface {
 	// ListTransactions lists the transactions this broker coordinates
 	// that pass the filter.
 	ListTransactions(ctx context.Context, f TxnFilter) ([]TxnListing, error)
+	// PendingTxnOffset reports whether an open transaction has staged an
+	// offset of group for t (OffsetFetch with RequireStable answers
+	// UNSTABLE_OFFSET_COMMIT for it).
+	PendingTxnOffset(group string, t TopicPartition) bool
 }
 
 // TxnProducer names a transactional producer as a request gives it.
@@ -110,6 +114,12 @@ func (s *Server) txnCoordinator() TxnCoordinator {
 // errNoTxnCoordinator: a broker without transactions. Not retriable, so a
 // transactional client fails instead of waiting forever.
 var errNoTxnCoordinator = ErrTransactionsUnsupported
+
+// pendingTxnOffset is TxnCoordinator.PendingTxnOffset; false without one.
+func (s *Server) pendingTxnOffset(group string, t TopicPartition) bool {
+	tc := s.txnCoordinator()
+	return tc != nil && tc.PendingTxnOffset(group, t)
+}
 
 // mayDescribeTxn reports whether the connection's principal may describe
 // txnID (ListTransactions leaves out the others, as Kafka does).

@@ -107,6 +107,9 @@ func (b *txnBroker) DescribeTransactions(_ context.Context, ids []string) []TxnD
 	}
 	return out
 }
+func (b *txnBroker) PendingTxnOffset(group string, t TopicPartition) bool {
+	return group == "g" && t.Partition == 1
+}
 func (b *txnBroker) ListTransactions(_ context.Context, f TxnFilter) ([]TxnListing, error) {
 	return []TxnListing{{TxnID: "tx", ProducerID: 7, State: "Ongoing"}}, b.record("list %+v", f)
 }

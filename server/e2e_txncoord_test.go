@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnProduce produces n records with values prefix-i in the open
@@ -124,5 +126,137 @@ func TestTxnProducerCommitAbortFence(t *testing.T) {
 	t.Logf("read_committed: %d records", len(got))
 	if testing.Verbose() {
 		t.Log(n.Logs())
+	}
+}
+
+// TestTxnOffsetCommitVisibleAtCommit drives the offset side of a
+// transaction with raw requests: offsets a TxnOffsetCommit staged are not
+// the group's until the transaction commits (OffsetFetch with
+// RequireStable answers UNSTABLE_OFFSET_COMMIT meanwhile), and an aborted
+// transaction's offsets never are.
+func TestTxnOffsetCommitVisibleAtCommit(t *testing.T) {
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kafkaCreateTopic(ctx, t, cl, "in", 1)
+
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("etl"), 30000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %v", err, kerr.ErrorForCode(ir.ErrorCode))
+	}
+	fetch := func(stable bool) (int64, error) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.RequireStable = stable
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = "etl-group"
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = "in", []int32{0}
+		g.Topics = append(g.Topics, gt)
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Groups[0].Topics[0].Partitions[0]
+		return p.Offset, kerr.ErrorForCode(p.ErrorCode)
+	}
+	for round, commit := range []bool{false, true} {
+		add := kmsg.NewPtrAddOffsetsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "etl", ir.ProducerID, ir.ProducerEpoch, "etl-group"
+		if ar, err := add.RequestWith(ctx, cl); err != nil || ar.ErrorCode != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v %v", err, kerr.ErrorForCode(ar.ErrorCode))
+		}
+		oc := kmsg.NewPtrTxnOffsetCommitRequest()
+		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch, oc.Generation = "etl", "etl-group", ir.ProducerID, ir.ProducerEpoch, -1
+		ot := kmsg.NewTxnOffsetCommitRequestTopic()
+		ot.Topic = "in"
+		op := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		op.Partition, op.Offset, op.LeaderEpoch = 0, int64(100+round), -1
+		ot.Partitions = append(ot.Partitions, op)
+		oc.Topics = append(oc.Topics, ot)
+		if or, err := oc.RequestWith(ctx, cl); err != nil || or.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("TxnOffsetCommit: %v %+v", err, or)
+		}
+		if _, err := fetch(true); !errors.Is(err, kerr.UnstableOffsetCommit) {
+			t.Fatalf("round %d: stable fetch during the transaction: %v, want UNSTABLE_OFFSET_COMMIT", round, err)
+		}
+		want := int64(-1) // nothing committed yet in round 0
+		if off, err := fetch(false); err != nil || off != want && round == 0 {
+			t.Fatalf("round %d: fetch during the transaction: %d %v, want %d", round, off, err, want)
+		}
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "etl", ir.ProducerID, ir.ProducerEpoch, commit
+		if er, err := end.RequestWith(ctx, cl); err != nil || er.ErrorCode != 0 {
+			t.Fatalf("EndTxn: %v %v", err, kerr.ErrorForCode(er.ErrorCode))
+		}
+		off, err := fetch(true)
+		if commit {
+			want = 101
+		}
+		if err != nil || off != want {
+			t.Fatalf("round %d (commit %v): offset %d %v, want %d", round, commit, off, err, want)
+		}
+	}
+}
+
+// TestTxnSaramaProducer: sarama's transactional producer (a second client
+// library) commits and aborts transactions against runnel.
+func TestTxnSaramaProducer(t *testing.T) {
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kafkaCreateTopic(ctx, t, cl, "sarama-txn", 2)
+
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V2_8_0_0
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Producer.Transaction.ID = "sarama-tx"
+	cfg.Producer.Transaction.Timeout = 30 * time.Second
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Metadata.AllowAutoTopicCreation = false
+	p, err := sarama.NewSyncProducer([]string{n.KafkaAddr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i, commit := range []bool{true, false, true} {
+		if err := p.BeginTxn(); err != nil {
+			t.Fatalf("begin %d: %v", i, err)
+		}
+		for j := range 5 {
+			msg := &sarama.ProducerMessage{Topic: "sarama-txn", Value: sarama.StringEncoder(fmt.Sprintf("s%d-%d", i, j))}
+			if _, _, err := p.SendMessage(msg); err != nil {
+				t.Fatalf("send %d/%d: %v", i, j, err)
+			}
+		}
+		if commit {
+			err = p.CommitTxn()
+		} else {
+			err = p.AbortTxn()
+		}
+		if err != nil {
+			t.Fatalf("end %d (commit %v): %v", i, commit, err)
+		}
+	}
+	d, err := kadm.NewClient(cl).DescribeTransactions(ctx, "sarama-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d["sarama-tx"]; s.Err != nil || s.State != "CompleteCommit" {
+		t.Fatalf("DescribeTransactions: %+v", d)
 	}
 }

@@ -108,3 +108,7 @@ func (k *kafkaBackend) ListTransactions(ctx context.Context, f kafkaproto.TxnFil
 	}
 	return out, nil
 }
+
+func (k *kafkaBackend) PendingTxnOffset(group string, t kafkaproto.TopicPartition) bool {
+	return k.s.txn != nil && k.s.txn.offsets.Pending(group, t)
+}
