@@ -213,7 +213,7 @@ func (l *Log) ReadSideFile(name string) ([]byte, error) {
 
 func checkSideFileName(name string) error {
 	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, tmpSuffix) ||
-		strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex") ||
+		strings.HasSuffix(name, ".log") || strings.HasSuffix(name, ".index") || strings.HasSuffix(name, ".timeindex") || strings.HasSuffix(name, txnIndexSuffix) ||
 		name == stateFile || name == epochsFile {
 		return fmt.Errorf("segments: %q is not a side file name", name)
 	}

@@ -19,13 +19,19 @@ type compaction struct {
 	sizes    []int64    // their sizes at the snapshot
 	gen      uint64     // Log.segsGen at the snapshot
 	interval int32
-	active   int64 // base of the active segment
+	active   int64 // base of the first segment not cleaned
+	// aborted are the aborted transactions by producer id: their records
+	// are dropped and never hide a committed record of the same key.
+	aborted map[int64][]AbortedTxn
 }
 
 // compact keeps, in the sealed segments, only the latest record of each key
 // (as of the sealed segments; the active one is never cleaned) and drops
 // tombstones whose timestamp is older than delete.retention.ms. Records
-// without a key and control batches are kept. It runs when a segment was
+// without a key and control batches (transaction markers) are kept; records
+// of aborted transactions are dropped and never count as a key's latest;
+// segments holding records of a transaction still open (at or past the
+// first unstable offset) are not cleaned yet. It runs when a segment was
 // sealed since the last pass or a kept tombstone has come due. Segments are
 // read and rewritten without holding Log.mu; the rewritten ones are swapped
 // in under it, unless the sealed segments changed meanwhile (truncation,
@@ -38,9 +44,9 @@ func (l *Log) compact(nowMs int64) error {
 	if err != nil || !ok {
 		return err
 	}
-	cl := cleaner{latest: make(map[string]int64), horizon: nowMs - l.cfgSnapshot().DeleteRetentionMs, retention: l.cfgSnapshot().DeleteRetentionMs}
+	cl := cleaner{latest: make(map[string]int64), aborted: c.aborted, horizon: nowMs - l.cfgSnapshot().DeleteRetentionMs, retention: l.cfgSnapshot().DeleteRetentionMs}
 	for i, s := range c.segs {
-		if err := l.collectKeys(s, c.sizes[i], cl.latest); err != nil {
+		if err := l.collectKeys(s, c.sizes[i], &cl); err != nil {
 			return l.compactionFailed(c.gen, fmt.Errorf("segments: compaction: %w", err))
 		}
 	}
@@ -83,15 +89,31 @@ func (l *Log) startCompactionLocked(nowMs int64) (compaction, bool, error) {
 	if err := l.usableLocked(); err != nil {
 		return compaction{}, false, err
 	}
-	sealed := l.segs[:len(l.segs)-1]
-	activeBase := l.active().base
+	if err := l.txnReadyLocked(); err != nil {
+		return compaction{}, false, err
+	}
+	fuo := firstUnstable(l.ongoing, l.end)
+	n := len(l.segs) - 1
+	for n > 0 && l.segs[n].base > fuo {
+		n-- // segments[n-1] may hold records of an open transaction
+	}
+	sealed := l.segs[:n]
+	activeBase := l.segs[n].base
 	if len(sealed) == 0 || (activeBase <= l.cleanedTo && (l.tombstoneDue == 0 || nowMs < l.tombstoneDue)) {
 		return compaction{}, false, nil
 	}
 	if err := l.markDirtyLocked(); err != nil {
 		return compaction{}, false, err
 	}
-	c := compaction{gen: l.segsGen, interval: l.cfg.IndexIntervalBytes, active: activeBase}
+	c := compaction{gen: l.segsGen, interval: l.cfg.IndexIntervalBytes, active: activeBase, aborted: map[int64][]AbortedTxn{}}
+	for i := range l.segs {
+		if err := l.txnLoadLocked(i); err != nil {
+			return compaction{}, false, err
+		}
+		for _, a := range l.segs[i].txns.aborted {
+			c.aborted[a.ProducerID] = append(c.aborted[a.ProducerID], a)
+		}
+	}
 	for _, s := range sealed {
 		c.segs = append(c.segs, s)
 		c.sizes = append(c.sizes, s.size)
@@ -117,9 +139,10 @@ func (l *Log) compactionFailed(gen uint64, err error) error {
 }
 
 // collectKeys records the offset of the latest record of each key in s.
-func (l *Log) collectKeys(s *segment, size int64, latest map[string]int64) error {
+func (l *Log) collectKeys(s *segment, size int64, c *cleaner) error {
+	latest := c.latest
 	return l.walkSegment(s, size, func(_ int64, h batchHeader, b []byte) error {
-		if h.isControl() {
+		if h.isControl() || c.abortedBatch(h, b) {
 			return nil
 		}
 		err := forEachRecord(h, b, func(r record) bool {
@@ -172,6 +195,7 @@ func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h batchHead
 // cleaner holds one compaction pass's decisions.
 type cleaner struct {
 	latest    map[string]int64
+	aborted   map[int64][]AbortedTxn
 	horizon   int64 // tombstones with a timestamp below it are dropped
 	retention int64
 	due       int64 // earliest time a kept tombstone may go, 0 = none
@@ -253,6 +277,9 @@ func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
 	if h.isControl() {
 		return b, nil
 	}
+	if c.abortedBatch(h, b) {
+		return nil, nil
+	}
 	var kept []byte
 	n, maxTs := int32(0), int64(-1)
 	err := forEachRecord(h, b, func(r record) bool {
@@ -306,4 +333,18 @@ func rebuildBatch(h batchHeader, b, kept []byte, n int32, maxTs int64) ([]byte, 
 	}
 	binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[attrAt:], castagnoli))
 	return out, nil
+}
+
+// abortedBatch reports whether b belongs to an aborted transaction.
+func (c *cleaner) abortedBatch(h batchHeader, b []byte) bool {
+	if h.attributes&AttrTransactional == 0 {
+		return false
+	}
+	pid := int64(binary.BigEndian.Uint64(b[producerIDAt:]))
+	for _, a := range c.aborted[pid] {
+		if a.FirstOffset <= h.baseOffset && h.baseOffset <= a.LastOffset {
+			return true
+		}
+	}
+	return false
 }

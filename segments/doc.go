@@ -26,6 +26,7 @@
 //	00000000000000000000.log        segment: batches with offsets from its base
 //	00000000000000000000.index      sparse offset index of a sealed segment
 //	00000000000000000000.timeindex  time index of a sealed segment
+//	00000000000000000000.txnindex   transactions: open at the base, aborted
 //	log.state                       recovery point, log start offset, clean mark
 //	leader-epoch-checkpoint         leader epoch -> first offset
 //
@@ -97,6 +98,36 @@
 // headers after it ending exactly at the end of the file. Otherwise, or when
 // missing, it is rebuilt from the segment.
 //
+// # Transactions
+//
+// A transactional data batch (attributes bit 4, producer id >= 0) opens a
+// transaction of its producer at its base offset when none is open; a
+// control batch of that producer closes it (see the marker above). The log
+// keeps the transactions open at its end: FirstUnstableOffset is the
+// smallest first offset among them (the log end when none), below which a
+// read_committed reader may read. An abort marker adds an entry to the
+// aborted-transactions index of the segment holding it (AbortedTxns).
+//
+// The .txnindex file of a segment, big-endian: "RTXI", uint8 version 1,
+// uint32 B, int64 E, uint32 N, uint32 A; then B entries (int64 producer id,
+// int16 epoch, int64 first offset) for the transactions open at the
+// segment's base, N such entries for those open at offset E (written with
+// E = the log end by a clean Close; E = -1 and N = 0 otherwise), A entries
+// (int64 producer id, first offset, last offset = the abort marker's, last
+// stable offset right after it); then a CRC-32C of all bytes before it. It
+// is written atomically when the segment is created by a roll (B only), when
+// it is sealed, at a clean Close and when it becomes the oldest segment. A
+// sealed segment's file is trusted when its CRC matches; a missing or bad
+// one is rebuilt by replaying the segment from the state at its base (from
+// the previous segment's file, recursively; empty for the first segment).
+// After a crash the segments from the one holding the recovery point are
+// replayed, after Truncate the segment holding the cut. Once older
+// segments are gone, a lost file of the oldest segment is rebuilt as if no
+// transaction was open at its base (nothing else could tell). Compaction
+// keeps control batches, drops records of aborted transactions (they never
+// hide a committed record of their key) and does not clean segments at or
+// past the first unstable offset.
+//
 // # Checkpoints
 //
 // log.state is text, replaced atomically (temporary file, fsync, rename,
@@ -128,7 +159,8 @@
 // the recovery point to the new segment. The directory is fsynced after a
 // segment file is created, renamed or removed.
 //
-// Open with a valid clean line reads no segment: the end offset comes from
+// Open with a valid clean line reads no segment (the open transactions
+// come from the active segment's .txnindex on first use): the end offset comes from
 // the state file and indexes are loaded lazily. Otherwise it scans the
 // segments from the one holding the recovery point to the last, checking
 // every batch (length, magic, CRC-32C, record count, increasing offsets),

@@ -53,6 +53,10 @@ type Log struct {
 	err           error // sticky write/fsync error
 	dirUnsynced   bool  // created without fsyncs; see syncNewDirLocked
 	closed        bool
+	// Transactions (txn.go): the open ones at the end, valid once
+	// txnReady; each segment keeps its own in segment.txns.
+	ongoing  map[int64]OngoingTxn
+	txnReady bool
 }
 
 // Open opens (recovering if needed) or creates the log in dir.
@@ -190,6 +194,9 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 // to that offset (after releasing mu) before acknowledging.
 func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info AppendInfo, syncTo int64, err error) {
 	first, last := hs[0].baseOffset, hs[len(hs)-1].lastOffset()
+	if err := l.txnReadyLocked(); err != nil {
+		return info, 0, l.failLocked(err)
+	}
 	s := l.active()
 	if err := l.loadLocked(s); err != nil {
 		return info, 0, l.failLocked(err)
@@ -230,6 +237,7 @@ func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info Ap
 	s.size = pos
 	s.next = last + 1
 	l.end = last + 1
+	l.txnAppendedLocked(buf, hs)
 	if l.unflushed == 0 {
 		l.oldestUnsync = l.now()
 	}
@@ -274,6 +282,9 @@ func (l *Log) rollLocked(base int64) error {
 	if err := l.markDirtyLocked(); err != nil {
 		return err
 	}
+	if err := l.txnReadyLocked(); err != nil {
+		return l.failLocked(err)
+	}
 	s := l.active()
 	if err := l.loadLocked(s); err != nil {
 		return l.failLocked(err)
@@ -294,6 +305,7 @@ func (l *Log) rollLocked(base int64) error {
 		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
 	}
 	l.segs = append(l.segs, ns)
+	l.txnRolledLocked(s, ns)
 	l.recoveryPoint = base
 	l.unflushed = 0
 	return l.saveStateLocked(false)
@@ -529,6 +541,9 @@ func (l *Log) closeLocked() error {
 		if err := l.sealLocked(s); err != nil {
 			return l.failLocked(err)
 		}
+	}
+	if l.txnReady && s.txns.known {
+		l.saveTxnIndexLocked(s, l.ongoing, l.end)
 	}
 	return l.saveStateLocked(true)
 }

@@ -46,6 +46,9 @@ func (l *Log) Truncate(to int64) error {
 	l.recoveryPoint = min(l.recoveryPoint, l.end)
 	l.unflushed = 0
 	l.truncGen++
+	if err := l.rebuildTxnsFromLocked(len(l.segs) - 1); err != nil {
+		return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
+	}
 	l.cleanedTo = min(l.cleanedTo, l.active().base)
 	if l.start > l.end {
 		// The cut removed a batch straddling the start offset: nothing is
@@ -149,6 +152,7 @@ func (l *Log) restartAtLocked(off int64) error {
 		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
 	}
 	l.segs = []*segment{ns}
+	l.txnResetLocked()
 	l.segsGen++
 	l.end, l.unflushed, l.cleanedTo = off, 0, 0
 	l.truncGen++
@@ -193,6 +197,13 @@ func (l *Log) dropOldestLocked(n int) error {
 		return nil
 	}
 	n = min(n, len(l.segs)-1)
+	// The new oldest segment's transaction state must not need the
+	// segments going away: rebuilt (and its file rewritten) now if bad.
+	if err := l.txnLoadLocked(n); err != nil {
+		l.logger.Warn("segments: transaction state of the new oldest segment unknown", "segment", l.segs[n].base, "err", err)
+	} else {
+		l.saveTxnIndexLocked(l.segs[n], nil, -1)
+	}
 	for _, s := range l.segs[:n] {
 		if err := l.removeSegmentFilesLocked(s); err != nil {
 			return l.failLocked(fmt.Errorf("segments: remove segment: %w", err))

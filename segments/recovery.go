@@ -62,6 +62,9 @@ func (l *Log) openLocked() error {
 		if err := l.recoverLocked(); err != nil {
 			return err
 		}
+		if err := l.rebuildTxnsFromLocked(l.segmentForLocked(l.savedRP)); err != nil {
+			return err
+		}
 	}
 	if l.start > l.end {
 		// Records below the start offset were lost (unsynced when the
@@ -113,6 +116,7 @@ func (l *Log) createFirstLocked(base int64) error {
 	l.files.release(cf)
 	l.segs = []*segment{s}
 	l.start, l.end, l.recoveryPoint = base, base, base
+	l.txnResetLocked()
 	if base == 0 {
 		l.dirUnsynced = true
 		return nil
@@ -203,6 +207,9 @@ func (l *Log) dropFromLocked(i int) error {
 func (l *Log) removeSegmentFilesLocked(s *segment) error {
 	l.files.forget(l.fs, s.path(l.dir))
 	if err := l.removeIndexFilesLocked(s); err != nil {
+		return err
+	}
+	if err := removeIfExists(l.fs, filepath.Join(l.dir, segmentName(s.base, txnIndexSuffix))); err != nil {
 		return err
 	}
 	return removeIfExists(l.fs, s.path(l.dir))
@@ -321,7 +328,7 @@ func (l *Log) removeOrphanIndexesLocked(names []string) error {
 		have[s.base] = true
 	}
 	for _, name := range names {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			digits, ok := strings.CutSuffix(name, suffix)
 			if !ok {
 				continue

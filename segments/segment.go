@@ -30,6 +30,7 @@ type segment struct {
 	rollTs int64 // ms the segment.ms clock runs from; -1 until known
 	// indexOnDisk says the index files match idx and the segment is sealed.
 	indexOnDisk bool
+	txns        segTxns // transactions (txn.go)
 }
 
 func segmentName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }

@@ -95,6 +95,7 @@ func (l *Log) reopenLocked() error {
 	l.unflushed, l.oldestUnsync = 0, time.Time{}
 	l.epochs, l.cleanedTo, l.tombstoneDue = fresh.epochs, 0, 0
 	l.cleanOnDisk, l.dirUnsynced = fresh.cleanOnDisk, fresh.dirUnsynced
+	l.ongoing, l.txnReady = fresh.ongoing, fresh.txnReady
 	l.truncGen++ // a syncTo snapshot taken before must not move the recovery point
 	l.segsGen++  // nor a compaction pass swap segments it read before
 	l.err = nil
