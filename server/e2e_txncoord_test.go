@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/servertest"
 )
 
 // txnProduce produces n records with values prefix-i in the open
@@ -258,5 +260,123 @@ func TestTxnSaramaProducer(t *testing.T) {
 	}
 	if s := d["sarama-tx"]; s.Err != nil || s.State != "CompleteCommit" {
 		t.Fatalf("DescribeTransactions: %+v", d)
+	}
+}
+
+// TestTxnAcrossBrokers: on 3 nodes the transaction coordinator, the
+// partitions' leaders and the group's coordinator are different brokers;
+// markers reach them over the inter-broker port (WriteTxnMarkers), so every
+// partition gets one control batch per transaction and the group gets the
+// committed transaction's offsets.
+func TestTxnAcrossBrokers(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	seeds := []string{c.Node(1).KafkaAddr, c.Node(2).KafkaAddr, c.Node(3).KafkaAddr}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "spread"); err != nil {
+		t.Fatal(err)
+	}
+	// A transactional id and a group coordinated by different brokers.
+	txnCoord := func(id string) int32 {
+		r := adm.FindTxnCoordinators(ctx, id)
+		if r[id].Err != nil {
+			t.Fatalf("FindCoordinator(txn %s): %+v", id, r)
+		}
+		return r[id].NodeID
+	}
+	groupCoord := func(g string) int32 {
+		r := adm.FindGroupCoordinators(ctx, g)
+		if r[g].Err != nil {
+			t.Fatalf("FindCoordinator(group %s): %+v", g, r)
+		}
+		return r[g].NodeID
+	}
+	txnID, group := "cross", ""
+	tc := txnCoord(txnID)
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("g%d", i); groupCoord(g) != tc {
+			group = g
+		}
+		if i > 100 {
+			t.Fatal("every group is coordinated by the transaction coordinator")
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(30*time.Second), kgo.DefaultProduceTopic("spread"),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	perPartition := map[int32]int64{}
+	markers := map[int32]int64{}
+	for round, commit := range []bool{true, false} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		touched := map[int32]bool{}
+		for i := range 30 {
+			r, err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("r%d-%d", round, i))}).First()
+			if err != nil {
+				t.Fatal(err)
+			}
+			perPartition[r.Partition]++
+			touched[r.Partition] = true
+		}
+		for p := range touched {
+			markers[p]++
+		}
+		if commit {
+			// The offsets of this transaction go to the group's coordinator.
+			pid, epoch, err := cl.ProducerID(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add := kmsg.NewPtrAddOffsetsToTxnRequest()
+			add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = txnID, pid, epoch, group
+			if ar, err := add.RequestWith(ctx, cl); err != nil || ar.ErrorCode != 0 {
+				t.Fatalf("AddOffsetsToTxn: %v %v", err, kerr.ErrorForCode(ar.ErrorCode))
+			}
+			oc := kmsg.NewPtrTxnOffsetCommitRequest()
+			oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch, oc.Generation = txnID, group, pid, epoch, -1
+			ot := kmsg.NewTxnOffsetCommitRequestTopic()
+			ot.Topic = "spread"
+			op := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			op.Partition, op.Offset, op.LeaderEpoch = 0, 42, -1
+			ot.Partitions = append(ot.Partitions, op)
+			oc.Topics = append(oc.Topics, ot)
+			if or, err := oc.RequestWith(ctx, cl); err != nil || or.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("TxnOffsetCommit: %v %+v", err, or)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end %d: %v", round, err)
+		}
+	}
+	servertest.WaitFor(t, 30*time.Second, "the transaction completed", func() bool {
+		d, err := adm.DescribeTransactions(ctx, txnID)
+		return err == nil && d[txnID].State == "CompleteAbort"
+	})
+	for p := int32(0); p < 6; p++ {
+		got := int64(0) // from the leader: the node hosting the partition (RF 1)
+		for _, node := range c.Nodes {
+			got = max(got, httpEndOffset(t, node, "spread", int(p)))
+		}
+		if want := perPartition[p] + markers[p]; got != want {
+			t.Errorf("partition %d: end offset %d, want %d records + %d markers", p, got, perPartition[p], markers[p])
+		}
+	}
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup("spread", 0); !ok || o.At != 42 {
+		t.Fatalf("group %s (coordinator %d, transactions on %d): offset %+v", group, groupCoord(group), tc, o)
 	}
 }
