@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// ApiVersions, key 18: versions 0-4 (flexible from 3). An unsupported
-// version is answered with UNSUPPORTED_VERSION in a v0 response (conn.go).
+// ApiVersions, key 18: versions 0-4 (flexible from 3; feature levels from 3,
+// features.go). An unsupported version is answered with UNSUPPORTED_VERSION
+// in a v0 response (conn.go).
 const (
 	apiVersionsKey = 18
 	apiVersionsMin = 0
@@ -18,6 +19,9 @@ const (
 func (s *Server) apiVersions(_ context.Context, req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	resp := s.apiVersionsError(0)
 	resp.SetVersion(req.Version)
+	if req.Version >= 3 {
+		addFeatures(resp) // features.go
+	}
 	return resp
 }
 

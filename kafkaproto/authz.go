@@ -138,7 +138,8 @@ func requestPerms(req kmsg.Request) []perm {
 		return []perm{clusterPerm("describe")}
 	case *kmsg.DescribeACLsRequest:
 		return []perm{clusterPerm("describe")}
-	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest:
+	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest,
+		*kmsg.UpdateFeaturesRequest:
 		return []perm{clusterPerm("alter")}
 	case *kmsg.DescribeTopicPartitionsRequest:
 		return topicsPerms(r.Topics, func(t kmsg.DescribeTopicPartitionsRequestTopic) string { return t.Topic }, "describe")

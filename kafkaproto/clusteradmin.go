@@ -66,6 +66,9 @@ type QuorumReplica struct {
 	LogEndOffset   int64 // -1: unknown (unreachable)
 	LastFetchMs    int64 // -1: unknown
 	LastCaughtUpMs int64 // -1: unknown
+	// Address is the host:port of its controller listener (the raft
+	// port), listed in DescribeQuorum v2's Nodes; empty: none (observers).
+	Address string
 }
 
 // errNoClusterAdmin answers cluster admin requests a Broker cannot serve.

@@ -136,6 +136,12 @@ func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 		t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
 		r.Topics = append(r.Topics, t)
 		return r
+	case updateFeaturesKey:
+		r := kmsg.NewPtrUpdateFeaturesRequest()
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = "metadata.version", 21, 1 // the finalized level: a no-op
+		r.FeatureUpdates = append(r.FeatureUpdates, u)
+		return r
 	case alterReplicaLogDirsKey:
 		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
 		d := kmsg.NewAlterReplicaLogDirsRequestDir()

@@ -2,20 +2,28 @@ package kafkaproto
 
 import (
 	"context"
+	"net"
+	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeQuorum, key 55: versions 0-1 (flexible; fetch and caught-up
-// times from 1). The metadata quorum (ClusterAdmin.Quorum) as Kafka's
+// DescribeQuorum, key 55: versions 0-2 (flexible; fetch and caught-up
+// times from 1; from 2 the voters' endpoints in Nodes, under the listener
+// name CONTROLLER, and an error message). The metadata quorum (ClusterAdmin.Quorum) as Kafka's
 // __cluster_metadata partition 0: leader, epoch (the raft term), high
 // watermark (the commit index), voters and observers with their log end.
 // Any other topic or partition is UNKNOWN_TOPIC_OR_PARTITION.
 const (
 	describeQuorumKey = 55
 	describeQuorumMin = 0
-	describeQuorumMax = 1
+	describeQuorumMax = 2
 )
+
+// controllerListener names the voters' endpoints in DescribeQuorum v2, as
+// Kafka's default controller listener is named.
+const controllerListener = "CONTROLLER"
 
 // metadataTopicName is the name Kafka gives the metadata log.
 const metadataTopicName = "__cluster_metadata"
@@ -27,9 +35,12 @@ func (s *Server) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReq
 		q, err = ca.Quorum(ctx)
 	}
 	if err != nil {
-		return describeQuorumError(req, kafkaErr(err))
+		resp := describeQuorumError(req, kafkaErr(err))
+		resp.ErrorMessage = errMessage(err)
+		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	resp.Nodes = quorumNodes(q)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDescribeQuorumResponseTopic()
 		t.Topic = rt.Topic
@@ -51,6 +62,25 @@ func (s *Server) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReq
 func quorumPartition(p *kmsg.DescribeQuorumResponseTopicPartition, q Quorum) {
 	p.LeaderID, p.LeaderEpoch, p.HighWatermark = q.LeaderID, q.LeaderEpoch, q.HighWatermark
 	p.CurrentVoters, p.Observers = replicaStates(q.Voters), replicaStates(q.Observers)
+}
+
+// quorumNodes lists the endpoint of every member that has one.
+func quorumNodes(q Quorum) []kmsg.DescribeQuorumResponseNode {
+	var out []kmsg.DescribeQuorumResponseNode
+	for _, r := range append(slices.Clone(q.Voters), q.Observers...) {
+		host, port, err := net.SplitHostPort(r.Address)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil {
+			continue
+		}
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = r.ID
+		l := kmsg.NewDescribeQuorumResponseNodeListener()
+		l.Name, l.Host, l.Port = controllerListener, host, uint16(p)
+		n.Listeners = append(n.Listeners, l)
+		out = append(out, n)
+	}
+	return out
 }
 
 func replicaStates(rs []QuorumReplica) []kmsg.DescribeQuorumResponseTopicPartitionReplicaState {

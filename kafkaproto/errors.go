@@ -52,6 +52,7 @@ var (
 	ErrEligibleLeadersNotAvailable = errors.New("kafkaproto: eligible leaders not available")
 	ErrLogDirNotFound              = errors.New("kafkaproto: log dir not found")
 	ErrReplicaNotAvailable         = errors.New("kafkaproto: replica not available")
+	ErrInvalidUpdateVersion        = errors.New("kafkaproto: invalid feature update") // updatefeatures.go
 	// ErrReplicaNotAuthorized: a request acting as a follower replica
 	// (ReplicaID >= 0) from a connection that may not: any client-port
 	// connection, or a peer naming another broker than itself. Kafka
@@ -109,6 +110,7 @@ var errorTable = []struct {
 	{ErrEligibleLeadersNotAvailable, kerr.EligibleLeadersNotAvailable},
 	{ErrLogDirNotFound, kerr.LogDirNotFound},
 	{ErrReplicaNotAvailable, kerr.ReplicaNotAvailable},
+	{ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 	{ErrMarkerNotAuthorized, kerr.ClusterAuthorizationFailed},
 	{ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},

@@ -69,6 +69,7 @@ func handlerTable() map[int16]apiHandler {
 		handle(alterPartitionReassignmentsKey, alterPartitionReassignmentsMin, alterPartitionReassignmentsMax, (*Server).alterPartitionReassignments, alterPartitionReassignmentsError),
 		handle(listPartitionReassignmentsKey, listPartitionReassignmentsMin, listPartitionReassignmentsMax, (*Server).listPartitionReassignments, listPartitionReassignmentsError),
 		handle(describeQuorumKey, describeQuorumMin, describeQuorumMax, (*Server).describeQuorum, describeQuorumError),
+		handle(updateFeaturesKey, updateFeaturesMin, updateFeaturesMax, (*Server).updateFeatures, updateFeaturesError),
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
 		handle(alterReplicaLogDirsKey, alterReplicaLogDirsMin, alterReplicaLogDirsMax, (*Server).alterReplicaLogDirs, alterReplicaLogDirsError),
 		// Transactions (issue 16).

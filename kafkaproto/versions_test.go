@@ -157,7 +157,7 @@ var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, list
 	deleteTopicsKey, createPartitionsKey, describeConfigsKey, incrementalAlterConfigsKey, deleteRecordsKey,
 	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
 	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
-	listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey, describeProducersKey,
+	listPartitionReassignmentsKey, describeQuorumKey, updateFeaturesKey, describeTopicPartitionsKey, describeProducersKey,
 	alterReplicaLogDirsKey}
 
 // TestEveryVersion sends a valid request of every advertised key and
@@ -352,7 +352,8 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{45, "AlterPartitionAssignments", 0, 1},
 		{46, "ListPartitionReassignments", 0, 0},
 		{47, "OffsetDelete", 0, 0},
-		{55, "DescribeQuorum", 0, 1},
+		{55, "DescribeQuorum", 0, 2},
+		{57, "UpdateFeatures", 0, 2},
 		{60, "DescribeCluster", 0, 1},
 		{61, "DescribeProducers", 0, 0},
 		{65, "DescribeTransactions", 0, 0},

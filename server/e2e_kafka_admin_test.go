@@ -358,7 +358,7 @@ func TestKafkaAdminClusterElectReassignQuorum(t *testing.T) {
 	})
 
 	q := kmsg.NewPtrDescribeQuorumRequest()
-	q.Version = 1
+	q.Version = 2
 	q.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
 	qr, err := q.RequestWith(ctx, cl)
 	if err != nil {
@@ -366,7 +366,7 @@ func TestKafkaAdminClusterElectReassignQuorum(t *testing.T) {
 	}
 	var cluster clusterView
 	httpGetJSON(t, other.URL+"/v1/cluster", &cluster)
-	if p := qr.Topics[0].Partitions[0]; len(p.CurrentVoters) != 3 || p.LeaderID != cluster.LeaderID {
+	if p := qr.Topics[0].Partitions[0]; len(p.CurrentVoters) != 3 || p.LeaderID != cluster.LeaderID || len(qr.Nodes) != 3 {
 		t.Fatalf("quorum %+v, cluster leader %d", p, cluster.LeaderID)
 	}
 

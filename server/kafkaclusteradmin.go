@@ -83,7 +83,7 @@ func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
 	voters := map[int32]bool{}
 	for _, c := range k.s.meta.ControllerStatuses(ctx) {
 		voters[c.ID] = true
-		r := kafkaproto.QuorumReplica{ID: c.ID, LogEndOffset: -1, LastFetchMs: -1, LastCaughtUpMs: -1}
+		r := kafkaproto.QuorumReplica{ID: c.ID, LogEndOffset: -1, LastFetchMs: -1, LastCaughtUpMs: -1, Address: c.Address}
 		if c.Role != "unreachable" {
 			r.LogEndOffset = int64(c.LastIndex)
 		}
