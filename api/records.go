@@ -50,13 +50,25 @@ func (rr recordsResource) produce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rr.h.mem.give(2 * int64(len(body)))
+	ctype := mediaType(r.Header.Get("Content-Type"))
+	if ctype == MediaRecordBatch {
+		rr.produceBatches(w, r, topic, body, acks)
+		return
+	}
 	produce, done, err := rr.produceBackend(r, topic, encodingParam(q.Get("encoding")), body)
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return
 	}
 	defer done()
-	recs, err := decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")), rr.h.opts.Limits.MaxProduceRecords)
+	var recs []ProduceRecord
+	if ctype == MediaOctetStream {
+		var rec ProduceRecord
+		rec, err = decodeOctetRecord(r.Header, q, body)
+		recs = []ProduceRecord{rec}
+	} else {
+		recs, err = decodeProduce(r.Header.Get("Content-Type"), body, encodingParam(q.Get("encoding")), rr.h.opts.Limits.MaxProduceRecords)
+	}
 	if err != nil {
 		rr.h.problem(w, r, err)
 		return
@@ -162,6 +174,10 @@ func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rr.h.mem.give(held)
 	req.MaxBytes = int(held / consumeCost)
+	if wantsBatches(r) {
+		rr.consumeBatches(w, r, req)
+		return
+	}
 	res, err := rr.h.b.Consume(r.Context(), req)
 	if err != nil {
 		rr.h.problem(w, r, err)

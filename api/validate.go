@@ -107,12 +107,12 @@ func jsonPath(tokens []string) string {
 	return b.String()
 }
 
-// produceMediaType accepts the two produce body types.
+// produceMediaType accepts the produce body types.
 func produceMediaType(contentType string) error {
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err == nil && (mt == "application/json" || mt == "application/x-ndjson") {
+	if err == nil && (mt == "application/json" || mt == "application/x-ndjson" || mt == MediaOctetStream || mt == MediaRecordBatch) {
 		return nil
 	}
 	return &FieldError{Field: "header.Content-Type", Err: ErrUnsupportedMedia,
-		Msg: fmt.Sprintf("%q; send application/json or application/x-ndjson", contentType)}
+		Msg: fmt.Sprintf("%q; send application/json, application/x-ndjson, %s or %s", contentType, MediaOctetStream, MediaRecordBatch)}
 }

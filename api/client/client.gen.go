@@ -1361,11 +1361,23 @@ type ProduceRecordsParams struct {
 	// Acks Acknowledgement level as in Kafka: 0 (none, offsets are -1), 1 (leader), all (in-sync replicas).
 	Acks *ProduceRecordsParamsAcks `form:"acks,omitempty" json:"acks,omitempty"`
 
+	// Partition The partition of an `application/octet-stream` record (default: by its key, as JSON records) or of `application/vnd.kafka.recordbatch` batches (required).
+	Partition *int32 `form:"partition,omitempty" json:"partition,omitempty"`
+
 	// IdempotencyKey Makes the produce safe to retry (IETF draft "The Idempotency-Key HTTP Header
 	// Field"): a structured-field string such as `"8e03978e-40d5-43e8-bc93-6894a57f9324"`
 	// (a bare token is accepted too), 1 to 256 printable ASCII characters. Keys are
 	// scoped to the topic and the authenticated principal.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// RunnelKey `application/octet-stream`: the record key, percent-encoded (absent: null).
+	RunnelKey *string `json:"Runnel-Key,omitempty"`
+
+	// RunnelHeader `application/octet-stream`: record headers, `name=value` percent-encoded, comma-separated or repeated, in order (a name alone: null value).
+	RunnelHeader *string `json:"Runnel-Header,omitempty"`
+
+	// RunnelTimestamp `application/octet-stream`: the record timestamp, ms since the epoch (absent: the append time).
+	RunnelTimestamp *string `json:"Runnel-Timestamp,omitempty"`
 }
 
 // ProduceRecordsParamsEncoding defines parameters for ProduceRecords.
@@ -1851,6 +1863,13 @@ type ClientInterface interface {
 	// ends a read after the records before it; read first, it is a 422
 	// `corrupt-batch` problem whose `next_offset` is where records resume.
 	//
+	// With `Accept: application/vnd.kafka.recordbatch` the answer is the stored Kafka
+	// RecordBatch v2 bytes as they are (whole batches, at most about `max_bytes`,
+	// at least one; the first may begin before `offset`: skip those records as a
+	// Kafka client does), with `Runnel-Next-Offset`, `Runnel-High-Watermark` and
+	// `Runnel-Start-Offset` response headers; `max_records` and `encoding` do not
+	// apply. Each batch is checked (framing, CRC) before it is served.
+	//
 	// Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 	ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1905,7 +1924,23 @@ type ClientInterface interface {
 	// are appended atomically; a request rejected for any record writes nothing.
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
-	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	// `application/x-ndjson` with one record object per line (blank lines ignored),
+	// or binary (no JSON, no base64):
+	//
+	// - `application/octet-stream`: one record; the body is its value, the key is the
+	//   `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+	//   order), the timestamp `Runnel-Timestamp`; names, values and the key are
+	//   percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+	//   the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+	//   application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+	// - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+	//   back to back, for the partition named by the `partition` query parameter
+	//   (required), sent to that partition's leader. This is what runnel stores and
+	//   what a Kafka Fetch returns: any Kafka library encodes it (compression
+	//   included), the server appends it without re-encoding after checking it
+	//   exactly as a Kafka produce is checked (framing, CRC, records,
+	//   `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+	//   transactions over HTTP). The answer lists one offset per record.
 	//
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -1936,7 +1971,23 @@ type ClientInterface interface {
 	// are appended atomically; a request rejected for any record writes nothing.
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
-	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	// `application/x-ndjson` with one record object per line (blank lines ignored),
+	// or binary (no JSON, no base64):
+	//
+	// - `application/octet-stream`: one record; the body is its value, the key is the
+	//   `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+	//   order), the timestamp `Runnel-Timestamp`; names, values and the key are
+	//   percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+	//   the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+	//   application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+	// - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+	//   back to back, for the partition named by the `partition` query parameter
+	//   (required), sent to that partition's leader. This is what runnel stores and
+	//   what a Kafka Fetch returns: any Kafka library encodes it (compression
+	//   included), the server appends it without re-encoding after checking it
+	//   exactly as a Kafka produce is checked (framing, CRC, records,
+	//   `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+	//   transactions over HTTP). The answer lists one offset per record.
 	//
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -2768,6 +2819,13 @@ func (c *Client) ElectPreferredLeaders(ctx context.Context, topic Topic, reqEdit
 // ends a read after the records before it; read first, it is a 422
 // `corrupt-batch` problem whose `next_offset` is where records resume.
 //
+// With `Accept: application/vnd.kafka.recordbatch` the answer is the stored Kafka
+// RecordBatch v2 bytes as they are (whole batches, at most about `max_bytes`,
+// at least one; the first may begin before `offset`: skip those records as a
+// Kafka client does), with `Runnel-Next-Offset`, `Runnel-High-Watermark` and
+// `Runnel-Start-Offset` response headers; `max_records` and `encoding` do not
+// apply. Each batch is checked (framing, CRC) before it is served.
+//
 // Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
 func (c *Client) ConsumeRecords(ctx context.Context, topic Topic, partition Partition, params *ConsumeRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewConsumeRecordsRequest(c.Server, topic, partition, params)
@@ -2862,7 +2920,23 @@ func (c *Client) ReassignPartition(ctx context.Context, topic Topic, partition P
 // are appended atomically; a request rejected for any record writes nothing.
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
-// `application/x-ndjson` with one record object per line (blank lines ignored).
+// `application/x-ndjson` with one record object per line (blank lines ignored),
+// or binary (no JSON, no base64):
+//
+//   - `application/octet-stream`: one record; the body is its value, the key is the
+//     `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+//     order), the timestamp `Runnel-Timestamp`; names, values and the key are
+//     percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+//     the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+//     application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+//   - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+//     back to back, for the partition named by the `partition` query parameter
+//     (required), sent to that partition's leader. This is what runnel stores and
+//     what a Kafka Fetch returns: any Kafka library encodes it (compression
+//     included), the server appends it without re-encoding after checking it
+//     exactly as a Kafka produce is checked (framing, CRC, records,
+//     `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+//     transactions over HTTP). The answer lists one offset per record.
 //
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -2903,7 +2977,23 @@ func (c *Client) ProduceRecordsWithBody(ctx context.Context, topic Topic, params
 // are appended atomically; a request rejected for any record writes nothing.
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
-// `application/x-ndjson` with one record object per line (blank lines ignored).
+// `application/x-ndjson` with one record object per line (blank lines ignored),
+// or binary (no JSON, no base64):
+//
+//   - `application/octet-stream`: one record; the body is its value, the key is the
+//     `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+//     order), the timestamp `Runnel-Timestamp`; names, values and the key are
+//     percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+//     the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+//     application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+//   - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+//     back to back, for the partition named by the `partition` query parameter
+//     (required), sent to that partition's leader. This is what runnel stores and
+//     what a Kafka Fetch returns: any Kafka library encodes it (compression
+//     included), the server appends it without re-encoding after checking it
+//     exactly as a Kafka produce is checked (framing, CRC, records,
+//     `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+//     transactions over HTTP). The answer lists one offset per record.
 //
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -4699,6 +4789,18 @@ func NewProduceRecordsRequestWithBody(server string, topic Topic, params *Produc
 
 		}
 
+		if params.Partition != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "partition", *params.Partition, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4723,6 +4825,39 @@ func NewProduceRecordsRequestWithBody(server string, topic Topic, params *Produc
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.RunnelKey != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Runnel-Key", *params.RunnelKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Runnel-Key", headerParam1)
+		}
+
+		if params.RunnelHeader != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Runnel-Header", *params.RunnelHeader, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Runnel-Header", headerParam2)
+		}
+
+		if params.RunnelTimestamp != nil {
+			var headerParam3 string
+
+			headerParam3, err = runtime.StyleParamWithOptions("simple", false, "Runnel-Timestamp", *params.RunnelTimestamp, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Runnel-Timestamp", headerParam3)
 		}
 
 	}
@@ -5379,6 +5514,13 @@ type ClientWithResponsesInterface interface {
 	// ends a read after the records before it; read first, it is a 422
 	// `corrupt-batch` problem whose `next_offset` is where records resume.
 	//
+	// With `Accept: application/vnd.kafka.recordbatch` the answer is the stored Kafka
+	// RecordBatch v2 bytes as they are (whole batches, at most about `max_bytes`,
+	// at least one; the first may begin before `offset`: skip those records as a
+	// Kafka client does), with `Runnel-Next-Offset`, `Runnel-High-Watermark` and
+	// `Runnel-Start-Offset` response headers; `max_records` and `encoding` do not
+	// apply. Each batch is checked (framing, CRC) before it is served.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
@@ -5437,7 +5579,23 @@ type ClientWithResponsesInterface interface {
 	// are appended atomically; a request rejected for any record writes nothing.
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
-	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	// `application/x-ndjson` with one record object per line (blank lines ignored),
+	// or binary (no JSON, no base64):
+	//
+	// - `application/octet-stream`: one record; the body is its value, the key is the
+	//   `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+	//   order), the timestamp `Runnel-Timestamp`; names, values and the key are
+	//   percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+	//   the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+	//   application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+	// - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+	//   back to back, for the partition named by the `partition` query parameter
+	//   (required), sent to that partition's leader. This is what runnel stores and
+	//   what a Kafka Fetch returns: any Kafka library encodes it (compression
+	//   included), the server appends it without re-encoding after checking it
+	//   exactly as a Kafka produce is checked (framing, CRC, records,
+	//   `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+	//   transactions over HTTP). The answer lists one offset per record.
 	//
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -5468,7 +5626,23 @@ type ClientWithResponsesInterface interface {
 	// are appended atomically; a request rejected for any record writes nothing.
 	//
 	// Bodies: `application/json` with `{"records": [...]}`, or
-	// `application/x-ndjson` with one record object per line (blank lines ignored).
+	// `application/x-ndjson` with one record object per line (blank lines ignored),
+	// or binary (no JSON, no base64):
+	//
+	// - `application/octet-stream`: one record; the body is its value, the key is the
+	//   `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+	//   order), the timestamp `Runnel-Timestamp`; names, values and the key are
+	//   percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+	//   the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+	//   application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+	// - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+	//   back to back, for the partition named by the `partition` query parameter
+	//   (required), sent to that partition's leader. This is what runnel stores and
+	//   what a Kafka Fetch returns: any Kafka library encodes it (compression
+	//   included), the server appends it without re-encoding after checking it
+	//   exactly as a Kafka produce is checked (framing, CRC, records,
+	//   `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+	//   transactions over HTTP). The answer lists one offset per record.
 	//
 	// When the partition's disk refuses writes (full, I/O error) the answer is 507
 	// `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -7457,6 +7631,13 @@ func (r ElectPreferredLeadersResponse) ContentType() string {
 	return ""
 }
 
+// ConsumeRecordsResponse200Headers the declared response headers of an HTTP 200 response for ConsumeRecords
+type ConsumeRecordsResponse200Headers struct {
+	RunnelHighWatermark *int64
+	RunnelNextOffset    *int64
+	RunnelStartOffset   *int64
+}
+
 type ConsumeRecordsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7472,6 +7653,8 @@ type ConsumeRecordsResponse struct {
 	ApplicationproblemJSON422 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ConsumeRecordsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -8675,6 +8858,13 @@ func (c *ClientWithResponses) ElectPreferredLeadersWithResponse(ctx context.Cont
 // ends a read after the records before it; read first, it is a 422
 // `corrupt-batch` problem whose `next_offset` is where records resume.
 //
+// With `Accept: application/vnd.kafka.recordbatch` the answer is the stored Kafka
+// RecordBatch v2 bytes as they are (whole batches, at most about `max_bytes`,
+// at least one; the first may begin before `offset`: skip those records as a
+// Kafka client does), with `Runnel-Next-Offset`, `Runnel-High-Watermark` and
+// `Runnel-Start-Offset` response headers; `max_records` and `encoding` do not
+// apply. Each batch is checked (framing, CRC) before it is served.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/topics/{topic}/partitions/{partition}/records (the `ConsumeRecords` operationId).
@@ -8757,7 +8947,23 @@ func (c *ClientWithResponses) ReassignPartitionWithResponse(ctx context.Context,
 // are appended atomically; a request rejected for any record writes nothing.
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
-// `application/x-ndjson` with one record object per line (blank lines ignored).
+// `application/x-ndjson` with one record object per line (blank lines ignored),
+// or binary (no JSON, no base64):
+//
+//   - `application/octet-stream`: one record; the body is its value, the key is the
+//     `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+//     order), the timestamp `Runnel-Timestamp`; names, values and the key are
+//     percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+//     the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+//     application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+//   - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+//     back to back, for the partition named by the `partition` query parameter
+//     (required), sent to that partition's leader. This is what runnel stores and
+//     what a Kafka Fetch returns: any Kafka library encodes it (compression
+//     included), the server appends it without re-encoding after checking it
+//     exactly as a Kafka produce is checked (framing, CRC, records,
+//     `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+//     transactions over HTTP). The answer lists one offset per record.
 //
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -8794,7 +9000,23 @@ func (c *ClientWithResponses) ProduceRecordsWithBodyWithResponse(ctx context.Con
 // are appended atomically; a request rejected for any record writes nothing.
 //
 // Bodies: `application/json` with `{"records": [...]}`, or
-// `application/x-ndjson` with one record object per line (blank lines ignored).
+// `application/x-ndjson` with one record object per line (blank lines ignored),
+// or binary (no JSON, no base64):
+//
+//   - `application/octet-stream`: one record; the body is its value, the key is the
+//     `Runnel-Key` header, headers are `Runnel-Header: name=value` (repeatable, in
+//     order), the timestamp `Runnel-Timestamp`; names, values and the key are
+//     percent-encoded (so any bytes fit; a literal `,` is `%2C`). `partition` is
+//     the query parameter. `curl --data-binary @value.bin -H 'Content-Type:
+//     application/octet-stream' -H 'Runnel-Key: user-1' .../records`
+//   - `application/vnd.kafka.recordbatch`: one or more Kafka RecordBatch v2 (magic 2),
+//     back to back, for the partition named by the `partition` query parameter
+//     (required), sent to that partition's leader. This is what runnel stores and
+//     what a Kafka Fetch returns: any Kafka library encodes it (compression
+//     included), the server appends it without re-encoding after checking it
+//     exactly as a Kafka produce is checked (framing, CRC, records,
+//     `max.message.bytes`); batches must carry producer id -1 (no idempotence or
+//     transactions over HTTP). The answer lists one offset per record.
 //
 // When the partition's disk refuses writes (full, I/O error) the answer is 507
 // `storage-error` with `Retry-After`; nothing is written, and writes resume by
@@ -10454,6 +10676,36 @@ func ParseConsumeRecordsResponse(rsp *http.Response) (*ConsumeRecordsResponse, e
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (application/vnd.kafka.recordbatch) unsupported
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ConsumeRecordsResponse200Headers
+		if values := rsp.Header.Values("Runnel-High-Watermark"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Runnel-High-Watermark", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RunnelHighWatermark = &value
+		}
+		if values := rsp.Header.Values("Runnel-Next-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Runnel-Next-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RunnelNextOffset = &value
+		}
+		if values := rsp.Header.Values("Runnel-Start-Offset"); len(values) > 0 {
+			var value int64
+			if err := runtime.BindStyledParameterWithOptions("simple", "Runnel-Start-Offset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.RunnelStartOffset = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

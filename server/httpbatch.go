@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/segments"
+)
+
+// The HTTP door's binary batch media type (api.BatchBackend): Kafka
+// RecordBatch v2 bytes appended and read as they are, checked on the way in
+// exactly as a Kafka produce is (partition.append: framing, CRC, records,
+// max.message.bytes), never trusted.
+
+var _ api.BatchBackend = (*httpBackend)(nil)
+
+// ProduceBatches implements api.BatchBackend. Batches go to the partition's
+// leader: a follower answers ErrNotLeader (GET /v1/topics/{topic} names the
+// leader), as batches are not re-encoded for the forwarder.
+func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partition int32, batches []byte, acks, maxRecords int) (int64, int, error) {
+	p, err := h.batchPartition(ctx, topic, partition)
+	if err != nil {
+		return 0, 0, err
+	}
+	records, err := checkHTTPBatches(batches, maxRecords)
+	if err != nil {
+		return 0, 0, toHTTPError(err)
+	}
+	if acks == api.AcksAll {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, acksAllTimeout)
+			defer cancel()
+		}
+	}
+	res, err := p.produce(ctx, batches, acks)
+	if err != nil {
+		return 0, 0, toHTTPError(err)
+	}
+	h.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	if acks == api.AcksNone {
+		return -1, records, nil
+	}
+	return res.baseOffset, records, nil
+}
+
+// checkHTTPBatches checks the headers of a batch body before the append
+// checks the rest: no producer id, no transaction, no control batch, at
+// most maxRecords records. It returns the record count.
+func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
+	records := 0
+	err := splitBatches(batches, func(b batchView) error {
+		switch {
+		case b.idempotent() || b.attrs&transactionalFlag != 0:
+			// HTTP has no producer ids: InitProducerId is Kafka's.
+			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(b.raw), b.producerID)
+		case b.isControl():
+			return fmt.Errorf("%w: clients may not write control batches (transaction markers)", api.ErrInvalidRequest)
+		}
+		records += int(b.numRecords)
+		if records > maxRecords {
+			return fmt.Errorf("%w: more than %d records; send at most %d per request", api.ErrTooManyRecords, maxRecords, maxRecords)
+		}
+		return nil
+	})
+	return records, err
+}
+
+// batchPartition is the local leader of topic-partition for a batch
+// request.
+func (h *httpBackend) batchPartition(ctx context.Context, topic string, partition int32) (*partition, error) {
+	if err := refuseInternal(topic, "produce to"); err != nil {
+		return nil, toHTTPError(err)
+	}
+	img, t, ok := h.s.lookupTopic(ctx, topic)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
+	}
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, topic, len(t.Partitions)-1, partition)
+	}
+	p, addr, err := h.route(ctx, img, t, partition)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%w: %s-%d is led by the node at %s; send record batches there", api.ErrNotLeader, topic, partition, addr)
+	}
+	return p, nil
+}
+
+// ConsumeBatches implements api.BatchBackend: stored batches below the high
+// watermark, each checked (segments.NextBatch: framing, CRC) before it is
+// served, long-polling like Consume.
+func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
+	_, t, ok := h.s.lookupTopic(ctx, req.Topic)
+	if !ok {
+		return api.BatchResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
+	}
+	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return api.BatchResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
+	}
+	p, err := h.s.broker.partition(req.Topic, req.Partition)
+	if err != nil {
+		return api.BatchResult{}, toHTTPError(err)
+	}
+	offset, err := p.resolveOffset(req.Offset, req.Timestamp)
+	if err != nil {
+		return api.BatchResult{}, toHTTPError(err)
+	}
+	var timer <-chan time.Time
+	if req.Wait > 0 {
+		t := time.NewTimer(req.Wait)
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		changed := p.changed()
+		res, err := p.readBatches(offset, req.MaxBytes)
+		if err != nil || res.Records > 0 || timer == nil {
+			if err == nil {
+				h.s.metrics.consumed(req.Topic, res.Records, len(res.Batches))
+			}
+			return res, toHTTPError(err)
+		}
+		select {
+		case <-changed:
+		case <-timer:
+			return res, nil
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+}
+
+// readBatches reads whole batches from offset below the high watermark
+// and checks each; a bad one ends the read after the batches before it
+// (read first, it is a *corruptBatchError naming it).
+func (p *partition) readBatches(offset int64, maxBytes int) (api.BatchResult, error) {
+	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log.StartOffset()}
+	if offset < res.StartOffset || offset > res.HighWatermark {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.StartOffset, res.HighWatermark)
+	}
+	if offset == res.HighWatermark {
+		return res, nil
+	}
+	chunk, err := p.read(offset, maxBytes)
+	if err != nil {
+		return res, err
+	}
+	data, err := chunk.Bytes()
+	chunk.Close()
+	if err != nil {
+		return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, offset, err)
+	}
+	good := 0
+	for rest := data; ; {
+		info, ok, err := segments.NextBatch(rest)
+		if err != nil || (!ok && len(rest) > 0 && good == 0) {
+			if good > 0 {
+				break // the bad batch is the next read's first
+			}
+			if err == nil {
+				err = errors.New("truncated batch")
+			}
+			e := &corruptBatchError{topic: p.topic, partition: p.index, offset: res.NextOffset, next: -1, err: err}
+			if ok {
+				e.offset, e.next = max(info.BaseOffset, res.NextOffset), info.NextOffset()
+			}
+			return res, e
+		}
+		if !ok {
+			break
+		}
+		if !info.Control {
+			res.Records += int(info.LastOffset - max(info.BaseOffset, res.NextOffset) + 1)
+		}
+		res.NextOffset = max(res.NextOffset, info.NextOffset())
+		good += info.Size
+		rest = rest[info.Size:]
+	}
+	res.Batches = data[:good]
+	return res, nil
+}
