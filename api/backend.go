@@ -13,6 +13,8 @@ package api
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,8 +32,12 @@ type Backend interface {
 	// Brokers lists the registered brokers, ordered by id.
 	Brokers(ctx context.Context) ([]Broker, error)
 
-	// ListTopics lists topics ordered by name (internal topics included).
-	ListTopics(ctx context.Context) ([]TopicSummary, error)
+	// ListTopics lists the topics of one page ordered by name (internal
+	// topics included): those starting with q.Prefix and sorting after
+	// q.After, at most q.Limit (>= 1) of them, and whether more follow.
+	// Per-topic figures (SizeBytes) are computed for the page only, so a
+	// page costs the same whatever the number of topics.
+	ListTopics(ctx context.Context, q TopicListQuery) (TopicPage, error)
 	// CreateTopic creates a topic (through Raft). The name has been validated
 	// (Kafka's rules) by api; configs have not: the backend validates them and
 	// returns ErrInvalidConfig. ErrTopicExists when the name is taken.
@@ -198,6 +204,36 @@ type TopicSummary struct {
 	ReplicationFactor int16  `json:"replication_factor"`
 	Internal          bool   `json:"internal"`
 	SizeBytes         int64  `json:"size_bytes"` // on-disk size of the leader replicas, 0 if unknown
+}
+
+// TopicListQuery selects one page of GET /v1/topics (see Backend.ListTopics).
+type TopicListQuery struct {
+	Prefix string // only names starting with it
+	After  string // only names sorting after it ("" from the start)
+	Limit  int    // at most this many, >= 1
+}
+
+// TopicPage is one page of topics and whether more follow it.
+type TopicPage struct {
+	Topics []TopicSummary
+	More   bool
+}
+
+// PageTopics applies q to every topic name there is: the names of the page,
+// in order, and whether more follow. Backends use it so that every one pages
+// the same way; it sorts only the names that pass the filters.
+func PageTopics(names []string, q TopicListQuery) ([]string, bool) {
+	out := make([]string, 0, min(len(names), q.Limit+1))
+	for _, n := range names {
+		if strings.HasPrefix(n, q.Prefix) && n > q.After {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	if len(out) > q.Limit {
+		return out[:q.Limit], true
+	}
+	return out, false
 }
 
 // CreateTopicRequest is the body of POST /v1/topics. Partitions and

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,25 +65,19 @@ func (m *memBackend) Brokers(context.Context) ([]api.Broker, error) {
 		HTTPAddress: "127.0.0.1:8080", KafkaAddress: "127.0.0.1:9092"}}, nil
 }
 
-func (m *memBackend) ListTopics(context.Context) ([]api.TopicSummary, error) {
+func (m *memBackend) ListTopics(_ context.Context, q api.TopicListQuery) (api.TopicPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []api.TopicSummary
-	for _, t := range m.topics {
-		out = append(out, api.TopicSummary{Name: t.name, Partitions: int32(len(t.parts)), ReplicationFactor: 1})
+	var names []string
+	for name := range m.topics {
+		names = append(names, name)
 	}
-	slices.SortFunc(out, func(a, b api.TopicSummary) int { return cmpString(a.Name, b.Name) })
+	names, more := api.PageTopics(names, q)
+	out := api.TopicPage{More: more}
+	for _, name := range names {
+		out.Topics = append(out.Topics, api.TopicSummary{Name: name, Partitions: int32(len(m.topics[name].parts)), ReplicationFactor: 1})
+	}
 	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (m *memBackend) CreateTopic(_ context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {

@@ -217,8 +217,8 @@ func TestOptionalInterfaces(t *testing.T) {
 type panicky struct{ *memBackend }
 
 func (panicky) DescribeTopic(context.Context, string) (api.TopicDetail, error) { panic("boom") }
-func (panicky) ListTopics(context.Context) ([]api.TopicSummary, error) {
-	return nil, errors.New("disk on fire")
+func (panicky) ListTopics(context.Context, api.TopicListQuery) (api.TopicPage, error) {
+	return api.TopicPage{}, errors.New("disk on fire")
 }
 
 func TestInternalErrors(t *testing.T) {

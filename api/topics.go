@@ -1,11 +1,13 @@
 package api
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -70,21 +72,68 @@ func topicParam(r *http.Request) (string, error) {
 	return name, nil
 }
 
-// TopicList is GET /v1/topics.
+// TopicList is GET /v1/topics: one page of topics, and the cursor of the
+// next page when there is one.
 type TopicList struct {
-	Topics []TopicSummary `json:"topics"`
+	Topics     []TopicSummary `json:"topics"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
+// Topic list pages: the default and largest page sizes. A cluster with up to
+// DefaultTopicPage topics is listed in one page, as before pages existed.
+const (
+	DefaultTopicPage = 1000
+	MaxTopicPage     = 10000
+)
+
 func (t topicsResource) list(w http.ResponseWriter, r *http.Request) {
-	ts, err := t.h.b.ListTopics(r.Context())
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit", DefaultTopicPage, 1, MaxTopicPage)
 	if err != nil {
 		t.h.problem(w, r, err)
 		return
 	}
-	if ts == nil {
-		ts = []TopicSummary{}
+	query := TopicListQuery{Prefix: q.Get("prefix"), Limit: int(limit)}
+	if c := q.Get("cursor"); c != "" {
+		if query.After, err = decodeCursor(c); err != nil {
+			t.h.problem(w, r, err)
+			return
+		}
 	}
-	t.h.writeJSON(w, r, http.StatusOK, TopicList{Topics: ts})
+	page, err := t.h.b.ListTopics(r.Context(), query)
+	if err != nil {
+		t.h.problem(w, r, err)
+		return
+	}
+	out := TopicList{Topics: page.Topics}
+	if out.Topics == nil {
+		out.Topics = []TopicSummary{}
+	}
+	if page.More && len(page.Topics) > 0 {
+		out.NextCursor = encodeCursor(page.Topics[len(page.Topics)-1].Name)
+		next := *r.URL
+		nq := next.Query()
+		nq.Set("cursor", out.NextCursor)
+		next.RawQuery = nq.Encode()
+		w.Header().Set("Link", "<"+next.RequestURI()+`>; rel="next"`)
+	}
+	t.h.writeJSON(w, r, http.StatusOK, out)
+}
+
+// A list cursor is the last name of the page before, opaque to clients
+// (base64url with a version prefix, so its form can change).
+const cursorPrefix = "n1:"
+
+func encodeCursor(last string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + last))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return "", &FieldError{Field: "query.cursor", Err: ErrInvalidRequest, Msg: "not a cursor this server returned"}
+	}
+	return strings.TrimPrefix(string(b), cursorPrefix), nil
 }
 
 // createBody is CreateTopicRequest as sent: absent numbers are the defaults.

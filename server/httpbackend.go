@@ -191,22 +191,26 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 	return out, nil
 }
 
-func (h *httpBackend) ListTopics(ctx context.Context) ([]api.TopicSummary, error) {
+func (h *httpBackend) ListTopics(ctx context.Context, q api.TopicListQuery) (api.TopicPage, error) {
 	img, _ := h.s.meta.Image()
-	out := make([]api.TopicSummary, 0, len(img.Topics))
 	principal := api.PrincipalFrom(ctx)
-	for _, t := range img.Topics {
-		if !h.s.allowed(principal, "*", "topic", t.Name, "describe") {
-			continue // as Kafka's Metadata: only the topics the principal may describe
+	names := make([]string, 0, len(img.Topics))
+	for name := range img.Topics {
+		if h.s.allowed(principal, "*", "topic", name, "describe") { // as Kafka's Metadata: only the topics the principal may describe
+			names = append(names, name)
 		}
+	}
+	names, more := api.PageTopics(names, q)
+	out := api.TopicPage{Topics: make([]api.TopicSummary, 0, len(names)), More: more}
+	for _, name := range names {
+		t := img.Topics[name]
 		var size int64
 		for _, p := range h.s.broker.partitionsOf(t.Name) {
 			size += p.log.Size()
 		}
-		out = append(out, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
+		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
 			ReplicationFactor: replicationFactor(t), Internal: isInternal(t.Name), SizeBytes: size})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 

@@ -1182,7 +1182,9 @@ type TopicDetail struct {
 
 // TopicList defines model for TopicList.
 type TopicList struct {
-	Topics []TopicSummary `json:"topics"`
+	// NextCursor Present when more topics follow; pass it as `cursor` for the next page.
+	NextCursor *string        `json:"next_cursor,omitempty"`
+	Topics     []TopicSummary `json:"topics"`
 }
 
 // TopicName defines model for TopicName.
@@ -1328,6 +1330,18 @@ type PollGroupParams struct {
 
 // PollGroupParamsEncoding defines parameters for PollGroup.
 type PollGroupParamsEncoding string
+
+// ListTopicsParams defines parameters for ListTopics.
+type ListTopicsParams struct {
+	// Prefix Only topics whose name starts with this.
+	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit At most this many topics in the page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the page before (opaque).
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
 
 // ConsumeRecordsParams defines parameters for ConsumeRecords.
 type ConsumeRecordsParams struct {
@@ -1795,8 +1809,10 @@ type ClientInterface interface {
 
 	// ListTopics List topics
 	//
+	// One page of topics ordered by name, the ones the caller may describe. A response with `next_cursor` has more: ask again with `cursor` set to it (also given as a `Link: <...>; rel="next"` header) and the same `prefix` and `limit`.
+	//
 	// Corresponds with GET /v1/topics (the `ListTopics` operationId).
-	ListTopics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTopics(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateTopicWithBody Create a topic
 	//
@@ -2671,9 +2687,11 @@ func (c *Client) DeleteToken(ctx context.Context, id string, reqEditors ...Reque
 
 // ListTopics List topics
 //
+// One page of topics ordered by name, the ones the caller may describe. A response with `next_cursor` has more: ask again with `cursor` set to it (also given as a `Link: <...>; rel="next"` header) and the same `prefix` and `limit`.
+//
 // Corresponds with GET /v1/topics (the `ListTopics` operationId).
-func (c *Client) ListTopics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTopicsRequest(c.Server)
+func (c *Client) ListTopics(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTopicsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4281,7 +4299,7 @@ func NewDeleteTokenRequest(server string, id string) (*http.Request, error) {
 }
 
 // NewListTopicsRequest constructs an http.Request for the ListTopics method
-func NewListTopicsRequest(server string) (*http.Request, error) {
+func NewListTopicsRequest(server string, params *ListTopicsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4297,6 +4315,57 @@ func NewListTopicsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5438,10 +5507,12 @@ type ClientWithResponsesInterface interface {
 
 	// ListTopicsWithResponse List topics
 	//
+	// One page of topics ordered by name, the ones the caller may describe. A response with `next_cursor` has more: ask again with `cursor` set to it (also given as a `Link: <...>; rel="next"` header) and the same `prefix` and `limit`.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/topics (the `ListTopics` operationId).
-	ListTopicsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error)
+	ListTopicsWithResponse(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error)
 
 	// CreateTopicWithBodyWithResponse Create a topic
 	//
@@ -7238,6 +7309,11 @@ func (r DeleteTokenResponse) ContentType() string {
 	return ""
 }
 
+// ListTopicsResponse200Headers the declared response headers of an HTTP 200 response for ListTopics
+type ListTopicsResponse200Headers struct {
+	Link *string
+}
+
 // ListTopicsResponse401Headers the declared response headers of an HTTP 401 response for ListTopics
 type ListTopicsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -7248,10 +7324,14 @@ type ListTopicsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TopicList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthenticated
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListTopicsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListTopicsResponse401Headers
 }
@@ -7259,6 +7339,11 @@ type ListTopicsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListTopicsResponse) GetJSON200() *TopicList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTopicsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -8734,11 +8819,13 @@ func (c *ClientWithResponses) DeleteTokenWithResponse(ctx context.Context, id st
 
 // ListTopicsWithResponse List topics
 //
+// One page of topics ordered by name, the ones the caller may describe. A response with `next_cursor` has more: ask again with `cursor` set to it (also given as a `Link: <...>; rel="next"` header) and the same `prefix` and `limit`.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/topics (the `ListTopics` operationId).
-func (c *ClientWithResponses) ListTopicsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error) {
-	rsp, err := c.ListTopics(ctx, reqEditors...)
+func (c *ClientWithResponses) ListTopicsWithResponse(ctx context.Context, params *ListTopicsParams, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error) {
+	rsp, err := c.ListTopics(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10323,6 +10410,13 @@ func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthenticated
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10340,6 +10434,16 @@ func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListTopicsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListTopicsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

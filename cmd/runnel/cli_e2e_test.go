@@ -199,6 +199,28 @@ func TestCLIEndToEnd(t *testing.T) {
 	if out := c.ok(nil, "topic", "list"); !strings.Contains(out, "orders") {
 		t.Fatalf("topic list:\n%s", out)
 	}
+	// Pages: every topic once, in order, whatever the page size.
+	for _, name := range []string{"pg-c", "pg-a", "pg-e", "pg-b", "pg-d"} {
+		c.ok(nil, "topic", "create", name, "-p", "1")
+	}
+	for _, size := range []string{"1", "2", "5", "0"} {
+		out := c.ok(nil, "topic", "list", "--prefix", "pg-", "--page-size", size)
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "pg-") {
+				names = append(names, f[0])
+			}
+		}
+		if strings.Join(names, ",") != "pg-a,pg-b,pg-c,pg-d,pg-e" {
+			t.Fatalf("topic list --page-size %s: %v\n%s", size, names, out)
+		}
+		var doc struct {
+			Topics []struct{ Name string } `json:"topics"`
+		}
+		if err := json.Unmarshal([]byte(c.ok(nil, "topic", "list", "--prefix", "pg-", "--page-size", size, "-o", "json")), &doc); err != nil || len(doc.Topics) != 5 {
+			t.Fatalf("topic list -o json --page-size %s: %+v, %v", size, doc, err)
+		}
+	}
 	// Not a terminal and no --yes: refused, the topic stays.
 	if _, errOut, err := c.run(strings.NewReader("y\n"), "topic", "delete", "orders"); err == nil || !strings.Contains(errOut, "--yes") {
 		t.Fatalf("topic delete without --yes: err %v, stderr %q; want a refusal naming --yes", err, errOut)

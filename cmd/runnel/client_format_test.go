@@ -133,12 +133,13 @@ func TestProgressBarThrottlesAndFinishes(t *testing.T) {
 
 func TestWriteTopicList(t *testing.T) {
 	var buf bytes.Buffer
-	err := writeTopicList(&buf, topicList{Topics: []topicSummary{
+	tbl := newTable(&buf, "NAME", "PARTITIONS", "REPLICATION", "SIZE")
+	writeTopicRows(tbl, topicList{Topics: []topicSummary{
 		{Name: "zeta", Partitions: 1, ReplicationFactor: 1},
 		{Name: "alpha", Partitions: 12, ReplicationFactor: 3, SizeBytes: 3 << 20},
 		{Name: "__consumer_offsets", Partitions: 50, ReplicationFactor: 3, Internal: true},
 	}})
-	if err != nil {
+	if err := tbl.flush(); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAME                           PARTITIONS  REPLICATION  SIZE\n" +

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,8 @@ type topicSummary struct {
 }
 
 type topicList struct {
-	Topics []topicSummary `json:"topics"`
+	Topics     []topicSummary `json:"topics"`
+	NextCursor string         `json:"next_cursor"`
 }
 
 // partitionInfo is one partition of GET /v1/topics/{topic}.
@@ -168,27 +170,66 @@ func newTopicListCommand(g *globalFlags) *cobra.Command {
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List topics",
-		Args:    cobra.NoArgs,
+		Long: "List topics ordered by name, page by page as the server sends them\n" +
+			"(rows are printed as each page arrives; -o json prints one document).",
+		Args: cobra.NoArgs,
 	}
+	prefix := cmd.Flags().String("prefix", "", "only topics whose name starts with this")
+	pageSize := cmd.Flags().Int("page-size", 0, "topics asked per request (0: the server's default)")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
-		var list topicList
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/topics"}, &list)
-		if err != nil {
-			return err
+		q := url.Values{}
+		if *prefix != "" {
+			q.Set("prefix", *prefix)
+		}
+		if *pageSize > 0 {
+			q.Set("limit", fmt.Sprint(*pageSize))
+		}
+		var all []json.RawMessage // --json: every page's topics, as sent
+		t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS", "REPLICATION", "SIZE")
+		for {
+			var list topicList
+			raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/topics", query: q}, &list)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				var page struct {
+					Topics []json.RawMessage `json:"topics"`
+				}
+				if err := json.Unmarshal(raw, &page); err != nil {
+					return fmt.Errorf("reading the topic list: %w", err)
+				}
+				all = append(all, page.Topics...)
+			} else {
+				writeTopicRows(t, list)
+				if err := t.flush(); err != nil {
+					return err
+				}
+			}
+			if list.NextCursor == "" {
+				break
+			}
+			q.Set("cursor", list.NextCursor)
 		}
 		if g.json() {
+			if all == nil {
+				all = []json.RawMessage{}
+			}
+			raw, err := json.Marshal(map[string]any{"topics": all})
+			if err != nil {
+				return err
+			}
 			return writeJSON(cmd.OutOrStdout(), raw)
 		}
-		return writeTopicList(cmd.OutOrStdout(), list)
+		return nil
 	})
 	return cmd
 }
 
-// writeTopicList prints topics sorted by name.
-func writeTopicList(w io.Writer, list topicList) error {
+// writeTopicRows adds one page of topics, sorted by name, to t.
+func writeTopicRows(t *table, list topicList) {
 	topics := append([]topicSummary(nil), list.Topics...)
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
-	t := newTable(w, "NAME", "PARTITIONS", "REPLICATION", "SIZE")
 	for _, tp := range topics {
 		name := tp.Name
 		if tp.Internal {
@@ -196,7 +237,6 @@ func writeTopicList(w io.Writer, list topicList) error {
 		}
 		t.row(name, fmt.Sprint(tp.Partitions), fmt.Sprint(tp.ReplicationFactor), formatBytes(tp.SizeBytes))
 	}
-	return t.flush()
 }
 
 func newTopicDescribeCommand(g *globalFlags) *cobra.Command {

@@ -117,7 +117,7 @@ export async function render(root, params, ctx) {
       if (e.name !== 'AbortError') replace(body, errorBox(e));
       return;
     }
-    const tl = await get('/v1/topics', null, { signal: ctx.signal });
+    const tl = await get('/v1/topics', { limit: 300 }, { signal: ctx.signal }); // loadDetails looks at 300 at most
     const details = await loadDetails(tl.topics || [], ctx.signal);
     const brokers = c.brokers || [];
     const health = partitionHealth(details, brokers);

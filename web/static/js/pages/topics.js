@@ -2,6 +2,12 @@
 // create (name, partitions, replication factor, configs); delete with
 // confirmation. Calls GET/POST /v1/topics, DELETE /v1/topics/{t},
 // GET /v1/stats/series (optional, for throughput).
+//
+// The list comes in pages of PAGE topics. While everything fits in one page
+// the search matches anywhere in a name, in the browser; once the server says
+// more follow, the search becomes a name prefix asked of the server and
+// Previous/Next walk the pages, so a cluster with 100,000 topics costs one
+// page per refresh.
 import { h, replace, table, fmtBytes, fmtNum, fmtRate, field, toast, errorBox } from '../dom.js';
 import { get, post, del, optional, seg } from '../api.js';
 import { curlButton } from '../curl.js';
@@ -60,18 +66,32 @@ function createForm(onCreated) {
   return form;
 }
 
+export const PAGE = 500;
+
 export async function render(root, params, ctx) {
   const search = h('input', { type: 'search', placeholder: 'Filter topics', 'aria-label': 'Filter topics', value: params.q || '' });
   const internal = h('input', { type: 'checkbox', id: 'show-internal' });
   const list = h('div');
   const formSlot = h('div', { hidden: true });
   const toggle = h('button', { type: 'button', 'aria-expanded': 'false', 'data-test': 'new-topic' }, 'New topic');
+  const prev = h('button', { type: 'button', class: 'ghost small', 'data-test': 'topics-prev' }, 'Previous');
+  const next = h('button', { type: 'button', class: 'ghost small', 'data-test': 'topics-next' }, 'Next');
+  const pageLabel = h('span', { class: 'muted' });
+  const pager = h('div', { class: 'row toolbar', hidden: true, 'data-test': 'topics-pager' }, prev, pageLabel, next);
   let topics = [];
   let series = null;
+  let paged = false; // the server has more than one page: search by prefix there
+  let cursors = ['']; // cursor of each page seen; the last is the current one
+  let nextCursor = '';
 
   const draw = () => {
     const q = search.value.trim().toLowerCase();
-    const shown = topics.filter(t => (internal.checked || !t.internal) && t.name.toLowerCase().includes(q));
+    const shown = topics.filter(t => (internal.checked || !t.internal) && (paged || t.name.toLowerCase().includes(q)));
+    pager.hidden = !paged;
+    prev.disabled = cursors.length === 1;
+    next.disabled = !nextCursor;
+    pageLabel.textContent = 'Page ' + cursors.length;
+    search.placeholder = paged ? 'Name starts with' : 'Filter topics';
     const rate = new Map((series?.topics || []).map(s => [s.topic, s]));
     replace(list, table([
       { label: 'Name', get: t => h('a', { href: '#/topics/' + seg(t.name) }, t.name, t.internal ? h('span', { class: 'badge' }, ' internal') : null) },
@@ -84,12 +104,21 @@ export async function render(root, params, ctx) {
         type: 'button', class: 'ghost danger small', 'aria-label': 'Delete topic ' + t.name,
         onClick: () => deleteTopic(t.name, load),
       }, 'Delete') },
-    ], shown, { caption: `${shown.length} of ${topics.length} topics`, empty: q ? 'No topic matches the filter.' : 'No topics yet. Create one.' }));
+    ], shown, {
+      caption: paged ? `${shown.length} topics on page ${cursors.length}${nextCursor ? ', more follow' : ''}` : `${shown.length} of ${topics.length} topics`,
+      empty: q ? 'No topic matches the filter.' : 'No topics yet. Create one.',
+    }));
   };
   const load = async () => {
     try {
-      const res = await get('/v1/topics', null, { signal: ctx.signal });
+      const query = { limit: Number(params.limit) > 0 ? Number(params.limit) : PAGE }; // #/topics?limit=N
+      const cursor = cursors[cursors.length - 1];
+      if (cursor) query.cursor = cursor;
+      if (paged && search.value.trim()) query.prefix = search.value.trim();
+      const res = await get('/v1/topics', query, { signal: ctx.signal });
       topics = res.topics || [];
+      nextCursor = res.next_cursor || '';
+      if (nextCursor) paged = true;
       series = await optional(get('/v1/stats/series', null, { signal: ctx.signal })).catch(() => null);
       draw();
     } catch (e) {
@@ -102,13 +131,20 @@ export async function render(root, params, ctx) {
     if (!formSlot.hidden) formSlot.querySelector('input')?.focus();
   });
   replace(formSlot, createForm((name) => { location.hash = '#/topics/' + seg(name); }));
-  search.addEventListener('input', draw);
+  let typing = null;
+  search.addEventListener('input', () => {
+    if (!paged) { draw(); return; }
+    clearTimeout(typing);
+    typing = setTimeout(() => { cursors = ['']; load(); }, 250);
+  });
+  prev.addEventListener('click', () => { if (cursors.length > 1) { cursors.pop(); load(); } });
+  next.addEventListener('click', () => { if (nextCursor) { cursors.push(nextCursor); load(); } });
   internal.addEventListener('change', draw);
   replace(root,
     h('div', { class: 'row' }, h('h1', null, 'Topics'), h('span', { class: 'spacer' }), toggle, curlButton(() => ({ path: '/v1/topics' }))),
     formSlot,
     h('div', { class: 'row toolbar' }, search, h('label', { for: 'show-internal', class: 'row' }, internal, 'Show internal')),
-    list);
+    list, pager);
   if (params.create !== undefined) toggle.click();
   ctx.every(10000, load);
 }
