@@ -226,6 +226,18 @@ type FetchResult struct {
 	HighWatermark    int64
 	LastStableOffset int64
 	LogStartOffset   int64
+	// AbortedTransactions (ReadCommitted only; nil otherwise) are the
+	// aborted transactions with records in the returned range, by first
+	// offset: the client drops those producers' batches from each first
+	// offset up to the producer's abort marker.
+	AbortedTransactions []AbortedTransaction
+}
+
+// AbortedTransaction is one entry of a read_committed Fetch's
+// aborted_transactions.
+type AbortedTransaction struct {
+	ProducerID  int64
+	FirstOffset int64
 }
 
 // Chunk is a byte range of whole record batches. It matches segments.Chunk,

@@ -38,6 +38,7 @@ type fetchTarget struct {
 
 	errCode           int16
 	hw, lso, logStart int64
+	aborted           []AbortedTransaction // read_committed: non-nil, maybe empty
 	records           Chunk
 }
 
@@ -166,6 +167,13 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 			ReplicaID:          req.ReplicaID,
 		})
 		t.hw, t.lso, t.logStart, t.errCode, t.records = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, 0, nil
+		t.aborted = nil
+		if req.IsolationLevel == 1 && err == nil {
+			t.aborted = res.AbortedTransactions
+			if t.aborted == nil {
+				t.aborted = []AbortedTransaction{}
+			}
+		}
 		if err != nil {
 			closeChunk(res.Records)
 			t.errCode = kafkaErr(err)
@@ -215,6 +223,12 @@ func buildFetchReply(req *kmsg.FetchRequest, sess *fetchSession, targets []*fetc
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.Partition, p.ErrorCode = t.partition, t.errCode
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = t.hw, t.lso, t.logStart
+		if t.aborted != nil {
+			p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(t.aborted))
+			for k, a := range t.aborted {
+				p.AbortedTransactions[k] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+			}
+		}
 		fr.Topics[i].Partitions = append(fr.Topics[i].Partitions, p)
 		fr.chunks[i] = append(fr.chunks[i], t.records)
 		t.records = nil

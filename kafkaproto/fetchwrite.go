@@ -155,11 +155,19 @@ func (fr *fetchReply) appendPartitionHead(b []byte, p *kmsg.FetchResponseTopicPa
 	if fr.Version >= 5 {
 		b = binary.BigEndian.AppendUint64(b, uint64(p.LogStartOffset))
 	}
-	// No aborted transactions: a null array.
-	if fr.flexible() {
+	// Aborted transactions (read_committed): null unless set.
+	switch {
+	case p.AbortedTransactions == nil && fr.flexible():
 		b = append(b, 0)
-	} else {
+	case p.AbortedTransactions == nil:
 		b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+	default:
+		b = fr.appendArrayLen(b, len(p.AbortedTransactions))
+		for _, a := range p.AbortedTransactions {
+			b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
+			b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
+			b = fr.appendTags(b)
+		}
 	}
 	if fr.Version >= 11 {
 		b = binary.BigEndian.AppendUint32(b, uint32(p.PreferredReadReplica))

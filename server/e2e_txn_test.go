@@ -1,10 +1,14 @@
 package server_test
 
 import (
+	"context"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/segments"
@@ -39,5 +43,142 @@ func TestTxnMarkersRefusedFromClients(t *testing.T) {
 	}
 	if end := httpEndOffset(t, n, "tx", 0); end != 0 {
 		t.Fatalf("end offset %d after refused markers, want 0", end)
+	}
+}
+
+// readValues consumes topic from the start with a new client at isolation
+// until it has read last, and returns the values read.
+func readValues(ctx context.Context, t *testing.T, addr, topic string, iso kgo.IsolationLevel, last string) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != last {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %v, waiting for %s: %v", got, last, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// rawFetchCommitted is a read_committed Fetch of topic-0 at offset 0.
+func rawFetchCommitted(t *testing.T, conn net.Conn, topic string) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID, req.MaxBytes, req.IsolationLevel, req.SessionEpoch = -1, 1<<20, 1, -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 1<<20, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return rawRoundTrip(t, conn, req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+}
+
+// rawListLatest answers ListOffsets latest at the isolation level.
+func rawListLatest(t *testing.T, conn net.Conn, topic string, iso int8) int64 {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(5)
+	req.ReplicaID, req.IsolationLevel = -1, iso
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	p := rawRoundTrip(t, conn, req).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("list offsets: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	return p.Offset
+}
+
+// Kafka read_committed over a real node with franz-go's transactional
+// producer: the last stable offset stops readers at an open transaction
+// (Fetch and ListOffsets), Fetch names the aborted transaction, and
+// franz-go read_committed consumers never see aborted records while
+// read_uncommitted ones see everything.
+func TestTxnReadCommittedKafka(t *testing.T) {
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newAPIClient(t, n)
+	c.json("POST", "/v1/topics", map[string]any{"name": "txr", "partitions": 1}, 201, nil)
+
+	tx, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("txr"), kgo.TransactionalID("txr-producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	produceTxn := func(commit bool, values ...string) {
+		t.Helper()
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produceTxn(true, "c1", "c2", "c3")
+	produceTxn(false, "a1", "a2")
+	// An open transaction, then a plain record after it.
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte("o1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("txr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Offsets: c1-c3 0-2, commit 3, a1-a2 4-5, abort 6, o1 7, p1 8.
+	conn := rawDial(t, n.KafkaAddr)
+	if lso, hw := rawListLatest(t, conn, "txr", 1), rawListLatest(t, conn, "txr", 0); lso != 7 || hw != 9 {
+		t.Fatalf("latest offsets: read_committed %d, read_uncommitted %d; want 7 and 9", lso, hw)
+	}
+	p := rawFetchCommitted(t, conn, "txr")
+	if p.ErrorCode != 0 || p.LastStableOffset != 7 || p.HighWatermark != 9 {
+		t.Fatalf("read_committed fetch: %v, LSO %d, HW %d", kerr.ErrorForCode(p.ErrorCode), p.LastStableOffset, p.HighWatermark)
+	}
+	if len(p.AbortedTransactions) != 1 || p.AbortedTransactions[0].FirstOffset != 4 {
+		t.Fatalf("aborted transactions %+v, want one from offset 4", p.AbortedTransactions)
+	}
+	var rb kmsg.RecordBatch
+	for b := p.RecordBatches; len(b) > 0; b = b[12+int(rb.Length):] {
+		if err := rb.ReadFrom(b); err != nil {
+			t.Fatal(err)
+		}
+		if rb.FirstOffset >= 7 {
+			t.Fatalf("read_committed fetch returned a batch at %d, past the LSO 7", rb.FirstOffset)
+		}
+	}
+
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadCommitted(), "p1"), []string{"c1", "c2", "c3", "o1", "p1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %v, want %v", got, want)
+	}
+	if got, want := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadUncommitted(), "p1"), []string{"c1", "c2", "c3", "a1", "a2", "o1", "p1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_uncommitted read %v, want %v", got, want)
 	}
 }

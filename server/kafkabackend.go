@@ -180,6 +180,7 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, err
 	}
 	var chunk segments.Chunk
+	var abortedList []kafkaproto.AbortedTransaction
 	if req.ReplicaID >= 0 {
 		// A follower fetching (the listener let it through the
 		// inter-broker door under its own id): its offset is its log
@@ -189,16 +190,26 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}, toKafkaError(err)
 		}
 		chunk, err = p.readReplica(req.Offset, req.MaxBytes)
+	} else if req.ReadCommitted {
+		var aborted []segments.AbortedTxn
+		chunk, _, aborted, err = p.readCommitted(req.Offset, req.MaxBytes)
+		abortedList = toKafkaAborted(aborted)
 	} else {
 		chunk, err = p.read(req.Offset, req.MaxBytes)
 	}
 	hwm := p.hwm.Load()
-	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}
+	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset(),
+		AbortedTransactions: abortedList}
+	if lso, lerr := p.lso(); lerr == nil {
+		res.LastStableOffset = min(lso, hwm)
+	}
 	if err != nil {
 		return res, toKafkaError(err)
 	}
-	res.Records = chunk
-	k.s.metrics.consumed(req.Topic, 0, chunk.Len())
+	if chunk != nil { // nil: read_committed at or past the LSO
+		res.Records = chunk
+		k.s.metrics.consumed(req.Topic, 0, chunk.Len())
+	}
 	return res, nil
 }
 
@@ -236,6 +247,10 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	case -2:
 		return p.log.StartOffset(), -1, epoch, nil
 	case -1:
+		if readCommitted {
+			lso, err := p.lso()
+			return lso, -1, epoch, toKafkaError(err)
+		}
 		return p.hwm.Load(), -1, epoch, nil
 	case -3:
 		off, ts, err := p.maxTimestamp()
@@ -245,7 +260,13 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	if err != nil {
 		return -1, -1, -1, toKafkaError(err)
 	}
-	if !ok || off >= p.hwm.Load() {
+	limit := p.hwm.Load()
+	if readCommitted {
+		if limit, err = p.lso(); err != nil {
+			return -1, -1, -1, toKafkaError(err)
+		}
+	}
+	if !ok || off >= limit {
 		return -1, -1, -1, nil
 	}
 	return off, ts, epoch, nil

@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"slices"
 	"time"
+
+	"github.com/runnel/runnel/segments"
 )
 
 // Idempotent producers: the partition remembers, per producer id, its epoch
@@ -81,6 +83,10 @@ type producerEntry struct {
 	epoch     int16
 	lastWrite int64           // unix ms of the producer's last write
 	batches   []producerBatch // oldest first, at most producerBatchesKept
+	// coordEpoch is the transaction coordinator epoch of the producer's
+	// last marker here (-1: none): a marker from an older coordinator is
+	// fenced (TRANSACTION_COORDINATOR_FENCED).
+	coordEpoch int32
 }
 
 type producerTable struct {
@@ -168,12 +174,31 @@ func (t *producerTable) record(b batchView, baseOffset, at int64, now time.Time)
 		if !ok {
 			t.makeRoom(now)
 		}
-		e = &producerEntry{epoch: b.epoch}
+		e = &producerEntry{epoch: b.epoch, coordEpoch: -1}
+		if ok {
+			e.coordEpoch = t.byID[b.producerID].coordEpoch
+		}
 		t.byID[b.producerID] = e
 	}
 	e.lastWrite = max(e.lastWrite, at)
 	e.add(producerBatch{firstSeq: b.firstSeq, lastSeq: b.lastSequence(), sum: batchSum(b),
 		baseOffset: baseOffset, lastOffset: baseOffset + int64(b.lastDelta)})
+}
+
+// marker remembers a transaction marker written at unix ms at: a newer
+// producer epoch (the coordinator bumped it, fencing the old producer)
+// starts a new entry, and the coordinator epoch is kept for fencing.
+func (t *producerTable) marker(m segments.Marker, at int64, now time.Time) {
+	e, ok := t.lookup(m.ProducerID, now)
+	if !ok {
+		t.makeRoom(now)
+		e = &producerEntry{epoch: m.ProducerEpoch, coordEpoch: -1}
+		t.byID[m.ProducerID] = e
+	} else if m.ProducerEpoch > e.epoch {
+		e.epoch, e.batches = m.ProducerEpoch, nil
+	}
+	e.coordEpoch = max(e.coordEpoch, m.CoordinatorEpoch)
+	e.lastWrite = max(e.lastWrite, at)
 }
 
 // makeRoom drops expired ids (at most once per producerSweepEvery, or when
@@ -330,10 +355,16 @@ func (p *partition) loadProducersLocked(now time.Time) error {
 		}
 		next := off
 		err = splitBatches(data, func(b batchView) error {
-			if b.idempotent() && !b.isControl() {
-				// The batch's own time, capped: a client's clock
-				// in the future must not keep an id forever.
-				t.record(b, b.baseOffset, min(b.maxTS, now.UnixMilli()), now)
+			// The batch's own time, capped: a client's clock in the
+			// future must not keep an id forever.
+			at := min(b.maxTS, now.UnixMilli())
+			switch {
+			case b.idempotent() && !b.isControl():
+				t.record(b, b.baseOffset, at, now)
+			case b.isControl():
+				if m, err := segments.ParseControlBatch(b.raw); err == nil {
+					t.marker(m, at, now)
+				}
 			}
 			next = b.lastOffset() + 1
 			return nil

@@ -64,9 +64,15 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 	if err := p.loadProducersLocked(now); err != nil {
 		return appendResult{}, nil, err
 	}
-	if e, ok := p.producers.lookup(m.ProducerID, now); ok && e.epoch > m.ProducerEpoch {
-		return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
-			errInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+	if e, ok := p.producers.lookup(m.ProducerID, now); ok {
+		switch {
+		case e.epoch > m.ProducerEpoch:
+			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
+				errInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+		case e.coordEpoch > m.CoordinatorEpoch:
+			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
+				errCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+		}
 	}
 	batch := segments.BuildControlBatch(m, now.UnixMilli())
 	info, err := p.log.Append(batch, epoch)
@@ -76,6 +82,7 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 	if err != nil {
 		return appendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.topic, p.index, err)
 	}
+	p.producers.marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
 	res := appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset, logAppendTime: -1, logStart: info.LogStartOffset}
 	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil

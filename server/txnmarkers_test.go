@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"testing"
 	"time"
 
@@ -79,5 +81,58 @@ func TestWriteTxnMarker(t *testing.T) {
 	}
 	if end := p.log.EndOffset(); end != 2 {
 		t.Fatalf("log end %d after refused writes, want 2", end)
+	}
+}
+
+// txnDataBatch is a transactional batch of one record.
+func txnDataBatch(t *testing.T, pid int64, epoch int16, seq int32, value string) []byte {
+	t.Helper()
+	raw := idemBatch(t, pid, epoch, seq, value, time.Now().UnixMilli())
+	raw[batchAttrsOffset+1] |= transactionalFlag
+	binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+	return raw
+}
+
+// Producer fencing on the log side: a marker bumps the producer's epoch
+// (zombie batches of the old epoch are INVALID_PRODUCER_EPOCH), a marker
+// from an older coordinator epoch is TRANSACTION_COORDINATOR_FENCED, and
+// both survive the producer state being rebuilt from the log (a restart or
+// a new leader). The LSO follows the open transaction.
+func TestTxnProducerFencing(t *testing.T) {
+	p := leaderPartition(t)
+	if _, err := p.append(txnDataBatch(t, 9, 0, 0, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if lso, err := p.lso(); err != nil || lso != 0 {
+		t.Fatalf("LSO with an open transaction at 0: %d %v", lso, err)
+	}
+	writeMarker := func(m segments.Marker) error {
+		_, wait, err := p.appendMarker(m)
+		if err == nil {
+			err = wait(context.Background())
+		}
+		return err
+	}
+	// The coordinator aborts on a timeout, bumping the epoch to 1.
+	if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 5, Type: segments.ControlAbort}); err != nil {
+		t.Fatal(err)
+	}
+	if lso, err := p.lso(); err != nil || lso != 2 {
+		t.Fatalf("LSO after the abort: %d %v, want 2", lso, err)
+	}
+	for round := range 2 {
+		if _, err := p.append(txnDataBatch(t, 9, 0, 1, "zombie")); !errors.Is(err, errInvalidProducerEpoch) {
+			t.Fatalf("round %d: zombie batch at the old epoch: %v", round, err)
+		}
+		if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: segments.ControlCommit}); !errors.Is(err, errCoordinatorFenced) {
+			t.Fatalf("round %d: marker from an older coordinator: %v", round, err)
+		}
+		p.producers = nil // rebuilt from the log, as after a restart
+	}
+	if _, err := p.append(txnDataBatch(t, 9, 1, 0, "new")); err != nil {
+		t.Fatalf("the new epoch's first batch: %v", err)
+	}
+	if lso, err := p.lso(); err != nil || lso != 2 {
+		t.Fatalf("LSO with the new transaction open at 2: %d %v", lso, err)
 	}
 }

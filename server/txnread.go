@@ -1,0 +1,66 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/segments"
+)
+
+// Reading committed records (isolation read_committed): a reader sees the
+// partition only below its last stable offset (LSO), the smaller of the
+// high watermark and the first offset of the oldest transaction still open
+// (segments.Log.FirstUnstableOffset), and learns which producers' records
+// in what it read were aborted. Kafka clients drop those batches themselves
+// (Fetch's aborted_transactions); HTTP readers get them dropped by the
+// server (data.go). read_uncommitted readers read up to the high watermark
+// as before, transactional records included, markers never.
+
+// lso is the partition's last stable offset.
+func (p *partition) lso() (int64, error) {
+	hw := p.hwm.Load()
+	fuo, err := p.log.FirstUnstableOffset()
+	if errors.Is(err, segments.ErrStorage) {
+		return 0, storageErr(p.topic, p.index, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last stable offset of %s-%d: %w", p.topic, p.index, err)
+	}
+	return min(hw, fuo), nil
+}
+
+// readCommitted returns whole batches from offset below the last stable
+// offset (empty when offset is at or past it; an offset outside [log start,
+// high watermark] is out of range) and the aborted transactions with
+// records at or past offset below the LSO.
+func (p *partition) readCommitted(offset int64, maxBytes int) (segments.Chunk, int64, []segments.AbortedTxn, error) {
+	hwm := p.hwm.Load()
+	if offset > hwm || offset < p.log.StartOffset() {
+		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
+	}
+	lso, err := p.lso()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if offset >= lso {
+		return nil, lso, nil, nil
+	}
+	aborted, err := p.log.AbortedTxns(offset, lso)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.topic, p.index, err)
+	}
+	c, err := p.log.Read(offset, maxBytes, lso)
+	if errors.Is(err, segments.ErrOffsetOutOfRange) {
+		return nil, 0, nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
+	}
+	return c, lso, aborted, err
+}
+
+func toKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
+	out := make([]kafkaproto.AbortedTransaction, len(in))
+	for i, a := range in {
+		out[i] = kafkaproto.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out
+}
