@@ -266,11 +266,15 @@ func TestIdempotentProduceAcrossLeaderKill(t *testing.T) {
 		servertest.WaitFor(t, 120*time.Second, "progress before the kill", func() bool {
 			return next.Load() > int64(requests*(k+1)/(kills+2))
 		})
-		ps, ok := describe(c.Node(1+(k+1)%3), "once")
-		if !ok || ps[0].Leader < 1 {
-			continue
-		}
-		victim := int(ps[0].Leader)
+		victim := 0
+		servertest.WaitFor(t, 60*time.Second, "a leader of once-0 to kill", func() bool {
+			for id := 1; id <= 3 && victim == 0; id++ {
+				if ps, ok := describe(c.Node(id), "once"); alive[id].Load() && ok && len(ps) == 3 && ps[0].Leader > 0 && alive[ps[0].Leader].Load() {
+					victim = int(ps[0].Leader)
+				}
+			}
+			return victim != 0
+		})
 		alive[victim].Store(false)
 		c.Node(victim).Kill()
 		t.Logf("killed node %d (leader of once-0) after %d requests", victim, next.Load())

@@ -223,6 +223,8 @@ func (p *partition) keyPolicy() *keyPolicy {
 }
 
 // checkKeyLocked answers a keyed append that repeats one already stored.
+// The caller loaded the index (loadKeys) before taking appendMu; if it was
+// reset since, it is rebuilt here, under the lock.
 func (p *partition) checkKeyLocked(k *idemKey, views []batchView, now time.Time) (appendResult, bool, error) {
 	if k == nil {
 		return appendResult{}, false, nil
@@ -248,36 +250,78 @@ func (p *partition) recordKeyLocked(k *idemKey, views []batchView, base int64, n
 	p.keys.record(*k, base, views[0].lastDelta+1, now.UnixMilli(), now)
 }
 
-// loadKeysLocked rebuilds the key index from the log the first time a
-// keyed write reaches this partition since it was opened or last followed
-// a leader. It reads the batches younger than the expiration, holding
-// appendMu, as the producer table's rebuild does: once per leadership.
-func (p *partition) loadKeysLocked(now time.Time) error {
-	if p.keys != nil {
+// resetKeysLocked drops the key index when the log changed under it (a
+// follower's append, truncation or reset); the next leader write rebuilds it.
+func (p *partition) resetKeysLocked() {
+	p.keys = nil
+	p.keysGen++
+}
+
+// loadKeys rebuilds the key index from the log the first time a keyed
+// write reaches this partition since it was opened or last followed a
+// leader: it reads the batches younger than the expiration. The bulk of
+// the read runs without appendMu, so other writes to the partition go on;
+// only the batches appended meanwhile are read under it.
+func (p *partition) loadKeys(now time.Time) error {
+	p.appendMu.Lock()
+	loaded, gen, end := p.keys != nil, p.keysGen, p.log.EndOffset()
+	p.appendMu.Unlock()
+	if loaded {
 		return nil
 	}
 	x := newKeyIndex(p.keyPolicy())
-	err := p.scanLogSince(now.Add(-x.policy.expiration), func(b batchView) {
-		if k, ok := keyOf(b); ok {
-			// The batch's own time, capped: a client clock in the
-			// future must not keep a key forever.
-			x.record(k, b.baseOffset, b.lastDelta+1, min(b.maxTS, now.UnixMilli()), now)
-		}
-	})
-	if err != nil {
+	since := now.Add(-x.policy.expiration)
+	err := p.scanLog(since, end, x.rebuildFn(now))
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	switch {
+	case p.keys != nil:
+		return nil // another write loaded it meanwhile
+	case err != nil || gen != p.keysGen:
+		// The log changed under the read (or it failed): read it
+		// again, whole, under the lock.
+		return p.loadKeysLocked(now)
+	}
+	if err := p.scanLog(time.UnixMilli(0), p.log.EndOffset(), x.rebuildFn(now), end); err != nil {
 		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
 	}
 	p.keys = x
 	return nil
 }
 
-// scanLogSince calls fn for every batch from the first one with a
-// timestamp at or after since to the log end.
-func (p *partition) scanLogSince(since time.Time, fn func(batchView)) error {
-	end := p.log.EndOffset()
+// loadKeysLocked is loadKeys with appendMu held throughout.
+func (p *partition) loadKeysLocked(now time.Time) error {
+	if p.keys != nil {
+		return nil
+	}
+	x := newKeyIndex(p.keyPolicy())
+	if err := p.scanLog(now.Add(-x.policy.expiration), p.log.EndOffset(), x.rebuildFn(now)); err != nil {
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
+	}
+	p.keys = x
+	return nil
+}
+
+// rebuildFn records the keyed batches a log scan meets.
+func (x *keyIndex) rebuildFn(now time.Time) func(batchView) {
+	return func(b batchView) {
+		if k, ok := keyOf(b); ok {
+			// The batch's own time, capped: a client clock in the
+			// future must not keep a key forever.
+			x.record(k, b.baseOffset, b.lastDelta+1, min(b.maxTS, now.UnixMilli()), now)
+		}
+	}
+}
+
+// scanLog calls fn for every batch below end from the first one with a
+// timestamp at or after since (and at or after from[0] when given).
+func (p *partition) scanLog(since time.Time, end int64, fn func(batchView), from ...int64) error {
 	off, _, ok, err := p.log.OffsetForTimestamp(since.UnixMilli())
 	if err != nil || !ok {
 		return err
+	}
+	for _, f := range from {
+		off = max(off, f)
 	}
 	for off = max(off, p.log.StartOffset()); off < end; {
 		chunk, err := p.log.Read(off, 1<<20, end)
@@ -349,6 +393,9 @@ func peekKeys(parts map[int32]*partition, byPart map[int32][]newRecord, k *idemK
 }
 
 func (p *partition) peekKey(k idemKey, count int32, now time.Time) error {
+	if err := p.loadKeys(now); err != nil {
+		return err
+	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if err := p.loadKeysLocked(now); err != nil {

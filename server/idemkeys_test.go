@@ -187,3 +187,50 @@ func TestIdempotencyKeyMemory(t *testing.T) {
 		t.Fatalf("%d bytes per key", per)
 	}
 }
+
+// Keyed and plain writes racing a rebuild of the index (which reads the
+// log without appendMu) still store each key once.
+func TestIdempotencyKeyRebuildRacesWrites(t *testing.T) {
+	p := testPartition(t, nil)
+	now := time.Now().UnixMilli()
+	const keys, writers = 200, 8
+	for i := range keys / 2 { // half the keys are in the log before the race
+		k := testKey(fmt.Sprint(i), "b")
+		if _, err := p.appendKeyed(keyedBatch(k, now, fmt.Sprint(i)), &k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.appendMu.Lock()
+	p.resetKeysLocked()
+	p.appendMu.Unlock()
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := range keys {
+				k := testKey(fmt.Sprint((i+w*25)%keys), "b")
+				if _, err := p.appendKeyed(keyedBatch(k, now, fmt.Sprint((i+w*25)%keys)), &k); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := p.append(buildBatch([]newRecord{{Timestamp: now, Value: []byte("plain")}})); err != nil {
+					errs <- err
+					return
+				}
+				if i%50 == 0 {
+					p.appendMu.Lock()
+					p.resetKeysLocked() // as a follower's append would
+					p.appendMu.Unlock()
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := p.log.EndOffset(), int64(keys+writers*keys); got != want {
+		t.Fatalf("log end %d, want %d: %d keyed writes repeated", got, want, got-want)
+	}
+}

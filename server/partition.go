@@ -43,6 +43,7 @@ type partition struct {
 	appendMu  sync.Mutex     // serializes appends and guards producers and keys
 	producers *producerTable // nil until the first idempotent batch
 	keys      *keyIndex      // idempotency keys; nil until the first keyed batch
+	keysGen   uint64         // counts resets of keys (resetKeysLocked)
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
 	keyPolicyCfg *keyPolicy
@@ -140,6 +141,11 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	}
 	if err := p.checkProducerIDs(views); err != nil {
 		return appendResult{}, err
+	}
+	if k != nil {
+		if err := p.loadKeys(time.Now()); err != nil {
+			return appendResult{}, err
+		}
 	}
 
 	p.appendMu.Lock()

@@ -281,7 +281,7 @@ func (p *partition) appendAsFollower(data []byte) error {
 		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
-	p.keys = nil
+	p.resetKeysLocked()
 	p.wake()
 	return nil
 }
@@ -344,7 +344,8 @@ func (p *partition) truncateAsFollower(end int64) error {
 	if err := p.log.Truncate(end); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
 	}
-	p.producers, p.keys = nil, nil
+	p.producers = nil
+	p.resetKeysLocked()
 	if p.hwm.Load() > end {
 		p.hwm.Store(end)
 	}
@@ -361,7 +362,8 @@ func (p *partition) resetAsFollower(offset int64) error {
 	if err := p.log.Reset(offset); err != nil {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
-	p.producers, p.keys = nil, nil
+	p.producers = nil
+	p.resetKeysLocked()
 	p.hwm.Store(offset)
 	return nil
 }
