@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,8 +37,9 @@ type IdempotencyKey struct {
 	// different principals never meet.
 	Principal string
 	// Digest is the SHA-256 of everything that decides what the request
-	// writes: topic, media type, encoding and the body bytes. A retry must
-	// match it byte for byte.
+	// writes: topic, media type, encoding and the body bytes (and, for an
+	// octet-stream body, its Runnel-Key, Runnel-Header and Runnel-Timestamp
+	// headers and partition). A retry must match it byte for byte.
 	Digest [32]byte
 }
 
@@ -90,13 +90,19 @@ func parseIdempotencyKey(r *http.Request) (string, bool, error) {
 
 // requestDigest fingerprints what a produce writes. Fields are length
 // prefixed so that no two requests share an encoding.
-func requestDigest(topic, contentType, encoding string, body []byte) [32]byte {
-	media, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		media = contentType
+func requestDigest(r *http.Request, topic, encoding string, body []byte) [32]byte {
+	media := mediaType(r.Header.Get("Content-Type"))
+	fields := []string{topic, media, encoding}
+	if media == MediaOctetStream {
+		// The record's key, headers, timestamp and partition travel
+		// outside the body.
+		fields = append(fields, r.URL.Query().Get("partition"), r.Header.Get(HeaderTimestamp))
+		fields = append(fields, r.Header.Values(HeaderKey)...)
+		fields = append(fields, "\x00headers")
+		fields = append(fields, r.Header.Values(HeaderHeader)...)
 	}
 	h := sha256.New()
-	for _, s := range []string{topic, media, encoding} {
+	for _, s := range fields {
 		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
 		h.Write([]byte(s))
 	}
@@ -153,7 +159,7 @@ func (rr recordsResource) produceBackend(r *http.Request, topic, encoding string
 		return nil, nil, fmt.Errorf("%w: %s on produce", ErrNotImplemented, IdempotencyKeyHeader)
 	}
 	ik := IdempotencyKey{Key: key, Principal: PrincipalFrom(r.Context()),
-		Digest: requestDigest(topic, r.Header.Get("Content-Type"), encoding, body)}
+		Digest: requestDigest(r, topic, encoding, body)}
 	id := ik.Principal + "\x00" + topic + "\x00" + key
 	if !rr.h.idem.begin(id) {
 		return nil, nil, fmt.Errorf("%w: a request with this key is still being served; retry once it is answered", ErrIdempotencyKeyInFlight)

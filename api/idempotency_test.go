@@ -64,6 +64,26 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 	if b.keys[3].Digest == b.keys[0].Digest || b.keys[4].Digest == b.keys[0].Digest || b.keys[3].Digest == b.keys[4].Digest {
 		t.Fatal("another encoding or body has the same digest")
 	}
+	// An octet-stream record's key, headers, timestamp and partition are
+	// outside the body: they count as much as the body.
+	octet := func(hdr ...string) api.IdempotencyKey {
+		t.Helper()
+		r := e.do("POST", "/v1/topics/t/records", "v", append([]string{"Content-Type", "application/octet-stream", "Idempotency-Key", "o"}, hdr...)...)
+		if r.status != 200 {
+			t.Fatalf("octet-stream %v: %d %s", hdr, r.status, r.body)
+		}
+		return b.keys[len(b.keys)-1]
+	}
+	base := octet(api.HeaderKey, "a")
+	if octet(api.HeaderKey, "a") != base {
+		t.Fatal("the same octet-stream request has another digest")
+	}
+	for _, hdr := range [][]string{{api.HeaderKey, "b"}, {api.HeaderKey, "a", api.HeaderHeader, "h=1"}, {api.HeaderKey, "a", api.HeaderTimestamp, "5"}} {
+		if octet(hdr...).Digest == base.Digest {
+			t.Fatalf("octet-stream with %v has the digest of another request", hdr)
+		}
+	}
+	b.keys = b.keys[:5]
 	for _, bad := range []string{`""`, `"unterminated`, strings.Repeat("x", api.MaxIdempotencyKeyLen+1), "tab\there"} {
 		r := e.do("POST", "/v1/topics/t/records", body, "Idempotency-Key", bad)
 		if p := r.problem(t); r.status != 400 || !strings.HasSuffix(p.Type, "invalid-request") {

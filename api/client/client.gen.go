@@ -1381,7 +1381,11 @@ type ProduceRecordsParams struct {
 	// IdempotencyKey Makes the produce safe to retry (IETF draft "The Idempotency-Key HTTP Header
 	// Field"): a structured-field string such as `"8e03978e-40d5-43e8-bc93-6894a57f9324"`
 	// (a bare token is accepted too), 1 to 256 printable ASCII characters. Keys are
-	// scoped to the topic and the authenticated principal.
+	// scoped to the topic and the authenticated principal. For an
+	// `application/octet-stream` body the `Runnel-Key`, `Runnel-Header` and
+	// `Runnel-Timestamp` headers and `partition` are part of the request a retry
+	// must repeat. Not with `application/vnd.kafka.recordbatch` bodies (400): a
+	// batch is made idempotent the Kafka way, by its producer id and sequence.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 
 	// RunnelKey `application/octet-stream`: the record key, percent-encoded (absent: null).
