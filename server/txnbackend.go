@@ -22,7 +22,6 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
-	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/txn"
 )
 
@@ -36,15 +35,14 @@ const (
 
 // txnState is the coordinator and what serves it on this broker.
 type txnState struct {
-	coord   *txn.Coordinator
-	offsets *txn.OffsetStage
-	cancel  context.CancelFunc
-	done    chan struct{}
+	coord  *txn.Coordinator
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // startTxn starts the transaction coordinator and its leadership follower.
 func (s *Server) startTxn() {
-	t := &txnState{offsets: txn.NewOffsetStage(), done: make(chan struct{})}
+	t := &txnState{done: make(chan struct{})}
 	t.coord = txn.New(txn.Config{Log: txnLog{s}, Markers: txnMarkers{s}, Cluster: txnCluster{s},
 		MaxTimeout: s.cfg.TransactionMaxTimeout, IDExpiration: s.cfg.TransactionalIDExpiration,
 		Logger: s.logger.With("component", "transactions")})
@@ -272,7 +270,7 @@ func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kaf
 // a control batch.
 func (s *Server) writeTxnMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error {
 	if t.Topic == offsetsTopic {
-		return s.completeTxnOffsets(mk.ProducerID, mk.Commit, t.Partition)
+		return s.completeTxnOffsets(ctx, mk.ProducerID, mk.Commit, t.Partition)
 	}
 	return s.appendTxnMarker(ctx, mk, t)
 }
@@ -346,18 +344,10 @@ func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker
 }
 
 // completeTxnOffsets ends producer pid's staged offsets of the groups whose
-// offsets live in partition idx of __consumer_offsets.
-func (s *Server) completeTxnOffsets(pid int64, commit bool, idx int32) error {
-	if s.txn == nil || s.groups == nil {
+// offsets live in partition idx of __consumer_offsets (led here).
+func (s *Server) completeTxnOffsets(ctx context.Context, pid int64, commit bool, idx int32) error {
+	if s.groups == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
 	}
-	img, _ := s.meta.Image()
-	n := int32(0)
-	if t, ok := img.Topics[offsetsTopic]; ok {
-		n = int32(len(t.Partitions))
-	}
-	return s.txn.offsets.Complete(pid, commit, func(g string) bool { return n > 0 && groups.Partition(g, n) == idx },
-		func(g string, offs []kafkaproto.CommitOffset) error {
-			return s.groups.CommitTxnOffsets(context.Background(), g, offs)
-		})
+	return s.groups.CompleteTxnOffsets(ctx, pid, commit, idx)
 }

@@ -10,10 +10,6 @@ import (
 
 var _ kafkaproto.TxnCoordinator = (*kafkaBackend)(nil)
 
-// txnMaxOffsetMetadataBytes is Kafka's offset.metadata.max.bytes, as for
-// OffsetCommit.
-const txnMaxOffsetMetadataBytes = 4096
-
 // txnCoord returns the node's transaction coordinator.
 func (k *kafkaBackend) txnCoord() (*txnState, error) {
 	if k.s.txn == nil {
@@ -60,29 +56,10 @@ func (k *kafkaBackend) EndTxn(ctx context.Context, p kafkaproto.TxnProducer, com
 }
 
 func (k *kafkaBackend) TxnCommitOffsets(ctx context.Context, p kafkaproto.TxnProducer, m kafkaproto.MemberRef, offsets []kafkaproto.CommitOffset) ([]error, error) {
-	t, err := k.txnCoord()
-	if err != nil {
-		return nil, err
-	}
 	if k.s.groups == nil {
 		return nil, fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	if err := k.s.groups.CheckTxnCommit(ctx, m); err != nil {
-		return nil, err
-	}
-	errs := make([]error, len(offsets))
-	keep := offsets[:0:0]
-	for i, o := range offsets {
-		if o.Metadata != nil && len(*o.Metadata) > txnMaxOffsetMetadataBytes {
-			errs[i] = fmt.Errorf("%w: %d bytes", kafkaproto.ErrOffsetMetadataTooLarge, len(*o.Metadata))
-			continue
-		}
-		keep = append(keep, o)
-	}
-	if err := t.offsets.Add(p.ID, p.Epoch, m.Group, keep); err != nil {
-		return nil, err
-	}
-	return errs, nil
+	return k.s.groups.StageTxnOffsets(ctx, m, p.ID, p.Epoch, offsets)
 }
 
 func (k *kafkaBackend) DescribeTransactions(ctx context.Context, ids []string) []kafkaproto.TxnDescription {
@@ -110,5 +87,5 @@ func (k *kafkaBackend) ListTransactions(ctx context.Context, f kafkaproto.TxnFil
 }
 
 func (k *kafkaBackend) PendingTxnOffset(group string, t kafkaproto.TopicPartition) bool {
-	return k.s.txn != nil && k.s.txn.offsets.Pending(group, t)
+	return k.s.groups != nil && k.s.groups.PendingTxnOffset(group, t)
 }

@@ -53,6 +53,7 @@ type Coordinator struct {
 	groups map[string]*group     // groups of loaded shards; guarded by mu
 	closed bool                  // guarded by mu
 	lags   map[string]lagSample  // each group's lag at the last sample; guarded by mu
+	txn    txnOffsets            // offsets staged in transactions (txnoffsets.go)
 
 	// life ends at Close: it bounds loads and the groups' appends, so
 	// Close never waits out an acks=all timeout or a load.

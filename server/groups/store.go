@@ -178,10 +178,13 @@ func (c *Coordinator) loadPartition(ctx context.Context, idx int32) (map[string]
 	}
 	metas := map[string]*storedGroup{}
 	offsets := map[string]map[tp]offsetEntry{}
+	pend := map[string]*groupTxnOffsets{} // txnoffsets.go
 	for off := p.StartOffset(); ; {
 		recs, next, hwm, err := p.ReadRecords(off, 1000, 4<<20)
 		for _, r := range recs {
-			c.replay(r, metas, offsets)
+			if !c.replayTxnOffset(r, idx, pend) {
+				c.replay(r, metas, offsets)
+			}
 		}
 		if err != nil {
 			// A batch that cannot be decoded would keep every group of
@@ -218,6 +221,7 @@ func (c *Coordinator) loadPartition(ctx context.Context, idx int32) (map[string]
 		g := get(name)
 		g.restore(sg, now)
 	}
+	c.installTxnOffsets(idx, pend)
 	return groups, nil
 }
 

@@ -36,13 +36,12 @@
 //
 // # Offsets in transactions
 //
-// TxnOffsetCommit goes to the group's coordinator, which keeps the offsets
-// in an OffsetStage per producer id until a marker for its
-// __consumer_offsets partition arrives: commit makes them the group's
-// committed offsets, abort drops them. Staged offsets live in memory
-// only: a failover of the group's coordinator between TxnOffsetCommit and
-// EndTxn loses them while the transaction's records still commit, so the
-// inputs of that one transaction may be processed again.
+// AddOffsetsToTxn adds the group's __consumer_offsets partition to the
+// transaction like any other. TxnOffsetCommit goes to the group's
+// coordinator, which stores the offsets as staged records of that
+// partition (package server/groups, txnoffsets.go: they survive its
+// failover); the marker this coordinator has written to that partition
+// makes them the group's committed offsets (commit) or drops them.
 //
 // # Goroutines and locks
 //
