@@ -24,7 +24,10 @@ type topicConfigDef struct {
 	kind  int8   // Kafka ConfigType: 2 STRING, 3 INT, 5 LONG, 7 LIST
 	min   int64
 	check func(string) error // extra check for strings
-	doc   string
+	// allowed describes the values check accepts (README's topic config
+	// table, readme_kafka_test.go); integers are described by min.
+	allowed string
+	doc     string
 	// notApplied, when set, says why runnel accepts the config but does
 	// not act on it (topicconfig_kafka.go); it is described read-only.
 	notApplied string
@@ -42,19 +45,19 @@ func topicConfigDefs() []topicConfigDef {
 func honouredTopicConfigs() []topicConfigDef {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
 	return []topicConfigDef{
-		{name: "cleanup.policy", def: "delete", kind: 7, check: checkCleanupPolicy, doc: "delete, compact, or compact,delete"},
+		{name: "cleanup.policy", allowed: "delete, compact or compact,delete", def: "delete", kind: 7, check: checkCleanupPolicy, doc: "delete, compact, or compact,delete"},
 		{name: "delete.retention.ms", def: strconv.Itoa(segments.DefaultDeleteRetentionMs), kind: 5, min: 0, doc: "how long tombstones survive compaction"},
 		{name: "flush.messages", def: maxLong, kind: 5, min: 1, doc: "fsync after this many messages; 1 fsyncs before every acknowledgement"},
 		{name: "flush.ms", def: maxLong, kind: 5, min: 0, doc: "fsync when the oldest unflushed message is this old"},
 		{name: "index.interval.bytes", def: strconv.Itoa(segments.DefaultIndexIntervalBytes), kind: 3, min: 0, doc: "bytes between offset index entries"},
 		{name: "max.message.bytes", def: strconv.Itoa(segments.DefaultMaxMessageBytes), kind: 3, min: 0, doc: "largest record batch accepted"},
-		{name: "message.timestamp.type", def: "CreateTime", kind: 2, check: checkTimestampType, doc: "CreateTime or LogAppendTime"},
+		{name: "message.timestamp.type", allowed: "CreateTime or LogAppendTime", def: "CreateTime", kind: 2, check: checkTimestampType, doc: "CreateTime or LogAppendTime"},
 		{name: "min.insync.replicas", def: "1", kind: 3, min: 1, doc: "replicas that must hold a write for acks=all"},
 		{name: "retention.bytes", def: "-1", kind: 5, min: -1, doc: "bytes kept per partition; -1 unlimited"},
 		{name: "retention.ms", def: strconv.Itoa(segments.DefaultRetentionMs), kind: 5, min: -1, doc: "how long records are kept; -1 forever"},
 		{name: "segment.bytes", def: strconv.Itoa(segments.DefaultSegmentBytes), kind: 3, min: 14, doc: "segment file size that triggers a roll (at least 14, Kafka's bound: a batch larger than it gets a segment of its own)"},
 		{name: "segment.ms", def: strconv.Itoa(segments.DefaultSegmentMs), kind: 5, min: 1, doc: "segment age that triggers a roll"},
-		{name: "unclean.leader.election.enable", def: "false", kind: 1, check: checkBool, doc: "allow an out-of-sync replica to become leader"},
+		{name: "unclean.leader.election.enable", allowed: "true or false", def: "false", kind: 1, check: checkBool, doc: "allow an out-of-sync replica to become leader"},
 	}
 }
 
