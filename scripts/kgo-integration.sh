@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs franz-go's own pkg/kgo tests (its integration tests among them)
-# against a single runnel node started here on loopback, and prints how
-# many pass, fail and skip, with the failing tests' names.
+# against runnel started here on loopback (one node, or a 3-node cluster
+# with KGO_NODES=3, topics then created with replication factor 3), and
+# prints how many pass, fail and skip, with the failing tests' names.
 #
 # The franz-go source comes from the Go module cache (`go mod download`) at
 # the version pinned below, copied to a writable temporary tree (the cache
@@ -14,20 +15,31 @@
 #                 instead of failing); KGO_SKIP= runs everything
 #   KGO_TIMEOUT   go test -timeout (default 30m)
 #   KGO_TEST_RECORDS  records per producing test (franz-go's; default 20000 here)
-#   RUNNEL_KGO_PORT_BASE  first of three loopback ports (default 39400)
+#   KGO_NODES     1 (default) or 3: combined controller+broker nodes; the
+#                 tests get every node as a seed and KGO_TEST_RF=KGO_NODES
+#   RUNNEL_KGO_PORT_BASE  first of 3 loopback ports per node (default 39400)
 #   KGO_RESULTS   where to write the go test -json output (default: temp)
 set -euo pipefail
 
 KGO_VERSION=${KGO_VERSION:-v1.22.3} # the franz-go go.mod requires
 GO=${GO:-go}
 base=${RUNNEL_KGO_PORT_BASE:-39400}
-kafka=127.0.0.1:$base http=127.0.0.1:$((base + 1)) raft=127.0.0.1:$((base + 2))
+nodes=${KGO_NODES:-1}
+case "$nodes" in 1 | 3) ;; *) echo "KGO_NODES=$nodes: want 1 or 3" >&2; exit 2 ;; esac
+# Node i (1-based) listens on base+3(i-1): kafka, http, raft.
+port() { echo $((base + 3 * ($1 - 1) + $2)); }
+controllers= seeds=
+for i in $(seq 1 "$nodes"); do
+  controllers="$controllers${controllers:+,}$i@127.0.0.1:$(port "$i" 2)"
+  seeds="$seeds${seeds:+,}127.0.0.1:$(port "$i" 0)"
+done
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
-pid=
+pids=()
 cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   chmod -R u+w "$work" 2>/dev/null || true
   rm -rf "$work"
 }
@@ -43,23 +55,31 @@ src=$(cd "$root" && $GO mod download -json "github.com/twmb/franz-go@$KGO_VERSIO
 cp -R "$src" "$work/franz-go"
 chmod -R u+w "$work/franz-go"
 
-echo "starting runnel: kafka $kafka, http $http"
-"$work/runnel" serve --data-dir "$work/data" --node-id 1 \
-  --kafka-addr "$kafka" --http-addr "$http" --raft-addr "$raft" \
-  --log-level warn >"$work/runnel.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 100); do
-  if curl -fsS "http://$http/readyz" >/dev/null 2>&1; then break; fi
-  kill -0 "$pid" 2>/dev/null || { cat "$work/runnel.log" >&2; exit 1; }
-  sleep 0.2
+echo "starting $nodes runnel node(s): kafka $seeds"
+for i in $(seq 1 "$nodes"); do
+  args=(serve --data-dir "$work/data-$i" --node-id "$i"
+    --kafka-addr "127.0.0.1:$(port "$i" 0)" --http-addr "127.0.0.1:$(port "$i" 1)" --raft-addr "127.0.0.1:$(port "$i" 2)"
+    --log-level warn)
+  if [ "$nodes" -gt 1 ]; then args+=(--controllers "$controllers"); fi
+  "$work/runnel" "${args[@]}" >"$work/runnel-$i.log" 2>&1 &
+  pids+=($!)
 done
-curl -fsS "http://$http/readyz" >/dev/null
+logs() { for i in $(seq 1 "$nodes"); do echo "--- node $i:" >&2; tail -20 "$work/runnel-$i.log" >&2; done; }
+for i in $(seq 1 "$nodes"); do
+  http=127.0.0.1:$(port "$i" 1)
+  for _ in $(seq 1 300); do
+    if curl -fsS "http://$http/readyz" >/dev/null 2>&1; then break; fi
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { logs; exit 1; }
+    sleep 0.2
+  done
+  curl -fsS "http://$http/readyz" >/dev/null || { logs; exit 1; }
+done
 
 results=${KGO_RESULTS:-$work/results.json}
 echo "running franz-go pkg/kgo tests (run: ${KGO_RUN:-all}, skip: ${KGO_SKIP-^TestTxn})"
 set +e
 (cd "$work/franz-go/pkg/kgo" &&
-  KGO_SEEDS=$kafka KGO_TEST_RF=1 KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-20000} KGO_LOG_LEVEL=none \
+  KGO_SEEDS=$seeds KGO_TEST_RF=$nodes KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-20000} KGO_LOG_LEVEL=none \
     GOFLAGS=-mod=mod $GO test -json -count=1 -timeout "${KGO_TIMEOUT:-30m}" -run "${KGO_RUN:-.}" -skip "${KGO_SKIP-^TestTxn}" . >"$results")
 rc=$?
 set -e
@@ -67,7 +87,7 @@ set -e
 # Top-level tests only (subtests are counted with their parent).
 count() { grep "\"Action\":\"$1\"" "$results" | grep '"Test":"' | grep -v '"Test":"[^"]*/' || true; }
 pass=$(count pass | wc -l) fail=$(count fail | wc -l) skip=$(count skip | wc -l)
-echo "franz-go $KGO_VERSION pkg/kgo against runnel: $pass passed, $fail failed, $skip skipped, others left out by -skip (go test exit $rc)"
+echo "franz-go $KGO_VERSION pkg/kgo against $nodes runnel node(s): $pass passed, $fail failed, $skip skipped, others left out by -skip (go test exit $rc)"
 if [ "$fail" -gt 0 ]; then
   echo "failed:"
   count fail | sed -n 's/.*"Test":"\([^"]*\)".*/  \1/p'
