@@ -226,6 +226,8 @@ func (rr recordsResource) consumeBatches(w http.ResponseWriter, r *http.Request,
 	hd.Set(HeaderNextOffset, strconv.FormatInt(res.NextOffset, 10))
 	hd.Set(HeaderHighWatermark, strconv.FormatInt(res.HighWatermark, 10))
 	hd.Set(HeaderStartOffset, strconv.FormatInt(res.StartOffset, 10))
+	out, closeOut := compressResponse(w, r)
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res.Batches)
+	_, _ = out.Write(res.Batches)
+	_ = closeOut()
 }

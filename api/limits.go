@@ -39,6 +39,10 @@ type Limits struct {
 	// MaxConnections and MaxConnectionsPerClient bound open HTTP
 	// connections (LimitListener); more are answered and closed at once.
 	MaxConnections, MaxConnectionsPerClient int
+	// MaxZstdWindow caps the window a zstd-compressed request body may
+	// declare (its decoder holds that much; 413 above). gzip needs no cap:
+	// its window is 32 KiB.
+	MaxZstdWindow int64
 	// WriteTimeout bounds writing one consume response: a client that does
 	// not read is dropped and what its response held is freed. SSE streams
 	// are bounded per write instead (a stream is long by design).
@@ -56,6 +60,7 @@ var DefaultLimits = Limits{
 	MaxConnections:          4096,
 	MaxConnectionsPerClient: 1024,
 	WriteTimeout:            60 * time.Second,
+	MaxZstdWindow:           8 << 20,
 }
 
 // DefaultMaxProduceRecords is Limits.MaxProduceRecords' default.
@@ -77,6 +82,9 @@ func (l Limits) withDefaults() Limits {
 	pick(&l.MaxConnectionsPerClient, d.MaxConnectionsPerClient)
 	if l.MemoryBudget <= 0 {
 		l.MemoryBudget = d.MemoryBudget
+	}
+	if l.MaxZstdWindow <= 0 {
+		l.MaxZstdWindow = d.MaxZstdWindow
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = d.WriteTimeout

@@ -168,10 +168,31 @@ func (h *handler) readBody(next http.Handler) http.Handler {
 			held.held, held.prepaid = r.ContentLength, r.ContentLength
 		}
 		held.r = r.Body
+		dec, decMem, err := bodyDecoder(r, h.opts.Limits.MaxZstdWindow)
+		if err != nil {
+			w.Header().Set("Connection", "close") // the body stays unread
+			h.problem(w, r, err)
+			return
+		}
+		if dec != nil {
+			// Decompressed bytes go through the budget and MaxBodyBytes
+			// as they arrive, the decompressor's memory first.
+			if err := h.mem.take(decMem, "decompressing the body"); err != nil {
+				w.Header().Set("Connection", "close")
+				h.problem(w, r, err)
+				return
+			}
+			defer h.mem.give(decMem)
+			defer dec.Close()
+			held.r = dec
+		}
 		body, err := h.slurp(w, r, held, r.ContentLength)
 		if err != nil {
 			h.problem(w, r, err)
 			return
+		}
+		if dec != nil {
+			r.Header.Del("Content-Encoding")
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -237,7 +258,7 @@ func (h *handler) slurp(w http.ResponseWriter, r *http.Request, body io.Reader, 
 	if errors.As(err, &mbe) {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
 	}
-	if errors.Is(err, ErrOverloaded) {
+	if errors.Is(err, ErrOverloaded) || errors.Is(err, ErrBodyTooLarge) {
 		return nil, err
 	}
 	var ne net.Error

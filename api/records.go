@@ -188,7 +188,7 @@ func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
 		size += recordSize(rec.Key, rec.Value, rec.Headers)
 	}
 	rr.h.metrics.consumed(req.Topic, len(res.Records), size)
-	rr.writeRecords(w, res, enc)
+	rr.writeRecords(w, r, res, enc)
 }
 
 const (
@@ -204,11 +204,13 @@ const (
 // response never exists whole in memory (base64 JSON of 64 MiB of records
 // is ~90 MiB, and a client that does not read would keep it). A client
 // that does not read within WriteTimeout is dropped.
-func (rr recordsResource) writeRecords(w http.ResponseWriter, res ConsumeResult, enc string) {
+func (rr recordsResource) writeRecords(w http.ResponseWriter, r *http.Request, res ConsumeResult, enc string) {
 	defer rr.h.writeDeadline(w)()
 	w.Header().Set("Content-Type", "application/json")
+	out, closeOut := compressResponse(w, r)
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
+	defer closeOut()
+	bw := bufio.NewWriterSize(out, 32<<10)
 	bw.WriteString(`{"records":[`)
 	var buf []byte // one record's JSON, reused
 	for i, rec := range res.Records {

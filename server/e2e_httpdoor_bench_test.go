@@ -285,7 +285,7 @@ func (d *doorBench) httpProduce(topic, ctype, query string) (time.Duration, erro
 	for p := range bodies {
 		bodies[p] = d.body(ctype, p)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorClients}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorClients, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	post := func(i int) error {
 		p := i % doorParts
@@ -335,7 +335,7 @@ func (d *doorBench) httpProduce(topic, ctype, query string) (time.Duration, erro
 // httpConsume reads every partition of topic from the start, one reader
 // per partition (as franz-go fetches all partitions at once).
 func (d *doorBench) httpConsume(topic, accept, query string) (time.Duration, error) {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorParts}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: doorParts, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	var got atomic.Int64
 	errs := make([]error, doorParts)

@@ -19,5 +19,6 @@ func addHTTPLimitFlags(fs *pflag.FlagSet, l *api.Limits) {
 	fs.IntVar(&l.MaxStreamsPerClient, "http-max-streams-per-ip", def.MaxStreamsPerClient, "concurrent SSE streams from one IP address (429 beyond)")
 	fs.IntVar(&l.MaxConnections, "http-max-connections", def.MaxConnections, "open HTTP(S) connections on this node; more are answered 429 and closed")
 	fs.IntVar(&l.MaxConnectionsPerClient, "http-max-connections-per-ip", def.MaxConnectionsPerClient, "open HTTP(S) connections from one IP address")
+	fs.Int64Var(&l.MaxZstdWindow, "http-max-zstd-window", def.MaxZstdWindow, "bytes of window a zstd-compressed HTTP request body may declare (its decoder holds that much; 413 above)")
 	fs.DurationVar(&l.WriteTimeout, "http-write-timeout", def.WriteTimeout, "a consume response (or one SSE write) not taken by the client in this time is dropped, freeing its memory")
 }
