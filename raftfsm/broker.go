@@ -190,13 +190,26 @@ func (n *Node) ControlledShutdown(ctx context.Context) error {
 		if err == nil {
 			err = n.waitApplied(ctx, reply.Index)
 		}
-		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+		// A timeout or an election in progress (leadership lost while
+		// committing, no leader yet) is retried until ctx ends: a broker
+		// stopping while the controllers change hands still hands its
+		// partitions over.
+		retriable := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotLeader)
+		if err != nil && (ctx.Err() != nil || !retriable) {
 			return fmt.Errorf("raftfsm: controlled shutdown of broker %d: %w", b.ID, err)
 		}
 		if err == nil && reply.Remaining == 0 {
 			break
 		}
 		n.log.Info("raftfsm: controlled shutdown continues", "broker", b.ID, "remaining", reply.Remaining, "err", err)
+		if errors.Is(err, ErrNotLeader) {
+			select { // give the election time
+			case <-ctx.Done():
+			case <-n.done:
+				return ErrClosed
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 	n.stopHeartbeats()
 	return nil
