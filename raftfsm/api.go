@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/runnel/runnel/internode"
 )
 
 var (
@@ -85,7 +87,7 @@ type Config struct {
 	SessionTimeout time.Duration
 	// ClusterSecret authenticates and encrypts every connection on
 	// BindAddr, accepted and dialled, raft, RPC and ExtraProtocols alike:
-	// mutual TLS with a cluster CA derived from the secret (peertls.go).
+	// mutual TLS with a cluster CA derived from the secret (package internode).
 	// Nodes talk only to nodes with the same secret.
 	ClusterSecret []byte
 	// Limits bound the partitions a CreateTopic or CreatePartitions may ask
@@ -93,7 +95,7 @@ type Config struct {
 	Limits Limits
 	// PeerTLS: the same with per-node certificates from a real CA (the
 	// certificate names runnel-node-<id>); not together with ClusterSecret.
-	PeerTLS PeerTLSFiles
+	PeerTLS internode.PeerTLSFiles
 	// AllowInsecurePeers lets a node whose raft port is reachable from
 	// other machines run without inter-node authentication. Without it,
 	// Open refuses to (a loopback-only port needs neither).

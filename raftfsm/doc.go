@@ -1,7 +1,8 @@
 // Package raftfsm is runnel's metadata quorum: a hashicorp/raft node whose
 // state machine holds the cluster metadata (cluster id, brokers, topics and
 // their partitions, producer id blocks) in badger, with an immutable
-// in-memory Image for the hot path.
+// in-memory Image for the hot path. The network it runs on (the port mux,
+// dialing, inter-node TLS, frames) is package internode.
 //
 // # Using it
 //
@@ -15,14 +16,15 @@
 //
 // # One port
 //
-// BindAddr serves every protocol; a connection's first byte picks it: 'R'
-// raft, 'C' the controller RPC (length-prefixed JSON, rpcwire.go), others
-// from Config.ExtraProtocols. DialNode dials a node and writes the byte.
+// BindAddr serves every protocol through an internode.Mux; a connection's
+// first byte picks it: 'R' raft (transport.go's stream layer), 'C' the
+// controller RPC (JSON in internode frames, rpcwire.go), others from
+// Config.ExtraProtocols. DialNode dials a node and writes the byte.
 // Addresses come from this node's view: Config.Voters for controllers, the
 // registered brokers' RaftAddr for the others, the raft configuration last.
 // With Config.PeerTLS or Config.ClusterSecret every connection then runs
 // mutual TLS 1.3 with the protocol byte as its ALPN protocol, and handlers
-// get a *PeerConn naming the node its certificate proves (peertls.go); a
+// get an *internode.PeerConn naming the node its certificate proves; a
 // port other machines can reach refuses to run without it unless
 // Config.AllowInsecurePeers.
 //
@@ -31,14 +33,12 @@
 //	api.go        errors, Config, Status, the model (Image, Broker, Topic,
 //	              Partition) and the commands
 //	node.go       Node: open/bootstrap, raft config, Close
-//	mux.go        the first-byte port mux and raft's stream layer over it
-//	peertls.go    inter-node mutual TLS: certificate files or a CA derived
-//	              from the cluster secret, node ids from runnel-node-<id>,
-//	              NewCA/IssueNodeCert (also used by `runnel certs create`)
+//	transport.go  the protocol bytes, raft's stream layer over the mux,
+//	              the advertised address
 //	transport_gate.go  raft's transport with counted heartbeat handlers, so
 //	              Close waits for them before closing the stores
-//	warnlimit.go  rate-limited WARN lines for refused connections
-//	rpcwire.go    controller RPC frames and error codes
+//	rpcwire.go    controller RPC messages (JSON in internode frames) and
+//	              error codes
 //	rpc.go        controller RPC server and client, forwarding to the leader
 //	quorum.go     transport and address book, the RPC method table, Apply,
 //	              AddVoter/RemoveVoter, Join, DialNode, ControllerStatuses
@@ -104,9 +104,10 @@
 // leads a cluster without id), the controller loop (fences and moves leaders
 // while it leads), the join loop of a new non-voter, the heartbeat loop of a
 // registered broker and one waiter per Apply in flight; Close cancels and
-// waits for them. The mux owns its accept loop and one goroutine per
-// connection while it is dispatched (an RPC connection is served on it);
-// Close closes the listener and the RPC connections and waits. Node.mu
+// waits for them. The internode.Mux owns its accept loop and one goroutine
+// per connection while it is dispatched (an RPC connection is served on
+// it); Close closes the stream layer, the RPC connections, then the Mux,
+// and waits. Node.mu
 // guards only the closing flag while a goroutine is added; quorum.hbMu the
 // broker registration; sessions.mu the session table; quorum.reconcileMu
 // serialises leader moves (taken before no other lock); reserved.mu the

@@ -13,6 +13,8 @@ import (
 
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/runnel/runnel/internode"
 )
 
 // Node is this process's member of the metadata quorum. Safe for concurrent use.
@@ -26,7 +28,7 @@ type Node struct {
 	log    *slog.Logger
 	raft   *raft.Raft
 	trans  *gatedTransport
-	auth   *peerAuth // inter-node TLS; nil: plaintext (see peertls.go)
+	auth   *internode.Auth // inter-node TLS; nil: plaintext (package internode)
 	logs   *logStore
 	fsm    *fsm
 	cancel context.CancelFunc

@@ -10,6 +10,8 @@ import (
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/nats-io/nuid"
+
+	"github.com/runnel/runnel/internode"
 )
 
 // quorum is the multi-process side of a Node: the port mux, the controller
@@ -17,7 +19,8 @@ import (
 // (broker side).
 type quorum struct {
 	ctx         context.Context // the node's lifetime
-	mux         *mux
+	mux         *internode.Mux
+	stream      *streamLayer // raft's connections from mux
 	rpc         *rpcServer
 	voters      map[int32]string // Config.Voters: this node's view of the controllers' addresses
 	incarnation string           // this process's broker incarnation id
@@ -60,21 +63,34 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := newPeerAuth(n.cfg.NodeID, n.cfg.ClusterSecret, n.cfg.PeerTLS)
+	auth, err := internode.NewAuth(n.cfg.NodeID, n.cfg.ClusterSecret, n.cfg.PeerTLS)
 	if err != nil {
 		return nil, err
 	}
-	if auth == nil && !n.cfg.AllowInsecurePeers && !(loopbackHost(n.cfg.BindAddr) && (adv == nil || isLoopback(adv))) {
+	if auth == nil && !n.cfg.AllowInsecurePeers && !(internode.IsLoopbackHost(n.cfg.BindAddr) && (adv == nil || internode.IsLoopbackAddr(adv))) {
 		return nil, fmt.Errorf("%w: the raft port %s is reachable from other machines and nodes do not authenticate each other: "+
 			"add --cluster-ca-file, --node-cert-file and --node-key-file (`runnel certs create` writes them), "+
 			"or --cluster-secret-file; or bind --raft-addr to 127.0.0.1 (--insecure-inter-node runs without, if every machine that reaches the port is trusted)", ErrInsecurePeers, n.cfg.BindAddr)
 	}
 	n.auth = auth
-	m, err := newMux(n.cfg.BindAddr, adv, n.cfg.ExtraProtocols, auth, n.log)
+	for b := range n.cfg.ExtraProtocols {
+		if b == ProtoRaft || b == ProtoRPC {
+			return nil, fmt.Errorf("%w: %q is reserved", ErrUnknownProtocol, b)
+		}
+	}
+	m, err := internode.Listen(n.cfg.BindAddr, auth, n.log)
 	if err != nil {
 		return nil, err
 	}
+	if adv == nil {
+		adv = m.Addr()
+	}
 	n.q.mux = m
+	n.q.stream = newStreamLayer(adv, auth)
+	_ = m.Handle(ProtoRaft, n.q.stream.deliver)
+	for b, h := range n.cfg.ExtraProtocols {
+		_ = m.Handle(b, h)
+	}
 	n.q.voters = map[int32]string{}
 	for _, v := range n.cfg.Voters {
 		n.q.voters[v.ID] = v.Address
@@ -82,11 +98,11 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 	n.q.incarnation = nuid.Next()
 	n.q.rpc = &rpcServer{n: n, conns: map[net.Conn]struct{}{}}
 	n.q.rpc.methods = n.rpcMethods()
-	m.handle(ProtoRPC, n.q.rpc.serve)
+	_ = m.Handle(ProtoRPC, n.q.rpc.serve)
 	return newGatedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		ServerAddressProvider: addressBook{n},
 		Logger:                hl,
-		Stream:                m.raft,
+		Stream:                n.q.stream,
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
 	})), nil
@@ -95,7 +111,7 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 // startQuorum starts the mux and the node's own loops; called once raft runs.
 func (n *Node) startQuorum(ctx context.Context, joinNeeded bool) {
 	n.q.ctx = ctx
-	n.q.mux.start()
+	n.q.mux.Start()
 	n.spawn(func() { n.controllerLoop(ctx) })
 	if joinNeeded {
 		n.spawn(func() { n.joinLoop(ctx) })
@@ -111,7 +127,10 @@ func (n *Node) closeQuorum() error {
 	if n.q.mux == nil {
 		return nil
 	}
-	return n.q.mux.close()
+	// The stream layer first: a connection the mux is handing to raft
+	// (whose transport is closed) is closed instead of waited for.
+	n.q.stream.Close()
+	return n.q.mux.Close()
 }
 
 // isNonvoter: a broker-only node (see Config.Voter).
@@ -172,7 +191,7 @@ func (a addressBook) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
 	if parseServerID(id) == a.n.cfg.NodeID && a.n.q.mux != nil {
 		// Itself (a single node started without --controllers): raft asks
 		// while electing; not worth a warning on every start.
-		return raft.ServerAddress(a.n.q.mux.raft.addr.String()), nil
+		return raft.ServerAddress(a.n.q.stream.addr.String()), nil
 	}
 	img, _ := a.n.fsm.image()
 	if b, ok := img.Brokers[parseServerID(id)]; ok && b.RaftAddr != "" {
@@ -190,7 +209,7 @@ func (n *Node) DialNode(ctx context.Context, id int32, proto byte) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	return dialProto(ctx, addr, proto, n.auth, id)
+	return internode.Dial(ctx, addr, proto, n.auth, id)
 }
 
 // rpcMethods is the controller RPC's method table.

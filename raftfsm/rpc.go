@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/runnel/runnel/internode"
 )
 
 // Controller RPC: server and client (wire format in rpcwire.go).
@@ -170,7 +172,7 @@ func (n *Node) callAddr(ctx context.Context, addr, method string, hops int, req,
 	if dl, ok := ctx.Deadline(); ok {
 		r.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
 	}
-	conn, err := dialProto(ctx, addr, ProtoRPC, n.auth, -1)
+	conn, err := internode.Dial(ctx, addr, ProtoRPC, n.auth, -1)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUnreachable, err)
 	}

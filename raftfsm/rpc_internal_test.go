@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/runnel/runnel/internode"
 )
 
 // FuzzReadFrame: decoding untrusted frames never panics or allocates past
@@ -25,7 +27,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var req rpcRequest
 		err := readFrame(bytes.NewReader(b), &req)
-		if len(b) >= 4 && binary.BigEndian.Uint32(b) > maxFrameBytes && !errors.Is(err, ErrFrameTooLarge) {
+		if len(b) >= 4 && binary.BigEndian.Uint32(b) > internode.MaxFrameBytes && !errors.Is(err, ErrFrameTooLarge) {
 			t.Fatalf("oversized frame: %v", err)
 		}
 		if err != nil {

@@ -2,16 +2,17 @@ package raftfsm
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/runnel/runnel/internode"
 )
 
 // The controller RPC wire format. After the protocol byte (ProtoRPC) a
-// connection carries frames: a 4-byte big-endian length, then that many bytes
-// of JSON, at most maxFrameBytes. The client writes one request frame, the
+// connection carries frames (internode.WriteFrame: a 4-byte big-endian
+// length, then that many bytes) of JSON, at most internode.MaxFrameBytes. The client writes one request frame, the
 // server answers with one response frame; a connection may carry several
 // such exchanges in turn.
 //
@@ -19,13 +20,10 @@ import (
 //	response {"code":"","msg":"","body":{...}}  code "" is success
 //
 // A server answers a request with an unknown version with code "version".
-const (
-	rpcVersion    = 1
-	maxFrameBytes = 4 << 20 // a command is at most 1 MiB (maxCommandBytes)
-)
+const rpcVersion = 1
 
-// ErrFrameTooLarge: a frame announced more than maxFrameBytes.
-var ErrFrameTooLarge = errors.New("raftfsm: rpc frame too large")
+// ErrFrameTooLarge: a frame announced more than internode.MaxFrameBytes.
+var ErrFrameTooLarge = internode.ErrFrameTooLarge
 
 // ErrRPC: a peer answered with an error this package has no sentinel for,
 // or broke the protocol.
@@ -45,40 +43,21 @@ type rpcResponse struct {
 	Body json.RawMessage `json:"body,omitempty"`
 }
 
-// writeFrame writes one length-prefixed frame of v's JSON.
+// writeFrame writes v's JSON as one frame (internode.WriteFrame).
 func writeFrame(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("raftfsm: encode rpc frame: %w", err)
 	}
-	if len(b) > maxFrameBytes {
-		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(b))
-	}
-	buf := make([]byte, 4, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	if _, err := w.Write(append(buf, b...)); err != nil {
-		return fmt.Errorf("raftfsm: write rpc frame: %w", err)
-	}
-	return nil
+	return internode.WriteFrame(w, b)
 }
 
 // readFrame reads one frame into v. io.EOF when the stream ends cleanly
 // before a frame.
 func readFrame(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.EOF) {
-			return io.EOF
-		}
-		return fmt.Errorf("raftfsm: read rpc frame: %w", err)
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrameBytes {
-		return fmt.Errorf("%w: %d bytes announced", ErrFrameTooLarge, n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return fmt.Errorf("raftfsm: read rpc frame: %w", err)
+	b, err := internode.ReadFrame(r)
+	if err != nil {
+		return err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: decode frame: %v", ErrRPC, err)

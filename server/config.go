@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
@@ -70,7 +71,7 @@ type Config struct {
 	ClusterSecret []byte
 	// PeerTLS: inter-node mutual TLS with per-node certificates (the
 	// certificate names runnel-node-<id>); not together with ClusterSecret.
-	PeerTLS raftfsm.PeerTLSFiles
+	PeerTLS internode.PeerTLSFiles
 	// InsecureInterNode lets a node whose raft port other machines can
 	// reach run without inter-node authentication (refused otherwise).
 	InsecureInterNode bool

@@ -43,6 +43,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
@@ -70,8 +71,8 @@ type Server struct {
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
-	interHTTP   *connListener        // forwarded HTTP requests from other nodes
-	peerRefused *raftfsm.WarnLimiter // inter-broker connections with a bad hello
+	interHTTP   *connListener          // forwarded HTTP requests from other nodes
+	peerRefused *internode.WarnLimiter // inter-broker connections with a bad hello
 
 	stopElections context.CancelFunc  // stops runLeaderElections
 	groups        *groups.Coordinator // nil unless a broker
@@ -195,7 +196,7 @@ func (s *Server) open() error {
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
-	s.peerRefused = raftfsm.NewWarnLimiter(s.logger, 10*time.Second)
+	s.peerRefused = internode.NewWarnLimiter(s.logger, 10*time.Second)
 	s.storage = &storageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:             s.cfg.NodeID,

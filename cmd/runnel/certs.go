@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/internode"
 )
 
 // `runnel certs create` makes a private CA and one certificate per node, so a
@@ -34,7 +34,7 @@ const (
 )
 
 // nodeCertName is the DNS SAN that binds a certificate to a node id.
-func nodeCertName(id int) string { return raftfsm.NodeCertName(int32(id)) }
+func nodeCertName(id int) string { return internode.NodeCertName(int32(id)) }
 
 func newCertsCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -137,7 +137,7 @@ func loadOrCreateCA(dir string, validity time.Duration) (*x509.Certificate, *ecd
 	case !errors.Is(certErr, fs.ErrNotExist) || !errors.Is(keyErr, fs.ErrNotExist):
 		return nil, nil, false, fmt.Errorf("read the CA in %s: %w", dir, errors.Join(certErr, keyErr))
 	}
-	ca, key, err := raftfsm.NewCA(time.Now().Add(validity))
+	ca, key, err := internode.NewCA(time.Now().Add(validity))
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -183,7 +183,7 @@ func parseCA(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, erro
 }
 
 func nodeCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, id int, hosts []string, validity time.Duration) (certPEM, keyPEM []byte, err error) {
-	der, key, err := raftfsm.IssueNodeCert(ca, caKey, int32(id), hosts, time.Now().Add(validity))
+	der, key, err := internode.IssueNodeCert(ca, caKey, int32(id), hosts, time.Now().Add(validity))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server"
 )
@@ -255,7 +256,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	// Client TLS (HTTPS, certificate files).
 	cfg.HTTPSAddr = f.httpsAddr
 	cfg.KafkaTLSAddr, cfg.KafkaTLSAdvertisedAddr = f.kafkaTLS, f.kafkaTLSAdv
-	cfg.PeerTLS = raftfsm.PeerTLSFiles{CAFile: f.clusterCA, CertFile: f.nodeCert, KeyFile: f.nodeKey}
+	cfg.PeerTLS = internode.PeerTLSFiles{CAFile: f.clusterCA, CertFile: f.nodeCert, KeyFile: f.nodeKey}
 	cfg.InsecureInterNode = f.insecurePeers
 	cfg.TLS = server.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey, ClientCAFile: f.tlsClientCA}
 	cfg.HTTPLimits = f.httpLimits

@@ -1,4 +1,4 @@
-package raftfsm
+package internode
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func (s *syncBuffer) String() string {
 }
 
 type echoMux struct {
-	*mux
+	*Mux
 	mu    sync.Mutex
 	peers []int32 // VerifiedNodeID of each connection served (-1: plaintext)
 }
@@ -54,7 +54,7 @@ func (e *echoMux) seen() []int32 {
 
 // startEchoMux runs a mux on a loopback port with auth (nil: plaintext)
 // and an echo handler for protoEcho; it is closed when the test ends.
-func startEchoMux(t testing.TB, auth *peerAuth, logs io.Writer) *echoMux {
+func startEchoMux(t testing.TB, auth *Auth, logs io.Writer) *echoMux {
 	t.Helper()
 	if logs == nil {
 		logs = io.Discard
@@ -76,15 +76,17 @@ func startEchoMux(t testing.TB, auth *peerAuth, logs io.Writer) *echoMux {
 			_, _ = io.Copy(c, c)
 		}()
 	}
-	m, err := newMux("127.0.0.1:0", nil, map[byte]func(net.Conn){protoEcho: echo}, auth,
-		slog.New(slog.NewTextHandler(logs, nil)))
+	m, err := Listen("127.0.0.1:0", auth, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.mux = m
-	m.start()
+	if err := m.Handle(protoEcho, echo); err != nil {
+		t.Fatal(err)
+	}
+	e.Mux = m
+	m.Start()
 	t.Cleanup(func() {
-		if err := m.close(); err != nil {
+		if err := m.Close(); err != nil {
 			t.Error(err)
 		}
 		handlers.Wait()
@@ -94,11 +96,11 @@ func startEchoMux(t testing.TB, auth *peerAuth, logs io.Writer) *echoMux {
 
 // echoes dials addr with auth, wanting node want, and reports whether a
 // message comes back through the echo handler, with the dial error if any.
-func echoes(t testing.TB, addr string, auth *peerAuth, want int32, wait time.Duration) (bool, error) {
+func echoes(t testing.TB, addr string, auth *Auth, want int32, wait time.Duration) (bool, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	conn, err := dialProto(ctx, addr, protoEcho, auth, want)
+	conn, err := Dial(ctx, addr, protoEcho, auth, want)
 	if err != nil {
 		return false, err
 	}
@@ -114,9 +116,9 @@ func echoes(t testing.TB, addr string, auth *peerAuth, want int32, wait time.Dur
 	return string(got) == "ping", nil
 }
 
-func secretAuth(t testing.TB, id int32, secret string) *peerAuth {
+func secretAuth(t testing.TB, id int32, secret string) *Auth {
 	t.Helper()
-	a, err := newPeerAuth(id, []byte(secret), PeerTLSFiles{})
+	a, err := NewAuth(id, []byte(secret), PeerTLSFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +155,13 @@ func certDir(t testing.TB, ids ...int32) string {
 	return dir
 }
 
-func fileAuth(t testing.TB, dir string, self, certOf int32) (*peerAuth, error) {
+func fileAuth(t testing.TB, dir string, self, certOf int32) (*Auth, error) {
 	t.Helper()
 	name := filepath.Join(dir, NodeCertName(certOf))
-	return newPeerAuth(self, nil, PeerTLSFiles{CAFile: filepath.Join(dir, "ca.pem"), CertFile: name + ".pem", KeyFile: name + "-key.pem"})
+	return NewAuth(self, nil, PeerTLSFiles{CAFile: filepath.Join(dir, "ca.pem"), CertFile: name + ".pem", KeyFile: name + "-key.pem"})
 }
 
-func mustFileAuth(t testing.TB, dir string, id int32) *peerAuth {
+func mustFileAuth(t testing.TB, dir string, id int32) *Auth {
 	t.Helper()
 	a, err := fileAuth(t, dir, id, id)
 	if err != nil {
@@ -173,8 +175,8 @@ func TestMuxPeerTLS(t *testing.T) {
 	other := certDir(t, 2)
 	tests := []struct {
 		name         string
-		server       *peerAuth
-		client       *peerAuth
+		server       *Auth
+		client       *Auth
 		want         int32 // the node the client means to reach
 		ok           bool
 		rejectLogged bool  // the server logs the remote address
@@ -193,7 +195,7 @@ func TestMuxPeerTLS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs syncBuffer
 			m := startEchoMux(t, tc.server, &logs)
-			ok, err := echoes(t, m.ln.Addr().String(), tc.client, tc.want, 2*time.Second)
+			ok, err := echoes(t, m.Addr().String(), tc.client, tc.want, 2*time.Second)
 			if ok != tc.ok {
 				t.Fatalf("echo through the mux: %v (err %v), want %v", ok, err, tc.ok)
 			}
@@ -227,7 +229,7 @@ func TestPeerTLSCertificateBindsNodeID(t *testing.T) {
 	if _, err := fileAuth(t, certs, 3, 2); err == nil || !strings.Contains(err.Error(), "is for node 2, this is node 3") {
 		t.Fatalf("node 3 with node 2's certificate: %v", err)
 	}
-	if _, err := newPeerAuth(1, []byte("s"), PeerTLSFiles{CAFile: "x"}); err == nil {
+	if _, err := NewAuth(1, []byte("s"), PeerTLSFiles{CAFile: "x"}); err == nil {
 		t.Fatal("certificates and a secret together were accepted")
 	}
 	for _, names := range [][]string{{"localhost"}, {"runnel-node-01"}, {"runnel-node-1", "runnel-node-2"}, {"runnel-node--4"}} {
@@ -243,7 +245,7 @@ func TestPeerTLSCertificateBindsNodeID(t *testing.T) {
 func TestPeerTLSBindsProtocol(t *testing.T) {
 	a := secretAuth(t, 1, "shared")
 	m := startEchoMux(t, a, nil)
-	conn, err := net.Dial("tcp", m.ln.Addr().String())
+	conn, err := net.Dial("tcp", m.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +255,7 @@ func TestPeerTLSBindsProtocol(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if pc, err := secretAuth(t, 2, "shared").client(ctx, conn, ProtoRaft, -1); err == nil {
+	if pc, err := secretAuth(t, 2, "shared").client(ctx, conn, 'R', -1); err == nil {
 		pc.Close()
 		t.Fatal("a handshake for raft was accepted on the echo protocol")
 	}
@@ -282,7 +284,7 @@ func TestPeerTLSRelayGainsNothing(t *testing.T) {
 			return
 		}
 		defer in.Close()
-		out, err := net.Dial("tcp", m.ln.Addr().String())
+		out, err := net.Dial("tcp", m.Addr().String())
 		if err != nil {
 			return
 		}
@@ -293,7 +295,7 @@ func TestPeerTLSRelayGainsNothing(t *testing.T) {
 	secret := "relay-me-if-you-can"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := dialProto(ctx, ln.Addr().String(), protoEcho, mustFileAuth(t, certs, 2), 1)
+	conn, err := Dial(ctx, ln.Addr().String(), protoEcho, mustFileAuth(t, certs, 2), 1)
 	if err != nil {
 		t.Fatalf("dial through the relay: %v", err)
 	}
@@ -310,7 +312,7 @@ func TestPeerTLSRelayGainsNothing(t *testing.T) {
 		t.Fatal("the relay saw the payload in clear")
 	}
 	// The relay's own connection, without a certificate, is refused.
-	if ok, _ := echoes(t, m.ln.Addr().String(), nil, -1, 2*time.Second); ok {
+	if ok, _ := echoes(t, m.Addr().String(), nil, -1, 2*time.Second); ok {
 		t.Fatal("an unauthenticated connection was served")
 	}
 }
@@ -320,7 +322,7 @@ func TestPeerTLSRelayGainsNothing(t *testing.T) {
 func TestMuxHandshakeSilentAndGarbagePeers(t *testing.T) {
 	a := secretAuth(t, 1, "s3cret")
 	m := startEchoMux(t, a, nil)
-	addr := m.ln.Addr().String()
+	addr := m.Addr().String()
 	var silent []net.Conn
 	for range 8 {
 		c, err := net.Dial("tcp", addr)
@@ -350,7 +352,7 @@ func TestMuxHandshakeSilentAndGarbagePeers(t *testing.T) {
 		t.Fatalf("garbage peer's connection not closed: %v", err)
 	}
 	closed := make(chan error, 1)
-	go func() { closed <- m.close() }()
+	go func() { closed <- m.Close() }()
 	select {
 	case err := <-closed:
 		if err != nil {
@@ -371,7 +373,7 @@ func TestMuxHandshakeSilentAndGarbagePeers(t *testing.T) {
 // each other) and differ between secrets.
 func TestSecretDerivedCA(t *testing.T) {
 	a1, a2, b := secretAuth(t, 1, "one"), secretAuth(t, 2, "one"), secretAuth(t, 3, "two")
-	leaf := func(a *peerAuth) *x509.Certificate {
+	leaf := func(a *Auth) *x509.Certificate {
 		c, err := x509.ParseCertificate(a.cert.Certificate[0])
 		if err != nil {
 			t.Fatal(err)
@@ -390,16 +392,16 @@ func TestSecretDerivedCA(t *testing.T) {
 // FuzzMuxOpen: whatever bytes a stranger sends to an authenticating port,
 // open never panics and never hands the connection to a handler.
 func FuzzMuxOpen(f *testing.F) {
-	a, err := newPeerAuth(1, []byte("fuzz"), PeerTLSFiles{})
+	a, err := NewAuth(1, []byte("fuzz"), PeerTLSFiles{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	m := &mux{handlers: map[byte]func(net.Conn){protoEcho: func(net.Conn) {}}, auth: a,
+	m := &Mux{handlers: map[byte]func(net.Conn){protoEcho: func(net.Conn) {}}, auth: a,
 		rejects: NewWarnLimiter(slog.New(slog.DiscardHandler), time.Hour)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	f.Cleanup(m.cancel)
 	f.Add([]byte{protoEcho, 0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5})
-	f.Add([]byte{ProtoRaft})
+	f.Add([]byte{'R'})
 	f.Add([]byte("T\x16\x03\x03\xff\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		server, client := net.Pipe()

@@ -1,4 +1,4 @@
-package raftfsm
+package internode
 
 import (
 	"context"
@@ -82,8 +82,9 @@ func nodeIDFromCert(cert *x509.Certificate) (int32, error) {
 	return id, nil
 }
 
-// peerAuth holds what the mux needs to run inter-node TLS. nil: plaintext.
-type peerAuth struct {
+// Auth holds what the Mux and Dial need to run inter-node TLS. nil:
+// plaintext.
+type Auth struct {
 	self  int32
 	mode  string // "certificates" or "cluster secret", for logs
 	roots *x509.CertPool
@@ -92,12 +93,14 @@ type peerAuth struct {
 
 // ErrPeerAuth: an inter-node handshake failed (no or wrong certificate, a
 // certificate for another node, another protocol).
-var ErrPeerAuth = errors.New("raftfsm: inter-node authentication failed")
+var ErrPeerAuth = errors.New("internode: inter-node authentication failed")
 
-func newPeerAuth(self int32, secret []byte, files PeerTLSFiles) (*peerAuth, error) {
+// NewAuth returns node self's inter-node credentials: from certificate
+// files, or derived from a cluster secret; nil (plaintext) with neither.
+func NewAuth(self int32, secret []byte, files PeerTLSFiles) (*Auth, error) {
 	switch {
 	case files.enabled() && len(secret) > 0:
-		return nil, errors.New("raftfsm: give inter-node certificates or a cluster secret, not both")
+		return nil, errors.New("internode: give inter-node certificates or a cluster secret, not both")
 	case files.enabled():
 		return peerAuthFromFiles(self, files)
 	case len(secret) > 0:
@@ -106,47 +109,47 @@ func newPeerAuth(self int32, secret []byte, files PeerTLSFiles) (*peerAuth, erro
 	return nil, nil
 }
 
-func peerAuthFromFiles(self int32, files PeerTLSFiles) (*peerAuth, error) {
+func peerAuthFromFiles(self int32, files PeerTLSFiles) (*Auth, error) {
 	if files.CAFile == "" || files.CertFile == "" || files.KeyFile == "" {
-		return nil, errors.New("raftfsm: inter-node TLS needs the cluster CA, the node certificate and its key (--cluster-ca-file, --node-cert-file, --node-key-file)")
+		return nil, errors.New("internode: inter-node TLS needs the cluster CA, the node certificate and its key (--cluster-ca-file, --node-cert-file, --node-key-file)")
 	}
 	caPEM, err := os.ReadFile(files.CAFile)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: read the cluster CA: %w", err)
+		return nil, fmt.Errorf("internode: read the cluster CA: %w", err)
 	}
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("raftfsm: cluster CA file %s holds no PEM certificate", files.CAFile)
+		return nil, fmt.Errorf("internode: cluster CA file %s holds no PEM certificate", files.CAFile)
 	}
 	cert, err := tls.LoadX509KeyPair(files.CertFile, files.KeyFile)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: load the node certificate: %w", err)
+		return nil, fmt.Errorf("internode: load the node certificate: %w", err)
 	}
 	leaf, err := x509.ParseCertificate(cert.Certificate[0])
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: parse the node certificate: %w", err)
+		return nil, fmt.Errorf("internode: parse the node certificate: %w", err)
 	}
 	id, err := nodeIDFromCert(leaf)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: node certificate %s: %w", files.CertFile, err)
+		return nil, fmt.Errorf("internode: node certificate %s: %w", files.CertFile, err)
 	}
 	if id != self {
-		return nil, fmt.Errorf("raftfsm: node certificate %s is for node %d, this is node %d", files.CertFile, id, self)
+		return nil, fmt.Errorf("internode: node certificate %s is for node %d, this is node %d", files.CertFile, id, self)
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}); err != nil {
-		return nil, fmt.Errorf("raftfsm: node certificate %s is not signed by the cluster CA %s: %w", files.CertFile, files.CAFile, err)
+		return nil, fmt.Errorf("internode: node certificate %s is not signed by the cluster CA %s: %w", files.CertFile, files.CAFile, err)
 	}
-	return &peerAuth{self: self, mode: "certificates", roots: roots, cert: cert}, nil
+	return &Auth{self: self, mode: "certificates", roots: roots, cert: cert}, nil
 }
 
 // derivedCAEpoch fixes the derived CA certificate's validity, so that every
 // node derives the same certificate from the same secret.
 var derivedCAEpoch = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func peerAuthFromSecret(self int32, secret []byte) (*peerAuth, error) {
+func peerAuthFromSecret(self int32, secret []byte) (*Auth, error) {
 	seed, err := hkdf.Key(sha256.New, secret, nil, "runnel inter-node CA v1", ed25519.SeedSize)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: derive the cluster CA: %w", err)
+		return nil, fmt.Errorf("internode: derive the cluster CA: %w", err)
 	}
 	caKey := ed25519.NewKeyFromSeed(seed)
 	caTmpl := &x509.Certificate{
@@ -161,7 +164,7 @@ func peerAuthFromSecret(self int32, secret []byte) (*peerAuth, error) {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
 	if err != nil {
-		return nil, fmt.Errorf("raftfsm: derive the cluster CA: %w", err)
+		return nil, fmt.Errorf("internode: derive the cluster CA: %w", err)
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
@@ -174,14 +177,14 @@ func peerAuthFromSecret(self int32, secret []byte) (*peerAuth, error) {
 		return nil, err
 	}
 	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	return &peerAuth{self: self, mode: "cluster secret", roots: roots, cert: cert}, nil
+	return &Auth{self: self, mode: "cluster secret", roots: roots, cert: cert}, nil
 }
 
 func alpnFor(proto byte) string { return "runnel-" + string([]byte{proto}) }
 
 // verifyPeer checks a peer's chain against the cluster CA for usage and
 // returns the node id it names; want >= 0 also requires that id.
-func (a *peerAuth) verifyPeer(cs tls.ConnectionState, usage x509.ExtKeyUsage, want int32) (int32, error) {
+func (a *Auth) verifyPeer(cs tls.ConnectionState, usage x509.ExtKeyUsage, want int32) (int32, error) {
 	if len(cs.PeerCertificates) == 0 {
 		return -1, fmt.Errorf("%w: the peer sent no certificate", ErrPeerAuth)
 	}
@@ -204,7 +207,7 @@ func (a *peerAuth) verifyPeer(cs tls.ConnectionState, usage x509.ExtKeyUsage, wa
 }
 
 // server runs the accepting side of the handshake for proto.
-func (a *peerAuth) server(ctx context.Context, conn net.Conn, proto byte) (*PeerConn, error) {
+func (a *Auth) server(ctx context.Context, conn net.Conn, proto byte) (*PeerConn, error) {
 	var peer int32 = -1
 	cfg := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -229,7 +232,7 @@ func (a *peerAuth) server(ctx context.Context, conn net.Conn, proto byte) (*Peer
 
 // client runs the dialling side for proto; want is the node the caller
 // means to reach (-1: any member, e.g. raft dialling by address).
-func (a *peerAuth) client(ctx context.Context, conn net.Conn, proto byte, want int32) (*PeerConn, error) {
+func (a *Auth) client(ctx context.Context, conn net.Conn, proto byte, want int32) (*PeerConn, error) {
 	var peer int32 = -1
 	cfg := &tls.Config{
 		MinVersion:   tls.VersionTLS13,

@@ -1,4 +1,4 @@
-package raftfsm
+package internode
 
 import (
 	"log/slog"
