@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -119,3 +120,50 @@ func (l *connListener) Addr() net.Addr { return l.addr }
 
 // protoHTTP is the first byte of a forwarded HTTP connection on the raft port.
 const protoHTTP = 'H'
+
+// handoffs runs the goroutines that pass connections from the inter-node
+// port's mux (whose handlers must return at once) to the listeners above:
+// reading an inter-broker hello, waiting for the HTTP server to accept.
+// close stops them: it closes the connections they still hold and waits.
+type handoffs struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and wg.Add
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newHandoffs() *handoffs {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &handoffs{ctx: ctx, cancel: cancel}
+}
+
+// run calls fn(c) on a goroutine of its own; after close, c is closed.
+func (h *handoffs) run(c net.Conn, fn func(net.Conn)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		c.Close()
+		return
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		// Until fn returns (the connection handed on, or refused), close
+		// owns c: it closes it, which ends a hello still being read.
+		stop := context.AfterFunc(h.ctx, func() { c.Close() })
+		defer stop()
+		fn(c)
+	}()
+}
+
+// close ends the hand-offs in progress and waits for their goroutines
+// (the listeners they hand to must be closed, so hand returns).
+func (h *handoffs) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+}

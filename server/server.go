@@ -33,6 +33,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -72,6 +73,7 @@ type Server struct {
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
 	interHTTP   *connListener          // forwarded HTTP requests from other nodes
+	handoffs    *handoffs              // goroutines passing inter-node connections on
 	peerRefused *internode.WarnLimiter // inter-broker connections with a bad hello
 
 	stopElections context.CancelFunc  // stops runLeaderElections
@@ -164,7 +166,7 @@ func (s *Server) lockDataDir() error {
 	return nil
 }
 
-func (s *Server) open() error {
+func (s *Server) open() (err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -175,27 +177,38 @@ func (s *Server) open() error {
 	if err != nil {
 		return err
 	}
+	// Listeners no server serves yet are closed when open fails; a server
+	// serving one closes it itself (Close).
+	unserved := []net.Listener{httpLn, httpsLn}
+	defer func() {
+		if err != nil {
+			closeListeners(unserved...)
+		}
+	}()
+	served := func(ln net.Listener) {
+		unserved = slices.DeleteFunc(unserved, func(l net.Listener) bool { return l == ln })
+	}
 	var kafkaLn, kafkaTLSLn net.Listener
 	if s.cfg.KafkaAddr != "" {
 		if kafkaLn, err = net.Listen("tcp", s.cfg.KafkaAddr); err != nil {
-			closeListeners(httpLn, httpsLn)
 			return fmt.Errorf("listen Kafka on %s: %w", s.cfg.KafkaAddr, err)
 		}
+		unserved = append(unserved, kafkaLn)
 	}
 	if s.cfg.KafkaTLSAddr != "" {
 		if s.tls == nil {
-			closeListeners(httpLn, httpsLn, kafkaLn)
 			return errors.New("--kafka-tls-addr needs --tls-cert-file and --tls-key-file")
 		}
 		if kafkaTLSLn, err = net.Listen("tcp", s.cfg.KafkaTLSAddr); err != nil {
-			closeListeners(httpLn, httpsLn, kafkaLn)
 			return fmt.Errorf("listen Kafka SSL on %s: %w", s.cfg.KafkaTLSAddr, err)
 		}
 		kafkaTLSLn = tls.NewListener(kafkaTLSLn, s.tls.serverConfig())
+		unserved = append(unserved, kafkaTLSLn)
 	}
 	// Inter-broker Kafka (replication) shares the raft port.
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
+	s.handoffs = newHandoffs()
 	s.peerRefused = internode.NewWarnLimiter(s.logger, 10*time.Second)
 	s.storage = &storageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
@@ -213,13 +226,12 @@ func (s *Server) open() error {
 		PeerTLS:            s.cfg.PeerTLS,
 		AllowInsecurePeers: s.cfg.InsecureInterNode,
 		ExtraProtocols: map[byte]func(net.Conn){
-			protoKafka: func(c net.Conn) { go s.acceptPeer(c) },
-			protoHTTP:  func(c net.Conn) { go s.interHTTP.hand(c) },
+			protoKafka: func(c net.Conn) { s.handoffs.run(c, s.acceptPeer) },
+			protoHTTP:  func(c net.Conn) { s.handoffs.run(c, s.interHTTP.hand) },
 		},
 		BrokerHealth: func() string { return errText(s.storage.err()) },
 	})
 	if err != nil {
-		closeListeners(httpLn, httpsLn, kafkaLn, kafkaTLSLn)
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
 	s.metrics = newMetrics(reg, s)
@@ -255,6 +267,7 @@ func (s *Server) open() error {
 	s.httpSrv.Protocols = &protocols
 	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
 	if httpLn != nil {
+		served(httpLn)
 		httpLn = conns.Listener(httpLn, true)
 		s.wg.Add(1)
 		go func() {
@@ -265,6 +278,7 @@ func (s *Server) open() error {
 		}()
 	}
 	if httpsLn != nil {
+		served(httpsLn)
 		httpsLn = conns.Listener(httpsLn, false)
 		s.httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
 		s.wg.Add(1)
@@ -316,9 +330,11 @@ func (s *Server) open() error {
 		})
 		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {
+			served(kafkaLn)
 			s.serveKafka(kafkaLn, s.kafka.Serve)
 		}
 		if kafkaTLSLn != nil {
+			served(kafkaTLSLn)
 			s.serveKafka(kafkaTLSLn, s.kafka.Serve)
 		}
 	} else {
@@ -452,6 +468,14 @@ func (s *Server) Close() error {
 		if err := s.kafka.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("stop Kafka listener: %w", err))
 		}
+	}
+	// The inter-node listeners end the hand-offs waiting on them (the HTTP
+	// server closed interHTTP if it served it).
+	if s.interHTTP != nil {
+		s.interHTTP.Close()
+	}
+	if s.handoffs != nil {
+		s.handoffs.close()
 	}
 	s.wg.Wait()
 	if s.txn != nil {
