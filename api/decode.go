@@ -352,7 +352,7 @@ func (d *produceDecoder) base64(s []byte) ([]byte, error) {
 // little.
 func (d *produceDecoder) grow(n int) []byte {
 	if cap(d.arena)-len(d.arena) < n {
-		size := min(max(2*cap(d.arena), 64<<10), len(d.b)-d.i+8)
+		size := min(max(2*cap(d.arena), 1<<20), len(d.b)-d.i+8)
 		d.arena = make([]byte, 0, max(n, size))
 	}
 	return d.arena[len(d.arena) : len(d.arena)+n]

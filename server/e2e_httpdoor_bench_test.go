@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -125,7 +126,42 @@ func (d *doorBench) run() {
 		stop()
 		consume = append(consume, doorResult{name: f.name, mbs: rateOrZero(mb, dur, err), note: errNote(err)})
 	}
+	stop := d.profile("consume-sse")
+	dur, err := d.sseConsume(kafkaTopic)
+	stop()
+	consume = append(consume, doorResult{name: "SSE live tail", mbs: rateOrZero(mb, dur, err), note: errNote(err)})
 	d.report(kp, kc, produce, consume)
+}
+
+// sseConsume reads the topic's records from the start through one SSE
+// stream of all partitions until it has seen them all.
+func (d *doorBench) sseConsume(topic string) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.node.URL+"/v1/topics/"+topic+"/records/stream?offset=earliest&encoding=base64", nil)
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	defer client.CloseIdleConnections()
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		data, _ := io.ReadAll(resp.Body)
+		return 0, fmt.Errorf("%d %s", resp.StatusCode, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for got := 0; got < d.total; {
+		if !sc.Scan() {
+			return 0, fmt.Errorf("stream ended after %d of %d records: %v", got, d.total, sc.Err())
+		}
+		if bytes.Equal(sc.Bytes(), []byte("event: record")) {
+			got++
+		}
+	}
+	return time.Since(start), nil
 }
 
 // profile saves a 2 s CPU profile of the node taken while a path runs into

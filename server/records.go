@@ -50,14 +50,23 @@ type newRecord struct {
 }
 
 // buildBatch encodes records as one uncompressed RecordBatch v2 with base
-// offset 0 (the log assigns the real one) and no producer id.
+// offset 0 (the log assigns the real one) and no producer id. Records are
+// appended straight into the batch's one buffer, sized up front (kmsg's
+// record encoder through a reused scratch buffer: the length prefix comes
+// first), so a batch costs two allocations whatever its record count.
 func buildBatch(recs []newRecord) []byte {
 	first, last := recs[0].Timestamp, recs[0].Timestamp
+	size := batchHeaderLen
 	for _, r := range recs {
 		first = min(first, r.Timestamp)
 		last = max(last, r.Timestamp)
+		size += len(r.Key) + len(r.Value) + 3*binary.MaxVarintLen64 + 2
+		for _, h := range r.Headers {
+			size += len(h.Key) + len(h.Value) + 2*binary.MaxVarintLen64
+		}
 	}
-	var body []byte
+	out := make([]byte, batchHeaderLen, size)
+	var scratch []byte
 	for i, r := range recs {
 		rec := kmsg.Record{
 			TimestampDelta64: r.Timestamp - first,
@@ -66,14 +75,14 @@ func buildBatch(recs []newRecord) []byte {
 			Value:            r.Value,
 			Headers:          r.Headers,
 		}
-		enc := rec.AppendTo(nil)
+		scratch = rec.AppendTo(scratch[:0])
 		// AppendTo wrote a zero Length varint (1 byte); the real length is
 		// everything after it.
-		body = binary.AppendVarint(body, int64(len(enc)-1))
-		body = append(body, enc[1:]...)
+		out = binary.AppendVarint(out, int64(len(scratch)-1))
+		out = append(out, scratch[1:]...)
 	}
 	b := kmsg.RecordBatch{
-		Length:          int32(batchHeaderLen - 12 + len(body)),
+		Length:          int32(len(out) - 12),
 		Magic:           2,
 		LastOffsetDelta: int32(len(recs) - 1),
 		FirstTimestamp:  first,
@@ -82,9 +91,10 @@ func buildBatch(recs []newRecord) []byte {
 		ProducerEpoch:   -1,
 		FirstSequence:   -1,
 		NumRecords:      int32(len(recs)),
-		Records:         body,
 	}
-	out := b.AppendTo(make([]byte, 0, batchHeaderLen+len(body)))
+	// The header without records (kmsg writes a nil Records as nothing)
+	// goes in front of the records already in place.
+	b.AppendTo(out[:0])
 	binary.BigEndian.PutUint32(out[batchCRCOffset:], crc32.Checksum(out[batchAttrsOffset:], castagnoli))
 	return out
 }
