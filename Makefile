@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/runnel/runnel/server.linkVersion=$(VERSION) -X github.
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration bench bench-short bench-http chaos lint generate clean
+.PHONY: run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration kgo-short bench bench-short bench-http chaos lint generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
@@ -36,7 +36,7 @@ test:
 	  sed 's/^/  /' $(SKIP_LOG); \
 	fi; exit $$status
 
-test-all: test-core test-integration fuzz-short lint-openapi
+test-all: test-core test-integration fuzz-short lint-openapi kgo-short
 
 # npm packages of the Node-based tests, from their committed locks, when not
 # installed yet (no npm: the tests that need them skip or, in CI, fail).
@@ -67,9 +67,17 @@ fuzz-short:
 fuzz:
 	@FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-# franz-go's own pkg/kgo tests against a runnel node (slow: not in test).
+# franz-go's own pkg/kgo tests against a runnel node (slow: not in test);
+# KGO_NODES=3 runs them against a 3-node cluster with replication factor 3.
 kgo-integration:
 	@GO=$(GO) ./scripts/kgo-integration.sh
+
+# A short subset of them in `make test`, against 3 nodes (about a minute):
+# produce, consume, regex subscriptions, partitions added while consuming,
+# pausing, purging and a consumer group ETL, with 2,000 records per test.
+KGO_SHORT := ^(TestGroupETL|TestClient_Produce|TestConsumeRegex|TestAddRemovePartitions|TestIssue325|TestPauseIssue489|TestIssue810|TestDirectPartitionPurge|TestIssueFetchLargerThanBrokerMaxReadBytes|TestIssue831)$$
+kgo-short:
+	@GO=$(GO) KGO_NODES=3 KGO_RUN='$(KGO_SHORT)' KGO_TEST_RECORDS=2000 KGO_TIMEOUT=5m RUNNEL_KGO_PORT_BASE=39500 ./scripts/kgo-integration.sh
 
 bench:
 	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
