@@ -313,6 +313,11 @@ type ConsumeRequest struct {
 	MaxBytes int
 	// Wait is the long-poll budget when no record is available (0: no wait).
 	Wait time.Duration
+	// ReadUncommitted (isolation=read_uncommitted) reads up to the high
+	// watermark, records of open and aborted transactions included. By
+	// default (read_committed) the read stops at the last stable offset
+	// and records of aborted transactions are left out.
+	ReadUncommitted bool
 }
 
 // ConsumedRecord is one record read. Key and Value nil are null.

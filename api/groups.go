@@ -173,6 +173,8 @@ type GroupPollRequest struct {
 	MaxRecords int
 	MaxBytes   int
 	Wait       time.Duration
+	// ReadUncommitted: as in ConsumeRequest.
+	ReadUncommitted bool
 }
 
 // GroupRecord is a consumed record with its topic.
@@ -418,6 +420,9 @@ func (g groupsResource) poll(w http.ResponseWriter, r *http.Request) {
 		context.AfterFunc(r.Context(), func() { g.h.mem.give(held) })
 		req := GroupPollRequest{MaxRecords: int(maxRecords), MaxBytes: int(held / groupPollCost),
 			Wait: min(time.Duration(waitMS)*time.Millisecond, g.h.opts.MaxWait)}
+		if req.ReadUncommitted, err = isolationParam(q); err != nil {
+			return nil, 0, err
+		}
 		res, err := gb.PollGroup(r.Context(), name, pathParam(r, "member"), req)
 		if err != nil {
 			return nil, 0, err

@@ -259,5 +259,20 @@ func (rr recordsResource) consumeRequest(r *http.Request) (ConsumeRequest, strin
 	}
 	req.MaxRecords, req.MaxBytes = int(maxRecords), int(maxBytes)
 	req.Wait = min(time.Duration(waitMS)*time.Millisecond, rr.h.opts.MaxWait)
+	if req.ReadUncommitted, err = isolationParam(q); err != nil {
+		return req, "", err
+	}
 	return req, encodingParam(q.Get("encoding")), nil
+}
+
+// isolationParam reads isolation: read_committed (the default) or
+// read_uncommitted, which it reports.
+func isolationParam(q map[string][]string) (bool, error) {
+	switch v := q["isolation"]; {
+	case len(v) == 0 || v[0] == "read_committed":
+		return false, nil
+	case v[0] == "read_uncommitted":
+		return true, nil
+	}
+	return false, &FieldError{Field: "query.isolation", Err: ErrInvalidRequest, Msg: "must be read_committed or read_uncommitted"}
 }

@@ -30,6 +30,10 @@ type readRequest struct {
 	maxRecords int
 	maxBytes   int
 	wait       time.Duration
+	// readUncommitted reads up to the high watermark, records of open and
+	// aborted transactions included; by default (read_committed) the read
+	// stops at the last stable offset and aborted records are dropped.
+	readUncommitted bool
 }
 
 type readResult struct {
@@ -39,15 +43,25 @@ type readResult struct {
 	logStart int64
 }
 
-// resolveOffset turns a read position into an offset.
-func (p *partition) resolveOffset(offset int64, ts *int64) (int64, error) {
+// resolveOffset turns a read position into an offset; latest is the high
+// watermark, or for a read_committed reader (committed) the last stable
+// offset, as Kafka's consumers reset to it.
+func (p *partition) resolveOffset(offset int64, ts *int64, committed bool) (int64, error) {
+	end := p.hwm.Load()
+	if committed && (ts != nil || offset == offsetLatest) {
+		lso, err := p.lso()
+		if err != nil {
+			return 0, err
+		}
+		end = min(end, lso)
+	}
 	if ts != nil {
 		off, _, ok, err := p.log.OffsetForTimestamp(*ts)
 		if err != nil {
 			return 0, fmt.Errorf("find offset for time %d: %w", *ts, err)
 		}
-		if !ok || off > p.hwm.Load() {
-			return p.hwm.Load(), nil
+		if !ok || off > end {
+			return end, nil
 		}
 		return off, nil
 	}
@@ -55,7 +69,7 @@ func (p *partition) resolveOffset(offset int64, ts *int64) (int64, error) {
 	case offsetEarliest:
 		return p.log.StartOffset(), nil
 	case offsetLatest:
-		return p.hwm.Load(), nil
+		return end, nil
 	}
 	return offset, nil
 }
@@ -67,7 +81,7 @@ func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, 
 	if err != nil {
 		return readResult{}, err
 	}
-	offset, err := p.resolveOffset(req.offset, req.timestamp)
+	offset, err := p.resolveOffset(req.offset, req.timestamp, !req.readUncommitted)
 	if err != nil {
 		return readResult{}, err
 	}
@@ -79,7 +93,7 @@ func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, 
 	}
 	for {
 		changed := p.changed()
-		res, err := p.readDecoded(offset, req.maxRecords, req.maxBytes)
+		res, err := p.readDecoded(offset, req.maxRecords, req.maxBytes, !req.readUncommitted)
 		if err != nil || len(res.records) > 0 || timer == nil {
 			return res, err
 		}
@@ -109,14 +123,21 @@ func (b *broker) isClosed() bool {
 // alone, as Kafka's KIP-74 does).
 // A stored batch that cannot be decoded ends the read after the records
 // before it; read first, it is a *corruptBatchError naming it.
-func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int) (readResult, error) {
+func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
 	if offset < res.logStart || offset > res.hwm {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, res.hwm)
 	}
 	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes}
-	for res.next < res.hwm && !r.full() {
-		chunk, err := p.read(res.next, max(maxBytes-r.size, 1))
+	limit := res.hwm
+	if committed {
+		var err error
+		if limit, r.aborted, err = p.committedRange(offset, limit); err != nil {
+			return res, err
+		}
+	}
+	for res.next < limit && !r.full() {
+		chunk, err := p.readUpTo(res.next, max(maxBytes-r.size, 1), limit)
 		if err != nil {
 			return res, err
 		}
@@ -145,7 +166,8 @@ type decodedReader struct {
 	res        *readResult
 	maxRecords int
 	maxBytes   int
-	size       int // decoded bytes in res.records
+	size       int                   // decoded bytes in res.records
+	aborted    []segments.AbortedTxn // read_committed: records to drop
 }
 
 func (r *decodedReader) full() bool {
@@ -162,7 +184,7 @@ func (r *decodedReader) batches(data []byte) error {
 		if !ok {
 			return nil
 		}
-		if info.Control {
+		if info.Control || r.abortedBatch(info) {
 			r.res.next = max(r.res.next, info.NextOffset())
 		} else if err := r.batch(data[:info.Size], info); err != nil {
 			return r.corrupt(info, true, err)
@@ -239,3 +261,17 @@ func (e *corruptBatchError) Error() string {
 }
 
 func (e *corruptBatchError) Unwrap() error { return e.err }
+
+// abortedBatch reports whether a read_committed reader drops the batch: it
+// belongs to a transaction its producer aborted.
+func (r *decodedReader) abortedBatch(info segments.BatchInfo) bool {
+	if !info.Transactional {
+		return false
+	}
+	for _, a := range r.aborted {
+		if a.ProducerID == info.ProducerID && a.FirstOffset <= info.BaseOffset && info.BaseOffset <= a.LastOffset {
+			return true
+		}
+	}
+	return false
+}

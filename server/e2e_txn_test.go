@@ -1,9 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,12 +107,14 @@ func rawListLatest(t *testing.T, conn net.Conn, topic string, iso int8) int64 {
 	return p.Offset
 }
 
-// Kafka read_committed over a real node with franz-go's transactional
+// read_committed over a real node with franz-go's transactional
 // producer: the last stable offset stops readers at an open transaction
 // (Fetch and ListOffsets), Fetch names the aborted transaction, and
 // franz-go read_committed consumers never see aborted records while
-// read_uncommitted ones see everything.
-func TestTxnReadCommittedKafka(t *testing.T) {
+// read_uncommitted ones see everything; HTTP partition reads, the SSE
+// stream and group member polls do the same with isolation (default
+// read_committed), the server dropping aborted records and markers.
+func TestTxnReadCommittedKafkaAndHTTP(t *testing.T) {
 	n := kafkaNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -172,13 +179,121 @@ func TestTxnReadCommittedKafka(t *testing.T) {
 		}
 	}
 
+	// HTTP: the server drops aborted records and markers itself.
+	committed, uncommitted := []string{"c1", "c2", "c3"}, []string{"c1", "c2", "c3", "a1", "a2", "o1", "p1"}
+	for _, tc := range []struct {
+		query string
+		want  []string
+		next  int64
+	}{{"", committed, 7}, {"&isolation=read_committed", committed, 7}, {"&isolation=read_uncommitted", uncommitted, 9}} {
+		if got, next := httpValues(t, c, "/v1/topics/txr/partitions/0/records?offset=0&encoding=string"+tc.query); !slices.Equal(got, tc.want) || next != tc.next {
+			t.Fatalf("HTTP consume%s: %v next %d, want %v next %d", tc.query, got, next, tc.want, tc.next)
+		}
+	}
+	if got, next := httpValues(t, c, "/v1/topics/txr/partitions/0/records?offset=latest"); len(got) != 0 || next != 7 {
+		t.Fatalf("read_committed offset=latest starts at %d, want the LSO 7", next)
+	}
+	c.problem("GET", "/v1/topics/txr/partitions/0/records?isolation=serializable", "", nil, 400, "")
+
 	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadCommitted(), "p1"), []string{"c1", "c2", "c3", "o1", "p1"}; !slices.Equal(got, want) {
-		t.Fatalf("read_committed read %v, want %v", got, want)
+	committed = []string{"c1", "c2", "c3", "o1", "p1"}
+	if got := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadCommitted(), "p1"); !slices.Equal(got, committed) {
+		t.Fatalf("read_committed read %v, want %v", got, committed)
 	}
-	if got, want := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadUncommitted(), "p1"), []string{"c1", "c2", "c3", "a1", "a2", "o1", "p1"}; !slices.Equal(got, want) {
-		t.Fatalf("read_uncommitted read %v, want %v", got, want)
+	if got := readValues(ctx, t, n.KafkaAddr, "txr", kgo.ReadUncommitted(), "p1"); !slices.Equal(got, uncommitted) {
+		t.Fatalf("read_uncommitted read %v, want %v", got, uncommitted)
 	}
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{{"", committed}, {"&isolation=read_uncommitted", uncommitted}} {
+		if got, _ := httpValues(t, c, "/v1/topics/txr/partitions/0/records?offset=0&encoding=string"+tc.query); !slices.Equal(got, tc.want) {
+			t.Fatalf("HTTP consume%s: %v, want %v", tc.query, got, tc.want)
+		}
+		if got := sseValues(ctx, t, n, "/v1/topics/txr/records/stream?offset=earliest&encoding=string"+tc.query, "p1"); !slices.Equal(got, tc.want) {
+			t.Fatalf("SSE%s: %v, want %v", tc.query, got, tc.want)
+		}
+		if got := groupValues(t, c, "g"+tc.query, "txr", tc.query, "p1"); !slices.Equal(got, tc.want) {
+			t.Fatalf("group poll%s: %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+// httpValues is one HTTP consume: the values and next_offset.
+func httpValues(t *testing.T, c *apiClient, path string) ([]string, int64) {
+	t.Helper()
+	var res struct {
+		Records []struct {
+			Value string `json:"value"`
+		} `json:"records"`
+		NextOffset int64 `json:"next_offset"`
+	}
+	c.json("GET", path, nil, 200, &res)
+	var out []string
+	for _, r := range res.Records {
+		out = append(out, r.Value)
+	}
+	return out, res.NextOffset
+}
+
+// sseValues reads the SSE stream at path until an event with value last.
+func sseValues(ctx context.Context, t *testing.T, n *servertest.Node, path, last string) []string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", n.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var rec struct {
+			Value string `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(data), &rec); err != nil {
+			t.Fatalf("SSE data %q: %v", data, err)
+		}
+		if out = append(out, rec.Value); rec.Value == last {
+			return out
+		}
+	}
+	t.Fatalf("SSE ended after %v: %v", out, sc.Err())
+	return nil
+}
+
+// groupValues joins an HTTP group member to topic and polls (with query)
+// until it reads last.
+func groupValues(t *testing.T, c *apiClient, group, topic, query, last string) []string {
+	t.Helper()
+	var join struct {
+		MemberID string `json:"member_id"`
+	}
+	group = url.PathEscape(group)
+	c.json("POST", "/v1/groups/"+group+"/members", map[string]any{"topics": []string{topic}, "auto_offset_reset": "earliest"}, 200, &join)
+	var out []string
+	for range 100 {
+		var res struct {
+			Records []struct {
+				Value string `json:"value"`
+			} `json:"records"`
+		}
+		c.json("GET", "/v1/groups/"+group+"/members/"+url.PathEscape(join.MemberID)+"/records?wait_ms=500&encoding=string"+query, nil, 200, &res)
+		for _, r := range res.Records {
+			if out = append(out, r.Value); r.Value == last {
+				return out
+			}
+		}
+	}
+	t.Fatalf("group poll read %v, never %s", out, last)
+	return nil
 }

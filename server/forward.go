@@ -159,6 +159,9 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 	q.Set("max_records", strconv.Itoa(req.MaxRecords))
 	q.Set("max_bytes", strconv.Itoa(req.MaxBytes))
 	q.Set("wait_ms", strconv.FormatInt(req.Wait.Milliseconds(), 10))
+	if req.ReadUncommitted {
+		q.Set("isolation", "read_uncommitted")
+	}
 	u := fmt.Sprintf("http://%s/v1/topics/%s/partitions/%d/records?%s", addr, url.PathEscape(req.Topic), req.Partition, q.Encode())
 	var res struct {
 		Records []struct {

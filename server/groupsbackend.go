@@ -98,7 +98,7 @@ func (l offsetsLog) HighWatermark() int64     { return l.p.hwm.Load() }
 func (l offsetsLog) Changed() <-chan struct{} { return l.p.changed() }
 
 func (l offsetsLog) ReadRecords(off int64, maxRecords, maxBytes int) ([]groups.Record, int64, int64, error) {
-	res, err := l.p.readDecoded(off, maxRecords, maxBytes)
+	res, err := l.p.readDecoded(off, maxRecords, maxBytes, false)
 	out := make([]groups.Record, len(res.records))
 	for i, r := range res.records {
 		out[i] = groups.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
@@ -129,14 +129,15 @@ func (l offsetsLog) BatchEnd(off int64) (int64, error) {
 // Read reads one partition wherever its leader is (one forwarding hop
 // started here, even when this request was itself forwarded: the
 // coordinator's read is a request of its own).
-func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
+func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset int64, maxRecords, maxBytes int, uncommitted bool) (api.ConsumeResult, error) {
 	s := b.s
 	img, _ := s.meta.Image()
 	top, ok := img.Topics[t.Topic]
 	if !ok || int(t.Partition) >= len(top.Partitions) {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d", api.ErrUnknownPartition, t.Topic, t.Partition)
 	}
-	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1)}
+	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1),
+		ReadUncommitted: uncommitted}
 	leader := top.Partitions[t.Partition].Leader
 	if leader != s.cfg.NodeID {
 		if _, ok := img.Brokers[leader]; !ok {
@@ -145,7 +146,7 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 		return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
 	}
 	res, err := s.broker.readRecords(ctx, readRequest{topic: t.Topic, partition: t.Partition, offset: offset,
-		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes})
+		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, readUncommitted: uncommitted})
 	if err != nil {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
@@ -172,7 +173,7 @@ func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartitio
 		if err != nil {
 			return 0, toHTTPError(err)
 		}
-		return p.resolveOffset(0, &ts)
+		return p.resolveOffset(0, &ts, false)
 	}
 	if _, ok := img.Brokers[leader]; !ok {
 		return 0, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)

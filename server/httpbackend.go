@@ -440,7 +440,8 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 		return h.s.forward.consume(ctx, addr, req)
 	}
 	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
-		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait})
+		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
+		readUncommitted: req.ReadUncommitted})
 	if err != nil && !(errors.Is(err, context.Canceled) && len(res.records) > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}

@@ -107,7 +107,7 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 	if err != nil {
 		return api.BatchResult{}, toHTTPError(err)
 	}
-	offset, err := p.resolveOffset(req.Offset, req.Timestamp)
+	offset, err := p.resolveOffset(req.Offset, req.Timestamp, !req.ReadUncommitted)
 	if err != nil {
 		return api.BatchResult{}, toHTTPError(err)
 	}
@@ -119,7 +119,7 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 	}
 	for {
 		changed := p.changed()
-		res, err := p.readBatches(offset, req.MaxBytes)
+		res, err := p.readBatches(offset, req.MaxBytes, !req.ReadUncommitted)
 		if err != nil || res.Records > 0 || timer == nil {
 			if err == nil {
 				h.s.metrics.consumed(req.Topic, res.Records, len(res.Batches))
@@ -138,16 +138,27 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 
 // readBatches reads whole batches from offset below the high watermark
 // and checks each; a bad one ends the read after the batches before it
-// (read first, it is a *corruptBatchError naming it).
-func (p *partition) readBatches(offset int64, maxBytes int) (api.BatchResult, error) {
+// (read first, it is a *corruptBatchError naming it). committed
+// (read_committed) reads below the last stable offset and leaves out
+// control batches and batches of aborted transactions (txnread.go).
+func (p *partition) readBatches(offset int64, maxBytes int, committed bool) (api.BatchResult, error) {
 	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log.StartOffset()}
 	if offset < res.StartOffset || offset > res.HighWatermark {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.StartOffset, res.HighWatermark)
 	}
-	if offset == res.HighWatermark {
+	limit := res.HighWatermark
+	var drop *decodedReader // read_committed: its aborted list decides
+	if committed {
+		var err error
+		drop = &decodedReader{}
+		if limit, drop.aborted, err = p.committedRange(offset, limit); err != nil {
+			return res, err
+		}
+	}
+	if offset >= limit {
 		return res, nil
 	}
-	chunk, err := p.read(offset, maxBytes)
+	chunk, err := p.readUpTo(offset, maxBytes, limit)
 	if err != nil {
 		return res, err
 	}
@@ -157,6 +168,7 @@ func (p *partition) readBatches(offset int64, maxBytes int) (api.BatchResult, er
 		return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, offset, err)
 	}
 	good := 0
+	var kept []byte // the batches served, once one was left out
 	for rest := data; ; {
 		info, ok, err := segments.NextBatch(rest)
 		if err != nil || (!ok && len(rest) > 0 && good == 0) {
@@ -175,13 +187,22 @@ func (p *partition) readBatches(offset int64, maxBytes int) (api.BatchResult, er
 		if !ok {
 			break
 		}
-		if !info.Control {
+		skip := drop != nil && (info.Control || drop.abortedBatch(info))
+		if !info.Control && !skip {
 			res.Records += int(info.LastOffset - max(info.BaseOffset, res.NextOffset) + 1)
+		}
+		if skip && kept == nil {
+			kept = append(make([]byte, 0, len(data)), data[:good]...)
+		} else if !skip && kept != nil {
+			kept = append(kept, rest[:info.Size]...)
 		}
 		res.NextOffset = max(res.NextOffset, info.NextOffset())
 		good += info.Size
 		rest = rest[info.Size:]
 	}
 	res.Batches = data[:good]
+	if kept != nil {
+		res.Batches = kept
+	}
 	return res, nil
 }

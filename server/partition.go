@@ -186,11 +186,17 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 
 // read returns whole batches from offset up to the high watermark.
 func (p *partition) read(offset int64, maxBytes int) (segments.Chunk, error) {
+	return p.readUpTo(offset, maxBytes, p.hwm.Load())
+}
+
+// readUpTo returns whole batches from offset, none at or past limit (at
+// most the high watermark: the last stable offset for read_committed).
+func (p *partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.Chunk, error) {
 	hwm := p.hwm.Load()
 	if offset > hwm || offset < p.log.StartOffset() {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
 	}
-	c, err := p.log.Read(offset, maxBytes, hwm)
+	c, err := p.log.Read(offset, maxBytes, min(limit, hwm))
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
 	}

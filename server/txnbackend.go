@@ -175,7 +175,7 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 		}
 	}
 	for off := p.log.StartOffset(); ; {
-		res, err := p.readDecoded(off, 1000, 4<<20)
+		res, err := p.readDecoded(off, 1000, 4<<20, false)
 		for _, r := range res.records {
 			fn(r.Key, r.Value)
 		}

@@ -39,16 +39,9 @@ func (p *partition) readCommitted(offset int64, maxBytes int) (segments.Chunk, i
 	if offset > hwm || offset < p.log.StartOffset() {
 		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
 	}
-	lso, err := p.lso()
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if offset >= lso {
-		return nil, lso, nil, nil
-	}
-	aborted, err := p.log.AbortedTxns(offset, lso)
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.topic, p.index, err)
+	lso, aborted, err := p.committedRange(offset, hwm)
+	if err != nil || offset >= lso {
+		return nil, lso, nil, err
 	}
 	c, err := p.log.Read(offset, maxBytes, lso)
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
@@ -63,4 +56,23 @@ func toKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
 		out[i] = kafkaproto.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
 	}
 	return out
+}
+
+// committedRange is what a read_committed read from offset may return: up
+// to the last stable offset (at most hw), and the aborted transactions in
+// that range.
+func (p *partition) committedRange(offset, hw int64) (int64, []segments.AbortedTxn, error) {
+	lso, err := p.lso()
+	if err != nil {
+		return 0, nil, err
+	}
+	limit := min(lso, hw)
+	if offset >= limit {
+		return limit, nil, nil
+	}
+	aborted, err := p.log.AbortedTxns(offset, limit)
+	if err != nil {
+		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.topic, p.index, err)
+	}
+	return limit, aborted, nil
 }

@@ -514,6 +514,24 @@ func (e Encoding) Valid() bool {
 	}
 }
 
+// Defines values for Isolation.
+const (
+	IsolationReadCommitted   Isolation = "read_committed"
+	IsolationReadUncommitted Isolation = "read_uncommitted"
+)
+
+// Valid indicates whether the value is a known member of the Isolation enum.
+func (e Isolation) Valid() bool {
+	switch e {
+	case IsolationReadCommitted:
+		return true
+	case IsolationReadUncommitted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PollGroupParamsEncoding.
 const (
 	PollGroupParamsEncodingBase64 PollGroupParamsEncoding = "base64"
@@ -535,6 +553,24 @@ func (e PollGroupParamsEncoding) Valid() bool {
 	}
 }
 
+// Defines values for PollGroupParamsIsolation.
+const (
+	PollGroupParamsIsolationReadCommitted   PollGroupParamsIsolation = "read_committed"
+	PollGroupParamsIsolationReadUncommitted PollGroupParamsIsolation = "read_uncommitted"
+)
+
+// Valid indicates whether the value is a known member of the PollGroupParamsIsolation enum.
+func (e PollGroupParamsIsolation) Valid() bool {
+	switch e {
+	case PollGroupParamsIsolationReadCommitted:
+		return true
+	case PollGroupParamsIsolationReadUncommitted:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ConsumeRecordsParamsEncoding.
 const (
 	ConsumeRecordsParamsEncodingBase64 ConsumeRecordsParamsEncoding = "base64"
@@ -550,6 +586,24 @@ func (e ConsumeRecordsParamsEncoding) Valid() bool {
 	case ConsumeRecordsParamsEncodingJson:
 		return true
 	case ConsumeRecordsParamsEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ConsumeRecordsParamsIsolation.
+const (
+	ConsumeRecordsParamsIsolationReadCommitted   ConsumeRecordsParamsIsolation = "read_committed"
+	ConsumeRecordsParamsIsolationReadUncommitted ConsumeRecordsParamsIsolation = "read_uncommitted"
+)
+
+// Valid indicates whether the value is a known member of the ConsumeRecordsParamsIsolation enum.
+func (e ConsumeRecordsParamsIsolation) Valid() bool {
+	switch e {
+	case ConsumeRecordsParamsIsolationReadCommitted:
+		return true
+	case ConsumeRecordsParamsIsolationReadUncommitted:
 		return true
 	default:
 		return false
@@ -616,6 +670,24 @@ func (e StreamRecordsParamsEncoding) Valid() bool {
 	case StreamRecordsParamsEncodingJson:
 		return true
 	case StreamRecordsParamsEncodingString:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StreamRecordsParamsIsolation.
+const (
+	StreamRecordsParamsIsolationReadCommitted   StreamRecordsParamsIsolation = "read_committed"
+	StreamRecordsParamsIsolationReadUncommitted StreamRecordsParamsIsolation = "read_uncommitted"
+)
+
+// Valid indicates whether the value is a known member of the StreamRecordsParamsIsolation enum.
+func (e StreamRecordsParamsIsolation) Valid() bool {
+	switch e {
+	case StreamRecordsParamsIsolationReadCommitted:
+		return true
+	case StreamRecordsParamsIsolationReadUncommitted:
 		return true
 	default:
 		return false
@@ -1250,6 +1322,9 @@ type Group = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// Isolation defines model for Isolation.
+type Isolation string
+
 // Member defines model for Member.
 type Member = string
 
@@ -1326,10 +1401,22 @@ type PollGroupParams struct {
 
 	// Encoding How keys, values and header values appear in JSON (see the introduction).
 	Encoding *PollGroupParamsEncoding `form:"encoding,omitempty" json:"encoding,omitempty"`
+
+	// Isolation Which records of Kafka transactions a read sees. `read_committed` (the default)
+	// stops at the partition's last stable offset (the first record of a transaction
+	// still open, at most the high watermark), leaves out records of aborted
+	// transactions, and `offset=latest` means the last stable offset.
+	// `read_uncommitted` reads up to the high watermark, records of open and aborted
+	// transactions included. Transaction markers (control records) are never
+	// returned; their offsets are skipped.
+	Isolation *PollGroupParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
 }
 
 // PollGroupParamsEncoding defines parameters for PollGroup.
 type PollGroupParamsEncoding string
+
+// PollGroupParamsIsolation defines parameters for PollGroup.
+type PollGroupParamsIsolation string
 
 // ListTopicsParams defines parameters for ListTopics.
 type ListTopicsParams struct {
@@ -1362,10 +1449,22 @@ type ConsumeRecordsParams struct {
 
 	// Encoding How keys, values and header values appear in JSON (see the introduction).
 	Encoding *ConsumeRecordsParamsEncoding `form:"encoding,omitempty" json:"encoding,omitempty"`
+
+	// Isolation Which records of Kafka transactions a read sees. `read_committed` (the default)
+	// stops at the partition's last stable offset (the first record of a transaction
+	// still open, at most the high watermark), leaves out records of aborted
+	// transactions, and `offset=latest` means the last stable offset.
+	// `read_uncommitted` reads up to the high watermark, records of open and aborted
+	// transactions included. Transaction markers (control records) are never
+	// returned; their offsets are skipped.
+	Isolation *ConsumeRecordsParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
 }
 
 // ConsumeRecordsParamsEncoding defines parameters for ConsumeRecords.
 type ConsumeRecordsParamsEncoding string
+
+// ConsumeRecordsParamsIsolation defines parameters for ConsumeRecords.
+type ConsumeRecordsParamsIsolation string
 
 // ProduceRecordsParams defines parameters for ProduceRecords.
 type ProduceRecordsParams struct {
@@ -1418,12 +1517,24 @@ type StreamRecordsParams struct {
 	// Encoding How keys, values and header values appear in JSON (see the introduction).
 	Encoding *StreamRecordsParamsEncoding `form:"encoding,omitempty" json:"encoding,omitempty"`
 
+	// Isolation Which records of Kafka transactions a read sees. `read_committed` (the default)
+	// stops at the partition's last stable offset (the first record of a transaction
+	// still open, at most the high watermark), leaves out records of aborted
+	// transactions, and `offset=latest` means the last stable offset.
+	// `read_uncommitted` reads up to the high watermark, records of open and aborted
+	// transactions included. Transaction markers (control records) are never
+	// returned; their offsets are skipped.
+	Isolation *StreamRecordsParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
+
 	// LastEventID Resume position, the `id` of the last event received.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
 // StreamRecordsParamsEncoding defines parameters for StreamRecords.
 type StreamRecordsParamsEncoding string
+
+// StreamRecordsParamsIsolation defines parameters for StreamRecords.
+type StreamRecordsParamsIsolation string
 
 // CreateACLJSONRequestBody defines body for CreateACL for application/json ContentType.
 type CreateACLJSONRequestBody = ACL
@@ -4032,6 +4143,18 @@ func NewPollGroupRequest(server string, group Group, member Member, params *Poll
 
 		}
 
+		if params.Isolation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "isolation", *params.Isolation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -4683,6 +4806,18 @@ func NewConsumeRecordsRequest(server string, topic Topic, partition Partition, p
 
 		}
 
+		if params.Isolation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "isolation", *params.Isolation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5012,6 +5147,18 @@ func NewStreamRecordsRequest(server string, topic Topic, params *StreamRecordsPa
 		if params.Encoding != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "encoding", *params.Encoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Isolation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "isolation", *params.Isolation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

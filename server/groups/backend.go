@@ -45,8 +45,9 @@ type Backend interface {
 	// holds it.
 	OffsetsLog(p int32) (Log, error)
 	// Read reads decoded records of any partition wherever its leader is
-	// (forwarding one hop); errors are the api package's sentinels.
-	Read(ctx context.Context, t TopicPartition, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error)
+	// (forwarding one hop), read_committed unless uncommitted; errors are
+	// the api package's sentinels.
+	Read(ctx context.Context, t TopicPartition, offset int64, maxRecords, maxBytes int, uncommitted bool) (api.ConsumeResult, error)
 	// OffsetForTime is the first offset of t whose record is at or after
 	// ts (end when there is none).
 	OffsetForTime(ctx context.Context, t TopicPartition, ts, end int64) (int64, error)

@@ -127,7 +127,7 @@ func (b *fakeBackend) OffsetsLog(p int32) (Log, error) {
 	return nil, errors.New("fake: no such partition")
 }
 
-func (b *fakeBackend) Read(ctx context.Context, t TopicPartition, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
+func (b *fakeBackend) Read(ctx context.Context, t TopicPartition, offset int64, maxRecords, maxBytes int, _ bool) (api.ConsumeResult, error) {
 	return api.ConsumeResult{HighWatermark: 100, NextOffset: 100}, nil
 }
 

@@ -251,10 +251,10 @@ func (c *Coordinator) readPlan(ctx context.Context, plan []pollStart, req api.Gr
 		if len(recs) >= req.MaxRecords || bytes >= req.MaxBytes {
 			break
 		}
-		res, err := c.read(ctx, ps.t, ps.offset, req.MaxRecords-len(recs), req.MaxBytes-bytes)
+		res, err := c.readIso(ctx, ps.t, ps.offset, req.MaxRecords-len(recs), req.MaxBytes-bytes, req.ReadUncommitted)
 		if errors.Is(err, api.ErrOffsetOutOfRange) {
 			// The position fell out of the log (retention): start over by policy.
-			res, err = c.read(ctx, ps.t, api.OffsetEarliest, req.MaxRecords-len(recs), req.MaxBytes-bytes)
+			res, err = c.readIso(ctx, ps.t, api.OffsetEarliest, req.MaxRecords-len(recs), req.MaxBytes-bytes, req.ReadUncommitted)
 		}
 		if errors.Is(err, api.ErrCorruptBatch) && len(recs) > 0 {
 			break // answer what was read; the bad batch comes first at a later poll
@@ -276,7 +276,12 @@ func (c *Coordinator) readPlan(ctx context.Context, plan []pollStart, req api.Gr
 
 // read reads one partition wherever its leader is.
 func (c *Coordinator) read(ctx context.Context, t tp, offset int64, maxRecords, maxBytes int) (api.ConsumeResult, error) {
-	return c.b.Read(ctx, t, offset, maxRecords, maxBytes)
+	return c.b.Read(ctx, t, offset, maxRecords, maxBytes, false)
+}
+
+// readIso is read at the poll's isolation level.
+func (c *Coordinator) readIso(ctx context.Context, t tp, offset int64, maxRecords, maxBytes int, uncommitted bool) (api.ConsumeResult, error) {
+	return c.b.Read(ctx, t, offset, maxRecords, maxBytes, uncommitted)
 }
 
 // commitHTTP commits offsets for an HTTP member (nil: its positions).
