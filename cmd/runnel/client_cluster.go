@@ -8,38 +8,17 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/api"
 )
 
-// controllerInfo is one quorum member of GET /v1/cluster.
-type controllerInfo struct {
-	ID          int32  `json:"id"`
-	Address     string `json:"address"`
-	Role        string `json:"role"`
-	Term        uint64 `json:"term"`
-	LastIndex   uint64 `json:"last_index"`
-	CommitIndex uint64 `json:"commit_index"`
-}
-
-// brokerInfo is one broker of GET /v1/cluster.
-type brokerInfo struct {
-	ID             int32  `json:"id"`
-	State          string `json:"state"`
-	Rack           string `json:"rack"`
-	Epoch          int64  `json:"epoch"`
-	MetadataOffset int64  `json:"metadata_offset"`
-	HTTPAddress    string `json:"http_address"`
-	KafkaAddress   string `json:"kafka_address"`
-	Partitions     int32  `json:"partitions"`
-	Leaders        int32  `json:"leaders"`
-}
-
-// clusterInfo is GET /v1/cluster.
-type clusterInfo struct {
-	ClusterID   string           `json:"cluster_id"`
-	LeaderID    *int32           `json:"leader_id"`
-	Controllers []controllerInfo `json:"controllers"`
-	Brokers     []brokerInfo     `json:"brokers"`
-}
+// The shapes of GET /v1/cluster are the api package's (one set of wire
+// types for the server, the CLI and the tests).
+type (
+	controllerInfo = api.Controller
+	brokerInfo     = api.Broker
+	clusterInfo    = api.Cluster
+)
 
 func newClusterCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
@@ -48,7 +27,7 @@ func newClusterCommand(g *globalFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
-		var ci clusterInfo
+		ci := clusterInfo{LeaderID: -1} // -1 also when a server leaves it out
 		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/cluster"}, &ci)
 		if err != nil {
 			return err
@@ -65,8 +44,8 @@ func newClusterCommand(g *globalFlags) *cobra.Command {
 func writeCluster(w io.Writer, ci clusterInfo) error {
 	fmt.Fprintf(w, "Cluster ID:         %s\n", orDash(ci.ClusterID))
 	leader := "none"
-	if ci.LeaderID != nil && *ci.LeaderID >= 0 {
-		leader = fmt.Sprint(*ci.LeaderID)
+	if ci.LeaderID >= 0 {
+		leader = fmt.Sprint(ci.LeaderID)
 	}
 	fmt.Fprintf(w, "Active controller:  %s\n\n", leader)
 

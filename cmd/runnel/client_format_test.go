@@ -186,7 +186,7 @@ func TestWriteCluster(t *testing.T) {
 		want []string
 	}{
 		{"leader known", clusterInfo{
-			ClusterID: "c-1", LeaderID: ptr(int32(1)),
+			ClusterID: "c-1", LeaderID: 1,
 			Controllers: []controllerInfo{{ID: 2, Address: "h2:9093", Role: "follower", Term: 3, LastIndex: 10, CommitIndex: 10},
 				{ID: 1, Address: "h1:9093", Role: "leader", Term: 3, LastIndex: 11, CommitIndex: 10}},
 			Brokers: []brokerInfo{{ID: 1, State: "alive", Epoch: 4, MetadataOffset: 11, HTTPAddress: "h1:8080", KafkaAddress: "h1:9092", Partitions: 6, Leaders: 2}},
@@ -196,7 +196,7 @@ func TestWriteCluster(t *testing.T) {
 			"CONTROLLERS\nID  ADDRESS  ROLE      TERM  LAST INDEX  COMMIT INDEX\n1   h1:9093  leader    3     11          10\n2   h2:9093  follower  3     10          10\n",
 			"BROKERS\nID  STATE  RACK  EPOCH  METADATA OFFSET  HTTP ADDRESS  KAFKA ADDRESS  REPLICAS  LEADERS\n1   alive  -     4      11               h1:8080       h1:9092        6         2\n",
 		}},
-		{"no leader", clusterInfo{ClusterID: "c-2", LeaderID: ptr(int32(-1))},
+		{"no leader", clusterInfo{ClusterID: "c-2", LeaderID: -1},
 			[]string{"Active controller:  none\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,47 +20,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/api"
 )
 
-type groupSummary struct {
-	Group        string `json:"group"`
-	State        string `json:"state"`
-	ProtocolType string `json:"protocol_type"`
-	Protocol     string `json:"protocol"`
-	Members      int    `json:"members"`
-	Coordinator  int32  `json:"coordinator"`
-	Lag          int64  `json:"lag"`
-}
-
-type groupAssignment struct {
-	Topic      string  `json:"topic"`
-	Partitions []int32 `json:"partitions"`
-}
-
-type groupDetail struct {
-	Group       string `json:"group"`
-	State       string `json:"state"`
-	Protocol    string `json:"protocol"`
-	Generation  int32  `json:"generation"`
-	Leader      string `json:"leader"`
-	Coordinator int32  `json:"coordinator"`
-	Members     []struct {
-		MemberID   string            `json:"member_id"`
-		ClientID   string            `json:"client_id"`
-		ClientHost string            `json:"client_host"`
-		Kind       string            `json:"kind"`
-		Assignment []groupAssignment `json:"assignment"`
-	} `json:"members"`
-	Offsets []struct {
-		Topic           string `json:"topic"`
-		Partition       int32  `json:"partition"`
-		CommittedOffset int64  `json:"committed_offset"`
-		EndOffset       int64  `json:"end_offset"`
-		Lag             int64  `json:"lag"`
-		LagMS           *int64 `json:"lag_ms"`
-	} `json:"offsets"`
-	Lag int64 `json:"lag"`
-}
+// Group bodies are the api package's (one set of wire types for the
+// server, the CLI and the tests).
+type (
+	groupSummary    = api.GroupSummary
+	groupAssignment = api.TopicPartitions
+	groupDetail     = api.GroupDetail
+)
 
 func groupPath(name string) string { return "/v1/groups/" + url.PathEscape(name) }
 

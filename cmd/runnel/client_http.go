@@ -16,6 +16,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/runnel/runnel/api"
 )
 
 // maxResponseBytes bounds how much of one response body the CLI reads, so a
@@ -89,14 +91,9 @@ func parseServerURL(s string) (*url.URL, error) {
 // problemError is an RFC 9457 problem document (or a stand-in built from a
 // non-problem error response).
 type problemError struct {
-	Status   int    `json:"status"`
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Detail   string `json:"detail"`
-	Instance string `json:"instance"`
-	Field    string `json:"field"`
-	method   string
-	path     string
+	api.Problem // as the server writes it
+	method      string
+	path        string
 }
 
 func (e *problemError) Error() string {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/api"
 )
 
 const (
@@ -68,7 +70,9 @@ func (o produceOptions) validate() error {
 	return nil
 }
 
-// produceRecord is one record of the produce request body.
+// produceRecord is one record of the produce request body. The CLI's own:
+// the value travels as the raw JSON it read (the api package decodes it
+// server-side, the generated client would re-encode it).
 type produceRecord struct {
 	Key       *string         `json:"key,omitempty"`
 	Value     json.RawMessage `json:"value"`
@@ -79,13 +83,9 @@ type produceRequest struct {
 	Records []produceRecord `json:"records"`
 }
 
-// produceResponse is the reply to POST /v1/topics/{topic}/records.
-type produceResponse struct {
-	Offsets []struct {
-		Partition int32 `json:"partition"`
-		Offset    int64 `json:"offset"`
-	} `json:"offsets"`
-}
+// produceResponse is the reply to POST /v1/topics/{topic}/records (the api
+// package's).
+type produceResponse = api.ProduceResponse
 
 func newProduceCommand(g *globalFlags) *cobra.Command {
 	o := produceOptions{}

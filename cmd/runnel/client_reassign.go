@@ -12,22 +12,16 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/api"
 )
 
-// reassignPartition is one partition of GET /v1/topics/{topic} with the
-// fields of a running reassignment.
-type reassignPartition struct {
-	Partition        int32   `json:"partition"`
-	Leader           int32   `json:"leader"`
-	Replicas         []int32 `json:"replicas"`
-	ISR              []int32 `json:"isr"`
-	AddingReplicas   []int32 `json:"adding_replicas"`
-	RemovingReplicas []int32 `json:"removing_replicas"`
-}
-
-type reassignDetail struct {
-	Partitions []reassignPartition `json:"partitions"`
-}
+// A reassignment is read from GET /v1/topics/{topic}: the api package's
+// partition detail carries the fields of a running one.
+type (
+	reassignPartition = api.PartitionDetail
+	reassignDetail    = api.TopicDetail
+)
 
 func newTopicReassignCommand(g *globalFlags) *cobra.Command {
 	var (

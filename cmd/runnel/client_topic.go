@@ -12,59 +12,26 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 )
 
 // errBadConfig reports a -c value that is not key=value.
 var errBadConfig = errors.New("config must be key=value")
 
-// topicSummary is one entry of GET /v1/topics.
-type topicSummary struct {
-	Name              string `json:"name"`
-	Partitions        int32  `json:"partitions"`
-	ReplicationFactor int32  `json:"replication_factor"`
-	Internal          bool   `json:"internal"`
-	SizeBytes         int64  `json:"size_bytes"`
-}
-
-type topicList struct {
-	Topics     []topicSummary `json:"topics"`
-	NextCursor string         `json:"next_cursor"`
-}
-
-// partitionInfo is one partition of GET /v1/topics/{topic}.
-type partitionInfo struct {
-	Partition     int32   `json:"partition"`
-	Leader        int32   `json:"leader"`
-	Replicas      []int32 `json:"replicas"`
-	ISR           []int32 `json:"isr"`
-	StartOffset   int64   `json:"start_offset"`
-	EndOffset     int64   `json:"end_offset"`
-	HighWatermark int64   `json:"high_watermark"`
-	SizeBytes     int64   `json:"size_bytes"`
-}
-
-// topicDetail is GET /v1/topics/{topic}.
-type topicDetail struct {
-	Name              string            `json:"name"`
-	ID                string            `json:"id"`
-	ReplicationFactor int32             `json:"replication_factor"`
-	Configs           map[string]string `json:"configs"`
-	Partitions        []partitionInfo   `json:"partitions"`
-}
-
-// createTopicRequest is the body of POST /v1/topics.
-type createTopicRequest struct {
-	Name              string            `json:"name"`
-	Partitions        *int32            `json:"partitions,omitempty"`
-	ReplicationFactor *int32            `json:"replication_factor,omitempty"`
-	Configs           map[string]string `json:"configs,omitempty"`
-}
-
-// alterConfigsRequest is the body of PATCH /v1/topics/{topic}/configs: a nil
-// value deletes the config (back to its default).
-type alterConfigsRequest struct {
-	Configs map[string]*string `json:"configs"`
-}
+// Topic bodies are the api package's (responses, as the server writes
+// them) and the generated client's (requests, whose optional fields are
+// pointers, so the server's defaults apply when a flag is not given): one
+// set of wire types for the server, the CLI and the tests.
+type (
+	topicSummary        = api.TopicSummary
+	topicList           = api.TopicList
+	partitionInfo       = api.PartitionDetail
+	topicDetail         = api.TopicDetail
+	createTopicRequest  = client.CreateTopicRequest
+	alterConfigsRequest = api.AlterConfigsRequest
+)
 
 func topicPath(name string) string { return "/v1/topics/" + url.PathEscape(name) }
 
@@ -143,7 +110,7 @@ func buildCreateTopic(name string, partitions int32, partsSet bool, rf int32, rf
 		return createTopicRequest{}, err
 	}
 	if len(cfg) > 0 {
-		req.Configs = cfg
+		req.Configs = &cfg
 	}
 	return req, nil
 }
