@@ -100,6 +100,15 @@ func TestIdempotentProduceRetryAndRestart(t *testing.T) {
 	n.Stop()
 	n.Start()
 	retry("after a clean restart")
+	resp, err := client.Get(n.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `runnel_idempotent_replays_total{topic="idem"}`) {
+		t.Error("/metrics has no runnel_idempotent_replays_total for the topic")
+	}
 
 	// A new key writes again.
 	if status, out, err := keyedProduce(client, n.URL, "idem", "key-2", q, body); err != nil || status != 200 || bytes.Equal(out, first) {

@@ -388,7 +388,9 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 			return nil, toHTTPError(err)
 		}
 		bases[part] = res.baseOffset
-		if !res.duplicate {
+		if res.duplicate {
+			h.s.metrics.idemReplays.WithLabelValues(topic).Inc()
+		} else {
 			h.s.metrics.produced(topic, len(byPart[part]), len(batch))
 		}
 	}

@@ -17,6 +17,9 @@ type metrics struct {
 	producedBytes   *prometheus.CounterVec
 	consumedRecords *prometheus.CounterVec
 	consumedBytes   *prometheus.CounterVec
+	// idemReplays counts partition batches answered from an
+	// Idempotency-Key (a retry: nothing written); idemkeys.go.
+	idemReplays *prometheus.CounterVec
 
 	mu   sync.Mutex
 	ring map[string]*topicRing // guarded by mu
@@ -48,6 +51,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.producedBytes = vec("topic_produced_bytes_total", "Record batch bytes appended, by topic.")
 	m.consumedRecords = vec("topic_consumed_records_total", "Records read by consumers, by topic.")
 	m.consumedBytes = vec("topic_consumed_bytes_total", "Bytes read by consumers, by topic.")
+	m.idemReplays = vec("idempotent_replays_total", "HTTP produce batches answered from their Idempotency-Key (retries: nothing written), by topic.")
 	m.groupLag = newGroupLagGauge(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "partitions", Help: "Partition replicas hosted by this broker."},
@@ -161,7 +165,7 @@ func (m *metrics) forget(topic string) {
 	m.mu.Lock()
 	delete(m.ring, topic)
 	m.mu.Unlock()
-	for _, v := range []*prometheus.CounterVec{m.producedRecords, m.producedBytes, m.consumedRecords, m.consumedBytes} {
+	for _, v := range []*prometheus.CounterVec{m.producedRecords, m.producedBytes, m.consumedRecords, m.consumedBytes, m.idemReplays} {
 		v.DeleteLabelValues(topic)
 	}
 }
