@@ -55,6 +55,11 @@ func Permissions(method, path string) []Permission {
 			return cluster("alter")
 		}
 		return cluster("describe")
+	case "quotas": // Kafka: DescribeClientQuotas / AlterClientQuotas
+		if write {
+			return cluster("alter_configs")
+		}
+		return cluster("describe_configs")
 	case "brokers", "kafka", "stats":
 		return cluster("describe")
 	}

@@ -107,6 +107,7 @@ func problemKinds() []ProblemKind {
 		{ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "idempotency-key-reused", "Idempotency-Key already used for a different request"},
 		{ErrCorruptBatch, http.StatusUnprocessableEntity, "corrupt-batch", "Stored record batch cannot be decoded"},
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
+		{ErrQuotaExceeded, http.StatusTooManyRequests, "quota-exceeded", "Client quota exceeded"},
 		{ErrTooManyRequests, http.StatusTooManyRequests, "too-many-requests", "Too many concurrent requests"},
 		{ErrOverloaded, http.StatusServiceUnavailable, "overloaded", "Node memory budget for HTTP requests in use"},
 		{ErrNotReady, http.StatusServiceUnavailable, "not-ready", "Node not ready"},

@@ -198,6 +198,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/users", usersResource{h}.Routes())
 		r.Mount("/acls", aclsResource{h}.Routes())
 		r.Mount("/tokens", tokensResource{h}.Routes())
+		r.Mount("/quotas", quotasResource{h}.Routes())
 	})
 	return r
 }

@@ -64,7 +64,7 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	if k.Status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryAfter(err))
 	}
 	body, _ := json.Marshal(p) // Problem always marshals
 	w.Header().Set("Content-Type", "application/problem+json")

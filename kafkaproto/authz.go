@@ -138,6 +138,10 @@ func requestPerms(req kmsg.Request) []perm {
 		return []perm{clusterPerm("describe")}
 	case *kmsg.DescribeACLsRequest:
 		return []perm{clusterPerm("describe")}
+	case *kmsg.DescribeClientQuotasRequest:
+		return []perm{clusterPerm("describe_configs")} // Kafka's mapping
+	case *kmsg.AlterClientQuotasRequest:
+		return []perm{clusterPerm("alter_configs")}
 	case *kmsg.ElectLeadersRequest, *kmsg.AlterPartitionAssignmentsRequest, *kmsg.CreateACLsRequest, *kmsg.DeleteACLsRequest,
 		*kmsg.UpdateFeaturesRequest:
 		return []perm{clusterPerm("alter")}

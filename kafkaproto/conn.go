@@ -52,6 +52,8 @@ type conn struct {
 	out   []byte // response buffer, reused between responses; the writer's
 	state connState
 	jobs  chan<- writeJob // responses for writeLoop
+	// mutedUntil: no request is read before it (a quota throttle; quotas.go).
+	mutedUntil time.Time
 }
 
 func (s *Server) serveConn(nc net.Conn, d door) {
@@ -82,6 +84,7 @@ func (s *Server) serveConn(nc net.Conn, d door) {
 		<-written
 	}()
 	for {
+		c.waitMuted()
 		frame, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
@@ -262,6 +265,7 @@ func (c *conn) handle(frame []byte) error {
 				c.filterMetadata(mr, r)
 			}
 		}
+		c.chargeQuota(h, len(frame), resp, time.Since(start))
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)
 	}

@@ -87,6 +87,9 @@ func handlerTable() map[int16]apiHandler {
 		handle(deleteACLsKey, deleteACLsMin, deleteACLsMax, (*Server).deleteACLs, deleteACLsError),
 		// Transactions, log side.
 		handle(writeTxnMarkersKey, writeTxnMarkersMin, writeTxnMarkersMax, (*Server).writeTxnMarkers, writeTxnMarkersError),
+		// Client quotas (issue 15; quotas.go).
+		handle(describeClientQuotasKey, describeClientQuotasMin, describeClientQuotasMax, (*Server).describeClientQuotas, describeClientQuotasError),
+		handle(alterClientQuotasKey, alterClientQuotasMin, alterClientQuotasMax, (*Server).alterClientQuotas, alterClientQuotasError),
 	} {
 		t[h.key] = h
 	}

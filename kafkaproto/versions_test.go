@@ -168,9 +168,9 @@ func TestEveryVersion(t *testing.T) {
 	addr, s := startServer(t, b, Options{})
 	mustCreate(t, b, "sweep", 3)
 	mustCreate(t, b, "grow", 1)
-	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys)+len(peerSweepKeys)+len(txnSweepKeys) != len(s.handlers) {
-		t.Fatalf("sweep covers %d keys, groups_test.go %d, sasl_test.go %d, writetxnmarkers_test.go %d and txn_test.go %d, table has %d",
-			len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(peerSweepKeys), len(txnSweepKeys), len(s.handlers))
+	if len(sweepOrder)+len(groupSweepKeys)+len(saslSweepKeys)+len(peerSweepKeys)+len(txnSweepKeys)+len(quotaSweepKeys) != len(s.handlers) {
+		t.Fatalf("sweep covers %d keys, groups_test.go %d, sasl_test.go %d, writetxnmarkers_test.go %d, txn_test.go %d and quotas_test.go %d, table has %d",
+			len(sweepOrder), len(groupSweepKeys), len(saslSweepKeys), len(peerSweepKeys), len(txnSweepKeys), len(quotaSweepKeys), len(s.handlers))
 	}
 	// Seed data for fetch, list offsets and delete records.
 	if _, err := b.Produce(context.Background(), "sweep", 0, testBatch(5, -1, -1), -1); err != nil {
@@ -352,6 +352,8 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{45, "AlterPartitionAssignments", 0, 1},
 		{46, "ListPartitionReassignments", 0, 0},
 		{47, "OffsetDelete", 0, 0},
+		{48, "DescribeClientQuotas", 0, 1},
+		{49, "AlterClientQuotas", 0, 1},
 		{55, "DescribeQuorum", 0, 2},
 		{57, "UpdateFeatures", 0, 2},
 		{60, "DescribeCluster", 0, 1},

@@ -134,6 +134,7 @@ type Image struct {
 	Users          map[string]*User    // users.go
 	ACLs           map[string]ACLEntry // acls.go, by ACLEntry.Key
 	Tokens         map[string]*Token   // tokens.go, by id
+	Quotas         map[string]Quota    // quotas.go, by QuotaEntity.Key
 
 	load *partitionLoad // counts kept by the FSM (load.go); nil in images built elsewhere
 }
@@ -210,6 +211,7 @@ type Command struct {
 	DeleteACLs          *DeleteACLs          `json:",omitempty"`
 	CreateToken         *CreateToken         `json:",omitempty"`
 	DeleteToken         *DeleteToken         `json:",omitempty"`
+	SetQuotas           *SetQuotas           `json:",omitempty"`
 }
 
 // CommandVersion is the envelope version this package writes and applies.

@@ -46,7 +46,7 @@ func (c *Command) count() int {
 		c.ChangePartition != nil, c.AllocateProducerIDs != nil, c.InitCluster != nil,
 		c.ChangePartitions != nil, c.ReassignPartition != nil,
 		c.UpsertUserScram != nil, c.DeleteUser != nil, c.CreateACLs != nil, c.DeleteACLs != nil,
-		c.CreateToken != nil, c.DeleteToken != nil,
+		c.CreateToken != nil, c.DeleteToken != nil, c.SetQuotas != nil,
 	} {
 		if set {
 			n++

@@ -195,6 +195,8 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.createToken(cmd.CreateToken)
 	case cmd.DeleteToken != nil:
 		return c.deleteToken(cmd.DeleteToken)
+	case cmd.SetQuotas != nil:
+		return c.setQuotas(cmd.SetQuotas)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }

@@ -20,7 +20,8 @@ func (img *Image) Digest() string {
 		Users          map[string]*User    `json:",omitempty"` // omitted: digests without users stay as they were
 		ACLs           map[string]ACLEntry `json:",omitempty"`
 		Tokens         map[string]*Token   `json:",omitempty"`
-	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs, img.Tokens})
+		Quotas         map[string]Quota    `json:",omitempty"`
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs, img.Tokens, img.Quotas})
 	if err != nil {
 		// Only plain data types: cannot happen.
 		panic("raftfsm: digest: " + err.Error())
@@ -41,6 +42,10 @@ func (img *Image) next(index uint64) *Image {
 		Users:          make(map[string]*User, len(img.Users)),
 		ACLs:           make(map[string]ACLEntry, len(img.ACLs)),
 		Tokens:         make(map[string]*Token, len(img.Tokens)),
+		Quotas:         make(map[string]Quota, len(img.Quotas)),
+	}
+	for k, v := range img.Quotas {
+		n.Quotas[k] = v
 	}
 	for k, v := range img.Users {
 		n.Users[k] = v
@@ -66,7 +71,7 @@ func (img *Image) next(index uint64) *Image {
 }
 
 func emptyImage() *Image {
-	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}, Tokens: map[string]*Token{}}
+	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}, Tokens: map[string]*Token{}, Quotas: map[string]Quota{}}
 }
 
 // clone returns a deep copy of t, for modification before it is published.

@@ -148,6 +148,8 @@ func checkCommand(cmd *Command) error {
 		return checkACLs(cmd.CreateACLs.ACLs)
 	case cmd.DeleteACLs != nil:
 		return checkACLs(cmd.DeleteACLs.ACLs)
+	case cmd.SetQuotas != nil:
+		return checkQuotas(cmd.SetQuotas.Quotas)
 	case cmd.AllocateProducerIDs != nil:
 		if n := cmd.AllocateProducerIDs.Count; n < 1 || n > maxProducerIDBlock {
 			return fmt.Errorf("%w: producer id count %d (want 1 to %d)", ErrInvalidCommand, n, maxProducerIDBlock)

@@ -21,6 +21,7 @@ import (
 //	users/<name>          JSON User (SCRAM credentials, no password)
 //	acls/<ACLEntry.Key>   JSON ACLEntry
 //	tokens/<id>           JSON Token (a hash of the secret, never the token)
+//	quotas/<QuotaEntity.Key> JSON Quota
 const (
 	keyApplied        = "meta/applied"
 	keyClusterID      = "meta/cluster_id"
@@ -112,6 +113,12 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
 		img.Tokens[t.ID] = &t
+	case strings.HasPrefix(key, prefixQuotas):
+		var q Quota
+		if err := json.Unmarshal(v, &q); err != nil {
+			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
+		}
+		img.Quotas[q.Entity.Key()] = q
 	default:
 		return fmt.Errorf("%w: unknown key %q", errBadState, key)
 	}

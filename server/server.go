@@ -83,6 +83,7 @@ type Server struct {
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
 	authz         authzCache    // the authorizer of the last image (acls.go)
+	quotas        quotaState    // client quotas and their meters (quotas.go)
 	wg            sync.WaitGroup
 }
 
@@ -256,7 +257,7 @@ func (s *Server) open() (err error) {
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
 	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
-	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.withAuth(s.groupsProxy(handler)))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.withAuth(s.withQuotas(s.groupsProxy(handler))))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
 	// knowledge (h2c) on the plaintext port, so one connection carries
 	// many concurrent produces and consumes (curl --http2-prior-knowledge).

@@ -1192,6 +1192,34 @@ type ProduceResponse struct {
 	Offsets []RecordOffset `json:"offsets"`
 }
 
+// Quota defines model for Quota.
+type Quota struct {
+	// ConsumerByteRate Bytes per second fetched.
+	ConsumerByteRate *float32 `json:"consumer_byte_rate,omitempty"`
+
+	// Entity A user, a client id or both; each part a name or the default (at least one part).
+	Entity QuotaEntity `json:"entity"`
+
+	// ProducerByteRate Bytes per second produced.
+	ProducerByteRate *float32 `json:"producer_byte_rate,omitempty"`
+
+	// RequestPercentage Percent of one request-handling thread's time.
+	RequestPercentage *float32 `json:"request_percentage,omitempty"`
+}
+
+// QuotaEntity A user, a client id or both; each part a name or the default (at least one part).
+type QuotaEntity struct {
+	ClientId        *string `json:"client_id,omitempty"`
+	DefaultClientId *bool   `json:"default_client_id,omitempty"`
+	DefaultUser     *bool   `json:"default_user,omitempty"`
+	User            *string `json:"user,omitempty"`
+}
+
+// QuotaList defines model for QuotaList.
+type QuotaList struct {
+	Quotas []Quota `json:"quotas"`
+}
+
 // ReassignRequest defines model for ReassignRequest.
 type ReassignRequest struct {
 	// Replicas The target broker ids, preferred leader first.
@@ -1418,6 +1446,21 @@ type PollGroupParamsEncoding string
 // PollGroupParamsIsolation defines parameters for PollGroup.
 type PollGroupParamsIsolation string
 
+// ListQuotasParams defines parameters for ListQuotas.
+type ListQuotasParams struct {
+	// User Only entities naming this user.
+	User *string `form:"user,omitempty" json:"user,omitempty"`
+
+	// ClientId Only entities naming this client id.
+	ClientId *string `form:"client_id,omitempty" json:"client_id,omitempty"`
+
+	// DefaultUser Only entities with the default user.
+	DefaultUser *bool `form:"default_user,omitempty" json:"default_user,omitempty"`
+
+	// DefaultClientId Only entities with the default client id.
+	DefaultClientId *bool `form:"default_client_id,omitempty" json:"default_client_id,omitempty"`
+}
+
 // ListTopicsParams defines parameters for ListTopics.
 type ListTopicsParams struct {
 	// Prefix Only topics whose name starts with this.
@@ -1553,6 +1596,9 @@ type CommitGroupOffsetsJSONRequestBody = GroupCommitRequest
 
 // ResetGroupOffsetsJSONRequestBody defines body for ResetGroupOffsets for application/json ContentType.
 type ResetGroupOffsetsJSONRequestBody = GroupResetRequest
+
+// SetQuotaJSONRequestBody defines body for SetQuota for application/json ContentType.
+type SetQuotaJSONRequestBody = Quota
 
 // CreateTokenJSONRequestBody defines body for CreateToken for application/json ContentType.
 type CreateTokenJSONRequestBody = TokenRequest
@@ -1884,6 +1930,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/kafka/api-versions (the `GetKafkaAPIVersions` operationId).
 	GetKafkaAPIVersions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListQuotas List client quotas (Kafka's model), filtered by the query
+	//
+	// Kafka's client quotas: bytes per second produced and fetched, and the
+	// percentage of one request thread's time, for a user, a client id, or both;
+	// each part a name or the default. The most specific entity with a value of a
+	// key applies (Kafka's order: user+client, user+default client, user, default
+	// user+client, default user+default client, default user, client, default
+	// client). Enforced on both doors: Kafka answers throttle_time_ms and mutes the
+	// connection; HTTP answers 429 quota-exceeded with Retry-After. HTTP requests
+	// have no client id.
+	//
+	// Corresponds with GET /v1/quotas (the `ListQuotas` operationId).
+	ListQuotas(ctx context.Context, params *ListQuotasParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetQuotaWithBody Set an entity's quota (the values given; none removes it)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+	SetQuotaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetQuota Set an entity's quota (the values given; none removes it)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+	SetQuota(ctx context.Context, body SetQuotaJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetSeries Produce/consume rates per topic and lag per group over the last hour
 	//
@@ -2713,6 +2787,64 @@ func (c *Client) ResetGroupOffsets(ctx context.Context, group Group, body ResetG
 // Corresponds with GET /v1/kafka/api-versions (the `GetKafkaAPIVersions` operationId).
 func (c *Client) GetKafkaAPIVersions(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetKafkaAPIVersionsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListQuotas List client quotas (Kafka's model), filtered by the query
+//
+// Kafka's client quotas: bytes per second produced and fetched, and the
+// percentage of one request thread's time, for a user, a client id, or both;
+// each part a name or the default. The most specific entity with a value of a
+// key applies (Kafka's order: user+client, user+default client, user, default
+// user+client, default user+default client, default user, client, default
+// client). Enforced on both doors: Kafka answers throttle_time_ms and mutes the
+// connection; HTTP answers 429 quota-exceeded with Retry-After. HTTP requests
+// have no client id.
+//
+// Corresponds with GET /v1/quotas (the `ListQuotas` operationId).
+func (c *Client) ListQuotas(ctx context.Context, params *ListQuotasParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListQuotasRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetQuotaWithBody Set an entity's quota (the values given; none removes it)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+func (c *Client) SetQuotaWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetQuotaRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetQuota Set an entity's quota (the values given; none removes it)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+func (c *Client) SetQuota(ctx context.Context, body SetQuotaJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetQuotaRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4324,6 +4456,136 @@ func NewGetKafkaAPIVersionsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListQuotasRequest constructs an http.Request for the ListQuotas method
+func NewListQuotasRequest(server string, params *ListQuotasParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/quotas")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.User != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user", *params.User, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ClientId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", *params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DefaultUser != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "default_user", *params.DefaultUser, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DefaultClientId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "default_client_id", *params.DefaultClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetQuotaRequest calls the generic SetQuota builder with application/json body
+func NewSetQuotaRequest(server string, body SetQuotaJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetQuotaRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetQuotaRequestWithBody constructs an http.Request for the SetQuota method, with any body, and a specified content type
+func NewSetQuotaRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/quotas")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetSeriesRequest constructs an http.Request for the GetSeries method
 func NewGetSeriesRequest(server string) (*http.Request, error) {
 	var err error
@@ -5614,6 +5876,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/kafka/api-versions (the `GetKafkaAPIVersions` operationId).
 	GetKafkaAPIVersionsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetKafkaAPIVersionsResponse, error)
+
+	// ListQuotasWithResponse List client quotas (Kafka's model), filtered by the query
+	//
+	// Kafka's client quotas: bytes per second produced and fetched, and the
+	// percentage of one request thread's time, for a user, a client id, or both;
+	// each part a name or the default. The most specific entity with a value of a
+	// key applies (Kafka's order: user+client, user+default client, user, default
+	// user+client, default user+default client, default user, client, default
+	// client). Enforced on both doors: Kafka answers throttle_time_ms and mutes the
+	// connection; HTTP answers 429 quota-exceeded with Retry-After. HTTP requests
+	// have no client id.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/quotas (the `ListQuotas` operationId).
+	ListQuotasWithResponse(ctx context.Context, params *ListQuotasParams, reqEditors ...RequestEditorFn) (*ListQuotasResponse, error)
+
+	// SetQuotaWithBodyWithResponse Set an entity's quota (the values given; none removes it)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+	SetQuotaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetQuotaResponse, error)
+
+	// SetQuotaWithResponse Set an entity's quota (the values given; none removes it)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+	SetQuotaWithResponse(ctx context.Context, body SetQuotaJSONRequestBody, reqEditors ...RequestEditorFn) (*SetQuotaResponse, error)
 
 	// GetSeriesWithResponse Produce/consume rates per topic and lag per group over the last hour
 	//
@@ -7267,6 +7559,158 @@ func (r GetKafkaAPIVersionsResponse) ContentType() string {
 	return ""
 }
 
+// ListQuotasResponse401Headers the declared response headers of an HTTP 401 response for ListQuotas
+type ListQuotasResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListQuotasResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QuotaList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListQuotasResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListQuotasResponse) GetJSON200() *QuotaList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListQuotasResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListQuotasResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r ListQuotasResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListQuotasResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListQuotasResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListQuotasResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListQuotasResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListQuotasResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetQuotaResponse401Headers the declared response headers of an HTTP 401 response for SetQuota
+type SetQuotaResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type SetQuotaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Quota
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SetQuotaResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetQuotaResponse) GetJSON200() *Quota {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetQuotaResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetQuotaResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r SetQuotaResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetQuotaResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetQuotaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetQuotaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetQuotaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetQuotaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetSeries
 type GetSeriesResponse401Headers struct {
 	WWWAuthenticate *string
@@ -8903,6 +9347,54 @@ func (c *ClientWithResponses) GetKafkaAPIVersionsWithResponse(ctx context.Contex
 	return ParseGetKafkaAPIVersionsResponse(rsp)
 }
 
+// ListQuotasWithResponse List client quotas (Kafka's model), filtered by the query
+//
+// Kafka's client quotas: bytes per second produced and fetched, and the
+// percentage of one request thread's time, for a user, a client id, or both;
+// each part a name or the default. The most specific entity with a value of a
+// key applies (Kafka's order: user+client, user+default client, user, default
+// user+client, default user+default client, default user, client, default
+// client). Enforced on both doors: Kafka answers throttle_time_ms and mutes the
+// connection; HTTP answers 429 quota-exceeded with Retry-After. HTTP requests
+// have no client id.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/quotas (the `ListQuotas` operationId).
+func (c *ClientWithResponses) ListQuotasWithResponse(ctx context.Context, params *ListQuotasParams, reqEditors ...RequestEditorFn) (*ListQuotasResponse, error) {
+	rsp, err := c.ListQuotas(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListQuotasResponse(rsp)
+}
+
+// SetQuotaWithBodyWithResponse Set an entity's quota (the values given; none removes it)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+func (c *ClientWithResponses) SetQuotaWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetQuotaResponse, error) {
+	rsp, err := c.SetQuotaWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetQuotaResponse(rsp)
+}
+
+// SetQuotaWithResponse Set an entity's quota (the values given; none removes it)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/quotas (the `SetQuota` operationId).
+func (c *ClientWithResponses) SetQuotaWithResponse(ctx context.Context, body SetQuotaJSONRequestBody, reqEditors ...RequestEditorFn) (*SetQuotaResponse, error) {
+	rsp, err := c.SetQuota(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetQuotaResponse(rsp)
+}
+
 // GetSeriesWithResponse Produce/consume rates per topic and lag per group over the last hour
 //
 // From an in-process ring buffer: 10 s buckets over the last hour. Every array
@@ -10370,6 +10862,140 @@ func ParseGetKafkaAPIVersionsResponse(rsp *http.Response) (*GetKafkaAPIVersionsR
 	switch {
 	case rsp.StatusCode == 401:
 		var headers GetKafkaAPIVersionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListQuotasResponse parses an HTTP response from a ListQuotasWithResponse call
+func ParseListQuotasResponse(rsp *http.Response) (*ListQuotasResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListQuotasResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QuotaList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListQuotasResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetQuotaResponse parses an HTTP response from a SetQuotaWithResponse call
+func ParseSetQuotaResponse(rsp *http.Response) (*SetQuotaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetQuotaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Quota
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SetQuotaResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

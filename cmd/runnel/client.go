@@ -90,6 +90,7 @@ func newClientCommands(g *globalFlags) []*cobra.Command {
 		newGroupCommand(g),
 		newUserCommand(g),
 		newACLCommand(g),
+		newQuotaCommand(g),
 		newTokenCommand(g),
 	}
 }

@@ -1,0 +1,115 @@
+package kafkaproto
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client quotas (Kafka's KIP-13/KIP-124/KIP-546): the admin APIs
+// DescribeClientQuotas and AlterClientQuotas, and their enforcement. After a
+// request is served the broker is told what it cost (QuotaEnforcer); a
+// client over its quota gets the throttle in the response's
+// throttle_time_ms and its connection is muted for that time: the next
+// request is not read until the throttle ends (KIP-219), so a client that
+// ignores throttle_time_ms is slowed all the same.
+
+// QuotaEntityPart is one part of a quota entity: Type "user" or
+// "client-id"; a nil Name is the default entity of that type.
+type QuotaEntityPart struct {
+	Type string
+	Name *string
+}
+
+// ClientQuota is one entity's quota values (producer_byte_rate,
+// consumer_byte_rate, request_percentage).
+type ClientQuota struct {
+	Entity []QuotaEntityPart
+	Values map[string]float64
+}
+
+// QuotaFilter is one DescribeClientQuotas component: Match 0 exact (Name),
+// 1 the default, 2 any.
+type QuotaFilter struct {
+	Type  string
+	Match int8
+	Name  string
+}
+
+// QuotaAdmin is optionally implemented by a Broker that keeps client
+// quotas; without it the quota APIs answer UNSUPPORTED_VERSION. Safe for
+// concurrent use. Errors wrap the sentinels of errors.go
+// (ErrInvalidRequest for a bad entity or key).
+type QuotaAdmin interface {
+	DescribeClientQuotas(ctx context.Context, fs []QuotaFilter, strict bool) ([]ClientQuota, error)
+	// AlterClientQuota sets the keys of set and removes those of remove
+	// in one entity's quota (nothing when validateOnly).
+	AlterClientQuota(ctx context.Context, entity []QuotaEntityPart, set map[string]float64, remove []string, validateOnly bool) error
+}
+
+// QuotaEnforcer is optionally implemented by a Broker that enforces client
+// quotas. ChargeQuota is told, after each request from a client
+// connection, who sent it and what it cost (the produce request's bytes,
+// the fetch response's bytes, the time spent serving it) and returns how
+// long the client is throttled (0: not). Safe for concurrent use; called
+// on every request, so it must be cheap when there are no quotas.
+type QuotaEnforcer interface {
+	ChargeQuota(principal, clientID string, produceBytes, fetchBytes int, elapsed time.Duration) time.Duration
+}
+
+func (s *Server) quotaAdmin() (QuotaAdmin, bool) {
+	a, ok := s.broker.(QuotaAdmin)
+	return a, ok
+}
+
+// chargeQuota runs after a client request is served: it charges the
+// request, puts the throttle into the response and mutes the connection.
+func (c *conn) chargeQuota(h header, frameLen int, resp kmsg.Response, elapsed time.Duration) {
+	q, ok := c.s.broker.(QuotaEnforcer)
+	if !ok || c.state.door == peerDoor {
+		return
+	}
+	switch h.key {
+	case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+		return // a client must always be able to log in (Kafka exempts these too)
+	}
+	produced, fetched := 0, 0
+	switch h.key {
+	case produceKey:
+		produced = frameLen
+	case fetchKey:
+		if fr, ok := resp.(*fetchReply); ok {
+			fetched = fr.encodedSize()
+		}
+	}
+	d := q.ChargeQuota(c.state.principal, deref(h.clientID), produced, fetched, elapsed)
+	if d <= 0 {
+		return
+	}
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		ms := d.Milliseconds() + 1
+		if cur, _ := tr.Throttle(); int64(cur) < ms {
+			if st, ok := resp.(interface{ SetThrottle(int32) }); ok {
+				st.SetThrottle(int32(min(ms, 1<<31-1)))
+			}
+		}
+	}
+	if until := time.Now().Add(d); until.After(c.mutedUntil) {
+		c.mutedUntil = until
+	}
+}
+
+// waitMuted holds the reading of the next request until a throttle ends.
+func (c *conn) waitMuted() {
+	d := time.Until(c.mutedUntil)
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.s.ctx.Done():
+	}
+}
