@@ -266,6 +266,7 @@ func (c *conn) handle(frame []byte) error {
 			}
 		}
 		c.chargeQuota(h, len(frame), resp, time.Since(start))
+		c.audit(h, req, resp)
 	} else {
 		resp = api.fail(req, kerr.UnsupportedVersion.Code)
 	}

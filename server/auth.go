@@ -101,12 +101,14 @@ func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentia
 }
 
 // withAuth puts HTTP authentication in front of h under --auth required;
-// requests another node forwarded were authenticated there.
+// requests another node forwarded were authenticated there. The audit log
+// (audit.go) sits between authentication and authorization.
 func (s *Server) withAuth(h http.Handler) http.Handler {
 	if s.cfg.Auth.Mode != AuthRequired {
-		return h
+		return s.withAudit(h)
 	}
 	trusted := func(r *http.Request) bool { return isForwarded(r.Context()) }
 	h = api.Authorize(httpAuthorizer{s}, trusted)(h)
+	h = s.withAudit(h) // after authentication (it names the principal), before authorization (refusals are logged)
 	return api.Authenticate(httpAuthenticator{s}, trusted, s.logger.With("component", "http"))(h)
 }
