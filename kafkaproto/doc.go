@@ -15,6 +15,8 @@
 //	handlers.go   the handler table (API key -> versions, handler) and SupportedVersions
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
 //	fetchsession.go fetch sessions (KIP-227), kept per connection
+//	fetchids.go   Fetch v13+ topic ids resolved to names (UNKNOWN_TOPIC_ID)
+//	features.go   feature levels (metadata.version, ...) for ApiVersions v3+
 //	admin.go      helpers shared by the admin APIs
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
 //	groups.go     the optional GroupCoordinator interface for the group APIs
@@ -32,7 +34,7 @@
 //	              listgroups, describegroups, deletegroups, offsetdelete,
 //	              alterconfigs, describelogdirs, electleaders,
 //	              alterpartitionreassignments, listpartitionreassignments,
-//	              describequorum, describetopicpartitions, describeproducers,
+//	              describequorum, updatefeatures, describetopicpartitions, describeproducers,
 //	              alterreplicalogdirs, writetxnmarkers (inter-broker only),
 //	              addpartitionstotxn, addoffsetstotxn, endtxn, txnoffsetcommit,
 //	              describetransactions, listtransactions,

@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -110,4 +113,31 @@ func TestKafkaAdminChangesVisibleOnEveryBroker(t *testing.T) {
 		}
 		expect(round, "DeleteTopics", topic, -1)
 	}
+}
+
+// A broker that is alive but does not answer (paused) delays an admin call
+// by at most --metadata-propagation-timeout: the change is committed, the
+// call succeeds, and the node that served it logs which broker did not
+// confirm.
+func TestKafkaAdminWithAPausedBroker(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3,
+		Args: []string{"--metadata-propagation-timeout", "500ms", "--broker-session-timeout", "60s"}})
+	var cluster clusterView
+	httpGetJSON(t, c.Node(1).URL+"/v1/cluster", &cluster)
+	leader := c.Node(int(cluster.LeaderID))
+	pausedID := int(cluster.LeaderID)%3 + 1
+	paused := c.Node(pausedID)
+	adm, _, ctx := adminClient(t, leader.KafkaAddr)
+	paused.Signal(syscall.SIGSTOP)
+	t.Cleanup(func() { paused.Signal(syscall.SIGCONT) })
+	r, err := adm.CreateTopic(ctx, 1, 1, nil, "while-paused")
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		t.Fatalf("create with broker %d paused: %v", pausedID, err)
+	}
+	servertest.WaitFor(t, 10*time.Second, "the unconfirmed broker logged", func() bool {
+		return strings.Contains(leader.Logs(), "not confirmed by every alive broker")
+	})
 }
