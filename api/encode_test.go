@@ -91,3 +91,18 @@ func BenchmarkAppendConsumed(b *testing.B) {
 		})
 	}
 }
+
+// hasControl (eight bytes at a time) agrees with a byte loop.
+func FuzzHasControl(f *testing.F) {
+	f.Add([]byte("plain ascii text, long enough for words\x1f"))
+	f.Add([]byte{0x80, 0xff, 0x20, 0x7f, 0x9f, 0xa0, 0x21, 0x00, 0x41})
+	f.Fuzz(func(t *testing.T, s []byte) {
+		want := false
+		for _, c := range s {
+			want = want || c < 0x20
+		}
+		if got := hasControl(s); got != want {
+			t.Fatalf("hasControl(%q) = %v", s, got)
+		}
+	})
+}

@@ -379,8 +379,9 @@ func (d *doorBench) httpConsume(topic, accept, query string) (time.Duration, err
 	start := time.Now()
 	for p := range doorParts {
 		wg.Go(func() {
+			var buf bytes.Buffer // reused: the client's share stays small
 			for off := int64(0); ; {
-				n, next, hwm, err := consumeOnce(client, d.node.URL, topic, p, off, accept, query)
+				n, next, hwm, err := consumeOnce(client, &buf, d.node.URL, topic, p, off, accept, query)
 				if err != nil {
 					errs[p] = err
 					return
@@ -408,7 +409,7 @@ func (d *doorBench) httpConsume(topic, accept, query string) (time.Duration, err
 
 // consumeOnce is one consume request: records read, next offset, high
 // watermark.
-func consumeOnce(client *http.Client, base, topic string, p int, off int64, accept, query string) (int, int64, int64, error) {
+func consumeOnce(client *http.Client, buf *bytes.Buffer, base, topic string, p int, off int64, accept, query string) (int, int64, int64, error) {
 	url := fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&max_records=4000&max_bytes=4194304%s", base, topic, p, off, query)
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Accept", accept)
@@ -417,10 +418,11 @@ func consumeOnce(client *http.Client, base, topic string, p int, off int64, acce
 		return 0, 0, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return 0, 0, 0, err
 	}
+	data := buf.Bytes()
 	if resp.StatusCode != 200 {
 		return 0, 0, 0, fmt.Errorf("%d %s", resp.StatusCode, data)
 	}
