@@ -13,7 +13,9 @@ package api
 
 import (
 	"context"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,7 +39,7 @@ type Backend interface {
 	// q.After, at most q.Limit (>= 1) of them, and whether more follow.
 	// Per-topic figures (SizeBytes) are computed for the page only, so a
 	// page costs the same whatever the number of topics.
-	ListTopics(ctx context.Context, q TopicListQuery) (TopicPage, error)
+	ListTopics(ctx context.Context, q ListQuery) (TopicPage, error)
 	// CreateTopic creates a topic (through Raft). The name has been validated
 	// (Kafka's rules) by api; configs have not: the backend validates them and
 	// returns ErrInvalidConfig. ErrTopicExists when the name is taken.
@@ -206,11 +208,34 @@ type TopicSummary struct {
 	SizeBytes         int64  `json:"size_bytes"` // on-disk size of the leader replicas, 0 if unknown
 }
 
-// TopicListQuery selects one page of GET /v1/topics (see Backend.ListTopics).
-type TopicListQuery struct {
+// ListQuery selects one page of a list ordered by name (GET /v1/topics,
+// GET /v1/groups): the names starting with Prefix that sort after After, at
+// most Limit of them.
+type ListQuery struct {
 	Prefix string // only names starting with it
 	After  string // only names sorting after it ("" from the start)
 	Limit  int    // at most this many, >= 1
+}
+
+// Values is q as the query parameters of a list request, for a backend that
+// asks other nodes for their part of a list.
+func (q ListQuery) Values() url.Values {
+	v := url.Values{}
+	if q.Prefix != "" {
+		v.Set("prefix", q.Prefix)
+	}
+	if q.After != "" {
+		v.Set("cursor", encodeCursor(q.After))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// Match reports whether name belongs to the list q pages through.
+func (q ListQuery) Match(name string) bool {
+	return strings.HasPrefix(name, q.Prefix) && name > q.After
 }
 
 // TopicPage is one page of topics and whether more follow it.
@@ -219,13 +244,13 @@ type TopicPage struct {
 	More   bool
 }
 
-// PageTopics applies q to every topic name there is: the names of the page,
-// in order, and whether more follow. Backends use it so that every one pages
+// PageNames applies q to every name there is: the names of the page, in
+// order, and whether more follow. Backends use it so that every list pages
 // the same way; it sorts only the names that pass the filters.
-func PageTopics(names []string, q TopicListQuery) ([]string, bool) {
+func PageNames(names []string, q ListQuery) ([]string, bool) {
 	out := make([]string, 0, min(len(names), q.Limit+1))
 	for _, n := range names {
-		if strings.HasPrefix(n, q.Prefix) && n > q.After {
+		if q.Match(n) {
 			out = append(out, n)
 		}
 	}

@@ -65,14 +65,14 @@ func (m *memBackend) Brokers(context.Context) ([]api.Broker, error) {
 		HTTPAddress: "127.0.0.1:8080", KafkaAddress: "127.0.0.1:9092"}}, nil
 }
 
-func (m *memBackend) ListTopics(_ context.Context, q api.TopicListQuery) (api.TopicPage, error) {
+func (m *memBackend) ListTopics(_ context.Context, q api.ListQuery) (api.TopicPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var names []string
 	for name := range m.topics {
 		names = append(names, name)
 	}
-	names, more := api.PageTopics(names, q)
+	names, more := api.PageNames(names, q)
 	out := api.TopicPage{More: more}
 	for _, name := range names {
 		out.Topics = append(out.Topics, api.TopicSummary{Name: name, Partitions: int32(len(m.topics[name].parts)), ReplicationFactor: 1})

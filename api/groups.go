@@ -19,7 +19,9 @@ import (
 // group's coordinator cannot be reached). JoinGroup and PollGroup block
 // (bounded by the rebalance timeout and req.Wait) or until ctx is done.
 type GroupsBackend interface {
-	ListGroups(ctx context.Context) ([]GroupSummary, error)
+	// ListGroups lists one page of groups ordered by name (see ListQuery),
+	// computing lag for that page only.
+	ListGroups(ctx context.Context, q ListQuery) (GroupPage, error)
 	DescribeGroup(ctx context.Context, group string) (GroupDetail, error)
 	DeleteGroup(ctx context.Context, group string) error
 	GroupOffsets(ctx context.Context, group string) ([]GroupOffset, error)
@@ -268,25 +270,48 @@ func (g groupsResource) groupCall(w http.ResponseWriter, r *http.Request, fn fun
 	g.h.writeJSON(w, r, status, out)
 }
 
-// GroupList is GET /v1/groups.
+// GroupList is GET /v1/groups: one page of groups, and the cursor of the
+// next page when there is one.
 type GroupList struct {
-	Groups []GroupSummary `json:"groups"`
+	Groups     []GroupSummary `json:"groups"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
+
+// GroupPage is one page of groups and whether more follow it.
+type GroupPage struct {
+	Groups []GroupSummary
+	More   bool
+}
+
+// Group list pages: the default and largest page sizes.
+const (
+	DefaultGroupPage = 1000
+	MaxGroupPage     = 10000
+)
 
 func (g groupsResource) list(w http.ResponseWriter, r *http.Request) {
 	gb, ok := g.backend(w, r)
 	if !ok {
 		return
 	}
-	gs, err := gb.ListGroups(r.Context())
+	query, err := listQueryParams(r, DefaultGroupPage, MaxGroupPage)
 	if err != nil {
 		g.h.problem(w, r, err)
 		return
 	}
-	if gs == nil {
-		gs = []GroupSummary{}
+	page, err := gb.ListGroups(r.Context(), query)
+	if err != nil {
+		g.h.problem(w, r, err)
+		return
 	}
-	g.h.writeJSON(w, r, http.StatusOK, GroupList{Groups: gs})
+	out := GroupList{Groups: page.Groups}
+	if out.Groups == nil {
+		out.Groups = []GroupSummary{}
+	}
+	if page.More && len(page.Groups) > 0 {
+		out.NextCursor = nextPage(w, r, page.Groups[len(page.Groups)-1].Group)
+	}
+	g.h.writeJSON(w, r, http.StatusOK, out)
 }
 
 func (g groupsResource) describe(w http.ResponseWriter, r *http.Request) {

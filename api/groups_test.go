@@ -33,12 +33,17 @@ func newGroupsEnv(t *testing.T) (*env, *groupsBackend) {
 	return e, gb
 }
 
-func (g *groupsBackend) ListGroups(context.Context) ([]api.GroupSummary, error) {
+func (g *groupsBackend) ListGroups(_ context.Context, q api.ListQuery) (api.GroupPage, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []api.GroupSummary
+	var names []string
 	for name := range g.offsets {
-		out = append(out, api.GroupSummary{Group: name, State: "Empty", Coordinator: 1})
+		names = append(names, name)
+	}
+	names, more := api.PageNames(names, q)
+	out := api.GroupPage{More: more}
+	for _, name := range names {
+		out.Groups = append(out.Groups, api.GroupSummary{Group: name, State: "Empty", Coordinator: 1})
 	}
 	return out, nil
 }

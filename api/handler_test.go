@@ -217,7 +217,7 @@ func TestOptionalInterfaces(t *testing.T) {
 type panicky struct{ *memBackend }
 
 func (panicky) DescribeTopic(context.Context, string) (api.TopicDetail, error) { panic("boom") }
-func (panicky) ListTopics(context.Context, api.TopicListQuery) (api.TopicPage, error) {
+func (panicky) ListTopics(context.Context, api.ListQuery) (api.TopicPage, error) {
 	return api.TopicPage{}, errors.New("disk on fire")
 }
 

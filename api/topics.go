@@ -87,18 +87,10 @@ const (
 )
 
 func (t topicsResource) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit, err := intParam(q, "limit", DefaultTopicPage, 1, MaxTopicPage)
+	query, err := listQueryParams(r, DefaultTopicPage, MaxTopicPage)
 	if err != nil {
 		t.h.problem(w, r, err)
 		return
-	}
-	query := TopicListQuery{Prefix: q.Get("prefix"), Limit: int(limit)}
-	if c := q.Get("cursor"); c != "" {
-		if query.After, err = decodeCursor(c); err != nil {
-			t.h.problem(w, r, err)
-			return
-		}
 	}
 	page, err := t.h.b.ListTopics(r.Context(), query)
 	if err != nil {
@@ -110,14 +102,37 @@ func (t topicsResource) list(w http.ResponseWriter, r *http.Request) {
 		out.Topics = []TopicSummary{}
 	}
 	if page.More && len(page.Topics) > 0 {
-		out.NextCursor = encodeCursor(page.Topics[len(page.Topics)-1].Name)
-		next := *r.URL
-		nq := next.Query()
-		nq.Set("cursor", out.NextCursor)
-		next.RawQuery = nq.Encode()
-		w.Header().Set("Link", "<"+next.RequestURI()+`>; rel="next"`)
+		out.NextCursor = nextPage(w, r, page.Topics[len(page.Topics)-1].Name)
 	}
 	t.h.writeJSON(w, r, http.StatusOK, out)
+}
+
+// listQueryParams reads the prefix, limit and cursor parameters of a list.
+func listQueryParams(r *http.Request, def, most int64) (ListQuery, error) {
+	q := r.URL.Query()
+	limit, err := intParam(q, "limit", def, 1, most)
+	if err != nil {
+		return ListQuery{}, err
+	}
+	query := ListQuery{Prefix: q.Get("prefix"), Limit: int(limit)}
+	if c := q.Get("cursor"); c != "" {
+		if query.After, err = decodeCursor(c); err != nil {
+			return ListQuery{}, err
+		}
+	}
+	return query, nil
+}
+
+// nextPage returns the cursor of the page after the one ending with last,
+// and links to that page in a Link header.
+func nextPage(w http.ResponseWriter, r *http.Request, last string) string {
+	cursor := encodeCursor(last)
+	next := *r.URL
+	nq := next.Query()
+	nq.Set("cursor", cursor)
+	next.RawQuery = nq.Encode()
+	w.Header().Set("Link", "<"+next.RequestURI()+`>; rel="next"`)
+	return cursor
 }
 
 // A list cursor is the last name of the page before, opaque to clients

@@ -90,3 +90,40 @@ func TestTopicListPages(t *testing.T) {
 		}
 	}
 }
+
+// GET /v1/groups pages as GET /v1/topics does.
+func TestGroupListPages(t *testing.T) {
+	e, _ := newGroupsEnv(t)
+	var want []string
+	for i := range 7 {
+		name := fmt.Sprintf("g%d", i)
+		r := e.do("POST", "/v1/groups/"+name+"/offsets", `{"offsets":[{"topic":"t","partition":0,"offset":1}]}`)
+		if r.status != 200 {
+			t.Fatalf("commit %s: %d %s", name, r.status, r.body)
+		}
+		want = append(want, name)
+	}
+	var got []string
+	path := "/v1/groups?limit=3"
+	for pages := 1; ; pages++ {
+		r := e.do("GET", path, "")
+		var gl api.GroupList
+		r.json(t, &gl)
+		for _, g := range gl.Groups {
+			got = append(got, g.Group)
+		}
+		if gl.NextCursor == "" {
+			if pages != 3 {
+				t.Fatalf("%d pages of 3 for 7 groups", pages)
+			}
+			break
+		}
+		path = "/v1/groups?limit=3&cursor=" + url.QueryEscape(gl.NextCursor)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("walked %v, want %v", got, want)
+	}
+	if p := e.do("GET", "/v1/groups?cursor=x", "").problem(t); p.Field != "query.cursor" {
+		t.Fatalf("bad cursor: %+v", p)
+	}
+}

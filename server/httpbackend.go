@@ -191,7 +191,7 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 	return out, nil
 }
 
-func (h *httpBackend) ListTopics(ctx context.Context, q api.TopicListQuery) (api.TopicPage, error) {
+func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.TopicPage, error) {
 	img, _ := h.s.meta.Image()
 	principal := api.PrincipalFrom(ctx)
 	names := make([]string, 0, len(img.Topics))
@@ -200,7 +200,7 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.TopicListQuery) (api
 			names = append(names, name)
 		}
 	}
-	names, more := api.PageTopics(names, q)
+	names, more := api.PageNames(names, q)
 	out := api.TopicPage{Topics: make([]api.TopicSummary, 0, len(names)), More: more}
 	for _, name := range names {
 		t := img.Topics[name]

@@ -63,28 +63,33 @@ func (h *httpBackend) groups() (groups.HTTP, error) {
 	return h.s.groups.HTTP(), nil
 }
 
-func (h *httpBackend) ListGroups(ctx context.Context) ([]api.GroupSummary, error) {
-	var out []api.GroupSummary
+// ListGroups merges the pages of every alive broker (each lists the groups
+// it coordinates) into one page of q.
+func (h *httpBackend) ListGroups(ctx context.Context, q api.ListQuery) (api.GroupPage, error) {
+	var page api.GroupPage
 	if c := h.s.groups; c != nil {
-		out, _ = c.HTTP().ListGroups(ctx)
+		page, _ = c.HTTP().ListGroups(ctx, q)
 	}
 	if !isForwarded(ctx) {
-		// Every broker lists the groups it coordinates; ask the others.
 		img, _ := h.s.meta.Image()
 		for _, b := range img.Brokers {
 			if b.ID == h.s.cfg.NodeID || b.State != raftfsm.BrokerAlive {
 				continue
 			}
 			var res api.GroupList
-			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+nodeHost(b.ID)+"/v1/groups", nil, &res); err != nil {
+			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+nodeHost(b.ID)+"/v1/groups?"+q.Values().Encode(), nil, &res); err != nil {
 				h.s.logger.Warn("list groups of broker", "broker", b.ID, "err", err)
 				continue
 			}
-			out = append(out, res.Groups...)
+			page.Groups = append(page.Groups, res.Groups...)
+			page.More = page.More || res.NextCursor != ""
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
-	return out, nil
+	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Group < page.Groups[j].Group })
+	if len(page.Groups) > q.Limit {
+		page.Groups, page.More = page.Groups[:q.Limit], true
+	}
+	return page, nil
 }
 
 func (h *httpBackend) DescribeGroup(ctx context.Context, name string) (api.GroupDetail, error) {

@@ -910,6 +910,9 @@ type GroupJoinRequestAutoOffsetReset string
 // GroupList defines model for GroupList.
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
+
+	// NextCursor Present when more groups follow; pass it as `cursor` for the next page.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // GroupMember defines model for GroupMember.
@@ -1353,6 +1356,15 @@ type IdempotencyKey = string
 // Isolation defines model for Isolation.
 type Isolation string
 
+// ListCursor defines model for ListCursor.
+type ListCursor = string
+
+// ListLimit defines model for ListLimit.
+type ListLimit = int
+
+// ListPrefix defines model for ListPrefix.
+type ListPrefix = string
+
 // Member defines model for Member.
 type Member = string
 
@@ -1419,6 +1431,18 @@ type ListACLsParams struct {
 	Permission *string `form:"permission,omitempty" json:"permission,omitempty"`
 }
 
+// ListGroupsParams defines parameters for ListGroups.
+type ListGroupsParams struct {
+	// Prefix Only names that start with this.
+	Prefix *ListPrefix `form:"prefix,omitempty" json:"prefix,omitempty"`
+
+	// Limit At most this many in the page.
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the page before (opaque).
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // PollGroupParams defines parameters for PollGroup.
 type PollGroupParams struct {
 	MaxRecords *int32 `form:"max_records,omitempty" json:"max_records,omitempty"`
@@ -1463,14 +1487,14 @@ type ListQuotasParams struct {
 
 // ListTopicsParams defines parameters for ListTopics.
 type ListTopicsParams struct {
-	// Prefix Only topics whose name starts with this.
-	Prefix *string `form:"prefix,omitempty" json:"prefix,omitempty"`
+	// Prefix Only names that start with this.
+	Prefix *ListPrefix `form:"prefix,omitempty" json:"prefix,omitempty"`
 
-	// Limit At most this many topics in the page.
-	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+	// Limit At most this many in the page.
+	Limit *ListLimit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `next_cursor` of the page before (opaque).
-	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+	Cursor *ListCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ConsumeRecordsParams defines parameters for ConsumeRecords.
@@ -1792,9 +1816,10 @@ type ClientInterface interface {
 	// answering node asks the others). `lag` is the total from the coordinator's last
 	// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
 	// a reset or a restart it is computed at once, as on the group's own page.
+	// One page ordered by name: a response with `next_cursor` has more (see listTopics).
 	//
 	// Corresponds with GET /v1/groups (the `ListGroups` operationId).
-	ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListGroups(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteGroup Delete a group with no active members, and its offsets
 	//
@@ -2508,10 +2533,11 @@ func (c *Client) RemoveController(ctx context.Context, id int32, reqEditors ...R
 // answering node asks the others). `lag` is the total from the coordinator's last
 // sample (every 10 s) while the committed offsets are those it sampled; after a commit,
 // a reset or a restart it is computed at once, as on the group's own page.
+// One page ordered by name: a response with `next_cursor` has more (see listTopics).
 //
 // Corresponds with GET /v1/groups (the `ListGroups` operationId).
-func (c *Client) ListGroups(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListGroupsRequest(c.Server)
+func (c *Client) ListGroups(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListGroupsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3949,7 +3975,7 @@ func NewRemoveControllerRequest(server string, id int32) (*http.Request, error) 
 }
 
 // NewListGroupsRequest constructs an http.Request for the ListGroups method
-func NewListGroupsRequest(server string) (*http.Request, error) {
+func NewListGroupsRequest(server string, params *ListGroupsParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3965,6 +3991,57 @@ func NewListGroupsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Prefix != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "prefix", *params.Prefix, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5724,11 +5801,12 @@ type ClientWithResponsesInterface interface {
 	// answering node asks the others). `lag` is the total from the coordinator's last
 	// sample (every 10 s) while the committed offsets are those it sampled; after a commit,
 	// a reset or a restart it is computed at once, as on the group's own page.
+	// One page ordered by name: a response with `next_cursor` has more (see listTopics).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/groups (the `ListGroups` operationId).
-	ListGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
+	ListGroupsWithResponse(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
 
 	// DeleteGroupWithResponse Delete a group with no active members, and its offsets
 	//
@@ -6870,6 +6948,11 @@ func (r RemoveControllerResponse) ContentType() string {
 	return ""
 }
 
+// ListGroupsResponse200Headers the declared response headers of an HTTP 200 response for ListGroups
+type ListGroupsResponse200Headers struct {
+	Link *string
+}
+
 // ListGroupsResponse401Headers the declared response headers of an HTTP 401 response for ListGroups
 type ListGroupsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -6880,12 +6963,16 @@ type ListGroupsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GroupList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthenticated
 	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
 	ApplicationproblemJSON501 *Problem
 	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationproblemJSONDefault *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListGroupsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListGroupsResponse401Headers
 }
@@ -6893,6 +6980,11 @@ type ListGroupsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListGroupsResponse) GetJSON200() *GroupList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListGroupsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -9104,12 +9196,13 @@ func (c *ClientWithResponses) RemoveControllerWithResponse(ctx context.Context, 
 // answering node asks the others). `lag` is the total from the coordinator's last
 // sample (every 10 s) while the committed offsets are those it sampled; after a commit,
 // a reset or a restart it is computed at once, as on the group's own page.
+// One page ordered by name: a response with `next_cursor` has more (see listTopics).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/groups (the `ListGroups` operationId).
-func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error) {
-	rsp, err := c.ListGroups(ctx, reqEditors...)
+func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error) {
+	rsp, err := c.ListGroups(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10354,6 +10447,13 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthenticated
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10378,6 +10478,16 @@ func ParseListGroupsResponse(rsp *http.Response) (*ListGroupsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ListGroupsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ListGroupsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -45,22 +45,29 @@ func newGroupCommand(g *globalFlags) *cobra.Command {
 
 func newGroupListCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List consumer groups", Args: cobra.NoArgs}
+	prefix := cmd.Flags().String("prefix", "", "only groups whose name starts with this")
+	pageSize := cmd.Flags().Int("page-size", 0, "groups asked per request (0: the server's default)")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
-		var res struct {
-			Groups []groupSummary `json:"groups"`
+		q := url.Values{}
+		if *prefix != "" {
+			q.Set("prefix", *prefix)
 		}
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/groups"}, &res)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
+		if *pageSize > 0 {
+			q.Set("limit", strconv.Itoa(*pageSize))
 		}
 		t := newTable(cmd.OutOrStdout(), "GROUP", "STATE", "PROTOCOL", "MEMBERS", "COORDINATOR", "LAG")
-		for _, s := range res.Groups {
-			t.row(s.Group, s.State, orDash(s.Protocol), strconv.Itoa(s.Members), fmt.Sprint(s.Coordinator), fmt.Sprint(s.Lag))
-		}
-		return t.flush()
+		return listPages(ctx, cmd, g, c, "/v1/groups", "groups", q, func(raw []byte) error {
+			var res struct {
+				Groups []groupSummary `json:"groups"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return fmt.Errorf("reading the group list: %w", err)
+			}
+			for _, s := range res.Groups {
+				t.row(s.Group, s.State, orDash(s.Protocol), strconv.Itoa(s.Members), fmt.Sprint(s.Coordinator), fmt.Sprint(s.Lag))
+			}
+			return t.flush()
+		})
 	})
 	return cmd
 }

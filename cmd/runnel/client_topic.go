@@ -151,46 +151,54 @@ func newTopicListCommand(g *globalFlags) *cobra.Command {
 		if *pageSize > 0 {
 			q.Set("limit", fmt.Sprint(*pageSize))
 		}
-		var all []json.RawMessage // --json: every page's topics, as sent
 		t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS", "REPLICATION", "SIZE")
-		for {
+		return listPages(ctx, cmd, g, c, "/v1/topics", "topics", q, func(raw []byte) error {
 			var list topicList
-			raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/topics", query: q}, &list)
-			if err != nil {
-				return err
+			if err := json.Unmarshal(raw, &list); err != nil {
+				return fmt.Errorf("reading the topic list: %w", err)
 			}
-			if g.json() {
-				var page struct {
-					Topics []json.RawMessage `json:"topics"`
-				}
-				if err := json.Unmarshal(raw, &page); err != nil {
-					return fmt.Errorf("reading the topic list: %w", err)
-				}
-				all = append(all, page.Topics...)
-			} else {
-				writeTopicRows(t, list)
-				if err := t.flush(); err != nil {
-					return err
-				}
-			}
-			if list.NextCursor == "" {
-				break
-			}
-			q.Set("cursor", list.NextCursor)
-		}
-		if g.json() {
-			if all == nil {
-				all = []json.RawMessage{}
-			}
-			raw, err := json.Marshal(map[string]any{"topics": all})
-			if err != nil {
-				return err
-			}
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		return nil
+			writeTopicRows(t, list)
+			return t.flush()
+		})
 	})
 	return cmd
+}
+
+// listPages walks the pages of a list endpoint (GET path with prefix,
+// limit and cursor, answering next_cursor). Each page goes to onPage as it
+// arrives; with -o json the items under key of every page are printed at
+// the end as one document instead.
+func listPages(ctx context.Context, cmd *cobra.Command, g *globalFlags, c *apiClient, path, key string, q url.Values, onPage func(raw []byte) error) error {
+	all := []json.RawMessage{}
+	for {
+		var page map[string]json.RawMessage
+		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: path, query: q}, &page)
+		if err != nil {
+			return err
+		}
+		if g.json() {
+			var items []json.RawMessage
+			if err := json.Unmarshal(page[key], &items); err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			all = append(all, items...)
+		} else if err := onPage(raw); err != nil {
+			return err
+		}
+		var next string
+		if c, ok := page["next_cursor"]; !ok || json.Unmarshal(c, &next) != nil || next == "" {
+			break
+		}
+		q.Set("cursor", next)
+	}
+	if !g.json() {
+		return nil
+	}
+	raw, err := json.Marshal(map[string]any{key: all})
+	if err != nil {
+		return err
+	}
+	return writeJSON(cmd.OutOrStdout(), raw)
 }
 
 // writeTopicRows adds one page of topics, sorted by name, to t.

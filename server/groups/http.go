@@ -32,23 +32,32 @@ func (h HTTP) existingGroup(ctx context.Context, name string) (*group, error) {
 	return g, err
 }
 
-// ListGroups lists the groups coordinated here.
-func (h HTTP) ListGroups(ctx context.Context) ([]api.GroupSummary, error) {
+// ListGroups lists one page of the groups coordinated here (see
+// api.ListQuery); lag is computed for the page only.
+func (h HTTP) ListGroups(ctx context.Context, q api.ListQuery) (api.GroupPage, error) {
 	c := h.c
-	var out []api.GroupSummary
+	var page api.GroupPage
 	lags := c.cachedLags()
-	for _, g := range c.snapshot() {
+	for _, g := range c.snapshot() { // ordered by name
+		if !q.Match(g.name) {
+			continue
+		}
 		g.mu.Lock()
 		s := api.GroupSummary{Group: g.name, State: string(g.state), ProtocolType: g.protocolType,
 			Protocol: g.protocol, Members: len(g.members), Coordinator: c.cfg.NodeID}
 		dead := g.state == stateDead
 		g.mu.Unlock()
-		if !dead {
-			s.Lag = c.listedLag(ctx, g, lags)
-			out = append(out, s)
+		if dead {
+			continue
 		}
+		if len(page.Groups) == q.Limit {
+			page.More = true
+			break
+		}
+		s.Lag = c.listedLag(ctx, g, lags)
+		page.Groups = append(page.Groups, s)
 	}
-	return out, nil
+	return page, nil
 }
 
 func (h HTTP) DescribeGroup(ctx context.Context, name string) (api.GroupDetail, error) {
