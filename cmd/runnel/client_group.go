@@ -57,9 +57,7 @@ func newGroupListCommand(g *globalFlags) *cobra.Command {
 		}
 		t := newTable(cmd.OutOrStdout(), "GROUP", "STATE", "PROTOCOL", "MEMBERS", "COORDINATOR", "LAG")
 		return listPages(ctx, cmd, g, c, "/v1/groups", "groups", q, func(raw []byte) error {
-			var res struct {
-				Groups []groupSummary `json:"groups"`
-			}
+			var res api.GroupList
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return fmt.Errorf("reading the group list: %w", err)
 			}
