@@ -9,8 +9,8 @@ import (
 // DescribeProducers, key 61: version 0 (flexible). The idempotent
 // producers a partition leader remembers (ProducerStates), as
 // kafka-transactions.sh describe-producers and kadm.DescribeProducers ask
-// for them. runnel has no transactions, so the coordinator epoch is -1 and
-// no transaction is open. A Broker without ProducerStates answers
+// for them, with the coordinator epoch of each one's last transaction
+// marker and the first offset of its open transaction (-1: none). A Broker without ProducerStates answers
 // INVALID_REQUEST for every partition.
 const (
 	describeProducersKey = 61
@@ -32,6 +32,12 @@ type ActiveProducer struct {
 	Epoch         int16
 	LastSequence  int32 // -1: none
 	LastTimestamp int64 // unix ms of its last write; -1: unknown
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's last marker here, -1 when none did.
+	CoordinatorEpoch int32
+	// TxnStartOffset is the first offset of the producer's open
+	// transaction in the partition, -1 when none is open.
+	TxnStartOffset int64
 }
 
 func (s *Server) describeProducers(ctx context.Context, req *kmsg.DescribeProducersRequest) *kmsg.DescribeProducersResponse {
@@ -65,7 +71,7 @@ func producersOf(ctx context.Context, ps ProducerStates, topic string, idx int32
 	for _, a := range active {
 		ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 		ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = a.ID, int32(a.Epoch), a.LastSequence, a.LastTimestamp
-		ap.CoordinatorEpoch = -1
+		ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = a.CoordinatorEpoch, a.TxnStartOffset
 		p.ActiveProducers = append(p.ActiveProducers, ap)
 	}
 	return p

@@ -179,6 +179,23 @@ func TestTxnReadCommittedKafkaAndHTTP(t *testing.T) {
 		}
 	}
 
+	// DescribeProducers shows the open transaction and the coordinator
+	// epoch of the producer's last marker.
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dpt := kmsg.NewDescribeProducersRequestTopic()
+	dpt.Topic, dpt.Partitions = "txr", []int32{0}
+	dp.Topics = append(dp.Topics, dpt)
+	var txnProducer *kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+	dpp := rawRoundTrip(t, conn, dp).(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+	for i, ap := range dpp.ActiveProducers {
+		if ap.CurrentTxnStartOffset >= 0 {
+			txnProducer = &dpp.ActiveProducers[i]
+		}
+	}
+	if dpp.ErrorCode != 0 || txnProducer == nil || txnProducer.CurrentTxnStartOffset != 7 || txnProducer.CoordinatorEpoch < 0 {
+		t.Fatalf("describe producers: %v %+v", kerr.ErrorForCode(dpp.ErrorCode), dpp.ActiveProducers)
+	}
+
 	// HTTP: the server drops aborted records and markers itself.
 	committed, uncommitted := []string{"c1", "c2", "c3"}, []string{"c1", "c2", "c3", "a1", "a2", "o1", "p1"}
 	for _, tc := range []struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
 )
 
 // The Kafka cluster admin APIs (kafkaproto.ClusterAdmin): each goes
@@ -132,25 +133,43 @@ func (k *kafkaBackend) ActiveProducers(_ context.Context, topic string, idx int3
 	if err != nil {
 		return nil, toKafkaError(err)
 	}
-	return p.activeProducers(), nil
+	return p.activeProducers()
 }
 
 // activeProducers copies the producer table (in memory; appendMu is held
-// only for the copy).
-func (p *partition) activeProducers() []kafkaproto.ActiveProducer {
+// only for the copy), with the transactions open in the log; a producer
+// with an open transaction that the table does not hold (not loaded yet)
+// is listed with what the log knows.
+func (p *partition) activeProducers() ([]kafkaproto.ActiveProducer, error) {
+	open, err := p.log.OngoingTxns()
+	if err != nil {
+		return nil, toKafkaError(err)
+	}
+	start := make(map[int64]segments.OngoingTxn, len(open))
+	for _, t := range open {
+		start[t.ProducerID] = t
+	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.producers == nil {
-		return nil
-	}
-	out := make([]kafkaproto.ActiveProducer, 0, len(p.producers.byID))
-	for id, e := range p.producers.byID {
-		a := kafkaproto.ActiveProducer{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastWrite}
-		if b, ok := e.last(); ok {
-			a.LastSequence = b.lastSeq
+	out := []kafkaproto.ActiveProducer{}
+	if p.producers != nil {
+		for id, e := range p.producers.byID {
+			a := kafkaproto.ActiveProducer{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastWrite,
+				CoordinatorEpoch: e.coordEpoch, TxnStartOffset: -1}
+			if b, ok := e.last(); ok {
+				a.LastSequence = b.lastSeq
+			}
+			if t, ok := start[id]; ok {
+				a.TxnStartOffset = t.FirstOffset
+				delete(start, id)
+			}
+			out = append(out, a)
 		}
-		out = append(out, a)
+	}
+	for _, t := range start {
+		out = append(out, kafkaproto.ActiveProducer{ID: t.ProducerID, Epoch: t.ProducerEpoch, LastSequence: -1,
+			LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: t.FirstOffset})
 	}
 	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
-	return out
+	return out, nil
 }
