@@ -28,35 +28,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
-// groupDetail is the part of GET /v1/groups/{group} the tests read.
-type groupDetail struct {
-	Group      string `json:"group"`
-	State      string `json:"state"`
-	Protocol   string `json:"protocol"`
-	Generation int32  `json:"generation"`
-	Members    []struct {
-		MemberID   string `json:"member_id"`
-		ClientID   string `json:"client_id"`
-		ClientHost string `json:"client_host"`
-		Kind       string `json:"kind"`
-		Assignment []struct {
-			Topic      string  `json:"topic"`
-			Partitions []int32 `json:"partitions"`
-		} `json:"assignment"`
-	} `json:"members"`
-	Offsets []struct {
-		Topic           string `json:"topic"`
-		Partition       int32  `json:"partition"`
-		CommittedOffset int64  `json:"committed_offset"`
-		EndOffset       int64  `json:"end_offset"`
-		Lag             int64  `json:"lag"`
-		LagMS           *int64 `json:"lag_ms"`
-	} `json:"offsets"`
-	Lag int64 `json:"lag"`
-}
+// groupDetail is GET /v1/groups/{group}, as the api package writes it.
+type groupDetail = api.GroupDetail
 
 func describeGroup(t testing.TB, c *apiClient, group string) groupDetail {
 	t.Helper()

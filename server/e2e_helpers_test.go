@@ -105,12 +105,10 @@ func (c *apiClient) json(method, path string, v any, want int, out any) []byte {
 	return resp
 }
 
-type producedOffsets struct {
-	Offsets []struct {
-		Partition int32 `json:"partition"`
-		Offset    int64 `json:"offset"`
-	} `json:"offsets"`
-}
+// The response shapes tests decode are the api package's where it exports
+// them (one set of wire types; every response is also validated against
+// openapi.yaml).
+type producedOffsets = api.ProduceResponse
 
 type consumed struct {
 	Records []struct {
@@ -125,12 +123,7 @@ type consumed struct {
 	HighWatermark int64 `json:"high_watermark"`
 }
 
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-}
+type problem = api.Problem
 
 func (c *apiClient) problem(method, path, ct string, body []byte, wantStatus int, wantTypeSuffix string) {
 	c.t.Helper()

@@ -10,21 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
-type reassignView struct {
-	Leader           int32   `json:"leader"`
-	Replicas         []int32 `json:"replicas"`
-	ISR              []int32 `json:"isr"`
-	AddingReplicas   []int32 `json:"adding_replicas"`
-	RemovingReplicas []int32 `json:"removing_replicas"`
-	HighWatermark    int64   `json:"high_watermark"`
-}
-
-type reassignTopic struct {
-	Partitions []reassignView `json:"partitions"`
-}
+// A partition of GET /v1/topics/{topic} (the api package's shapes).
+type (
+	reassignView  = api.PartitionDetail
+	reassignTopic = api.TopicDetail
+)
 
 func sortedIDs(ids []int32) []int32 {
 	out := slices.Clone(ids)

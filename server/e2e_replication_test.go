@@ -11,19 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/servertest"
 )
 
-type partitionView struct {
-	Partition     int32   `json:"partition"`
-	Leader        int32   `json:"leader"`
-	LeaderEpoch   int32   `json:"leader_epoch"`
-	Replicas      []int32 `json:"replicas"`
-	ISR           []int32 `json:"isr"`
-	EndOffset     int64   `json:"end_offset"`
-	HighWatermark int64   `json:"high_watermark"`
-}
+// partitionView is a partition of GET /v1/topics/{topic} (the api
+// package's shape).
+type partitionView = api.PartitionDetail
 
 func describe(n *servertest.Node, topic string) ([]partitionView, bool) {
 	var d struct {
