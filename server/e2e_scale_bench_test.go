@@ -1,0 +1,150 @@
+package server_test
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// BenchmarkNodeScale measures one node holding many partitions (issue 19):
+// creation over the HTTP API (topics of up to 1,000 partitions, 4 clients),
+// disk used, RSS after creating them, restart to ready after a clean
+// shutdown and after kill -9, RSS after the restart, and 1,000 single-record
+// produces to random partitions afterwards; then the bulk admin rate,
+// one-partition topics created by 4 concurrent clients.
+//
+// Sizes: RUNNEL_BENCH_PARTITIONS (1,000,000 in make bench-scale), else
+// 100,000 under RUNNEL_BENCH=1, else 2,000 (make bench-short: it still runs).
+func BenchmarkNodeScale(b *testing.B) {
+	partitions, oneTopics := 2000, 200
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		partitions, oneTopics = 100_000, 5000
+	}
+	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
+		}
+		partitions = n
+	}
+	perTopic := min(partitions, 1000)
+	topics := partitions / perTopic
+	limit := strconv.Itoa(2*partitions + 2*oneTopics + 1000)
+	node := servertest.Start(b, servertest.Options{Args: []string{
+		"--max-partitions", limit, "--max-broker-partitions", limit,
+	}})
+	// One measurement whatever b.N: the node keeps what it created. It takes
+	// seconds, so the testing package does not ask for more.
+	{
+		create := timed(func() {
+			parallel(b, topics, 4, func(i int) {
+				scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"scale-%05d","partitions":%d}`, i, perTopic), http.StatusCreated)
+			})
+		})
+		rss, _ := node.RSS()
+		disk := diskUsage(b, node.DataDir)
+
+		node.Stop()
+		clean := timed(func() { node.StartNoWait(); node.WaitReady(10 * time.Minute) })
+		node.Kill()
+		killed := timed(func() { node.StartNoWait(); node.WaitReady(10 * time.Minute) })
+		rssAfter, _ := node.RSS()
+
+		produce := timed(func() {
+			parallel(b, 1000, 4, func(int) {
+				t, p := rand.IntN(topics), rand.IntN(perTopic)
+				scalePost(b, fmt.Sprintf("%s/v1/topics/scale-%05d/records", node.URL, t),
+					fmt.Sprintf(`{"records":[{"value":"x","partition":%d}]}`, p), http.StatusOK)
+			})
+		})
+		bulk := timed(func() {
+			parallel(b, oneTopics, 4, func(i int) {
+				scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"one-%05d","partitions":1}`, i), http.StatusCreated)
+			})
+		})
+
+		b.ReportMetric(float64(partitions), "partitions")
+		b.ReportMetric(create.Seconds(), "create-s")
+		b.ReportMetric(float64(disk)/(1<<20), "disk-MiB")
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		b.ReportMetric(clean.Seconds(), "restart-clean-s")
+		b.ReportMetric(killed.Seconds(), "restart-kill9-s")
+		b.ReportMetric(float64(rssAfter)/(1<<20), "rss-after-restart-MiB")
+		b.ReportMetric(float64(produce.Milliseconds())/1000, "produce-ms/record")
+		b.ReportMetric(float64(oneTopics)/bulk.Seconds(), "one-partition-topics/s")
+	}
+}
+
+func timed(f func()) time.Duration {
+	start := time.Now()
+	f()
+	return time.Since(start)
+}
+
+// parallel runs f(0..n-1) on workers goroutines.
+func parallel(b *testing.B, n, workers int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+func scalePost(b *testing.B, url, body string, want int) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		b.Errorf("POST %s: %v", url, err)
+		return
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Errorf("POST %s: %d %s", url, resp.StatusCode, data)
+	}
+}
+
+// diskUsage is the space the files under dir take on disk (allocated
+// blocks, so sparse files count what they use).
+func diskUsage(b *testing.B, dir string) int64 {
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatalf("disk usage of %s: %v", dir, err)
+	}
+	return total
+}
