@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,8 +38,9 @@ func txnProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic, prefix
 	}
 }
 
-// readTxnTopic reads topic from the start until n records came, with the given
-// isolation level, and returns their values.
+// readTxnTopic reads topic from the start until n records came (and
+// whatever else comes within a second), with the given isolation level,
+// and returns their values.
 func readTxnTopic(ctx context.Context, t *testing.T, addr, topic string, iso kgo.IsolationLevel, n int) []string {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
@@ -56,6 +58,11 @@ func readTxnTopic(ctx context.Context, t *testing.T, addr, topic string, iso kgo
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
 	}
+	// Anything beyond n (records that should not be visible) shows up in
+	// one more short poll; the callers compare the count.
+	extra, cancelExtra := context.WithTimeout(ctx, time.Second)
+	defer cancelExtra()
+	cl.PollFetches(extra).EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
 	return out
 }
 
@@ -124,10 +131,18 @@ func TestTxnProducerCommitAbortFence(t *testing.T) {
 	if err := cl2.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	got := readTxnTopic(ctx, t, n.KafkaAddr, topic, kgo.ReadCommitted(), 25)
-	t.Logf("read_committed: %d records", len(got))
-	if testing.Verbose() {
-		t.Log(n.Logs())
+	// read_committed: the committed transactions only (t0, t2, t3);
+	// read_uncommitted: every record, the aborted t1 and zombie too.
+	committed := readTxnTopic(ctx, t, n.KafkaAddr, topic, kgo.ReadCommitted(), 25)
+	counts := map[string]int{}
+	for _, v := range committed {
+		counts[strings.SplitN(v, "-", 2)[0]]++
+	}
+	if len(committed) != 25 || counts["t0"] != 10 || counts["t2"] != 10 || counts["t3"] != 5 {
+		t.Fatalf("read_committed read %d records: %v", len(committed), counts)
+	}
+	if all := readTxnTopic(ctx, t, n.KafkaAddr, topic, kgo.ReadUncommitted(), 36); len(all) != 36 {
+		t.Fatalf("read_uncommitted read %d records, want 36", len(all))
 	}
 }
 
