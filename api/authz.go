@@ -60,7 +60,7 @@ func Permissions(method, path string) []Permission {
 			return cluster("alter_configs")
 		}
 		return cluster("describe_configs")
-	case "brokers", "kafka", "stats":
+	case "brokers", "kafka", "stats", "transactions":
 		return cluster("describe")
 	}
 	return nil

@@ -197,6 +197,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/groups", groupsResource{h}.Routes())
 		r.Mount("/users", usersResource{h}.Routes())
 		r.Mount("/acls", aclsResource{h}.Routes())
+		r.Mount("/transactions", transactionsResource{h}.Routes())
 		r.Mount("/tokens", tokensResource{h}.Routes())
 		r.Mount("/quotas", quotasResource{h}.Routes())
 	})

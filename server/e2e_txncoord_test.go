@@ -387,6 +387,22 @@ func TestTxnAcrossBrokers(t *testing.T) {
 			t.Errorf("partition %d: end offset %d, want %d records + %d markers", p, got, perPartition[p], markers[p])
 		}
 	}
+	// GET /v1/transactions on any node gathers every coordinator's ids.
+	for i, node := range c.Nodes {
+		var list struct {
+			Transactions []struct {
+				ID          string `json:"transactional_id"`
+				State       string `json:"state"`
+				Coordinator int32  `json:"coordinator"`
+			} `json:"transactions"`
+		}
+		newAPIClient(t, node).json("GET", "/v1/transactions", nil, 200, &list)
+		if len(list.Transactions) != 1 || list.Transactions[0].ID != txnID || list.Transactions[0].State != "CompleteAbort" ||
+			list.Transactions[0].Coordinator != tc {
+			t.Fatalf("GET /v1/transactions on node %d: %+v (coordinator %d)", i+1, list, tc)
+		}
+	}
+	newAPIClient(t, c.Node(2)).problem("GET", "/v1/transactions?state=Nope", "", nil, 400, "invalid-request")
 	offs, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)

@@ -457,6 +457,39 @@ func (e RecordHeaderValueEncoding) Valid() bool {
 	}
 }
 
+// Defines values for TransactionState.
+const (
+	TransactionStateCompleteAbort  TransactionState = "CompleteAbort"
+	TransactionStateCompleteCommit TransactionState = "CompleteCommit"
+	TransactionStateDead           TransactionState = "Dead"
+	TransactionStateEmpty          TransactionState = "Empty"
+	TransactionStateOngoing        TransactionState = "Ongoing"
+	TransactionStatePrepareAbort   TransactionState = "PrepareAbort"
+	TransactionStatePrepareCommit  TransactionState = "PrepareCommit"
+)
+
+// Valid indicates whether the value is a known member of the TransactionState enum.
+func (e TransactionState) Valid() bool {
+	switch e {
+	case TransactionStateCompleteAbort:
+		return true
+	case TransactionStateCompleteCommit:
+		return true
+	case TransactionStateDead:
+		return true
+	case TransactionStateEmpty:
+		return true
+	case TransactionStateOngoing:
+		return true
+	case TransactionStatePrepareAbort:
+		return true
+	case TransactionStatePrepareCommit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserMechanisms.
 const (
 	UserMechanismsSCRAMSHA256 UserMechanisms = "SCRAM-SHA-256"
@@ -688,6 +721,39 @@ func (e StreamRecordsParamsIsolation) Valid() bool {
 	case StreamRecordsParamsIsolationReadCommitted:
 		return true
 	case StreamRecordsParamsIsolationReadUncommitted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListTransactionsParamsState.
+const (
+	ListTransactionsParamsStateCompleteAbort  ListTransactionsParamsState = "CompleteAbort"
+	ListTransactionsParamsStateCompleteCommit ListTransactionsParamsState = "CompleteCommit"
+	ListTransactionsParamsStateDead           ListTransactionsParamsState = "Dead"
+	ListTransactionsParamsStateEmpty          ListTransactionsParamsState = "Empty"
+	ListTransactionsParamsStateOngoing        ListTransactionsParamsState = "Ongoing"
+	ListTransactionsParamsStatePrepareAbort   ListTransactionsParamsState = "PrepareAbort"
+	ListTransactionsParamsStatePrepareCommit  ListTransactionsParamsState = "PrepareCommit"
+)
+
+// Valid indicates whether the value is a known member of the ListTransactionsParamsState enum.
+func (e ListTransactionsParamsState) Valid() bool {
+	switch e {
+	case ListTransactionsParamsStateCompleteAbort:
+		return true
+	case ListTransactionsParamsStateCompleteCommit:
+		return true
+	case ListTransactionsParamsStateDead:
+		return true
+	case ListTransactionsParamsStateEmpty:
+		return true
+	case ListTransactionsParamsStateOngoing:
+		return true
+	case ListTransactionsParamsStatePrepareAbort:
+		return true
+	case ListTransactionsParamsStatePrepareCommit:
 		return true
 	default:
 		return false
@@ -1317,6 +1383,34 @@ type TopicSummary struct {
 	SizeBytes         *int64 `json:"size_bytes,omitempty"`
 }
 
+// Transaction defines model for Transaction.
+type Transaction struct {
+	// Coordinator The broker coordinating the transactional id.
+	Coordinator int32 `json:"coordinator"`
+
+	// Partitions The partitions the open transaction wrote to.
+	Partitions []struct {
+		Partition int32  `json:"partition"`
+		Topic     string `json:"topic"`
+	} `json:"partitions"`
+	ProducerEpoch int   `json:"producer_epoch"`
+	ProducerId    int64 `json:"producer_id"`
+
+	// StartMs When the open transaction began (ms since the epoch); -1 when none is open.
+	StartMs         int64            `json:"start_ms"`
+	State           TransactionState `json:"state"`
+	TimeoutMs       int64            `json:"timeout_ms"`
+	TransactionalId string           `json:"transactional_id"`
+}
+
+// TransactionState defines model for Transaction.State.
+type TransactionState string
+
+// TransactionList defines model for TransactionList.
+type TransactionList struct {
+	Transactions []Transaction `json:"transactions"`
+}
+
 // User defines model for User.
 type User struct {
 	// Mechanisms The SCRAM mechanisms the user has a credential for.
@@ -1602,6 +1696,15 @@ type StreamRecordsParamsEncoding string
 
 // StreamRecordsParamsIsolation defines parameters for StreamRecords.
 type StreamRecordsParamsIsolation string
+
+// ListTransactionsParams defines parameters for ListTransactions.
+type ListTransactionsParams struct {
+	// State Only transactions in this state.
+	State *ListTransactionsParamsState `form:"state,omitempty" json:"state,omitempty"`
+}
+
+// ListTransactionsParamsState defines parameters for ListTransactions.
+type ListTransactionsParamsState string
 
 // CreateACLJSONRequestBody defines body for CreateACL for application/json ContentType.
 type CreateACLJSONRequestBody = ACL
@@ -2257,6 +2360,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 	StreamRecords(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTransactions Transactional producers and their open transactions
+	//
+	// Every transactional id the brokers' transaction coordinators know (Kafka's
+	// DescribeTransactions on each broker), sorted by id: its state, producer id and
+	// epoch, timeout and, for an open transaction, when it began and the partitions
+	// it wrote to (until it ends they hold back the last stable offset that
+	// read_committed consumers read up to).
+	//
+	// Corresponds with GET /v1/transactions (the `ListTransactions` operationId).
+	ListTransactions(ctx context.Context, params *ListTransactionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListUsers List users and their SCRAM mechanisms
 	//
@@ -3335,6 +3449,27 @@ func (c *Client) ProduceRecords(ctx context.Context, topic Topic, params *Produc
 // Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 func (c *Client) StreamRecords(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamRecordsRequest(c.Server, topic, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTransactions Transactional producers and their open transactions
+//
+// Every transactional id the brokers' transaction coordinators know (Kafka's
+// DescribeTransactions on each broker), sorted by id: its state, producer id and
+// epoch, timeout and, for an open transaction, when it began and the partitions
+// it wrote to (until it ends they hold back the last stable offset that
+// read_committed consumers read up to).
+//
+// Corresponds with GET /v1/transactions (the `ListTransactions` operationId).
+func (c *Client) ListTransactions(ctx context.Context, params *ListTransactionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTransactionsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5536,6 +5671,60 @@ func NewStreamRecordsRequest(server string, topic Topic, params *StreamRecordsPa
 	return req, nil
 }
 
+// NewListTransactionsRequest constructs an http.Request for the ListTransactions method
+func NewListTransactionsRequest(server string, params *ListTransactionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/transactions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListUsersRequest constructs an http.Request for the ListUsers method
 func NewListUsersRequest(server string) (*http.Request, error) {
 	var err error
@@ -6276,6 +6465,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/records/stream (the `StreamRecords` operationId).
 	StreamRecordsWithResponse(ctx context.Context, topic Topic, params *StreamRecordsParams, reqEditors ...RequestEditorFn) (*StreamRecordsResponse, error)
+
+	// ListTransactionsWithResponse Transactional producers and their open transactions
+	//
+	// Every transactional id the brokers' transaction coordinators know (Kafka's
+	// DescribeTransactions on each broker), sorted by id: its state, producer id and
+	// epoch, timeout and, for an open transaction, when it began and the partitions
+	// it wrote to (until it ends they hold back the last stable offset that
+	// read_committed consumers read up to).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/transactions (the `ListTransactions` operationId).
+	ListTransactionsWithResponse(ctx context.Context, params *ListTransactionsParams, reqEditors ...RequestEditorFn) (*ListTransactionsResponse, error)
 
 	// ListUsersWithResponse List users and their SCRAM mechanisms
 	//
@@ -8785,6 +8987,82 @@ func (r StreamRecordsResponse) ContentType() string {
 	return ""
 }
 
+// ListTransactionsResponse401Headers the declared response headers of an HTTP 401 response for ListTransactions
+type ListTransactionsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+type ListTransactionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TransactionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthenticated
+	// ApplicationproblemJSON501 the response for an HTTP 501 `application/problem+json` response
+	ApplicationproblemJSON501 *Problem
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListTransactionsResponse401Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTransactionsResponse) GetJSON200() *TransactionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTransactionsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTransactionsResponse) GetApplicationproblemJSON401() *Unauthenticated {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON501 returns the response for an HTTP 501 `application/problem+json` response
+func (r ListTransactionsResponse) GetApplicationproblemJSON501() *Problem {
+	return r.ApplicationproblemJSON501
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTransactionsResponse) GetApplicationproblemJSONDefault() *Problem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTransactionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTransactionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTransactionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTransactionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListUsersResponse401Headers the declared response headers of an HTTP 401 response for ListUsers
 type ListUsersResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9892,6 +10170,25 @@ func (c *ClientWithResponses) StreamRecordsWithResponse(ctx context.Context, top
 		return nil, err
 	}
 	return ParseStreamRecordsResponse(rsp)
+}
+
+// ListTransactionsWithResponse Transactional producers and their open transactions
+//
+// Every transactional id the brokers' transaction coordinators know (Kafka's
+// DescribeTransactions on each broker), sorted by id: its state, producer id and
+// epoch, timeout and, for an open transaction, when it began and the partitions
+// it wrote to (until it ends they hold back the last stable offset that
+// read_committed consumers read up to).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/transactions (the `ListTransactions` operationId).
+func (c *ClientWithResponses) ListTransactionsWithResponse(ctx context.Context, params *ListTransactionsParams, reqEditors ...RequestEditorFn) (*ListTransactionsResponse, error) {
+	rsp, err := c.ListTransactions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTransactionsResponse(rsp)
 }
 
 // ListUsersWithResponse List users and their SCRAM mechanisms
@@ -11934,6 +12231,73 @@ func ParseStreamRecordsResponse(rsp *http.Response) (*StreamRecordsResponse, err
 		}
 		response.ApplicationproblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseListTransactionsResponse parses an HTTP response from a ListTransactionsWithResponse call
+func ParseListTransactionsResponse(rsp *http.Response) (*ListTransactionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTransactionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TransactionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 501:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON501 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListTransactionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
