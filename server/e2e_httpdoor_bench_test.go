@@ -31,15 +31,19 @@ import (
 // the same node in the same run (issue 17): franz-go produce and consume on
 // the Kafka port are the baseline, then HTTP produce (JSON, NDJSON, binary
 // RecordBatch) and HTTP consume (JSON, binary RecordBatch), each printed as
-// MB/s of record values and as a ratio to the Kafka figure. One node,
+// MB/s of record values and as a ratio to the Kafka figure measured just
+// before it; the medians over rounds (3 under RUNNEL_BENCH=1) are printed. One node,
 // 1 KiB random values, 3 partitions, 4 concurrent HTTP clients sending
 // 500-record bodies. `make bench-http` runs it with ~100 MB per path;
 // without RUNNEL_BENCH=1 (make bench-short) it moves ~3 MB per path, a
 // check that it still runs, not a measurement.
 func BenchmarkHTTPDoor(b *testing.B) {
-	total := 3_000 // records per path
+	total, rounds := 3_000, 1 // records per path
 	if os.Getenv("RUNNEL_BENCH") == "1" {
-		total = 100_000
+		total, rounds = 100_000, 3
+	}
+	if v := os.Getenv("RUNNEL_BENCH_ROUNDS"); v != "" {
+		rounds, _ = strconv.Atoi(v)
 	}
 	if v := os.Getenv("RUNNEL_BENCH_RECORDS"); v != "" {
 		total, _ = strconv.Atoi(v)
@@ -50,9 +54,10 @@ func BenchmarkHTTPDoor(b *testing.B) {
 	}
 	node := servertest.Start(b, opts)
 	d := newDoorBench(b, node, total)
-	for range b.N {
+	for range b.N * rounds {
 		d.run()
 	}
+	d.report()
 }
 
 const (
@@ -63,15 +68,18 @@ const (
 )
 
 type doorBench struct {
-	b     *testing.B
-	node  *servertest.Node
-	total int
-	value [][]byte // doorPerBody random values
-	runs  int
+	b       *testing.B
+	node    *servertest.Node
+	total   int
+	value   [][]byte // doorPerBody random values
+	runs    int
+	samples map[string][]doorSample // "produce/JSON" -> one per round
+	order   []string
+	notes   map[string]string // why a path has no figure
 }
 
 func newDoorBench(b *testing.B, node *servertest.Node, total int) *doorBench {
-	d := &doorBench{b: b, node: node, total: total - total%doorPerBody}
+	d := &doorBench{b: b, node: node, total: total - total%doorPerBody, samples: map[string][]doorSample{}, notes: map[string]string{}}
 	for range doorPerBody {
 		v := make([]byte, doorValueBytes)
 		for i := range v {
@@ -82,13 +90,11 @@ func newDoorBench(b *testing.B, node *servertest.Node, total int) *doorBench {
 	return d
 }
 
-// doorResult is one path's rate in MB/s of values (0: not available).
-type doorResult struct {
-	name string
-	mbs  float64
-	note string
-}
 
+// run measures every path once, each right after the Kafka figure it is
+// compared with (a fresh franz-go produce before an HTTP produce, a
+// franz-go read of the same topic before an HTTP consume), so a change in
+// the shared machine's load between paths moves both sides of a ratio.
 func (d *doorBench) run() {
 	d.runs++
 	mb := func(dur time.Duration) float64 {
@@ -102,35 +108,44 @@ func (d *doorBench) run() {
 		return name
 	}
 	kafkaTopic := topic("kafka")
-	kp := mb(benchProduceValues(d.b, d.node.KafkaAddr, kafkaTopic, d.total, d.value))
-	kc := mb(benchConsume(d.b, d.node.KafkaAddr, kafkaTopic, d.total))
-
-	var produce, consume []doorResult
+	benchProduceValues(d.b, d.node.KafkaAddr, kafkaTopic, d.total, d.value) // what the consumes read
 	for _, f := range []struct{ name, ctype, query string }{
 		{"JSON", "application/json", "?encoding=base64"},
 		{"NDJSON", "application/x-ndjson", "?encoding=base64"},
 		{"binary RecordBatch", batchMediaType, ""},
 	} {
+		kafka := mb(benchProduceValues(d.b, d.node.KafkaAddr, topic("k"), d.total, d.value))
 		stop := d.profile("produce-" + metricName(f.name))
 		dur, err := d.httpProduce(topic("p"), f.ctype, f.query)
 		stop()
-		produce = append(produce, doorResult{name: f.name, mbs: rateOrZero(mb, dur, err), note: errNote(err)})
+		d.add("produce", f.name, kafka, rateOrZero(mb, dur, err), err)
 	}
-	// Consumes read what the Kafka producer wrote: the same bytes.
-	for _, f := range []struct{ name, accept, query string }{
-		{"JSON", "application/json", "&encoding=base64"},
-		{"binary RecordBatch", batchMediaType, ""},
-	} {
-		stop := d.profile("consume-" + metricName(f.name))
-		dur, err := d.httpConsume(kafkaTopic, f.accept, f.query)
+	consume := func(name string, fn func() (time.Duration, error)) {
+		kafka := mb(benchConsume(d.b, d.node.KafkaAddr, kafkaTopic, d.total))
+		stop := d.profile("consume-" + metricName(name))
+		dur, err := fn()
 		stop()
-		consume = append(consume, doorResult{name: f.name, mbs: rateOrZero(mb, dur, err), note: errNote(err)})
+		d.add("consume", name, kafka, rateOrZero(mb, dur, err), err)
 	}
-	stop := d.profile("consume-sse")
-	dur, err := d.sseConsume(kafkaTopic)
-	stop()
-	consume = append(consume, doorResult{name: "SSE live tail", mbs: rateOrZero(mb, dur, err), note: errNote(err)})
-	d.report(kp, kc, produce, consume)
+	consume("JSON", func() (time.Duration, error) {
+		return d.httpConsume(kafkaTopic, "application/json", "&encoding=base64")
+	})
+	consume("binary RecordBatch", func() (time.Duration, error) { return d.httpConsume(kafkaTopic, batchMediaType, "") })
+	consume("SSE live tail", func() (time.Duration, error) { return d.sseConsume(kafkaTopic) })
+}
+
+// doorSample is one path's figures in one round.
+type doorSample struct{ kafka, http float64 }
+
+func (d *doorBench) add(dir, name string, kafka, http float64, err error) {
+	key := dir + "/" + name
+	if _, ok := d.samples[key]; !ok {
+		d.order = append(d.order, key)
+	}
+	d.samples[key] = append(d.samples[key], doorSample{kafka, http})
+	if err != nil {
+		d.notes[key] = errNote(err)
+	}
 }
 
 // sseConsume reads the topic's records from the start through one SSE
@@ -207,49 +222,34 @@ func errNote(err error) string {
 	return s
 }
 
-func (d *doorBench) report(kp, kc float64, produce, consume []doorResult) {
+// report prints, per path, the median over rounds of the HTTP and the
+// paired Kafka MB/s and of their ratio, with the ratios' range.
+func (d *doorBench) report() {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%d records of %d B per path, %d partitions, %d HTTP clients, %d records per HTTP body\n",
-		d.total, doorValueBytes, doorParts, doorClients, doorPerBody)
-	fmt.Fprintf(&sb, "| path | produce MB/s | ratio | consume MB/s | ratio |\n|---|---|---|---|---|\n")
-	fmt.Fprintf(&sb, "| Kafka listener (franz-go) | %.0f | 1.00 | %.0f | 1.00 |\n", kp, kc)
-	row := func(r doorResult, base float64) string {
-		if r.mbs == 0 {
-			return "n/a (" + r.note + ") | — "
+	fmt.Fprintf(&sb, "\n%d records of %d B per path, %d partitions, %d HTTP clients, %d records per HTTP body, %d round(s); medians\n",
+		d.total, doorValueBytes, doorParts, doorClients, doorPerBody, d.runs)
+	fmt.Fprintf(&sb, "| path | HTTP MB/s | Kafka MB/s (same round) | ratio | ratio range |\n|---|---|---|---|---|\n")
+	for _, key := range d.order {
+		ss := d.samples[key]
+		if note := d.notes[key]; note != "" {
+			fmt.Fprintf(&sb, "| %s | n/a (%s) | | | |\n", key, note)
+			continue
 		}
-		return fmt.Sprintf("%.0f | %.2f", r.mbs, r.mbs/base)
-	}
-	names := map[string]bool{}
-	var order []string
-	for _, r := range append(append([]doorResult{}, produce...), consume...) {
-		if !names[r.name] {
-			names[r.name] = true
-			order = append(order, r.name)
+		var h, k, r []float64
+		for _, x := range ss {
+			h, k, r = append(h, x.http), append(k, x.kafka), append(r, x.http/x.kafka)
 		}
-	}
-	for _, name := range order {
-		p, c := "— | —", "— | —"
-		for _, r := range produce {
-			if r.name == name {
-				p = row(r, kp)
-			}
-		}
-		for _, r := range consume {
-			if r.name == name {
-				c = row(r, kc)
-			}
-		}
-		fmt.Fprintf(&sb, "| HTTP %s | %s | %s |\n", name, p, c)
+		sort.Float64s(r)
+		fmt.Fprintf(&sb, "| %s | %.0f | %.0f | %.2f | %.2f-%.2f |\n", key, median(h), median(k), median(r), r[0], r[len(r)-1])
+		d.b.ReportMetric(median(r), strings.ReplaceAll(strings.SplitN(key, "/", 2)[0]+"_"+metricName(strings.SplitN(key, "/", 2)[1]), " ", "_")+"_ratio")
 	}
 	d.b.Log(sb.String())
-	d.b.ReportMetric(kp, "kafka_produce_MB/s")
-	d.b.ReportMetric(kc, "kafka_consume_MB/s")
-	for _, r := range produce {
-		d.b.ReportMetric(r.mbs/kp, "produce_"+metricName(r.name)+"_ratio")
-	}
-	for _, r := range consume {
-		d.b.ReportMetric(r.mbs/kc, "consume_"+metricName(r.name)+"_ratio")
-	}
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }
 
 func metricName(s string) string {
