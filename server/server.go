@@ -12,9 +12,35 @@
 // 27) on the leader's inter-broker port; segments.BuildControlBatch and
 // segments.ParseControlBatch are the marker codec.
 //
-// Goroutines: Open starts the HTTP server, the Kafka listener and the
-// broker's follower; Close stops them in reverse order and waits for each.
+// The coordinators are packages of their own: server/groups (consumer
+// groups; groupsbackend.go gives it the broker through groups.Backend, and
+// kafkabackend_groups.go / httpbackend_groups.go translate its errors for each
+// door) and server/txn (transactions). The inter-node port is package
+// internode, opened by raftfsm; the server registers 'K' (inter-broker Kafka,
+// muxlistener.go) and 'H' (forwarded HTTP, forward.go) on it.
+//
+// Goroutines, all owned by the Server and stopped by Close (in this order):
+//   - the HTTP server on each HTTP listener and on interHTTP (forwarded
+//     requests), stopped by stopHTTP (graceful, then request contexts end);
+//   - runLeaderElections on a controller (stopElections);
+//   - the Kafka listener's doors (client, TLS, inter-broker peers), through
+//     serveKafka, stopped by kafka.Close after interBroker closes;
+//   - handoffs: one goroutine per inter-node connection being passed from the
+//     port mux to interBroker (reading its hello) or interHTTP; Close closes
+//     the connections they still hold and waits (muxlistener.go);
+//   - the transaction and group coordinators' own goroutines (txn.close,
+//     groups.Close: loads and appends in flight end);
+//   - the broker's (storage, fetchers, replication, maintenance), broker.close;
+//   - the metadata node's (raft, heartbeats, the port mux), meta.Close.
+//
+// Open starts them in about the reverse order (the HTTP servers early, so
+// /livez answers at once); when it fails half-way, the listeners no server
+// took yet are closed before Close runs.
+//
 // Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.
+// handoffs.mu is a leaf. No server lock is held while calling a coordinator,
+// and the group coordinator holds none of its locks while it calls back
+// (groups.Backend).
 //
 // Idempotent HTTP produce (Idempotency-Key) lives in idemkeys.go: the key
 // travels in the producer fields of the batches a request writes, so it is
