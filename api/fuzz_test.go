@@ -241,3 +241,31 @@ func FuzzDecodeOctetRecord(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIdempotencyKeyHeader: any Idempotency-Key value is taken as a key of
+// 1 to MaxIdempotencyKeyLen printable ASCII bytes or refused with a 400
+// field error; nothing panics.
+func FuzzIdempotencyKeyHeader(f *testing.F) {
+	for _, s := range []string{`"8e03978e-40d5-43e8-bc93-6894a57f9324"`, `bare-token`, `""`, `"a\"b"`, `"\x00"`, `"\u00e9"`, `"unterminated`, `"a" "b"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		r := &http.Request{Header: http.Header{IdempotencyKeyHeader: {v}}}
+		key, ok, err := parseIdempotencyKey(r)
+		if err != nil {
+			var fe *FieldError
+			if ok || !errors.As(err, &fe) || !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("%q: %v (ok %v), want a 400 field error", v, err, ok)
+			}
+			return
+		}
+		if !ok || len(key) == 0 || len(key) > MaxIdempotencyKeyLen {
+			t.Fatalf("%q: key %q ok %v", v, key, ok)
+		}
+		for i := 0; i < len(key); i++ {
+			if key[i] < 0x20 || key[i] > 0x7e {
+				t.Fatalf("%q: key %q has byte %#x", v, key, key[i])
+			}
+		}
+	})
+}
