@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 )
 
@@ -474,4 +475,67 @@ func TestCoordinatorLoadWaitsForHighWatermark(t *testing.T) {
 		close(closed)
 	}()
 	recv(t, closed)
+}
+
+// An HTTP member joins (the coordinator runs the protocol and the range
+// assignor for it), polls its partitions from the committed offsets or the
+// reset policy, commits its positions, and leaves.
+func TestHTTPMemberJoinPollCommit(t *testing.T) {
+	b := newFakeBackend(testNode, 1)
+	b.produce("orders", 0, 3)
+	b.produce("orders", 1, 2)
+	c, clk := newTestCoordinator(t, b)
+	loaded(t, c, 0)
+	ctx := context.Background()
+	h := c.HTTP()
+	type joinedHTTP struct {
+		ms  api.GroupMembership
+		err error
+	}
+	ch := make(chan joinedHTTP, 1)
+	go func() {
+		ms, err := h.JoinGroup(ctx, "h", api.GroupJoinRequest{Topics: []string{"orders"}, ClientID: "web"})
+		ch <- joinedHTTP{ms, err}
+	}()
+	g := waitGroup(t, c, "h")
+	waitState(t, g, statePreparingRebalance)
+	c.expire(clk.add(groupInitialRebalanceWait))
+	j := recv(t, ch)
+	if j.err != nil || j.ms.Rebalancing || len(j.ms.Assignment) != 1 || len(j.ms.Assignment[0].Partitions) != 2 {
+		t.Fatalf("join: %+v %v", j.ms, j.err)
+	}
+	member := j.ms.MemberID
+	// Nothing committed: the reset policy (earliest) gives every record.
+	got := 0
+	for range 2 {
+		res, err := h.PollGroup(ctx, "h", member, api.GroupPollRequest{MaxRecords: 10, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatalf("poll: %v", err)
+		}
+		got += len(res.Records)
+	}
+	if got != 5 {
+		t.Fatalf("polled %d records, want 5", got)
+	}
+	if _, err := h.CommitMember(ctx, "h", member, nil); err != nil {
+		t.Fatalf("commit positions: %v", err)
+	}
+	offs, err := h.GroupOffsets(ctx, "h")
+	if err != nil || len(offs) != 2 || offs[0].Offset != 3 || offs[1].Offset != 2 {
+		t.Fatalf("committed %+v %v, want 3 and 2", offs, err)
+	}
+	// A poll of a member that is not one is NOT_FOUND; leaving empties the group.
+	if _, err := h.PollGroup(ctx, "h", "nobody", api.GroupPollRequest{MaxRecords: 1, MaxBytes: 1}); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("poll by a stranger: %v", err)
+	}
+	if err := h.LeaveGroup(ctx, "h", member); err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	waitState(t, g, stateEmpty)
+	if err := h.DeleteGroup(ctx, "h"); err != nil {
+		t.Fatalf("delete the empty group: %v", err)
+	}
+	if _, err := h.DescribeGroup(ctx, "h"); !errors.Is(err, api.ErrUnknownGroup) {
+		t.Fatalf("describe a deleted group: %v", err)
+	}
 }

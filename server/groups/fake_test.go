@@ -26,6 +26,7 @@ type fakeBackend struct {
 	appending  chan struct{} // receives one value as each Append starts
 	appended   chan struct{} // closed and replaced after each Append
 	appends    int
+	data       map[TopicPartition][]api.ConsumedRecord // Read's records
 }
 
 func newFakeBackend(nodeID int32, partitions int) *fakeBackend {
@@ -127,8 +128,45 @@ func (b *fakeBackend) OffsetsLog(p int32) (Log, error) {
 	return nil, errors.New("fake: no such partition")
 }
 
+// Read serves the records of data[t] (offsets 0..n-1); a partition without
+// data is empty at offset 100.
 func (b *fakeBackend) Read(ctx context.Context, t TopicPartition, offset int64, maxRecords, maxBytes int, _ bool) (api.ConsumeResult, error) {
-	return api.ConsumeResult{HighWatermark: 100, NextOffset: 100}, nil
+	b.mu.Lock()
+	recs, ok := b.data[t]
+	b.mu.Unlock()
+	if !ok {
+		return api.ConsumeResult{HighWatermark: 100, NextOffset: 100}, nil
+	}
+	end := int64(len(recs))
+	switch offset {
+	case api.OffsetEarliest:
+		offset = 0
+	case api.OffsetLatest:
+		offset = end
+	}
+	if offset < 0 || offset > end {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %d", api.ErrOffsetOutOfRange, offset)
+	}
+	out := api.ConsumeResult{HighWatermark: end, NextOffset: offset}
+	for _, r := range recs[offset:min(end, offset+int64(maxRecords))] {
+		out.Records = append(out.Records, r)
+		out.NextOffset = r.Offset + 1
+	}
+	return out, nil
+}
+
+// produce adds n records to partition p of topic in data.
+func (b *fakeBackend) produce(topic string, p int32, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data == nil {
+		b.data = map[TopicPartition][]api.ConsumedRecord{}
+	}
+	t := TopicPartition{Topic: topic, Partition: p}
+	for range n {
+		off := int64(len(b.data[t]))
+		b.data[t] = append(b.data[t], api.ConsumedRecord{Partition: p, Offset: off, Value: []byte(fmt.Sprintf("%s-%d-%d", topic, p, off))})
+	}
 }
 
 func (b *fakeBackend) OffsetForTime(ctx context.Context, t TopicPartition, ts, end int64) (int64, error) {
