@@ -334,6 +334,20 @@ func TestIdempotentProduceAcrossLeaderKill(t *testing.T) {
 		t.Errorf("%d distinct records stored, want %d", len(seen), requests*perRequest)
 	}
 	t.Logf("%d requests of %d records: %d sends, %d retries; each record stored once", requests, perRequest, sent.Load(), retried.Load())
+
+	// A used key with another body is a 422 through every node, also when
+	// the partitions it wrote to are led by another node (forwarded).
+	for id := 1; id <= 3; id++ {
+		if !alive[id].Load() {
+			continue
+		}
+		other, _ := json.Marshal(map[string]any{"records": []map[string]any{
+			{"key": "k1-0", "value": "other"}, {"key": "k1-1", "value": "other"}, {"key": "k1-2", "value": "other"}}})
+		status, out, err := keyedProduce(client, c.Node(id).URL, "once", "req-1", "encoding=string&acks=all", other)
+		if err != nil || status != 422 || !strings.Contains(string(out), "idempotency-key-reused") {
+			t.Errorf("reused key through node %d: %d %s %v", id, status, out, err)
+		}
+	}
 }
 
 // readPartition reads one partition through node n from the start.
