@@ -19,7 +19,10 @@ import (
 // MaxWaitMillis pass, a partition reports an error, or metadata changes.
 // Response and partition byte limits follow KIP-74: the first partition
 // with data returns at least one whole batch. Records are written straight
-// from the broker's chunks (sendfile) by fetchwrite.go.
+// from the broker's chunks (sendfile) by fetchwrite.go. With isolation_level
+// 1 (read_committed) the broker reads below the last stable offset and the
+// partition carries aborted_transactions (an empty array when none; null
+// for read_uncommitted), which the client uses to drop aborted batches.
 const (
 	fetchKey = 1
 	fetchMin = 4

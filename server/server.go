@@ -10,7 +10,13 @@
 //
 // on the partition's leader (acks=all), or with WriteTxnMarkers (Kafka API
 // 27) on the leader's inter-broker port; segments.BuildControlBatch and
-// segments.ParseControlBatch are the marker codec.
+// segments.ParseControlBatch are the marker codec. A marker with a newer
+// producer epoch fences the old producer; one from an older coordinator
+// epoch is refused (producerstate.go). segments.Log tracks the open
+// transactions and the aborted-transactions index of every replica, so the
+// last stable offset (txnread.go) is right on a new leader too; Kafka
+// read_committed Fetch and ListOffsets and HTTP reads with
+// isolation=read_committed (the default; data.go, httpbatch.go) stop at it.
 //
 // The coordinators are packages of their own: server/groups (consumer
 // groups; groupsbackend.go gives it the broker through groups.Backend, and

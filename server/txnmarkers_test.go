@@ -136,3 +136,52 @@ func TestTxnProducerFencing(t *testing.T) {
 		t.Fatalf("LSO with the new transaction open at 2: %d %v", lso, err)
 	}
 }
+
+// A follower copies the leader's batches as they are and knows the same
+// open transactions, so it stops read_committed readers at the same
+// offset once it leads.
+func TestTxnStateOnFollower(t *testing.T) {
+	leader := leaderPartition(t)
+	follower := testPartition(t, nil)
+	follower.leader.Store(1) // led by another broker
+	replicate := func() {
+		t.Helper()
+		from := follower.log.EndOffset()
+		c, err := leader.log.Read(from, 1<<20, leader.log.EndOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := c.Bytes()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := follower.appendAsFollower(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := leader.append(idemBatch(t, 3, 0, 0, "plain", time.Now().UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.append(txnDataBatch(t, 4, 0, 0, "open")); err != nil {
+		t.Fatal(err)
+	}
+	replicate()
+	if fuo, err := follower.log.FirstUnstableOffset(); err != nil || fuo != 1 {
+		t.Fatalf("follower's first unstable offset %d %v, want 1", fuo, err)
+	}
+	_, wait, err := leader.appendMarker(segments.Marker{ProducerID: 4, Type: segments.ControlAbort})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	replicate()
+	if fuo, err := follower.log.FirstUnstableOffset(); err != nil || fuo != 3 {
+		t.Fatalf("follower's first unstable offset after the abort %d %v, want 3", fuo, err)
+	}
+	if a, err := follower.log.AbortedTxns(0, 3); err != nil || len(a) != 1 || a[0].ProducerID != 4 || a[0].FirstOffset != 1 {
+		t.Fatalf("follower's aborted transactions %+v %v", a, err)
+	}
+}
