@@ -117,7 +117,10 @@ func TestReadmeShellBlocks(t *testing.T) {
 	needTools(t, "bash", "curl", "kcat", "make", "sed", "seq")
 	node := servertest.Start(t, servertest.Options{})
 	env := sandboxEnv(t, node.URL)
-	ports := strings.NewReplacer("localhost:8080", node.HTTPAddr, "localhost:9092", node.KafkaAddr)
+	// The security walk-through starts a node of its own on 8090 (Kafka
+	// 9095, Raft 9096): free ports here.
+	ports := strings.NewReplacer("localhost:8080", node.HTTPAddr, "localhost:9092", node.KafkaAddr,
+		"localhost:8090", servertest.FreeAddr(t), "localhost:9095", servertest.FreeAddr(t), "localhost:9096", servertest.FreeAddr(t))
 	// One shell for all blocks, as one terminal: the install block's PATH
 	// line holds for the blocks after it.
 	var script strings.Builder
