@@ -255,6 +255,10 @@ func (c *conn) handle(frame []byte) error {
 		if isGroupKey(h.key) {
 			ctx = withClient(ctx, deref(h.clientID), c.nc.RemoteAddr())
 		}
+		if fr, ok := req.(*kmsg.FetchRequest); ok && fr.Version >= 13 {
+			// Fetch 13+ names topics by id: authorization needs the names.
+			c.s.resolveFetchTopicIDs(ctx, fr)
+		}
 		if code := c.authorize(req); code != 0 {
 			resp = api.fail(req, code)
 		} else {
