@@ -105,7 +105,8 @@ var httpMatrix = map[string]mxRow{
 	"GET /v1/users": needs(clusterP("describe")), "POST /v1/users": needs(clusterP("alter")), "DELETE /v1/users/{name}": needs(clusterP("alter")),
 	"GET /v1/acls": needs(clusterP("describe")), "POST /v1/acls": needs(clusterP("alter")), "DELETE /v1/acls": needs(clusterP("alter")),
 	"POST /v1/tokens": mxAuth, "DELETE /v1/tokens/{id}": mxAuth,
-	"GET /v1/quotas": needs(clusterP("describe_configs")), "PUT /v1/quotas": needs(clusterP("alter_configs")),
+	"GET /v1/transactions": needs(clusterP("describe")), // stricter than Kafka's ListTransactions (filtered by describe)
+	"GET /v1/quotas":       needs(clusterP("describe_configs")), "PUT /v1/quotas": needs(clusterP("alter_configs")),
 }
 
 // mxPrincipal is one column of the matrix.
