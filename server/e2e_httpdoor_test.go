@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,5 +137,46 @@ func TestHTTPDoorBinary(t *testing.T) {
 	}
 	if n, _, _, err := countBinary(resp.Header, raw, 1); err != nil || n != 3 {
 		t.Fatalf("binary consume: %d records from offset 1, %v", n, err)
+	}
+}
+
+// The binary media types, compression and h2c with curl, as the README
+// shows them: a file posted with --data-binary as one record and as a
+// RecordBatch, read back over h2c with --compressed.
+func TestHTTPDoorCurl(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		servertest.MissingTool(t, "curl not installed")
+	}
+	n := servertest.Start(t, servertest.Options{})
+	dir := t.TempDir()
+	value := filepath.Join(dir, "value.bin")
+	batch := filepath.Join(dir, "batch.bin")
+	if err := os.WriteFile(value, []byte("raw\x00bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(batch, kafkaBatch([][]byte{[]byte("b0"), []byte("b1")}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	curl := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("curl", append([]string{"-sS", "--fail-with-body"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("curl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	curl("-X", "POST", n.URL+"/v1/topics", "-H", "Content-Type: application/json", "-d", `{"name":"curl","partitions":1}`)
+	curl("-X", "POST", n.URL+"/v1/topics/curl/records", "-H", "Content-Type: application/octet-stream",
+		"-H", "Runnel-Key: carol", "--data-binary", "@"+value)
+	if out := curl("-X", "POST", n.URL+"/v1/topics/curl/records?partition=0", "-H", "Content-Type: application/vnd.kafka.recordbatch",
+		"--data-binary", "@"+batch); !strings.Contains(out, `"offset":2`) {
+		t.Fatalf("batch produce: %s", out)
+	}
+	out := curl("--http2-prior-knowledge", "--compressed", "-w", "\n%{http_version}", n.URL+"/v1/topics/curl/partitions/0/records?encoding=base64")
+	for _, want := range []string{`"key":"Y2Fyb2w="`, `"value":"` + base64.StdEncoding.EncodeToString([]byte("raw\x00bytes")) + `"`,
+		`"value":"YjE="`, "\n2"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("consumed %s, want %s", out, want)
+		}
 	}
 }
