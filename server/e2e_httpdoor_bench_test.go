@@ -90,7 +90,6 @@ func newDoorBench(b *testing.B, node *servertest.Node, total int) *doorBench {
 	return d
 }
 
-
 // run measures every path once, each right after the Kafka figure it is
 // compared with (a fresh franz-go produce before an HTTP produce, a
 // franz-go read of the same topic before an HTTP consume), so a change in
