@@ -138,10 +138,26 @@ func stableGroup(t *testing.T, c *Coordinator, clk *fakeClock, name string) kafk
 	return j.res
 }
 
+// waitFlushed waits until no flusher of g runs (its queue is written and
+// every outcome recorded).
+func waitFlushed(t *testing.T, g *group) {
+	t.Helper()
+	for range 10000 {
+		g.mu.Lock()
+		busy := g.flushing
+		g.mu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(time.Millisecond) // polling another goroutine's progress, bounded
+	}
+	t.Fatal("the group's flusher never finished")
+}
+
 // waitGroup waits for a group to exist (a join creates it).
 func waitGroup(t *testing.T, c *Coordinator, name string) *group {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
+	for range 10000 {
 		c.mu.Lock()
 		g := c.groups[name]
 		c.mu.Unlock()
@@ -375,6 +391,7 @@ func TestGroupPersistRetried(t *testing.T) {
 	g := groupOf(t, c, "g")
 	waitState(t, g, stateEmpty)
 	b.waitAppends(t, 2) // the failed write of the Empty generation
+	waitFlushed(t, g)   // and its flusher has recorded the failure
 	if sg := lastGroupRecord(t, b.logs[0], "g"); sg == nil || sg.Generation != 1 {
 		t.Fatalf("log moved on without a write: %+v", sg)
 	}
