@@ -100,7 +100,7 @@ func TestKafkaAdminChangesVisibleOnEveryBroker(t *testing.T) {
 			}
 		}
 	}
-	for round := range 15 {
+	for round := range 8 {
 		topic := fmt.Sprintf("vis-%d", round)
 		mustCreateKafkaTopic(t, adm, ctx, topic, 3, 3, nil)
 		expect(round, "CreateTopics", topic, 3)
@@ -165,7 +165,7 @@ func TestKafkaKcatSeesGrownTopic(t *testing.T) {
 	for i := range 400 {
 		fmt.Fprintf(&in, "key-%d:v%d\n", i, i)
 	}
-	for round := range 8 {
+	for round := range 5 {
 		topic := fmt.Sprintf("grown-%d", round)
 		mustCreateKafkaTopic(t, adm, ctx, topic, 3, 3, nil)
 		if rs, err := adm.CreatePartitions(ctx, 1, topic); err != nil || rs[topic].Err != nil {
