@@ -63,7 +63,7 @@ func (n *Node) waitUnfenced(ctx context.Context, b *Broker) (*Broker, error) {
 			n.q.hbMu.Lock()
 			b = n.q.registered
 			n.q.hbMu.Unlock()
-		} else if ok && cur.State != BrokerFenced {
+		} else if ok && cur.State != BrokerFenced && n.BrokerLeaseValid(time.Now()) {
 			return cur, nil
 		}
 		select {
@@ -131,6 +131,7 @@ func (n *Node) sendHeartbeat(ctx context.Context, interval time.Duration) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, max(2*interval, time.Second))
 	defer cancel()
+	sent := time.Now()
 	hb := heartbeat{ID: b.ID, Epoch: b.Epoch, Applied: n.fsm.appliedIndex()}
 	if n.cfg.BrokerHealth != nil {
 		hb.StorageError = truncateHealth(n.cfg.BrokerHealth())
@@ -146,6 +147,13 @@ func (n *Node) sendHeartbeat(ctx context.Context, interval time.Duration) {
 		n.log.Debug("raftfsm: heartbeat", "broker", b.ID, "err", err)
 		return
 	}
+	n.q.hbMu.Lock()
+	if !reply.Stale && reply.State != BrokerFenced && n.q.registered == b {
+		n.q.leaseUntil = sent.Add(n.sessionTimeout())
+	} else {
+		n.q.leaseUntil = time.Time{}
+	}
+	n.q.hbMu.Unlock()
 	if !reply.Stale {
 		return
 	}
@@ -247,6 +255,19 @@ func (n *Node) BrokerLiveness(ctx context.Context) (map[int32]Liveness, error) {
 		return m, nil
 	}
 	return out, nil
+}
+
+// BrokerLeaseValid reports whether this node's broker may act as a
+// partition leader at now: the active controller answered a heartbeat sent
+// less than a session timeout ago, and not as fenced. A broker cut off from
+// the controllers stops leading before they fence it and elect other
+// leaders, so it does not take writes that the new leaders never see; a
+// fenced broker leads again once it is unfenced (caught up with the
+// metadata). False before the first answered heartbeat.
+func (n *Node) BrokerLeaseValid(now time.Time) bool {
+	n.q.hbMu.Lock()
+	defer n.q.hbMu.Unlock()
+	return now.Before(n.q.leaseUntil)
 }
 
 // RegisteredBroker is this node's broker as last registered by

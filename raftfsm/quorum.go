@@ -32,6 +32,12 @@ type quorum struct {
 	regCmd     RegisterBroker // the command that registered it
 	hbCancel   context.CancelFunc
 	hbDone     chan struct{}
+	// leaseUntil: until when this node's broker may act as a partition
+	// leader: the send time of the last heartbeat the active controller
+	// answered with the broker not fenced, plus the session timeout. The
+	// controller fences no earlier than a session timeout after it
+	// received that heartbeat, so the lease lapses first.
+	leaseUntil time.Time
 }
 
 // Default broker session tuning (Kafka's).

@@ -32,6 +32,10 @@ type session struct {
 	applied uint64
 	beat    bool   // a heartbeat came in this term
 	health  string // heartbeat.StorageError
+	// catchUp: the metadata index a fenced broker must have applied
+	// before it is unfenced, fixed at its first heartbeat while fenced (0
+	// while it is not fenced).
+	catchUp uint64
 }
 
 // forTermLocked resets the table when term is not the one it holds.
@@ -41,12 +45,36 @@ func (s *sessions) forTermLocked(term uint64) {
 	}
 }
 
-// touch records a heartbeat.
-func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, health string, now time.Time) {
+// touch records a heartbeat. For a fenced broker (fencedAt: the leader's
+// metadata index now; 0 for a broker that is not fenced) it returns the
+// index the broker must have applied before it is unfenced: the index at
+// its first heartbeat since it was fenced, so past the fencing and the
+// leader elections that followed it, and fixed, so a broker that keeps up
+// with a busy log still gets there.
+func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, health string, now time.Time, fencedAt uint64) (catchUp uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.forTermLocked(term)
-	s.m[id] = &session{epoch: epoch, last: now, applied: applied, beat: true, health: health}
+	ss := &session{epoch: epoch, last: now, applied: applied, beat: true, health: health}
+	if fencedAt > 0 {
+		ss.catchUp = fencedAt
+		if old := s.m[id]; old != nil && old.epoch == epoch && old.catchUp != 0 {
+			ss.catchUp = old.catchUp
+		}
+	}
+	s.m[id] = ss
+	return ss.catchUp
+}
+
+// unfenced forgets the catch-up target of a broker just unfenced: the next
+// fencing sets a new one.
+func (s *sessions) unfenced(term uint64, id int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	if ss := s.m[id]; ss != nil {
+		ss.catchUp = 0
+	}
 }
 
 // expired lists the heartbeating brokers of img, not yet fenced, whose
@@ -67,6 +95,21 @@ func (s *sessions) expired(term uint64, img *Image, now time.Time, timeout time.
 		}
 		if b.State != BrokerFenced && now.Sub(ss.last) > timeout {
 			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// unhealthy lists the brokers whose last heartbeat of term reported a
+// storage error (logs refusing writes).
+func (s *sessions) unhealthy(term uint64) map[int32]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	out := map[int32]bool{}
+	for id, ss := range s.m {
+		if ss.health != "" {
+			out[id] = true
 		}
 	}
 	return out
@@ -116,15 +159,23 @@ type heartbeatReply struct {
 }
 
 // onHeartbeat records a heartbeat on the leader and unfences the broker when
-// it has applied the metadata up to its registration.
+// it has applied the metadata up to its registration and up to where the
+// leader was at its first heartbeat while fenced.
 func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, error) {
 	img, _ := n.Image()
 	b, ok := img.Brokers[hb.ID]
 	if !ok || b.Epoch != hb.Epoch {
 		return heartbeatReply{Stale: true}, nil
 	}
-	n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, truncateHealth(hb.StorageError), time.Now())
-	if b.State != BrokerFenced || hb.Applied < uint64(b.Epoch) {
+	var fencedAt uint64
+	if b.State == BrokerFenced {
+		fencedAt = max(img.Index, 1)
+	}
+	catchUp := n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, truncateHealth(hb.StorageError), time.Now(), fencedAt)
+	// Unfenced only once caught up with the metadata (as KRaft requires):
+	// a broker back from a partition would otherwise lead with a stale
+	// image, taking writes for partitions that have other leaders now.
+	if b.State != BrokerFenced || hb.Applied < max(uint64(b.Epoch), catchUp) {
 		return heartbeatReply{State: b.State}, nil
 	}
 	res, err := n.applyLocal(ctx, Command{SetBrokerState: &SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: BrokerAlive}})
@@ -134,7 +185,8 @@ func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, e
 		}
 		return heartbeatReply{}, err
 	}
-	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch)
+	n.q.sessions.unfenced(n.raft.CurrentTerm(), b.ID)
+	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch, "applied", hb.Applied)
 	return heartbeatReply{State: res.(*Broker).State}, nil
 }
 
@@ -169,19 +221,20 @@ func (n *Node) controllerLoop(ctx context.Context) {
 		n.fenceExpired(ctx, term, img)
 		img, _ = n.Image()
 		idle++
-		if states := brokerStates(img); states != seen || idle >= reconcileEvery {
+		sick := n.q.sessions.unhealthy(term)
+		if states := brokerStates(img, sick); states != seen || idle >= reconcileEvery {
 			n.reconcile(ctx)
 			seen, idle = states, 0
 		}
 	}
 }
 
-// brokerStates summarises the brokers' states and epochs.
-func brokerStates(img *Image) string {
+// brokerStates summarises the brokers' states, epochs and storage health.
+func brokerStates(img *Image, sick map[int32]bool) string {
 	var sb strings.Builder
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
-		fmt.Fprintf(&sb, "%d/%d/%s;", id, b.Epoch, b.State)
+		fmt.Fprintf(&sb, "%d/%d/%s/%t;", id, b.Epoch, b.State, sick[id])
 	}
 	return sb.String()
 }
@@ -208,7 +261,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	n.q.reconcileMu.Lock()
 	defer n.q.reconcileMu.Unlock()
 	img, _ := n.Image()
-	cmds := leaderMoves(img)
+	cmds := leaderMoves(img, n.q.sessions.unhealthy(n.raft.CurrentTerm()))
 	if len(cmds) == 0 {
 		return
 	}
@@ -237,23 +290,40 @@ const maxMovesPerCommand = 4096
 // a broker shutting down stays put. An offline partition gets the first
 // alive ISR member as leader. A partition whose leader is alive loses its
 // fenced ISR members.
-func leaderMoves(img *Image) []Command {
+//
+// Brokers in sick report a storage error (their logs refuse writes, e.g. a
+// full disk): they lead only where no other alive ISR member can, and leave
+// the ISR of partitions led by another broker, so they hold no high
+// watermark back. They come back as followers once their storage recovers.
+func leaderMoves(img *Image, sick map[int32]bool) []Command {
 	alive := func(id int32) bool {
 		b, ok := img.Brokers[id]
 		return ok && b.State == BrokerAlive
 	}
+	healthy := func(id int32) bool { return alive(id) && !sick[id] }
 	var out []Command
 	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
 		var changes []ChangePartition
 		for i, p := range img.Topics[name].Partitions {
+			if p.Leader != -1 && sick[p.Leader] && alive(p.Leader) {
+				if ch, ok := leaderMove(img, p, healthy); ok && ch.Leader != -1 {
+					ch.Partition = int32(i)
+					changes = append(changes, ch)
+					continue
+				}
+			}
 			if p.Leader != -1 && alive(p.Leader) {
-				if ch, ok := isrShrink(img, p); ok {
+				if ch, ok := isrShrink(img, p, sick); ok {
 					ch.Partition = int32(i)
 					changes = append(changes, ch)
 				}
 				continue
 			}
-			if ch, ok := leaderMove(img, p, alive); ok {
+			ch, ok := leaderMove(img, p, healthy)
+			if !ok || ch.Leader == -1 {
+				ch, ok = leaderMove(img, p, alive) // a sick leader beats none
+			}
+			if ok {
 				ch.Partition = int32(i)
 				changes = append(changes, ch)
 			}
@@ -271,10 +341,10 @@ func leaderMoves(img *Image) []Command {
 // whose leader is alive, as KRaft's controller does when it fences: an
 // acks=all write then waits for the session timeout at most, not for the
 // leader's replica.lag.time.max.
-func isrShrink(img *Image, p Partition) (ChangePartition, bool) {
+func isrShrink(img *Image, p Partition, sick map[int32]bool) (ChangePartition, bool) {
 	gone := func(id int32) bool {
 		b, ok := img.Brokers[id]
-		return !ok || b.State == BrokerFenced
+		return !ok || b.State == BrokerFenced || (sick[id] && id != p.Leader)
 	}
 	if !slices.ContainsFunc(p.ISR, gone) {
 		return ChangePartition{}, false

@@ -28,7 +28,7 @@ func TestLeaderMoves(t *testing.T) {
 		{Partition: 5, Leader: 1, ISR: []int32{1}},
 		{Partition: 7, Leader: -1, ISR: []int32{9}},
 	}
-	cmds := leaderMoves(img)
+	cmds := leaderMoves(img, nil)
 	if len(cmds) != 1 || cmds[0].ChangePartitions.Topic != "t" || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
 		t.Fatalf("moves %+v", cmds)
 	}
@@ -42,12 +42,44 @@ func TestLeaderMovesChunked(t *testing.T) {
 		ps[i] = Partition{Leader: -1, Replicas: []int32{1}, ISR: []int32{1}}
 	}
 	img.Topics["big"] = &Topic{Name: "big", Partitions: ps}
-	cmds := leaderMoves(img)
+	cmds := leaderMoves(img, nil)
 	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != maxMovesPerCommand {
 		t.Fatalf("%d commands", len(cmds))
 	}
 	data, err := encodeCommand(Command{Version: CommandVersion, ChangePartitions: cmds[0].ChangePartitions})
 	if err != nil || len(data) > maxCommandBytes {
 		t.Fatalf("a full command encodes to %d bytes (%v), limit %d", len(data), err, maxCommandBytes)
+	}
+}
+
+// A broker whose storage fails (its heartbeats report the error) gives up
+// leadership where another alive ISR member can take it and leaves the
+// other partitions' ISRs; where nobody else can lead it keeps leading
+// (issue 20, item 5: a node on a full disk stayed leader answering errors
+// and stayed in ISRs, holding high watermarks back).
+func TestLeaderMovesAwayFromSickBroker(t *testing.T) {
+	img := emptyImage()
+	for id := int32(1); id <= 3; id++ {
+		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
+	}
+	img.Topics["t"] = &Topic{Name: "t", Partitions: []Partition{
+		{Leader: 2, LeaderEpoch: 4, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1, 3}}, // sick leader: to 1, 2 leaves
+		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // sick follower leaves the ISR
+		{Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2}},                          // nobody else in sync: kept
+		{Leader: -1, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},                      // offline: the healthy one first
+		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, only the sick one: better than none
+	}}
+	want := []ChangePartition{
+		{Partition: 0, LeaderEpoch: 4, Leader: 1, ISR: []int32{1, 3}},
+		{Partition: 1, Leader: 1, ISR: []int32{1}},
+		{Partition: 3, Leader: 3, ISR: []int32{3}},
+		{Partition: 4, Leader: 2, ISR: []int32{2}},
+	}
+	cmds := leaderMoves(img, map[int32]bool{2: true})
+	if len(cmds) != 1 || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
+		t.Fatalf("moves %+v", cmds[0].ChangePartitions.Changes)
+	}
+	if cmds := leaderMoves(img, nil); len(cmds) != 1 || len(cmds[0].ChangePartitions.Changes) != 2 {
+		t.Fatalf("healthy: moves %+v", cmds)
 	}
 }

@@ -46,6 +46,12 @@ type broker struct {
 	producers *producerPolicy
 	// keys is given to every partition (idempotency keys); nil: the default.
 	keys *keyPolicy
+	// lease is given to every partition (partition.leaseValid); set before
+	// start, nil: always valid.
+	lease func(time.Time) bool
+	// disk is given to every partition (partition.disk); set before
+	// start, nil: no reserve.
+	disk *diskGuard
 
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
@@ -316,6 +322,8 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
 		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
 		p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
+		p.leaseValid = b.lease
+		p.disk = b.disk
 		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)

@@ -101,6 +101,10 @@ type Config struct {
 	// whose disk failed (full, I/O error) and first retries them; retries
 	// back off to 30s while the disk still refuses writes.
 	StorageRetryInterval time.Duration
+	// MinFreeDisk is kept free on the partitions' filesystem (at most a
+	// tenth of it): appends are refused below it, so the metadata store
+	// on the same disk never runs out. 0: no reserve.
+	MinFreeDisk int64 // --min-free-disk
 
 	// Client TLS: HTTPSAddr serves the HTTP API and UI over TLS (HTTP/1.1
 	// and HTTP/2) beside or instead of HTTPAddr; TLS names the node's
@@ -171,6 +175,7 @@ func DefaultConfig() Config {
 		MaxOpenFiles:            1024,
 		MaintainInterval:        5 * time.Second,
 		StorageRetryInterval:    time.Second,
+		MinFreeDisk:             64 << 20,
 		ShutdownTimeout:         20 * time.Second,
 		MaxBodyBytes:            16 << 20,
 

@@ -125,8 +125,9 @@ func (b *broker) isClosed() bool {
 // before it; read first, it is a *corruptBatchError naming it.
 func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
-	if offset < res.logStart || offset > res.hwm {
-		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, res.hwm)
+	// Past the high watermark but within the log: nothing yet (see read).
+	if end := max(res.hwm, p.log.EndOffset()); offset < res.logStart || offset > end {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, end)
 	}
 	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes}
 	limit := res.hwm

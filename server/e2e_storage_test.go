@@ -145,7 +145,9 @@ func TestDiskFullResumes(t *testing.T) {
 	if err := os.WriteFile(ballast, make([]byte, 3<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n := servertest.Start(t, servertest.Options{DataDir: dataDir, Args: []string{"--storage-retry-interval", "200ms"}})
+	// No reserve: this is the path of a log whose writes fail (the
+	// reserve refusing appends first is TestFullDiskKeepsMetadataAlive's).
+	n := servertest.Start(t, servertest.Options{DataDir: dataDir, Args: []string{"--storage-retry-interval", "200ms", "--min-free-disk", "0"}})
 	c := newAPIClient(t, n)
 	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "full", "partitions": 1, "replication_factor": 1}, http.StatusCreated, nil)
 
@@ -440,7 +442,8 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2,
-		Args: []string{"--storage-retry-interval", "200ms", "--broker-heartbeat-interval", "200ms"},
+		// No reserve: this follows a log whose writes fail (see TestDiskFullResumes).
+		Args: []string{"--storage-retry-interval", "200ms", "--broker-heartbeat-interval", "200ms", "--min-free-disk", "0"},
 		NodeArgs: func(id int) []string {
 			if id == 2 {
 				return []string{"--data-dir", dataDir}

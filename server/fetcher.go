@@ -264,7 +264,11 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 	byTopic := map[string]int{}
 	index := map[[2]any]*partition{}
 	for p, st := range parts {
-		if !st.truncated {
+		// A log that refuses writes (or a disk below --min-free-disk)
+		// fetches nothing: the leader then sees
+		// this replica fall behind and drops it from the ISR, instead of
+		// counting a replica in sync that cannot store what it is sent.
+		if !st.truncated || p.log.Err() != nil || p.disk.isLow() {
 			continue
 		}
 		i, ok := byTopic[p.topic]

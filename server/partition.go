@@ -54,6 +54,13 @@ type partition struct {
 	tsAppend       atomic.Bool  // message.timestamp.type=LogAppendTime
 
 	maxRecordBytes int64 // bound on one record decoded for HTTP; set at creation
+	// disk refuses appends while the partitions' filesystem is below
+	// --min-free-disk; set at creation, nil: no reserve.
+	disk *diskGuard
+	// leaseValid reports whether this broker may lead at a time (its
+	// heartbeats answered: raftfsm.Node.BrokerLeaseValid); set at creation,
+	// nil: always.
+	leaseValid func(time.Time) bool
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed when hwm advances or the partition goes away
@@ -142,6 +149,15 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	if err := p.checkProducerIDs(views); err != nil {
 		return appendResult{}, err
 	}
+	// A broker the controllers have not heard from for a session timeout
+	// is about to be fenced and replaced as leader (or already is, in
+	// metadata it has not seen): what it appended now would be lost.
+	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
+		return appendResult{}, fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", errNotLeader, p.topic, p.index)
+	}
+	if err := p.disk.admit(len(batches)); err != nil {
+		return appendResult{}, err
+	}
 	if k != nil {
 		if err := p.loadKeys(time.Now()); err != nil {
 			return appendResult{}, err
@@ -184,7 +200,12 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
 }
 
-// read returns whole batches from offset up to the high watermark.
+// read returns whole batches from offset up to the high watermark. Like
+// Kafka's, an offset between the high watermark and the log end is no
+// error, only nothing to read yet: a leader just elected learns the high
+// watermark its predecessor had advanced to one fetch later, and a
+// consumer already there used to get OFFSET_OUT_OF_RANGE and start over
+// at the log start (issue 20, item 2).
 func (p *partition) read(offset int64, maxBytes int) (segments.Chunk, error) {
 	return p.readUpTo(offset, maxBytes, p.hwm.Load())
 }
@@ -193,8 +214,8 @@ func (p *partition) read(offset int64, maxBytes int) (segments.Chunk, error) {
 // most the high watermark: the last stable offset for read_committed).
 func (p *partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.Chunk, error) {
 	hwm := p.hwm.Load()
-	if offset > hwm || offset < p.log.StartOffset() {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
+	if end := p.log.EndOffset(); offset > max(hwm, end) || offset < p.log.StartOffset() {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), max(hwm, end))
 	}
 	c, err := p.log.Read(offset, maxBytes, min(limit, hwm))
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {

@@ -266,6 +266,9 @@ func (p *partition) appendAsFollower(data []byte) error {
 	if whole == 0 {
 		return nil
 	}
+	if err := p.disk.admit(whole); err != nil {
+		return err
+	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.leader.Load() == p.repl.self {

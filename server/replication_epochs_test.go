@@ -186,3 +186,39 @@ func TestFollowerRefusesOlderEpochAfterNewer(t *testing.T) {
 		t.Fatalf("appending epoch 1 after epoch 2: %v, want diverged", err)
 	}
 }
+
+// A consumer that read up to the old leader's high watermark and fetches
+// from a new leader that has not learned that far yet gets nothing to read,
+// not OFFSET_OUT_OF_RANGE: franz-go took that for a truncated log and
+// started over at offset 0 (issue 20, item 2). Past the log end it is out
+// of range.
+func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
+	p := epochTestPartition(t, 1)
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
+	for i := range 4 {
+		if _, err := p.append(buildBatch([]newRecord{{Value: fmt.Appendf(nil, "r%d", i), Timestamp: 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.followerFetched(2, 2, 2) // the new leader's high watermark: 2 of 4
+	if hw := p.hwm.Load(); hw != 2 {
+		t.Fatalf("high watermark %d, want 2", hw)
+	}
+	for _, off := range []int64{2, 3, 4} {
+		c, err := p.read(off, 1<<20)
+		if err != nil {
+			t.Fatalf("read at %d (high watermark 2, log end 4): %v", off, err)
+		}
+		if n := c.Len(); n != 0 {
+			t.Fatalf("read at %d returned %d bytes past the high watermark", off, n)
+		}
+		c.Close()
+		res, err := p.readDecoded(off, 10, 1<<20)
+		if err != nil || len(res.records) != 0 || res.next != off {
+			t.Fatalf("HTTP read at %d: %d records, next %d, %v", off, len(res.records), res.next, err)
+		}
+	}
+	if _, err := p.read(5, 1<<20); !errors.Is(err, errOffsetOutOfRange) {
+		t.Fatalf("read past the log end: %v, want out of range", err)
+	}
+}

@@ -445,6 +445,8 @@ func (s *Server) startBroker(ctx context.Context) error {
 	}
 	b.storageRetry, b.storage = s.cfg.StorageRetryInterval, s.storage
 	b.maxInflated, b.framingOnly = s.cfg.MaxDecompressedBatchBytes, s.cfg.BenchSkipRecordValidation
+	b.lease = s.meta.BrokerLeaseValid
+	b.disk = newDiskGuard(b.dir, s.cfg.MinFreeDisk)
 	b.producers = &producerPolicy{
 		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),
 		maxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, DefaultMaxProducerIDsPerPartition),

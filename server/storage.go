@@ -45,6 +45,13 @@ type storageHealth struct {
 	mu     sync.Mutex
 	failed []string // "topic-partition", sorted
 	cause  string   // storageReason of the first
+	disk   error    // diskGuard.err: below --min-free-disk
+}
+
+func (h *storageHealth) setDisk(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.disk = err
 }
 
 func (h *storageHealth) set(failed []string, cause string) {
@@ -66,7 +73,7 @@ func (h *storageHealth) err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.failed) == 0 {
-		return nil
+		return h.disk
 	}
 	names := h.failed
 	more := ""
@@ -93,6 +100,7 @@ func (b *broker) storageLoop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
+		b.disk.measure(true)
 		failed := b.failedPartitions()
 		if now := time.Now(); len(failed) > 0 && !now.Before(next) {
 			round++
@@ -141,6 +149,7 @@ func (b *broker) recoverPartitions(failed []*partition, round int) bool {
 }
 
 func (b *broker) publishStorage(failed []*partition) {
+	b.storage.setDisk(b.disk.err())
 	if len(failed) == 0 {
 		b.storage.set(nil, "")
 		return

@@ -60,6 +60,7 @@ type serveFlags struct {
 
 	// storage (disk full, I/O errors)
 	storageRetry time.Duration
+	minFreeDisk  int64
 
 	// Client TLS (HTTPS, certificate files).
 	httpsAddr   string
@@ -174,6 +175,7 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	// storage (disk full, I/O errors)
 	fs.DurationVar(&f.storageRetry, "storage-retry-interval", def.StorageRetryInterval, "how often partitions whose disk failed (full, I/O error) are looked for and retried; retries back off to 30s")
+	fs.Int64Var(&f.minFreeDisk, "min-free-disk", def.MinFreeDisk, "bytes kept free on the partitions' filesystem (at most a tenth of it): appends are refused below it, so the metadata store on the same disk never runs out (0: none)")
 	// Host header check (DNS rebinding)
 	fs.StringVar(&f.allowedHosts, "http-allowed-hosts", "", "comma-separated host names (or *.domain) the HTTP API answers to besides localhost, IP addresses, this machine's hostname and the advertised HTTP host; other Host headers get 421 (DNS rebinding). \"*\": any")
 	fs.StringVar(&f.secret, "cluster-secret", "", "shared secret every node must hold to talk to the others on the raft port (prefer RUNNEL_CLUSTER_SECRET or --cluster-secret-file: a flag shows in ps); empty: unauthenticated")
@@ -253,6 +255,7 @@ func (f *serveFlags) config() (server.Config, error) {
 		return cfg, fmt.Errorf("--storage-retry-interval must be positive")
 	}
 	cfg.StorageRetryInterval = f.storageRetry
+	cfg.MinFreeDisk = max(f.minFreeDisk, 0)
 	// Client TLS (HTTPS, certificate files).
 	cfg.HTTPSAddr = f.httpsAddr
 	cfg.KafkaTLSAddr, cfg.KafkaTLSAdvertisedAddr = f.kafkaTLS, f.kafkaTLSAdv

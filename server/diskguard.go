@@ -1,0 +1,101 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// diskGuard keeps --min-free-disk free on the filesystem that holds the
+// partitions: appends are refused (a storage error) below it. The metadata
+// store (badger) writes through memory-mapped files, and a page it first
+// touches on a full filesystem kills the process with SIGBUS instead of
+// returning an error; refusing data first leaves it room, so a node on a
+// full disk stays up, reports itself and resumes when space returns.
+//
+// The free space is measured with statfs after every diskCheckBytes
+// admitted (and at most every diskCheckEvery while below the reserve), so
+// it can be overshot by about that much plus what is in flight.
+type diskGuard struct {
+	dir string
+	min int64 // --min-free-disk; capped at a tenth of the filesystem
+
+	since atomic.Int64 // bytes admitted since the last measure
+	low   atomic.Bool
+	mu    sync.Mutex // serialises measures
+	last  time.Time  // guarded by mu
+	free  int64      // guarded by mu: the last measure
+	limit int64      // guarded by mu: the reserve for this filesystem
+
+	statfs func(dir string) (free, total int64, err error) // tests replace it
+}
+
+const (
+	diskCheckBytes = 1 << 20
+	diskCheckEvery = 100 * time.Millisecond
+)
+
+func newDiskGuard(dir string, min int64) *diskGuard {
+	return &diskGuard{dir: dir, min: min, statfs: statfs}
+}
+
+func statfs(dir string) (free, total int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
+}
+
+// admit is called before n bytes are appended; it returns an errStorage
+// while the filesystem is below the reserve. Safe for concurrent use; nil
+// guards admit everything.
+func (g *diskGuard) admit(n int) error {
+	if g == nil || g.min <= 0 {
+		return nil
+	}
+	if g.since.Add(int64(n)) >= diskCheckBytes || g.low.Load() {
+		g.measure(false)
+	}
+	if g.low.Load() {
+		return g.err()
+	}
+	return nil
+}
+
+// isLow reports whether the last measure was below the reserve.
+func (g *diskGuard) isLow() bool { return g != nil && g.low.Load() }
+
+// measure runs statfs unless one ran within diskCheckEvery with fewer than
+// diskCheckBytes admitted since (force: always).
+func (g *diskGuard) measure(force bool) {
+	if g == nil || g.min <= 0 {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !force && g.since.Load() < diskCheckBytes && time.Since(g.last) < diskCheckEvery {
+		return
+	}
+	g.since.Store(0)
+	g.last = time.Now()
+	free, total, err := g.statfs(g.dir)
+	if err != nil {
+		return // the appends themselves will say what is wrong
+	}
+	g.free, g.limit = free, min(g.min, total/10)
+	g.low.Store(free < g.limit)
+}
+
+// err describes the refusal (nil while above the reserve).
+func (g *diskGuard) err() error {
+	if !g.isLow() {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return fmt.Errorf("%w: the disk holding the partitions has %d bytes free, below the %d kept for the metadata (--min-free-disk); writes resume by themselves once space is freed",
+		errStorage, g.free, g.limit)
+}
