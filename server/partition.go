@@ -149,13 +149,7 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	if err := p.checkProducerIDs(views); err != nil {
 		return appendResult{}, err
 	}
-	// A broker the controllers have not heard from for a session timeout
-	// is about to be fenced and replaced as leader (or already is, in
-	// metadata it has not seen): what it appended now would be lost.
-	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
-		return appendResult{}, fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", errNotLeader, p.topic, p.index)
-	}
-	if err := p.disk.admit(len(batches)); err != nil {
+	if err := p.mayWrite(len(batches)); err != nil {
 		return appendResult{}, err
 	}
 	if k != nil {
@@ -173,13 +167,9 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	if dup, ok, err := p.checkKeyLocked(k, views, now); err != nil || ok {
 		return dup, err
 	}
-	// Leader epochs in a log never go backwards: they decide where a
-	// returning replica truncates. A leader whose epoch is below the last
-	// one in its log is stale (its metadata went back, or another leader
-	// wrote since): it is no leader for this write.
 	epoch := p.leaderEpoch.Load()
-	if last := p.log.LeaderEpoch(); epoch < last {
-		return appendResult{}, fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", errNotLeader, p.topic, p.index, epoch, last)
+	if err := p.epochCheckLocked(epoch); err != nil {
+		return appendResult{}, err
 	}
 	appendTime := int64(-1)
 	if p.tsAppend.Load() {
@@ -198,6 +188,31 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	p.leaderAppended()
 	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
+}
+
+// mayWrite is what a leader checks before appending n bytes. A broker the
+// controllers have not heard from for a session timeout is about to be
+// fenced and replaced as leader (or already is, in metadata it has not
+// seen): what it appended now would be lost. Below --min-free-disk the
+// disk is kept for the metadata.
+func (p *partition) mayWrite(n int) error {
+	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
+		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", errNotLeader, p.topic, p.index)
+	}
+	return p.disk.admit(n)
+}
+
+// epochCheckLocked refuses a leader append at epoch when the log already
+// holds a later epoch. Leader epochs in a log never go backwards: they
+// decide where a returning replica truncates. A leader whose epoch is
+// below the last one in its log is stale (its metadata went back, or
+// another leader wrote since): it is no leader for this write. Called with
+// appendMu held.
+func (p *partition) epochCheckLocked(epoch int32) error {
+	if last := p.log.LeaderEpoch(); epoch < last {
+		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", errNotLeader, p.topic, p.index, epoch, last)
+	}
+	return nil
 }
 
 // read returns whole batches from offset up to the high watermark. Like

@@ -75,6 +75,12 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 		}
 	}
 	batch := segments.BuildControlBatch(m, now.UnixMilli())
+	if err := p.mayWrite(len(batch)); err != nil {
+		return appendResult{}, nil, err
+	}
+	if err := p.epochCheckLocked(epoch); err != nil {
+		return appendResult{}, nil, err
+	}
 	info, err := p.log.Append(batch, epoch)
 	if errors.Is(err, segments.ErrStorage) {
 		return appendResult{}, nil, storageErr(p.topic, p.index, err)
