@@ -213,7 +213,7 @@ func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
 			t.Fatalf("read at %d returned %d bytes past the high watermark", off, n)
 		}
 		c.Close()
-		res, err := p.readDecoded(off, 10, 1<<20)
+		res, err := p.readDecoded(off, 10, 1<<20, false)
 		if err != nil || len(res.records) != 0 || res.next != off {
 			t.Fatalf("HTTP read at %d: %d records, next %d, %v", off, len(res.records), res.next, err)
 		}
