@@ -94,7 +94,13 @@ func requestPerms(req kmsg.Request) []perm {
 		}
 		return ps
 	case *kmsg.FetchRequest:
-		return topicsPerms(r.Topics, func(t kmsg.FetchRequestTopic) string { return t.Topic }, "read")
+		ps := make([]perm, 0, len(r.Topics))
+		for _, t := range r.Topics {
+			if !isUnknownIDTopic(t.Topic) { // no topic to protect: UNKNOWN_TOPIC_ID
+				ps = append(ps, topicPerm(t.Topic, "read"))
+			}
+		}
+		return ps
 	case *kmsg.ListOffsetsRequest:
 		return topicsPerms(r.Topics, func(t kmsg.ListOffsetsRequestTopic) string { return t.Topic }, "describe")
 	case *kmsg.OffsetForLeaderEpochRequest:

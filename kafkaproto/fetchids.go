@@ -3,6 +3,7 @@ package kafkaproto
 import (
 	"context"
 	"encoding/hex"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,6 +21,10 @@ import (
 // unknownIDTopic is the placeholder name of an unknown topic id: a NUL is
 // not allowed in topic names.
 func unknownIDTopic(id [16]byte) string { return "\x00" + hex.EncodeToString(id[:]) }
+
+// isUnknownIDTopic reports whether name stands for an id no topic has (a
+// real topic name never starts with a NUL byte).
+func isUnknownIDTopic(name string) bool { return strings.HasPrefix(name, "\x00") }
 
 // resolveFetchTopicIDs sets the Topic of every id-named topic in req.
 func (s *Server) resolveFetchTopicIDs(ctx context.Context, req *kmsg.FetchRequest) {

@@ -87,3 +87,51 @@ func TestFetchByTopicID(t *testing.T) {
 		t.Fatalf("new id: %+v", r)
 	}
 }
+
+// readOnly authorizes reading topic "ids" and nothing else on topics.
+type readOnly struct{ *memBroker }
+
+func (readOnly) Authorize(principal, host, resourceType, name, op string) bool {
+	return resourceType != "topic" || name == "ids"
+}
+
+// With authorization, a Fetch by topic id is authorized on the topic the id
+// names (Kafka resolves ids before checking READ): a reader of "ids" reads
+// it by id; an id the broker does not know is UNKNOWN_TOPIC_ID, not a denial
+// of the whole request; another topic's id is TOPIC_AUTHORIZATION_FAILED.
+func TestFetchByTopicIDAuthorized(t *testing.T) {
+	b := newMemBroker()
+	c := dial(t, startBroker(t, readOnly{b}, Options{RequireAuth: true}))
+	roundTrip(t, c, saslHandshakeReq(mechPlain))
+	if resp := saslAuth(t, c, 2, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != 0 {
+		t.Fatalf("login: %+v", resp)
+	}
+	mustCreate(t, b, "ids", 1)
+	mustCreate(t, b, "secret", 1)
+	if _, err := b.Produce(context.Background(), "ids", 0, testBatch(3, -1, -1), -1); err != nil {
+		t.Fatal(err)
+	}
+	fetch := func(ids ...[16]byte) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxBytes, req.SessionEpoch = fetchMax, 1<<20, -1
+		for _, id := range ids {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.TopicID = id
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.PartitionMaxBytes = 1 << 20
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		return roundTrip(t, c, req).(*kmsg.FetchResponse)
+	}
+	id, unknown := memTopicID(b, "ids"), [16]byte{0xde, 0xad}
+	r := fetch(id, unknown)
+	if len(r.Topics) != 2 || r.Topics[0].Partitions[0].ErrorCode != 0 || r.Topics[0].Partitions[0].HighWatermark != 3 ||
+		r.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("fetch by id as a reader of ids: %+v", r)
+	}
+	r = fetch(memTopicID(b, "secret"))
+	if len(r.Topics) != 1 || r.Topics[0].Partitions[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("fetch of another topic by id: %+v", r)
+	}
+}
