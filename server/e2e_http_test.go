@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -28,29 +29,13 @@ func TestHTTPTopicLifecycle(t *testing.T) {
 	c.problem("POST", "/v1/topics", "application/json", []byte(`{"name":"cfg","partitions":1,"configs":{"no.such.config":"1"}}`), 400, "invalid-config")
 	c.problem("POST", "/v1/topics", "application/json", []byte(`{"name":"rf","partitions":1,"replication_factor":3}`), 400, "")
 
-	var list struct {
-		Topics []struct {
-			Name              string `json:"name"`
-			Partitions        int    `json:"partitions"`
-			ReplicationFactor int    `json:"replication_factor"`
-		} `json:"topics"`
-	}
+	var list api.TopicList
 	c.json("GET", "/v1/topics", nil, 200, &list)
 	if len(list.Topics) != 1 || list.Topics[0].Name != "orders" || list.Topics[0].Partitions != 3 || list.Topics[0].ReplicationFactor != 1 {
 		t.Fatalf("topics: %+v", list.Topics)
 	}
 
-	var detail struct {
-		Name       string            `json:"name"`
-		Configs    map[string]string `json:"configs"`
-		Partitions []struct {
-			Partition int32   `json:"partition"`
-			Leader    int32   `json:"leader"`
-			Replicas  []int32 `json:"replicas"`
-			ISR       []int32 `json:"isr"`
-			End       int64   `json:"end_offset"`
-		} `json:"partitions"`
-	}
+	var detail api.TopicDetail
 	c.json("GET", "/v1/topics/orders", nil, 200, &detail)
 	if len(detail.Partitions) != 3 || detail.Configs["retention.ms"] != "3600000" || detail.Partitions[2].Leader != 1 ||
 		len(detail.Partitions[0].ISR) != 1 {
@@ -72,7 +57,7 @@ func TestHTTPTopicLifecycle(t *testing.T) {
 	// Re-created under the same name, the topic starts empty.
 	c.json("POST", "/v1/topics", map[string]any{"name": "orders", "partitions": 1}, 201, nil)
 	c.json("GET", "/v1/topics/orders", nil, 200, &detail)
-	if detail.Partitions[0].End != 0 {
+	if detail.Partitions[0].EndOffset != 0 {
 		t.Fatalf("re-created topic not empty: %+v", detail)
 	}
 }
@@ -174,15 +159,11 @@ func TestHTTPProduceConsume(t *testing.T) {
 
 func endOffsets(t *testing.T, c *apiClient, topic string) []int64 {
 	t.Helper()
-	var d struct {
-		Partitions []struct {
-			End int64 `json:"end_offset"`
-		} `json:"partitions"`
-	}
+	var d api.TopicDetail
 	c.json("GET", "/v1/topics/"+topic, nil, 200, &d)
 	var out []int64
 	for _, p := range d.Partitions {
-		out = append(out, p.End)
+		out = append(out, p.EndOffset)
 	}
 	return out
 }
@@ -260,32 +241,15 @@ func TestHTTPKafkaAPIVersionsAndCluster(t *testing.T) {
 	if keys[0] < 3 || keys[1] < 4 || keys[18] < 3 {
 		t.Fatalf("api versions: %+v", versions)
 	}
-	var cl struct {
-		ClusterID   string `json:"cluster_id"`
-		LeaderID    int32  `json:"leader_id"`
-		Controllers []struct {
-			ID   int32  `json:"id"`
-			Role string `json:"role"`
-		} `json:"controllers"`
-		Brokers []struct {
-			ID    int32  `json:"id"`
-			State string `json:"state"`
-		} `json:"brokers"`
-		Node struct {
-			ID             int32  `json:"id"`
-			MetadataDigest string `json:"metadata_digest"`
-		} `json:"node"`
-	}
+	var cl api.Cluster
 	c.json("GET", "/v1/cluster", nil, 200, &cl)
 	if cl.ClusterID == "" || cl.LeaderID != 1 || len(cl.Controllers) != 1 || cl.Controllers[0].Role != "leader" ||
-		len(cl.Brokers) != 1 || cl.Brokers[0].State != "alive" || cl.Node.ID != 1 || cl.Node.MetadataDigest == "" {
+		len(cl.Brokers) != 1 || cl.Brokers[0].State != "alive" || cl.Node == nil || cl.Node.ID != 1 || cl.Node.MetadataDigest == "" {
 		t.Fatalf("cluster: %+v", cl)
 	}
 	n.Stop()
 	n.Start()
-	var again struct {
-		ClusterID string `json:"cluster_id"`
-	}
+	var again api.Cluster
 	c.json("GET", "/v1/cluster", nil, 200, &again)
 	if again.ClusterID != cl.ClusterID {
 		t.Fatalf("cluster id changed across restart: %s -> %s", cl.ClusterID, again.ClusterID)
