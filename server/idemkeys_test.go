@@ -234,3 +234,22 @@ func TestIdempotencyKeyRebuildRacesWrites(t *testing.T) {
 		t.Fatalf("log end %d, want %d: %d keyed writes repeated", got, want, got-want)
 	}
 }
+
+// A storage recovery that cut the tail (an unacknowledged keyed batch)
+// must not leave the key answering retries with offsets that hold nothing.
+func TestIdempotencyKeyForgottenWhenRecoveryCuts(t *testing.T) {
+	p := testPartition(t, nil)
+	now := time.Now().UnixMilli()
+	k := testKey("cut", "b")
+	if _, err := p.appendKeyed(keyedBatch(k, now, "v"), &k); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.log.Truncate(0); err != nil { // what recovery of a torn tail does
+		t.Fatal(err)
+	}
+	p.recovered()
+	res, err := p.appendKeyed(keyedBatch(k, now, "v"), &k)
+	if err != nil || res.duplicate || p.log.EndOffset() != 1 {
+		t.Fatalf("retry after the batch was cut: %+v %v (log end %d), want a new write", res, err, p.log.EndOffset())
+	}
+}

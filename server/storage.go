@@ -165,6 +165,10 @@ func (b *broker) publishStorage(failed []*partition) {
 // recovered is called after the log recovered in place: recovery may have
 // cut an unacknowledged tail, so the high watermark must not pass the end.
 func (p *partition) recovered() {
+	// Idempotency keys of a cut batch must not answer a retry.
+	p.appendMu.Lock()
+	p.resetKeysLocked()
+	p.appendMu.Unlock()
 	end := p.log.EndOffset()
 	for {
 		hw := p.hwm.Load()
