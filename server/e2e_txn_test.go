@@ -314,3 +314,64 @@ func groupValues(t *testing.T, c *apiClient, group, topic, query, last string) [
 	t.Fatalf("group poll read %v, never %s", out, last)
 	return nil
 }
+
+// The log side of transactions survives restarts: after a clean stop and
+// after kill -9 (recovery replays the unflushed tail), the last stable
+// offset still stops at the open transaction and Fetch still names the
+// aborted one.
+func TestTxnStateSurvivesRestart(t *testing.T) {
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newAPIClient(t, n)
+	c.json("POST", "/v1/topics", map[string]any{"name": "txs", "partitions": 1}, 201, nil)
+	tx, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("txs"), kgo.TransactionalID("txs-producer"),
+		kgo.TransactionTimeout(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	for _, commit := range []bool{true, false} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}, &kgo.Record{Value: []byte("w")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Offsets: v w 0-1, commit 2, v w 3-4, abort 5, open 6.
+	check := func(when string, end int64) {
+		t.Helper()
+		conn := rawDial(t, n.KafkaAddr)
+		defer conn.Close()
+		if lso, hw := rawListLatest(t, conn, "txs", 1), rawListLatest(t, conn, "txs", 0); lso != 6 || hw != end {
+			t.Fatalf("%s: read_committed latest %d, read_uncommitted %d; want 6 and %d", when, lso, hw, end)
+		}
+		p := rawFetchCommitted(t, conn, "txs")
+		if p.ErrorCode != 0 || len(p.AbortedTransactions) != 1 || p.AbortedTransactions[0].FirstOffset != 3 {
+			t.Fatalf("%s: read_committed fetch %v, aborted %+v", when, kerr.ErrorForCode(p.ErrorCode), p.AbortedTransactions)
+		}
+		if got, next := httpValues(t, c, "/v1/topics/txs/partitions/0/records?offset=0&encoding=string"); !slices.Equal(got, []string{"v", "w"}) || next != 6 {
+			t.Fatalf("%s: HTTP read_committed %v next %d", when, got, next)
+		}
+	}
+	check("before restart", 7)
+	n.Stop()
+	n.Start()
+	check("after a clean restart", 7)
+	// A write after the restart makes the log dirty, so the next start
+	// recovers it (replaying the transactions from the recovery point).
+	c.json("POST", "/v1/topics/txs/records", map[string]any{"records": []map[string]any{{"value": "plain", "partition": 0}}}, 200, nil)
+	n.Kill()
+	n.Start()
+	check("after kill -9", 8)
+}
