@@ -411,3 +411,38 @@ func TestTxnAcrossBrokers(t *testing.T) {
 		t.Fatalf("group %s (coordinator %d, transactions on %d): offset %+v", group, groupCoord(group), tc, o)
 	}
 }
+
+// TestTxnCommitAfterTopicDeleted: a topic deleted while a transaction had
+// written to it does not keep the transaction preparing forever (its
+// marker is skipped, as Kafka does); the other partitions get theirs.
+func TestTxnCommitAfterTopicDeleted(t *testing.T) {
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.TransactionalID("tx-del"), kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kafkaCreateTopic(ctx, t, cl, "keep", 1)
+	kafkaCreateTopic(ctx, t, cl, "gone", 1)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	txnProduce(ctx, t, cl, "keep", "k", 3)
+	txnProduce(ctx, t, cl, "gone", "g", 3)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	servertest.WaitFor(t, 30*time.Second, "the transaction completed", func() bool {
+		d, err := adm.DescribeTransactions(ctx, "tx-del")
+		return err == nil && d["tx-del"].State == "CompleteCommit"
+	})
+	if got := readTxnTopic(ctx, t, n.KafkaAddr, "keep", kgo.ReadCommitted(), 3); len(got) != 3 {
+		t.Fatalf("read_committed of the kept topic: %q", got)
+	}
+}

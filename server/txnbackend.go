@@ -244,7 +244,13 @@ func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kaf
 		if top, ok := img.Topics[t.Topic]; ok && int(t.Partition) < len(top.Partitions) && t.Partition >= 0 {
 			leader = top.Partitions[t.Partition].Leader
 		}
+		top, ok := img.Topics[t.Topic]
 		switch {
+		case !ok || t.Partition < 0 || int(t.Partition) >= len(top.Partitions):
+			// Deleted since it joined the transaction: nothing to end
+			// there (Kafka skips it too), and retrying would keep the
+			// transaction preparing forever.
+			errs[i] = nil
 		case leader < 0:
 			errs[i] = fmt.Errorf("%w: %s-%d", kafkaproto.ErrLeaderNotAvailable, t.Topic, t.Partition)
 		case leader == m.s.cfg.NodeID:

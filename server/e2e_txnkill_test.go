@@ -1,0 +1,164 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// TestTxnExactlyOnceAcrossCoordinatorKill: a consume-transform-produce
+// pipeline (franz-go GroupTransactSession) over 3 nodes while the broker
+// coordinating its transactional id is killed with -9 and restarted: the
+// output, read with read_committed, holds every input record exactly once.
+// (RUNNEL_CHAOS: more records, two kills.)
+func TestTxnExactlyOnceAcrossCoordinatorKill(t *testing.T) {
+	records, kills := 3_000, 1
+	if os.Getenv("RUNNEL_CHAOS") != "" {
+		records, kills = 60_000, 2
+	}
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: fastSessions})
+	seeds := []string{c.Node(1).KafkaAddr, c.Node(2).KafkaAddr, c.Node(3).KafkaAddr}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	for _, topic := range []string{"eos-in", "eos-out"} {
+		if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("eos-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range records {
+		prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce input: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prod.Close()
+
+	const txnID = "eos-pipeline"
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
+		kgo.TransactionTimeout(60*time.Second), kgo.ConsumerGroup("eos"), kgo.ConsumeTopics("eos-in"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic("eos-out"), kgo.RequireStableFetchOffsets(), kgo.SessionTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+
+	// The pipeline: every committed poll's records moved to eos-out.
+	var mu sync.Mutex
+	committed := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			mu.Lock()
+			finished := committed >= records
+			mu.Unlock()
+			if finished {
+				return
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			fs := sess.PollRecords(pctx, 50) // many small transactions
+			pcancel()
+			if fs.Empty() {
+				continue
+			}
+			if err := sess.Begin(); err != nil {
+				t.Errorf("begin: %v", err)
+				return
+			}
+			n := 0
+			fs.EachRecord(func(r *kgo.Record) {
+				n++
+				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
+			})
+			ok, err := sess.End(ctx, kgo.TryCommit)
+			if err != nil {
+				t.Errorf("end: %v", err)
+				return
+			}
+			if ok {
+				mu.Lock()
+				committed += n
+				mu.Unlock()
+			}
+		}
+	}()
+	progress := func(min int) {
+		servertest.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d records through the pipeline", min), func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return committed >= min
+		})
+	}
+	for k := range kills {
+		progress(records * (k + 1) / (kills + 2))
+		coord := adm.FindTxnCoordinators(ctx, txnID)[txnID]
+		if coord.Err != nil {
+			t.Fatal(coord.Err)
+		}
+		victim := c.Node(int(coord.NodeID))
+		mu.Lock()
+		at := committed
+		mu.Unlock()
+		t.Logf("kill -9 node %d (coordinator of %s) after %d records", coord.NodeID, txnID, at)
+		victim.Kill()
+		// The pipeline goes on with the coordinator on another broker.
+		progress(min(records, at+records/(2*(kills+2))))
+		victim.Start()
+	}
+	<-done
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// read_committed: each input exactly once.
+	seen := map[string]int{}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics("eos-out"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	total := 0
+	for total < records {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d output records", total, records)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+	}
+	extra, ecancel := context.WithTimeout(ctx, 2*time.Second)
+	rd.PollFetches(extra).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; total++ })
+	ecancel()
+	for i := range records {
+		if n := seen[strconv.Itoa(i)]; n != 1 {
+			t.Errorf("input %d appears %d times in the output", i, n)
+		}
+	}
+	if total != records {
+		t.Fatalf("output holds %d records for %d inputs", total, records)
+	}
+}
