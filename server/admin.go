@@ -48,21 +48,28 @@ func (s *Server) applyMeta(ctx context.Context, cmd raftfsm.Command) (any, error
 	if err != nil {
 		return nil, err
 	}
+	return res, s.metaChanged(ctx, cmd.AllocateProducerIDs == nil) // ids are this broker's alone
+}
+
+// metaChanged is what follows a metadata change this node proposed and
+// that was committed: this node catches up with the active controller,
+// every alive broker confirms it when propagate (an admin change other
+// brokers must show once the call returns), and this broker's partitions
+// follow the image so the caller can use what it just changed.
+func (s *Server) metaChanged(ctx context.Context, propagate bool) error {
 	if err := s.catchUpWithLeader(ctx); err != nil {
-		return res, err
+		return err
 	}
-	if cmd.AllocateProducerIDs == nil { // ids are this broker's alone
+	if propagate {
 		s.propagate(ctx)
 	}
-	// The partitions of this broker follow the image; catch up now so the
-	// caller can use what it just created.
 	if s.broker != nil {
 		img, _ := s.meta.Image()
 		if err := s.broker.reconcile(img); err != nil {
-			return res, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // checkTopicSpec validates a creation request against the limits and fills

@@ -3,11 +3,13 @@ package server_test
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -186,6 +188,88 @@ func TestKafkaKcatSeesGrownTopic(t *testing.T) {
 		}
 		if total != 400 || per[3] == 0 {
 			t.Fatalf("round %d: kcat wrote %v per partition (of 400), none to the partition just added", round, per)
+		}
+	}
+}
+
+// Issue 18: once ElectLeaders (Kafka) or POST .../elect-leaders (HTTP, the
+// CLI's path) returns, every alive broker's Metadata names the elected
+// leaders. Each round rotates every partition's replica order (a
+// reassignment within the same set: the leader stays, the preferred
+// replica changes), then asks for the preferred leaders, alternating Kafka
+// and HTTP and the node asked, and reads Metadata from every node at once.
+func TestElectLeadersVisibleOnEveryBroker(t *testing.T) {
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3,
+		Args: append(slices.Clone(fastSessions), "--leader-rebalance-interval", "0")})
+	const topic, parts = "elected", 6
+	adm, _, ctx := adminClient(t, c.Node(1).KafkaAddr)
+	mustCreateKafkaTopic(t, adm, ctx, topic, parts, 3, nil)
+	var ps []partitionView
+	servertest.WaitFor(t, 30*time.Second, "every replica in sync", func() bool {
+		var ok bool
+		ps, ok = describe(c.Node(1), topic)
+		if !ok || len(ps) != parts {
+			return false
+		}
+		for _, p := range ps {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	var seeds []*kgo.Broker
+	for _, n := range c.Nodes {
+		seeds = append(seeds, rawClient(t, n.KafkaAddr).SeedBrokers()[0])
+	}
+	replicas := make([][]int32, parts)
+	for i, p := range ps {
+		replicas[i] = p.Replicas
+	}
+	for round := range 6 {
+		asked := c.Node(round%3 + 1)
+		var req kadm.AlterPartitionAssignmentsReq
+		for i := range replicas {
+			r := replicas[i]
+			replicas[i] = []int32{r[1], r[2], r[0]}
+			req.Assign(topic, int32(i), replicas[i])
+		}
+		if res, err := adm.AlterPartitionAssignments(ctx, req); err != nil || res.Error() != nil {
+			t.Fatalf("round %d: reorder replicas: %v %v", round, err, res.Error())
+		}
+		how := "Kafka ElectLeaders"
+		if round%2 == 0 {
+			a, _, actx := adminClient(t, asked.KafkaAddr)
+			set := kadm.TopicsSet{topic: {}}
+			for i := range int32(parts) {
+				set.Add(topic, i)
+			}
+			res, err := a.ElectLeaders(actx, kadm.ElectPreferredReplica, set)
+			if err != nil {
+				t.Fatalf("round %d: elect: %v", round, err)
+			}
+			for p, r := range res[topic] {
+				if r.Err != nil {
+					t.Fatalf("round %d: elect %s-%d: %v", round, topic, p, r.Err)
+				}
+			}
+		} else {
+			how = "HTTP elect-leaders"
+			newAPIClient(t, asked).json("POST", "/v1/topics/"+topic+"/elect-leaders", nil, 200, nil)
+		}
+		for n, seed := range seeds {
+			mreq := kmsg.NewPtrMetadataRequest()
+			mreq.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+			resp, err := seed.RetriableRequest(ctx, mreq)
+			if err != nil {
+				t.Fatalf("metadata from node %d: %v", n+1, err)
+			}
+			for _, p := range resp.(*kmsg.MetadataResponse).Topics[0].Partitions {
+				if want := replicas[p.Partition][0]; p.Leader != want {
+					t.Fatalf("round %d, right after %s on node %d: node %d names %d as leader of %s-%d, elected %d",
+						round, how, round%3+1, n+1, p.Leader, topic, p.Partition, want)
+				}
+			}
 		}
 	}
 }

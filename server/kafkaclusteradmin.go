@@ -25,7 +25,7 @@ func (k *kafkaBackend) ElectLeaders(ctx context.Context, topic string, partition
 	if unclean {
 		mode = electUnclean
 	}
-	results, _, err := k.s.electPartitions(ctx, topic, partitions, mode)
+	results, _, err := k.s.electPartitions(ctx, topic, partitions, mode, true)
 	if err != nil {
 		return nil, toKafkaError(err)
 	}

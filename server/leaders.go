@@ -33,7 +33,7 @@ func (s *Server) runLeaderElections(ctx context.Context, every time.Duration) {
 		}
 		img, _ := s.meta.Image()
 		for name := range img.Topics {
-			if _, err := s.electLeaders(ctx, name); err != nil && ctx.Err() == nil {
+			if _, _, err := s.electPartitions(ctx, name, nil, electAuto, false); err != nil && ctx.Err() == nil {
 				s.logger.Warn("leader election", "topic", name, "err", err)
 			}
 		}
@@ -61,10 +61,10 @@ const (
 	electUnclean
 )
 
-// electLeaders proposes the preferred and unclean elections a topic needs
-// and returns how many partitions changed.
+// electLeaders proposes the preferred and unclean elections a topic needs,
+// as HTTP elect-leaders asks, and returns how many partitions changed.
 func (s *Server) electLeaders(ctx context.Context, topic string) (int64, error) {
-	_, n, err := s.electPartitions(ctx, topic, nil, electAuto)
+	_, n, err := s.electPartitions(ctx, topic, nil, electAuto, true)
 	return n, err
 }
 
@@ -72,8 +72,11 @@ func (s *Server) electLeaders(ctx context.Context, topic string) (int64, error) 
 // topic (all when nil): the one code path of the controller's own
 // elections, HTTP elect-leaders and Kafka ElectLeaders. It returns each
 // named partition's outcome (nil: elected, or nothing to do in electAuto)
-// and how many leaders changed.
-func (s *Server) electPartitions(ctx context.Context, topic string, partitions []int32, mode electionMode) (map[int32]error, int64, error) {
+// and how many leaders changed. An admin's election (asked) returns once
+// this broker follows the new leaders and every alive broker names them
+// (issue 18: Metadata from any broker shows what the call did); the
+// controller's own elections don't wait on other brokers.
+func (s *Server) electPartitions(ctx context.Context, topic string, partitions []int32, mode electionMode, asked bool) (map[int32]error, int64, error) {
 	img, _ := s.meta.Image()
 	t, ok := img.Topics[topic]
 	if !ok {
@@ -89,7 +92,12 @@ func (s *Server) electPartitions(ctx context.Context, topic string, partitions [
 	if err != nil {
 		return nil, 0, fmt.Errorf("elect leaders of %s: %w", topic, err)
 	}
-	if err := s.catchUpWithLeader(actx); err != nil {
+	if asked {
+		err = s.metaChanged(actx, true)
+	} else {
+		err = s.catchUpWithLeader(actx)
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	n, _ := res.(int64)
