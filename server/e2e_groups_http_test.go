@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -34,12 +35,7 @@ func TestGroupLagHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var topic struct {
-		Partitions []struct {
-			Partition     int32 `json:"partition"`
-			HighWatermark int64 `json:"high_watermark"`
-		} `json:"partitions"`
-	}
+	var topic api.TopicDetail
 	c.json(http.MethodGet, "/v1/topics/glag", nil, http.StatusOK, &topic)
 	commits := map[int32]int64{0: 0, 1: 7, 2: topic.Partitions[2].HighWatermark}
 	body := map[string]any{"offsets": []map[string]any{
@@ -89,12 +85,7 @@ func TestGroupLagHTTP(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return bytes.Contains(body, []byte(fmt.Sprintf("runnel_group_lag{group=\"lag-group\",topic=\"glag\"} %d\n", total)))
 	})
-	var series struct {
-		Groups []struct {
-			Group string  `json:"group"`
-			Lag   []int64 `json:"lag"`
-		} `json:"groups"`
-	}
+	var series api.Series
 	c.json(http.MethodGet, "/v1/stats/series", nil, http.StatusOK, &series)
 	if len(series.Groups) != 1 || series.Groups[0].Group != "lag-group" || slices.Max(series.Groups[0].Lag) != total {
 		t.Errorf("series groups %+v, want lag-group with lag %d", series.Groups, total)
@@ -102,13 +93,7 @@ func TestGroupLagHTTP(t *testing.T) {
 
 	// Offsets of a group with members cannot be reset or overwritten
 	// without its member id; a dry run changes nothing.
-	var reset struct {
-		DryRun  bool `json:"dry_run"`
-		Offsets []struct {
-			Partition int32 `json:"partition"`
-			NewOffset int64 `json:"new_offset"`
-		} `json:"offsets"`
-	}
+	var reset api.GroupResetResult
 	c.json(http.MethodPost, "/v1/groups/lag-group/offsets/reset", map[string]any{"strategy": "latest"}, http.StatusOK, &reset)
 	if !reset.DryRun || len(reset.Offsets) != 3 || reset.Offsets[1].NewOffset != topic.Partitions[1].HighWatermark {
 		t.Fatalf("dry run %+v", reset)
@@ -138,13 +123,7 @@ func TestGroupLagHTTP(t *testing.T) {
 		{`{"strategy":"offset","offset":1000000}`, func(p int32) int64 { return topic.Partitions[p].HighWatermark }},
 		{`{"strategy":"earliest","topics":["glag"]}`, func(int32) int64 { return 0 }},
 	} {
-		var plan struct {
-			Offsets []struct {
-				Partition     int32 `json:"partition"`
-				CurrentOffset int64 `json:"current_offset"`
-				NewOffset     int64 `json:"new_offset"`
-			} `json:"offsets"`
-		}
+		var plan api.GroupResetResult
 		c.json(http.MethodPost, "/v1/groups/lag-group/offsets/reset", json.RawMessage(tc.body), http.StatusOK, &plan)
 		if len(plan.Offsets) != 3 {
 			t.Fatalf("%s: %+v", tc.body, plan)
@@ -194,13 +173,7 @@ func TestGroupMixedHTTPAndKafka(t *testing.T) {
 // groupOffsets reads GET /v1/groups/{group}/offsets as partition -> offset.
 func groupOffsets(t *testing.T, c *apiClient, group string) map[string]int64 {
 	t.Helper()
-	var res struct {
-		Offsets []struct {
-			Topic     string `json:"topic"`
-			Partition int32  `json:"partition"`
-			Offset    int64  `json:"offset"`
-		} `json:"offsets"`
-	}
+	var res api.GroupOffsets
 	c.json(http.MethodGet, "/v1/groups/"+url.PathEscape(group)+"/offsets", nil, http.StatusOK, &res)
 	out := map[string]int64{}
 	for _, o := range res.Offsets {
@@ -221,9 +194,7 @@ type httpMember struct {
 func startHTTPMember(t *testing.T, n *servertest.Node, group, topic string, seen *seenSet) *httpMember {
 	t.Helper()
 	c := newAPIClient(t, n)
-	var join struct {
-		MemberID string `json:"member_id"`
-	}
+	var join api.GroupMembership
 	c.json(http.MethodPost, "/v1/groups/"+url.PathEscape(group)+"/members", map[string]any{"topics": []string{topic}, "client_id": "curl",
 		"session_timeout_ms": 10000}, http.StatusOK, &join)
 	if join.MemberID == "" {
