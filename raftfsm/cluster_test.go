@@ -322,9 +322,13 @@ func TestClusterOfFiveQuorum(t *testing.T) {
 	c.stop(down[1])
 	c.mustApply(raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 1}})
 
+	// Ask the node that led before the third stop: without a quorum its
+	// leadership lapses (the lease), and then no node would be a leader to
+	// wait for (c.leader() timed out on a loaded machine).
+	last := c.nodes[c.leader()]
 	c.stop(down[2])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	_, err := c.nodes[c.leader()].Apply(ctx, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
+	_, err := last.Apply(ctx, raftfsm.Command{RegisterBroker: &raftfsm.RegisterBroker{ID: 2}})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, raftfsm.ErrNotLeader) {
 		t.Fatalf("apply without quorum: %v", err)
