@@ -25,7 +25,9 @@ type Credentials struct {
 	Scheme   string // "basic" or "bearer"
 	User     string // basic
 	Password string // basic
-	Token    string // bearer
+	Token    string // bearer; session: the session cookie's value
+	CSRF     string // session: the X-CSRF-Token header
+	Write    bool   // session: the request changes something (CSRF token needed)
 }
 
 // Authenticator checks credentials. Safe for concurrent use.
@@ -50,14 +52,15 @@ func PrincipalFrom(ctx context.Context) string {
 	return p
 }
 
-// authExempt are the paths anyone may read: probes and the API's own
-// documentation.
+// authExempt are the paths anyone may read: probes, the API's own
+// documentation, and the web UI's static files (they hold no data; the UI
+// logs in with POST /v1/session and every call it makes is authenticated).
 func authExempt(path string) bool {
 	switch path {
-	case "/livez", "/readyz", "/openapi.yaml", "/docs":
+	case "/livez", "/readyz", "/openapi.yaml", "/docs", "/ui", "/":
 		return true
 	}
-	return false
+	return strings.HasPrefix(path, "/ui/")
 }
 
 // Authenticate refuses requests without valid credentials (401
@@ -70,7 +73,8 @@ func Authenticate(a Authenticator, trusted func(*http.Request) bool, logger *slo
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if authExempt(r.URL.Path) {
+			if authExempt(r.URL.Path) || (r.URL.Path == "/v1/session" && r.Method == http.MethodPost) {
+				// POST /v1/session is the login itself.
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -83,8 +87,10 @@ func Authenticate(a Authenticator, trusted func(*http.Request) bool, logger *slo
 			if err != nil {
 				logger.LogAttrs(r.Context(), slog.LevelDebug, "refused a request without valid credentials",
 					slogString("path", r.URL.Path), slogString("remote", r.RemoteAddr))
-				w.Header().Add("WWW-Authenticate", `Basic realm="runnel", charset="UTF-8"`)
-				w.Header().Add("WWW-Authenticate", `Bearer realm="runnel"`)
+				if r.Header.Get("X-Runnel-UI") == "" { // a challenge would pop the browser's login dialog over the UI's
+					w.Header().Add("WWW-Authenticate", `Basic realm="runnel", charset="UTF-8"`)
+					w.Header().Add("WWW-Authenticate", `Bearer realm="runnel"`)
+				}
 				WriteProblem(w, r, err)
 				return
 			}
@@ -100,6 +106,9 @@ func checkRequest(r *http.Request, a Authenticator) (string, error) {
 		if cn := r.TLS.VerifiedChains[0][0].Subject.CommonName; cn != "" {
 			return "User:" + cn, nil
 		}
+	}
+	if c, ok := sessionCredentials(r); ok {
+		return a.CheckCredentials(r.Context(), c)
 	}
 	c, err := parseAuthorization(r)
 	if err != nil {

@@ -90,6 +90,7 @@ func problemKinds() []ProblemKind {
 		{ErrUnknownGroup, http.StatusNotFound, "unknown-group", "Unknown consumer group"},
 		{ErrNotFound, http.StatusNotFound, "not-found", "Not found"},
 		{ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated", "Authentication required"},
+		{ErrCSRF, http.StatusForbidden, "csrf-token-invalid", "Missing or wrong CSRF token"},
 		{ErrForbidden, http.StatusForbidden, "forbidden", "Forbidden: a permission is missing"},
 		{ErrInternalTopic, http.StatusForbidden, "internal-topic", "Internal topic: written only by its coordinator"},
 		{ErrMethodNotAllowed, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"},

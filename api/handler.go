@@ -200,6 +200,7 @@ func (h *handler) routes() chi.Router {
 		r.Mount("/transactions", transactionsResource{h}.Routes())
 		r.Mount("/tokens", tokensResource{h}.Routes())
 		r.Mount("/quotas", quotasResource{h}.Routes())
+		r.Mount("/session", sessionResource{h}.Routes())
 	})
 	return r
 }

@@ -90,6 +90,8 @@ func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentia
 			return "User:" + c.User, nil
 		}
 		return "", fmt.Errorf("%w: wrong user name or password", api.ErrUnauthenticated)
+	case "session":
+		return a.s.checkSession(c)
 	case "bearer":
 		p, err := a.s.checkToken(c.Token)
 		if err != nil {

@@ -105,6 +105,7 @@ var httpMatrix = map[string]mxRow{
 	"GET /v1/users": needs(clusterP("describe")), "POST /v1/users": needs(clusterP("alter")), "DELETE /v1/users/{name}": needs(clusterP("alter")),
 	"GET /v1/acls": needs(clusterP("describe")), "POST /v1/acls": needs(clusterP("alter")), "DELETE /v1/acls": needs(clusterP("alter")),
 	"POST /v1/tokens": mxAuth, "DELETE /v1/tokens/{id}": mxAuth,
+	"POST /v1/session": mxAuth, "GET /v1/session": mxAuth, "DELETE /v1/session": mxAuth, // the login: with the principal's own password
 	"GET /v1/transactions": needs(clusterP("describe")), // stricter than Kafka's ListTransactions (filtered by describe)
 	"GET /v1/quotas":       needs(clusterP("describe_configs")), "PUT /v1/quotas": needs(clusterP("alter_configs")),
 }
@@ -286,6 +287,13 @@ func mxCheckHTTP(t *testing.T, n *servertest.Node, hc *http.Client, check mxChec
 				}
 			}
 			for cred, set := range creds {
+				body := body
+				if op == "POST /v1/session" && p.name != "" { // the login proves the password in its body
+					body, set = api.LoginRequest{User: p.name, Password: p.name + "-pw"}, func(*http.Request) {}
+					if cred == "bearer" {
+						body = api.LoginRequest{Token: tokens[p.name]}
+					}
+				}
 				code, out := mxHTTP(t, hc, n.URL, method, path, body, set)
 				check("http", op, p, cred, code != http.StatusUnauthorized && code != http.StatusForbidden, fmt.Sprintf("%d %.200s", code, out))
 			}

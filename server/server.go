@@ -116,6 +116,7 @@ type Server struct {
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
 	authz         authzCache    // the authorizer of the last image (acls.go)
 	quotas        quotaState    // client quotas and their meters (quotas.go)
+	sessions      sessionStore  // UI sessions (session.go)
 	wg            sync.WaitGroup
 }
 

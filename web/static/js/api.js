@@ -35,8 +35,14 @@ export function url(path, query) {
 // seg escapes one path segment (topic and group names).
 export const seg = encodeURIComponent;
 
+// The session's CSRF token (session.js), sent on every change: the session
+// cookie alone does not authorize one.
+let csrfToken = '';
+export function setCSRFToken(t) { csrfToken = t || ''; }
+
 export async function request(method, path, { query, body, signal } = {}) {
-  const init = { method, headers: { Accept: 'application/json, application/problem+json' }, signal };
+  const init = { method, headers: { Accept: 'application/json, application/problem+json', 'X-Runnel-UI': '1' }, signal };
+  if (method !== 'GET' && csrfToken) init.headers['X-CSRF-Token'] = csrfToken;
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -54,6 +60,9 @@ export async function request(method, path, { query, body, signal } = {}) {
   let data = null;
   if (text) {
     try { data = JSON.parse(text); } catch { data = text; }
+  }
+  if (res.status === 401 && path !== '/v1/session' && typeof location !== 'undefined' && !location.hash.startsWith('#/login')) {
+    location.hash = '#/login'; // logged out, or the node restarted
   }
   if (!res.ok) {
     const problem = data && typeof data === 'object' ? data : { title: res.statusText, detail: String(data || '') };

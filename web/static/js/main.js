@@ -10,6 +10,8 @@ import * as topic from './pages/topic.js';
 import * as groups from './pages/groups.js';
 import * as group from './pages/group.js';
 import * as charts from './pages/charts.js';
+import * as login from './pages/login.js';
+import * as session from './session.js';
 
 export function parseRoute(hash) {
   const raw = (hash || '').replace(/^#/, '');
@@ -21,6 +23,7 @@ export function parseRoute(hash) {
   if (parts[0] === 'groups' && parts.length >= 2) return { page: group, nav: 'groups', params: { group: parts.slice(1).join('/'), ...query } };
   if (parts[0] === 'groups') return { page: groups, nav: 'groups', params: query };
   if (parts[0] === 'charts') return { page: charts, nav: 'charts', params: query };
+  if (parts[0] === 'login') return { page: login, nav: 'login', params: query };
   return { page: cluster, nav: 'cluster', params: query };
 }
 
@@ -76,7 +79,11 @@ function route() {
 if (typeof window !== 'undefined' && typeof document !== 'undefined') {
   window.addEventListener('hashchange', route);
   if (!location.hash) history.replaceState(null, '', '#/cluster');
-  route();
+  // Who is logged in first: pages ask it what to show; a 401 leads to #/login.
+  session.load().then((info) => {
+    if (!info && !location.hash.startsWith('#/login')) location.hash = '#/login';
+    else route();
+  });
   document.getElementById('skip')?.addEventListener('click', (e) => {
     e.preventDefault();
     document.getElementById('app').focus();

@@ -11,6 +11,7 @@ import { kvEditor } from '../forms.js';
 import { deleteTopic } from './topics.js';
 import { messageBrowser } from '../browser.js';
 import { produceForm } from '../produce.js';
+import * as session from '../session.js';
 import { liveTail } from '../tail.js';
 import { lineChart, perSecond } from '../chart.js';
 
@@ -81,8 +82,8 @@ const TABS = [
   ['messages', 'Messages'], ['produce', 'Produce'], ['tail', 'Live tail'], ['configs', 'Configs'], ['charts', 'Charts'],
 ];
 
-function tabs(active, onSelect) {
-  const buttons = TABS.map(([id, label]) => h('button', {
+function tabs(active, onSelect, hidden) {
+  const buttons = TABS.filter(([id]) => id !== hidden).map(([id, label]) => h('button', {
     type: 'button', role: 'tab', id: 'tab-' + id, 'aria-controls': 'tabpanel',
     'aria-selected': String(id === active), tabindex: id === active ? '0' : '-1',
     onClick: () => onSelect(id),
@@ -142,16 +143,19 @@ export async function render(root, params, ctx) {
       if (e.name !== 'AbortError') replace(panel, errorBox(e));
     }
   };
-  const active = TABS.some(([id]) => id === params.tab) ? params.tab : 'messages';
+  // Only the actions the caller may perform (session.js asks the server).
+  const ops = (await session.operations('topic', [name]))[name] || [];
+  if (!ops.includes('write')) root.dataset.readonly = 'true';
+  const active = TABS.some(([id]) => id === params.tab && (id !== 'produce' || ops.includes('write'))) ? params.tab : 'messages';
   replace(root,
     h('p', { class: 'crumbs' }, h('a', { href: '#/topics' }, 'Topics'), ' /'),
     h('div', { class: 'row' }, h('h1', null, name), t.internal ? h('span', { class: 'badge' }, 'internal') : null,
       h('span', { class: 'spacer' }),
       curlButton(() => ({ path })),
-      h('button', { type: 'button', class: 'ghost danger', 'data-test': 'delete-topic', onClick: async () => { if (await deleteTopic(name)) location.hash = '#/topics'; } }, 'Delete topic')),
+      ops.includes('delete') ? h('button', { type: 'button', class: 'ghost danger', 'data-test': 'delete-topic', onClick: async () => { if (await deleteTopic(name)) location.hash = '#/topics'; } }, 'Delete topic') : null),
     h('p', { class: 'muted' }, 'Replication factor ', String(t.replication_factor ?? '—'), t.id ? [' · id ', h('code', null, t.id)] : null),
     partsSlot,
-    tabs(active, select),
+    tabs(active, select, ops.includes('write') ? null : 'produce'),
     panel);
   select(active);
 }

@@ -8,6 +8,7 @@
 // more follow, the search becomes a name prefix asked of the server and
 // Previous/Next walk the pages, so a cluster with 100,000 topics costs one
 // page per refresh.
+import * as session from '../session.js';
 import { h, replace, table, fmtBytes, fmtNum, fmtRate, field, toast, errorBox } from '../dom.js';
 import { get, post, del, optional, seg } from '../api.js';
 import { curlButton } from '../curl.js';
@@ -79,6 +80,7 @@ export async function render(root, params, ctx) {
   const pageLabel = h('span', { class: 'muted' });
   const pager = h('div', { class: 'row toolbar', hidden: true, 'data-test': 'topics-pager' }, prev, pageLabel, next);
   let topics = [];
+  let perms = {}; // topic -> the operations the caller may perform (session.js)
   let series = null;
   let paged = false; // the server has more than one page: search by prefix there
   let cursors = ['']; // cursor of each page seen; the last is the current one
@@ -100,10 +102,10 @@ export async function render(root, params, ctx) {
       { label: 'Size', num: true, get: t => (t.size_bytes ? fmtBytes(t.size_bytes) : '—') },
       { label: 'In (1 min)', num: true, get: t => fmtRate(recentRate(rate.get(t.name)?.produced_records, series?.start_ms, series?.interval_ms, Date.now())) },
       { label: 'Out (1 min)', num: true, get: t => fmtRate(recentRate(rate.get(t.name)?.consumed_records, series?.start_ms, series?.interval_ms, Date.now())) },
-      { label: '', get: t => h('button', {
+      { label: '', get: t => ((perms[t.name] || []).includes('delete') ? h('button', {
         type: 'button', class: 'ghost danger small', 'aria-label': 'Delete topic ' + t.name,
         onClick: () => deleteTopic(t.name, load),
-      }, 'Delete') },
+      }, 'Delete') : null) },
     ], shown, {
       caption: paged ? `${shown.length} topics on page ${cursors.length}${nextCursor ? ', more follow' : ''}` : `${shown.length} of ${topics.length} topics`,
       empty: q ? 'No topic matches the filter.' : 'No topics yet. Create one.',
@@ -117,6 +119,7 @@ export async function render(root, params, ctx) {
       if (paged && search.value.trim()) query.prefix = search.value.trim();
       const res = await get('/v1/topics', query, { signal: ctx.signal });
       topics = res.topics || [];
+      perms = await session.operations('topic', topics.map(t => t.name));
       nextCursor = res.next_cursor || '';
       if (nextCursor) paged = true;
       series = await optional(get('/v1/stats/series', null, { signal: ctx.signal })).catch(() => null);
