@@ -26,6 +26,9 @@
 //	              reassignments, log dirs and the quorum
 //	sasl.go       the optional Authenticator interface, connection principals,
 //	              RequireAuth's gate (SaslHandshake and SaslAuthenticate files below)
+//	quotas.go     the optional QuotaAdmin and QuotaEnforcer interfaces: throttle_time_ms
+//	              and the muted connection (KIP-219)
+//	audit.go      the audit log lines of requests that change the cluster
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
 //	              createtopics, deletetopics, createpartitions, describeconfigs,
 //	              incrementalalterconfigs, deleterecords, initproducerid,
@@ -38,7 +41,7 @@
 //	              alterreplicalogdirs, writetxnmarkers (inter-broker only),
 //	              addpartitionstotxn, addoffsetstotxn, endtxn, txnoffsetcommit,
 //	              describetransactions, listtransactions,
-//	              saslhandshake, saslauthenticate
+//	              saslhandshake, saslauthenticate, describeclientquotas, alterclientquotas
 //
 // # Goroutines and locks
 //

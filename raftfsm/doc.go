@@ -63,6 +63,7 @@
 //	              (UpsertUserScram, DeleteUser), ACL entries (CreateACLs,
 //	              DeleteACLs) and API token hashes (CreateToken, DeleteToken);
 //	              secrets are derived or drawn by the node before proposing
+//	quotas.go     client quotas by entity (SetQuotas)
 //	image.go      Image copy-on-write, Digest, the publishing holder
 //	state.go      badger layout of the state machine, loading an image
 //	snapshot.go   snapshot format, Persist and Restore
