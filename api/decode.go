@@ -35,8 +35,7 @@ type produceDecoder struct {
 	i      int
 	enc    string
 	ndjson bool
-	n      int // records so far; for NDJSON also names the line
-	line   int
+	line   int // NDJSON: the line being decoded (records are named by it)
 
 	arena []byte
 	recs  recordList
