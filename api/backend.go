@@ -353,6 +353,10 @@ type ConsumedRecord struct {
 	Key       []byte
 	Value     []byte
 	Headers   []Header
+	// Transactional: the record belongs to a transaction (its batch has
+	// the transactional attribute); JSON says "transactional":true only
+	// then.
+	Transactional bool
 }
 
 // ConsumeResult is what Consume read. NextOffset is the offset to ask for next

@@ -161,6 +161,7 @@ type wireConsumed struct {
 	ValueEncoding   string             `json:"value_encoding"`
 	HeadersEncoding string             `json:"headers_encoding"`
 	HeaderList      []wireHeader       `json:"header_list"`
+	Transactional   bool               `json:"transactional,omitempty"`
 }
 
 // wireHeader is one entry of header_list (schema RecordHeader): unlike the
@@ -198,6 +199,7 @@ func encodeRecord(r ConsumedRecord, enc string) wireConsumed {
 	w.Key, w.KeyEncoding = textOrBase64(r.Key, enc)
 	w.Value, w.ValueEncoding = encodeValue(r.Value, enc)
 	w.HeaderList = encodeHeaders(r.Headers, enc)
+	w.Transactional = r.Transactional
 	w.Headers = make(map[string]*string, len(r.Headers))
 	w.HeadersEncoding = EncodingString
 	if enc == EncodingBase64 || !headersUTF8(r.Headers) {

@@ -42,6 +42,9 @@ func appendConsumed(dst []byte, r ConsumedRecord, enc string) []byte {
 	dst = append(dst, headersEnc...)
 	dst = append(dst, `","header_list":`...)
 	dst = appendHeaderList(dst, r.Headers, enc)
+	if r.Transactional {
+		dst = append(dst, `,"transactional":true`...)
+	}
 	return append(dst, '}')
 }
 

@@ -25,6 +25,8 @@ func TestAppendConsumedMatchesMarshal(t *testing.T) {
 	for _, enc := range []string{EncodingJSON, EncodingString, EncodingBase64} {
 		for i, r := range consumedSeeds {
 			checkAppendConsumed(t, r, enc, i)
+			r.Transactional = true // "transactional":true, only when true
+			checkAppendConsumed(t, r, enc, i)
 		}
 	}
 }
@@ -72,6 +74,7 @@ func FuzzAppendConsumed(f *testing.F) {
 		if sel&4 != 0 {
 			r.Key, r.Headers = nil, nil
 		}
+		r.Transactional = sel&8 != 0
 		checkAppendConsumed(t, r, enc, 0)
 	})
 }

@@ -211,7 +211,9 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 			r.size = r.maxBytes // full: the record is the next read's first
 			return nil
 		}
-		r.res.records = append(r.res.records, toRecord(rec))
+		out := toRecord(rec)
+		out.Transactional = info.Transactional
+		r.res.records = append(r.res.records, out)
 		r.size += rec.Size
 		r.res.next = rec.Offset + 1
 	}

@@ -177,6 +177,7 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 				Value       *string `json:"value"`
 				KeyEncoding string  `json:"key_encoding"`
 			} `json:"header_list"`
+			Transactional bool `json:"transactional"`
 		} `json:"records"`
 		NextOffset    int64 `json:"next_offset"`
 		HighWatermark int64 `json:"high_watermark"`
@@ -187,7 +188,7 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 	}
 	out := api.ConsumeResult{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, StartOffset: res.StartOffset}
 	for _, r := range res.Records {
-		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp)}
+		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Transactional: r.Transactional}
 		var err error
 		if cr.Key, err = unb64(r.Key); err == nil {
 			cr.Value, err = unb64(r.Value)

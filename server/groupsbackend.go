@@ -152,7 +152,8 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 	}
 	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}
 	for _, r := range res.records {
-		cr := api.ConsumedRecord{Partition: t.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
+		cr := api.ConsumedRecord{Partition: t.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value,
+			Transactional: r.Transactional}
 		for _, h := range r.Headers {
 			cr.Headers = append(cr.Headers, api.Header{Key: h.Key, Value: h.Value})
 		}

@@ -452,7 +452,7 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	bytes := 0
 	for _, r := range res.records {
 		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset,
-			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
+			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Transactional: r.Transactional}
 		for _, hd := range r.Headers {
 			cr.Headers = append(cr.Headers, api.Header{Key: hd.Key, Value: hd.Value})
 		}

@@ -39,6 +39,9 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Headers   []kmsg.Header
+	// Transactional: the record's batch belongs to a transaction (the
+	// HTTP consume and the UI mark it).
+	Transactional bool
 }
 
 // newRecord is one record to be written into a batch.

@@ -886,6 +886,12 @@ type ConsumedRecord struct {
 	// Timestamp ms since the epoch.
 	Timestamp int64 `json:"timestamp"`
 
+	// Transactional Present (true) only when the record belongs to a transaction. With
+	// `isolation=read_uncommitted` such a record may be of a transaction still
+	// open or later aborted. Control records (commit/abort markers) are never
+	// returned.
+	Transactional *bool `json:"transactional,omitempty"`
+
 	// Value See value_encoding.
 	Value         interface{}                  `json:"value"`
 	ValueEncoding *ConsumedRecordValueEncoding `json:"value_encoding,omitempty"`
@@ -1071,6 +1077,12 @@ type GroupRecord struct {
 	// Timestamp ms since the epoch.
 	Timestamp int64  `json:"timestamp"`
 	Topic     string `json:"topic"`
+
+	// Transactional Present (true) only when the record belongs to a transaction. With
+	// `isolation=read_uncommitted` such a record may be of a transaction still
+	// open or later aborted. Control records (commit/abort markers) are never
+	// returned.
+	Transactional *bool `json:"transactional,omitempty"`
 
 	// Value See value_encoding.
 	Value         interface{}               `json:"value"`

@@ -1,8 +1,11 @@
 // The message browser: pick partition(s) and a start (newest N, earliest, an
 // offset or a timestamp), page forward, find by key (murmur2 picks the one
 // partition to search), render values (JSON pretty, text, hex, base64) and
-// export the shown records as JSON lines.
-// Calls GET /v1/topics/{t}/partitions/{p}/records?offset|timestamp&max_records&encoding=base64.
+// export the shown records as JSON lines. Records of a transaction carry a
+// "transactional" badge; the isolation choice decides whether records of open
+// and aborted transactions show (read uncommitted) or not (read committed,
+// the server's default). Commit/abort markers are never returned over HTTP.
+// Calls GET /v1/topics/{t}/partitions/{p}/records?offset|timestamp&max_records&encoding=base64&isolation.
 import { h, replace, field, fmtTime, fmtNum, errorBox } from './dom.js';
 import { get, seg } from './api.js';
 import { curlButton } from './curl.js';
@@ -16,8 +19,9 @@ function recordsPath(topic, p) {
 }
 
 // fetchPartition reads up to max records of one partition from a position.
-export async function fetchPartition(topic, p, pos, max, signal) {
+export async function fetchPartition(topic, p, pos, max, signal, isolation) {
   const query = { max_records: max, encoding: 'base64' };
+  if (isolation) query.isolation = isolation;
   if (pos.timestamp !== undefined) query.timestamp = pos.timestamp;
   else query.offset = pos.offset;
   const res = await get(recordsPath(topic, p), query, { signal });
@@ -40,7 +44,8 @@ export function recordView(r, mode, fresh = false) {
       h('span', null, 'partition ', h('b', null, String(r.partition))),
       h('span', null, 'offset ', h('b', { class: 'mono' }, String(r.offset))),
       h('span', { class: 'mono' }, fmtTime(timestampMs(r.timestamp))),
-      h('span', { class: 'badge' }, kind)),
+      h('span', { class: 'badge' }, kind),
+      r.transactional ? h('span', { class: 'badge accent', 'data-test': 'txn-badge', title: 'Written in a transaction' }, 'transactional') : null),
     h('div', { class: 'body' },
       h('span', null, 'key'), h('pre', { class: 'mono rec-key' }, keyText),
       r.headers.length ? [h('span', null, 'headers'), h('pre', { class: 'mono' }, r.headers.map(([k, v]) => `${k}: ${v === null ? 'null' : (utf8(v) ?? renderBytes(v, 'hex'))}`).join('\n'))] : null,
@@ -75,6 +80,8 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const tsIn = h('input', { type: 'datetime-local', name: 'timestamp', step: 1 });
   const limitIn = h('input', { type: 'number', min: 1, max: 5000, value: '50', name: 'limit' });
   const modeSel = h('select', { name: 'view' }, [['auto', 'Auto (pretty JSON)'], ['text', 'Text'], ['hex', 'Hex'], ['base64', 'Base64']].map(([m, label]) => h('option', { value: m }, label)));
+  const isoSel = h('select', { name: 'isolation' },
+    h('option', { value: 'read_committed' }, 'Read committed'), h('option', { value: 'read_uncommitted' }, 'Read uncommitted'));
   const keyIn = h('input', { type: 'text', name: 'key', placeholder: 'exact key', class: 'mono', autocomplete: 'off' });
   const offsetField = field('Offset', offsetIn);
   const tsField = field('From time (local)', tsIn);
@@ -141,7 +148,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
       }
       lastPos = pos;
       const n = limit();
-      const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig)));
+      const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig, isoSel.value)));
       let recs = results.flatMap(r => r.records);
       cursor = {};
       Object.keys(pos).forEach((p, i) => { cursor[p] = results[i].next; });
@@ -171,7 +178,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
       let scanned = 0;
       while (off < hw && found.length < limit() && scanned < 200000) {
         replace(status, `Key "${key}" hashes (murmur2) to partition ${p}; scanning offsets ${fmtNum(off)} to ${fmtNum(hw)}… ${found.length} found.`);
-        const res = await fetchPartition(t.name, p, { offset: off }, PAGE, sig);
+        const res = await fetchPartition(t.name, p, { offset: off }, PAGE, sig, isoSel.value);
         if (res.records.length === 0) break;
         scanned += res.records.length;
         for (const r of res.records) if (bytesEqual(r.key, want)) found.push(r);
@@ -189,12 +196,13 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   exportBtn.addEventListener('click', () => download(`${topic.name}.jsonl`, shown.map(toJSONLine).join('\n') + '\n'));
   const form = h('form', { class: 'browse-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
     partSel, field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
+    field('Isolation', isoSel, 'Read uncommitted also shows records of open and aborted transactions.'),
     h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
       curlButton(() => {
         // The first selected partition, from where the last load started.
         const p = selected()[0] ?? 0;
         const at = lastPos[p] || { offset: 'earliest' };
-        const query = { ...at, max_records: limit(), encoding: 'base64' };
+        const query = { ...at, max_records: limit(), encoding: 'base64', isolation: isoSel.value };
         return { path: recordsPath(topic.name, p), query };
       })));
   const keyForm = h('form', { class: 'row end', 'aria-label': 'Find by key', onSubmit: (e) => { e.preventDefault(); findByKey(); } },
@@ -202,7 +210,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
     h('button', { type: 'submit', class: 'ghost', 'data-test': 'find-key' }, 'Find'),
     curlButton(() => ({
       path: recordsPath(topic.name, keyIn.value === '' ? 0 : partitionFor(keyIn.value, parts.length)),
-      query: { offset: 'earliest', max_records: PAGE, encoding: 'base64' },
+      query: { offset: 'earliest', max_records: PAGE, encoding: 'base64', isolation: isoSel.value },
     })));
   const box = h('div', null, form, keyForm, h('div', { class: 'row' }, status, h('span', { class: 'spacer' }), exportBtn), list, more);
   if (params.offset !== undefined) startSel.value = 'offset';

@@ -104,6 +104,7 @@ export function decodeRecord(r) {
     key: fieldBytes(r.key, r.key_encoding),
     value: fieldBytes(r.value, r.value_encoding),
     headers,
+    transactional: r.transactional === true,
   };
 }
 
@@ -122,6 +123,7 @@ export function toJSONLine(r) {
   const out = { partition: r.partition, offset: r.offset, timestamp: r.timestamp, key: k.v, value: v.v, headers };
   if (k.bin) out.key_encoding = 'base64';
   if (v.bin) out.value_encoding = 'base64';
+  if (r.transactional) out.transactional = true;
   return JSON.stringify(out);
 }
 

@@ -1,10 +1,11 @@
-// #/topics/{topic}: partitions (leader, replicas, ISR, offsets, size) and, in
+// #/topics/{topic}: partitions (leader, replicas, ISR, offsets, size), the
+// open transactions writing to the topic (hidden when none) and, in
 // tabs, the message browser (default: newest messages), produce, live tail,
 // configs and charts. Tab deep links: #/topics/{topic}?tab=produce|tail|configs|charts
 // (&tail=paused: the live tail without its stream until Start).
-// Calls GET /v1/topics/{t}, PATCH /v1/topics/{t}/configs, DELETE /v1/topics/{t}
+// Calls GET /v1/topics/{t}, GET /v1/transactions, PATCH /v1/topics/{t}/configs, DELETE /v1/topics/{t}
 // and, through the tab modules, the records and stream endpoints.
-import { h, replace, table, fmtBytes, fmtNum, errorBox, toast } from '../dom.js';
+import { h, replace, table, fmtBytes, fmtNum, fmtTime, errorBox, toast } from '../dom.js';
 import { get, patch, seg, optional } from '../api.js';
 import { curlButton } from '../curl.js';
 import { kvEditor } from '../forms.js';
@@ -30,6 +31,30 @@ function partitionsTable(t) {
     { label: 'Records', num: true, get: p => fmtNum(Math.max(0, (p.high_watermark ?? p.end_offset) - p.start_offset)) },
     { label: 'Size', num: true, get: p => (p.size_bytes ? fmtBytes(p.size_bytes) : '—') },
   ], parts, { stack: false, caption: parts.length === 1 ? '1 partition' : `${parts.length} partitions`, rowClass: p => (p.leader === -1 ? 'bad' : (p.isr || []).length < (p.replicas || []).length ? 'warn' : null) });
+}
+
+// Transactions that are still open: their records are past the last stable
+// offset, so read committed consumers wait on them.
+const OPEN_STATES = new Set(['Ongoing', 'PrepareCommit', 'PrepareAbort', 'PrepareEpochFence']);
+
+// openTransactions lists the open transactions with a partition of topic
+// (GET /v1/transactions, DescribeTransactions data); null when there are
+// none or the server has no transaction coordinator.
+async function openTransactions(topic, signal) {
+  const res = await optional(get('/v1/transactions', null, { signal }));
+  const txns = ((res && res.transactions) || [])
+    .filter(x => OPEN_STATES.has(x.state) && (x.partitions || []).some(p => p.topic === topic));
+  if (txns.length === 0) return null;
+  return h('section', { 'data-test': 'open-transactions', 'aria-label': 'Open transactions' },
+    h('h2', null, 'Open transactions'),
+    table([
+      { label: 'Transactional id', get: x => h('span', { class: 'mono' }, x.transactional_id) },
+      { label: 'Producer id', num: true, get: x => String(x.producer_id) },
+      { label: 'Epoch', num: true, get: x => String(x.producer_epoch) },
+      { label: 'State', get: x => h('span', { class: 'badge warn' }, x.state) },
+      { label: 'Started', get: x => (x.start_ms >= 0 ? fmtTime(x.start_ms) : '—') },
+      { label: 'Partitions', get: x => (x.partitions || []).filter(p => p.topic === topic).map(p => p.partition).sort((a, b) => a - b).join(', ') },
+    ], txns, { stack: false, caption: txns.length === 1 ? '1 open transaction' : `${txns.length} open transactions` }));
 }
 
 function configsPanel(t, reload) {
@@ -115,6 +140,18 @@ export async function render(root, params, ctx) {
     return t;
   };
   ctx.every(5000, () => refresh());
+  // Open transactions on this topic; the slot stays empty when none.
+  const txnSlot = h('div');
+  const refreshTxns = async () => {
+    try {
+      const el = await openTransactions(name, ctx.signal);
+      if (el) replace(txnSlot, el); else txnSlot.replaceChildren();
+    } catch (e) {
+      // A failed request shows in the header (api.js); the slot just empties.
+      if (e.name !== 'AbortError') txnSlot.replaceChildren();
+    }
+  };
+  ctx.every(5000, refreshTxns);
 
   const panel = h('div', { role: 'tabpanel', id: 'tabpanel', tabindex: '0' });
   let tabCtx = null;
@@ -155,6 +192,7 @@ export async function render(root, params, ctx) {
       ops.includes('delete') ? h('button', { type: 'button', class: 'ghost danger', 'data-test': 'delete-topic', onClick: async () => { if (await deleteTopic(name)) location.hash = '#/topics'; } }, 'Delete topic') : null),
     h('p', { class: 'muted' }, 'Replication factor ', String(t.replication_factor ?? '—'), t.id ? [' · id ', h('code', null, t.id)] : null),
     partsSlot,
+    txnSlot,
     tabs(active, select, ops.includes('write') ? null : 'produce'),
     panel);
   select(active);

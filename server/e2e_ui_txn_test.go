@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Transactions in the HTTP consume and the UI: a record of a transaction
+// says "transactional":true (absent otherwise); the message browser badges
+// such records, hides aborted and open ones in read committed and shows them
+// in read uncommitted; the topic page lists the open transactions writing to
+// the topic (GET /v1/transactions) and hides the list once there are none.
+func TestUITransactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts chromium")
+	}
+	n := kafkaNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := newAPIClient(t, n)
+	c.json("POST", "/v1/topics", map[string]any{"name": "txu", "partitions": 1}, 201, nil)
+
+	tx, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.DefaultProduceTopic("txu"), kgo.TransactionalID("txu-producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	begin := func(values ...string) {
+		t.Helper()
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	end := func(commit bool) {
+		t.Helper()
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	begin("c1", "c2")
+	end(true)
+	begin("a1")
+	end(false)
+	begin("o1") // left open until the end
+	uiProduce(t, n, "txu", "string", "k", "p1")
+	// Offsets: c1 c2 0-1, commit 2, a1 3, abort 4, o1 5, p1 6.
+
+	// HTTP: the flag on each record, and only when true.
+	var res struct {
+		Records []map[string]any `json:"records"`
+	}
+	c.json("GET", "/v1/topics/txu/partitions/0/records?offset=0&encoding=string&isolation=read_uncommitted", nil, 200, &res)
+	var got []string
+	for _, r := range res.Records {
+		v, _ := r["value"].(string)
+		flag, present := r["transactional"]
+		if want := v != "p1"; flag != any(true) && want || !want && present {
+			b, _ := json.Marshal(r)
+			t.Errorf("record %s: transactional %v (present %v), want it only on transactional records", b, flag, present)
+		}
+		got = append(got, v)
+	}
+	if want := []string{"c1", "c2", "a1", "o1", "p1"}; !slices.Equal(got, want) {
+		t.Fatalf("read_uncommitted values %v, want %v", got, want)
+	}
+
+	bctx := uiBrowser(t)
+	watchConsole(t, bctx)
+	shots := newShots(t)
+	uiDo(t, bctx, "open the topic", chromedp.Navigate(n.URL+"/ui/#/topics/txu"))
+	const txns = `document.querySelector('[data-test=open-transactions]')`
+	uiWait(t, bctx, "the open transaction", txns+` !== null && `+txns+`.innerText.includes('txu-producer') && `+txns+`.innerText.includes('Ongoing')`)
+	// shown reads the browser's records: "value:badge" for each.
+	const shown = `[...document.querySelectorAll('.records article.record')].map(a => a.querySelector('.rec-value').textContent + ':' + (a.querySelector('[data-test=txn-badge]') ? 'txn' : '-')).sort().join(',')`
+	uiWait(t, bctx, "read committed records", shown+` === 'c1:txn,c2:txn'`)
+	shots.take(bctx, "txn-read-committed")
+	uiDo(t, bctx, "read uncommitted",
+		chromedp.SetValue(chromedp.CSS(`select[name=isolation]`), "read_uncommitted"),
+		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+	uiWait(t, bctx, "read uncommitted records", shown+` === 'a1:txn,c1:txn,c2:txn,o1:txn,p1:-'`)
+	shots.take(bctx, "txn-read-uncommitted")
+
+	end(true)
+	uiWait(t, bctx, "no open transaction listed", txns+` === null`)
+}
