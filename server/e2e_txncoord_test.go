@@ -79,9 +79,7 @@ func TestTxnProducerCommitAbortFence(t *testing.T) {
 	defer cl.Close()
 	kafkaCreateTopic(ctx, t, cl, topic, 2)
 
-	start := time.Now()
 	for i, commit := range []bool{true, false, true} {
-		t.Logf("%v: transaction %d", time.Since(start), i)
 		if err := cl.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
