@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -178,5 +181,39 @@ func TestHTTPDoorCurl(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Fatalf("consumed %s, want %s", out, want)
 		}
+	}
+}
+
+// A zip bomb (256 MiB of zeros in a few hundred KiB of gzip, and as
+// zstd; the body limit is 16 MiB) is refused 413 once its decompressed
+// bytes pass the limit, and the node's memory stays far below its size.
+func TestHTTPDoorZipBomb(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{})
+	zero := make([]byte, 1<<20)
+	var gz, zs bytes.Buffer
+	gzw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	zsw, _ := zstd.NewWriter(&zs, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	for range 256 {
+		gzw.Write(zero)
+		zsw.Write(zero)
+	}
+	gzw.Close()
+	zsw.Close()
+	for name, body := range map[string][]byte{"gzip": gz.Bytes(), "zstd": zs.Bytes()} {
+		req, _ := http.NewRequest("POST", n.URL+"/v1/topics", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(data), "request-too-large") {
+			t.Fatalf("%s bomb of %d bytes: %d %s", name, len(body), resp.StatusCode, data)
+		}
+	}
+	if _, peak := n.RSS(); peak > 512<<20 {
+		t.Fatalf("peak RSS %d MiB after the bombs", peak>>20)
 	}
 }

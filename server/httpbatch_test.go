@@ -2,13 +2,13 @@ package server
 
 import (
 	"bytes"
-
-	"github.com/runnel/runnel/segments"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"runtime"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/segments"
 )
 
 // FuzzCheckHTTPBatches: whatever a record batch body holds, the header
