@@ -16,7 +16,7 @@ import (
 // TestFetchWriterMatchesKmsg: the spliced Fetch encoding equals kmsg's
 // encoding of the same response, for every served version, with small
 // (inlined) and large (separately written) chunks, errors and empty
-// partitions.
+// partitions, aborted transactions (read_committed) or none.
 func TestFetchWriterMatchesKmsg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var open countingInt
@@ -43,6 +43,13 @@ func TestFetchWriterMatchesKmsg(t *testing.T) {
 					for j := range fr.Topics[i].Partitions {
 						p := &fr.Topics[i].Partitions[j]
 						p.HighWatermark, p.LastStableOffset, p.LogStartOffset = rng.Int64N(1<<40), rng.Int64N(1<<40), rng.Int64N(100)
+						if rng.IntN(2) == 0 { // read_committed: an array, maybe empty
+							p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+							for range rng.IntN(3) {
+								p.AbortedTransactions = append(p.AbortedTransactions,
+									kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: rng.Int64N(1 << 40), FirstOffset: rng.Int64N(1 << 40)})
+							}
+						}
 						switch rng.IntN(4) {
 						case 0: // empty
 						case 1:
