@@ -42,6 +42,10 @@ eq('decode header', [decoded.headers[0][0], Array.from(decoded.headers[0][1])], 
 eq('jsonl text', JSON.parse(rec.toJSONLine(decoded)), { partition: 2, offset: 7, timestamp: '2026-01-02T03:04:05.006Z', key: 'k', value: null, headers: { h: 'v' } });
 const bin = rec.decodeRecord({ partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {} });
 eq('jsonl binary', JSON.parse(rec.toJSONLine(bin)), { partition: 0, offset: 1, timestamp: 5, key: null, value: 'AP8=', headers: {}, value_encoding: 'base64' });
+// "transactional": true survives decoding and export; absent stays absent.
+const txn = rec.decodeRecord({ partition: 0, offset: 3, timestamp: 5, key: null, value: null, headers: {}, transactional: true });
+eq('transactional', [txn.transactional, decoded.transactional], [true, false]);
+eq('jsonl transactional', JSON.parse(rec.toJSONLine(txn)), { partition: 0, offset: 3, timestamp: 5, key: null, value: null, headers: {}, transactional: true });
 // header_list keeps repeated and binary names, in order; the headers object cannot.
 const listed = rec.decodeRecord({ partition: 0, offset: 2, timestamp: 5, key: null, value: null, headers: { t: 'Yg==' },
   header_list: [{ key: 't', value: 'YQ==', key_encoding: 'string', value_encoding: 'base64' },
