@@ -263,3 +263,24 @@ func TestTxnProducerFencedByVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnRequestPerms: the transaction APIs need what Kafka's authorizer
+// asks for (TRANSACTIONAL_ID write, the group's read, the topics' write or
+// read; describe for DescribeTransactions).
+func TestTxnRequestPerms(t *testing.T) {
+	for _, tc := range []struct {
+		key  int16
+		want string
+	}{
+		{addPartitionsToTxnKey, "[{transactional_id tx write 53} {topic sweep write 29}]"},
+		{addOffsetsToTxnKey, "[{transactional_id tx write 53} {group g read 30}]"},
+		{endTxnKey, "[{transactional_id tx write 53}]"},
+		{txnOffsetCommitKey, "[{transactional_id tx write 53} {group g read 30} {topic sweep read 29}]"},
+		{describeTransactionsKey, "[{transactional_id tx describe 53}]"},
+		{listTransactionsKey, "[]"},
+	} {
+		if got := fmt.Sprint(requestPerms(txnSweepRequest(tc.key))); got != tc.want {
+			t.Errorf("%s: %s, want %s", kmsg.NameForKey(tc.key), got, tc.want)
+		}
+	}
+}
