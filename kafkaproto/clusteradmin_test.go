@@ -12,12 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// adminSweepKeys are the cluster admin APIs (issue 18), swept by
-// TestEveryVersion through sweepRequest.
-var adminSweepKeys = []int16{alterConfigsKey, describeLogDirsKey, electLeadersKey,
-	alterPartitionReassignmentsKey, listPartitionReassignmentsKey, describeQuorumKey, describeTopicPartitionsKey,
-	describeProducersKey, alterReplicaLogDirsKey}
-
 // The memBroker's ClusterAdmin: every election succeeds, reassignments
 // are recorded, one log dir holds every partition, a one-voter quorum.
 

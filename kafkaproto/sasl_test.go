@@ -30,7 +30,10 @@ func (b *memBroker) ScramCredential(mechanism, user string) (ScramCredential, bo
 	if err != nil {
 		panic(err)
 	}
-	sc := c.GetStoredCredentials(scram.KeyFactors{Salt: "test-salt", Iters: 4096})
+	sc, err := c.GetStoredCredentialsWithError(scram.KeyFactors{Salt: "test-salt", Iters: 4096})
+	if err != nil {
+		panic(err)
+	}
 	return ScramCredential{Salt: []byte(sc.Salt), Iterations: sc.Iters, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, true
 }
 

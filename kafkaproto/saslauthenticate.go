@@ -20,6 +20,9 @@ const (
 	saslAuthenticateMax = 2
 )
 
+// Kafka's own wording, which clients show as is.
+//
+//lint:ignore ST1005 the message is Kafka's, capital included
 var errAuthFailed = errors.New("Authentication failed: invalid credentials")
 
 func (s *Server) saslAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticateRequest) *kmsg.SASLAuthenticateResponse {

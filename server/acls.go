@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sort"
 	"sync/atomic"
 
@@ -141,15 +140,6 @@ type httpAuthorizer struct{ s *Server }
 
 func (a httpAuthorizer) Allowed(_ context.Context, principal, host string, p api.Permission) bool {
 	return a.s.allowed(principal, host, p.ResourceType, p.ResourceName, p.Operation)
-}
-
-// hostOf is the IP address of a "host:port" remote address.
-func hostOf(addr string) string {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	return h
 }
 
 var _ kafkaproto.KafkaAuthorizer = (*kafkaBackend)(nil)

@@ -57,20 +57,6 @@ func ParseSuperUsers(s string) []string {
 	return out
 }
 
-// isSuperUser reports whether principal is a superuser: listed in
-// --super-users, or the bootstrap superuser.
-func (a AuthConfig) isSuperUser(principal string) bool {
-	if a.BootstrapSuperuser != "" && principal == "User:"+a.BootstrapSuperuser {
-		return true
-	}
-	for _, p := range a.SuperUsers {
-		if p == principal {
-			return true
-		}
-	}
-	return false
-}
-
 // startAuth runs once the node is ready to apply metadata: the bootstrap
 // superuser.
 func (s *Server) startAuth() error {

@@ -118,7 +118,6 @@ type batchView struct {
 
 func (b batchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
 func (b batchView) isControl() bool     { return b.attrs&controlBatchFlag != 0 }
-func (b batchView) codec() int16        { return b.attrs & codecMask }
 func (b batchView) idempotent() bool    { return b.producerID >= 0 && !isKeyProducerID(b.producerID) }
 func (b batchView) records() []byte     { return b.raw[batchHeaderLen:] }
 func (b batchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }

@@ -248,8 +248,6 @@ func TestNextOffset(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // FuzzBuildRecord feeds arbitrary input lines (produce reads untrusted files)
 // and checks that an accepted line always becomes a valid request record and,
 // for UTF-8 text, that key and value reassemble the line.

@@ -27,9 +27,7 @@ import (
 // Group bodies are the api package's (one set of wire types for the
 // server, the CLI and the tests).
 type (
-	groupSummary    = api.GroupSummary
-	groupAssignment = api.TopicPartitions
-	groupDetail     = api.GroupDetail
+	groupDetail = api.GroupDetail
 )
 
 func groupPath(name string) string { return "/v1/groups/" + url.PathEscape(name) }
