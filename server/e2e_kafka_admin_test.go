@@ -842,3 +842,148 @@ func TestKafkaAdminUncleanElection(t *testing.T) {
 		return ok && ps[0].Leader == 5
 	})
 }
+
+// Issue 18: sarama's ClusterAdmin for the calls the other tests here don't
+// make with it, in order on one node: topics, partitions, records, configs,
+// groups and offsets, cluster and quotas.
+func TestSaramaClusterAdminCalls(t *testing.T) {
+	n := kafkaNode(t)
+	sa := saramaAdmin(t, n.KafkaAddr)
+	const topic, group = "sa-admin", "sa-group"
+	kc, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"CreateTopic/ListTopics/DescribeTopics", func(t *testing.T) {
+			if err := sa.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1}, false); err != nil {
+				t.Fatal(err)
+			}
+			ts, err := sa.ListTopics()
+			if err != nil || ts[topic].NumPartitions != 2 {
+				t.Fatalf("list: %v %+v", err, ts[topic])
+			}
+			md, err := sa.DescribeTopics([]string{topic, "sa-none"})
+			if err != nil || len(md) != 2 || md[0].Err != sarama.ErrNoError || len(md[0].Partitions) != 2 ||
+				md[1].Err != sarama.ErrUnknownTopicOrPartition {
+				t.Fatalf("describe: %v %+v", err, md)
+			}
+		}},
+		{"CreatePartitions", func(t *testing.T) {
+			if err := sa.CreatePartitions(topic, 3, nil, false); err != nil {
+				t.Fatal(err)
+			}
+			if md, err := sa.DescribeTopics([]string{topic}); err != nil || len(md[0].Partitions) != 3 {
+				t.Fatalf("describe after growing: %v %+v", err, md)
+			}
+			if err := sa.CreatePartitions(topic, 2, nil, false); !errors.Is(err, sarama.ErrInvalidPartitions) {
+				t.Fatalf("shrink: %v", err)
+			}
+		}},
+		{"ListOffsets/DeleteRecords", func(t *testing.T) {
+			for i := range 3 {
+				if err := kc.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sa.DeleteRecords(topic, map[int32]int64{0: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for ts, want := range map[int64]int64{sarama.OffsetOldest: 2, sarama.OffsetNewest: 3} {
+				r, err := sa.ListOffsets(map[string]map[int32]int64{topic: {0: ts}}, nil)
+				if err != nil || r[topic][0].Err != sarama.ErrNoError || r[topic][0].Offset != want {
+					t.Fatalf("offset at %d: %v %+v, want %d", ts, err, r[topic][0], want)
+				}
+			}
+		}},
+		{"DescribeConfig/DescribeConfigs/IncrementalAlterConfig", func(t *testing.T) {
+			v := "7200000"
+			if err := sa.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+				"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}}, false); err != nil {
+				t.Fatal(err)
+			}
+			es, err := sa.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
+			if err != nil || len(es) != 1 || es[0].Value != v || es[0].Source != sarama.SourceTopic {
+				t.Fatalf("describe: %v %+v", err, es)
+			}
+			rs, err := sa.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic},
+				{Type: sarama.BrokerResource, Name: "1"}}, sarama.DescribeConfigsOptions{})
+			if err != nil || len(rs) != 2 {
+				t.Fatalf("describe both: %v %+v", err, rs)
+			}
+			for _, r := range rs {
+				if r.ErrorCode != 0 || len(r.Configs) == 0 {
+					t.Fatalf("%d %s: %+v", r.Type, r.Name, r)
+				}
+			}
+		}},
+		{"consumer group offsets", func(t *testing.T) {
+			if _, err := sa.AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{topic: {0: {Offset: 2}, 1: {Offset: 0}}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			gs, err := sa.ListConsumerGroups()
+			if _, ok := gs[group]; err != nil || !ok {
+				t.Fatalf("list groups: %v %+v", err, gs)
+			}
+			ds, err := sa.DescribeConsumerGroups([]string{group})
+			if err != nil || len(ds) != 1 || ds[0].State != "Empty" || ds[0].Err != sarama.ErrNoError {
+				t.Fatalf("describe groups: %v %+v", err, ds)
+			}
+			offs, err := sa.ListConsumerGroupOffsets(group, map[string][]int32{topic: {0, 1}})
+			if err != nil || offs.GetBlock(topic, 0).Offset != 2 || offs.GetBlock(topic, 1).Offset != 0 {
+				t.Fatalf("group offsets: %v %+v", err, offs)
+			}
+			if err := sa.DeleteConsumerGroupOffset(group, topic, 1); err != nil {
+				t.Fatal(err)
+			}
+			if offs, err = sa.ListConsumerGroupOffsets(group, map[string][]int32{topic: {1}}); err != nil || offs.GetBlock(topic, 1).Offset != -1 {
+				t.Fatalf("after deleting the offset: %v %+v", err, offs.GetBlock(topic, 1))
+			}
+			if err := sa.DeleteConsumerGroup(group); err != nil {
+				t.Fatal(err)
+			}
+			if gs, err = sa.ListConsumerGroups(); err != nil || len(gs) != 0 {
+				t.Fatalf("after deleting the group: %v %+v", err, gs)
+			}
+		}},
+		{"DescribeCluster/Controller/Coordinator", func(t *testing.T) {
+			bs, controller, err := sa.DescribeCluster()
+			if err != nil || len(bs) != 1 || bs[0].ID() != 1 || controller != 1 {
+				t.Fatalf("%v %v %d", err, bs, controller)
+			}
+			if b, err := sa.Controller(); err != nil || b.ID() != 1 {
+				t.Fatalf("controller: %v", err)
+			}
+			if b, err := sa.Coordinator(group); err != nil || b.ID() != 1 {
+				t.Fatalf("coordinator: %v", err)
+			}
+		}},
+		{"DescribeClientQuotas", func(t *testing.T) {
+			if _, err := sa.DescribeClientQuotas(nil, false); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"DeleteTopic", func(t *testing.T) {
+			if err := sa.DeleteTopic(topic); err != nil {
+				t.Fatal(err)
+			}
+			if ts, err := sa.ListTopics(); err != nil || ts[topic].NumPartitions != 0 {
+				t.Fatalf("after delete: %v %+v", err, ts[topic])
+			}
+			if err := sa.DeleteTopic(topic); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+				t.Fatalf("delete again: %v", err)
+			}
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.run) {
+			return
+		}
+	}
+}
