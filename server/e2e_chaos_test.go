@@ -594,7 +594,9 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 	if !res.DigestsEqual {
 		t.Errorf("metadata digests differ between nodes: %v", mapKeys(digests))
 	}
-	res.Unavailable = maxUnavailable(h.acked, faultStart, faultEnd).Seconds()
+	worst, p, at := maxUnavailable(h.acked, faultStart, faultEnd)
+	res.Unavailable = worst.Seconds()
+	t.Logf("longest time without an acks=all acknowledgement: %v on partition %d, from %s", worst.Round(time.Millisecond), p, at.Format("15:04:05.000"))
 	if res.Acked == 0 {
 		t.Error("nothing acknowledged")
 	}
@@ -603,8 +605,7 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 
 // maxUnavailable is the longest time in [from, to] with no acks=all write
 // acknowledged on some partition (client-side retry backoff included).
-func maxUnavailable(acked []ackedRecord, from, to time.Time) time.Duration {
-	var worst time.Duration
+func maxUnavailable(acked []ackedRecord, from, to time.Time) (worst time.Duration, worstP int32, worstAt time.Time) {
 	for p := range int32(chaosPartitions) {
 		var ts []time.Time
 		for _, a := range acked {
@@ -618,14 +619,16 @@ func maxUnavailable(acked []ackedRecord, from, to time.Time) time.Duration {
 			if at.Before(from) {
 				continue
 			}
-			worst = max(worst, at.Sub(prev))
+			if gap := at.Sub(prev); gap > worst {
+				worst, worstP, worstAt = gap, p, prev
+			}
 			prev = at
 			if at.After(to) {
 				break
 			}
 		}
 	}
-	return worst
+	return worst, worstP, worstAt
 }
 
 func mapKeys[K comparable, V any](m map[K]V) []K {
