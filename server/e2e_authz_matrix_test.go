@@ -420,7 +420,7 @@ func mxSASL(c net.Conn, mech, user, pwd string) error {
 		_, err := step([]byte("\x00" + user + "\x00" + pwd))
 		return err
 	}
-	sess, first, err := scram.Auth{User: user, Pass: pwd}.AsSha512Mechanism().Authenticate(nil, "")
+	sess, first, err := scram.Auth{User: user, Pass: pwd}.AsSha512Mechanism().Authenticate(context.Background(), "")
 	if err != nil {
 		return err
 	}
