@@ -282,7 +282,14 @@ func (c *conn) handle(frame []byte) error {
 		return silentProduceOutcome(resp.(*kmsg.ProduceResponse))
 	}
 	// ApiVersions responses always use header v0 (KIP-511).
-	return c.enqueue(writeJob{h: h, resp: resp, flexible: resp.IsFlexible() && h.key != apiVersionsKey, acks: acks})
+	if err := c.enqueue(writeJob{h: h, resp: resp, flexible: resp.IsFlexible() && h.key != apiVersionsKey, acks: acks}); err != nil {
+		return err
+	}
+	if c.state.closeNow {
+		// The response is written before the connection closes.
+		return errReauthRefused
+	}
+	return nil
 }
 
 // write sends resp with a response header for h.

@@ -3,6 +3,7 @@ package kafkaproto
 import (
 	"context"
 	"math"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,8 +35,15 @@ type connState struct {
 	// certificate was looked at, SASL progress.
 	principal   string
 	certChecked bool
-	saslDone    bool // a SASL login succeeded: no other on this connection
+	saslDone    bool // a SASL login succeeded: only a re-authentication may follow
 	sasl        saslState
+	// Re-authentication (Options.MaxReauth, KIP-368): the mechanism of the
+	// last login (a re-authentication must use it again), when its session
+	// ends (zero: never), and closeNow, set by a handler whose response is
+	// the connection's last (a refused re-authentication).
+	saslMech      string
+	sessionExpiry time.Time
+	closeNow      bool
 }
 
 type connStateKey struct{}

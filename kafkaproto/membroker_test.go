@@ -19,6 +19,7 @@ import (
 // last sequence per producer. It is not runnel's broker (that lives in
 // server and is exercised by the end-to-end tests).
 type memBroker struct {
+	altUser atomic.Bool // CheckPassword also knows mallory (sasl_test.go)
 	mu      sync.Mutex
 	topics  map[string]*memTopic
 	cluster *Cluster

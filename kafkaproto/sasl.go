@@ -21,6 +21,15 @@ import (
 // are authenticated by the raft port (cluster secret or node mTLS) and need
 // no SASL. SaslHandshake v0 (raw, unframed tokens) is listed but refused;
 // see saslhandshake.go.
+//
+// Re-authentication (KIP-368, Options.MaxReauth > 0): a login lasts
+// MaxReauth (SaslAuthenticate v1+ answers it in SessionLifetimeMs); the
+// client logs in again on the same connection with SaslHandshake and
+// SaslAuthenticate, with the same mechanism and as the same principal (else
+// the connection is answered ILLEGAL_SASL_STATE / SASL_AUTHENTICATION_FAILED
+// and closed). Any other request after the session ended closes the
+// connection, as Kafka does, so a deleted user or a changed password stops
+// working on open connections within MaxReauth.
 
 // Authenticator is optionally implemented by a Broker that keeps users:
 // without it SaslHandshake lists no mechanism and refuses every one. Safe
@@ -99,13 +108,34 @@ func (c *conn) checkAuth(key int16) error {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		c.state.certPrincipal(tc)
 	}
+	if st := &c.state; !st.sessionExpiry.IsZero() && !c.s.opts.now().Before(st.sessionExpiry) &&
+		key != saslHandshakeKey && (key != saslAuthenticateKey || st.sasl.mechanism == "") {
+		// KIP-368: after the session ended only a re-authentication may
+		// come (Kafka closes the connection on anything else).
+		return fmt.Errorf("%w: %s", errSessionExpired, kmsg.NameForKey(key))
+	}
 	if !c.s.opts.RequireAuth || c.state.door == peerDoor || c.state.principal != "" || preAuthKey(key) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", errUnauthenticated, kmsg.NameForKey(key))
 }
 
-// loggedIn ends a successful SASL exchange: user is the principal now.
-func (st *connState) loggedIn(user string) {
-	st.principal, st.saslDone, st.sasl = principalUser+user, true, saslState{}
+var (
+	errSessionExpired = errors.New("kafkaproto: SASL session expired")
+	errReauthRefused  = errors.New("kafkaproto: SASL re-authentication refused")
+)
+
+// loggedIn ends a successful SASL exchange: user is the principal now,
+// until now+Options.MaxReauth when that is set. A re-authentication must
+// name the principal of the first login; otherwise it fails (and the
+// connection closes, as Kafka does).
+func (s *Server) loggedIn(st *connState, user string) error {
+	if st.saslDone && st.principal != principalUser+user {
+		return errReauthRefused
+	}
+	st.principal, st.saslDone, st.saslMech, st.sasl = principalUser+user, true, st.sasl.mechanism, saslState{}
+	if s.opts.MaxReauth > 0 {
+		st.sessionExpiry = s.opts.now().Add(s.opts.MaxReauth)
+	}
+	return nil
 }

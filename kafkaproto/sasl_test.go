@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,7 +40,7 @@ func (b *memBroker) ScramCredential(mechanism, user string) (ScramCredential, bo
 }
 
 func (b *memBroker) CheckPassword(user, password string) bool {
-	return user == testUser && password == testPassword
+	return (user == testUser || user == "mallory" && b.altUser.Load()) && password == testPassword
 }
 
 // saslSweepKeys are covered by TestSASL and TestACLAPIs.
@@ -203,5 +205,113 @@ func FuzzSASLAuthenticate(f *testing.F) {
 				t.Fatalf("logged in as %q", st.principal)
 			}
 		}
+	})
+}
+
+// testClock is a settable clock for Options.now.
+type testClock struct{ ns atomic.Int64 }
+
+func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// expectClosed fails unless the server closes c (after any responses
+// already queued).
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, err := c.Read(make([]byte, 512)); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("read: %v, want the connection closed", err)
+			}
+			return
+		}
+	}
+}
+
+// TestSASLReauth: with MaxReauth (connections.max.reauth.ms, KIP-368) a
+// SaslAuthenticate v1+ answers the session lifetime, the same principal
+// may log in again on the same connection with the same mechanism, a
+// different principal or mechanism is refused and the connection closed,
+// and a request after the session expired closes the connection.
+func TestSASLReauth(t *testing.T) {
+	clk := &testClock{}
+	clk.ns.Store(time.Now().UnixNano())
+	b := newMemBroker()
+	addr, _ := startServer(t, b, Options{RequireAuth: true, MaxReauth: time.Minute, now: clk.now})
+	plainLogin := func(t *testing.T, c net.Conn, mech, msg string) *kmsg.SASLAuthenticateResponse {
+		t.Helper()
+		if resp := roundTrip(t, c, saslHandshakeReq(mech)).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+			t.Fatalf("handshake: %+v", resp)
+		}
+		return saslAuth(t, c, 1, []byte(msg))
+	}
+	t.Run("lifetime and re-authentication", func(t *testing.T) {
+		c := dial(t, addr)
+		if resp := plainLogin(t, c, mechPlain, "\x00alice\x00"+testPassword); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != time.Minute.Milliseconds() {
+			t.Fatalf("login: %+v, want lifetime 60000", resp)
+		}
+		metadataOK(t, c)
+		clk.add(50 * time.Second)
+		if resp := plainLogin(t, c, mechPlain, "\x00alice\x00"+testPassword); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != time.Minute.Milliseconds() {
+			t.Fatalf("re-authentication: %+v", resp)
+		}
+		clk.add(50 * time.Second) // past the first session, within the second
+		metadataOK(t, c)
+		// SCRAM re-authentication on a SCRAM session.
+		c2 := dial(t, addr)
+		if code := scramLogin(t, c2, mechScram512, 2, testPassword); code != 0 {
+			t.Fatalf("scram login: %d", code)
+		}
+		if code := scramLogin(t, c2, mechScram512, 2, testPassword); code != 0 {
+			t.Fatalf("scram re-authentication: %d", code)
+		}
+		metadataOK(t, c2)
+	})
+	t.Run("v0 has no lifetime field but the session still ends", func(t *testing.T) {
+		c := dial(t, addr)
+		roundTrip(t, c, saslHandshakeReq(mechPlain))
+		if resp := saslAuth(t, c, 0, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != 0 {
+			t.Fatalf("login: %+v", resp)
+		}
+		clk.add(2 * time.Minute)
+		r := kmsg.NewPtrMetadataRequest()
+		r.Version = 4
+		c.Write(testFormatter.AppendRequest(nil, r, 1))
+		expectClosed(t, c)
+	})
+	t.Run("different principal refused", func(t *testing.T) {
+		c := dial(t, addr)
+		if resp := plainLogin(t, c, mechPlain, "\x00alice\x00"+testPassword); resp.ErrorCode != 0 {
+			t.Fatalf("login: %+v", resp)
+		}
+		b.altUser.Store(true)
+		defer b.altUser.Store(false)
+		if resp := plainLogin(t, c, mechPlain, "\x00mallory\x00"+testPassword); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("re-authentication as another user: %+v", resp)
+		}
+		expectClosed(t, c)
+	})
+	t.Run("different mechanism refused", func(t *testing.T) {
+		c := dial(t, addr)
+		if resp := plainLogin(t, c, mechPlain, "\x00alice\x00"+testPassword); resp.ErrorCode != 0 {
+			t.Fatalf("login: %+v", resp)
+		}
+		if resp := roundTrip(t, c, saslHandshakeReq(mechScram256)).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != kerr.IllegalSaslState.Code {
+			t.Fatalf("handshake with another mechanism: %+v", resp)
+		}
+		expectClosed(t, c)
+	})
+	t.Run("expired session closes", func(t *testing.T) {
+		c := dial(t, addr)
+		if resp := plainLogin(t, c, mechPlain, "\x00alice\x00"+testPassword); resp.ErrorCode != 0 {
+			t.Fatalf("login: %+v", resp)
+		}
+		metadataOK(t, c)
+		clk.add(time.Minute + time.Millisecond)
+		r := kmsg.NewPtrMetadataRequest()
+		r.Version = 4
+		c.Write(testFormatter.AppendRequest(nil, r, 1))
+		expectClosed(t, c)
 	})
 }

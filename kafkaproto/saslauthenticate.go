@@ -29,7 +29,7 @@ func (s *Server) saslAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticat
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	st, _ := ctx.Value(connStateKey{}).(*connState)
 	auth, _ := s.broker.(Authenticator)
-	if st == nil || st.sasl.mechanism == "" || st.saslDone || auth == nil {
+	if st == nil || st.sasl.mechanism == "" || auth == nil {
 		return saslAuthenticateError(req, kerr.IllegalSaslState.Code)
 	}
 	var err error
@@ -42,10 +42,18 @@ func (s *Server) saslAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticat
 	if err != nil {
 		s.refused.warn("SASL authentication failed", "mechanism", st.sasl.mechanism)
 		st.sasl = saslState{}
+		// A failed re-authentication ends the connection (KIP-368).
+		st.closeNow = st.saslDone
 		resp.SASLAuthBytes = nil
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := errAuthFailed.Error()
 		resp.ErrorMessage = &msg
+		return resp
+	}
+	if st.saslDone && st.sasl.mechanism == "" && !st.sessionExpiry.IsZero() {
+		// Logged in (now, or again): SaslAuthenticate v1+ tells the client
+		// when to re-authenticate (kmsg leaves the field out of v0).
+		resp.SessionLifetimeMillis = st.sessionExpiry.Sub(s.opts.now()).Milliseconds()
 	}
 	return resp
 }
@@ -63,8 +71,7 @@ func (s *Server) saslPlain(st *connState, auth Authenticator, msg []byte) error 
 	if !auth.CheckPassword(user, string(parts[2])) {
 		return errAuthFailed
 	}
-	st.loggedIn(user)
-	return nil
+	return s.loggedIn(st, user)
 }
 
 // saslScram runs one step of a SCRAM conversation.
@@ -96,7 +103,9 @@ func (s *Server) saslScram(st *connState, auth Authenticator, msg []byte) ([]byt
 		if !st.sasl.scram.Valid() {
 			return nil, errAuthFailed
 		}
-		st.loggedIn(st.sasl.scram.Username())
+		if err := s.loggedIn(st, st.sasl.scram.Username()); err != nil {
+			return nil, err
+		}
 	}
 	return []byte(out), nil
 }

@@ -29,8 +29,13 @@ func (s *Server) saslHandshake(ctx context.Context, req *kmsg.SASLHandshakeReque
 	switch {
 	case req.Version == 0:
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
-	case st == nil || st.saslDone || st.sasl.scram != nil:
+	case st == nil || st.sasl.scram != nil || st.saslDone && s.opts.MaxReauth <= 0:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
+	case st.saslDone && req.Mechanism != st.saslMech:
+		// KIP-368: a re-authentication keeps the mechanism; Kafka answers
+		// ILLEGAL_SASL_STATE and closes the connection.
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		st.closeNow = true
 	case !slices.Contains(resp.SupportedMechanisms, req.Mechanism):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:

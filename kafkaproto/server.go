@@ -70,6 +70,16 @@ type Options struct {
 	// verified TLS client certificate) before any request but ApiVersions,
 	// SaslHandshake and SaslAuthenticate; see sasl.go.
 	RequireAuth bool
+	// MaxReauth is Kafka's connections.max.reauth.ms (KIP-368): when > 0 a
+	// SASL login lasts this long (SaslAuthenticate v1+ says so in
+	// SessionLifetimeMs), the client may log in again on the same
+	// connection as the same principal with the same mechanism, and a
+	// request other than SaslHandshake/SaslAuthenticate after the session
+	// ended closes the connection. 0 (the default, as Kafka): no
+	// re-authentication, a login lasts as long as its connection.
+	MaxReauth time.Duration
+	// now is the clock sessions expire by; tests set it. nil: time.Now.
+	now func() time.Time
 }
 
 // ErrServerClosed is returned by Serve after Close.
@@ -115,6 +125,9 @@ func NewServer(broker Broker, opts Options) *Server {
 	}
 	if opts.MaxPeerConnections <= 0 {
 		opts.MaxPeerConnections = DefaultMaxPeerConnections
+	}
+	if opts.now == nil {
+		opts.now = time.Now
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/runnel/runnel/api"
 )
@@ -26,6 +27,10 @@ type AuthConfig struct {
 	BootstrapSuperuserPassword string
 	// SuperUsers are principals ("User:name") that bypass authorization.
 	SuperUsers []string
+	// MaxReauth is Kafka's connections.max.reauth.ms: how long a Kafka SASL
+	// login lasts before the client must re-authenticate on its connection
+	// (KIP-368); 0 (the default, as Kafka): as long as the connection.
+	MaxReauth time.Duration // --connections-max-reauth
 }
 
 // check validates the flags together.

@@ -361,6 +361,7 @@ func (s *Server) open() (err error) {
 			MaxPeerConnections:  s.cfg.InterBrokerMaxConnections,
 			MaxAdminTopics:      s.cfg.MaxTopicsPerRequest,
 			RequireAuth:         s.cfg.Auth.Mode == AuthRequired,
+			MaxReauth:           s.cfg.Auth.MaxReauth,
 		})
 		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {

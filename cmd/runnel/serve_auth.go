@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -15,6 +16,7 @@ type authFlags struct {
 	mode, superUsers       string
 	allowAnonymous         bool
 	bootstrapUser, pwdFile string
+	maxReauth              time.Duration
 }
 
 // bootstrapPasswordEnv holds the bootstrap superuser's password when no
@@ -26,6 +28,7 @@ func (a *authFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&a.allowAnonymous, "allow-anonymous", false, "accept clients without credentials on listeners other machines can reach")
 	fs.StringVar(&a.bootstrapUser, "bootstrap-superuser", "", "user created (SCRAM-SHA-256 and -512) on first start when it does not exist yet; a superuser")
 	fs.StringVar(&a.pwdFile, "bootstrap-superuser-password-file", "", "file holding the bootstrap superuser's password (surrounding whitespace trimmed); or set "+bootstrapPasswordEnv)
+	fs.DurationVar(&a.maxReauth, "connections-max-reauth", 0, "Kafka SASL logins last this long, then the client re-authenticates on its connection (connections.max.reauth.ms, KIP-368); 0: as long as the connection")
 	fs.StringVar(&a.superUsers, "super-users", "", "principals that bypass authorization, as User:a,User:b")
 }
 
@@ -35,6 +38,10 @@ func (a *authFlags) apply(cfg *server.Config) error {
 		AllowAnonymous:     a.allowAnonymous,
 		BootstrapSuperuser: a.bootstrapUser,
 		SuperUsers:         server.ParseSuperUsers(a.superUsers),
+		MaxReauth:          a.maxReauth,
+	}
+	if a.maxReauth < 0 {
+		return fmt.Errorf("--connections-max-reauth: %v is negative", a.maxReauth)
 	}
 	if a.bootstrapUser == "" {
 		return nil
