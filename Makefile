@@ -74,8 +74,9 @@ kgo-integration:
 
 # A short subset of them in `make test`, against 3 nodes (about a minute):
 # produce, consume, regex subscriptions, partitions added while consuming,
-# pausing, purging and a consumer group ETL, with 2,000 records per test.
-KGO_SHORT := ^(TestGroupETL|TestClient_Produce|TestConsumeRegex|TestAddRemovePartitions|TestIssue325|TestPauseIssue489|TestIssue810|TestDirectPartitionPurge|TestIssueFetchLargerThanBrokerMaxReadBytes|TestIssue831)$$
+# pausing, purging, a consumer group ETL and the transactional ETL
+# (TestTxnEtl, issue 16), with 2,000 records per test.
+KGO_SHORT := ^(TestGroupETL|TestTxnEtl|TestClient_Produce|TestConsumeRegex|TestAddRemovePartitions|TestIssue325|TestPauseIssue489|TestIssue810|TestDirectPartitionPurge|TestIssueFetchLargerThanBrokerMaxReadBytes|TestIssue831)$$
 kgo-short:
 	@GO=$(GO) KGO_NODES=3 KGO_RUN='$(KGO_SHORT)' KGO_TEST_RECORDS=2000 KGO_TIMEOUT=5m RUNNEL_KGO_PORT_BASE=39500 ./scripts/kgo-integration.sh
 
