@@ -417,3 +417,51 @@ func TestProduceLeaderHint(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataV13: v13 adds a top-level error code (KIP-1102, Kafka's
+// REBOOTSTRAP_REQUIRED); runnel never asks clients to rebootstrap, so a
+// served request answers 0 there and the per-topic codes as before, and a
+// request refused as a whole carries its code at the top too.
+func TestMetadataV13(t *testing.T) {
+	b, s := newHandlerServer(t, Options{})
+	ctx := context.Background()
+	if _, err := b.Produce(ctx, "t", 0, testBatch(1, -1, -1), -1); err != nil {
+		t.Fatal(err)
+	}
+	req := metadataReq(13, "t", "missing")
+	got := s.metadata(ctx, req)
+	if got.Version != 13 || got.ErrorCode != 0 || len(got.Topics) != 2 || got.Topics[0].ErrorCode != 0 ||
+		got.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("metadata v13: %+v", got)
+	}
+	var decoded kmsg.MetadataResponse
+	decoded.Version = 13
+	if err := decoded.ReadFrom(got.AppendTo(nil)); err != nil || decoded.ErrorCode != 0 || len(decoded.Topics) != 2 {
+		t.Fatalf("v13 round trip: %v %+v", err, decoded)
+	}
+	if e := metadataError(req, kerr.ClusterAuthorizationFailed.Code); e.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("refused: %+v", e)
+	}
+}
+
+// TestListOffsetsEarliestPendingUpload: -6 (v11, KIP-1023) finds no offset
+// without tiered storage (-1, -1, epoch -1, no error), after the same
+// partition checks as any lookup.
+func TestListOffsetsEarliestPendingUpload(t *testing.T) {
+	b, s := newHandlerServer(t, Options{})
+	ctx := context.Background()
+	if _, err := b.Produce(ctx, "t", 0, testBatch(3, -1, -1), -1); err != nil {
+		t.Fatal(err)
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Version = 11
+	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "t", Partitions: []kmsg.ListOffsetsRequestTopicPartition{
+		{Partition: 0, Timestamp: -6, CurrentLeaderEpoch: -1}, {Partition: 7, Timestamp: -6, CurrentLeaderEpoch: -1}}}}
+	got := s.listOffsets(ctx, lo).Topics[0].Partitions
+	if p := got[0]; p.ErrorCode != 0 || p.Offset != -1 || p.Timestamp != -1 || p.LeaderEpoch != -1 {
+		t.Fatalf("-6: %+v", p)
+	}
+	if got[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("-6 on an unknown partition: %+v", got[1])
+	}
+}

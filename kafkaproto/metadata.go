@@ -8,13 +8,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Metadata, key 3: versions 0-12 (flexible from 9; topic ids from 10).
+// Metadata, key 3: versions 0-13 (flexible from 9; topic ids from 10; a
+// top-level error code from 13, KIP-1102, which is 0 unless the request is
+// refused as a whole: runnel never asks a client to rebootstrap).
 // Missing topics are created only when both the request allows it and
 // Options.AutoCreateTopics is set.
 const (
 	metadataKey = 3
 	metadataMin = 0
-	metadataMax = 12
+	metadataMax = 13
 )
 
 func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {

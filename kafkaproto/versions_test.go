@@ -314,8 +314,8 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 	want := []APIVersion{
 		{0, "Produce", 3, 12},
 		{1, "Fetch", 4, 17},
-		{2, "ListOffsets", 1, 10},
-		{3, "Metadata", 0, 12},
+		{2, "ListOffsets", 1, 11},
+		{3, "Metadata", 0, 13},
 		{8, "OffsetCommit", 2, 9},
 		{9, "OffsetFetch", 1, 9},
 		{10, "FindCoordinator", 0, 4},

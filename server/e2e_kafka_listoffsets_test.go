@@ -14,7 +14,8 @@ import (
 // timestamps as a broker without tiered storage does: -2 and -4 (earliest
 // local) the log start offset, moved by DeleteRecords; -1 the high
 // watermark; -3 the record with the largest timestamp; -5 (latest tiered)
-// no offset (-1, -1, leader epoch -1) without an error; a time the first
+// and -6 (earliest pending upload, v11) no offset (-1, -1, leader epoch
+// -1) without an error; a time the first
 // record at or after it; an unknown
 // partition is UNKNOWN_TOPIC_OR_PARTITION whatever the timestamp.
 func TestKafkaListOffsetsSpecialTimestamps(t *testing.T) {
@@ -52,8 +53,8 @@ func TestKafkaListOffsetsSpecialTimestamps(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp := kr.(*kmsg.ListOffsetsResponse)
-		if resp.Version < 9 {
-			t.Fatalf("ListOffsets answered at v%d, want 9 or later", resp.Version)
+		if resp.Version < 11 {
+			t.Fatalf("ListOffsets answered at v%d, want 11 or later", resp.Version)
 		}
 		return resp.Topics[0].Partitions[0]
 	}
@@ -66,6 +67,7 @@ func TestKafkaListOffsetsSpecialTimestamps(t *testing.T) {
 		{-1, 4, -1, 0},
 		{-3, 1, 5000, 0},
 		{-5, -1, -1, -1},
+		{-6, -1, -1, -1},
 		{4000, 1, 5000, 0}, // the first record at or after the time
 		{6000, -1, -1, -1},
 	} {
@@ -75,7 +77,7 @@ func TestKafkaListOffsetsSpecialTimestamps(t *testing.T) {
 				p.Offset, p.Timestamp, p.LeaderEpoch, kerr.ErrorForCode(p.ErrorCode), tc.offset, tc.timestamp, tc.epoch)
 		}
 	}
-	for _, ts := range []int64{-4, -5} {
+	for _, ts := range []int64{-4, -5, -6} {
 		if p := list(7, ts); p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			t.Errorf("unknown partition, timestamp %d: %v", ts, kerr.ErrorForCode(p.ErrorCode))
 		}
