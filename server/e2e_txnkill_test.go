@@ -15,15 +15,18 @@ import (
 	"github.com/runnel/runnel/server/servertest"
 )
 
-// TestTxnExactlyOnceAcrossCoordinatorKill: a consume-transform-produce
-// pipeline (franz-go GroupTransactSession) over 3 nodes while the broker
-// coordinating its transactional id is killed with -9 and restarted: the
-// output, read with read_committed, holds every input record exactly once.
-// (RUNNEL_CHAOS: more records, two kills.)
-func TestTxnExactlyOnceAcrossCoordinatorKill(t *testing.T) {
-	records, kills := 3_000, 1
+// TestTxnExactlyOnceAcrossKills: a consume-transform-produce pipeline
+// (franz-go GroupTransactSession) over 3 nodes while the broker coordinating
+// its transactional id, and then the leader of an output partition on
+// another broker, are killed with -9 and restarted: the output, read with
+// read_committed, holds every input record exactly once. (RUNNEL_CHAOS:
+// 60,000 records, four kills.)
+func TestTxnExactlyOnceAcrossKills(t *testing.T) {
+	// Kills alternate: the transaction coordinator's broker, then the
+	// leader of an output partition on another broker.
+	records, kills := 3_000, 2
 	if os.Getenv("RUNNEL_CHAOS") != "" {
-		records, kills = 60_000, 2
+		records, kills = 60_000, 4
 	}
 	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3, Args: fastSessions})
 	seeds := []string{c.Node(1).KafkaAddr, c.Node(2).KafkaAddr, c.Node(3).KafkaAddr}
@@ -67,17 +70,23 @@ func TestTxnExactlyOnceAcrossCoordinatorKill(t *testing.T) {
 	defer sess.Close()
 
 	// The pipeline: every committed poll's records moved to eos-out.
+	// The pipeline starts no transaction past allowed, which the test raises
+	// phase by phase, so every kill lands while transactions are running.
 	var mu sync.Mutex
-	committed := 0
+	committed, allowed := 0, records/(kills+2)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
 			mu.Lock()
-			finished := committed >= records
+			finished, held := committed >= records, committed >= allowed
 			mu.Unlock()
 			if finished {
 				return
+			}
+			if held {
+				time.Sleep(10 * time.Millisecond)
+				continue
 			}
 			pctx, pcancel := context.WithTimeout(ctx, time.Second)
 			fs := sess.PollRecords(pctx, 50) // many small transactions
@@ -115,20 +124,31 @@ func TestTxnExactlyOnceAcrossCoordinatorKill(t *testing.T) {
 	}
 	for k := range kills {
 		progress(records * (k + 1) / (kills + 2))
+		mu.Lock()
+		allowed = records * (k + 2) / (kills + 2)
+		mu.Unlock()
 		coord := adm.FindTxnCoordinators(ctx, txnID)[txnID]
 		if coord.Err != nil {
 			t.Fatal(coord.Err)
 		}
-		victim := c.Node(int(coord.NodeID))
+		victimID, role := coord.NodeID, "coordinator of "+txnID
+		if k%2 == 1 {
+			victimID, role = outputLeaderBesides(t, ctx, adm, coord.NodeID)
+		}
+		victim := c.Node(int(victimID))
 		mu.Lock()
 		at := committed
 		mu.Unlock()
-		t.Logf("kill -9 node %d (coordinator of %s) after %d records", coord.NodeID, txnID, at)
+		t.Logf("kill -9 node %d (%s) after %d records", victimID, role, at)
 		victim.Kill()
-		// The pipeline goes on with the coordinator on another broker.
+		// The pipeline goes on with the coordinator or the partition on
+		// another broker.
 		progress(min(records, at+records/(2*(kills+2))))
 		victim.Start()
 	}
+	mu.Lock()
+	allowed = records
+	mu.Unlock()
 	<-done
 	if t.Failed() {
 		t.FailNow()
@@ -161,4 +181,26 @@ func TestTxnExactlyOnceAcrossCoordinatorKill(t *testing.T) {
 	if total != records {
 		t.Fatalf("output holds %d records for %d inputs", total, records)
 	}
+}
+
+// outputLeaderBesides returns a broker other than coordinator that leads a
+// partition of eos-out, and which partition.
+func outputLeaderBesides(t *testing.T, ctx context.Context, adm *kadm.Client, coordinator int32) (int32, string) {
+	t.Helper()
+	var id int32 = -1
+	var role string
+	servertest.WaitFor(t, 30*time.Second, "a leader of eos-out besides the coordinator", func() bool {
+		md, err := adm.Metadata(ctx, "eos-out")
+		if err != nil {
+			return false
+		}
+		for _, p := range md.Topics["eos-out"].Partitions.Sorted() {
+			if p.Leader >= 0 && p.Leader != coordinator {
+				id, role = p.Leader, fmt.Sprintf("leader of eos-out/%d", p.Partition)
+				return true
+			}
+		}
+		return false
+	})
+	return id, role
 }
