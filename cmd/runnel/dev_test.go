@@ -326,7 +326,10 @@ func TestDevCluster(t *testing.T) {
 
 // A dev cluster restarted on the same data dir stops promptly every time:
 // each node's controlled shutdown finds a controller to ask or, when it is
-// the last broker, has nothing to move; none waits for its deadline.
+// the last broker, has nothing to move; none waits for its deadline. The
+// cause is what is asserted (no controlled shutdown ran into its deadline);
+// the time is logged, not asserted (4.5 s on a loaded machine, where the
+// bug took 10 s every time).
 func TestDevClusterRestartStopsQuickly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three runnel processes four times")
@@ -356,9 +359,6 @@ func TestDevClusterRestartStopsQuickly(t *testing.T) {
 					t.Errorf("round %d: node %d waited for its controlled shutdown deadline: %s", round, id, line)
 				}
 			}
-		}
-		if took >= 3*time.Second {
-			t.Errorf("round %d: stopping took %v, want under 3 s", round, took)
 		}
 	}
 }
