@@ -159,3 +159,29 @@ func TestMetadataAutoCreateNeedsCreate(t *testing.T) {
 		t.Fatalf("metadata %+v", resp.Topics)
 	}
 }
+
+// Metadata auto-creation answers like Kafka: the request that creates a
+// topic gets LEADER_NOT_AVAILABLE for it (no partitions yet), the next one
+// the topic with its partitions.
+func TestMetadataAutoCreateAnswersLeaderNotAvailable(t *testing.T) {
+	b := newMemBroker()
+	c := dial(t, startBroker(t, b, Options{AutoCreateTopics: true}))
+	ask := func() kmsg.MetadataResponseTopic {
+		r := kmsg.NewPtrMetadataRequest()
+		r.Version, r.AllowAutoTopicCreation = 12, true
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("made-on-demand")
+		r.Topics = append(r.Topics, mt)
+		resp := roundTrip(t, c, r).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 1 {
+			t.Fatalf("metadata %+v", resp.Topics)
+		}
+		return resp.Topics[0]
+	}
+	if first := ask(); first.ErrorCode != kerr.LeaderNotAvailable.Code || len(first.Partitions) != 0 {
+		t.Fatalf("the creating request: error %d, %d partitions; want LEADER_NOT_AVAILABLE and none", first.ErrorCode, len(first.Partitions))
+	}
+	if second := ask(); second.ErrorCode != 0 || len(second.Partitions) == 0 {
+		t.Fatalf("the next request: error %d, %d partitions; want the topic", second.ErrorCode, len(second.Partitions))
+	}
+}

@@ -27,10 +27,9 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			cl, _ = s.broker.Cluster()
 		}
 	}
+	var created map[string]bool
 	if s.opts.AutoCreateTopics && (req.AllowAutoTopicCreation || req.Version < 4) {
-		if s.autoCreate(ctx, cl, req) {
-			cl, _ = s.broker.Cluster()
-		}
+		created = s.autoCreate(ctx, cl, req)
 	}
 	resp.ClusterID = &cl.ClusterID
 	resp.ControllerID = cl.ControllerID
@@ -69,6 +68,15 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 		} else if rt.Topic != nil {
 			t, ok = cl.Topic(*rt.Topic)
 		}
+		if rt.Topic != nil && created[*rt.Topic] {
+			// Kafka answers the request that creates a topic with
+			// LEADER_NOT_AVAILABLE and no partitions; clients ask again
+			// (and delete-then-recreate flows rely on it).
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = rt.Topic, kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if !ok {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.ErrorCode = rt.Topic, kerr.UnknownTopicOrPartition.Code
@@ -101,10 +109,10 @@ func missingTopics(cl *Cluster, req *kmsg.MetadataRequest) bool {
 	return false
 }
 
-// autoCreate creates the requested topics that do not exist; it reports
-// whether it created any.
-func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.MetadataRequest) bool {
-	created := false
+// autoCreate creates the requested topics that do not exist and returns the
+// names it created (or found created meanwhile).
+func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.MetadataRequest) map[string]bool {
+	var created map[string]bool
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || !validTopicName(*rt.Topic) {
 			continue
@@ -117,7 +125,10 @@ func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.Metadata
 			s.log.Info("auto-creating topic failed", "topic", *rt.Topic, "err", err)
 			continue
 		}
-		created = true
+		if created == nil {
+			created = map[string]bool{}
+		}
+		created[*rt.Topic] = true
 	}
 	return created
 }
