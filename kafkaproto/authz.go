@@ -142,6 +142,8 @@ func requestPerms(req kmsg.Request) []perm {
 		return nil // idempotence alone: its produces need write on their topics (KIP-679)
 	case *kmsg.DescribeClusterRequest, *kmsg.DescribeLogDirsRequest, *kmsg.DescribeQuorumRequest, *kmsg.ListPartitionReassignmentsRequest:
 		return []perm{clusterPerm("describe")}
+	case *kmsg.ListConfigResourcesRequest:
+		return []perm{clusterPerm("describe_configs")}
 	case *kmsg.DescribeACLsRequest:
 		return []perm{clusterPerm("describe")}
 	case *kmsg.DescribeClientQuotasRequest:

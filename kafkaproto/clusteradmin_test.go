@@ -91,6 +91,8 @@ func (b *memBroker) ActiveProducers(_ context.Context, topic string, partition i
 // adminSweepRequest returns a valid request of a cluster admin key.
 func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 	switch key {
+	case listConfigResourcesKey:
+		return kmsg.NewPtrListConfigResourcesRequest()
 	case alterConfigsKey:
 		r := kmsg.NewPtrAlterConfigsRequest()
 		res := kmsg.NewAlterConfigsRequestResource()

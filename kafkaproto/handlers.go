@@ -72,6 +72,7 @@ func handlerTable() map[int16]apiHandler {
 		handle(updateFeaturesKey, updateFeaturesMin, updateFeaturesMax, (*Server).updateFeatures, updateFeaturesError),
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
 		handle(alterReplicaLogDirsKey, alterReplicaLogDirsMin, alterReplicaLogDirsMax, (*Server).alterReplicaLogDirs, alterReplicaLogDirsError),
+		handle(listConfigResourcesKey, listConfigResourcesMin, listConfigResourcesMax, (*Server).listConfigResources, listConfigResourcesError),
 		// Transactions (issue 16).
 		handle(addPartitionsToTxnKey, addPartitionsToTxnMin, addPartitionsToTxnMax, (*Server).addPartitionsToTxn, addPartitionsToTxnError),
 		handle(addOffsetsToTxnKey, addOffsetsToTxnMin, addOffsetsToTxnMax, (*Server).addOffsetsToTxn, addOffsetsToTxnError),

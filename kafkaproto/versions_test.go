@@ -158,7 +158,7 @@ var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, list
 	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
 	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
 	listPartitionReassignmentsKey, describeQuorumKey, updateFeaturesKey, describeTopicPartitionsKey, describeProducersKey,
-	alterReplicaLogDirsKey}
+	alterReplicaLogDirsKey, listConfigResourcesKey}
 
 // TestEveryVersion sends a valid request of every advertised key and
 // version, flexible and not, over one connection, and checks that the
@@ -360,6 +360,7 @@ func TestSupportedVersionsAsSpecified(t *testing.T) {
 		{61, "DescribeProducers", 0, 0},
 		{65, "DescribeTransactions", 0, 0},
 		{66, "ListTransactions", 0, 1},
+		{74, "ListConfigResources", 0, 1},
 		{75, "DescribeTopicPartitions", 0, 0},
 	}
 	if got := SupportedVersions(); !reflect.DeepEqual(got, want) {

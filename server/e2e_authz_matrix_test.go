@@ -79,7 +79,8 @@ var kafkaMatrix = map[int16]mxRow{
 	47: needs(groupP("delete"), topicP("read")), 48: needs(clusterP("describe_configs")), 49: needs(clusterP("alter_configs")),
 	50: needs(clusterP("describe")), 51: needs(clusterP("alter")),
 	55: needs(clusterP("describe")), 57: needs(clusterP("alter")), 60: needs(clusterP("describe")),
-	61: needs(topicP("read")), 65: needs(txnP("describe")), 66: mxAuth, 75: needs(topicP("describe")),
+	61: needs(topicP("read")), 65: needs(txnP("describe")), 66: mxAuth, 74: needs(clusterP("describe_configs")),
+	75: needs(topicP("describe")),
 }
 
 // httpMatrix: what each HTTP operation needs.
