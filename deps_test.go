@@ -24,6 +24,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"raftfsm":       {"internode"},
 		"server/groups": {"api", "kafkaproto", "raftfsm", "internode"},
 		"server/auth":   nil, "server/quota": nil, // the one authorizer and the quota meters: leaves
+		"server/connrate": nil, // the connection creation rate limiter: a leaf
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -15,6 +16,11 @@ import (
 type ConnLimiter struct {
 	slots *slots
 	log   *slog.Logger
+	// Admit, when set before Listener, is asked for each new connection
+	// with its client address; false answers ErrConnectionRate (429) and
+	// closes it. The server sets it to its connection creation rate per
+	// address and logs those refusals itself.
+	Admit func(host string) bool
 
 	mu      sync.Mutex
 	lastLog time.Time // guarded by mu: refusals are logged at most every 10 s
@@ -50,6 +56,10 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		host := connHost(c.RemoteAddr())
+		if l.cl.Admit != nil && !l.cl.Admit(host) {
+			l.cl.answer(c, fmt.Errorf("%w from %s", ErrConnectionRate, host), l.answer)
+			continue
+		}
 		if err := l.cl.slots.take(host); err != nil {
 			l.cl.refuse(c, err, l.answer)
 			continue
@@ -69,6 +79,17 @@ func connHost(a net.Addr) string {
 // refuse answers and closes an over-limit connection without blocking the
 // accept loop for long (a fresh socket's send buffer takes the answer).
 func (cl *ConnLimiter) refuse(c net.Conn, err error, answer bool) {
+	cl.answer(c, err, answer)
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if now := time.Now(); now.Sub(cl.lastLog) >= 10*time.Second {
+		cl.lastLog = now
+		cl.log.Warn("refusing HTTP connections", "remote", c.RemoteAddr().String(), "err", err)
+	}
+}
+
+// answer writes err's problem (when answer) and closes c.
+func (cl *ConnLimiter) answer(c net.Conn, err error, answer bool) {
 	if answer {
 		k := KindOf(err)
 		body, _ := json.Marshal(newProblem(err))
@@ -78,12 +99,6 @@ func (cl *ConnLimiter) refuse(c net.Conn, err error, answer bool) {
 			"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body)))
 	}
 	_ = c.Close()
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if now := time.Now(); now.Sub(cl.lastLog) >= 10*time.Second {
-		cl.lastLog = now
-		cl.log.Warn("refusing HTTP connections", "remote", c.RemoteAddr().String(), "err", err)
-	}
 }
 
 // limitedConn gives its slot back once, on its first Close.

@@ -54,6 +54,9 @@ var (
 	// ErrTooManyRequests: a concurrency limit (long polls, streams,
 	// connections; per node or per client) is full. Retry later.
 	ErrTooManyRequests = errors.New("api: too many concurrent requests")
+	// ErrConnectionRate: one client address opens connections faster than
+	// the node's connection creation rate per address. Retry later.
+	ErrConnectionRate = errors.New("api: connection rate exceeded")
 	// ErrOverloaded: the node's HTTP memory budget is in use. Retry later.
 	ErrOverloaded = errors.New("api: node overloaded")
 	// ErrIdempotencyKeyReused: an Idempotency-Key already served for a
@@ -110,6 +113,7 @@ func problemKinds() []ProblemKind {
 		{ErrNotImplemented, http.StatusNotImplemented, "not-implemented", "Not implemented by this node"},
 		{ErrQuotaExceeded, http.StatusTooManyRequests, "quota-exceeded", "Client quota exceeded"},
 		{ErrTooManyRequests, http.StatusTooManyRequests, "too-many-requests", "Too many concurrent requests"},
+		{ErrConnectionRate, http.StatusTooManyRequests, "connection-rate-exceeded", "New connections from this address too fast"},
 		{ErrOverloaded, http.StatusServiceUnavailable, "overloaded", "Node memory budget for HTTP requests in use"},
 		{ErrNotReady, http.StatusServiceUnavailable, "not-ready", "Node not ready"},
 		{ErrNotLeader, http.StatusServiceUnavailable, "not-leader", "Not the partition leader"},

@@ -49,6 +49,11 @@ type Options struct {
 	// MaxConnectionsPerIP caps the client connections from one IP
 	// address. 0: DefaultMaxConnectionsPerIP.
 	MaxConnectionsPerIP int
+	// AdmitClient, when set, is asked for each new client connection with
+	// its remote IP; false closes the connection at once (the server's
+	// connection creation rate per address, Kafka's KIP-612, which also
+	// logs the refusals). nil admits all.
+	AdmitClient func(ip string) bool
 	// MaxPeerConnections caps the inter-broker connections (ServePeers),
 	// counted apart from the clients' so that clients holding every
 	// client slot cannot keep a follower from replicating.
@@ -248,6 +253,10 @@ func isTemporary(err error) bool {
 // door's connection cap (or, for a client, its address's cap) is reached or
 // the server is closed.
 func (s *Server) startConn(conn net.Conn, d door) {
+	if d == clientDoor && s.opts.AdmitClient != nil && !s.opts.AdmitClient(remoteIP(conn)) {
+		conn.Close()
+		return
+	}
 	slots, limit := s.slots, s.opts.MaxConnections
 	if d == peerDoor {
 		slots, limit = s.peers, s.opts.MaxPeerConnections

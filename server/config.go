@@ -86,6 +86,12 @@ type Config struct {
 	KafkaMaxConnections       int // --kafka-max-connections
 	KafkaMaxConnectionsPerIP  int // --kafka-max-connections-per-ip
 	InterBrokerMaxConnections int // --inter-broker-max-connections
+	// Connection creation rate per client address (KIP-612): new
+	// connections per second one IP may open on each client door, with a
+	// burst of twice that; over it a Kafka connection is closed and an
+	// HTTP one answered 429. 0: unlimited.
+	KafkaMaxConnectionRatePerIP int // --kafka-max-connection-rate-per-ip
+	HTTPMaxConnectionRatePerIP  int // --http-max-connection-rate-per-ip
 	// ProducerIDExpiration forgets an idempotent producer idle this long
 	// (producer.id.expiration.ms); MaxProducerIDsPerPartition bounds a
 	// partition's producer table. 0: the defaults.
@@ -179,13 +185,16 @@ func DefaultConfig() Config {
 		ShutdownTimeout:         20 * time.Second,
 		MaxBodyBytes:            16 << 20,
 
-		KafkaMaxConnections:        kafkaproto.DefaultMaxConnections,
-		KafkaMaxConnectionsPerIP:   kafkaproto.DefaultMaxConnectionsPerIP,
-		InterBrokerMaxConnections:  kafkaproto.DefaultMaxPeerConnections,
-		ProducerIDExpiration:       DefaultProducerIDExpiration,
-		MaxProducerIDsPerPartition: DefaultMaxProducerIDsPerPartition,
-		HTTPLimits:                 api.DefaultLimits,
-		MaxDecompressedBatchBytes:  segments.DefaultMaxInflatedBytes,
+		KafkaMaxConnections:       kafkaproto.DefaultMaxConnections,
+		KafkaMaxConnectionsPerIP:  kafkaproto.DefaultMaxConnectionsPerIP,
+		InterBrokerMaxConnections: kafkaproto.DefaultMaxPeerConnections,
+		// Connection creation rate per address.
+		KafkaMaxConnectionRatePerIP: DefaultMaxConnectionRatePerIP,
+		HTTPMaxConnectionRatePerIP:  DefaultMaxConnectionRatePerIP,
+		ProducerIDExpiration:        DefaultProducerIDExpiration,
+		MaxProducerIDsPerPartition:  DefaultMaxProducerIDsPerPartition,
+		HTTPLimits:                  api.DefaultLimits,
+		MaxDecompressedBatchBytes:   segments.DefaultMaxInflatedBytes,
 
 		// Idempotent HTTP produce.
 		IdempotencyKeyExpiration:       DefaultIdempotencyKeyExpiration,

@@ -300,6 +300,7 @@ func (s *Server) open() (err error) {
 	protocols.SetUnencryptedHTTP2(true)
 	s.httpSrv.Protocols = &protocols
 	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
+	conns.Admit = s.connRateAdmit("http", s.cfg.HTTPMaxConnectionRatePerIP)
 	if httpLn != nil {
 		served(httpLn)
 		httpLn = conns.Listener(httpLn, true)
@@ -358,6 +359,7 @@ func (s *Server) open() (err error) {
 			AutoCreateTopics:    s.cfg.KafkaAutoCreateTopics,
 			MaxConnections:      s.cfg.KafkaMaxConnections,
 			MaxConnectionsPerIP: s.cfg.KafkaMaxConnectionsPerIP,
+			AdmitClient:         s.connRateAdmit("kafka", s.cfg.KafkaMaxConnectionRatePerIP),
 			MaxPeerConnections:  s.cfg.InterBrokerMaxConnections,
 			MaxAdminTopics:      s.cfg.MaxTopicsPerRequest,
 			RequireAuth:         s.cfg.Auth.Mode == AuthRequired,

@@ -51,9 +51,11 @@ type serveFlags struct {
 	// Connection budgets and producer state (hostile input, h2).
 	kafkaMaxConns      int
 	kafkaMaxConnsPerIP int
-	peerMaxConns       int
-	producerExpiration time.Duration
-	maxProducerIDs     int
+	// Connection creation rate per client address.
+	kafkaConnRatePerIP, httpConnRatePerIP int
+	peerMaxConns                          int
+	producerExpiration                    time.Duration
+	maxProducerIDs                        int
 	// Idempotent HTTP produce.
 	idemKeyExpiration time.Duration
 	maxIdemKeys       int
@@ -183,6 +185,9 @@ func newServeCommand() *cobra.Command {
 	// Connection budgets and producer state (hostile input, h2).
 	fs.IntVar(&f.kafkaMaxConns, "kafka-max-connections", def.KafkaMaxConnections, "open connections on the Kafka client port; more are closed at once")
 	fs.IntVar(&f.kafkaMaxConnsPerIP, "kafka-max-connections-per-ip", def.KafkaMaxConnectionsPerIP, "open Kafka client connections from one IP address")
+	// Connection creation rate per client address (KIP-612).
+	fs.IntVar(&f.kafkaConnRatePerIP, "kafka-max-connection-rate-per-ip", def.KafkaMaxConnectionRatePerIP, "new Kafka client connections per second from one IP address (burst twice that); faster ones are closed at once; 0: unlimited")
+	fs.IntVar(&f.httpConnRatePerIP, "http-max-connection-rate-per-ip", def.HTTPMaxConnectionRatePerIP, "new HTTP(S) connections per second from one IP address (burst twice that); faster ones are answered 429 and closed; 0: unlimited")
 	fs.IntVar(&f.peerMaxConns, "inter-broker-max-connections", def.InterBrokerMaxConnections, "open inter-broker (replication) connections on the raft port, counted apart from clients")
 	fs.DurationVar(&f.producerExpiration, "producer-id-expiration", def.ProducerIDExpiration, "an idempotent producer idle this long is forgotten (Kafka's producer.id.expiration.ms)")
 	fs.IntVar(&f.maxProducerIDs, "max-producer-ids-per-partition", def.MaxProducerIDsPerPartition, "idempotent producers a partition remembers; the longest idle are dropped first")
@@ -246,6 +251,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	// Connection budgets and producer state (hostile input, h2).
 	cfg.KafkaMaxConnections = f.kafkaMaxConns
 	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP
+	cfg.KafkaMaxConnectionRatePerIP, cfg.HTTPMaxConnectionRatePerIP = f.kafkaConnRatePerIP, f.httpConnRatePerIP
 	cfg.InterBrokerMaxConnections = f.peerMaxConns
 	cfg.ProducerIDExpiration = f.producerExpiration
 	cfg.MaxProducerIDsPerPartition = f.maxProducerIDs

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"time"
+
+	"github.com/runnel/runnel/internode"
+	"github.com/runnel/runnel/server/connrate"
+)
+
+// DefaultMaxConnectionRatePerIP is the default of both doors' connection
+// creation rate per client address (new connections per second; the burst
+// is twice that). Clients keep connections open, so a well-behaved host
+// opens a handful per second; a node's own peers and tests on 127.0.0.1
+// stay far below 200 in two seconds.
+const DefaultMaxConnectionRatePerIP = 100
+
+// connRateAdmit returns the admission hook of one client door ("kafka",
+// "http"): a token bucket per address at rate connections per second,
+// refusals logged at most every 10 s. rate <= 0: nil (no limit).
+func (s *Server) connRateAdmit(door string, rate int) func(string) bool {
+	if rate <= 0 {
+		return nil
+	}
+	lim := connrate.New(rate, 2*rate, connrate.DefaultMaxTracked)
+	warn := internode.NewWarnLimiter(s.logger, 10*time.Second)
+	return func(ip string) bool {
+		if lim.Allow(ip) {
+			return true
+		}
+		warn.Warn("connection creation rate per address exceeded, refusing connection",
+			"door", door, "remote", ip, "max_per_second", rate)
+		return false
+	}
+}
