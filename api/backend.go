@@ -359,6 +359,19 @@ type ConsumedRecord struct {
 	Transactional bool
 }
 
+// ConsumeStreamer is a Backend that hands a consume's records to the
+// handler one at a time, straight from the stored batches, so a JSON
+// consume encodes each record into the output buffer with no slice of
+// records and no copies of keys and values (issue 17). Backends without
+// it are read through Consume.
+type ConsumeStreamer interface {
+	// ConsumeEach is Consume giving each record to each instead of
+	// ConsumeResult.Records (left nil). rec, its key, value and headers
+	// are valid only during the call. An error from each ends the read
+	// and is returned. Errors before the first record are Consume's.
+	ConsumeEach(ctx context.Context, req ConsumeRequest, each func(rec *ConsumedRecord) error) (ConsumeResult, error)
+}
+
 // ConsumeResult is what Consume read. NextOffset is the offset to ask for next
 // (last returned offset + 1, or the resolved start position when no record was
 // returned). Only records below the high watermark are returned.

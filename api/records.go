@@ -178,6 +178,10 @@ func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
 		rr.consumeBatches(w, r, req)
 		return
 	}
+	if cs, ok := rr.h.b.(ConsumeStreamer); ok {
+		rr.consumeEach(w, r, cs, req, enc)
+		return
+	}
 	res, err := rr.h.b.Consume(r.Context(), req)
 	if err != nil {
 		rr.h.problem(w, r, err)
@@ -189,6 +193,81 @@ func (rr recordsResource) consume(w http.ResponseWriter, r *http.Request) {
 	}
 	rr.h.metrics.consumed(req.Topic, len(res.Records), size)
 	rr.writeRecords(w, r, res, enc, size)
+}
+
+// consumeEach is consume for a ConsumeStreamer: each record is encoded
+// into the output as the backend decodes it. The 200 goes out with the
+// first record, so an error before it (a corrupt first batch: 422 with
+// offset and next_offset) is still a problem answer; an error after it
+// only ends the record list early, as Consume does.
+func (rr recordsResource) consumeEach(w http.ResponseWriter, r *http.Request, cs ConsumeStreamer, req ConsumeRequest, enc string) {
+	var rw *recordWriter
+	var size int64
+	n := 0
+	res, err := cs.ConsumeEach(r.Context(), req, func(rec *ConsumedRecord) error {
+		if rw == nil {
+			// The read holds max_bytes of the budget; the buffer stays
+			// within it.
+			rw = rr.startRecords(w, r, int64(req.MaxBytes))
+		}
+		size += recordSize(rec.Key, rec.Value, rec.Headers)
+		n++
+		return rw.write(rec, enc)
+	})
+	rr.h.metrics.consumed(req.Topic, n, size)
+	if rw == nil {
+		if err != nil {
+			rr.h.problem(w, r, err)
+			return
+		}
+		rw = rr.startRecords(w, r, 0)
+	}
+	rw.finish(res)
+}
+
+// recordWriter is a consume response being written (see writeRecords).
+type recordWriter struct {
+	bw       *bufio.Writer
+	buf      []byte // one record's JSON, reused
+	n        int
+	err      error // the client left or stopped reading
+	done     func()
+	closeOut func() error
+}
+
+// startRecords sends the 200 and the start of a ConsumeResponse; size is
+// about how many record bytes follow, sizing the write buffer.
+func (rr recordsResource) startRecords(w http.ResponseWriter, r *http.Request, size int64) *recordWriter {
+	done := rr.h.writeDeadline(w)
+	w.Header().Set("Content-Type", "application/json")
+	out, closeOut := compressResponse(w, r)
+	w.WriteHeader(http.StatusOK)
+	// Large answers go out in 256 KiB writes (fewer chunks and syscalls).
+	bw := bufio.NewWriterSize(out, int(min(max(size/2, 32<<10), 256<<10)))
+	bw.WriteString(`{"records":[`)
+	return &recordWriter{bw: bw, done: done, closeOut: closeOut}
+}
+
+func (rw *recordWriter) write(rec *ConsumedRecord, enc string) error {
+	rw.buf = rw.buf[:0]
+	if rw.n > 0 {
+		rw.buf = append(rw.buf, ',')
+	}
+	rw.n++
+	rw.buf = appendConsumed(rw.buf, *rec, enc)
+	if _, err := rw.bw.Write(rw.buf); err != nil {
+		rw.err = err
+	}
+	return rw.err
+}
+
+func (rw *recordWriter) finish(res ConsumeResult) {
+	if rw.err == nil {
+		fmt.Fprintf(rw.bw, `],"next_offset":%d,"high_watermark":%d,"start_offset":%d}`+"\n", res.NextOffset, res.HighWatermark, res.StartOffset)
+		_ = rw.bw.Flush()
+	}
+	rw.closeOut()
+	rw.done()
 }
 
 const (

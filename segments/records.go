@@ -362,6 +362,46 @@ func (it *Records) Next(rec *Record) bool {
 	return true
 }
 
+// NextView is Next without the copies: rec's Key, Value and header values
+// alias the decoder's buffer and are valid only until the following call
+// (or Close), and rec.Headers' backing array is reused. It is for readers
+// that encode each record straight into an output buffer (the HTTP JSON
+// consume path), where Next's per-record allocation and copy of key and
+// value is most of the cost.
+func (it *Records) NextView(rec *Record) bool {
+	if it.err != nil || it.i >= it.h.numRecords {
+		return false
+	}
+	raw, err := it.src.next()
+	var r record
+	if err == nil {
+		r, _, err = decodeRecord(raw)
+	}
+	if err == nil {
+		err = checkRecord(it.h, r, it.i, checkRules{})
+	} else {
+		err = recordErr(it.i, err)
+	}
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.i++
+	hs := rec.Headers[:0]
+	*rec = Record{Offset: it.h.baseOffset + r.offset, Timestamp: it.h.firstTimestamp + r.timestamp,
+		Key: r.key, Value: r.value, Size: len(r.raw)}
+	if it.h.attributes&0x8 != 0 {
+		rec.Timestamp = it.h.maxTimestamp
+	}
+	if r.nHeaders > 0 {
+		r.eachHeader(func(k, v []byte) {
+			hs = append(hs, Header{Key: string(k), Value: v})
+		})
+	}
+	rec.Headers = hs
+	return true
+}
+
 // export copies r out of the decoder's buffer.
 func (it *Records) export(r record) Record {
 	out := Record{Offset: it.h.baseOffset + r.offset, Timestamp: it.h.firstTimestamp + r.timestamp}

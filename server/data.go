@@ -34,10 +34,20 @@ type readRequest struct {
 	// aborted transactions included; by default (read_committed) the read
 	// stops at the last stable offset and aborted records are dropped.
 	readUncommitted bool
+	// each, when set, receives the records one at a time instead of
+	// readResult.records: rec aliases the decoded batch and is valid only
+	// during the call (see emitFunc). An error from each ends the read
+	// with that error.
+	each emitFunc
 }
+
+// emitFunc takes one record read straight from its decoded batch (no
+// copy of key, value or headers); transactional is its batch's flag.
+type emitFunc func(rec *segments.Record, transactional bool) error
 
 type readResult struct {
 	records  []Record
+	count    int // records read: len(records), or those given to each
 	next     int64
 	hwm      int64
 	logStart int64
@@ -93,8 +103,8 @@ func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, 
 	}
 	for {
 		changed := p.changed()
-		res, err := p.readDecoded(offset, req.maxRecords, req.maxBytes, !req.readUncommitted)
-		if err != nil || len(res.records) > 0 || timer == nil {
+		res, err := p.readDecodedEach(offset, req.maxRecords, req.maxBytes, !req.readUncommitted, req.each)
+		if err != nil || res.count > 0 || timer == nil {
 			return res, err
 		}
 		select {
@@ -124,12 +134,19 @@ func (b *broker) isClosed() bool {
 // A stored batch that cannot be decoded ends the read after the records
 // before it; read first, it is a *corruptBatchError naming it.
 func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
+	return p.readDecodedEach(offset, maxRecords, maxBytes, committed, nil)
+}
+
+// readDecodedEach is readDecoded handing each record to each (when not
+// nil) instead of collecting them; limits, read_committed filtering and
+// corrupt batches work the same.
+func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed bool, each emitFunc) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
 	// Past the high watermark but within the log: nothing yet (see read).
 	if end := max(res.hwm, p.log.EndOffset()); offset < res.logStart || offset > end {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, end)
 	}
-	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes}
+	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes, each: each}
 	limit := res.hwm
 	if committed {
 		var err error
@@ -149,7 +166,10 @@ func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committe
 		}
 		before := res.next
 		if err := r.batches(data); err != nil {
-			if len(res.records) > 0 {
+			if r.emitErr != nil {
+				return res, r.emitErr
+			}
+			if res.count > 0 {
 				return res, nil // the bad batch is the next read's first
 			}
 			return res, err
@@ -169,10 +189,13 @@ type decodedReader struct {
 	maxBytes   int
 	size       int                   // decoded bytes in res.records
 	aborted    []segments.AbortedTxn // read_committed: records to drop
+	each       emitFunc              // nil: collect into res.records
+	emitErr    error                 // what each returned, ending the read
+	view       segments.Record       // each's record, reused
 }
 
 func (r *decodedReader) full() bool {
-	return len(r.res.records) >= r.maxRecords || r.size >= r.maxBytes
+	return r.res.count >= r.maxRecords || r.size >= r.maxBytes
 }
 
 // batches decodes the whole batches at the start of data.
@@ -202,18 +225,51 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 		return err
 	}
 	defer it.Close()
+	if r.each != nil {
+		return r.emitBatch(it, info)
+	}
 	var rec segments.Record
 	for !r.full() && it.Next(&rec) {
 		if rec.Offset < r.res.next {
 			continue
 		}
-		if r.size+rec.Size > r.maxBytes && len(r.res.records) > 0 {
+		if r.size+rec.Size > r.maxBytes && r.res.count > 0 {
 			r.size = r.maxBytes // full: the record is the next read's first
 			return nil
 		}
 		out := toRecord(rec)
 		out.Transactional = info.Transactional
 		r.res.records = append(r.res.records, out)
+		r.res.count++
+		r.size += rec.Size
+		r.res.next = rec.Offset + 1
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if !r.full() {
+		r.res.next = max(r.res.next, info.NextOffset())
+	}
+	return nil
+}
+
+// emitBatch is batch for a reader with each: the records go to each
+// straight from the decoder's buffer, with no copy.
+func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo) error {
+	rec := &r.view
+	for !r.full() && it.NextView(rec) {
+		if rec.Offset < r.res.next {
+			continue
+		}
+		if r.size+rec.Size > r.maxBytes && r.res.count > 0 {
+			r.size = r.maxBytes // full: the record is the next read's first
+			return nil
+		}
+		if err := r.each(rec, info.Transactional); err != nil {
+			r.emitErr = err
+			return err
+		}
+		r.res.count++
 		r.size += rec.Size
 		r.res.next = rec.Offset + 1
 	}

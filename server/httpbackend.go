@@ -463,6 +463,56 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	return out, nil
 }
 
+var _ api.ConsumeStreamer = (*httpBackend)(nil)
+
+// ConsumeEach is Consume handing the records to each straight from the
+// decoded batches (see api.ConsumeStreamer): no slice of records and no
+// copies of keys and values per response. Forwarded reads come back
+// whole from the leader and are handed over one by one.
+func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
+	img, t, ok := h.s.lookupTopic(ctx, req.Topic)
+	if !ok {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
+	}
+	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
+		return api.ConsumeResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
+	}
+	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
+		return api.ConsumeResult{}, err
+	} else if addr != "" {
+		res, err := h.s.forward.consume(ctx, addr, req)
+		if err != nil {
+			return res, err
+		}
+		for i := range res.Records {
+			if err := each(&res.Records[i]); err != nil {
+				return api.ConsumeResult{}, err
+			}
+		}
+		res.Records = nil
+		return res, nil
+	}
+	var cr api.ConsumedRecord // reused: each sees one record at a time
+	bytes := 0
+	emit := func(r *segments.Record, transactional bool) error {
+		cr = api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
+			Key: r.Key, Value: r.Value, Headers: cr.Headers[:0], Transactional: transactional}
+		for _, hd := range r.Headers {
+			cr.Headers = append(cr.Headers, api.Header{Key: hd.Key, Value: hd.Value})
+		}
+		bytes += len(r.Key) + len(r.Value)
+		return each(&cr)
+	}
+	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
+		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
+		readUncommitted: req.ReadUncommitted, each: emit})
+	h.s.metrics.consumed(req.Topic, res.count, bytes)
+	if err != nil && !(errors.Is(err, context.Canceled) && res.count > 0) {
+		return api.ConsumeResult{}, toHTTPError(err)
+	}
+	return api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}, nil
+}
+
 func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {
 	return h.s.metrics.series(), nil
 }
