@@ -1,0 +1,109 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/segments"
+)
+
+// TestReadDecodedEachMatchesCollect holds the streaming read (records
+// handed to a callback straight from the decoded batch, as the HTTP JSON
+// consume uses) to the collecting one: same records, keys, values,
+// headers, transactional flags and next offsets, at both isolation levels
+// and under record and byte limits.
+func TestReadDecodedEachMatchesCollect(t *testing.T) {
+	log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition("t", 0, [16]byte{1}, log, nil)
+	defer p.close()
+	p.repl.isr = []int32{0}
+	p.leader.Store(0)
+	p.leaderEpoch.Store(1)
+	seq := map[int]uint32{} // per producer id
+	for txn := range 30 {
+		recs := make([]newRecord, 5)
+		for i := range recs {
+			recs[i] = newRecord{Key: []byte(fmt.Sprintf("k%d-%d", txn, i)), Value: bytes.Repeat([]byte{byte(i)}, 50+i),
+				Headers: []kmsg.Header{{Key: "h", Value: []byte{byte(txn)}}, {Key: "n"}}, Timestamp: time.Now().UnixMilli()}
+		}
+		raw := buildBatch(recs)
+		if txn%3 != 0 { // every third batch is plain, the others transactional
+			raw[batchAttrsOffset+1] |= transactionalFlag
+			binary.BigEndian.PutUint64(raw[43:], uint64(txn%5))
+			binary.BigEndian.PutUint16(raw[51:], 0)
+			binary.BigEndian.PutUint32(raw[53:], seq[txn%5])
+			seq[txn%5] += 5
+			binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+		}
+		if _, err := p.append(raw); err != nil {
+			t.Fatal(err)
+		}
+		if txn%3 == 0 {
+			continue
+		}
+		typ := segments.ControlCommit
+		if txn%4 == 1 {
+			typ = segments.ControlAbort
+		}
+		_, wait, err := p.appendMarker(segments.Marker{ProducerID: int64(txn % 5), Type: typ})
+		if err == nil {
+			err = wait(context.Background())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	type got struct {
+		off, ts       int64
+		key, val, hdr string
+		txn           bool
+	}
+	for _, committed := range []bool{false, true} {
+		for _, lim := range []struct{ recs, bytes int }{{1000, 1 << 20}, {7, 1 << 20}, {1000, 500}, {3, 1}} {
+			var collected, streamed []got
+			var nextC, nextS []int64
+			for off := int64(0); off < p.hwm.Load(); {
+				res, err := p.readDecoded(off, lim.recs, lim.bytes, committed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res.records {
+					collected = append(collected, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(r.Headers), r.Transactional})
+				}
+				nextC = append(nextC, res.next)
+				off = res.next
+			}
+			for off := int64(0); off < p.hwm.Load(); {
+				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, func(r *segments.Record, txn bool) error {
+					var hs []kmsg.Header
+					for _, h := range r.Headers {
+						hs = append(hs, kmsg.Header{Key: h.Key, Value: h.Value})
+					}
+					streamed = append(streamed, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(hs), txn})
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				nextS = append(nextS, res.next)
+				off = res.next
+			}
+			if fmt.Sprint(collected) != fmt.Sprint(streamed) || fmt.Sprint(nextC) != fmt.Sprint(nextS) {
+				t.Fatalf("committed=%v limits=%v: streamed read differs\ncollected %v %v\nstreamed  %v %v", committed, lim, len(collected), nextC, len(streamed), nextS)
+			}
+			if len(collected) == 0 {
+				t.Fatalf("committed=%v limits=%v: nothing read", committed, lim)
+			}
+		}
+	}
+}
