@@ -200,7 +200,14 @@ func (h *chaosHarness) produce(ctx context.Context, id int, acks kgo.Acks) {
 	opts := []kgo.Opt{kgo.SeedBrokers(h.seeds()...), kgo.DefaultProduceTopic(chaosTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(acks),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(64),
-		kgo.ProducerLinger(time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+		kgo.ProducerLinger(time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+		// Client-side waits kept short, so the windows measure the
+		// cluster: a metadata answer from a node that has not seen the
+		// new leader yet is asked again soon (default: after 5 s), and a
+		// request to a paused node is given up after about 6 s (default:
+		// 20 s, the whole of a long pause).
+		kgo.MetadataMinAge(100 * time.Millisecond), kgo.ProduceRequestTimeout(4 * time.Second),
+		kgo.RequestTimeoutOverhead(2 * time.Second)}
 	prefix := fmt.Sprintf("p%d-", id)
 	if id < 0 {
 		prefix = "one-"
