@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -93,7 +94,8 @@ func franzRoundTrip(t *testing.T, addr string, n int, opts ...kgo.Opt) {
 }
 
 // franz-go (SCRAM-SHA-512 and PLAIN, plaintext and SSL), sarama
-// (SCRAM-SHA-256) and kcat (PLAIN, SCRAM-SHA-512) log in against a real
+// (SCRAM-SHA-256), kafkajs (SCRAM-SHA-256 over SSL) and kcat (PLAIN,
+// SCRAM-SHA-512) log in against a real
 // node with --auth required; a wrong password answers
 // SASL_AUTHENTICATION_FAILED; a client without credentials is refused,
 // unless it showed a client certificate from the CA on the SSL listener.
@@ -153,6 +155,29 @@ func TestKafkaSASL(t *testing.T) {
 		cfg.Net.SASL.Password = "wrong"
 		if _, err := sarama.NewSyncProducer([]string{n.KafkaAddr}, cfg); err == nil {
 			t.Fatal("sarama logged in with a wrong password")
+		}
+	})
+	t.Run("kafkajs SCRAM-SHA-256 over SSL", func(t *testing.T) {
+		dir := filepath.Join("testdata", "kafkajs")
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs")); err != nil {
+			servertest.MissingTool(t, fmt.Sprintf("kafkajs not installed (npm ci in %s): %v", dir, err))
+		}
+		kafkajs := func(user, pass string) ([]byte, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "node", "sasl.js", sslAddr, "sasl", "20")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "RUNNEL_KAFKAJS_CA="+filepath.Join(certs, "ca.pem"),
+				"RUNNEL_KAFKAJS_CERT="+filepath.Join(certs, "node-2.pem"), "RUNNEL_KAFKAJS_KEY="+filepath.Join(certs, "node-2-key.pem"),
+				"RUNNEL_KAFKAJS_SASL=scram-sha-256", "RUNNEL_KAFKAJS_USER="+user, "RUNNEL_KAFKAJS_PASSWORD="+pass)
+			return cmd.CombinedOutput()
+		}
+		if out, err := kafkajs("bob", "bob-pw"); err != nil || !bytes.Contains(out, []byte(`"read":20`)) {
+			t.Fatalf("kafkajs as bob: %v\n%s", err, out)
+		}
+		out, err := kafkajs("bob", "wrong")
+		if err == nil || !bytes.Contains(out, []byte("KafkaJSSASLAuthenticationError")) {
+			t.Fatalf("kafkajs with a wrong password: %v\n%s", err, out)
 		}
 	})
 	t.Run("kcat", func(t *testing.T) {
