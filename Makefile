@@ -72,13 +72,13 @@ fuzz:
 kgo-integration:
 	@GO=$(GO) ./scripts/kgo-integration.sh
 
-# A short subset of them in `make test`, against 3 nodes (about a minute):
-# produce, consume, regex subscriptions, partitions added while consuming,
-# pausing, purging, a consumer group ETL and the transactional ETL
-# (TestTxnEtl, issue 16), with 2,000 records per test.
-KGO_SHORT := ^(TestGroupETL|TestTxnEtl|TestClient_Produce|TestConsumeRegex|TestAddRemovePartitions|TestIssue325|TestPauseIssue489|TestIssue810|TestDirectPartitionPurge|TestIssueFetchLargerThanBrokerMaxReadBytes|TestIssue831)$$
+# In `make test`: the whole package against one node and against 3 nodes
+# (replication factor 3), with 2,000 records per test instead of 20,000
+# (147 passed, 0 failed, 9 skipped each way: share groups, KIP-848, and the
+# SCRAM/OAuth tests that need seeds configured; about 1.5 + 2 minutes).
 kgo-short:
-	@GO=$(GO) KGO_NODES=3 KGO_RUN='$(KGO_SHORT)' KGO_TEST_RECORDS=2000 KGO_TIMEOUT=5m RUNNEL_KGO_PORT_BASE=39500 ./scripts/kgo-integration.sh
+	@GO=$(GO) KGO_TEST_RECORDS=2000 KGO_TIMEOUT=10m RUNNEL_KGO_PORT_BASE=18500 ./scripts/kgo-integration.sh
+	@GO=$(GO) KGO_NODES=3 KGO_TEST_RECORDS=2000 KGO_TIMEOUT=10m RUNNEL_KGO_PORT_BASE=18500 ./scripts/kgo-integration.sh
 
 bench:
 	RUNNEL_BENCH=1 $(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...

@@ -15,13 +15,15 @@
 #   KGO_TEST_RECORDS  records per producing test (franz-go's; default 20000 here)
 #   KGO_NODES     1 (default) or 3: combined controller+broker nodes; the
 #                 tests get every node as a seed and KGO_TEST_RF=KGO_NODES
-#   RUNNEL_KGO_PORT_BASE  first of 3 loopback ports per node (default 39400)
+#   RUNNEL_KGO_PORT_BASE  first of 3 loopback ports per node (default 18400: below
+#                         the kernel's ephemeral range, 32768 and up, so no outgoing
+#                         connection can take one first; servertest uses 20000-32000)
 #   KGO_RESULTS   where to write the go test -json output (default: temp)
 set -euo pipefail
 
 KGO_VERSION=${KGO_VERSION:-v1.22.3} # the franz-go go.mod requires
 GO=${GO:-go}
-base=${RUNNEL_KGO_PORT_BASE:-39400}
+base=${RUNNEL_KGO_PORT_BASE:-18400}
 nodes=${KGO_NODES:-1}
 case "$nodes" in 1 | 3) ;; *) echo "KGO_NODES=$nodes: want 1 or 3" >&2; exit 2 ;; esac
 # Node i (1-based) listens on base+3(i-1): kafka, http, raft.
