@@ -60,14 +60,33 @@ func TestTxnExactlyOnceAcrossKills(t *testing.T) {
 	prod.Close()
 
 	const txnID = "eos-pipeline"
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
-		kgo.TransactionTimeout(60*time.Second), kgo.ConsumerGroup("eos"), kgo.ConsumeTopics("eos-in"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DefaultProduceTopic("eos-out"), kgo.SessionTimeout(10*time.Second))
+	// franz-go says no error from End is retryable: an application restarts
+	// its session (a new one fences the old epoch). The pipeline does the
+	// same, so a kill that lands on the group or transaction coordinator at
+	// the wrong moment costs a restart, and exactly-once must still hold.
+	newSession := func() (*kgo.GroupTransactSession, error) {
+		return kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
+			kgo.TransactionTimeout(60*time.Second), kgo.ConsumerGroup("eos"), kgo.ConsumeTopics("eos-in"),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.DefaultProduceTopic("eos-out"), kgo.SessionTimeout(10*time.Second))
+	}
+	sess, err := newSession()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
+	defer func() { sess.Close() }() // the last session: the pipeline may replace it
+	restarts := 0
+	restart := func(what string, cause error) bool {
+		t.Logf("%s: %v; restarting the session", what, cause)
+		sess.Close()
+		var err error
+		if sess, err = newSession(); err != nil {
+			t.Errorf("new session: %v", err)
+			return false
+		}
+		restarts++
+		return true
+	}
 
 	// The pipeline: every committed poll's records moved to eos-out.
 	// The pipeline starts no transaction past allowed, which the test raises
@@ -95,8 +114,10 @@ func TestTxnExactlyOnceAcrossKills(t *testing.T) {
 				continue
 			}
 			if err := sess.Begin(); err != nil {
-				t.Errorf("begin: %v", err)
-				return
+				if !restart("begin", err) {
+					return
+				}
+				continue
 			}
 			n := 0
 			fs.EachRecord(func(r *kgo.Record) {
@@ -105,8 +126,10 @@ func TestTxnExactlyOnceAcrossKills(t *testing.T) {
 			})
 			ok, err := sess.End(ctx, kgo.TryCommit)
 			if err != nil {
-				t.Errorf("end: %v", err)
-				return
+				if !restart("end", err) {
+					return
+				}
+				continue
 			}
 			if ok {
 				mu.Lock()
@@ -150,6 +173,7 @@ func TestTxnExactlyOnceAcrossKills(t *testing.T) {
 	allowed = records
 	mu.Unlock()
 	<-done
+	t.Logf("the pipeline restarted its session %d times", restarts)
 	if t.Failed() {
 		t.FailNow()
 	}

@@ -26,7 +26,7 @@ func TestUITopicPages(t *testing.T) {
 	watchConsole(t, ctx)
 	const rows = `[...document.querySelectorAll('main table tbody tr a[href^="#/topics/"]')].map(a => a.textContent).join(',')`
 	uiDo(t, ctx, "open topics", chromedp.Navigate(node.URL+"/ui/#/topics?limit=2"))
-	uiWait(t, ctx, "the pager", `!document.querySelector('[data-test=topics-pager]').hidden && document.querySelectorAll('main table tbody tr').length === 2`)
+	uiWait(t, ctx, "the pager", `document.querySelector('[data-test=topics-pager]')?.hidden === false && document.querySelectorAll('main table tbody tr').length === 2`)
 	var seen []string
 	for page := 1; page <= 3; page++ {
 		got := uiEval[string](t, ctx, rows)
