@@ -340,8 +340,19 @@ func DecodeBatch(batch []byte, maxInflated int64) (*Records, error) {
 // Next decodes the next record into rec; false at the end or on an error
 // (see Err).
 func (it *Records) Next(rec *Record) bool {
-	if it.err != nil || it.i >= it.h.numRecords {
+	r, ok := it.decodeNext()
+	if !ok {
 		return false
+	}
+	*rec = it.export(r)
+	return true
+}
+
+// decodeNext decodes and checks the next record; false at the end or on an
+// error (kept for Err).
+func (it *Records) decodeNext() (record, bool) {
+	if it.err != nil || it.i >= it.h.numRecords {
+		return record{}, false
 	}
 	raw, err := it.src.next()
 	var r record
@@ -355,11 +366,10 @@ func (it *Records) Next(rec *Record) bool {
 	}
 	if err != nil {
 		it.err = err
-		return false
+		return record{}, false
 	}
 	it.i++
-	*rec = it.export(r)
-	return true
+	return r, true
 }
 
 // NextView is Next without the copies: rec's Key, Value and header values
@@ -369,24 +379,10 @@ func (it *Records) Next(rec *Record) bool {
 // consume path), where Next's per-record allocation and copy of key and
 // value is most of the cost.
 func (it *Records) NextView(rec *Record) bool {
-	if it.err != nil || it.i >= it.h.numRecords {
+	r, ok := it.decodeNext()
+	if !ok {
 		return false
 	}
-	raw, err := it.src.next()
-	var r record
-	if err == nil {
-		r, _, err = decodeRecord(raw)
-	}
-	if err == nil {
-		err = checkRecord(it.h, r, it.i, checkRules{})
-	} else {
-		err = recordErr(it.i, err)
-	}
-	if err != nil {
-		it.err = err
-		return false
-	}
-	it.i++
 	hs := rec.Headers[:0]
 	*rec = Record{Offset: it.h.baseOffset + r.offset, Timestamp: it.h.firstTimestamp + r.timestamp,
 		Key: r.key, Value: r.value, Size: len(r.raw)}
