@@ -343,6 +343,10 @@ type ConsumeRequest struct {
 	// default (read_committed) the read stops at the last stable offset
 	// and records of aborted transactions are left out.
 	ReadUncommitted bool
+	// IncludeControl (include_control=true, only with ReadUncommitted)
+	// returns transaction markers as records with Control set, at their
+	// offsets; by default their offsets are skipped.
+	IncludeControl bool
 }
 
 // ConsumedRecord is one record read. Key and Value nil are null.
@@ -357,7 +361,25 @@ type ConsumedRecord struct {
 	// the transactional attribute); JSON says "transactional":true only
 	// then.
 	Transactional bool
+	// Control is set when the record is a transaction marker (only with
+	// ConsumeRequest.IncludeControl); Key, Value and Headers are then nil.
+	Control *ControlMarker
 }
+
+// ControlMarker is a commit or abort marker: the control record that ends
+// one producer's transaction on a partition (JSON "control").
+type ControlMarker struct {
+	Type             string `json:"type"` // ControlCommit or ControlAbort
+	ProducerID       int64  `json:"producer_id"`
+	ProducerEpoch    int16  `json:"producer_epoch"`
+	CoordinatorEpoch int32  `json:"coordinator_epoch"`
+}
+
+// ControlMarker types.
+const (
+	ControlCommit = "commit"
+	ControlAbort  = "abort"
+)
 
 // ConsumeStreamer is a Backend that hands a consume's records to the
 // handler one at a time, straight from the stored batches, so a JSON

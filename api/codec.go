@@ -162,6 +162,7 @@ type wireConsumed struct {
 	HeadersEncoding string             `json:"headers_encoding"`
 	HeaderList      []wireHeader       `json:"header_list"`
 	Transactional   bool               `json:"transactional,omitempty"`
+	Control         *ControlMarker     `json:"control,omitempty"`
 }
 
 // wireHeader is one entry of header_list (schema RecordHeader): unlike the
@@ -199,7 +200,7 @@ func encodeRecord(r ConsumedRecord, enc string) wireConsumed {
 	w.Key, w.KeyEncoding = textOrBase64(r.Key, enc)
 	w.Value, w.ValueEncoding = encodeValue(r.Value, enc)
 	w.HeaderList = encodeHeaders(r.Headers, enc)
-	w.Transactional = r.Transactional
+	w.Transactional, w.Control = r.Transactional, r.Control
 	w.Headers = make(map[string]*string, len(r.Headers))
 	w.HeadersEncoding = EncodingString
 	if enc == EncodingBase64 || !headersUTF8(r.Headers) {

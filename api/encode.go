@@ -45,6 +45,22 @@ func appendConsumed(dst []byte, r ConsumedRecord, enc string) []byte {
 	if r.Transactional {
 		dst = append(dst, `,"transactional":true`...)
 	}
+	if c := r.Control; c != nil {
+		dst = appendControl(dst, c)
+	}
+	return append(dst, '}')
+}
+
+// appendControl writes a marker's "control" object (ControlMarker's JSON).
+func appendControl(dst []byte, c *ControlMarker) []byte {
+	dst = append(dst, `,"control":{"type":`...)
+	dst = appendJSONString(dst, []byte(c.Type))
+	dst = append(dst, `,"producer_id":`...)
+	dst = strconv.AppendInt(dst, c.ProducerID, 10)
+	dst = append(dst, `,"producer_epoch":`...)
+	dst = strconv.AppendInt(dst, int64(c.ProducerEpoch), 10)
+	dst = append(dst, `,"coordinator_epoch":`...)
+	dst = strconv.AppendInt(dst, int64(c.CoordinatorEpoch), 10)
 	return append(dst, '}')
 }
 

@@ -27,6 +27,8 @@ func TestAppendConsumedMatchesMarshal(t *testing.T) {
 			checkAppendConsumed(t, r, enc, i)
 			r.Transactional = true // "transactional":true, only when true
 			checkAppendConsumed(t, r, enc, i)
+			r.Control = &ControlMarker{Type: ControlAbort, ProducerID: 1<<62 + 5, ProducerEpoch: -1, CoordinatorEpoch: 7}
+			checkAppendConsumed(t, r, enc, i)
 		}
 	}
 }

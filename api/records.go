@@ -343,7 +343,27 @@ func (rr recordsResource) consumeRequest(r *http.Request) (ConsumeRequest, strin
 	if req.ReadUncommitted, err = isolationParam(q); err != nil {
 		return req, "", err
 	}
+	if req.IncludeControl, err = controlParam(q, req.ReadUncommitted); err != nil {
+		return req, "", err
+	}
 	return req, encodingParam(q.Get("encoding")), nil
+}
+
+// controlParam reads include_control (default false): transaction markers
+// as records. Only a read_uncommitted reader may ask: a read_committed
+// one never sees them, as a Kafka consumer never does.
+func controlParam(q map[string][]string, uncommitted bool) (bool, error) {
+	v := q["include_control"]
+	if len(v) == 0 || v[0] == "false" {
+		return false, nil
+	}
+	if v[0] != "true" {
+		return false, &FieldError{Field: "query.include_control", Err: ErrInvalidRequest, Msg: "must be true or false"}
+	}
+	if !uncommitted {
+		return false, &FieldError{Field: "query.include_control", Err: ErrInvalidRequest, Msg: "needs isolation=read_uncommitted (read_committed readers never see transaction markers)"}
+	}
+	return true, nil
 }
 
 // isolationParam reads isolation: read_committed (the default) or

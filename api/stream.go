@@ -103,6 +103,10 @@ func (rr recordsResource) streamPlan(r *http.Request) (streamPlan, error) {
 	if err != nil {
 		return sp, err
 	}
+	control, err := controlParam(q, uncommitted)
+	if err != nil {
+		return sp, err
+	}
 	resume := map[int32]int64{}
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		if resume, err = ParseEventID(id); err != nil {
@@ -115,7 +119,7 @@ func (rr recordsResource) streamPlan(r *http.Request) (streamPlan, error) {
 	sp.start = make(map[int32]ConsumeRequest, len(sp.partitions))
 	for _, p := range sp.partitions {
 		req := ConsumeRequest{Topic: sp.topic, Partition: p, Offset: offset, Timestamp: ts,
-			MaxRecords: streamBatchRecords, MaxBytes: streamBatchBytes, ReadUncommitted: uncommitted}
+			MaxRecords: streamBatchRecords, MaxBytes: streamBatchBytes, ReadUncommitted: uncommitted, IncludeControl: control}
 		if last, ok := resume[p]; ok {
 			req.Offset, req.Timestamp = last+1, nil
 		}

@@ -34,6 +34,10 @@ type readRequest struct {
 	// aborted transactions included; by default (read_committed) the read
 	// stops at the last stable offset and aborted records are dropped.
 	readUncommitted bool
+	// markers (with readUncommitted) returns transaction markers as
+	// records with Control set, at their offsets; otherwise their offsets
+	// are skipped.
+	markers bool
 	// each, when set, receives the records one at a time instead of
 	// readResult.records: rec aliases the decoded batch and is valid only
 	// during the call (see emitFunc). An error from each ends the read
@@ -42,8 +46,10 @@ type readRequest struct {
 }
 
 // emitFunc takes one record read straight from its decoded batch (no
-// copy of key, value or headers); transactional is its batch's flag.
-type emitFunc func(rec *segments.Record, transactional bool) error
+// copy of key, value or headers); transactional is its batch's flag;
+// marker is set (and rec holds only offset and timestamp) when the record
+// is a transaction marker (readRequest.markers).
+type emitFunc func(rec *segments.Record, transactional bool, marker *segments.Marker) error
 
 type readResult struct {
 	records  []Record
@@ -103,7 +109,7 @@ func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, 
 	}
 	for {
 		changed := p.changed()
-		res, err := p.readDecodedEach(offset, req.maxRecords, req.maxBytes, !req.readUncommitted, req.each)
+		res, err := p.readDecodedEach(offset, req.maxRecords, req.maxBytes, !req.readUncommitted, req.markers && req.readUncommitted, req.each)
 		if err != nil || res.count > 0 || timer == nil {
 			return res, err
 		}
@@ -134,19 +140,20 @@ func (b *broker) isClosed() bool {
 // A stored batch that cannot be decoded ends the read after the records
 // before it; read first, it is a *corruptBatchError naming it.
 func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
-	return p.readDecodedEach(offset, maxRecords, maxBytes, committed, nil)
+	return p.readDecodedEach(offset, maxRecords, maxBytes, committed, false, nil)
 }
 
 // readDecodedEach is readDecoded handing each record to each (when not
 // nil) instead of collecting them; limits, read_committed filtering and
-// corrupt batches work the same.
-func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed bool, each emitFunc) (readResult, error) {
+// corrupt batches work the same. With markers, transaction markers are
+// records too (Record.Control, emitFunc's marker) instead of skipped.
+func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed, markers bool, each emitFunc) (readResult, error) {
 	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
 	// Past the high watermark but within the log: nothing yet (see read).
 	if end := max(res.hwm, p.log.EndOffset()); offset < res.logStart || offset > end {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, end)
 	}
-	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes, each: each}
+	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes, markers: markers, each: each}
 	limit := res.hwm
 	if committed {
 		var err error
@@ -189,6 +196,7 @@ type decodedReader struct {
 	maxBytes   int
 	size       int                   // decoded bytes in res.records
 	aborted    []segments.AbortedTxn // read_committed: records to drop
+	markers    bool                  // return markers as records
 	each       emitFunc              // nil: collect into res.records
 	emitErr    error                 // what each returned, ending the read
 	view       segments.Record       // each's record, reused
@@ -208,9 +216,15 @@ func (r *decodedReader) batches(data []byte) error {
 		if !ok {
 			return nil
 		}
-		if info.Control || r.abortedBatch(info) {
+		switch {
+		case info.Control && r.markers:
+			err = r.marker(data[:info.Size], info)
+		case info.Control || r.abortedBatch(info):
 			r.res.next = max(r.res.next, info.NextOffset())
-		} else if err := r.batch(data[:info.Size], info); err != nil {
+		default:
+			err = r.batch(data[:info.Size], info)
+		}
+		if err != nil {
 			return r.corrupt(info, true, err)
 		}
 		data = data[info.Size:]
@@ -253,6 +267,41 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 	return nil
 }
 
+// marker returns a control batch's marker as one record at the batch's
+// offset. Marker types other than commit and abort are skipped, as Kafka
+// clients skip them.
+func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
+	if info.BaseOffset < r.res.next {
+		return nil // already passed (the read began after it)
+	}
+	if r.size+info.Size > r.maxBytes && r.res.count > 0 {
+		r.size = r.maxBytes // full: the marker is the next read's first
+		return nil
+	}
+	// A one-record batch: its max timestamp is the record's, whatever
+	// the timestamp type.
+	m, err := segments.ParseControlBatch(b)
+	if err != nil {
+		return err
+	}
+	r.res.next = info.NextOffset()
+	if m.Type != segments.ControlCommit && m.Type != segments.ControlAbort {
+		return nil
+	}
+	r.res.count++
+	r.size += info.Size
+	if r.each != nil {
+		r.view = segments.Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp}
+		if err := r.each(&r.view, true, &m); err != nil {
+			r.emitErr = err
+			return err
+		}
+		return nil
+	}
+	r.res.records = append(r.res.records, Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp, Transactional: true, Control: &m})
+	return nil
+}
+
 // emitBatch is batch for a reader with each: the records go to each
 // straight from the decoder's buffer, with no copy.
 func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo) error {
@@ -265,7 +314,7 @@ func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo)
 			r.size = r.maxBytes // full: the record is the next read's first
 			return nil
 		}
-		if err := r.each(rec, info.Transactional); err != nil {
+		if err := r.each(rec, info.Transactional, nil); err != nil {
 			r.emitErr = err
 			return err
 		}

@@ -161,6 +161,9 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 	q.Set("wait_ms", strconv.FormatInt(req.Wait.Milliseconds(), 10))
 	if req.ReadUncommitted {
 		q.Set("isolation", "read_uncommitted")
+		if req.IncludeControl {
+			q.Set("include_control", "true")
+		}
 	}
 	u := fmt.Sprintf("http://%s/v1/topics/%s/partitions/%d/records?%s", addr, url.PathEscape(req.Topic), req.Partition, q.Encode())
 	var res struct {
@@ -177,7 +180,8 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 				Value       *string `json:"value"`
 				KeyEncoding string  `json:"key_encoding"`
 			} `json:"header_list"`
-			Transactional bool `json:"transactional"`
+			Transactional bool               `json:"transactional"`
+			Control       *api.ControlMarker `json:"control"`
 		} `json:"records"`
 		NextOffset    int64 `json:"next_offset"`
 		HighWatermark int64 `json:"high_watermark"`
@@ -188,7 +192,8 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 	}
 	out := api.ConsumeResult{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, StartOffset: res.StartOffset}
 	for _, r := range res.Records {
-		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Transactional: r.Transactional}
+		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
+			Transactional: r.Transactional, Control: r.Control}
 		var err error
 		if cr.Key, err = unb64(r.Key); err == nil {
 			cr.Value, err = unb64(r.Value)

@@ -443,7 +443,7 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	}
 	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
 		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
-		readUncommitted: req.ReadUncommitted})
+		readUncommitted: req.ReadUncommitted, markers: req.IncludeControl})
 	if err != nil && !(errors.Is(err, context.Canceled) && len(res.records) > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
@@ -452,7 +452,8 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	bytes := 0
 	for _, r := range res.records {
 		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset,
-			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Transactional: r.Transactional}
+			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Transactional: r.Transactional,
+			Control: apiMarker(r.Control)}
 		for _, hd := range r.Headers {
 			cr.Headers = append(cr.Headers, api.Header{Key: hd.Key, Value: hd.Value})
 		}
@@ -494,9 +495,14 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 	}
 	var cr api.ConsumedRecord // reused: each sees one record at a time
 	bytes := 0
-	emit := func(r *segments.Record, transactional bool) error {
+	var marker api.ControlMarker // reused, as cr
+	emit := func(r *segments.Record, transactional bool, m *segments.Marker) error {
 		cr = api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
 			Key: r.Key, Value: r.Value, Headers: cr.Headers[:0], Transactional: transactional}
+		if m != nil {
+			marker = *apiMarker(m)
+			cr.Control = &marker
+		}
 		for _, hd := range r.Headers {
 			cr.Headers = append(cr.Headers, api.Header{Key: hd.Key, Value: hd.Value})
 		}
@@ -505,12 +511,24 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 	}
 	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
 		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
-		readUncommitted: req.ReadUncommitted, each: emit})
+		readUncommitted: req.ReadUncommitted, markers: req.IncludeControl, each: emit})
 	h.s.metrics.consumed(req.Topic, res.count, bytes)
 	if err != nil && !(errors.Is(err, context.Canceled) && res.count > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
 	return api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}, nil
+}
+
+// apiMarker is a transaction marker as HTTP readers see it (nil: none).
+func apiMarker(m *segments.Marker) *api.ControlMarker {
+	if m == nil {
+		return nil
+	}
+	typ := api.ControlAbort
+	if m.Type == segments.ControlCommit {
+		typ = api.ControlCommit
+	}
+	return &api.ControlMarker{Type: typ, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch}
 }
 
 func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {

@@ -33,7 +33,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 	}
 	p.hwm.Store(p.log.EndOffset())
 	n := 0
-	emit := func(r *segments.Record, _ bool) error { n += len(r.Value); return nil }
+	emit := func(r *segments.Record, _ bool, _ *segments.Marker) error { n += len(r.Value); return nil }
 	var collect, stream time.Duration
 	var collectAllocs, streamAllocs float64
 	for b.Loop() {
@@ -46,7 +46,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 		collect += time.Since(start)
 		start = time.Now()
 		streamAllocs += testing.AllocsPerRun(1, func() {
-			if res, err := p.readDecodedEach(0, 1000, 4<<20, false, emit); err != nil || res.count != 1000 {
+			if res, err := p.readDecodedEach(0, 1000, 4<<20, false, false, emit); err != nil || res.count != 1000 {
 				b.Fatal(err, res.count)
 			}
 		})

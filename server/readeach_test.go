@@ -17,8 +17,9 @@ import (
 // TestReadDecodedEachMatchesCollect holds the streaming read (records
 // handed to a callback straight from the decoded batch, as the HTTP JSON
 // consume uses) to the collecting one: same records, keys, values,
-// headers, transactional flags and next offsets, at both isolation levels
-// and under record and byte limits.
+// headers, transactional flags, markers (read_uncommitted with markers)
+// and next offsets, at both isolation levels and under record and byte
+// limits.
 func TestReadDecodedEachMatchesCollect(t *testing.T) {
 	log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
 	if err != nil {
@@ -67,29 +68,44 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 		off, ts       int64
 		key, val, hdr string
 		txn           bool
+		marker        string
 	}
-	for _, committed := range []bool{false, true} {
+	markerString := func(m *segments.Marker) string {
+		if m == nil {
+			return ""
+		}
+		return fmt.Sprintf("%d/%d", m.Type, m.ProducerID)
+	}
+	for _, mode := range []struct{ committed, markers bool }{{false, false}, {true, false}, {false, true}} {
+		committed, markers := mode.committed, mode.markers
+		nMarkers := 0
 		for _, lim := range []struct{ recs, bytes int }{{1000, 1 << 20}, {7, 1 << 20}, {1000, 500}, {3, 1}} {
 			var collected, streamed []got
 			var nextC, nextS []int64
 			for off := int64(0); off < p.hwm.Load(); {
-				res, err := p.readDecoded(off, lim.recs, lim.bytes, committed)
+				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, markers, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
+				if len(res.records) > lim.recs {
+					t.Fatalf("%d records, limit %d", len(res.records), lim.recs)
+				}
 				for _, r := range res.records {
-					collected = append(collected, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(r.Headers), r.Transactional})
+					collected = append(collected, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(r.Headers), r.Transactional, markerString(r.Control)})
+					if r.Control != nil {
+						nMarkers++
+					}
 				}
 				nextC = append(nextC, res.next)
 				off = res.next
 			}
 			for off := int64(0); off < p.hwm.Load(); {
-				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, func(r *segments.Record, txn bool) error {
+				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, markers, func(r *segments.Record, txn bool, m *segments.Marker) error {
 					var hs []kmsg.Header
 					for _, h := range r.Headers {
 						hs = append(hs, kmsg.Header{Key: h.Key, Value: h.Value})
 					}
-					streamed = append(streamed, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(hs), txn})
+					streamed = append(streamed, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(hs), txn, markerString(m)})
 					return nil
 				})
 				if err != nil {
@@ -99,11 +115,16 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 				off = res.next
 			}
 			if fmt.Sprint(collected) != fmt.Sprint(streamed) || fmt.Sprint(nextC) != fmt.Sprint(nextS) {
-				t.Fatalf("committed=%v limits=%v: streamed read differs\ncollected %v %v\nstreamed  %v %v", committed, lim, len(collected), nextC, len(streamed), nextS)
+				t.Fatalf("%+v limits=%v: streamed read differs\ncollected %v %v\nstreamed  %v %v", mode, lim, len(collected), nextC, len(streamed), nextS)
 			}
 			if len(collected) == 0 {
-				t.Fatalf("committed=%v limits=%v: nothing read", committed, lim)
+				t.Fatalf("%+v limits=%v: nothing read", mode, lim)
 			}
+			// 20 transactions, one marker each; without markers, none.
+			if want := map[bool]int{false: 0, true: 20}[markers]; nMarkers != want {
+				t.Fatalf("%+v limits=%v: %d markers, want %d", mode, lim, nMarkers, want)
+			}
+			nMarkers = 0
 		}
 	}
 }

@@ -42,6 +42,9 @@ type Record struct {
 	// Transactional: the record's batch belongs to a transaction (the
 	// HTTP consume and the UI mark it).
 	Transactional bool
+	// Control is set when the record is a transaction marker (HTTP reads
+	// that ask for markers); Key, Value and Headers are then nil.
+	Control *segments.Marker
 }
 
 // newRecord is one record to be written into a batch.

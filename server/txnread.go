@@ -15,7 +15,8 @@ import (
 // in what it read were aborted. Kafka clients drop those batches themselves
 // (Fetch's aborted_transactions); HTTP readers get them dropped by the
 // server (data.go). read_uncommitted readers read up to the high watermark
-// as before, transactional records included, markers never.
+// as before, transactional records included; markers only when an HTTP
+// reader asks for them (readRequest.markers), as records of their own.
 
 // lso is the partition's last stable offset.
 func (p *partition) lso() (int64, error) {

@@ -202,6 +202,24 @@ func (e ConsumedRecordValueEncoding) Valid() bool {
 	}
 }
 
+// Defines values for ControlMarkerType.
+const (
+	Abort  ControlMarkerType = "abort"
+	Commit ControlMarkerType = "commit"
+)
+
+// Valid indicates whether the value is a known member of the ControlMarkerType enum.
+func (e ControlMarkerType) Valid() bool {
+	switch e {
+	case Abort:
+		return true
+	case Commit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ControllerRole.
 const (
 	Candidate   ControllerRole = "candidate"
@@ -870,6 +888,11 @@ type ConsumeResponse struct {
 
 // ConsumedRecord defines model for ConsumedRecord.
 type ConsumedRecord struct {
+	// Control Present only on a transaction marker, returned with `include_control=true`:
+	// the control record that commits or aborts one producer's transaction on the
+	// partition. Its offset is taken like a record's; `key` and `value` are null.
+	Control *ControlMarker `json:"control,omitempty"`
+
 	// HeaderList Every header of the record, in order, repeated names and binary names included.
 	HeaderList *[]RecordHeader `json:"header_list,omitempty"`
 
@@ -888,8 +911,7 @@ type ConsumedRecord struct {
 
 	// Transactional Present (true) only when the record belongs to a transaction. With
 	// `isolation=read_uncommitted` such a record may be of a transaction still
-	// open or later aborted. Control records (commit/abort markers) are never
-	// returned.
+	// open or later aborted. Markers (see `control`) are transactional too.
 	Transactional *bool `json:"transactional,omitempty"`
 
 	// Value See value_encoding.
@@ -905,6 +927,19 @@ type ConsumedRecordKeyEncoding string
 
 // ConsumedRecordValueEncoding defines model for ConsumedRecord.ValueEncoding.
 type ConsumedRecordValueEncoding string
+
+// ControlMarker Present only on a transaction marker, returned with `include_control=true`:
+// the control record that commits or aborts one producer's transaction on the
+// partition. Its offset is taken like a record's; `key` and `value` are null.
+type ControlMarker struct {
+	CoordinatorEpoch int32             `json:"coordinator_epoch"`
+	ProducerEpoch    int32             `json:"producer_epoch"`
+	ProducerId       int64             `json:"producer_id"`
+	Type             ControlMarkerType `json:"type"`
+}
+
+// ControlMarkerType defines model for ControlMarker.Type.
+type ControlMarkerType string
 
 // Controller defines model for Controller.
 type Controller struct {
@@ -1061,6 +1096,11 @@ type GroupPollResponse struct {
 
 // GroupRecord defines model for GroupRecord.
 type GroupRecord struct {
+	// Control Present only on a transaction marker, returned with `include_control=true`:
+	// the control record that commits or aborts one producer's transaction on the
+	// partition. Its offset is taken like a record's; `key` and `value` are null.
+	Control *ControlMarker `json:"control,omitempty"`
+
 	// HeaderList Every header of the record, in order, repeated names and binary names included.
 	HeaderList *[]RecordHeader `json:"header_list,omitempty"`
 
@@ -1080,8 +1120,7 @@ type GroupRecord struct {
 
 	// Transactional Present (true) only when the record belongs to a transaction. With
 	// `isolation=read_uncommitted` such a record may be of a transaction still
-	// open or later aborted. Control records (commit/abort markers) are never
-	// returned.
+	// open or later aborted. Markers (see `control`) are transactional too.
 	Transactional *bool `json:"transactional,omitempty"`
 
 	// Value See value_encoding.
@@ -1480,6 +1519,9 @@ type Group = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IncludeControl defines model for IncludeControl.
+type IncludeControl = bool
+
 // Isolation defines model for Isolation.
 type Isolation string
 
@@ -1586,8 +1628,8 @@ type PollGroupParams struct {
 	// still open, at most the high watermark), leaves out records of aborted
 	// transactions, and `offset=latest` means the last stable offset.
 	// `read_uncommitted` reads up to the high watermark, records of open and aborted
-	// transactions included. Transaction markers (control records) are never
-	// returned; their offsets are skipped.
+	// transactions included. Transaction markers (control records) are not
+	// returned, their offsets are skipped, unless `include_control=true`.
 	Isolation *PollGroupParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
 }
 
@@ -1658,9 +1700,16 @@ type ConsumeRecordsParams struct {
 	// still open, at most the high watermark), leaves out records of aborted
 	// transactions, and `offset=latest` means the last stable offset.
 	// `read_uncommitted` reads up to the high watermark, records of open and aborted
-	// transactions included. Transaction markers (control records) are never
-	// returned; their offsets are skipped.
+	// transactions included. Transaction markers (control records) are not
+	// returned, their offsets are skipped, unless `include_control=true`.
 	Isolation *ConsumeRecordsParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
+
+	// IncludeControl With `isolation=read_uncommitted`, also return the transaction markers (the
+	// control records that commit or abort a producer's transaction) at their
+	// offsets, each as a record with `control` set and null `key` and `value`.
+	// They count against `max_records`. A 400 with `isolation=read_committed`:
+	// read_committed readers never see markers, as Kafka consumers never do.
+	IncludeControl *IncludeControl `form:"include_control,omitempty" json:"include_control,omitempty"`
 }
 
 // ConsumeRecordsParamsEncoding defines parameters for ConsumeRecords.
@@ -1725,9 +1774,16 @@ type StreamRecordsParams struct {
 	// still open, at most the high watermark), leaves out records of aborted
 	// transactions, and `offset=latest` means the last stable offset.
 	// `read_uncommitted` reads up to the high watermark, records of open and aborted
-	// transactions included. Transaction markers (control records) are never
-	// returned; their offsets are skipped.
+	// transactions included. Transaction markers (control records) are not
+	// returned, their offsets are skipped, unless `include_control=true`.
 	Isolation *StreamRecordsParamsIsolation `form:"isolation,omitempty" json:"isolation,omitempty"`
+
+	// IncludeControl With `isolation=read_uncommitted`, also return the transaction markers (the
+	// control records that commit or abort a producer's transaction) at their
+	// offsets, each as a record with `control` set and null `key` and `value`.
+	// They count against `max_records`. A 400 with `isolation=read_committed`:
+	// read_committed readers never see markers, as Kafka consumers never do.
+	IncludeControl *IncludeControl `form:"include_control,omitempty" json:"include_control,omitempty"`
 
 	// LastEventID Resume position, the `id` of the last event received.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
@@ -5578,6 +5634,18 @@ func NewConsumeRecordsRequest(server string, topic Topic, partition Partition, p
 
 		}
 
+		if params.IncludeControl != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_control", *params.IncludeControl, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -5919,6 +5987,18 @@ func NewStreamRecordsRequest(server string, topic Topic, params *StreamRecordsPa
 		if params.Isolation != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "isolation", *params.Isolation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.IncludeControl != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_control", *params.IncludeControl, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
