@@ -129,7 +129,7 @@ type Image struct {
 	Index          uint64 // last applied raft index (the metadata offset)
 	ClusterID      string
 	Brokers        map[int32]*Broker
-	Topics         map[string]*Topic
+	Topics         TopicMap // topicmap.go: persistent, shared between versions
 	NextProducerID int64
 	Users          map[string]*User    // users.go
 	ACLs           map[string]ACLEntry // acls.go, by ACLEntry.Key

@@ -204,7 +204,7 @@ func TestClusterOfThree(t *testing.T) {
 	}
 	img := c.converged()
 	leads := map[int32]int{}
-	for _, p := range img.Topics["events"].Partitions {
+	for _, p := range img.Topics.Get("events").Partitions {
 		leads[p.Leader]++
 	}
 	if leads[1] != 2 || leads[2] != 2 || leads[3] != 2 {
@@ -233,8 +233,8 @@ func TestClusterOfThree(t *testing.T) {
 	// The old leader comes back and catches up from the leader's snapshot.
 	c.start(old)
 	img = c.converged()
-	if img.Topics["events"] != nil || img.NextProducerID < 5 {
-		t.Fatalf("image: %d topics, next producer id %d", len(img.Topics), img.NextProducerID)
+	if img.Topics.Get("events") != nil || img.NextProducerID < 5 {
+		t.Fatalf("image: %d topics, next producer id %d", img.Topics.Len(), img.NextProducerID)
 	}
 	if !strings.Contains(c.logs[old].String(), "restored snapshot") {
 		t.Error("lagging node did not install a snapshot")

@@ -14,7 +14,7 @@ import (
 // never modify them.
 
 func (c *change) topic(name string) (*Topic, error) {
-	t, ok := c.img.Topics[name]
+	t, ok := c.img.Topics.Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTopic, name)
 	}
@@ -25,7 +25,7 @@ func (c *change) createTopic(cmd *CreateTopic) (any, error) {
 	if cmd.Name == "" {
 		return nil, fmt.Errorf("%w: empty topic name", ErrInvalidCommand)
 	}
-	if _, ok := c.img.Topics[cmd.Name]; ok {
+	if _, ok := c.img.Topics.Lookup(cmd.Name); ok {
 		return nil, fmt.Errorf("%w: %q", ErrTopicExists, cmd.Name)
 	}
 	if cmd.Partitions < 1 || cmd.ReplicationFactor < 1 {
@@ -105,7 +105,7 @@ func (c *change) deleteTopic(cmd *DeleteTopic) (any, error) {
 	if c.img.load != nil {
 		c.img.load.add(t, -1)
 	}
-	delete(c.img.Topics, cmd.Name)
+	c.img.Topics = c.img.Topics.Without(cmd.Name)
 	c.writes = append(c.writes, write{key: topicKey(cmd.Name)})
 	return t, nil
 }

@@ -65,6 +65,8 @@
 //	              secrets are derived or drawn by the node before proposing
 //	quotas.go     client quotas by entity (SetQuotas)
 //	image.go      Image copy-on-write, Digest, the publishing holder
+//	topicmap.go   TopicMap: the topics as a persistent radix tree (hashicorp's
+//	              go-immutable-radix), so a batch costs O(change), not O(topics)
 //	state.go      badger layout of the state machine, loading an image
 //	snapshot.go   snapshot format, Persist and Restore
 //	placement.go  replica placement for CreateTopic/CreatePartitions

@@ -203,10 +203,10 @@ func (c *change) apply(cmd Command) (any, error) {
 
 func (c *change) putTopic(t *Topic) {
 	if c.img.load != nil {
-		c.img.load.add(c.img.Topics[t.Name], -1)
+		c.img.load.add(c.img.Topics.Get(t.Name), -1)
 		c.img.load.add(t, 1)
 	}
-	c.img.Topics[t.Name] = t
+	c.img.Topics = c.img.Topics.With(t)
 	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
 }
 

@@ -87,7 +87,7 @@ func TestFSMCommands(t *testing.T) {
 		{name: "create topic", cmd: create("u", []int32{3}),
 			check: func(t *testing.T, res any, img *Image) {
 				tp := res.(*Topic)
-				if img.Topics["u"] != tp || tp.Partitions[0].Leader != 3 || !reflect.DeepEqual(tp.Partitions[0].ISR, []int32{3}) {
+				if img.Topics.Get("u") != tp || tp.Partitions[0].Leader != 3 || !reflect.DeepEqual(tp.Partitions[0].ISR, []int32{3}) {
 					t.Fatalf("topic %+v", tp)
 				}
 				if tp.ID == ([16]byte{}) {
@@ -103,21 +103,21 @@ func TestFSMCommands(t *testing.T) {
 		{name: "create empty name", cmd: create("", []int32{1}), err: ErrInvalidTopicName},
 		{name: "delete", cmd: Command{DeleteTopic: &DeleteTopic{Name: "t"}},
 			check: func(t *testing.T, res any, img *Image) {
-				if _, ok := img.Topics["t"]; ok || res.(*Topic).Name != "t" {
+				if _, ok := img.Topics.Lookup("t"); ok || res.(*Topic).Name != "t" {
 					t.Fatal("topic not deleted")
 				}
 			}},
 		{name: "delete unknown", cmd: Command{DeleteTopic: &DeleteTopic{Name: "x"}}, err: ErrUnknownTopic},
 		{name: "alter configs", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"a": "1"}, Delete: []string{"b"}}},
 			check: func(t *testing.T, res any, img *Image) {
-				if img.Topics["t"].Configs["a"] != "1" {
-					t.Fatalf("configs %v", img.Topics["t"].Configs)
+				if img.Topics.Get("t").Configs["a"] != "1" {
+					t.Fatalf("configs %v", img.Topics.Get("t").Configs)
 				}
 			}},
 		{name: "alter unknown", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "x"}}, err: ErrUnknownTopic},
 		{name: "create partitions", cmd: Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3, 1}}}},
 			check: func(t *testing.T, res any, img *Image) {
-				if n := len(img.Topics["t"].Partitions); n != 3 {
+				if n := len(img.Topics.Get("t").Partitions); n != 3 {
 					t.Fatalf("%d partitions", n)
 				}
 			}},
@@ -141,7 +141,7 @@ func TestFSMCommands(t *testing.T) {
 		{name: "bad state", cmd: Command{SetBrokerState: &SetBrokerState{ID: 2, Epoch: 2, State: "gone"}}, err: ErrInvalidCommand},
 		{name: "change leader", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 1, Leader: 3, ISR: []int32{3}}},
 			check: func(t *testing.T, res any, img *Image) {
-				p := img.Topics["t"].Partitions[1]
+				p := img.Topics.Get("t").Partitions[1]
 				if p.Leader != 3 || p.LeaderEpoch != 1 || p.PartitionEpoch != 1 || !reflect.DeepEqual(p.ISR, []int32{3}) {
 					t.Fatalf("partition %+v", p)
 				}
@@ -151,13 +151,13 @@ func TestFSMCommands(t *testing.T) {
 			}},
 		{name: "shrink isr", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: 1, ISR: []int32{1}}},
 			check: func(t *testing.T, res any, img *Image) {
-				if p := img.Topics["t"].Partitions[0]; p.LeaderEpoch != 0 || p.PartitionEpoch != 1 {
+				if p := img.Topics.Get("t").Partitions[0]; p.LeaderEpoch != 0 || p.PartitionEpoch != 1 {
 					t.Fatalf("partition %+v", p)
 				}
 			}},
 		{name: "offline", cmd: Command{ChangePartition: &ChangePartition{Topic: "t", Partition: 0, Leader: -1}},
 			check: func(t *testing.T, res any, img *Image) {
-				if p := img.Topics["t"].Partitions[0]; p.Leader != -1 || p.LeaderEpoch != 1 {
+				if p := img.Topics.Get("t").Partitions[0]; p.Leader != -1 || p.LeaderEpoch != 1 {
 					t.Fatalf("partition %+v", p)
 				}
 			}},
@@ -172,7 +172,7 @@ func TestFSMCommands(t *testing.T) {
 			{Partition: 5, Leader: 1},                                  // unknown: skipped
 		}}},
 			check: func(t *testing.T, res any, img *Image) {
-				p0, p1 := img.Topics["t"].Partitions[0], img.Topics["t"].Partitions[1]
+				p0, p1 := img.Topics.Get("t").Partitions[0], img.Topics.Get("t").Partitions[1]
 				if res.(int64) != 1 || p0.Leader != 2 || p0.LeaderEpoch != 1 || p1.Leader != 2 || p1.PartitionEpoch != 0 {
 					t.Fatalf("result %v, partitions %+v %+v", res, p0, p1)
 				}
@@ -243,10 +243,10 @@ func TestFSMCopyOnWrite(t *testing.T) {
 	before, _ := f.image()
 	applyAt(t, f, 6, Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"k": "v"}}})
 	after, _ := f.image()
-	if before.Topics["u"] != after.Topics["u"] {
+	if before.Topics.Get("u") != after.Topics.Get("u") {
 		t.Error("unchanged topic not shared")
 	}
-	if before.Topics["t"] == after.Topics["t"] || len(before.Topics["t"].Configs) != 0 {
+	if before.Topics.Get("t") == after.Topics.Get("t") || len(before.Topics.Get("t").Configs) != 0 {
 		t.Error("changed topic modified in place")
 	}
 }
@@ -318,11 +318,11 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		t.Fatalf("restore: %v", err)
 	}
 	got, _ := dst.image()
-	if got.Index != 6 || got.ClusterID != "c1" || got.Brokers[9] != nil || got.Topics["t"] == nil {
+	if got.Index != 6 || got.ClusterID != "c1" || got.Brokers[9] != nil || got.Topics.Get("t") == nil {
 		t.Fatalf("restored image %+v", got)
 	}
-	if id := got.Topics["t"].ID; id == ([16]byte{}) || id != before.Topics["t"].ID {
-		t.Fatalf("topic id %x after restore, %x before", id, before.Topics["t"].ID) // Kafka clients keep ids
+	if id := got.Topics.Get("t").ID; id == ([16]byte{}) || id != before.Topics.Get("t").ID {
+		t.Fatalf("topic id %x after restore, %x before", id, before.Topics.Get("t").ID) // Kafka clients keep ids
 	}
 	applyAt(t, dst, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
 	got, _ = dst.image()
@@ -385,7 +385,7 @@ func TestPlacementSkipsFencedAndBalancesLeaders(t *testing.T) {
 		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
 	}
 	img.Brokers[2] = &Broker{ID: 2, State: BrokerFenced}
-	img.Topics["x"] = &Topic{Name: "x", Partitions: []Partition{{Leader: 1, Replicas: []int32{1}}}}
+	img.Topics = img.Topics.With(&Topic{Name: "x", Partitions: []Partition{{Leader: 1, Replicas: []int32{1}}}})
 	got, err := placeReplicas(img, 1, 1)
 	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
 		t.Fatalf("got %v %v, want [[3]] (broker 1 already leads, 2 fenced)", got, err)
@@ -479,8 +479,8 @@ func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
 	}
 	img, _ := f.image()
 	loaded, applied, err := loadImage(f.db)
-	if err != nil || applied != uint64(len(logs)+4) || loaded.Digest() != img.Digest() || len(img.Topics) != 13 {
-		t.Fatalf("applied %d, %d topics, err %v, digests equal %v", applied, len(img.Topics), err, loaded.Digest() == img.Digest())
+	if err != nil || applied != uint64(len(logs)+4) || loaded.Digest() != img.Digest() || img.Topics.Len() != 13 {
+		t.Fatalf("applied %d, %d topics, err %v, digests equal %v", applied, img.Topics.Len(), err, loaded.Digest() == img.Digest())
 	}
 }
 
@@ -499,10 +499,10 @@ func TestPlacementBalancesReplicas(t *testing.T) {
 		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
 	}
 	// Broker 3 leads one partition but 1 and 2 hold more replicas.
-	img.Topics["x"] = &Topic{Name: "x", Partitions: []Partition{
+	img.Topics = img.Topics.With(&Topic{Name: "x", Partitions: []Partition{
 		{Leader: 3, Replicas: []int32{3}},
 		{Leader: 1, Replicas: []int32{1, 2}}, {Leader: 2, Replicas: []int32{2, 1}},
-	}}
+	}})
 	got, err := placeReplicas(img, 1, 1)
 	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
 		t.Fatalf("got %v %v, want [[3]]", got, err)

@@ -15,7 +15,7 @@ func (img *Image) Digest() string {
 	b, err := json.Marshal(struct {
 		ClusterID      string
 		Brokers        map[int32]*Broker
-		Topics         map[string]*Topic
+		Topics         TopicMap
 		NextProducerID int64
 		Users          map[string]*User    `json:",omitempty"` // omitted: digests without users stay as they were
 		ACLs           map[string]ACLEntry `json:",omitempty"`
@@ -31,13 +31,15 @@ func (img *Image) Digest() string {
 }
 
 // next returns a shallow copy of img for the command at index: the maps are
-// copied, the *Broker and *Topic values shared until replaced.
+// copied, the *Broker and *Topic values shared until replaced. Topics is
+// persistent and shared as it is (its changes make new versions), so that
+// the cost of a batch does not grow with the number of topics.
 func (img *Image) next(index uint64) *Image {
 	n := &Image{
 		Index:          index,
 		ClusterID:      img.ClusterID,
 		Brokers:        make(map[int32]*Broker, len(img.Brokers)),
-		Topics:         make(map[string]*Topic, len(img.Topics)),
+		Topics:         img.Topics,
 		NextProducerID: img.NextProducerID,
 		Users:          make(map[string]*User, len(img.Users)),
 		ACLs:           make(map[string]ACLEntry, len(img.ACLs)),
@@ -59,9 +61,6 @@ func (img *Image) next(index uint64) *Image {
 	for k, v := range img.Brokers {
 		n.Brokers[k] = v
 	}
-	for k, v := range img.Topics {
-		n.Topics[k] = v
-	}
 	if img.load != nil {
 		n.load = img.load.clone()
 	} else {
@@ -71,7 +70,7 @@ func (img *Image) next(index uint64) *Image {
 }
 
 func emptyImage() *Image {
-	return &Image{Brokers: map[int32]*Broker{}, Topics: map[string]*Topic{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}, Tokens: map[string]*Token{}, Quotas: map[string]Quota{}}
+	return &Image{Brokers: map[int32]*Broker{}, Users: map[string]*User{}, ACLs: map[string]ACLEntry{}, Tokens: map[string]*Token{}, Quotas: map[string]Quota{}}
 }
 
 // clone returns a deep copy of t, for modification before it is published.

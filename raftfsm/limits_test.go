@@ -203,8 +203,8 @@ func TestInvalidCommandCommittedButRefused(t *testing.T) {
 		}
 	}
 	after, _ := n.Image()
-	if after.Digest() != before.Digest() || len(after.Topics) != 0 {
-		t.Fatalf("the image changed: %d topics", len(after.Topics))
+	if after.Digest() != before.Digest() || after.Topics.Len() != 0 {
+		t.Fatalf("the image changed: %d topics", after.Topics.Len())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

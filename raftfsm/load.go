@@ -20,7 +20,7 @@ type partitionLoad struct {
 // incremental counts.
 func scanLoad(img *Image) *partitionLoad {
 	l := &partitionLoad{replicas: map[int32]int64{}, leaders: map[int32]int64{}}
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		l.add(t, 1)
 	}
 	return l

@@ -21,7 +21,7 @@ func BenchmarkPlaceReplicas(b *testing.B) {
 			reps := []int32{int32(p%3 + 1), int32((p+1)%3 + 1), int32((p+2)%3 + 1)}
 			t.Partitions = append(t.Partitions, Partition{Leader: reps[0], Replicas: reps, ISR: reps})
 		}
-		img.Topics[t.Name] = t
+		img.Topics = img.Topics.With(t)
 	}
 	counted := *img
 	counted.load = scanLoad(img)

@@ -96,7 +96,7 @@ func TestSingleNodeBootstrapAndRestart(t *testing.T) {
 	if img2.Index != index {
 		t.Fatalf("after restart index %d, want %d", img2.Index, index)
 	}
-	if got := img2.Topics["orders"].Configs["retention.ms"]; got != "1000" {
+	if got := img2.Topics.Get("orders").Configs["retention.ms"]; got != "1000" {
 		t.Fatalf("config after restart %q", got)
 	}
 }
@@ -155,8 +155,8 @@ func TestRecoverStateFromSnapshotAndLog(t *testing.T) {
 	}
 	n = openSingle(t, dir)
 	img, _ = n.Image()
-	if img.Digest() != want || img.Topics["b"] == nil {
-		t.Fatalf("rebuilt state differs: topics %v", len(img.Topics))
+	if img.Digest() != want || img.Topics.Get("b") == nil {
+		t.Fatalf("rebuilt state differs: topics %v", img.Topics.Len())
 	}
 }
 

@@ -151,7 +151,7 @@ func (n *Node) prepare(cmd Command) (Command, *reservation, error) {
 		cmd.CreateTopic = &ct
 	case cmd.CreatePartitions != nil:
 		cp := *cmd.CreatePartitions
-		t, ok := img.Topics[cp.Topic]
+		t, ok := img.Topics.Lookup(cp.Topic)
 		if !ok {
 			return cmd, nil, fmt.Errorf("%w: %q", ErrUnknownTopic, cp.Topic)
 		}

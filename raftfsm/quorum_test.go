@@ -320,12 +320,12 @@ func TestQuorumWithNonvoters(t *testing.T) {
 	q.stop(4)
 	q.applyOn(3, createTopic("d", 1, 1))
 	q.start(4)
-	if img, _ := q.nodes[4].Image(); img.Topics["c"] == nil {
+	if img, _ := q.nodes[4].Image(); img.Topics.Get("c") == nil {
 		t.Fatal("restarted non-voter did not load its state")
 	}
 	q.waitReady()
 	img := q.converged()
-	if img.Topics["d"] == nil {
+	if img.Topics.Get("d") == nil {
 		t.Fatal("topic d missing")
 	}
 	if n := strings.Count(q.logs[4].String(), "joining the quorum as a non-voter"); n != 1 {
@@ -400,7 +400,7 @@ func TestMinorityCannotApply(t *testing.T) {
 	}
 	q.isolate(old, false)
 	img := q.converged()
-	if img.NextProducerID != 0 || img.Topics["majority"] == nil {
+	if img.NextProducerID != 0 || img.Topics.Get("majority") == nil {
 		t.Fatalf("topics after healing: %v", img.Topics)
 	}
 }
@@ -462,12 +462,12 @@ func TestBrokerLifecycle(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "leaders moved off broker 4", func() bool {
 		img, _ := q.nodes[0].Image()
-		for _, p := range img.Topics["t"].Partitions {
+		for _, p := range img.Topics.Get("t").Partitions {
 			if p.Leader != 5 || slices.Contains(p.ISR, 4) && p.Leader == 4 {
 				return false
 			}
 		}
-		solo := img.Topics["solo"].Partitions[0]
+		solo := img.Topics.Get("solo").Partitions[0]
 		return solo.Leader == -1 && slices.Equal(solo.ISR, []int32{4})
 	})
 	if _, err := q.nodes[4].Apply(ctx, createTopic("rf2", 1, 2)); !errors.Is(err, raftfsm.ErrNotEnoughBrokers) {
@@ -481,7 +481,7 @@ func TestBrokerLifecycle(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "solo/0 led again", func() bool {
 		img, _ := q.nodes[0].Image()
-		return img.Topics["solo"].Partitions[0].Leader == 4
+		return img.Topics.Get("solo").Partitions[0].Leader == 4
 	})
 
 	// A new active controller gives every broker a fresh session: none is
@@ -504,7 +504,7 @@ func TestBrokerLifecycle(t *testing.T) {
 	if img.Brokers[5].State != raftfsm.BrokerShuttingDown {
 		t.Fatalf("broker 5 %+v", img.Brokers[5])
 	}
-	for i, p := range img.Topics["t"].Partitions {
+	for i, p := range img.Topics.Get("t").Partitions {
 		if p.Leader == 5 && slices.Contains(p.ISR, 4) {
 			t.Fatalf("t/%d still led by the broker shutting down: %+v", i, p)
 		}

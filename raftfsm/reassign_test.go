@@ -102,7 +102,7 @@ func TestReassignPartition(t *testing.T) {
 				}
 			}
 			img, _ := f.image()
-			if got := img.Topics["t"].Partitions[0]; !reflect.DeepEqual(got, tt.want) {
+			if got := img.Topics.Get("t").Partitions[0]; !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("partition 0\n got %+v\nwant %+v", got, tt.want)
 			}
 		})
@@ -124,13 +124,13 @@ func TestReassignmentPersists(t *testing.T) {
 		t.Fatal("digest ignores the reassignment")
 	}
 	var tp Topic
-	if err := json.Unmarshal(mustJSON(img.Topics["t"]), &tp); err != nil {
+	if err := json.Unmarshal(mustJSON(img.Topics.Get("t")), &tp); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(tp.Partitions[0], img.Topics["t"].Partitions[0]) {
-		t.Fatalf("stored %+v, image %+v", tp.Partitions[0], img.Topics["t"].Partitions[0])
+	if !reflect.DeepEqual(tp.Partitions[0], img.Topics.Get("t").Partitions[0]) {
+		t.Fatalf("stored %+v, image %+v", tp.Partitions[0], img.Topics.Get("t").Partitions[0])
 	}
-	if rf := topicRF(img.Topics["t"]); rf != 2 {
+	if rf := topicRF(img.Topics.Get("t")); rf != 2 {
 		t.Fatalf("replication factor %d while reassigning, want 2", rf)
 	}
 	if res := applyAt(t, f, 7, Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3, 4}}}}); isErr(res) {

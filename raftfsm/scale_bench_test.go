@@ -87,7 +87,7 @@ func runScale(b *testing.B, total int) {
 	shutdown := time.Since(start)
 	img, _ := q.nodes[broker].Image()
 	led := 0
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
 			if p.Leader == q.cfgs[broker].NodeID {
 				led++

@@ -302,9 +302,9 @@ func leaderMoves(img *Image, sick map[int32]bool) []Command {
 	}
 	healthy := func(id int32) bool { return alive(id) && !sick[id] }
 	var out []Command
-	for _, name := range slices.Sorted(maps.Keys(img.Topics)) {
+	for name, t := range img.Topics.All() {
 		var changes []ChangePartition
-		for i, p := range img.Topics[name].Partitions {
+		for i, p := range t.Partitions {
 			if p.Leader != -1 && sick[p.Leader] && alive(p.Leader) {
 				if ch, ok := leaderMove(img, p, healthy); ok && ch.Leader != -1 {
 					ch.Partition = int32(i)
@@ -420,7 +420,7 @@ func movable(img *Image, id int32) int {
 		return ok && b.State == BrokerAlive && r != id
 	}
 	count := 0
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
 			if p.Leader == id && slices.ContainsFunc(p.ISR, alive) {
 				count++

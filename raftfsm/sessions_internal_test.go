@@ -10,7 +10,7 @@ func TestLeaderMoves(t *testing.T) {
 	for id, st := range map[int32]BrokerState{1: BrokerAlive, 2: BrokerFenced, 3: BrokerShuttingDown, 4: BrokerAlive} {
 		img.Brokers[id] = &Broker{ID: id, State: st}
 	}
-	img.Topics["t"] = &Topic{Name: "t", Partitions: []Partition{
+	img.Topics = img.Topics.With(&Topic{Name: "t", Partitions: []Partition{
 		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // alive leader: kept, fenced 2 leaves the ISR
 		{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 4, 1}, ISR: []int32{2, 1, 4}}, // fenced: to 4, the first alive replica
 		{Leader: 2, PartitionEpoch: 5, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},    // fenced, no alive candidate: offline
@@ -19,7 +19,7 @@ func TestLeaderMoves(t *testing.T) {
 		{Leader: -1, Replicas: []int32{2, 1}, ISR: []int32{1}},                         // offline, 1 alive: led again
 		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, none: kept
 		{Leader: 9, Replicas: []int32{9, 1}, ISR: []int32{9}},                          // unknown broker, no candidate: offline
-	}}
+	}})
 	want := []ChangePartition{
 		{Partition: 0, Leader: 1, ISR: []int32{1}},
 		{Partition: 1, LeaderEpoch: 3, Leader: 4, ISR: []int32{1, 4}},
@@ -41,7 +41,7 @@ func TestLeaderMovesChunked(t *testing.T) {
 	for i := range ps {
 		ps[i] = Partition{Leader: -1, Replicas: []int32{1}, ISR: []int32{1}}
 	}
-	img.Topics["big"] = &Topic{Name: "big", Partitions: ps}
+	img.Topics = img.Topics.With(&Topic{Name: "big", Partitions: ps})
 	cmds := leaderMoves(img, nil)
 	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != maxMovesPerCommand {
 		t.Fatalf("%d commands", len(cmds))
@@ -62,13 +62,13 @@ func TestLeaderMovesAwayFromSickBroker(t *testing.T) {
 	for id := int32(1); id <= 3; id++ {
 		img.Brokers[id] = &Broker{ID: id, State: BrokerAlive}
 	}
-	img.Topics["t"] = &Topic{Name: "t", Partitions: []Partition{
+	img.Topics = img.Topics.With(&Topic{Name: "t", Partitions: []Partition{
 		{Leader: 2, LeaderEpoch: 4, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1, 3}}, // sick leader: to 1, 2 leaves
 		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // sick follower leaves the ISR
 		{Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2}},                          // nobody else in sync: kept
 		{Leader: -1, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},                      // offline: the healthy one first
 		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, only the sick one: better than none
-	}}
+	}})
 	want := []ChangePartition{
 		{Partition: 0, LeaderEpoch: 4, Leader: 1, ISR: []int32{1, 3}},
 		{Partition: 1, Leader: 1, ISR: []int32{1}},

@@ -112,7 +112,7 @@ func (f *fsm) restore(r io.Reader) error {
 	}
 	f.applied.Store(idx)
 	f.images.publish(img)
-	f.log.Info("raftfsm: restored snapshot", "index", idx, "topics", len(img.Topics), "brokers", len(img.Brokers))
+	f.log.Info("raftfsm: restored snapshot", "index", idx, "topics", img.Topics.Len(), "brokers", len(img.Brokers))
 	return nil
 }
 

@@ -94,7 +94,7 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
-		img.Topics[t.Name] = &t
+		img.Topics = img.Topics.With(&t)
 	case strings.HasPrefix(key, prefixUsers):
 		var u User
 		if err := json.Unmarshal(v, &u); err != nil {

@@ -100,7 +100,7 @@ func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 		return nil, err
 	}
 	img, _ := s.meta.Image()
-	if _, ok := img.Topics[spec.name]; ok {
+	if _, ok := img.Topics.Lookup(spec.name); ok {
 		return nil, fmt.Errorf("%w: %s", raftfsm.ErrTopicExists, spec.name)
 	}
 	if err := checkAssignedBrokers(img, spec.assignments); err != nil {

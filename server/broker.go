@@ -261,7 +261,7 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 	b.applied = img.Index
 	var errs []error
 	for name, ht := range b.topics {
-		t, ok := img.Topics[name]
+		t, ok := img.Topics.Lookup(name)
 		if ok && t.ID == ht.id {
 			continue
 		}
@@ -274,7 +274,7 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 		}
 		delete(b.topics, name)
 	}
-	for name, t := range img.Topics {
+	for name, t := range img.Topics.All() {
 		if err := b.hostTopicLocked(t); err != nil {
 			errs = append(errs, fmt.Errorf("host topic %s: %w", name, err))
 		}
@@ -455,11 +455,11 @@ func (b *broker) replica(topic string, idx int32) (*partition, error) {
 		return p, err
 	}
 	img, _ := b.meta.Image()
-	if _, ok := img.Topics[topic]; !ok {
+	if _, ok := img.Topics.Lookup(topic); !ok {
 		if !catchUpOnMiss(context.Background(), b.meta) {
 			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
 		}
-		if img, _ = b.meta.Image(); img.Topics[topic] == nil {
+		if img, _ = b.meta.Image(); img.Topics.Get(topic) == nil {
 			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
 		}
 	}
@@ -482,7 +482,7 @@ func (b *broker) lookup(topic string, idx int32) (*partition, error) {
 	p, ok := ht.parts[idx]
 	if !ok {
 		img, _ := b.meta.Image()
-		if t, ok := img.Topics[topic]; ok && idx >= 0 && int(idx) < len(t.Partitions) {
+		if t, ok := img.Topics.Lookup(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
 			return nil, fmt.Errorf("%w: %s-%d is led by broker %d", errNotLeader, topic, idx, t.Partitions[idx].Leader)
 		}
 		return nil, fmt.Errorf("%w: %s has no partition %d", errUnknownPartition, topic, idx)

@@ -25,8 +25,8 @@ func TestReconcileIgnoresOlderImages(t *testing.T) {
 		return &raftfsm.Topic{ID: [16]byte{id}, Name: name, Configs: map[string]string{},
 			Partitions: []raftfsm.Partition{{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1}, ISR: []int32{1}}}}
 	}
-	old := &raftfsm.Image{Index: 10, Topics: map[string]*raftfsm.Topic{"a": topic("a", 1, 0)}}
-	newer := &raftfsm.Image{Index: 12, Topics: map[string]*raftfsm.Topic{"a": topic("a", 1, 3), "b": topic("b", 2, 0)}}
+	old := &raftfsm.Image{Index: 10, Topics: raftfsm.TopicMapOf(topic("a", 1, 0))}
+	newer := &raftfsm.Image{Index: 12, Topics: raftfsm.TopicMapOf(topic("a", 1, 3), topic("b", 2, 0))}
 	if err := b.reconcile(newer); err != nil {
 		t.Fatal(err)
 	}

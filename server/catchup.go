@@ -33,14 +33,14 @@ func catchUpOnMiss(ctx context.Context, meta *raftfsm.Node) bool {
 // the active controller first when it is not there.
 func (s *Server) lookupTopic(ctx context.Context, name string) (*raftfsm.Image, *raftfsm.Topic, bool) {
 	img, _ := s.meta.Image()
-	if t, ok := img.Topics[name]; ok {
+	if t, ok := img.Topics.Lookup(name); ok {
 		return img, t, true
 	}
 	if !catchUpOnMiss(ctx, s.meta) {
 		return img, nil, false
 	}
 	img, _ = s.meta.Image()
-	t, ok := img.Topics[name]
+	t, ok := img.Topics.Lookup(name)
 	return img, t, ok
 }
 

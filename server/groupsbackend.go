@@ -132,7 +132,7 @@ func (l offsetsLog) BatchEnd(off int64) (int64, error) {
 func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset int64, maxRecords, maxBytes int, uncommitted bool) (api.ConsumeResult, error) {
 	s := b.s
 	img, _ := s.meta.Image()
-	top, ok := img.Topics[t.Topic]
+	top, ok := img.Topics.Lookup(t.Topic)
 	if !ok || int(t.Partition) >= len(top.Partitions) {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d", api.ErrUnknownPartition, t.Topic, t.Partition)
 	}
@@ -167,7 +167,7 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartition, ts, end int64) (int64, error) {
 	s := b.s
 	img, _ := s.meta.Image()
-	top := img.Topics[t.Topic]
+	top := img.Topics.Get(t.Topic)
 	leader := top.Partitions[t.Partition].Leader
 	if leader == s.cfg.NodeID {
 		p, err := s.broker.partition(t.Topic, t.Partition)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -157,7 +158,7 @@ func (h *httpBackend) RemoveController(ctx context.Context, id int32) (api.Clust
 func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 	img, _ := h.s.meta.Image()
 	replicas, leaders := map[int32]int32{}, map[int32]int32{}
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
 			for _, r := range p.Replicas {
 				replicas[r]++
@@ -194,16 +195,23 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.TopicPage, error) {
 	img, _ := h.s.meta.Image()
 	principal := api.PrincipalFrom(ctx)
-	names := make([]string, 0, len(img.Topics))
-	for name := range img.Topics {
-		if h.s.allowed(principal, "*", "topic", name, "describe") { // as Kafka's Metadata: only the topics the principal may describe
+	// The image keeps topics in name order: the page starts at the prefix
+	// or the cursor and stops one name past the limit (to tell that more
+	// follow), without visiting the other topics.
+	start := max(q.Prefix, q.After)
+	names := make([]string, 0, q.Limit+1)
+	for name := range img.Topics.From(start) {
+		if !strings.HasPrefix(name, q.Prefix) || len(names) > q.Limit {
+			break
+		}
+		if q.Match(name) && h.s.allowed(principal, "*", "topic", name, "describe") { // as Kafka's Metadata: only the topics the principal may describe
 			names = append(names, name)
 		}
 	}
 	names, more := api.PageNames(names, q)
 	out := api.TopicPage{Topics: make([]api.TopicSummary, 0, len(names)), More: more}
 	for _, name := range names {
-		t := img.Topics[name]
+		t := img.Topics.Get(name)
 		var size int64
 		for _, p := range h.s.broker.partitionsOf(t.Name) {
 			size += p.log.Size()
@@ -550,7 +558,7 @@ func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersi
 
 // partitionHealth counts under-replicated and offline partitions.
 func partitionHealth(img *raftfsm.Image) (under, offline int) {
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
 			if p.Leader < 0 {
 				offline++

@@ -113,7 +113,7 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 		c.Brokers = append(c.Brokers, bi)
 	}
 	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: isInternal(t.Name)}
 		for i, p := range t.Partitions {
 			pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,

@@ -32,7 +32,7 @@ func (s *Server) runLeaderElections(ctx context.Context, every time.Duration) {
 			continue
 		}
 		img, _ := s.meta.Image()
-		for name := range img.Topics {
+		for name := range img.Topics.All() {
 			if _, _, err := s.electPartitions(ctx, name, nil, electAuto, false); err != nil && ctx.Err() == nil {
 				s.logger.Warn("leader election", "topic", name, "err", err)
 			}
@@ -78,7 +78,7 @@ func (s *Server) electLeaders(ctx context.Context, topic string) (int64, error) 
 // controller's own elections don't wait on other brokers.
 func (s *Server) electPartitions(ctx context.Context, topic string, partitions []int32, mode electionMode, asked bool) (map[int32]error, int64, error) {
 	img, _ := s.meta.Image()
-	t, ok := img.Topics[topic]
+	t, ok := img.Topics.Lookup(topic)
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %s", errUnknownTopic, topic)
 	}

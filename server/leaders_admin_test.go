@@ -47,7 +47,7 @@ func TestElectionsAsked(t *testing.T) {
 			if tc.unclean {
 				topic.Configs["unclean.leader.election.enable"] = "true"
 			}
-			img := &raftfsm.Image{Brokers: tc.brokers, Topics: map[string]*raftfsm.Topic{"t": topic}}
+			img := &raftfsm.Image{Brokers: tc.brokers, Topics: raftfsm.TopicMapOf(topic)}
 			changes, results := elections(img, topic, []int32{0, 5}, tc.mode)
 			if err := results[0]; !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("partition 0: %v, want %v", err, tc.wantErr)

@@ -42,7 +42,7 @@ func TestLeaderChanges(t *testing.T) {
 			if tc.unclean {
 				topic.Configs["unclean.leader.election.enable"] = "true"
 			}
-			img := &raftfsm.Image{Brokers: tc.brokers, Topics: map[string]*raftfsm.Topic{"t": topic}}
+			img := &raftfsm.Image{Brokers: tc.brokers, Topics: raftfsm.TopicMapOf(topic)}
 			got := leaderChanges(img, topic)
 			if tc.wantLeader == -2 {
 				if len(got) != 0 {

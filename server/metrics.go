@@ -174,7 +174,7 @@ func (m *metrics) forget(topic string) {
 func (s *Server) underReplicatedLed() int {
 	img, _ := s.meta.Image()
 	n := 0
-	for _, t := range img.Topics {
+	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
 			if p.Leader == s.cfg.NodeID && len(p.ISR) < len(p.TargetReplicas()) {
 				n++

@@ -76,7 +76,7 @@ func (t *txnState) close() {
 // partitions node leads (partition -> leader epoch).
 func txnLeadership(img *raftfsm.Image, node int32) (int32, map[int32]int32) {
 	led := map[int32]int32{}
-	t, ok := img.Topics[transactionStateTopic]
+	t, ok := img.Topics.Lookup(transactionStateTopic)
 	if !ok {
 		return 0, led
 	}
@@ -95,13 +95,13 @@ func (s *Server) txnCoordinatorOf(ctx context.Context, id string) (int32, error)
 		return -1, fmt.Errorf("%w: empty transactional id", kafkaproto.ErrInvalidRequest)
 	}
 	img, _ := s.meta.Image()
-	t, ok := img.Topics[transactionStateTopic]
+	t, ok := img.Topics.Lookup(transactionStateTopic)
 	if !ok {
 		if err := s.ensureTxnStateTopic(ctx, img); err != nil {
 			return -1, err
 		}
 		img, _ = s.meta.Image()
-		if t, ok = img.Topics[transactionStateTopic]; !ok {
+		if t, ok = img.Topics.Lookup(transactionStateTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic)
 		}
 	}
@@ -217,7 +217,7 @@ func (c txnCluster) PartitionExists(t kafkaproto.TopicPartition) bool {
 		return false // never part of a transaction
 	}
 	img, _ := c.s.meta.Image()
-	top, ok := img.Topics[t.Topic]
+	top, ok := img.Topics.Lookup(t.Topic)
 	return ok && t.Partition >= 0 && int(t.Partition) < len(top.Partitions)
 }
 
@@ -241,10 +241,10 @@ func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kaf
 	remote := map[int32][]int{}
 	for i, t := range parts {
 		leader := int32(-1)
-		if top, ok := img.Topics[t.Topic]; ok && int(t.Partition) < len(top.Partitions) && t.Partition >= 0 {
+		if top, ok := img.Topics.Lookup(t.Topic); ok && int(t.Partition) < len(top.Partitions) && t.Partition >= 0 {
 			leader = top.Partitions[t.Partition].Leader
 		}
-		top, ok := img.Topics[t.Topic]
+		top, ok := img.Topics.Lookup(t.Topic)
 		switch {
 		case !ok || t.Partition < 0 || int(t.Partition) >= len(top.Partitions):
 			// Deleted since it joined the transaction: nothing to end

@@ -81,7 +81,7 @@ func (g *group) assignRangeLocked() map[string][]byte {
 	}
 	plan := map[string][]assignedTopic{}
 	for topic, ids := range byTopic {
-		t, ok := img.Topics[topic]
+		t, ok := img.Topics.Lookup(topic)
 		if !ok {
 			continue
 		}

@@ -139,7 +139,7 @@ func (c *Coordinator) run(ctx context.Context) {
 // offsetsPartitions returns the partition count of the offsets topic (0
 // when it does not exist yet).
 func offsetsPartitions(img *raftfsm.Image) int32 {
-	if t, ok := img.Topics[offsetsTopic]; ok {
+	if t, ok := img.Topics.Lookup(offsetsTopic); ok {
 		return int32(len(t.Partitions))
 	}
 	return 0
@@ -153,7 +153,7 @@ func (c *Coordinator) follow(ctx context.Context) {
 	defer c.loadMu.Unlock()
 	img, _ := c.b.Image()
 	want := map[int32]int32{}
-	if t, ok := img.Topics[offsetsTopic]; ok {
+	if t, ok := img.Topics.Lookup(offsetsTopic); ok {
 		for i, pm := range t.Partitions {
 			if pm.Leader == c.cfg.NodeID {
 				want[int32(i)] = pm.LeaderEpoch
@@ -286,7 +286,7 @@ func (c *Coordinator) coordinatorOf(ctx context.Context, group string, create bo
 	}
 	// Created (possibly by another node, ErrTopicExists) but not yet in
 	// this node's image: the coordinator is not known yet. Clients retry.
-	t, ok := img.Topics[offsetsTopic]
+	t, ok := img.Topics.Lookup(offsetsTopic)
 	if !ok || len(t.Partitions) == 0 {
 		return -1, -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, offsetsTopic)
 	}

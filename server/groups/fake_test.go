@@ -37,8 +37,8 @@ func newFakeBackend(nodeID int32, partitions int) *fakeBackend {
 		t.Partitions = append(t.Partitions, raftfsm.Partition{Leader: nodeID, LeaderEpoch: 1})
 		b.logs[int32(i)] = newFakeLog()
 	}
-	b.img = &raftfsm.Image{Topics: map[string]*raftfsm.Topic{OffsetsTopic: t,
-		"orders": {Name: "orders", Partitions: make([]raftfsm.Partition, 2)}},
+	b.img = &raftfsm.Image{Topics: raftfsm.TopicMapOf(t,
+		&raftfsm.Topic{Name: "orders", Partitions: make([]raftfsm.Partition, 2)}),
 		Brokers: map[int32]*raftfsm.Broker{nodeID: {ID: nodeID, State: raftfsm.BrokerAlive}}}
 	return b
 }
@@ -48,14 +48,10 @@ func (b *fakeBackend) setLeader(p int32, leader, epoch int32) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	img := *b.img
-	img.Topics = map[string]*raftfsm.Topic{}
-	for name, t := range b.img.Topics {
-		img.Topics[name] = t
-	}
-	t := *b.img.Topics[OffsetsTopic]
+	t := *b.img.Topics.Get(OffsetsTopic)
 	t.Partitions = append([]raftfsm.Partition(nil), t.Partitions...)
 	t.Partitions[p] = raftfsm.Partition{Leader: leader, LeaderEpoch: epoch}
-	img.Topics[OffsetsTopic] = &t
+	img.Topics = img.Topics.With(&t)
 	b.img = &img
 	close(b.changed)
 	b.changed = make(chan struct{})

@@ -154,7 +154,7 @@ func (h HTTP) CommitGroupOffsets(ctx context.Context, name string, req api.Group
 	img, _ := h.c.b.Image()
 	co := make([]kafkaproto.CommitOffset, 0, len(req.Offsets))
 	for i, o := range req.Offsets {
-		t, ok := img.Topics[o.Topic]
+		t, ok := img.Topics.Lookup(o.Topic)
 		if !ok || o.Partition < 0 || int(o.Partition) >= len(t.Partitions) {
 			return nil, fmt.Errorf("%w: offsets[%d]: %s-%d", api.ErrUnknownPartition, i, o.Topic, o.Partition)
 		}
@@ -236,7 +236,7 @@ func (h HTTP) resetPartitions(topics []string, current map[tp]int64) ([]tp, erro
 	}
 	img, _ := h.c.b.Image()
 	for _, name := range topics {
-		t, ok := img.Topics[name]
+		t, ok := img.Topics.Lookup(name)
 		if !ok {
 			return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, name)
 		}

@@ -117,7 +117,7 @@ func (c *Coordinator) joinHTTP(ctx context.Context, g *group, req api.GroupJoinR
 	}
 	img, _ := c.b.Image()
 	for _, t := range req.Topics {
-		if _, ok := img.Topics[t]; !ok {
+		if _, ok := img.Topics.Lookup(t); !ok {
 			return api.GroupMembership{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, t)
 		}
 	}
