@@ -14,18 +14,19 @@ import (
 )
 
 // ACLs live in the metadata log (raftfsm.CreateACLs/DeleteACLs); the
-// decision is auth.Authorizer's, built once per metadata image and asked
-// by both doors (httpAuthorizer, kafkaBackend.Authorize). Under --auth
-// none nothing is authorized: every client may do everything.
+// decision is auth.Authorizer's, built when the ACLs change and asked by
+// both doors (httpAuthorizer, kafkaBackend.Authorize). Under --auth none
+// nothing is authorized: every client may do everything.
 
-// authzCache is the authorizer of the last image it was built for.
+// authzCache is the authorizer of the last image it was asked for.
 type authzCache struct {
 	cur atomic.Pointer[authzEntry]
 }
 
 type authzEntry struct {
-	img *raftfsm.Image
-	a   *auth.Authorizer
+	img  *raftfsm.Image
+	acls map[string]raftfsm.ACLEntry // the ACLs a was built from
+	a    *auth.Authorizer
 }
 
 func toAuthACL(e raftfsm.ACLEntry) auth.ACL {
@@ -38,21 +39,45 @@ func toEntry(a auth.ACL) raftfsm.ACLEntry {
 		Principal: a.Principal, Host: a.Host, Operation: a.Operation, Permission: a.Permission}
 }
 
-// authorizer returns the authorizer of the current metadata.
+// authorizer returns the authorizer of the current metadata. Every
+// metadata command publishes a new image (a partition's leader or ISR
+// changes, a producer id block, a topic): the index is rebuilt only when
+// the image's ACLs differ from those it was built from, a comparison that
+// costs what the FSM's copy of them into the new image already cost.
 func (s *Server) authorizer() *auth.Authorizer {
 	img, _ := s.meta.Image()
-	if e := s.authz.cur.Load(); e != nil && e.img == img {
+	e := s.authz.cur.Load()
+	if e != nil && e.img == img {
 		return e.a
 	}
-	a := &auth.Authorizer{SuperUsers: append([]string(nil), s.cfg.Auth.SuperUsers...)}
+	if e != nil && sameACLs(e.acls, img.ACLs) {
+		s.authz.cur.Store(&authzEntry{img: img, acls: img.ACLs, a: e.a})
+		return e.a
+	}
+	superUsers := append([]string(nil), s.cfg.Auth.SuperUsers...)
 	if u := s.cfg.Auth.BootstrapSuperuser; u != "" {
-		a.SuperUsers = append(a.SuperUsers, "User:"+u)
+		superUsers = append(superUsers, "User:"+u)
 	}
+	acls := make([]auth.ACL, 0, len(img.ACLs))
 	for _, e := range img.ACLs {
-		a.ACLs = append(a.ACLs, toAuthACL(e))
+		acls = append(acls, toAuthACL(e))
 	}
-	s.authz.cur.Store(&authzEntry{img: img, a: a})
+	a := auth.New(superUsers, acls)
+	s.authz.cur.Store(&authzEntry{img: img, acls: img.ACLs, a: a})
 	return a
+}
+
+// sameACLs: a and b hold the same entries (the key is every field).
+func sameACLs(a, b map[string]raftfsm.ACLEntry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // allowed is the one authorization check of both doors.

@@ -107,56 +107,138 @@ type Request struct {
 	Operation    string
 }
 
-// Authorizer decides requests against a set of ACLs. It is a value: the
-// server builds one per metadata image, so it is immutable and safe for
-// concurrent use.
+// Authorizer decides requests against a set of ACLs. The server builds
+// one (New) per set of ACLs, so it is immutable and safe for concurrent
+// use.
+//
+// Every request of both doors asks it (a Fetch once per topic, a Metadata
+// answer once per topic listed), so a decision must not cost a scan of all
+// ACLs: they are indexed by principal, resource type and name (literal
+// names in a map, prefixes in a map probed at each distinct prefix length
+// in use), and a decision reads only the few entries that can match it.
 type Authorizer struct {
-	SuperUsers []string // principals that may do anything
-	ACLs       []ACL
+	superUsers  map[string]bool
+	byPrincipal map[string]*principalACLs // "User:alice", "User:*"
+}
+
+// principalACLs are one principal's ACLs by resource type.
+type principalACLs struct {
+	byType map[string]*resourceACLs
+}
+
+// resourceACLs are the ACLs on one resource type: literal by name (the
+// name "*" is the literal wildcard), prefixed by prefix.
+type resourceACLs struct {
+	literal    map[string][]rule
+	prefixed   map[string][]rule
+	prefixLens []int // the distinct lengths of the prefixes, ascending
+}
+
+// rule is what is left of an ACL once its principal, type and name
+// placed it in the index.
+type rule struct {
+	host, op string
+	deny     bool
+}
+
+// New returns the authorizer of superUsers (principals that may do
+// anything) and acls. ACLs with an unknown pattern type match nothing, as
+// they never did.
+func New(superUsers []string, acls []ACL) *Authorizer {
+	a := &Authorizer{superUsers: make(map[string]bool, len(superUsers)), byPrincipal: map[string]*principalACLs{}}
+	for _, u := range superUsers {
+		a.superUsers[u] = true
+	}
+	for _, acl := range acls {
+		if acl.PatternType != Literal && acl.PatternType != Prefixed {
+			continue
+		}
+		p := a.byPrincipal[acl.Principal]
+		if p == nil {
+			p = &principalACLs{byType: map[string]*resourceACLs{}}
+			a.byPrincipal[acl.Principal] = p
+		}
+		r := p.byType[acl.ResourceType]
+		if r == nil {
+			r = &resourceACLs{literal: map[string][]rule{}, prefixed: map[string][]rule{}}
+			p.byType[acl.ResourceType] = r
+		}
+		ru := rule{host: acl.Host, op: acl.Operation, deny: acl.Permission == Deny}
+		if acl.PatternType == Literal {
+			r.literal[acl.ResourceName] = append(r.literal[acl.ResourceName], ru)
+			continue
+		}
+		if len(r.prefixed[acl.ResourceName]) == 0 && !slices.Contains(r.prefixLens, len(acl.ResourceName)) {
+			r.prefixLens = append(r.prefixLens, len(acl.ResourceName))
+		}
+		r.prefixed[acl.ResourceName] = append(r.prefixed[acl.ResourceName], ru)
+	}
+	for _, p := range a.byPrincipal {
+		for _, r := range p.byType {
+			slices.Sort(r.prefixLens)
+		}
+	}
+	return a
 }
 
 // Allowed is the one authorization decision of both doors.
 func (a *Authorizer) Allowed(r Request) bool {
-	if r.Principal != "" && slices.Contains(a.SuperUsers, r.Principal) {
+	if r.Principal == "" {
+		return false // anonymous: no ACL is about it, and it is no superuser
+	}
+	if a.superUsers[r.Principal] {
 		return true
 	}
 	allowed := false
-	for _, acl := range a.ACLs {
-		if !acl.matches(r) {
+	for i, principal := range [2]string{r.Principal, anyUser} {
+		if i == 1 && r.Principal == anyUser {
+			break
+		}
+		p := a.byPrincipal[principal]
+		if p == nil {
 			continue
 		}
-		if acl.Permission == Deny {
-			if denies(acl.Operation, r.Operation) {
-				return false
+		res := p.byType[r.ResourceType]
+		if res == nil {
+			continue
+		}
+		deny, allow := decide(res.literal[r.ResourceName], r)
+		if r.ResourceName != Wildcard {
+			d, al := decide(res.literal[Wildcard], r)
+			deny, allow = deny || d, allow || al
+		}
+		for _, n := range res.prefixLens {
+			if n > len(r.ResourceName) {
+				break
 			}
-			continue
+			d, al := decide(res.prefixed[r.ResourceName[:n]], r)
+			deny, allow = deny || d, allow || al
 		}
-		if implies(acl.Operation, r.Operation) {
-			allowed = true
+		if deny {
+			return false // any matching DENY wins
 		}
+		allowed = allowed || allow
 	}
 	return allowed
 }
 
-// matches reports whether the ACL is about r's principal, host and
-// resource (the operation aside).
-func (acl ACL) matches(r Request) bool {
-	if acl.ResourceType != r.ResourceType || r.Principal == "" {
-		return false
+// anyUser is the principal an ACL names to be about everyone.
+const anyUser = "User:" + Wildcard
+
+// decide reports whether rules (all about r's principal and resource)
+// hold a DENY or an ALLOW that applies to r's host and operation.
+func decide(rules []rule, r Request) (deny, allow bool) {
+	for _, ru := range rules {
+		if ru.host != Wildcard && ru.host != r.Host {
+			continue
+		}
+		if ru.deny {
+			deny = deny || denies(ru.op, r.Operation)
+		} else {
+			allow = allow || implies(ru.op, r.Operation)
+		}
 	}
-	if acl.Principal != r.Principal && acl.Principal != "User:"+Wildcard {
-		return false
-	}
-	if acl.Host != Wildcard && acl.Host != r.Host {
-		return false
-	}
-	switch acl.PatternType {
-	case Literal:
-		return acl.ResourceName == r.ResourceName || acl.ResourceName == Wildcard
-	case Prefixed:
-		return strings.HasPrefix(r.ResourceName, acl.ResourceName)
-	}
-	return false
+	return deny, allow
 }
 
 // implies reports whether an ALLOW for op grants want.

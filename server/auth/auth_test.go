@@ -10,20 +10,17 @@ func acl(rt, name, pattern, principal, op, perm string) ACL {
 }
 
 func TestAllowed(t *testing.T) {
-	a := &Authorizer{
-		SuperUsers: []string{"User:root"},
-		ACLs: []ACL{
-			acl(Topic, "orders", Literal, "User:alice", Write, Allow),
-			acl(Topic, "logs-", Prefixed, "User:alice", Read, Allow),
-			acl(Topic, "logs-secret", Literal, "User:alice", Read, Deny),
-			acl(Topic, "*", Literal, "User:*", Describe, Allow),
-			acl(Topic, "audit", Literal, "User:bob", All, Allow),
-			acl(Topic, "audit", Literal, "User:bob", Delete, Deny),
-			acl(Group, "g", Literal, "User:alice", Read, Allow),
-			acl(Cluster, ClusterName, Literal, "User:ops", AlterConfigs, Allow),
-			{ResourceType: Topic, ResourceName: "lan", PatternType: Literal, Principal: "User:carol", Host: "10.0.0.1", Operation: Read, Permission: Allow},
-		},
-	}
+	a := New([]string{"User:root"}, []ACL{
+		acl(Topic, "orders", Literal, "User:alice", Write, Allow),
+		acl(Topic, "logs-", Prefixed, "User:alice", Read, Allow),
+		acl(Topic, "logs-secret", Literal, "User:alice", Read, Deny),
+		acl(Topic, "*", Literal, "User:*", Describe, Allow),
+		acl(Topic, "audit", Literal, "User:bob", All, Allow),
+		acl(Topic, "audit", Literal, "User:bob", Delete, Deny),
+		acl(Group, "g", Literal, "User:alice", Read, Allow),
+		acl(Cluster, ClusterName, Literal, "User:ops", AlterConfigs, Allow),
+		{ResourceType: Topic, ResourceName: "lan", PatternType: Literal, Principal: "User:carol", Host: "10.0.0.1", Operation: Read, Permission: Allow},
+	})
 	for _, tc := range []struct {
 		principal, host, rt, name, op string
 		want                          bool
