@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,8 +22,23 @@ import (
 // BenchmarkAuthOverhead: franz-go produce and consume of 1 KiB records on
 // a node with --auth required, SCRAM-SHA-512 and 100 ACLs loaded (98 on
 // other principals and topics, the client's write and read on its topic),
-// against a node without authentication, in the same run, interleaved.
-// Metrics: MB/s of each and ratio (auth/plain; the issue asks >= 0.9).
+// against a node without authentication, in the same run.
+//
+// The machine it runs on is shared, so the two sides are measured in
+// alternating rounds (9 per b.N, the side going first alternating too)
+// and the figure is the median of the rounds' ratios (plain time / auth
+// time: 1 is no overhead, the issue asks >= 0.9), which one round slowed
+// by a neighbour does not move.
+//
+// Throughput is measured on logged-in clients, as a Kafka client lives:
+// each round's producer is a new client whose login, metadata and
+// producer id come before the clock starts; the consumer of each side is
+// one client logged in before the first round that reads a prefilled
+// topic from the start, consumePasses times per round. The login itself
+// (SCRAM-SHA-512, 4096 iterations: the client's key derivation dominates)
+// is reported apart, as the median time a new producer takes to log in
+// and send its first record (*-client-start-ms).
+//
 // Needs RUNNEL_BENCH=1 (it starts two servers).
 func BenchmarkAuthOverhead(b *testing.B) {
 	if os.Getenv("RUNNEL_BENCH") != "1" {
@@ -41,47 +57,166 @@ func BenchmarkAuthOverhead(b *testing.B) {
 	post("/v1/acls", api.ACL{ResourceType: "topic", ResourceName: "bench-", PatternType: "prefixed", Principal: "User:bench", Operation: "write", Permission: "allow"})
 	post("/v1/acls", api.ACL{ResourceType: "topic", ResourceName: "bench-", PatternType: "prefixed", Principal: "User:bench", Operation: "read", Permission: "allow"})
 	login := kgo.SASL(scram.Auth{User: "bench", Pass: "bench-pw"}.AsSha512Mechanism())
-	value := make([]byte, 1024)
-	for i := range value {
-		value[i] = byte(rand.Uint32())
+	// Distinct random values, more of them than snappy's window holds:
+	// the bytes cross the wire as they would for real data.
+	values := make([][]byte, 256)
+	for i := range values {
+		values[i] = make([]byte, 1024)
+		for j := range values[i] {
+			values[i][j] = byte(rand.Uint32())
+		}
 	}
-	const perOp = 20_000
+	const (
+		perOp         = 40_000 // records per produce, and in the topic consumed
+		consumePasses = 3      // reads of that topic per consume
+		rounds        = 9
+	)
 	type side struct {
-		node *servertest.Node
-		opts []kgo.Opt
-		prod time.Duration
-		cons time.Duration
+		node             *servertest.Node
+		opts             []kgo.Opt
+		consumer         *kgo.Client
+		prod, cons       []time.Duration // per round
+		start            []time.Duration // per round: a new producer's login and first record
+		prodSum, consSum time.Duration
 	}
 	sides := []*side{{node: plain}, {node: secure, opts: []kgo.Opt{login}}}
 	for _, s := range sides {
 		runnelTopicAs(b, s.node, "bench-auth", admin)
+		runnelTopicAs(b, s.node, "bench-read", admin)
+		if _, _, err := produceTimed(s.node.KafkaAddr, "bench-read", perOp, values, s.opts...); err != nil {
+			b.Fatal(err)
+		}
+		s.consumer = newBenchConsumer(b, s.node.KafkaAddr, "bench-read", s.opts...)
+		readPasses(b, s.consumer, "bench-read", perOp, 1) // logged in, connections open, warm
 	}
-	b.SetBytes(perOp * int64(len(value)) * 2 * 3)
+	b.SetBytes(perOp * 1024 * (1 + consumePasses) * 2 * rounds)
 	b.ResetTimer()
-	// Three rounds per op, interleaved and alternating which side goes
-	// first: the shared machine's drift and the first run's warm-up hit
-	// both sides alike.
-	const rounds = 3
 	for i := range b.N * rounds {
 		order := sides
 		if i%2 == 1 {
 			order = []*side{sides[1], sides[0]}
 		}
 		for _, s := range order {
-			s.prod += benchProduce(b, s.node.KafkaAddr, "bench-auth", perOp, value, s.opts...)
+			start, d, err := produceTimed(s.node.KafkaAddr, "bench-auth", perOp, values, s.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.prod, s.start = append(s.prod, d), append(s.start, start)
 		}
 		for _, s := range order {
-			s.cons += benchConsume(b, s.node.KafkaAddr, "bench-auth", perOp, s.opts...)
+			s.cons = append(s.cons, readPasses(b, s.consumer, "bench-read", perOp, consumePasses))
 		}
 	}
 	b.StopTimer()
-	mbps := func(d time.Duration) float64 { return float64(b.N*rounds*perOp*len(value)) / d.Seconds() / 1e6 }
-	b.ReportMetric(mbps(sides[0].prod), "plain-produce-MB/s")
-	b.ReportMetric(mbps(sides[1].prod), "auth-produce-MB/s")
-	b.ReportMetric(mbps(sides[0].cons), "plain-consume-MB/s")
-	b.ReportMetric(mbps(sides[1].cons), "auth-consume-MB/s")
-	b.ReportMetric(sides[0].prod.Seconds()/sides[1].prod.Seconds(), "produce-ratio")
-	b.ReportMetric(sides[0].cons.Seconds()/sides[1].cons.Seconds(), "consume-ratio")
+	for _, s := range sides {
+		s.consumer.Close()
+		for i := range s.prod {
+			s.prodSum += s.prod[i]
+			s.consSum += s.cons[i]
+		}
+	}
+	mbps := func(d time.Duration, passes int) float64 {
+		return float64(b.N*rounds*perOp*1024*passes) / d.Seconds() / 1e6
+	}
+	ratios := func(pick func(*side) []time.Duration) float64 {
+		p, a := pick(sides[0]), pick(sides[1])
+		r := make([]float64, len(p))
+		for i := range p {
+			r[i] = p[i].Seconds() / a[i].Seconds()
+		}
+		return median(r)
+	}
+	medianMs := func(ds []time.Duration) float64 {
+		f := make([]float64, len(ds))
+		for i, d := range ds {
+			f[i] = float64(d) / float64(time.Millisecond)
+		}
+		return median(f)
+	}
+	b.ReportMetric(mbps(sides[0].prodSum, 1), "plain-produce-MB/s")
+	b.ReportMetric(mbps(sides[1].prodSum, 1), "auth-produce-MB/s")
+	b.ReportMetric(mbps(sides[0].consSum, consumePasses), "plain-consume-MB/s")
+	b.ReportMetric(mbps(sides[1].consSum, consumePasses), "auth-consume-MB/s")
+	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.prod }), "produce-ratio")
+	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.cons }), "consume-ratio")
+	b.ReportMetric(medianMs(sides[0].start), "plain-client-start-ms")
+	b.ReportMetric(medianMs(sides[1].start), "auth-client-start-ms")
+	for i := range sides[0].prod {
+		b.Logf("round %d: produce %v plain, %v auth (%.2fx); consume %v plain, %v auth (%.2fx)", i,
+			sides[0].prod[i], sides[1].prod[i], sides[0].prod[i].Seconds()/sides[1].prod[i].Seconds(),
+			sides[0].cons[i], sides[1].cons[i], sides[0].cons[i].Seconds()/sides[1].cons[i].Seconds())
+	}
+}
+
+// produceTimed produces n records (cycling through values) with a new
+// franz-go client (defaults) and returns how long its start took (login,
+// metadata, producer id and the first record, acknowledged) and how long
+// the other n-1 took to be produced and flushed.
+func produceTimed(addr, topic string, n int, values [][]byte, opts ...kgo.Opt) (start, took time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic)}, opts...)...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, kgo.SliceRecord(values[0])).FirstErr(); err != nil {
+		return 0, 0, err
+	}
+	start = time.Since(t0)
+	t1 := time.Now()
+	failed := make(chan error, 1)
+	for i := range n - 1 {
+		cl.Produce(ctx, kgo.SliceRecord(values[(i+1)%len(values)]), func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case failed <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, 0, err
+	}
+	select {
+	case err := <-failed:
+		return 0, 0, err
+	default:
+	}
+	return start, time.Since(t1), nil
+}
+
+// newBenchConsumer reads partition 0 of topic from the start, without a group.
+func newBenchConsumer(b *testing.B, addr, topic string, opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl
+}
+
+// readPasses reads the n records of partition 0 of topic passes times,
+// going back to offset 0 before each pass, and returns how long it took.
+// Offsets tell the passes apart: a pass ends at offset n-1.
+func readPasses(b *testing.B, cl *kgo.Client, topic string, n, passes int) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	for range passes {
+		cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: 0}}})
+		for done := false; !done; {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				b.Fatalf("pass not read in time: %v", ctx.Err())
+			}
+			fs.EachError(func(_ string, p int32, err error) { b.Fatalf("fetch %d: %v", p, err) })
+			fs.EachRecord(func(r *kgo.Record) { done = done || r.Offset == int64(n-1) })
+		}
+	}
+	return time.Since(start)
 }
 
 // runnelTopicAs creates a 1-partition topic, as admin where the node wants logins.
