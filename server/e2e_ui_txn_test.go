@@ -16,6 +16,9 @@ import (
 // such records, hides aborted and open ones in read committed and shows them
 // in read uncommitted; the topic page lists the open transactions writing to
 // the topic (GET /v1/transactions) and hides the list once there are none.
+// In read uncommitted a toggle shows the commit and abort markers as rows
+// of their own ("commit marker", "abort marker") at their offsets; it is
+// off and disabled in read committed, which never shows markers.
 func TestUITransactions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts chromium")
@@ -90,6 +93,28 @@ func TestUITransactions(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, bctx, "read uncommitted records", shown+` === 'a1:txn,c1:txn,c2:txn,o1:txn,p1:-'`)
 	shots.take(bctx, "txn-read-uncommitted")
+
+	// rows reads the browser's rows in offset order: "offset:value", or
+	// "offset:<badge>" for a marker row.
+	const rows = `[...document.querySelectorAll('.records article.record')].sort((a, b) => a.dataset.offset - b.dataset.offset).map(a => a.dataset.offset + ':' + (a.dataset.test === 'marker' ? a.querySelector('header .badge').textContent : a.querySelector('.rec-value').textContent)).join(',')`
+	const box = `document.querySelector('input[name=markers]')`
+	setIsolation := func(iso string) {
+		t.Helper()
+		uiEval[bool](t, bctx, `(() => { const s = document.querySelector('select[name=isolation]'); s.value = '`+iso+`'; s.dispatchEvent(new Event('change')); return true; })()`)
+	}
+	uiWait(t, bctx, "the marker toggle, enabled in read uncommitted", box+` !== null && !`+box+`.disabled`)
+	uiDo(t, bctx, "show markers",
+		chromedp.Click(chromedp.CSS(`input[name=markers]`)),
+		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+	uiWait(t, bctx, "marker rows", rows+` === '0:c1,1:c2,2:commit marker,3:a1,4:abort marker,5:o1,6:p1'`)
+	shots.take(bctx, "txn-markers")
+	setIsolation("read_committed")
+	uiWait(t, bctx, "the marker toggle off and disabled in read committed", box+`.disabled && !`+box+`.checked`)
+	uiDo(t, bctx, "read committed again", chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+	uiWait(t, bctx, "read committed rows, no markers", rows+` === '0:c1,1:c2'`)
+	setIsolation("read_uncommitted")
+	uiDo(t, bctx, "read uncommitted without markers", chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
+	uiWait(t, bctx, "read uncommitted rows, no markers", rows+` === '0:c1,1:c2,3:a1,5:o1,6:p1'`)
 
 	end(true)
 	uiWait(t, bctx, "no open transaction listed", txns+` === null`)

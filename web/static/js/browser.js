@@ -4,8 +4,9 @@
 // export the shown records as JSON lines. Records of a transaction carry a
 // "transactional" badge; the isolation choice decides whether records of open
 // and aborted transactions show (read uncommitted) or not (read committed,
-// the server's default). Commit/abort markers are never returned over HTTP.
-// Calls GET /v1/topics/{t}/partitions/{p}/records?offset|timestamp&max_records&encoding=base64&isolation.
+// the server's default). In read uncommitted a toggle also shows the
+// commit/abort markers (include_control=true) as rows of their own.
+// Calls GET /v1/topics/{t}/partitions/{p}/records?offset|timestamp&max_records&encoding=base64&isolation[&include_control].
 import { h, replace, field, fmtTime, fmtNum, errorBox } from './dom.js';
 import { get, seg } from './api.js';
 import { curlButton } from './curl.js';
@@ -19,9 +20,10 @@ function recordsPath(topic, p) {
 }
 
 // fetchPartition reads up to max records of one partition from a position.
-export async function fetchPartition(topic, p, pos, max, signal, isolation) {
+export async function fetchPartition(topic, p, pos, max, signal, isolation, markers = false) {
   const query = { max_records: max, encoding: 'base64' };
   if (isolation) query.isolation = isolation;
+  if (markers && isolation === 'read_uncommitted') query.include_control = 'true';
   if (pos.timestamp !== undefined) query.timestamp = pos.timestamp;
   else query.offset = pos.offset;
   const res = await get(recordsPath(topic, p), query, { signal });
@@ -35,8 +37,21 @@ function bytesEqual(a, b) {
   return true;
 }
 
+// markerView renders a transaction marker: a row of its own, no body.
+function markerView(r, fresh) {
+  const c = r.control;
+  return h('article', { class: 'record marker' + (fresh ? ' fresh' : ''), 'data-test': 'marker', 'data-marker': c.type, 'data-partition': r.partition, 'data-offset': r.offset },
+    h('header', null,
+      h('span', null, 'partition ', h('b', null, String(r.partition))),
+      h('span', null, 'offset ', h('b', { class: 'mono' }, String(r.offset))),
+      h('span', { class: 'mono' }, fmtTime(timestampMs(r.timestamp))),
+      h('span', { class: 'badge ' + (c.type === 'commit' ? 'good' : 'bad'), title: 'Ends a transaction of this producer on the partition' }, c.type + ' marker'),
+      h('span', { class: 'muted mono' }, `producer ${c.producer_id}, epoch ${c.producer_epoch}, coordinator epoch ${c.coordinator_epoch}`)));
+}
+
 // recordView renders one decoded record.
 export function recordView(r, mode, fresh = false) {
+  if (r.control) return markerView(r, fresh);
   const kind = classify(r.value).kind;
   const keyText = r.key === null ? h('span', { class: 'muted' }, 'null') : (utf8(r.key) ?? renderBytes(r.key, 'hex'));
   return h('article', { class: 'record' + (fresh ? ' fresh' : ''), 'data-partition': r.partition, 'data-offset': r.offset },
@@ -82,6 +97,14 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const modeSel = h('select', { name: 'view' }, [['auto', 'Auto (pretty JSON)'], ['text', 'Text'], ['hex', 'Hex'], ['base64', 'Base64']].map(([m, label]) => h('option', { value: m }, label)));
   const isoSel = h('select', { name: 'isolation' },
     h('option', { value: 'read_committed' }, 'Read committed'), h('option', { value: 'read_uncommitted' }, 'Read uncommitted'));
+  // Markers exist for read uncommitted only (the server refuses them in
+  // read committed, as Kafka consumers never see them).
+  const markersBox = h('input', { type: 'checkbox', name: 'markers', disabled: true });
+  const markers = () => markersBox.checked && isoSel.value === 'read_uncommitted';
+  isoSel.addEventListener('change', () => {
+    markersBox.disabled = isoSel.value !== 'read_uncommitted';
+    if (markersBox.disabled) markersBox.checked = false;
+  });
   const keyIn = h('input', { type: 'text', name: 'key', placeholder: 'exact key', class: 'mono', autocomplete: 'off' });
   const offsetField = field('Offset', offsetIn);
   const tsField = field('From time (local)', tsIn);
@@ -148,7 +171,7 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
       }
       lastPos = pos;
       const n = limit();
-      const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig, isoSel.value)));
+      const results = await Promise.all(Object.entries(pos).map(([p, at]) => fetchPartition(topic.name, Number(p), at, n, sig, isoSel.value, markers())));
       let recs = results.flatMap(r => r.records);
       cursor = {};
       Object.keys(pos).forEach((p, i) => { cursor[p] = results[i].next; });
@@ -158,7 +181,8 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
       else if (Object.keys(pos).length > 1) recs = recs.slice(0, n);
       shown = append ? shown.concat(recs) : recs;
       more.hidden = newest || results.every(r => r.records.length === 0 || r.next >= r.hw);
-      replace(status, `${shown.length} records shown` + (newest ? ' (newest first)' : '') + '.');
+      const nMarkers = shown.filter(r => r.control).length;
+      replace(status, `${shown.length - nMarkers} records` + (nMarkers ? ` and ${nMarkers} transaction markers` : '') + ' shown' + (newest ? ' (newest first)' : '') + '.');
       draw();
     } catch (e) { fail(e); }
   };
@@ -197,12 +221,14 @@ export function messageBrowser(topic, signal, refreshTopic, params = {}) {
   const form = h('form', { class: 'browse-form', 'aria-label': 'Browse messages', onSubmit: (e) => { e.preventDefault(); load(false); } },
     partSel, field('Start at', startSel), offsetField, tsField, field('Max records', limitIn), field('Show values as', modeSel),
     field('Isolation', isoSel, 'Read uncommitted also shows records of open and aborted transactions.'),
+    h('label', { class: 'chip', title: 'Read uncommitted only' }, markersBox, 'Show commit/abort markers'),
     h('div', { class: 'row' }, h('button', { type: 'submit', 'data-test': 'load-records' }, 'Load'),
       curlButton(() => {
         // The first selected partition, from where the last load started.
         const p = selected()[0] ?? 0;
         const at = lastPos[p] || { offset: 'earliest' };
         const query = { ...at, max_records: limit(), encoding: 'base64', isolation: isoSel.value };
+        if (markers()) query.include_control = 'true';
         return { path: recordsPath(topic.name, p), query };
       })));
   const keyForm = h('form', { class: 'row end', 'aria-label': 'Find by key', onSubmit: (e) => { e.preventDefault(); findByKey(); } },

@@ -105,6 +105,7 @@ export function decodeRecord(r) {
     value: fieldBytes(r.value, r.value_encoding),
     headers,
     transactional: r.transactional === true,
+    control: r.control || null, // a commit/abort marker: {type, producer_id, ...}
   };
 }
 
@@ -124,6 +125,7 @@ export function toJSONLine(r) {
   if (k.bin) out.key_encoding = 'base64';
   if (v.bin) out.value_encoding = 'base64';
   if (r.transactional) out.transactional = true;
+  if (r.control) out.control = r.control;
   return JSON.stringify(out);
 }
 
