@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +173,42 @@ func splitBatchesUnchecked(raw []byte, v *batchView) {
 		producerID: int64(binary.BigEndian.Uint64(raw[43:])),
 		epoch:      int16(binary.BigEndian.Uint16(raw[51:])),
 		firstSeq:   int32(binary.BigEndian.Uint32(raw[53:]))}
+}
+
+// After storage recovery the producer table is rebuilt from the log. An
+// append whose batch reached the file but whose fsync failed was answered
+// with an error and left the table as it was; recovery keeps the batch (it
+// is whole and rewritten durably), so the producer's retry must be
+// acknowledged as the duplicate it is, at the batch's offset, not written a
+// second time.
+func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
+	efs := segments.NewErrorFS(segments.OSFS(), nil)
+	cfg := segments.DefaultConfig()
+	cfg.FlushMessages = 1 // fsync before acknowledging each append
+	log, err := segments.Open(t.TempDir(), cfg, segments.Options{FS: efs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition("t", 0, [16]byte{1}, log, nil)
+	t.Cleanup(func() { p.close() })
+	now := time.Now().UnixMilli()
+	if _, err := p.append(idemBatch(t, 7, 0, 0, "v0", now)); err != nil {
+		t.Fatal(err)
+	}
+	efs.SetInjector(segments.FailAfter(segments.OpSync, 0, syscall.EIO))
+	if _, err := p.append(idemBatch(t, 7, 0, 1, "v1", now)); err == nil {
+		t.Fatal("append with a failing fsync succeeded")
+	}
+	efs.SetInjector(nil)
+	if err := p.log.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	p.recovered()
+	if end := p.log.EndOffset(); end != 2 {
+		t.Fatalf("log end %d after recovery, want 2 (the unsynced batch kept)", end)
+	}
+	res, err := p.append(idemBatch(t, 7, 0, 1, "v1", now))
+	if err != nil || !res.duplicate || res.baseOffset != 1 || p.log.EndOffset() != 2 {
+		t.Fatalf("retry after recovery: %+v %v (log end %d), want the duplicate at offset 1", res, err, p.log.EndOffset())
+	}
 }

@@ -165,8 +165,12 @@ func (b *broker) publishStorage(failed []*partition) {
 // recovered is called after the log recovered in place: recovery may have
 // cut an unacknowledged tail, so the high watermark must not pass the end.
 func (p *partition) recovered() {
-	// Idempotency keys of a cut batch must not answer a retry.
+	// The log is the truth again: idempotency keys of a cut batch must not
+	// answer a retry, and a batch kept although its append failed (written,
+	// then the fsync failed) must answer its producer's retry as a
+	// duplicate. Both are rebuilt from the log at the next write.
 	p.appendMu.Lock()
+	p.producers = nil
 	p.resetKeysLocked()
 	p.appendMu.Unlock()
 	end := p.log.EndOffset()
