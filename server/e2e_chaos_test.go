@@ -111,6 +111,7 @@ func runChaos(t *testing.T, s chaosScenario) {
 		t.Skip("chaos scenario: set RUNNEL_CHAOS=1 (make chaos)")
 	}
 	c := servertest.NewCluster(t, servertest.ClusterOptions{Combined: 3, Proxied: s.proxied, Args: append(slices.Clone(chaosArgs), s.args...)})
+	keepLogsOnFailure(t, c)
 	if s.prepare != nil {
 		s.prepare(t, c)
 	}
@@ -153,6 +154,32 @@ func runChaos(t *testing.T, s chaosScenario) {
 	res := h.check(s.name, faultStart, faultEnd)
 	res.Seconds = faultEnd.Sub(faultStart).Seconds()
 	h.report(res)
+}
+
+// keepLogsOnFailure writes every node's output to RUNNEL_CHAOS_LOGS/<test>/
+// node-<id>.log when the scenario fails (RUNNEL_LOG_LEVEL=debug in the
+// environment reaches the nodes), so a failure seen once can be read after.
+func keepLogsOnFailure(t *testing.T, c *servertest.Cluster) {
+	dir := os.Getenv("RUNNEL_CHAOS_LOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+time.Now().Format("-150405"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Log(err)
+			return
+		}
+		for i, n := range c.Nodes {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)), []byte(n.Logs()), 0o644); err != nil {
+				t.Log(err)
+			}
+		}
+		t.Logf("node logs in %s", dir)
+	})
 }
 
 func (h *chaosHarness) createTopic() {
@@ -294,26 +321,36 @@ func (h *chaosHarness) waitAcked(n int) {
 // metadata digests.
 func (h *chaosHarness) waitConverged() {
 	h.waitISR(120 * time.Second)
+	var last strings.Builder // what the nodes said last, logged if they never agree
+	defer func() {
+		if h.t.Failed() {
+			h.t.Logf("last seen (node: partition leader/epoch isr hw/end):\n%s", last.String())
+		}
+	}()
 	servertest.WaitFor(h.t, 60*time.Second, "high watermark at the log end on every node", func() bool {
 		var ends []int64
-		for _, n := range h.c.Nodes {
+		atEnd := true
+		last.Reset()
+		for i, n := range h.c.Nodes {
 			ps, ok := describe(n, chaosTopic)
 			if !ok {
+				fmt.Fprintf(&last, "node %d: no answer\n", i+1)
 				return false
 			}
+			fmt.Fprintf(&last, "node %d:", i+1)
 			for _, p := range ps {
-				if p.HighWatermark != p.EndOffset {
-					return false
-				}
+				fmt.Fprintf(&last, " p%d %d/%d %v %d/%d;", p.Partition, p.Leader, p.LeaderEpoch, p.ISR, p.HighWatermark, p.EndOffset)
+			}
+			last.WriteString("\n")
+			for _, p := range ps {
+				atEnd = atEnd && p.HighWatermark == p.EndOffset
 				ends = append(ends, p.EndOffset)
 			}
 		}
 		for i := chaosPartitions; i < len(ends); i++ {
-			if ends[i] != ends[i%chaosPartitions] {
-				return false
-			}
+			atEnd = atEnd && ends[i] == ends[i%chaosPartitions]
 		}
-		return true
+		return atEnd
 	})
 }
 
@@ -341,8 +378,10 @@ func (h *chaosHarness) fault(ctx context.Context, f func(context.Context, *chaos
 }
 
 func (h *chaosHarness) logFault(format string, args ...any) {
+	line := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
+	h.t.Log(line) // now, so a scenario that fails before its check has it
 	h.mu.Lock()
-	h.faults = append(h.faults, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+	h.faults = append(h.faults, line)
 	h.mu.Unlock()
 }
 
@@ -493,9 +532,6 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 	defer h.mu.Unlock()
 	res := chaosResult{Scenario: name, Faults: len(h.faults), Acked: len(h.acked), AckedOne: len(h.ackedOne),
 		DataLossSeen: len(h.lossErrs), ReplicasEqual: true, EpochsOrdered: true, DigestsEqual: len(digests) == 1}
-	for _, f := range h.faults {
-		t.Log(f)
-	}
 	logs := make([]map[int64]string, chaosPartitions)
 	for p := range int32(chaosPartitions) {
 		var first replicaLog

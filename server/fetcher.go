@@ -197,8 +197,9 @@ func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followSt
 		req.ReplicaID = f.m.self
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 		rt.Topic = p.topic
+		askEpoch := p.leaderEpoch.Load()
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, p.leaderEpoch.Load(), lastEpoch
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, askEpoch, lastEpoch
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
@@ -219,7 +220,7 @@ func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followSt
 		if err != nil {
 			return err
 		}
-		if err := p.truncateAsFollower(end); err != nil {
+		if err := p.truncateAsFollower(end, askEpoch); err != nil {
 			return err
 		}
 		st.truncated = done
@@ -263,6 +264,7 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
 	index := map[[2]any]*partition{}
+	epochs := map[*partition]int32{} // each partition's leader epoch in this request
 	for p, st := range parts {
 		// A log that refuses writes (or a disk below --min-free-disk)
 		// fetches nothing: the leader then sees
@@ -282,6 +284,7 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = p.index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
+		epochs[p] = rp.CurrentLeaderEpoch
 		rp.FetchOffset = p.log.EndOffset()
 		rp.LogStartOffset = p.log.StartOffset()
 		rp.PartitionMaxBytes = replicaPartitionMax
@@ -308,7 +311,7 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 			if p == nil {
 				continue
 			}
-			if err := f.applyFetched(p, parts[p], &rp); err != nil {
+			if err := f.applyFetched(p, parts[p], &rp, epochs[p]); err != nil {
 				if errors.Is(err, errRetryLater) {
 					backoff = true
 					continue
@@ -325,13 +328,19 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 
 var errRetryLater = errors.New("retry later")
 
-func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition) error {
+// applyFetched applies one partition's answer to a fetch sent at leader
+// epoch fetchEpoch. An answer from a leader the metadata has replaced since
+// is dropped whole (appendAsFollower says why).
+func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
+	if p.leaderEpoch.Load() != fetchEpoch {
+		return nil
+	}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		if p.log.EndOffset() < rp.LogStartOffset {
 			// The leader deleted what we miss (retention): start over at its log start.
-			return p.resetAsFollower(rp.LogStartOffset)
+			return p.resetAsFollower(rp.LogStartOffset, fetchEpoch)
 		}
 		st.truncated = false
 		return nil
@@ -339,7 +348,7 @@ func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.Fet
 		// Not leader, fenced epoch, unknown partition: the metadata will move us.
 		return errRetryLater
 	}
-	if err := p.appendAsFollower(rp.RecordBatches); err != nil {
+	if err := p.appendAsFollower(rp.RecordBatches, fetchEpoch); err != nil {
 		if errors.Is(err, errDiverged) {
 			st.truncated = false
 			return nil

@@ -250,8 +250,14 @@ func (p *partition) checkpointHWM() error {
 }
 
 // appendAsFollower copies whole batches fetched from the leader, keeping
-// their offsets and leader epochs.
-func (p *partition) appendAsFollower(data []byte) error {
+// their offsets and leader epochs. fetchEpoch is the partition's leader
+// epoch when the fetch was sent: an answer to a fetch sent under an older
+// epoch comes from a previous leader (paused with the request in flight,
+// it answered when it woke up), after this log was truncated against the
+// new leader; appended, it sat past that point, the new leader's batches
+// then started below this log's end and every fetch after failed. It is
+// dropped (Kafka's fetcher drops such answers too).
+func (p *partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	whole := 0
 	first := int32(-1) // the leader epoch of the first batch
 	if err := splitBatches(data, func(b batchView) error {
@@ -271,8 +277,8 @@ func (p *partition) appendAsFollower(data []byte) error {
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.leader.Load() == p.repl.self {
-		return nil // became leader meanwhile: its own log is the truth now
+	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
+		return nil // leadership moved since the fetch: a newer leader is the truth now
 	}
 	// The leader's batches continue this log only if their epochs do: an
 	// epoch below the last one here means this log holds a tail the
@@ -337,11 +343,14 @@ func (p *partition) followerLearned(hw, logStart int64) {
 	}
 }
 
-// truncateAsFollower cuts the log at end, where it diverged from the leader.
-func (p *partition) truncateAsFollower(end int64) error {
+// truncateAsFollower cuts the log at end, where it diverged from the leader
+// as the leader answered at leader epoch askEpoch (ignored when leadership
+// moved since: a previous leader's answer may cut below what the new one
+// holds, even below the high watermark).
+func (p *partition) truncateAsFollower(end int64, askEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if end < 0 || end >= p.log.EndOffset() || p.leader.Load() == p.repl.self {
+	if end < 0 || end >= p.log.EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
 		return nil
 	}
 	if err := p.log.Truncate(end); err != nil {
@@ -355,11 +364,13 @@ func (p *partition) truncateAsFollower(end int64) error {
 	return nil
 }
 
-// resetAsFollower restarts an empty log at the leader's log start offset.
-func (p *partition) resetAsFollower(offset int64) error {
+// resetAsFollower restarts an empty log at the leader's log start offset,
+// as the leader answered a fetch sent at leader epoch fetchEpoch (ignored
+// when leadership moved since).
+func (p *partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if p.leader.Load() == p.repl.self {
+	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}
 	if err := p.log.Reset(offset); err != nil {

@@ -65,7 +65,7 @@ func replicate(t *testing.T, leader, follower *partition) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := follower.truncateAsFollower(cut); err != nil {
+		if err := follower.truncateAsFollower(cut, follower.leaderEpoch.Load()); err != nil {
 			t.Fatal(err)
 		}
 		if done {
@@ -82,7 +82,7 @@ func replicate(t *testing.T, leader, follower *partition) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := follower.appendAsFollower(b); err != nil {
+		if err := follower.appendAsFollower(b, follower.leaderEpoch.Load()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestFollowerRefusesOlderEpochAfterNewer(t *testing.T) {
 	}
 	data, _ := c.Bytes()
 	c.Close()
-	if err := b.appendAsFollower(data); !errors.Is(err, errDiverged) {
+	if err := b.appendAsFollower(data, b.leaderEpoch.Load()); !errors.Is(err, errDiverged) {
 		t.Fatalf("appending epoch 1 after epoch 2: %v, want diverged", err)
 	}
 }

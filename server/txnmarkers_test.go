@@ -156,7 +156,7 @@ func TestTxnStateOnFollower(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := follower.appendAsFollower(data); err != nil {
+		if err := follower.appendAsFollower(data, follower.leaderEpoch.Load()); err != nil {
 			t.Fatal(err)
 		}
 	}

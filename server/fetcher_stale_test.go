@@ -1,0 +1,202 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// fakeLeader answers a follower's OffsetForLeaderEpoch and Fetch requests
+// on one connection from p's log, as p's broker would as leader. With hold
+// set, each Fetch is answered only once hold is closed (a leader paused
+// with the request in flight); fetched is told when one arrives.
+type fakeLeader struct {
+	p       *partition
+	hold    chan struct{}
+	fetched chan struct{}
+}
+
+func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	for {
+		var size [4]byte
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(size[:]))
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		// Request header v1/v2: key, version, correlation id, client id
+		// (int16 length), then tagged fields for flexible requests.
+		key, version := int16(binary.BigEndian.Uint16(body)), int16(binary.BigEndian.Uint16(body[2:]))
+		corr := body[4:8]
+		idLen := int(int16(binary.BigEndian.Uint16(body[8:])))
+		rest := body[10+max(idLen, 0):]
+		req := kmsg.RequestForKey(key)
+		req.SetVersion(version)
+		if req.IsFlexible() {
+			rest = rest[1:] // no tagged fields
+		}
+		if err := req.ReadFrom(rest); err != nil {
+			t.Errorf("fake leader: decode %s: %v", kmsg.NameForKey(key), err)
+			return
+		}
+		var resp kmsg.Response
+		switch req := req.(type) {
+		case *kmsg.OffsetForLeaderEpochRequest:
+			out := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+			for _, rt := range req.Topics {
+				ot := kmsg.NewOffsetForLeaderEpochResponseTopic()
+				ot.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					op.Partition = rp.Partition
+					epoch, end, err := l.p.endOffsetForEpoch(rp.LeaderEpoch)
+					if err != nil {
+						t.Errorf("fake leader: end offset for epoch %d: %v", rp.LeaderEpoch, err)
+					}
+					op.LeaderEpoch, op.EndOffset = epoch, end
+					ot.Partitions = append(ot.Partitions, op)
+				}
+				out.Topics = append(out.Topics, ot)
+			}
+			resp = out
+		case *kmsg.FetchRequest:
+			if l.fetched != nil {
+				l.fetched <- struct{}{}
+			}
+			if l.hold != nil {
+				<-l.hold
+			}
+			out := req.ResponseKind().(*kmsg.FetchResponse)
+			for _, rt := range req.Topics {
+				ot := kmsg.NewFetchResponseTopic()
+				ot.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					op := kmsg.NewFetchResponseTopicPartition()
+					op.Partition = rp.Partition
+					op.HighWatermark, op.LogStartOffset = l.p.log.EndOffset(), l.p.log.StartOffset()
+					if rp.FetchOffset < l.p.log.EndOffset() {
+						c, err := l.p.readReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
+						if err != nil {
+							t.Errorf("fake leader: read at %d: %v", rp.FetchOffset, err)
+							return
+						}
+						op.RecordBatches, _ = c.Bytes()
+						c.Close()
+					}
+					ot.Partitions = append(ot.Partitions, op)
+				}
+				out.Topics = append(out.Topics, ot)
+			}
+			resp = out
+		default:
+			t.Errorf("fake leader: unexpected %s", kmsg.NameForKey(key))
+			return
+		}
+		frame := append([]byte{0, 0, 0, 0}, corr...)
+		if resp.IsFlexible() {
+			frame = append(frame, 0) // no header tags
+		}
+		frame = resp.AppendTo(frame)
+		binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+		if _, err := conn.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+// connectFake returns a follower-side connection to a fake leader.
+func connectFake(t *testing.T, l *fakeLeader) *kafkaConn {
+	client, server := net.Pipe()
+	go l.serve(t, server)
+	t.Cleanup(func() { client.Close() })
+	return newKafkaConn(client, "test-follower")
+}
+
+// A fetch response from a previous leader that arrives after the follower
+// moved to the next leader (the old leader was paused with the request in
+// flight and answered on SIGCONT) must not be appended: the follower has
+// already been truncated against the new leader, so the old leader's tail
+// lands past it, and the new leader's batches at those offsets then start
+// below the follower's log end. The follower used to append it and then
+// fail every fetch after with "corrupt record batch: batch 0 has base
+// offset X below Y", out of the ISR for good (issue 20: the high watermark
+// of one node never reached the log end after pausing the active
+// controller).
+func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
+	oldLeader, newLeader, follower := epochTestPartition(t, 1), epochTestPartition(t, 3), epochTestPartition(t, 2)
+	// Epoch 3, led by 1: all three hold offsets 0-4.
+	lead(t, oldLeader, 3, "e3", 5)
+	follow(follower, 1, 3)
+	replicate(t, oldLeader, follower)
+	follow(newLeader, 1, 3)
+	replicate(t, oldLeader, newLeader)
+
+	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	// The follower asks the old leader for offset 5; the old leader has
+	// written 5-7 meanwhile but answers only after its pause.
+	lead(t, oldLeader, 3, "late", 3)
+	old := &fakeLeader{p: oldLeader, hold: make(chan struct{}), fetched: make(chan struct{}, 1)}
+	oldFetcher := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
+	oldParts := map[*partition]*followState{follower: {truncated: true}}
+	oldDone := make(chan error, 1)
+	go func() { oldDone <- oldFetcher.fetch(connectFake(t, old), oldParts) }()
+	<-old.fetched
+
+	// Meanwhile broker 3 is elected at epoch 4 without 5-7 and writes
+	// one batch of five records at 5-9; the follower follows it and checks
+	// its log against it (nothing to cut: it ends at 5 too).
+	newLeader.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 3)
+	var five []newRecord
+	for i := range 5 {
+		five = append(five, newRecord{Value: fmt.Appendf(nil, "e4-%d", i), Timestamp: 1})
+	}
+	if _, err := newLeader.append(buildBatch(five)); err != nil {
+		t.Fatal(err)
+	}
+	follower.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 2)
+	newFetcher := &leaderFetcher{m: m, leader: 3, poke: make(chan struct{}, 1)}
+	newParts := map[*partition]*followState{follower: {}}
+	newConn := connectFake(t, &fakeLeader{p: newLeader})
+	if err := newFetcher.truncate(newConn, newParts); err != nil {
+		t.Fatal(err)
+	}
+
+	// The old leader wakes up and answers with 5-7 at epoch 3.
+	close(old.hold)
+	if err := <-oldDone; err != nil {
+		t.Logf("old leader's fetch: %v", err)
+	}
+	if end := follower.log.EndOffset(); end != 5 {
+		t.Errorf("follower log end %d after the old leader's late answer, want 5 (the answer dropped)", end)
+	}
+
+	// The follower replicates from the new leader, as the fetcher loop
+	// does: truncate where needed, fetch.
+	for round := 0; round < 5 && follower.log.EndOffset() != newLeader.log.EndOffset(); round++ {
+		err := newFetcher.truncate(newConn, newParts)
+		if err == nil {
+			err = newFetcher.fetch(newConn, newParts)
+		}
+		if err != nil {
+			t.Errorf("round %d: %v", round, err)
+		}
+	}
+	if !bytes.Equal(logBytes(t, follower), logBytes(t, newLeader)) {
+		t.Fatalf("follower's log differs from the new leader's: log end %d vs %d, epochs %v vs %v",
+			follower.log.EndOffset(), newLeader.log.EndOffset(), batchEpochs(t, follower), batchEpochs(t, newLeader))
+	}
+}
