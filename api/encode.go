@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -77,7 +76,7 @@ func appendTextOrBase64(dst, b []byte, enc string) ([]byte, string) {
 		return appendJSONString(dst, b), e
 	}
 	dst = append(dst, '"')
-	dst = base64.StdEncoding.AppendEncode(dst, b)
+	dst = appendBase64(dst, b)
 	return append(dst, '"'), e
 }
 
@@ -126,7 +125,7 @@ func appendHeaderObject(dst []byte, hs []Header, enc string) []byte {
 			dst = append(dst, "null"...)
 		case enc == EncodingBase64:
 			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, hs[i].Value)
+			dst = appendBase64(dst, hs[i].Value)
 			dst = append(dst, '"')
 		default:
 			dst = appendJSONString(dst, hs[i].Value)
@@ -159,7 +158,7 @@ func appendHeaderList(dst []byte, hs []Header, enc string) []byte {
 		} else {
 			keyEnc = EncodingBase64
 			dst = append(dst, '"')
-			dst = base64.StdEncoding.AppendEncode(dst, []byte(h.Key))
+			dst = appendBase64(dst, []byte(h.Key))
 			dst = append(dst, '"')
 		}
 		dst = append(dst, `,"value":`...)

@@ -134,6 +134,8 @@ type handler struct {
 	longPolls *slots
 	streams   *slots
 	idem      *inflightKeys // Idempotency-Keys being served
+
+	outBufs outBufPool // large consume answers' output buffers
 }
 
 // NewHandler returns the HTTP API over b: every route of openapi.yaml, the

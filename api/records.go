@@ -1,10 +1,11 @@
 package api
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -225,10 +226,16 @@ func (rr recordsResource) consumeEach(w http.ResponseWriter, r *http.Request, cs
 	rw.finish(res)
 }
 
-// recordWriter is a consume response being written (see writeRecords).
+// recordWriter is a consume response being written: each record's JSON
+// is appended straight to one output buffer (no per-record buffer, no
+// second copy through a bufio.Writer), which goes out whenever it passes
+// flushAt, so large answers leave in writes of about 256 KiB (fewer
+// chunks and syscalls) and the response never exists whole in memory.
 type recordWriter struct {
-	bw       *bufio.Writer
-	buf      []byte // one record's JSON, reused
+	out      io.Writer // the response, or its compressor
+	buf      *[]byte   // the output buffer (pooled when large)
+	pool     *outBufPool
+	flushAt  int
 	n        int
 	err      error // the client left or stopped reading
 	done     func()
@@ -236,76 +243,112 @@ type recordWriter struct {
 }
 
 // startRecords sends the 200 and the start of a ConsumeResponse; size is
-// about how many record bytes follow, sizing the write buffer.
+// about how many record bytes follow, sizing the output buffer.
 func (rr recordsResource) startRecords(w http.ResponseWriter, r *http.Request, size int64) *recordWriter {
 	done := rr.h.writeDeadline(w)
 	w.Header().Set("Content-Type", "application/json")
 	out, closeOut := compressResponse(w, r)
 	w.WriteHeader(http.StatusOK)
-	// Large answers go out in 256 KiB writes (fewer chunks and syscalls).
-	bw := bufio.NewWriterSize(out, int(min(max(size/2, 32<<10), 256<<10)))
-	bw.WriteString(`{"records":[`)
-	return &recordWriter{bw: bw, done: done, closeOut: closeOut}
+	rw := &recordWriter{out: out, done: done, closeOut: closeOut, pool: &rr.h.outBufs}
+	rw.flushAt, rw.buf = rw.pool.get(size)
+	*rw.buf = append((*rw.buf)[:0], `{"records":[`...)
+	return rw
 }
 
 func (rw *recordWriter) write(rec *ConsumedRecord, enc string) error {
-	rw.buf = rw.buf[:0]
+	if rw.err != nil {
+		return rw.err
+	}
+	b := *rw.buf
 	if rw.n > 0 {
-		rw.buf = append(rw.buf, ',')
+		b = append(b, ',')
 	}
 	rw.n++
-	rw.buf = appendConsumed(rw.buf, *rec, enc)
-	if _, err := rw.bw.Write(rw.buf); err != nil {
-		rw.err = err
+	b = appendConsumed(b, *rec, enc)
+	*rw.buf = b
+	if len(b) >= rw.flushAt {
+		rw.flush()
 	}
 	return rw.err
 }
 
+// flush writes the buffered JSON out.
+func (rw *recordWriter) flush() {
+	if rw.err == nil && len(*rw.buf) > 0 {
+		_, rw.err = rw.out.Write(*rw.buf)
+	}
+	*rw.buf = (*rw.buf)[:0]
+}
+
 func (rw *recordWriter) finish(res ConsumeResult) {
 	if rw.err == nil {
-		fmt.Fprintf(rw.bw, `],"next_offset":%d,"high_watermark":%d,"start_offset":%d}`+"\n", res.NextOffset, res.HighWatermark, res.StartOffset)
-		_ = rw.bw.Flush()
+		b := append(*rw.buf, `],"next_offset":`...)
+		b = strconv.AppendInt(b, res.NextOffset, 10)
+		b = append(b, `,"high_watermark":`...)
+		b = strconv.AppendInt(b, res.HighWatermark, 10)
+		b = append(b, `,"start_offset":`...)
+		b = strconv.AppendInt(b, res.StartOffset, 10)
+		*rw.buf = append(b, "}\n"...)
+		rw.flush()
 	}
 	rw.closeOut()
 	rw.done()
+	rw.pool.put(rw.buf)
+	rw.buf = nil
 }
 
 const (
 	// consumeCost is what a consume holds per byte of max_bytes: the
-	// records read (1x), one record's JSON at a time, the output buffer.
+	// records read (1x), the output buffer and the record being encoded.
 	consumeCost = 2
 	// consumeMinBytes is the smallest max_bytes a consume is shrunk to
 	// before it is refused instead.
 	consumeMinBytes = 64 << 10
+	// outBufLarge is where a large answer's output buffer is written out
+	// (one write of about this size); smaller answers flush at half their
+	// size, at least outBufSmall, so the buffer stays within what the read
+	// already holds of the memory budget.
+	outBufLarge = 256 << 10
+	outBufSmall = 32 << 10
 )
 
-// writeRecords writes a ConsumeResponse one record at a time, so the
-// response never exists whole in memory (base64 JSON of 64 MiB of records
-// is ~90 MiB, and a client that does not read would keep it). A client
-// that does not read within WriteTimeout is dropped.
-func (rr recordsResource) writeRecords(w http.ResponseWriter, r *http.Request, res ConsumeResult, enc string, size int64) {
-	defer rr.h.writeDeadline(w)()
-	w.Header().Set("Content-Type", "application/json")
-	out, closeOut := compressResponse(w, r)
-	w.WriteHeader(http.StatusOK)
-	defer closeOut()
-	// Large answers go out in 256 KiB writes (fewer chunks and syscalls);
-	// the buffer stays within what the read already holds of the budget.
-	bw := bufio.NewWriterSize(out, int(min(max(size/2, 32<<10), 256<<10)))
-	bw.WriteString(`{"records":[`)
-	var buf []byte // one record's JSON, reused
-	for i, rec := range res.Records {
-		buf = buf[:0]
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendConsumed(buf, rec, enc)
-		if _, err := bw.Write(buf); err != nil {
-			return // the client left or stopped reading
+// outBufPool recycles the output buffers of large answers: a
+// 1,000-record read would otherwise allocate (and the GC clear) 256 KiB
+// per request. Buffers a huge record grew past 4x are dropped, not kept.
+// Safe for concurrent use; the zero value is ready.
+type outBufPool struct{ p sync.Pool }
+
+// get returns the flush threshold and an output buffer for an answer of
+// about size record bytes.
+func (op *outBufPool) get(size int64) (int, *[]byte) {
+	flushAt := int(min(max(size/2, outBufSmall), outBufLarge))
+	if flushAt == outBufLarge {
+		if b, ok := op.p.Get().(*[]byte); ok {
+			return flushAt, b
 		}
 	}
-	fmt.Fprintf(bw, `],"next_offset":%d,"high_watermark":%d,"start_offset":%d}`+"\n", res.NextOffset, res.HighWatermark, res.StartOffset)
-	_ = bw.Flush()
+	b := make([]byte, 0, flushAt+flushAt/4)
+	return flushAt, &b
+}
+
+func (op *outBufPool) put(b *[]byte) {
+	if c := cap(*b); c >= outBufLarge && c <= 4*outBufLarge {
+		*b = (*b)[:0]
+		op.p.Put(b)
+	}
+}
+
+// writeRecords writes a ConsumeResponse one record at a time (see
+// recordWriter), for backends that return the records as a slice. A
+// client that does not read within WriteTimeout is dropped.
+func (rr recordsResource) writeRecords(w http.ResponseWriter, r *http.Request, res ConsumeResult, enc string, size int64) {
+	rw := rr.startRecords(w, r, size)
+	for i := range res.Records {
+		if rw.write(&res.Records[i], enc) != nil {
+			break // the client left or stopped reading
+		}
+	}
+	rw.finish(res)
 }
 
 func (rr recordsResource) consumeRequest(r *http.Request) (ConsumeRequest, string, error) {

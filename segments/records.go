@@ -337,6 +337,26 @@ func DecodeBatch(batch []byte, maxInflated int64) (*Records, error) {
 	return &Records{h: h, src: src}, nil
 }
 
+// DecodeNextBatch is DecodeBatch for the batch NextBatch has just checked
+// and described as info (batch is data[:info.Size]): the header and the
+// CRC-32C are not checked a second time, which on an HTTP read of
+// uncompressed 1 KiB records was a tenth of the decoding cost.
+func DecodeNextBatch(batch []byte, info BatchInfo, maxInflated int64) (*Records, error) {
+	if len(batch) < batchHeaderLen || len(batch) != info.Size {
+		return nil, fmt.Errorf("%w: %d bytes given for a %d-byte batch", ErrCorruptBatch, len(batch), info.Size)
+	}
+	h := parseHeader(batch)
+	if h.baseOffset != info.BaseOffset || h.size != int64(info.Size) || h.numRecords != info.NumRecords {
+		return nil, fmt.Errorf("%w: the batch is not the one NextBatch described", ErrCorruptBatch)
+	}
+	src, err := openRecords(h.compression(), batch[batchHeaderLen:h.size], maxInflated)
+	if err != nil {
+		return nil, err
+	}
+	src.setTotalLimit(0)
+	return &Records{h: h, src: src}, nil
+}
+
 // Next decodes the next record into rec; false at the end or on an error
 // (see Err).
 func (it *Records) Next(rec *Record) bool {

@@ -52,6 +52,9 @@ type broker struct {
 	// disk is given to every partition (partition.disk); set before
 	// start, nil: no reserve.
 	disk *diskGuard
+	// readBufs is given to every partition (partition.readBufs): the
+	// buffers HTTP reads load stored batches into.
+	readBufs readBufPool
 
 	mu     sync.RWMutex
 	topics map[string]*hostedTopic // guarded by mu
@@ -324,6 +327,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
 		p.leaseValid = b.lease
 		p.disk = b.disk
+		p.readBufs = &b.readBufs
 		p.setMeta(t.Partitions[idx], b.id)
 		ht.parts[idx] = p
 		b.roleChanged(p)

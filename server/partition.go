@@ -57,6 +57,9 @@ type partition struct {
 	// disk refuses appends while the partitions' filesystem is below
 	// --min-free-disk; set at creation, nil: no reserve.
 	disk *diskGuard
+	// readBufs recycles HTTP reads' buffers; set at creation, nil: each
+	// read allocates its own.
+	readBufs *readBufPool
 	// leaseValid reports whether this broker may lead at a time (its
 	// heartbeats answered: raftfsm.Node.BrokerLeaseValid); set at creation,
 	// nil: always.

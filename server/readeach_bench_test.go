@@ -18,6 +18,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
+	p.readBufs = new(readBufPool) // as the broker gives every partition
 	defer p.close()
 	p.repl.isr = []int32{0}
 	p.leader.Store(0)
