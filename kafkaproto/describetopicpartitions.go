@@ -44,7 +44,7 @@ func (s *Server) describeTopicPartitions(ctx context.Context, req *kmsg.Describe
 			resp.Topics = append(resp.Topics, unknownTopicPartitions(name))
 			continue
 		}
-		rt, next := topicPartitions(t, first, budget)
+		rt, next := topicPartitions(ctx, cl, t, first, budget)
 		resp.Topics = append(resp.Topics, rt)
 		budget -= len(rt.Partitions)
 		if next >= 0 {
@@ -96,7 +96,7 @@ func topicNames(cl *Cluster, req *kmsg.DescribeTopicPartitionsRequest) []string 
 
 // topicPartitions describes t's partitions from first on, at most budget
 // of them; next is the first partition left out, or -1.
-func topicPartitions(t *TopicInfo, first int32, budget int) (kmsg.DescribeTopicPartitionsResponseTopic, int32) {
+func topicPartitions(ctx context.Context, cl *Cluster, t *TopicInfo, first int32, budget int) (kmsg.DescribeTopicPartitionsResponseTopic, int32) {
 	rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	rt.Topic, rt.TopicID, rt.IsInternal = kmsg.StringPtr(t.Name), t.ID, t.Internal
 	for i := int(first); i < len(t.Partitions); i++ {
@@ -105,12 +105,10 @@ func topicPartitions(t *TopicInfo, first int32, budget int) (kmsg.DescribeTopicP
 		}
 		p := &t.Partitions[i]
 		rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-		rp.Partition, rp.LeaderID, rp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		rp.Partition, rp.LeaderEpoch = p.Partition, p.LeaderEpoch
+		rp.LeaderID, rp.ErrorCode = listedLeader(ctx, cl, p.Leader)
 		rp.Replicas, rp.ISR, rp.OfflineReplicas = orEmpty(p.Replicas), orEmpty(p.ISR), orEmpty(p.Offline)
 		rp.EligibleLeaderReplicas, rp.LastKnownELR = []int32{}, []int32{}
-		if p.Leader < 0 {
-			rp.ErrorCode = kafkaErr(ErrLeaderNotAvailable)
-		}
 		rt.Partitions = append(rt.Partitions, rp)
 	}
 	return rt, -1

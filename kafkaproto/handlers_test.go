@@ -465,3 +465,44 @@ func TestListOffsetsEarliestPendingUpload(t *testing.T) {
 		t.Fatalf("-6 on an unknown partition: %+v", got[1])
 	}
 }
+
+// A partition whose leader is not among the brokers a Metadata answer
+// lists (fenced, or not yet unfenced after a restart, while the controller
+// has not moved its leadership yet) is LEADER_NOT_AVAILABLE with leader -1,
+// as Kafka answers: Kafka names only leaders it lists, and a client given a
+// leader it has no address for cannot reach it (franz-go reports such a
+// broker as unknown). DescribeTopicPartitions answers the same.
+func TestMetadataLeaderNotListed(t *testing.T) {
+	b, s := newHandlerServer(t, Options{})
+	b.mu.Lock()
+	cl := *b.cluster
+	cl.Topics = slices.Clone(cl.Topics)
+	for i := range cl.Topics {
+		if cl.Topics[i].Name == "t" {
+			cl.Topics[i].Partitions = slices.Clone(cl.Topics[i].Partitions)
+			cl.Topics[i].Partitions[1].Leader = 2 // broker 2 is not listed
+		}
+	}
+	b.cluster = &cl
+	b.mu.Unlock()
+	ctx := context.Background()
+	got := s.metadata(ctx, metadataReq(12, "t"))
+	if len(got.Brokers) != 1 || got.Brokers[0].NodeID != 1 {
+		t.Fatalf("brokers %+v", got.Brokers)
+	}
+	p := got.Topics[0].Partitions
+	if p[0].ErrorCode != 0 || p[0].Leader != 1 {
+		t.Errorf("partition 0: leader %d, %v", p[0].Leader, kerr.ErrorForCode(p[0].ErrorCode))
+	}
+	if p[1].ErrorCode != kerr.LeaderNotAvailable.Code || p[1].Leader != -1 {
+		t.Errorf("partition 1 led by an unlisted broker: leader %d, %v; want -1, LEADER_NOT_AVAILABLE", p[1].Leader, kerr.ErrorForCode(p[1].ErrorCode))
+	}
+	dreq := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	rt.Topic = "t"
+	dreq.Topics = append(dreq.Topics, rt)
+	dp := s.describeTopicPartitions(ctx, dreq).Topics[0].Partitions
+	if dp[0].ErrorCode != 0 || dp[1].ErrorCode != kerr.LeaderNotAvailable.Code || dp[1].LeaderID != -1 {
+		t.Errorf("DescribeTopicPartitions: %+v", dp)
+	}
+}

@@ -49,7 +49,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
 		for i := range cl.Topics {
-			resp.Topics = append(resp.Topics, metadataTopic(&cl.Topics[i]))
+			resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, &cl.Topics[i]))
 		}
 		return resp
 	}
@@ -86,7 +86,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t))
+		resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, t))
 	}
 	return resp
 }
@@ -133,21 +133,41 @@ func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.Metadata
 	return created
 }
 
-func metadataTopic(t *TopicInfo) kmsg.MetadataResponseTopic {
+func metadataTopic(ctx context.Context, cl *Cluster, t *TopicInfo) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
 	mt.IsInternal = t.Internal
 	for _, p := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.Leader, p.LeaderEpoch
+		mp.Partition, mp.LeaderEpoch = p.Partition, p.LeaderEpoch
+		mp.Leader, mp.ErrorCode = listedLeader(ctx, cl, p.Leader)
 		mp.Replicas, mp.ISR, mp.OfflineReplicas = orEmpty(p.Replicas), orEmpty(p.ISR), orEmpty(p.Offline)
-		if p.Leader < 0 {
-			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// listedLeader is the leader a Metadata-style answer names, and the
+// partition's error code. Kafka names only a leader it lists among the
+// brokers (alive, with an endpoint on the connection's listener); a
+// partition led by a fenced broker (for the moment between its fencing and
+// the controller moving its leadership) or by none is LEADER_NOT_AVAILABLE
+// with leader -1, one led by a broker without this listener
+// LISTENER_NOT_FOUND. A client given a leader it has no address for could
+// not reach it.
+func listedLeader(ctx context.Context, cl *Cluster, leader int32) (int32, int16) {
+	if leader < 0 {
+		return -1, kerr.LeaderNotAvailable.Code
+	}
+	b, ok := cl.Broker(leader)
+	if !ok {
+		return -1, kerr.LeaderNotAvailable.Code
+	}
+	if _, _, ok := endpoint(ctx, b); !ok {
+		return -1, kerr.ListenerNotFound.Code
+	}
+	return leader, 0
 }
 
 func orEmpty(s []int32) []int32 {
