@@ -100,7 +100,12 @@ func (s *Server) createTopic(ctx context.Context, spec topicSpec, validateOnly b
 		return nil, err
 	}
 	img, _ := s.meta.Image()
-	if _, ok := img.Topics.Lookup(spec.name); ok {
+	// Only a dry run answers "exists" from this node's image: it may lag
+	// (a paused or restarted node), and a topic deleted meanwhile would be
+	// refused with a 409 that no order of the writes explains (the
+	// metadata linearizability check found it). A real creation lets the
+	// controller's state machine decide, in the log's order.
+	if _, ok := img.Topics.Lookup(spec.name); ok && validateOnly {
 		return nil, fmt.Errorf("%w: %s", raftfsm.ErrTopicExists, spec.name)
 	}
 	if err := checkAssignedBrokers(img, spec.assignments); err != nil {

@@ -137,7 +137,8 @@ func TestKafkaGoClientAdmin(t *testing.T) {
 			}
 		}},
 		{"ListOffsets", func(t *testing.T) {
-			w := &kafka.Writer{Addr: kafka.TCP(n.KafkaAddr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond}
+			// acks=all: the default (none) returns before the node appended.
+			w := &kafka.Writer{Addr: kafka.TCP(n.KafkaAddr), Topic: topic, Balancer: &kafka.Hash{}, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 			defer w.Close()
 			if err := w.WriteMessages(ctx, kafka.Message{Key: []byte("a"), Value: []byte("1")}, kafka.Message{Key: []byte("a"), Value: []byte("2")}); err != nil {
 				t.Fatal(err)
