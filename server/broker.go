@@ -49,6 +49,8 @@ type broker struct {
 	// lease is given to every partition (partition.leaseValid); set before
 	// start, nil: always valid.
 	lease func(time.Time) bool
+	// now is the wall clock given to every partition (testfaults.go).
+	now func() time.Time
 	// disk is given to every partition (partition.disk); set before
 	// start, nil: no reserve.
 	disk *diskGuard
@@ -325,7 +327,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
 		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
 		p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
-		p.leaseValid = b.lease
+		p.leaseValid, p.now = b.lease, b.now
 		p.disk = b.disk
 		p.readBufs = &b.readBufs
 		p.setMeta(t.Partitions[idx], b.id)

@@ -31,6 +31,7 @@ func newGroupCoordinator(s *Server) *groups.Coordinator {
 		MinSessionTimeout: s.cfg.GroupMinSessionTimeout,
 		MaxSessionTimeout: s.cfg.GroupMaxSessionTimeout,
 		Logger:            s.logger.With("component", "groups"),
+		Now:               s.faults.now,
 	}, groupsBackend{s})
 }
 

@@ -338,7 +338,7 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		// A retry must place every record where the first try did.
 		sticky = int32(uint64(k.id) % uint64(n))
 	}
-	now := time.Now().UnixMilli()
+	now := h.s.faults.now().UnixMilli() // the records' CreateTime
 	byPart := map[int32][]newRecord{}
 	where := make([]api.RecordOffset, len(records))
 	for i, r := range records {

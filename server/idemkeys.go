@@ -383,9 +383,8 @@ func peekKeys(parts map[int32]*partition, byPart map[int32][]newRecord, k *idemK
 	if k == nil {
 		return nil
 	}
-	now := time.Now()
 	for part, p := range parts {
-		if err := p.peekKey(*k, int32(len(byPart[part])), now); err != nil {
+		if err := p.peekKey(*k, int32(len(byPart[part])), p.wallNow()); err != nil {
 			return err
 		}
 	}

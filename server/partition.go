@@ -64,6 +64,9 @@ type partition struct {
 	// heartbeats answered: raftfsm.Node.BrokerLeaseValid); set at creation,
 	// nil: always.
 	leaseValid func(time.Time) bool
+	// now is the wall clock (record timestamps, producer-state expiry);
+	// nil: time.Now.
+	now func() time.Time
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed when hwm advances or the partition goes away
@@ -156,14 +159,14 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 		return appendResult{}, err
 	}
 	if k != nil {
-		if err := p.loadKeys(time.Now()); err != nil {
+		if err := p.loadKeys(p.wallNow()); err != nil {
 			return appendResult{}, err
 		}
 	}
 
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	now := time.Now()
+	now := p.wallNow()
 	if dup, ok, err := p.checkProducersLocked(views, now); err != nil || ok {
 		return dup, err
 	}
@@ -176,7 +179,7 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	}
 	appendTime := int64(-1)
 	if p.tsAppend.Load() {
-		appendTime = time.Now().UnixMilli()
+		appendTime = now.UnixMilli()
 		setLogAppendTime(views, appendTime)
 	}
 	info, err := p.log.Append(batches, epoch)
@@ -191,6 +194,14 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	p.leaderAppended()
 	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
 		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
+}
+
+// wallNow is the node's wall clock (testfaults.go).
+func (p *partition) wallNow() time.Time {
+	if p.now == nil {
+		return time.Now()
+	}
+	return p.now()
 }
 
 // mayWrite is what a leader checks before appending n bytes. A broker the

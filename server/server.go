@@ -117,6 +117,7 @@ type Server struct {
 	authz         authzCache    // the authorizer of the last image (acls.go)
 	quotas        quotaState    // client quotas and their meters (quotas.go)
 	sessions      sessionStore  // UI sessions (session.go)
+	faults        *testFaults   // test-only clock offset and fsync delay; nil: off
 	wg            sync.WaitGroup
 }
 
@@ -151,6 +152,7 @@ func Open(cfg Config) (*Server, error) {
 	if err := s.lockDataDir(); err != nil {
 		return nil, err
 	}
+	s.faults = newTestFaults(cfg.TestFaults, cfg.DataDir)
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, err
@@ -450,6 +452,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 	b.storageRetry, b.storage = s.cfg.StorageRetryInterval, s.storage
 	b.maxInflated, b.framingOnly = s.cfg.MaxDecompressedBatchBytes, s.cfg.BenchSkipRecordValidation
 	b.lease = s.meta.BrokerLeaseValid
+	b.now, b.logOpts.Now, b.logOpts.FS = s.faults.now, s.faults.now, s.faults.fs()
 	b.disk = newDiskGuard(b.dir, s.cfg.MinFreeDisk)
 	b.producers = &producerPolicy{
 		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),
@@ -534,6 +537,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.tls.close()
+	s.faults.close()
 	if s.lock != nil {
 		s.lock.Close()
 	}

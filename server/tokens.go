@@ -36,7 +36,7 @@ func (s *Server) createToken(ctx context.Context, principal string, lifetime tim
 		return api.NewToken{}, err
 	}
 	enc := base64.RawURLEncoding.EncodeToString(secret)
-	now := time.Now()
+	now := s.faults.now() // wall time: ExpiresMs is compared on every node
 	t := raftfsm.Token{ID: nuid.Next(), Principal: principal, Hash: sha256.Sum256([]byte(enc)),
 		CreatedMs: now.UnixMilli(), ExpiresMs: now.Add(lifetime).UnixMilli()}
 	if _, err := s.applyMeta(ctx, raftfsm.Command{CreateToken: &raftfsm.CreateToken{Token: t}}); err != nil {
@@ -56,7 +56,7 @@ func (s *Server) checkToken(token string) (string, error) {
 	img, _ := s.meta.Image()
 	t := img.Tokens[id]
 	sum := sha256.Sum256([]byte(secret))
-	if t == nil || subtle.ConstantTimeCompare(sum[:], t.Hash[:]) != 1 || time.Now().UnixMilli() >= t.ExpiresMs {
+	if t == nil || subtle.ConstantTimeCompare(sum[:], t.Hash[:]) != 1 || s.faults.now().UnixMilli() >= t.ExpiresMs {
 		return "", errBadToken
 	}
 	return t.Principal, nil

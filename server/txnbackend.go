@@ -44,6 +44,7 @@ type txnState struct {
 func (s *Server) startTxn() {
 	t := &txnState{done: make(chan struct{})}
 	t.coord = txn.New(txn.Config{Log: txnLog{s}, Markers: txnMarkers{s}, Cluster: txnCluster{s},
+		Now:        s.faults.now,
 		MaxTimeout: s.cfg.TransactionMaxTimeout, IDExpiration: s.cfg.TransactionalIDExpiration,
 		Logger: s.logger.With("component", "transactions")})
 	t.coord.Start()
@@ -148,7 +149,7 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 		ctx, cancel = context.WithTimeout(ctx, txnStoreTimeout)
 		defer cancel()
 	}
-	rec := newRecord{Key: key, Value: value, Timestamp: time.Now().UnixMilli()}
+	rec := newRecord{Key: key, Value: value, Timestamp: l.s.faults.now().UnixMilli()}
 	if _, err := p.produce(ctx, buildBatch([]newRecord{rec}), -1); err != nil {
 		return fmt.Errorf("store transaction state: %w", coordinatorAppendError(err))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
@@ -60,7 +59,7 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	now := time.Now()
+	now := p.wallNow()
 	if err := p.loadProducersLocked(now); err != nil {
 		return appendResult{}, nil, err
 	}

@@ -82,6 +82,7 @@ type serveFlags struct {
 	// hostile batches
 	maxInflated int64
 	benchSkip   bool
+	testFaults  server.TestFaults
 
 	// Host header check (DNS rebinding)
 	allowedHosts string
@@ -215,6 +216,13 @@ func newServeCommand() *cobra.Command {
 	f.auth.register(fs)
 	fs.BoolVar(&f.benchSkip, "bench-skip-record-validation", false, "benchmark baseline only: append batches without validating their records")
 	_ = fs.MarkHidden("bench-skip-record-validation")
+	// Test-only faults (the chaos suite, server/testfaults.go): hidden.
+	fs.BoolVar(&f.testFaults.Enabled, "test-faults", false, "tests only: read the wall-clock offset and fsync delay from <data-dir>/test-faults while running")
+	fs.DurationVar(&f.testFaults.ClockOffset, "test-clock-offset", 0, "tests only (with --test-faults): added to the wall clock")
+	fs.DurationVar(&f.testFaults.FsyncDelay, "test-fsync-delay", 0, "tests only (with --test-faults): every partition fsync waits this long first")
+	for _, name := range []string{"test-faults", "test-clock-offset", "test-fsync-delay"} {
+		_ = fs.MarkHidden(name)
+	}
 	return cmd
 }
 
@@ -291,6 +299,7 @@ func (f *serveFlags) config() (server.Config, error) {
 		return cfg, err
 	}
 	cfg.BenchSkipRecordValidation = f.benchSkip
+	cfg.TestFaults = f.testFaults
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err
 	}
