@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,6 +57,7 @@ type chaosScenario struct {
 	duration time.Duration // how long the fault loop runs (RUNNEL_CHAOS)
 	short    time.Duration // duration in `make test`; 0: only with RUNNEL_CHAOS
 	prepare  func(t *testing.T, c *servertest.Cluster)
+	configs  map[string]string // the chaos topic's configs besides min.insync.replicas
 	fault    func(ctx context.Context, h *chaosHarness)
 }
 
@@ -64,6 +66,7 @@ type chaosHarness struct {
 	t       *testing.T
 	c       *servertest.Cluster
 	proxied bool
+	configs map[string]string
 	mu      sync.Mutex
 
 	acked    []ackedRecord // acks=all; guarded by mu
@@ -121,7 +124,7 @@ func runChaos(t *testing.T, s chaosScenario) {
 	for _, n := range c.Nodes {
 		n.WaitReady(60 * time.Second)
 	}
-	h := &chaosHarness{t: t, c: c, proxied: s.proxied}
+	h := &chaosHarness{t: t, c: c, proxied: s.proxied, configs: s.configs}
 	h.createTopic()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -184,7 +187,10 @@ func keepLogsOnFailure(t *testing.T, c *servertest.Cluster) {
 
 func (h *chaosHarness) createTopic() {
 	client := &http.Client{Timeout: 15 * time.Second}
-	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3,"configs":{"min.insync.replicas":"2"}}`, chaosTopic, chaosPartitions)
+	configs := map[string]string{"min.insync.replicas": "2"}
+	maps.Copy(configs, h.configs)
+	cj, _ := json.Marshal(configs)
+	body := fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3,"configs":%s}`, chaosTopic, chaosPartitions, cj)
 	resp, err := client.Post(h.c.Node(1).URL+"/v1/topics", "application/json", strings.NewReader(body))
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		h.t.Fatalf("create %s: %v %v", chaosTopic, err, resp)
