@@ -63,7 +63,7 @@ func clockJumpLoop(hold time.Duration) func(context.Context, *chaosHarness) {
 // keeps everything: the checker finds every acknowledged record. Leases,
 // sessions and raft timers use the monotonic clock and do not notice.
 func TestChaosClockJump(t *testing.T) {
-	runChaos(t, chaosScenario{name: "one node's clock jumps +1 h / -1 h (leader, controller)", duration: 60 * time.Second, short: 15 * time.Second,
+	runChaos(t, chaosScenario{name: "one node's clock jumps +1 h / -1 h (leader, controller)", duration: 60 * time.Second, short: 10 * time.Second,
 		args:    []string{"--test-faults"},
 		configs: map[string]string{"message.timestamp.type": "LogAppendTime", "retention.ms": "10800000", "segment.bytes": "1048576"},
 		fault:   clockJumpLoop(4 * time.Second)})
@@ -103,7 +103,7 @@ func p0Follower(h *chaosHarness) int {
 var slowDiskConfigs = map[string]string{"flush.messages": "1", "segment.bytes": "1048576"}
 
 func TestChaosSlowDiskFollower(t *testing.T) {
-	runChaos(t, chaosScenario{name: "slow disk: a follower's fsyncs take 200 ms for 10 s", duration: 60 * time.Second, short: 14 * time.Second,
+	runChaos(t, chaosScenario{name: "slow disk: a follower's fsyncs take 200 ms for 10 s", duration: 60 * time.Second,
 		args: []string{"--test-faults"}, configs: slowDiskConfigs,
 		fault: slowDiskLoop(p0Follower, 200*time.Millisecond, 10*time.Second)})
 }
