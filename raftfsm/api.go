@@ -137,6 +137,12 @@ type Image struct {
 	Quotas         map[string]Quota    // quotas.go, by QuotaEntity.Key
 
 	load *partitionLoad // counts kept by the FSM (load.go); nil in images built elsewhere
+
+	// The topics changed by recent batches (topicchanges.go), complete
+	// after the image at changesFrom; tracked only in the FSM's images.
+	changes     *topicChanges
+	changesFrom uint64
+	tracked     bool
 }
 
 type BrokerState string

@@ -106,6 +106,7 @@ func (c *change) deleteTopic(cmd *DeleteTopic) (any, error) {
 		c.img.load.add(t, -1)
 	}
 	c.img.Topics = c.img.Topics.Without(cmd.Name)
+	c.topics = append(c.topics, cmd.Name)
 	c.writes = append(c.writes, write{key: topicKey(cmd.Name)})
 	return t, nil
 }

@@ -84,6 +84,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 		panic(fmt.Sprintf("raftfsm: apply through index %d: %v", last, err))
 	}
 	f.applied.Store(last)
+	ch.img.noteTopicChanges(base, ch.topics)
 	f.images.publish(ch.img)
 	return out
 }
@@ -101,7 +102,8 @@ type change struct {
 	img    *Image
 	index  uint64 // of the command being applied
 	writes []write
-	marks  []mark // one per applied command, in order
+	marks  []mark   // one per applied command, in order
+	topics []string // the names of the topics put or deleted
 }
 
 // mark is where an applied command's writes end.
@@ -113,10 +115,10 @@ type mark struct {
 // applyAt applies one command at index and returns its result or error.
 func (c *change) applyAt(index uint64, cmd Command) any {
 	c.index = index
-	n := len(c.writes)
+	n, nt := len(c.writes), len(c.topics)
 	res, err := c.apply(cmd)
 	if err != nil {
-		c.writes = c.writes[:n]
+		c.writes, c.topics = c.writes[:n], c.topics[:nt]
 		return err
 	}
 	c.img.Index = index
@@ -207,6 +209,7 @@ func (c *change) putTopic(t *Topic) {
 		c.img.load.add(t, 1)
 	}
 	c.img.Topics = c.img.Topics.With(t)
+	c.topics = append(c.topics, t.Name)
 	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
 }
 

@@ -64,6 +64,7 @@ func loadImage(db *badger.DB) (*Image, uint64, error) {
 		return nil, 0, fmt.Errorf("raftfsm: load state: %w", err)
 	}
 	img.Index = applied
+	img.changesFrom, img.tracked = applied, true
 	img.load = scanLoad(img)
 	return img, applied, nil
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // TestTopicMapModel checks TopicMap against a Go map under random changes:
@@ -101,4 +103,85 @@ func cloneMap(m map[string]*Topic) map[string]*Topic {
 		c[k] = v
 	}
 	return c
+}
+
+// TestTopicsChangedSince: after any earlier image it remembers, an image
+// names every topic whose version differs (created, changed, deleted), so a
+// broker that looks at those alone ends where a full comparison would; past
+// what it remembers, it says so.
+func TestTopicsChangedSince(t *testing.T) {
+	f := newTestFSM(t, t.TempDir())
+	index := uint64(1)
+	applyAt(t, f, index, reg(1, ""))
+	rng := rand.New(rand.NewPCG(3, 4))
+	first, _ := f.images.load()
+	images := []*Image{first}
+	for batch := range 2*maxTopicChangeBatches + 200 {
+		var logs []*raft.Log
+		for i := range 1 + rng.IntN(3) {
+			index++
+			name := fmt.Sprintf("t%d", rng.IntN(40))
+			var cmd Command
+			switch op := rng.IntN(3); {
+			case i == 0 && batch%2 == 0:
+				cmd = create(fmt.Sprintf("u%d", batch), []int32{1}) // every other batch changes a topic
+			case op == 0:
+				cmd = create(name, []int32{1})
+			case op == 1:
+				cmd = Command{DeleteTopic: &DeleteTopic{Name: name}}
+			default:
+				cmd = Command{AlterConfigs: &AlterConfigs{Topic: name, Set: map[string]string{"retention.ms": fmt.Sprint(batch)}}}
+			}
+			cmd.Version = CommandVersion
+			data, err := encodeCommand(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, &raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+		}
+		f.ApplyBatch(logs)
+		img, _ := f.images.load()
+		images = append(images, img)
+	}
+	last := images[len(images)-1]
+	remembered := 0
+	for _, old := range images {
+		names, ok := last.TopicsChangedSince(old.Index)
+		if !ok {
+			continue
+		}
+		remembered++
+		changed := map[string]bool{}
+		for n := range names {
+			changed[n] = true
+		}
+		for name, tp := range last.Topics.All() {
+			if old.Topics.Get(name) != tp && !changed[name] {
+				t.Fatalf("since %d: %q changed, not named", old.Index, name)
+			}
+		}
+		for name := range old.Topics.All() {
+			if _, ok := last.Topics.Lookup(name); !ok && !changed[name] {
+				t.Fatalf("since %d: %q deleted, not named", old.Index, name)
+			}
+		}
+	}
+	if remembered < maxTopicChangeBatches {
+		t.Fatalf("%d of %d images remembered", remembered, len(images))
+	}
+	if _, ok := last.TopicsChangedSince(first.Index); ok {
+		t.Fatal("remembers further back than its bound")
+	}
+	if _, ok := last.TopicsChangedSince(last.Index + 1); ok {
+		t.Fatal("answers for a later index")
+	}
+}
+
+// TestTopicsChangedSinceUntracked: an image built outside the FSM knows
+// nothing of its changes and says so.
+func TestTopicsChangedSinceUntracked(t *testing.T) {
+	img := &Image{Index: 10, Topics: TopicMapOf(&Topic{Name: "a"})}
+	if _, ok := img.TopicsChangedSince(5); ok {
+		t.Fatal("an image built outside the FSM claims to know its changes")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"os"
@@ -67,6 +68,9 @@ type broker struct {
 	// the hosted ones), and the one that takes mu last may hold the older
 	// image.
 	applied uint64
+	// retry is the topics whose last reconcile failed (guarded by mu): the
+	// next one looks at them again, whether they changed or not.
+	retry map[string]bool
 
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -100,6 +104,7 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
 		logOpts:       segments.Options{Files: files, Logger: logger},
 		topics:        map[string]*hostedTopic{},
+		retry:         map[string]bool{},
 		replicaLagMax: lagMax,
 	}
 	b.fetches = newFetchManager(id, dialLeader, logger.With("component", "replica-fetcher"))
@@ -251,7 +256,10 @@ func (b *broker) allPartitions() []*partition {
 }
 
 // reconcile makes the hosted partitions match img: open what is placed here,
-// close and delete what is gone, apply config changes.
+// close and delete what is gone, apply config changes. After the first, it
+// looks only at the topics changed since the image it applied last (and at
+// those that failed then), when img remembers that far back: its cost
+// follows the change, not the number of topics.
 func (b *broker) reconcile(img *raftfsm.Image) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -263,13 +271,54 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 	if img.Index < b.applied {
 		return nil
 	}
+	changed, ok := img.TopicsChangedSince(b.applied)
+	if b.applied == 0 || !ok {
+		changed = b.everyTopicLocked(img)
+	}
 	b.applied = img.Index
+	retry := b.retry
+	b.retry = map[string]bool{}
 	var errs []error
-	for name, ht := range b.topics {
-		t, ok := img.Topics.Lookup(name)
-		if ok && t.ID == ht.id {
-			continue
+	reconcileOne := func(name string) {
+		if err := b.reconcileTopicLocked(img, name); err != nil {
+			errs = append(errs, err)
+			b.retry[name] = true
 		}
+	}
+	for name := range changed {
+		delete(retry, name)
+		reconcileOne(name)
+	}
+	for name := range retry {
+		reconcileOne(name)
+	}
+	return errors.Join(errs...)
+}
+
+// everyTopicLocked yields the names of every hosted topic and every topic
+// of img: what a full reconcile looks at.
+func (b *broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for name := range b.topics {
+			if _, ok := img.Topics.Lookup(name); !ok && !yield(name) {
+				return
+			}
+		}
+		for name := range img.Topics.All() {
+			if !yield(name) {
+				return
+			}
+		}
+	}
+}
+
+// reconcileTopicLocked makes the hosted partitions of the topic called name
+// match img: deleted (or deleted and created again under a new id), or
+// hosted as img places it. A name may come more than once.
+func (b *broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
+	t, ok := img.Topics.Lookup(name)
+	var errs []error
+	if ht, hosted := b.topics[name]; hosted && (!ok || t.ID != ht.id) {
 		for _, p := range ht.parts {
 			b.fetches.forget(p)
 			p.wake()
@@ -279,7 +328,7 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 		}
 		delete(b.topics, name)
 	}
-	for name, t := range img.Topics.All() {
+	if ok {
 		if err := b.hostTopicLocked(t); err != nil {
 			errs = append(errs, fmt.Errorf("host topic %s: %w", name, err))
 		}

@@ -148,3 +148,26 @@ func diskUsage(b *testing.B, dir string) int64 {
 	}
 	return total
 }
+
+// BenchmarkTopicCreateRate: one-partition topics created over HTTP on one
+// node by 4 and by 16 concurrent clients (issue 19's bulk admin writes),
+// reported as topics/s; RUNNEL_BENCH=1 creates 5,000 per case, else 400.
+func BenchmarkTopicCreateRate(b *testing.B) {
+	n := 400
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		n = 5000
+	}
+	node := servertest.Start(b, servertest.Options{Args: []string{"--pprof"}})
+	for _, clients := range []int{4, 16} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			for round := range b.N {
+				took := timed(func() {
+					parallel(b, n, clients, func(i int) {
+						scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"rate-%d-%d-%05d","partitions":1}`, clients, round, i), http.StatusCreated)
+					})
+				})
+				b.ReportMetric(float64(n)/took.Seconds(), "topics/s")
+			}
+		})
+	}
+}
