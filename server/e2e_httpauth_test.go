@@ -86,6 +86,24 @@ func TestHTTPBasicAuth(t *testing.T) {
 		map[string]any{"records": []map[string]any{{"value": "hi"}}}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("produce as alice: %d %s", resp.StatusCode, body)
 	}
+	// The node remembers passwords it verified (passwordcache.go): a new
+	// password or a deleted user still takes effect on the next request.
+	produceAs := func(pw string) int {
+		resp, _ := authDo(t, c, http.MethodPost, "/v1/topics/basic/records", "alice", pw, map[string]any{"records": []map[string]any{{"value": "hi"}}})
+		return resp.StatusCode
+	}
+	if resp, body := authDo(t, c, http.MethodPost, "/v1/users", "admin", pwd, map[string]any{"name": "alice", "password": "alice-pw2", "mechanism": "SCRAM-SHA-512"}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("new password: %d %s", resp.StatusCode, body)
+	}
+	if old, cur := produceAs("alice-pw"), produceAs("alice-pw2"); old != http.StatusUnauthorized || cur != http.StatusOK {
+		t.Fatalf("after a new password: the old one answers %d, the new one %d", old, cur)
+	}
+	if resp, body := authDo(t, c, http.MethodDelete, "/v1/users/alice", "admin", pwd, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete alice: %d %s", resp.StatusCode, body)
+	}
+	if code := produceAs("alice-pw2"); code != http.StatusUnauthorized {
+		t.Fatalf("a deleted user's password answers %d", code)
+	}
 
 	cli := func(args ...string) (string, error) {
 		out, err := exec.Command(servertest.Binary(t), append([]string{"--server", n.URL}, args...)...).CombinedOutput()

@@ -115,6 +115,7 @@ type Server struct {
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
 	authz         authzCache    // the authorizer of the last image (acls.go)
+	passwords     passwordCache // passwords verified (passwordcache.go)
 	quotas        quotaState    // client quotas and their meters (quotas.go)
 	sessions      sessionStore  // UI sessions (session.go)
 	faults        *testFaults   // test-only clock offset and fsync delay; nil: off

@@ -149,7 +149,9 @@ func userHTTPError(err error) error {
 // checkPassword reports whether password is user's: it derives the stored
 // key from the password with the user's salt and iterations and compares
 // in constant time (PLAIN, HTTP Basic). An unknown user costs the same
-// derivation, so timing does not tell which users exist.
+// derivation, so timing does not tell which users exist. A password
+// verified before against the same stored key skips the derivation
+// (passwordCache).
 func (s *Server) checkPassword(user, password string) bool {
 	img, _ := s.meta.Image()
 	u := img.Users[user]
@@ -164,11 +166,18 @@ func (s *Server) checkPassword(user, password string) bool {
 	if mech == "" {
 		mech, want = "SCRAM-SHA-256", raftfsm.ScramCredential{Salt: []byte("runnel-no-such-user"), Iterations: scramIterations}
 	}
+	if s.passwords.verified(user, password, want.StoredKey) {
+		return true
+	}
 	got, err := deriveScram(mech, user, password, want.Salt, want.Iterations)
 	if err != nil || len(want.StoredKey) == 0 {
 		return false
 	}
-	return subtle.ConstantTimeCompare(got.StoredKey, want.StoredKey) == 1
+	if subtle.ConstantTimeCompare(got.StoredKey, want.StoredKey) != 1 {
+		return false
+	}
+	s.passwords.remember(user, password, want.StoredKey)
+	return true
 }
 
 var _ kafkaproto.Authenticator = (*kafkaBackend)(nil)
