@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,11 @@ import (
 // (SCRAM-SHA-512, 4096 iterations: the client's key derivation dominates)
 // is reported apart, as the median time a new producer takes to log in
 // and send its first record (*-client-start-ms).
+//
+// The HTTP door is measured the same way (http-*-ratio): the same user
+// with Basic credentials on every request against none, 500 POSTs of 10
+// records and reads of 100 records per GET, one request at a time on a
+// kept-alive connection, so that what a request costs shows.
 //
 // Needs RUNNEL_BENCH=1 (it starts two servers).
 func BenchmarkAuthOverhead(b *testing.B) {
@@ -70,6 +76,9 @@ func BenchmarkAuthOverhead(b *testing.B) {
 		perOp         = 40_000 // records per produce, and in the topic consumed
 		consumePasses = 3      // reads of that topic per consume
 		rounds        = 9
+		httpPosts     = 500 // HTTP produce requests per round
+		httpBatch     = 10  // records per HTTP produce request
+		httpRead      = 100 // records per HTTP consume request
 	)
 	type side struct {
 		node             *servertest.Node
@@ -78,8 +87,11 @@ func BenchmarkAuthOverhead(b *testing.B) {
 		prod, cons       []time.Duration // per round
 		start            []time.Duration // per round: a new producer's login and first record
 		prodSum, consSum time.Duration
+		user, pw         string          // HTTP Basic ("" on the plain side)
+		hprod, hcons     []time.Duration // per round, HTTP door
 	}
-	sides := []*side{{node: plain}, {node: secure, opts: []kgo.Opt{login}}}
+	sides := []*side{{node: plain}, {node: secure, opts: []kgo.Opt{login}, user: "bench", pw: "bench-pw"}}
+	hc := &http.Client{Timeout: time.Minute}
 	for _, s := range sides {
 		runnelTopicAs(b, s.node, "bench-auth", admin)
 		runnelTopicAs(b, s.node, "bench-read", admin)
@@ -88,6 +100,10 @@ func BenchmarkAuthOverhead(b *testing.B) {
 		}
 		s.consumer = newBenchConsumer(b, s.node.KafkaAddr, "bench-read", s.opts...)
 		readPasses(b, s.consumer, "bench-read", perOp, 1) // logged in, connections open, warm
+		runnelTopicAs(b, s.node, "bench-http", admin)
+		if _, err := httpProduce(hc, s.node.URL, "bench-http", s.user, s.pw, httpPosts, httpBatch); err != nil { // what the reads read
+			b.Fatal(err)
+		}
 	}
 	b.SetBytes(perOp * 1024 * (1 + consumePasses) * 2 * rounds)
 	b.ResetTimer()
@@ -105,6 +121,20 @@ func BenchmarkAuthOverhead(b *testing.B) {
 		}
 		for _, s := range order {
 			s.cons = append(s.cons, readPasses(b, s.consumer, "bench-read", perOp, consumePasses))
+		}
+		for _, s := range order {
+			d, err := httpProduce(hc, s.node.URL, "bench-http", s.user, s.pw, httpPosts, httpBatch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.hprod = append(s.hprod, d)
+		}
+		for _, s := range order {
+			d, err := httpConsume(hc, s.node.URL, "bench-http", s.user, s.pw, httpPosts*httpBatch, httpRead)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.hcons = append(s.hcons, d)
 		}
 	}
 	b.StopTimer()
@@ -139,12 +169,18 @@ func BenchmarkAuthOverhead(b *testing.B) {
 	b.ReportMetric(mbps(sides[1].consSum, consumePasses), "auth-consume-MB/s")
 	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.prod }), "produce-ratio")
 	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.cons }), "consume-ratio")
+	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.hprod }), "http-produce-ratio")
+	b.ReportMetric(ratios(func(s *side) []time.Duration { return s.hcons }), "http-consume-ratio")
 	b.ReportMetric(medianMs(sides[0].start), "plain-client-start-ms")
 	b.ReportMetric(medianMs(sides[1].start), "auth-client-start-ms")
 	for i := range sides[0].prod {
-		b.Logf("round %d: produce %v plain, %v auth (%.2fx); consume %v plain, %v auth (%.2fx)", i,
-			sides[0].prod[i], sides[1].prod[i], sides[0].prod[i].Seconds()/sides[1].prod[i].Seconds(),
-			sides[0].cons[i], sides[1].cons[i], sides[0].cons[i].Seconds()/sides[1].cons[i].Seconds())
+		r := func(pick func(*side) []time.Duration) string {
+			p, a := pick(sides[0])[i], pick(sides[1])[i]
+			return fmt.Sprintf("%v plain, %v auth (%.2fx)", p.Round(time.Millisecond), a.Round(time.Millisecond), p.Seconds()/a.Seconds())
+		}
+		b.Logf("round %d: kafka produce %s; kafka consume %s; http produce %s; http consume %s", i,
+			r(func(s *side) []time.Duration { return s.prod }), r(func(s *side) []time.Duration { return s.cons }),
+			r(func(s *side) []time.Duration { return s.hprod }), r(func(s *side) []time.Duration { return s.hcons }))
 	}
 }
 
@@ -186,6 +222,81 @@ func produceTimed(addr, topic string, n int, values [][]byte, opts ...kgo.Opt) (
 	default:
 	}
 	return start, time.Since(t1), nil
+}
+
+// httpProduce sends posts POST /records of batch 1 KiB records each, one
+// after the other on one kept-alive connection, with Basic credentials
+// when user is set, and returns how long they took.
+func httpProduce(hc *http.Client, base, topic, user, pw string, posts, batch int) (time.Duration, error) {
+	bodies := make([][]byte, 16)
+	for i := range bodies {
+		var sb strings.Builder
+		sb.WriteString(`{"records":[`)
+		for j := range batch {
+			if j > 0 {
+				sb.WriteByte(',')
+			}
+			v := make([]byte, 1024)
+			for k := range v {
+				v[k] = 'a' + byte(rand.IntN(26))
+			}
+			fmt.Fprintf(&sb, `{"value":%q}`, v)
+		}
+		sb.WriteString(`]}`)
+		bodies[i] = []byte(sb.String())
+	}
+	start := time.Now()
+	for i := range posts {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/topics/"+topic+"/records?encoding=string", bytes.NewReader(bodies[i%len(bodies)]))
+		req.Header.Set("Content-Type", "application/json")
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		if _, err := httpDo(hc, req); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// httpConsume reads the first n records of partition 0 of topic, read
+// records per GET, and returns how long it took.
+func httpConsume(hc *http.Client, base, topic, user, pw string, n, read int) (time.Duration, error) {
+	start := time.Now()
+	for off := int64(0); off < int64(n); {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/v1/topics/%s/partitions/0/records?offset=%d&max_records=%d", base, topic, off, read), nil)
+		if user != "" {
+			req.SetBasicAuth(user, pw)
+		}
+		body, err := httpDo(hc, req)
+		if err != nil {
+			return 0, err
+		}
+		var res struct {
+			NextOffset int64 `json:"next_offset"`
+		}
+		if err := json.Unmarshal(body, &res); err != nil {
+			return 0, err
+		}
+		if res.NextOffset <= off {
+			return 0, fmt.Errorf("read from %d: next offset %d", off, res.NextOffset)
+		}
+		off = res.NextOffset
+	}
+	return time.Since(start), nil
+}
+
+func httpDo(hc *http.Client, req *http.Request) ([]byte, error) {
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s %s: %d %.200s", req.Method, req.URL.Path, resp.StatusCode, body)
+	}
+	return body, err
 }
 
 // newBenchConsumer reads partition 0 of topic from the start, without a group.
