@@ -50,7 +50,8 @@ type broker struct {
 	// lease is given to every partition (partition.leaseValid); set before
 	// start, nil: always valid.
 	lease func(time.Time) bool
-	// now is the wall clock given to every partition (testfaults.go).
+	// now is the wall clock given to every partition (testfaults.go);
+	// nil: time.Now.
 	now func() time.Time
 	// disk is given to every partition (partition.disk); set before
 	// start, nil: no reserve.
@@ -223,10 +224,17 @@ func (b *broker) run(ctx context.Context, maintainEvery time.Duration, reconcile
 		case <-ctx.Done():
 			return
 		case <-changed:
-		case now := <-tick.C:
-			b.maintain(now)
+		case <-tick.C:
+			b.maintain(b.wallNow()) // retention and segment.ms are wall-clock rules
 		}
 	}
+}
+
+func (b *broker) wallNow() time.Time {
+	if b.now == nil {
+		return time.Now()
+	}
+	return b.now()
 }
 
 func (b *broker) maintain(now time.Time) {

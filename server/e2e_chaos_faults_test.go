@@ -9,8 +9,10 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +114,44 @@ func TestChaosSlowDiskLeader(t *testing.T) {
 	runChaos(t, chaosScenario{name: "slow disk: the leader's fsyncs take 200 ms for 10 s", duration: 60 * time.Second,
 		args: []string{"--test-faults"}, configs: slowDiskConfigs,
 		fault: slowDiskLoop(p0Leader, 200*time.Millisecond, 10*time.Second)})
+}
+
+// Retention follows the node's own wall clock against the records'
+// timestamps, as Kafka's does: a node whose clock jumps 20 min ahead keeps
+// what a 30 min retention keeps (while it deletes a 10 min topic's old
+// segments in the same pass), and one an hour ahead deletes the 30 min
+// topic's sealed segments an hour early. Nothing protects a replica from
+// its own clock running ahead; README "Clocks" says so.
+func TestClockJumpRetention(t *testing.T) {
+	n := servertest.Start(t, servertest.Options{Args: []string{"--test-faults"}})
+	c := newAPIClient(t, n)
+	for _, tp := range []struct{ name, retention string }{{"keep30m", "1800000"}, {"keep10m", "600000"}} {
+		c.json("POST", "/v1/topics", map[string]any{"name": tp.name, "partitions": 1, "replication_factor": 1,
+			"configs": map[string]string{"retention.ms": tp.retention, "segment.bytes": "1024"}}, http.StatusCreated, nil)
+		for i := range 20 { // records stamped now (CreateTime from the node's clock, no offset yet)
+			c.json("POST", "/v1/topics/"+tp.name+"/records?encoding=string", map[string]any{"records": []map[string]any{
+				{"value": fmt.Sprintf("%s-%d-%s", tp.name, i, strings.Repeat("x", 200))}}}, http.StatusOK, nil)
+		}
+	}
+	start := func(topic string) int64 {
+		ps, ok := describe(n, topic)
+		if !ok || len(ps) != 1 {
+			t.Fatalf("describe %s: %v", topic, ps)
+		}
+		return ps[0].StartOffset
+	}
+	if start("keep30m") != 0 || start("keep10m") != 0 {
+		t.Fatal("retention deleted fresh records before any clock jump")
+	}
+	setFaults(t, n, 20*time.Minute, 0)
+	servertest.WaitFor(t, 60*time.Second, "the 10 min topic's old segments deleted at +20 min", func() bool { return start("keep10m") > 0 })
+	if got := start("keep30m"); got != 0 {
+		t.Fatalf("at +20 min the 30 min topic starts at %d, want 0", got)
+	}
+	setFaults(t, n, time.Hour, 0)
+	servertest.WaitFor(t, 60*time.Second, "the 30 min topic's sealed segments deleted at +1 h", func() bool { return start("keep30m") > 0 })
+	ps, _ := describe(n, "keep30m")
+	if ps[0].StartOffset >= ps[0].EndOffset {
+		t.Fatalf("retention emptied the log (%+v): the active segment is kept", ps[0])
+	}
 }

@@ -13,7 +13,15 @@ package server
 // raft timers, request deadlines, UI sessions) keep time.Now: Go measures
 // them on the monotonic clock, which a real wall-clock step does not move
 // either. With faults on, now returns times without a monotonic reading,
-// so a jump shows wherever such a time is used for a duration too.
+// so a jump shows wherever such a time is used for a duration too: the
+// segments' flush.ms and checkpoint spacing share the log's clock with
+// retention, so in tests they follow the offset (in production they see
+// time.Now's monotonic reading).
+//
+// Retention, as in Kafka, compares a segment's newest record timestamp
+// with the node's own wall clock: a node whose clock runs ahead deletes
+// segments early, by as much as it is ahead, whatever the other replicas'
+// clocks say (TestClockJumpRetention).
 //
 // The file <data-dir>/test-faults, re-read every 100 ms, changes the faults
 // while the node runs: lines "clock-offset <duration>" and "fsync-delay

@@ -3,6 +3,9 @@
 // RUNNEL_CHAOS_RESULTS; `make chaos` runs it after the scenarios.
 //
 //	go run ./scripts/chaostable -results bin/chaos-results.jsonl -readme README.md
+//
+// With -keep, rows of scenarios the results do not have stay as they are
+// (a run of some scenarios only adds or replaces their rows).
 package main
 
 import (
@@ -56,14 +59,15 @@ type row struct {
 func main() {
 	results := flag.String("results", "bin/chaos-results.jsonl", "JSON lines written by the chaos scenarios")
 	readme := flag.String("readme", "README.md", "the file whose table is rewritten")
+	keep := flag.Bool("keep", false, "keep the table's rows of scenarios that are not in the results")
 	flag.Parse()
-	if err := run(*results, *readme); err != nil {
+	if err := run(*results, *readme, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "chaostable:", err)
 		os.Exit(1)
 	}
 }
 
-func run(resultsPath, readmePath string) error {
+func run(resultsPath, readmePath string, keep bool) error {
 	f, err := os.Open(resultsPath)
 	if err != nil {
 		return err
@@ -106,18 +110,6 @@ func run(resultsPath, readmePath string) error {
 	if len(rows) == 0 {
 		return errors.New("no results: did the scenarios run (RUNNEL_CHAOS=1)?")
 	}
-	var tb strings.Builder
-	tb.WriteString(begin + "\n")
-	fmt.Fprintf(&tb, "Last `make chaos`: %s.\n\n", time.Now().UTC().Format("2006-01-02"))
-	tb.WriteString("| scenario | runs | faults | acks=all acked | lost | duplicated | order broken | acks=1 acked / lost | consumer gaps / dups / dirty / loss reports | replicas identical, epochs ordered, digests equal | max unavailable |\n")
-	tb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
-	for _, name := range order {
-		w := rows[name]
-		fmt.Fprintf(&tb, "| %s | %d | %d | %d | %d | %d | %d | %d / %d | %d / %d / %d / %d | %s | %.1f s |\n",
-			name, w.runs, w.faults, w.acked, w.lost, w.dup, w.order, w.ackedOne, w.lostOne,
-			w.gaps, w.dups, w.dirty, w.lossReports, yesNo(w.identical, w.ordered, w.digests), w.worstUnavailable)
-	}
-	tb.WriteString(end)
 	old, err := os.ReadFile(readmePath)
 	if err != nil {
 		return err
@@ -126,8 +118,56 @@ func run(resultsPath, readmePath string) error {
 	if i < 0 || j < i {
 		return fmt.Errorf("%s has no %q ... %q section", readmePath, begin, end)
 	}
+	lines := map[string]string{}
+	for _, name := range order {
+		w := rows[name]
+		lines[name] = fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %d | %d / %d | %d / %d / %d / %d | %s | %.1f s |",
+			name, w.runs, w.faults, w.acked, w.lost, w.dup, w.order, w.ackedOne, w.lostOne,
+			w.gaps, w.dups, w.dirty, w.lossReports, yesNo(w.identical, w.ordered, w.digests), w.worstUnavailable)
+	}
+	if keep {
+		order = keptOrder(string(old[i:j]), order, lines)
+	}
+	var tb strings.Builder
+	tb.WriteString(begin + "\n")
+	fmt.Fprintf(&tb, "Last `make chaos`: %s.\n\n", time.Now().UTC().Format("2006-01-02"))
+	tb.WriteString("| scenario | runs | faults | acks=all acked | lost | duplicated | order broken | acks=1 acked / lost | consumer gaps / dups / dirty / loss reports | replicas identical, epochs ordered, digests equal | max unavailable |\n")
+	tb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, name := range order {
+		tb.WriteString(lines[name] + "\n")
+	}
+	tb.WriteString(end)
 	out := append(append(append([]byte{}, old[:i]...), tb.String()...), old[j+len(end):]...)
 	return os.WriteFile(readmePath, out, 0o644)
+}
+
+// keptOrder puts the old table's rows first, in their order (replaced by
+// new results where there are some), then the scenarios new to the table;
+// lines gets the kept rows.
+func keptOrder(table string, fresh []string, lines map[string]string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(table, "\n") {
+		cells := strings.Split(l, "|")
+		if len(cells) < 3 || strings.HasPrefix(l, "|---") {
+			continue
+		}
+		name := strings.TrimSpace(cells[1])
+		if name == "scenario" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, name)
+		if _, ok := lines[name]; !ok {
+			lines[name] = l
+		}
+	}
+	for _, name := range fresh {
+		if !seen[name] {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func yesNo(bs ...bool) string {
