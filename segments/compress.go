@@ -62,9 +62,23 @@ var (
 // inflated as a stream, one record at a time, each record and the whole
 // section bounded by limit (ErrInflatedTooLarge). Errors of the codec
 // wrap ErrCorruptBatch.
+//
+// A section whose size is known up front and small enough (a raw snappy
+// block, a zstd frame declaring at most zstdWholeFrameMax) is decoded
+// whole into a pooled buffer and walked in place like an uncompressed
+// one: no stream, no copy of each record out of it.
 func openRecords(codec int, data []byte, limit int64) (recordSource, error) {
-	if codec == codecNone {
+	switch codec {
+	case codecNone:
 		return &sliceSource{b: data}, nil
+	case codecSnappy:
+		if !bytes.HasPrefix(data, xerialMagic) {
+			return openSnappyBlock(data, limit)
+		}
+	case codecZstd:
+		if src, ok := openZstdWhole(data, limit); ok {
+			return src, nil
+		}
 	}
 	s := sourcePool.Get().(*streamSource)
 	s.limit, s.total, s.read = limit, limit, 0
@@ -74,7 +88,7 @@ func openRecords(codec int, data []byte, limit int64) (recordSource, error) {
 	case codecGzip:
 		r, err = s.openGzip(data)
 	case codecSnappy:
-		r, err = openSnappy(data, limit)
+		r, err = openXerial(data, limit) // raw blocks: above
 	case codecLZ4:
 		zr := lz4Pool.Get().(*lz4.Reader)
 		zr.Reset(bytes.NewReader(data))
@@ -110,9 +124,6 @@ func (s *streamSource) openGzip(data []byte) (io.Reader, error) {
 }
 
 func (s *streamSource) openZstd(data []byte) (io.Reader, error) {
-	if r, ok := s.openZstdWhole(data); ok {
-		return r, nil
-	}
 	zr, _ := zstdPool.Get().(*zstd.Decoder)
 	if zr == nil {
 		var err error
@@ -135,13 +146,13 @@ func (s *streamSource) openZstd(data []byte) (io.Reader, error) {
 }
 
 // openZstdWhole decodes data in one call when its frame declares a small
-// content size; ok false: stream it instead (no size declared, too large,
-// or anything the whole-frame decoder refuses, which the stream then
-// reports as it would).
-func (s *streamSource) openZstdWhole(data []byte) (io.Reader, bool) {
+// content size (within limit); ok false: stream it instead (no size
+// declared, too large, or anything the whole-frame decoder refuses, which
+// the stream then reports as it would).
+func openZstdWhole(data []byte, limit int64) (recordSource, bool) {
 	var h zstd.Header
 	if err := h.Decode(data); err != nil || !h.HasFCS || h.FrameContentSize > zstdWholeFrameMax ||
-		int64(h.FrameContentSize) > s.total && s.total > 0 {
+		int64(h.FrameContentSize) > limit && limit > 0 {
 		return nil, false
 	}
 	zr, _ := zstdWholePool.Get().(*zstd.Decoder)
@@ -161,20 +172,19 @@ func (s *streamSource) openZstdWhole(data []byte) (io.Reader, bool) {
 		return nil, false
 	}
 	*bp = out
-	s.put = func() { *bp = (*bp)[:0]; zstdBufPool.Put(bp) }
-	return bytes.NewReader(out), true
+	return &sliceSource{b: out, limit: limit, put: func() { *bp = (*bp)[:0]; zstdBufPool.Put(bp) }}, true
 }
 
-// openSnappy reads a raw snappy block (its decoded length is in its
-// header, checked against limit before decoding) or the xerial framing of
-// Java clients, chunk by chunk.
-func openSnappy(data []byte, limit int64) (io.Reader, error) {
-	if bytes.HasPrefix(data, xerialMagic) {
-		if len(data) < 16 {
-			return nil, fmt.Errorf("%w: snappy: short xerial header", ErrCorruptBatch)
-		}
-		return &xerialReader{src: data[16:], limit: limit}, nil
-	}
+// snappyBufPool holds the buffers raw snappy blocks are decoded into;
+// buffers over snappyBufKeep (a batch above Kafka's default 1 MiB
+// max.message.bytes, many times over) are not kept.
+var snappyBufPool sync.Pool // *[]byte
+
+const snappyBufKeep = 8 << 20
+
+// openSnappyBlock decodes a raw snappy block whole (its decoded length is
+// in its header, checked against limit before decoding).
+func openSnappyBlock(data []byte, limit int64) (recordSource, error) {
 	n, err := snappy.DecodedLen(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
@@ -182,11 +192,33 @@ func openSnappy(data []byte, limit int64) (io.Reader, error) {
 	if int64(n) > limit {
 		return nil, fmt.Errorf("%w: a snappy block of %d bytes, limit %d", ErrInflatedTooLarge, n, limit)
 	}
-	out, err := s2.Decode(make([]byte, n), data)
+	bp, _ := snappyBufPool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	out, err := s2.Decode((*bp)[:n], data)
+	put := func() {
+		if cap(*bp) <= snappyBufKeep {
+			snappyBufPool.Put(bp)
+		}
+	}
 	if err != nil {
+		put()
 		return nil, fmt.Errorf("%w: snappy: %v", ErrCorruptBatch, err)
 	}
-	return bytes.NewReader(out), nil
+	return &sliceSource{b: out, limit: limit, put: put}, nil
+}
+
+// openXerial reads the xerial framing of Java clients' snappy, chunk by
+// chunk (raw blocks are decoded whole: openSnappyBlock).
+func openXerial(data []byte, limit int64) (io.Reader, error) {
+	if len(data) < 16 {
+		return nil, fmt.Errorf("%w: snappy: short xerial header", ErrCorruptBatch)
+	}
+	return &xerialReader{src: data[16:], limit: limit}, nil
 }
 
 // xerialReader decodes xerial-framed snappy one chunk (a length-prefixed

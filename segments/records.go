@@ -471,11 +471,19 @@ type recordSource interface {
 	release()
 }
 
-// sliceSource walks an uncompressed record section in place.
-type sliceSource struct{ b []byte }
+// sliceSource walks a record section in place: an uncompressed one, or
+// one decompressed whole into a pooled buffer (limit and put set).
+type sliceSource struct {
+	b     []byte
+	limit int64  // bound on one record (ErrInflatedTooLarge); 0: none
+	put   func() // returns the decompressed buffer to its pool
+}
 
 func (s *sliceSource) next() ([]byte, error) {
 	length, n := binary.Varint(s.b)
+	if n > 0 && s.limit > 0 && length > s.limit {
+		return nil, fmt.Errorf("%w: a record of %d bytes, limit %d", ErrInflatedTooLarge, length, s.limit)
+	}
 	if n <= 0 || length < 0 || int64(len(s.b)-n) < length {
 		return nil, errRecordLength
 	}
@@ -492,4 +500,9 @@ func (s *sliceSource) finish() error {
 }
 
 func (s *sliceSource) setTotalLimit(int64) {}
-func (s *sliceSource) release()            {}
+func (s *sliceSource) release() {
+	if s.put != nil {
+		s.put()
+		s.put, s.b = nil, nil
+	}
+}

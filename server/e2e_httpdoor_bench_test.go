@@ -113,6 +113,9 @@ func (d *doorBench) run() {
 		{"NDJSON", "application/x-ndjson", "?encoding=base64"},
 		{"binary RecordBatch", batchMediaType, ""},
 	} {
+		if !d.wanted("produce") {
+			break
+		}
 		kafka := mb(benchProduceValues(d.b, d.node.KafkaAddr, topic("k"), d.total, d.value))
 		stop := d.profile("produce-" + metricName(f.name))
 		dur, err := d.httpProduce(topic("p"), f.ctype, f.query)
@@ -120,6 +123,9 @@ func (d *doorBench) run() {
 		d.add("produce", f.name, kafka, rateOrZero(mb, dur, err), err)
 	}
 	consume := func(name string, fn func() (time.Duration, error)) {
+		if !d.wanted("consume") {
+			return
+		}
 		kafka := mb(benchConsume(d.b, d.node.KafkaAddr, kafkaTopic, d.total))
 		stop := d.profile("consume-" + metricName(name))
 		dur, err := fn()
@@ -131,6 +137,13 @@ func (d *doorBench) run() {
 	})
 	consume("binary RecordBatch", func() (time.Duration, error) { return d.httpConsume(kafkaTopic, batchMediaType, "") })
 	consume("SSE live tail", func() (time.Duration, error) { return d.sseConsume(kafkaTopic) })
+}
+
+// wanted says whether a direction's paths run: all of them unless
+// RUNNEL_BENCH_ONLY names one (produce or consume), to profile one side.
+func (d *doorBench) wanted(dir string) bool {
+	only := os.Getenv("RUNNEL_BENCH_ONLY")
+	return only == "" || only == dir
 }
 
 // doorSample is one path's figures in one round.
@@ -178,29 +191,30 @@ func (d *doorBench) sseConsume(topic string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// profile saves a 2 s CPU profile of the node taken while a path runs into
-// $RUNNEL_BENCH_PPROF/name.pprof (for `go tool pprof`); the returned func
-// waits for it.
+// profile saves 2 s CPU and allocation profiles of the node taken while
+// a path runs into $RUNNEL_BENCH_PPROF/name.pprof and name.allocs.pprof
+// (for `go tool pprof`); the returned func waits for them.
 func (d *doorBench) profile(name string) func() {
 	dir := os.Getenv("RUNNEL_BENCH_PPROF")
 	if dir == "" {
 		return func() {}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp, err := http.Get(d.node.URL + "/debug/pprof/profile?seconds=2")
-		if err != nil {
-			d.b.Log(err)
-			return
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		if err := os.WriteFile(dir+"/"+name+".pprof", data, 0o644); err != nil {
-			d.b.Log(err)
-		}
-	}()
-	return func() { <-done }
+	var wg sync.WaitGroup
+	for file, path := range map[string]string{name + ".pprof": "profile", name + ".allocs.pprof": "allocs"} {
+		wg.Go(func() {
+			resp, err := http.Get(d.node.URL + "/debug/pprof/" + path + "?seconds=2")
+			if err != nil {
+				d.b.Log(err)
+				return
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			if err := os.WriteFile(dir+"/"+file, data, 0o644); err != nil {
+				d.b.Log(err)
+			}
+		})
+	}
+	return wg.Wait
 }
 
 func rateOrZero(mb func(time.Duration) float64, dur time.Duration, err error) float64 {
