@@ -246,7 +246,10 @@ func (c *conn) handle(frame []byte) error {
 	if supported {
 		ctx := c.s.ctx
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == -1 {
-			acks = &ackWaits{timeout: time.Duration(pr.TimeoutMillis) * time.Millisecond}
+			acks = &ackWaits{}
+			if pr.TimeoutMillis > 0 {
+				acks.deadline = start.Add(time.Duration(pr.TimeoutMillis) * time.Millisecond)
+			}
 			ctx = withAckWaits(ctx, acks)
 		}
 		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || h.key == writeTxnMarkersKey || advertisesBrokers(h.key) || h.key == saslHandshakeKey || h.key == saslAuthenticateKey {

@@ -33,9 +33,15 @@ const maxPipelined = 16
 // ackWaits collects, while a produce request is handled, the replication
 // waits its partitions still need.
 type ackWaits struct {
-	mu      sync.Mutex
-	timeout time.Duration
-	waits   []ackWait
+	mu sync.Mutex
+	// deadline is the request's arrival plus its timeout (zero: none).
+	// The writer runs a connection's waits one after another, so a
+	// timeout started there would start only after the previous
+	// request's wait: pipelined requests to a leader that cannot
+	// replicate would each add a whole timeout (Kafka's delayed produce
+	// times out from the request's arrival).
+	deadline time.Time
+	waits    []ackWait
 }
 
 type ackWait struct {
@@ -65,9 +71,9 @@ func (w *ackWaits) finish(ctx context.Context) {
 	if len(w.waits) == 0 {
 		return
 	}
-	if w.timeout > 0 {
+	if !w.deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, w.timeout)
+		ctx, cancel = context.WithDeadline(ctx, w.deadline)
 		defer cancel()
 	}
 	for _, aw := range w.waits {

@@ -160,15 +160,16 @@ func runChaos(t *testing.T, s chaosScenario) {
 }
 
 // keepLogsOnFailure writes every node's output to RUNNEL_CHAOS_LOGS/<test>/
-// node-<id>.log when the scenario fails (RUNNEL_LOG_LEVEL=debug in the
-// environment reaches the nodes), so a failure seen once can be read after.
+// node-<id>.log when the scenario fails, or always with
+// RUNNEL_CHAOS_LOGS_ALL=1 (RUNNEL_LOG_LEVEL=debug in the environment
+// reaches the nodes), so a failure seen once can be read after.
 func keepLogsOnFailure(t *testing.T, c *servertest.Cluster) {
 	dir := os.Getenv("RUNNEL_CHAOS_LOGS")
 	if dir == "" {
 		return
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("RUNNEL_CHAOS_LOGS_ALL") == "" {
 			return
 		}
 		dir := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+time.Now().Format("-150405"))
@@ -241,6 +242,17 @@ func (h *chaosHarness) produce(ctx context.Context, id int, acks kgo.Acks) {
 		// 20 s, the whole of a long pause).
 		kgo.MetadataMinAge(100 * time.Millisecond), kgo.ProduceRequestTimeout(4 * time.Second),
 		kgo.RequestTimeoutOverhead(2 * time.Second)}
+	if path := os.Getenv("RUNNEL_CHAOS_KGO_LOG"); path != "" && id == 0 {
+		// What franz-go saw (errors, metadata refreshes), to split a
+		// window into the cluster's part and the client's.
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			h.t.Error(err)
+			return
+		}
+		defer f.Close()
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelInfo, func() string { return time.Now().Format("15:04:05.000 ") })))
+	}
 	prefix := fmt.Sprintf("p%d-", id)
 	if id < 0 {
 		prefix = "one-"

@@ -1,0 +1,107 @@
+package kafkaproto
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// unreplicated is a broker whose acks=all writes never reach their
+// in-sync replicas (a leader cut off from its followers): each wait
+// blocks until its context ends. It records when each write arrived and
+// the deadline its wait was given.
+type unreplicated struct {
+	*memBroker
+	mu        sync.Mutex
+	arrived   []time.Time
+	deadlines []time.Time
+}
+
+func (b *unreplicated) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, func(context.Context) error, error) {
+	b.mu.Lock()
+	b.arrived = append(b.arrived, time.Now())
+	b.mu.Unlock()
+	return ProduceResult{}, func(ctx context.Context) error {
+		dl, _ := ctx.Deadline()
+		b.mu.Lock()
+		b.deadlines = append(b.deadlines, dl)
+		b.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}, nil
+}
+
+// Each pipelined acks=all produce times out its own timeout after it
+// arrived, as Kafka's delayed produce does. The waits run in order in the
+// connection's writer, and each used to start its timeout when the writer
+// reached it: a producer with four requests in flight to a leader that
+// could not replicate waited four timeouts for its answers (issue 20: a
+// cut-off leader's clients were stuck on it for 8 s and more, past the new
+// leader's election).
+func TestPipelinedProduceTimesOutFromArrival(t *testing.T) {
+	mem := newMemBroker()
+	mustCreate(t, mem, "t", 1)
+	b := &unreplicated{memBroker: mem}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(b, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), ln) }()
+	t.Cleanup(func() {
+		s.Close()
+		if err := <-done; err != nil && !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	const timeout = 2 * time.Second
+	const pipelined = 3
+	reqs := make([]*kmsg.ProduceRequest, pipelined)
+	for i := range reqs {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks, req.TimeoutMillis = -1, int32(timeout/time.Millisecond)
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = testBatch(1, -1, -1)
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		reqs[i] = req
+		if _, err := c.Write(testFormatter.AppendRequest(nil, req, int32(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, req := range reqs {
+		c.SetReadDeadline(time.Now().Add(time.Duration(pipelined+2) * timeout))
+		resp := decodeResponse(t, req, readResponseFrame(t, c), int32(i)).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.RequestTimedOut.Code {
+			t.Errorf("request %d: error code %d, want REQUEST_TIMED_OUT", i, code)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.arrived) != pipelined || len(b.deadlines) != pipelined {
+		t.Fatalf("%d writes arrived, %d waited; want %d", len(b.arrived), len(b.deadlines), pipelined)
+	}
+	for i := range pipelined {
+		if late := b.deadlines[i].Sub(b.arrived[i].Add(timeout)); late > 0 {
+			t.Errorf("request %d: its wait ended %v after its arrival plus the request's timeout", i, late)
+		}
+	}
+}
