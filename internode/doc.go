@@ -21,7 +21,6 @@
 //	              secret, node ids from runnel-node-<id>, the protocol byte
 //	              bound as ALPN; NewCA/IssueNodeCert (`runnel certs create`)
 //	frame.go      length-prefixed frames
-//	warnlimit.go  WarnLimiter: rate-limited WARN lines for refused peers
 //
 // # Goroutines and locks
 //
@@ -32,7 +31,8 @@
 // connections not yet handed on, and waits for every goroutine, so a
 // handler must return once its owner closes (raftfsm closes its raft
 // stream layer before the Mux). The handler table is fixed at Start and
-// read without a lock; WarnLimiter.mu guards only its counters.
+// read without a lock; the refusals' WARN limiter (internal/warnlimit)
+// locks only its counters.
 //
-// It imports no other project package.
+// It imports no other project package but the leaf internal/warnlimit.
 package internode

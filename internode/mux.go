@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/runnel/runnel/internal/warnlimit"
 )
 
 // One port, several protocols. Every connection to the port starts with one
@@ -21,9 +23,15 @@ import (
 // ErrUnknownProtocol: a protocol byte registered twice.
 var ErrUnknownProtocol = errors.New("internode: unknown protocol byte")
 
-// protoReadTimeout bounds how long an accepted connection may take to send
-// its protocol byte.
-const protoReadTimeout = 10 * time.Second
+const (
+	// protoReadTimeout bounds how long an accepted connection may take to
+	// send its protocol byte.
+	protoReadTimeout = 10 * time.Second
+	// handshakeTimeout bounds an inter-node TLS handshake on either side.
+	handshakeTimeout = 5 * time.Second
+	// authWarnEvery rate-limits the WARN lines for rejected connections.
+	authWarnEvery = 10 * time.Second
+)
 
 // Mux accepts on one listener and dispatches connections by their first
 // byte. Goroutines: the accept loop and one per connection while its first
@@ -34,7 +42,7 @@ type Mux struct {
 	ln       net.Listener
 	handlers map[byte]func(net.Conn) // fixed after Start
 	auth     *Auth                   // nil: plaintext, no handshake
-	rejects  *WarnLimiter
+	rejects  *warnlimit.Limiter
 	wg       sync.WaitGroup
 	once     sync.Once
 	ctx      context.Context // cancelled by Close
@@ -52,7 +60,7 @@ func Listen(bind string, auth *Auth, log *slog.Logger) (*Mux, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Mux{ln: ln, handlers: map[byte]func(net.Conn){}, auth: auth,
-		rejects: NewWarnLimiter(log, authWarnEvery)}
+		rejects: warnlimit.New(log, authWarnEvery)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	if auth == nil {
 		// A warning where others can reach the port; on loopback (the

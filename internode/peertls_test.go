@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/internal/warnlimit"
 )
 
 // protoEcho is a test protocol: its handler echoes what it reads and
@@ -397,7 +399,7 @@ func FuzzMuxOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	m := &Mux{handlers: map[byte]func(net.Conn){protoEcho: func(net.Conn) {}}, auth: a,
-		rejects: NewWarnLimiter(slog.New(slog.DiscardHandler), time.Hour)}
+		rejects: warnlimit.New(slog.New(slog.DiscardHandler), time.Hour)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	f.Cleanup(m.cancel)
 	f.Add([]byte{protoEcho, 0x16, 0x03, 0x01, 0x00, 0x05, 1, 2, 3, 4, 5})

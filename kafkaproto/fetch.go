@@ -84,9 +84,9 @@ func (s *Server) checkReplica(ctx context.Context, replicaID int32, api string) 
 	st, _ := ctx.Value(connStateKey{}).(*connState)
 	switch {
 	case st == nil || st.door != peerDoor:
-		s.refused.warn("replica request on the client port refused", "api", api, "replica_id", replicaID)
+		s.refused.Warn("replica request on the client port refused", "api", api, "replica_id", replicaID)
 	case st.peerID >= 0 && st.peerID != replicaID:
-		s.refused.warn("replica request naming another broker refused", "api", api,
+		s.refused.Warn("replica request naming another broker refused", "api", api,
 			"replica_id", replicaID, "peer_id", st.peerID)
 	default:
 		return nil

@@ -40,7 +40,7 @@ func (s *Server) saslAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticat
 		resp.SASLAuthBytes, err = s.saslScram(st, auth, req.SASLAuthBytes)
 	}
 	if err != nil {
-		s.refused.warn("SASL authentication failed", "mechanism", st.sasl.mechanism)
+		s.refused.Warn("SASL authentication failed", "mechanism", st.sasl.mechanism)
 		st.sasl = saslState{}
 		// A failed re-authentication ends the connection (KIP-368).
 		st.closeNow = st.saslDone

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/runnel/runnel/internal/warnlimit"
 )
 
 // Defaults for zero Options fields.
@@ -98,9 +100,9 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	handlers map[int16]apiHandler
-	slots    chan struct{} // one token per open client connection
-	peers    chan struct{} // one token per open inter-broker connection
-	refused  *warnLimiter  // refused connections and replica requests
+	slots    chan struct{}      // one token per open client connection
+	peers    chan struct{}      // one token per open inter-broker connection
+	refused  *warnlimit.Limiter // refused connections and replica requests
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // Serve calls and connection goroutines
@@ -148,7 +150,7 @@ func NewServer(broker Broker, opts Options) *Server {
 		handlers:  handlerTable(),
 		slots:     make(chan struct{}, opts.MaxConnections),
 		peers:     make(chan struct{}, opts.MaxPeerConnections),
-		refused:   &warnLimiter{log: opts.Logger, period: limitWarnEvery},
+		refused:   warnlimit.New(opts.Logger, limitWarnEvery),
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
@@ -264,7 +266,7 @@ func (s *Server) startConn(conn net.Conn, d door) {
 	select {
 	case slots <- struct{}{}:
 	default:
-		s.refused.warn("connection limit reached, closing connection",
+		s.refused.Warn("connection limit reached, closing connection",
 			"remote", conn.RemoteAddr().String(), "max", limit, "inter_broker", d == peerDoor)
 		conn.Close()
 		return
@@ -279,7 +281,7 @@ func (s *Server) startConn(conn net.Conn, d door) {
 		s.mu.Unlock()
 		<-slots
 		if !closed {
-			s.refused.warn("connection limit per address reached, closing connection",
+			s.refused.Warn("connection limit per address reached, closing connection",
 				"remote", conn.RemoteAddr().String(), "max", s.opts.MaxConnectionsPerIP)
 		}
 		conn.Close()
@@ -323,34 +325,6 @@ func remoteIP(conn net.Conn) string {
 		return ""
 	}
 	return host
-}
-
-// warnLimiter logs at most one WARN line per period; the lines it holds
-// back are counted in the next one. Safe for concurrent use.
-type warnLimiter struct {
-	log    *slog.Logger
-	period time.Duration
-
-	mu         sync.Mutex // guards last and suppressed
-	last       time.Time
-	suppressed int
-}
-
-func (w *warnLimiter) warn(msg string, args ...any) {
-	w.mu.Lock()
-	now := time.Now()
-	if !w.last.IsZero() && now.Sub(w.last) < w.period {
-		w.suppressed++
-		w.mu.Unlock()
-		return
-	}
-	n := w.suppressed
-	w.last, w.suppressed = now, 0
-	w.mu.Unlock()
-	if n > 0 {
-		args = append(args, "suppressed_since_last", n)
-	}
-	w.log.Warn(msg, args...)
 }
 
 // Close stops every listener and connection and waits for their goroutines.

@@ -44,7 +44,7 @@ type TxnMarker struct {
 
 func (s *Server) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	if st, _ := ctx.Value(connStateKey{}).(*connState); st == nil || st.door != peerDoor {
-		s.refused.warn("WriteTxnMarkers on the client port refused")
+		s.refused.Warn("WriteTxnMarkers on the client port refused")
 		return writeTxnMarkersError(req, kafkaErr(ErrMarkerNotAuthorized))
 	}
 	w, ok := s.broker.(TxnMarkerWriter)

@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/runnel/runnel/internode"
+	"github.com/runnel/runnel/internal/warnlimit"
 	"github.com/runnel/runnel/server/connrate"
 )
 
@@ -23,7 +23,7 @@ func (s *Server) connRateAdmit(door string, rate int) func(string) bool {
 		return nil
 	}
 	lim := connrate.New(rate, 2*rate, connrate.DefaultMaxTracked)
-	warn := internode.NewWarnLimiter(s.logger, 10*time.Second)
+	warn := warnlimit.New(s.logger, 10*time.Second)
 	return func(ip string) bool {
 		if lim.Allow(ip) {
 			return true

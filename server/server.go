@@ -76,7 +76,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/internode"
+	"github.com/runnel/runnel/internal/warnlimit"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
@@ -104,9 +104,9 @@ type Server struct {
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
-	interHTTP   *connListener          // forwarded HTTP requests from other nodes
-	handoffs    *handoffs              // goroutines passing inter-node connections on
-	peerRefused *internode.WarnLimiter // inter-broker connections with a bad hello
+	interHTTP   *connListener      // forwarded HTTP requests from other nodes
+	handoffs    *handoffs          // goroutines passing inter-node connections on
+	peerRefused *warnlimit.Limiter // inter-broker connections with a bad hello
 
 	stopElections context.CancelFunc  // stops runLeaderElections
 	groups        *groups.Coordinator // nil unless a broker
@@ -246,7 +246,7 @@ func (s *Server) open() (err error) {
 	s.interBroker = newConnListener(&net.TCPAddr{})
 	s.interHTTP = newConnListener(&net.TCPAddr{})
 	s.handoffs = newHandoffs()
-	s.peerRefused = internode.NewWarnLimiter(s.logger, 10*time.Second)
+	s.peerRefused = warnlimit.New(s.logger, 10*time.Second)
 	s.storage = &storageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:             s.cfg.NodeID,
