@@ -111,6 +111,13 @@ func NewSpecRouter() (*openapi3.T, routers.Router, error) {
 	// ("/", the node itself) is for clients, not a prefix to strip.
 	routed := *doc
 	routed.Servers = nil
+	// Authentication is the auth middleware's (validation's
+	// AuthenticationFunc accepts anything). kin-openapi's security check
+	// would still read every request body into memory to hand each
+	// AuthenticationFunc a fresh copy: a second copy of every produce
+	// body (issue 17). Routes carry no security requirements, so it
+	// reads none.
+	routed.Security = nil
 	r, err := legacy.NewRouter(&routed)
 	if err != nil {
 		return nil, nil, fmt.Errorf("api: openapi router: %w", err)

@@ -501,38 +501,65 @@ func kafkaBatch(values [][]byte) []byte {
 
 // BenchmarkHTTPProduceLatency is the latency of single-record HTTP produces
 // (acks=all, one node) sent at 500 requests/s from a few connections: p50
-// and p99 reported, no assertion. Without RUNNEL_BENCH=1 it sends 200.
+// and p99 reported, no assertion. The baseline, interleaved with them in
+// the same run at the same rate (one every 2 ms, 1 ms after each
+// produce), is GET /livez on the same node: a request that does nothing,
+// so its tail is what the machine (scheduling, the network stack, the
+// client) adds to any request; p99_vs_noop is the produce p99 as a
+// multiple of it. Without RUNNEL_BENCH=1 it sends 200 of each. With
+// RUNNEL_BENCH_PPROF=dir the node's CPU profile and execution trace of
+// 3 s in the middle of the run are saved there (latency.pprof,
+// latency.trace).
 func BenchmarkHTTPProduceLatency(b *testing.B) {
 	count := 200
 	if os.Getenv("RUNNEL_BENCH") == "1" {
 		count = 5_000
 	}
-	node := servertest.Start(b, servertest.Options{})
+	var opts servertest.Options
+	if os.Getenv("RUNNEL_BENCH_PPROF") != "" {
+		opts.Args = []string{"--pprof"}
+	}
+	node := servertest.Start(b, opts)
 	runnelTopic(b, node, "latency", doorParts)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	defer client.CloseIdleConnections()
 	body := []byte(`{"records":[{"value":"` + strings.Repeat("v", doorValueBytes) + `"}]}`)
 	url := node.URL + "/v1/topics/latency/records?encoding=string&acks=all"
+	send := func(noop bool) error {
+		var resp *http.Response
+		var err error
+		if noop {
+			resp, err = client.Get(node.URL + "/livez")
+		} else {
+			resp, err = client.Post(url, "application/json", bytes.NewReader(body))
+		}
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
 	for range b.N {
-		lat := make([]time.Duration, count)
+		lat := [2][]time.Duration{make([]time.Duration, count), make([]time.Duration, count)} // produce, noop
 		var wg sync.WaitGroup
 		var failed atomic.Value
-		tick := time.NewTicker(2 * time.Millisecond) // 500/s
-		for i := range count {
+		tick := time.NewTicker(time.Millisecond) // each kind 500/s
+		for i := range 2 * count {
 			<-tick.C
+			if i == count {
+				wg.Go(func() { latencyProfile(b, node) })
+			}
 			wg.Go(func() {
 				start := time.Now()
-				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-				if err != nil {
+				if err := send(i%2 == 1); err != nil {
 					failed.Store(err)
 					return
 				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					failed.Store(fmt.Errorf("status %d", resp.StatusCode))
-				}
-				lat[i] = time.Since(start)
+				lat[i%2][i/2] = time.Since(start)
 			})
 		}
 		tick.Stop()
@@ -540,10 +567,41 @@ func BenchmarkHTTPProduceLatency(b *testing.B) {
 		if err, _ := failed.Load().(error); err != nil {
 			b.Fatal(err)
 		}
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		p50, p99 := lat[count/2], lat[count*99/100]
-		b.Logf("single-record produce at 500 req/s, acks=all: p50 %v, p99 %v (%d requests)", p50, p99, count)
-		b.ReportMetric(float64(p50.Microseconds())/1000, "p50_ms")
-		b.ReportMetric(float64(p99.Microseconds())/1000, "p99_ms")
+		var p50, p99 [2]time.Duration
+		for k := range lat {
+			sort.Slice(lat[k], func(i, j int) bool { return lat[k][i] < lat[k][j] })
+			p50[k], p99[k] = lat[k][count/2], lat[k][count*99/100]
+		}
+		b.Logf("single-record produce at 500 req/s, acks=all: p50 %v, p99 %v; GET /livez interleaved at 500 req/s: p50 %v, p99 %v (%d requests each)",
+			p50[0], p99[0], p50[1], p99[1], count)
+		b.ReportMetric(float64(p50[0].Microseconds())/1000, "p50_ms")
+		b.ReportMetric(float64(p99[0].Microseconds())/1000, "p99_ms")
+		b.ReportMetric(float64(p99[1].Microseconds())/1000, "noop_p99_ms")
+		b.ReportMetric(p99[0].Seconds()/p99[1].Seconds(), "p99_vs_noop")
 	}
+}
+
+// latencyProfile saves 3 s of the node's CPU profile and execution trace
+// into $RUNNEL_BENCH_PPROF (when set).
+func latencyProfile(b *testing.B, node *servertest.Node) {
+	dir := os.Getenv("RUNNEL_BENCH_PPROF")
+	if dir == "" {
+		return
+	}
+	var wg sync.WaitGroup
+	for file, path := range map[string]string{"latency.pprof": "profile", "latency.trace": "trace"} {
+		wg.Go(func() {
+			resp, err := http.Get(node.URL + "/debug/pprof/" + path + "?seconds=3")
+			if err != nil {
+				b.Log(err)
+				return
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			if err := os.WriteFile(dir+"/"+file, data, 0o644); err != nil {
+				b.Log(err)
+			}
+		})
+	}
+	wg.Wait()
 }
