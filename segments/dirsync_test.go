@@ -81,3 +81,36 @@ func TestSegmentDirOpsAreSynced(t *testing.T) {
 	}
 	check("close")
 }
+
+// TestNeverWrittenLogStaysBare: a log created empty and closed, then opened
+// and closed again and again, keeps only its empty segment file (no state,
+// index or checkpoint file: an empty partition costs its directory alone);
+// reopened, its first write is as durable as a new log's, directory entry
+// included.
+func TestNeverWrittenLogStaysBare(t *testing.T) {
+	mem := NewMemFS()
+	dir := "/p"
+	for range 3 {
+		l := mustOpen(t, dir, Config{}, Options{FS: mem})
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		names, err := mem.List(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) != 1 || names[0] != segmentName(0, logSuffix) {
+			t.Fatalf("files of a never-written log: %v", names)
+		}
+	}
+	l := mustOpen(t, dir, Config{}, Options{FS: mem})
+	mustAppend(t, l, valueBatch(2, 10, 1000), 1)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := mustOpen(t, dir, Config{}, Options{FS: mem.Crash(nil)})
+	defer l2.Close()
+	if end := l2.EndOffset(); end != 2 {
+		t.Fatalf("after a crash, end offset %d, want 2", end)
+	}
+}

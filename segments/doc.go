@@ -145,6 +145,11 @@
 // same way: a version line "0", a count line, then one "epoch startOffset"
 // line per epoch, both increasing.
 //
+// A log never written holds its empty first segment file alone, whether it
+// was just created (without fsyncs) or opened and closed since: no state,
+// index or checkpoint file, so an empty partition costs a directory and an
+// inode. Its first append makes the directory durable as a new log's does.
+//
 // # Durability and recovery
 //
 // Appends are written with pwrite at the end of the active segment; a failed

@@ -50,6 +50,14 @@ func (l *Log) openLocked() error {
 	if len(l.segs) == 0 {
 		return l.createFirstLocked(st.startOffset)
 	}
+	if len(l.segs) == 1 && l.segs[0].base == 0 && l.segs[0].size == 0 && st == (logState{}) && len(l.epochs) == 0 {
+		// Never written: a log created at 0 without fsyncs, closed empty.
+		// Open it as createFirstLocked left it, so that it writes no
+		// state, index or checkpoint file (4 KB each) until its first
+		// write, however often it is opened and closed.
+		l.startEmptyLocked(0)
+		return nil
+	}
 	l.start = max(st.startOffset, l.segs[0].base)
 	a := l.active()
 	if st.clean && st.activeBase == a.base && st.activeSize == a.size && st.end >= a.base {
@@ -114,17 +122,25 @@ func (l *Log) createFirstLocked(base int64) error {
 		return err
 	}
 	l.files.release(cf)
-	l.segs = []*segment{s}
-	l.start, l.end, l.recoveryPoint = base, base, base
-	l.txnResetLocked()
+	l.startEmptyLocked(base)
 	if base == 0 {
-		l.dirUnsynced = true
 		return nil
 	}
+	l.dirUnsynced = false
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}
 	return l.saveStateLocked(false)
+}
+
+// startEmptyLocked makes the log one empty segment at base, its file on
+// disk already; at base 0 it is marked as created without fsyncs
+// (syncNewDirLocked makes it durable at its first write).
+func (l *Log) startEmptyLocked(base int64) {
+	l.segs = []*segment{{base: base, loaded: true, next: base, maxTs: -1, rollTs: -1}}
+	l.start, l.end, l.recoveryPoint = base, base, base
+	l.txnResetLocked()
+	l.dirUnsynced = base == 0
 }
 
 // recoverLocked scans the segments from the one holding the recovery point

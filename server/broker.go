@@ -86,7 +86,15 @@ type hostedTopic struct {
 	applied *raftfsm.Topic // the metadata last applied to parts
 }
 
-const partitionMetaFile = "partition.metadata"
+// A partition directory records the id of its topic in the name of an
+// empty file, topicIDFilePrefix followed by the id in hex: a file without
+// data takes no data block, so an empty partition costs its directory's
+// 4 KB alone. Older versions wrote the id into partitionMetaFile (another
+// 4 KB per partition); it is still read, and replaced on open.
+const (
+	topicIDFilePrefix = "topic-id-"
+	partitionMetaFile = "partition.metadata"
+)
 
 // newBroker prepares a broker; dialLeader connects to another broker's
 // inter-broker Kafka port for replication.
@@ -447,26 +455,53 @@ func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 		return nil, err
 	}
 	id := hex.EncodeToString(t.ID[:])
-	metaPath := filepath.Join(dir, partitionMetaFile)
-	if raw, err := os.ReadFile(metaPath); err == nil && strings.TrimSpace(string(raw)) != id {
-		b.logger.Info("removing data of an older topic with the same name", "dir", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("remove stale %s: %w", dir, err)
+	idFile := filepath.Join(dir, topicIDFilePrefix+id)
+	_, err = os.Stat(idFile)
+	recorded := err == nil
+	if !recorded {
+		if owner, ok := dirTopicID(dir); ok && owner != id {
+			b.logger.Info("removing data of an older topic with the same name", "dir", dir)
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, fmt.Errorf("remove stale %s: %w", dir, err)
+			}
 		}
 	}
 	log, err := segments.Open(dir, cfg, b.logOpts)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %d: %w", idx, err)
 	}
-	if _, err := os.Stat(metaPath); errors.Is(err, os.ErrNotExist) {
+	if !recorded {
 		// Not fsynced: creating thousands of partitions must stay cheap, and
-		// the file is written again if a crash loses it.
-		if err := os.WriteFile(metaPath, []byte(id+"\n"), 0o600); err != nil {
+		// the file is made again if a crash loses it.
+		f, err := os.OpenFile(idFile, os.O_CREATE|os.O_WRONLY, 0o600)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
 			log.Close()
 			return nil, err
 		}
+		_ = os.Remove(filepath.Join(dir, partitionMetaFile)) // an older version's record: 4 KB saved
 	}
 	return log, nil
+}
+
+// dirTopicID returns the topic id a partition directory records, and false
+// when it records none (or does not exist).
+func dirTopicID(dir string) (string, bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		if id, ok := strings.CutPrefix(e.Name(), topicIDFilePrefix); ok {
+			return id, true
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, partitionMetaFile)); err == nil {
+		return strings.TrimSpace(string(raw)), true
+	}
+	return "", false
 }
 
 // removeStrayDirs deletes partition directories of topics deleted while this
