@@ -76,16 +76,29 @@ func TestChaosClockJump(t *testing.T) {
 // node (a follower of partition 0, or its leader).
 func slowDiskLoop(pick func(*chaosHarness) int, delay, hold time.Duration) func(context.Context, *chaosHarness) {
 	return func(ctx context.Context, h *chaosHarness) {
+		// acks=all acknowledgements per second while the disk is slow and
+		// while it is fast, in the same run.
+		var slowAcks, fastAcks int
+		var slowTime, fastTime time.Duration
+		mark, markAt := h.ackedCount(), time.Now()
 		for sleepCtx(ctx, 3*time.Second) {
 			id := pick(h)
 			if id == 0 {
 				continue
 			}
+			fastAcks, fastTime = fastAcks+h.ackedCount()-mark, fastTime+time.Since(markAt)
 			h.logFault("node %d's fsyncs take %v", id, delay)
+			mark, markAt = h.ackedCount(), time.Now()
 			setFaults(h.t, h.c.Node(id), 0, delay)
 			sleepCtx(context.Background(), hold)
-			h.logFault("node %d's disk fast again", id)
 			setFaults(h.t, h.c.Node(id), 0, 0)
+			slowAcks, slowTime = slowAcks+h.ackedCount()-mark, slowTime+time.Since(markAt)
+			h.logFault("node %d's disk fast again", id)
+			mark, markAt = h.ackedCount(), time.Now()
+		}
+		if slowTime > 0 && fastTime > 0 && fastAcks > 0 {
+			slow, fast := float64(slowAcks)/slowTime.Seconds(), float64(fastAcks)/fastTime.Seconds()
+			h.t.Logf("acks=all acknowledgements: %.0f/s with the slow disk, %.0f/s without (%.2fx)", slow, fast, slow/fast)
 		}
 	}
 }
