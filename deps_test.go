@@ -10,8 +10,9 @@ import (
 // other project package (the root package with the embedded spec aside)
 // but the leaf internal/warnlimit, except raftfsm, which runs on
 // internode; the coordinators under server/ (server/groups) reach the
-// broker only through their own interfaces and import the leaves alone;
-// only server composes them (docs/architecture.md).
+// broker only through their own interfaces and import the leaves alone,
+// as does the data plane (server/broker); only server composes them
+// (docs/architecture.md).
 func TestPackageDependencyDirection(t *testing.T) {
 	const mod = "github.com/runnel/runnel"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
@@ -26,7 +27,8 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"internal/warnlimit": nil, // rate-limited WARN lines: a leaf
 		"raftfsm":            {"internode"},
 		"server/groups":      {"api", "kafkaproto", "raftfsm", "internode"},
-		"server/auth":        nil, "server/quota": nil, // the one authorizer and the quota meters: leaves
+		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
+		"server/auth":        nil, "server/quota": nil,                                                        // the one authorizer and the quota meters: leaves
 		"server/connrate": nil, // the connection creation rate limiter: a leaf
 	}
 	checked := 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/broker"
 )
 
 var (
@@ -65,7 +66,7 @@ func (s *Server) metaChanged(ctx context.Context, propagate bool) error {
 	}
 	if s.broker != nil {
 		img, _ := s.meta.Image()
-		if err := s.broker.reconcile(img); err != nil {
+		if err := s.broker.Reconcile(img); err != nil {
 			return err
 		}
 	}
@@ -88,7 +89,7 @@ func checkTopicSpec(spec topicSpec, limits raftfsm.Limits) (topicSpec, error) {
 	if err := limits.CheckTopic(spec.partitions, spec.replicationFactor); err != nil {
 		return spec, err
 	}
-	if err := validateTopicConfigs(spec.configs); err != nil {
+	if err := broker.ValidateTopicConfigs(spec.configs); err != nil {
 		return spec, err
 	}
 	return spec, nil
@@ -164,20 +165,20 @@ func (s *Server) alterTopicConfigs(ctx context.Context, name string, changes map
 	cmd := &raftfsm.AlterConfigs{Topic: name, Set: map[string]string{}}
 	for k, v := range changes {
 		if v == nil {
-			if _, ok := lookupTopicConfig(k); !ok {
-				return nil, fmt.Errorf("%w: unknown config %q", errInvalidConfig, k)
+			if _, ok := broker.LookupTopicConfig(k); !ok {
+				return nil, fmt.Errorf("%w: unknown config %q", broker.ErrInvalidConfig, k)
 			}
 			cmd.Delete = append(cmd.Delete, k)
 			continue
 		}
-		if err := validateTopicConfig(k, *v); err != nil {
+		if err := broker.ValidateTopicConfig(k, *v); err != nil {
 			return nil, err
 		}
 		cmd.Set[k] = *v
 	}
 	_, t, ok := s.lookupTopic(ctx, name)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", errUnknownTopic, name)
+		return nil, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
 	}
 	if validateOnly {
 		return t, nil
@@ -199,7 +200,7 @@ func (s *Server) createPartitions(ctx context.Context, name string, count int32,
 func (s *Server) createAssignedPartitions(ctx context.Context, name string, count int32, assignments [][]int32, validateOnly bool) error {
 	img, t, ok := s.lookupTopic(ctx, name)
 	if !ok {
-		return fmt.Errorf("%w: %s", errUnknownTopic, name)
+		return fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
 	}
 	if int(count) <= len(t.Partitions) {
 		return fmt.Errorf("%w: %s has %d partitions, asked for %d", errInvalidPartitions, name, len(t.Partitions), count)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -42,11 +43,11 @@ func segmentsAppendRate(b *testing.B, n int) float64 {
 		b.Fatal(err)
 	}
 	defer log.Close()
-	recs := make([]newRecord, benchBatch)
+	recs := make([]broker.NewRecord, benchBatch)
 	for i := range recs {
-		recs[i] = newRecord{Key: []byte(fmt.Sprintf("key-%d", i)), Value: bytes.Repeat([]byte("v"), benchValueBytes+2), Timestamp: time.Now().UnixMilli()}
+		recs[i] = broker.NewRecord{Key: []byte(fmt.Sprintf("key-%d", i)), Value: bytes.Repeat([]byte("v"), benchValueBytes+2), Timestamp: time.Now().UnixMilli()}
 	}
-	batch := buildBatch(recs)
+	batch := broker.BuildBatch(recs)
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := log.Append(batch, 0); err != nil {

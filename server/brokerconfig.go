@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // Broker configs as Kafka clients see them (DescribeConfigs,
@@ -74,7 +75,7 @@ var brokerConfigDefs = []brokerConfigDef{
 
 // topicDefault is the value a topic config has when a topic does not set it.
 func topicDefault(name string) func(*Config) string {
-	return func(*Config) string { return effectiveConfig(nil, name) }
+	return func(*Config) string { return broker.EffectiveConfig(nil, name) }
 }
 
 func joinRoles(roles []Role) string {

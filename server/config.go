@@ -14,6 +14,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/txn"
 )
 
@@ -194,14 +195,14 @@ func DefaultConfig() Config {
 		// Connection creation rate per address.
 		KafkaMaxConnectionRatePerIP: DefaultMaxConnectionRatePerIP,
 		HTTPMaxConnectionRatePerIP:  DefaultMaxConnectionRatePerIP,
-		ProducerIDExpiration:        DefaultProducerIDExpiration,
-		MaxProducerIDsPerPartition:  DefaultMaxProducerIDsPerPartition,
+		ProducerIDExpiration:        broker.DefaultProducerIDExpiration,
+		MaxProducerIDsPerPartition:  broker.DefaultMaxProducerIDsPerPartition,
 		HTTPLimits:                  api.DefaultLimits,
 		MaxDecompressedBatchBytes:   segments.DefaultMaxInflatedBytes,
 
 		// Idempotent HTTP produce.
-		IdempotencyKeyExpiration:       DefaultIdempotencyKeyExpiration,
-		MaxIdempotencyKeysPerPartition: DefaultMaxIdempotencyKeysPerPartition,
+		IdempotencyKeyExpiration:       broker.DefaultIdempotencyKeyExpiration,
+		MaxIdempotencyKeysPerPartition: broker.DefaultMaxIdempotencyKeysPerPartition,
 
 		TopicLimits: raftfsm.Limits{
 			MaxPartitionsPerTopic: 10_000,

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // HTTP clients may talk to any node. A produce or consume for a partition
@@ -36,7 +37,7 @@ func markForwarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inter, _ := r.Context().Value(interNodeKey{}).(bool); inter && r.Header.Get(forwardedHeader) != "" {
 			ctx := context.WithValue(r.Context(), forwardedKey{}, true)
-			r = r.WithContext(withForwardedIdemKey(ctx, r.Header.Get(idemKeyHeader)))
+			r = r.WithContext(broker.WithForwardedIdemKey(ctx, r.Header.Get(broker.IdemKeyHeader)))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -102,7 +103,7 @@ func unb64(s *string) ([]byte, error) {
 
 // produce appends records (all for one partition) on the broker at addr and
 // returns the base offset.
-func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []newRecord, acks int, k *idemKey) (int64, error) {
+func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []broker.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
 	out := make([]wireOutRecord, len(recs))
 	for i, r := range recs {
 		ts := r.Timestamp
@@ -125,7 +126,7 @@ func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32,
 	}
 	var hdr http.Header
 	if k != nil {
-		hdr = http.Header{idemKeyHeader: {k.String()}}
+		hdr = http.Header{broker.IdemKeyHeader: {k.String()}}
 	}
 	if err := f.doWith(ctx, http.MethodPost, u, body, hdr, &res); err != nil {
 		return 0, err

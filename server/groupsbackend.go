@@ -11,6 +11,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 )
 
@@ -47,15 +48,15 @@ func (b groupsBackend) Append(ctx context.Context, idx int32, recs []groups.Reco
 	if br == nil {
 		return fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := br.partition(offsetsTopic, idx)
+	p, err := br.Partition(offsetsTopic, idx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
 	}
-	nr := make([]newRecord, len(recs))
+	nr := make([]broker.NewRecord, len(recs))
 	for i, r := range recs {
-		nr[i] = newRecord{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+		nr[i] = broker.NewRecord{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	}
-	if _, err := p.produce(ctx, buildBatch(nr), -1); err != nil {
+	if _, err := p.Produce(ctx, broker.BuildBatch(nr), -1); err != nil {
 		return coordinatorAppendError(err)
 	}
 	return nil
@@ -70,9 +71,9 @@ func (b groupsBackend) Append(ctx context.Context, idx int32, recs []groups.Reco
 // a client does not expect from a group call.
 func coordinatorAppendError(err error) error {
 	switch {
-	case errors.Is(err, errNotLeader), errors.Is(err, segments.ErrStorage):
+	case errors.Is(err, broker.ErrNotLeader), errors.Is(err, segments.ErrStorage):
 		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
-	case errors.Is(err, errNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, broker.ErrNotEnoughReplicas), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", kafkaproto.ErrCoordinatorNotAvailable, err)
 	}
 	return err
@@ -83,7 +84,7 @@ func (b groupsBackend) OffsetsLog(idx int32) (groups.Log, error) {
 	if br == nil {
 		return nil, fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := br.partition(offsetsTopic, idx)
+	p, err := br.Partition(offsetsTopic, idx)
 	if err != nil {
 		return nil, err
 	}
@@ -91,26 +92,26 @@ func (b groupsBackend) OffsetsLog(idx int32) (groups.Log, error) {
 }
 
 // offsetsLog is an offsets partition as the coordinator's loader reads it.
-type offsetsLog struct{ p *partition }
+type offsetsLog struct{ p *broker.Partition }
 
-func (l offsetsLog) StartOffset() int64       { return l.p.log.StartOffset() }
-func (l offsetsLog) EndOffset() int64         { return l.p.log.EndOffset() }
-func (l offsetsLog) HighWatermark() int64     { return l.p.hwm.Load() }
-func (l offsetsLog) Changed() <-chan struct{} { return l.p.changed() }
+func (l offsetsLog) StartOffset() int64       { return l.p.Log().StartOffset() }
+func (l offsetsLog) EndOffset() int64         { return l.p.Log().EndOffset() }
+func (l offsetsLog) HighWatermark() int64     { return l.p.HighWatermark() }
+func (l offsetsLog) Changed() <-chan struct{} { return l.p.Changed() }
 
 func (l offsetsLog) ReadRecords(off int64, maxRecords, maxBytes int) ([]groups.Record, int64, int64, error) {
-	res, err := l.p.readDecoded(off, maxRecords, maxBytes, false)
-	out := make([]groups.Record, len(res.records))
-	for i, r := range res.records {
+	res, err := l.p.ReadDecoded(off, maxRecords, maxBytes, false)
+	out := make([]groups.Record, len(res.Records))
+	for i, r := range res.Records {
 		out[i] = groups.Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 	}
-	return out, res.next, res.hwm, err
+	return out, res.Next, res.HWM, err
 }
 
 // BatchEnd returns the offset after the batch holding off, read from its
 // header alone (no CRC or record check: the batch is known to be bad).
 func (l offsetsLog) BatchEnd(off int64) (int64, error) {
-	chunk, err := l.p.read(off, batchHeaderLen)
+	chunk, err := l.p.Read(off, broker.BatchHeaderLen)
 	if err != nil {
 		return 0, err
 	}
@@ -119,8 +120,8 @@ func (l offsetsLog) BatchEnd(off int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(data) < batchHeaderLen {
-		return 0, fmt.Errorf("%w: %d bytes at %d", errCorruptBatch, len(data), off)
+	if len(data) < broker.BatchHeaderLen {
+		return 0, fmt.Errorf("%w: %d bytes at %d", broker.ErrCorruptBatch, len(data), off)
 	}
 	base := int64(binary.BigEndian.Uint64(data[0:]))
 	last := base + int64(int32(binary.BigEndian.Uint32(data[23:])))
@@ -146,13 +147,13 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 		}
 		return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
 	}
-	res, err := s.broker.readRecords(ctx, readRequest{topic: t.Topic, partition: t.Partition, offset: offset,
-		maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, readUncommitted: uncommitted})
+	res, err := s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset,
+		MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, ReadUncommitted: uncommitted})
 	if err != nil {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
-	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}
-	for _, r := range res.records {
+	out := api.ConsumeResult{NextOffset: res.Next, HighWatermark: res.HWM, StartOffset: res.LogStart}
+	for _, r := range res.Records {
 		cr := api.ConsumedRecord{Partition: t.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value,
 			Transactional: r.Transactional}
 		for _, h := range r.Headers {
@@ -171,11 +172,11 @@ func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartitio
 	top := img.Topics.Get(t.Topic)
 	leader := top.Partitions[t.Partition].Leader
 	if leader == s.cfg.NodeID {
-		p, err := s.broker.partition(t.Topic, t.Partition)
+		p, err := s.broker.Partition(t.Topic, t.Partition)
 		if err != nil {
 			return 0, toHTTPError(err)
 		}
-		return p.resolveOffset(0, &ts, false)
+		return p.ResolveOffset(0, &ts, false)
 	}
 	if _, ok := img.Brokers[leader]; !ok {
 		return 0, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // A commit whose offsets partition moved away answers NOT_COORDINATOR (the
@@ -18,9 +19,9 @@ func TestCoordinatorAppendErrors(t *testing.T) {
 		err  error
 		want error
 	}{
-		{fmt.Errorf("produce: %w", errNotLeader), kafkaproto.ErrNotCoordinator},
+		{fmt.Errorf("produce: %w", broker.ErrNotLeader), kafkaproto.ErrNotCoordinator},
 		{fmt.Errorf("append: %w", segments.ErrStorage), kafkaproto.ErrNotCoordinator},
-		{fmt.Errorf("wait: %w", errNotEnoughReplicas), kafkaproto.ErrCoordinatorNotAvailable},
+		{fmt.Errorf("wait: %w", broker.ErrNotEnoughReplicas), kafkaproto.ErrCoordinatorNotAvailable},
 		{fmt.Errorf("wait: %w", context.DeadlineExceeded), kafkaproto.ErrCoordinatorNotAvailable},
 	}
 	for _, c := range cases {
@@ -28,7 +29,7 @@ func TestCoordinatorAppendErrors(t *testing.T) {
 		if !errors.Is(got, c.want) {
 			t.Errorf("%v -> %v, want %v", c.err, got, c.want)
 		}
-		if errors.Is(got, errNotLeader) {
+		if errors.Is(got, broker.ErrNotLeader) {
 			t.Errorf("%v still reads as not-leader: %v", c.err, got)
 		}
 	}

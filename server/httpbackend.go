@@ -16,6 +16,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // acksAllTimeout bounds how long an HTTP produce with acks=all waits for the
@@ -40,12 +41,12 @@ var (
 
 // httpErrors is the one table from server errors to the api's sentinels.
 var httpErrors = []struct{ from, to error }{
-	{errUnknownTopic, api.ErrUnknownTopic},
+	{broker.ErrUnknownTopic, api.ErrUnknownTopic},
 	{raftfsm.ErrUnknownTopic, api.ErrUnknownTopic},
-	{errUnknownPartition, api.ErrUnknownPartition},
+	{broker.ErrUnknownPartition, api.ErrUnknownPartition},
 	{raftfsm.ErrTopicExists, api.ErrTopicExists},
 	{errInvalidTopicName, api.ErrInvalidTopicName},
-	{errInvalidConfig, api.ErrInvalidConfig},
+	{broker.ErrInvalidConfig, api.ErrInvalidConfig},
 	{errInvalidPartitions, api.ErrInvalidPartitions},
 	{errInvalidReplicas, api.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
@@ -54,32 +55,32 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrPolicyViolation, api.ErrPolicyViolation},
 	{raftfsm.ErrQuorumChange, api.ErrQuorumChange},
 	{raftfsm.ErrInvalidCommand, api.ErrInvalidRequest},
-	{errTooLarge, api.ErrTooLarge},
-	{errCorruptBatch, api.ErrInvalidRequest},
+	{broker.ErrTooLarge, api.ErrTooLarge},
+	{broker.ErrCorruptBatch, api.ErrInvalidRequest},
 	{segments.ErrInflatedTooLarge, api.ErrTooLarge},
 	{segments.ErrBatchTooLarge, api.ErrTooLarge},
 	{segments.ErrInvalidRecord, api.ErrInvalidRequest},
 	{segments.ErrCorruptBatch, api.ErrInvalidRequest},
-	{errOffsetOutOfRange, api.ErrOffsetOutOfRange},
-	{errNotLeader, api.ErrNotLeader},
-	{errNotEnoughReplicas, api.ErrNotEnoughReplicas},
+	{broker.ErrOffsetOutOfRange, api.ErrOffsetOutOfRange},
+	{broker.ErrNotLeader, api.ErrNotLeader},
+	{broker.ErrNotEnoughReplicas, api.ErrNotEnoughReplicas},
 	{raftfsm.ErrNotLeader, api.ErrNotController},
-	{errNotReady, api.ErrNotReady},
-	{errShuttingDown, api.ErrNotReady},
+	{broker.ErrNotReady, api.ErrNotReady},
+	{broker.ErrShuttingDown, api.ErrNotReady},
 	{context.DeadlineExceeded, api.ErrTimeout},
-	{errStorage, api.ErrStorage},
+	{broker.ErrStorage, api.ErrStorage},
 	{segments.ErrStorage, api.ErrStorage},
-	{errIdempotencyKeyReused, api.ErrIdempotencyKeyReused},
+	{broker.ErrIdempotencyKeyReused, api.ErrIdempotencyKeyReused},
 }
 
 func toHTTPError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var cb *corruptBatchError
+	var cb *broker.CorruptBatchError
 	if errors.As(err, &cb) {
 		// A stored batch, not the request: the problem names it.
-		return &api.CorruptBatchError{Topic: cb.topic, Partition: cb.partition, Offset: cb.offset, NextOffset: cb.next, Err: err}
+		return &api.CorruptBatchError{Topic: cb.Topic, Partition: cb.Partition, Offset: cb.Offset, NextOffset: cb.Next, Err: err}
 	}
 	for _, e := range httpErrors {
 		if errors.Is(err, e.from) {
@@ -109,7 +110,7 @@ func (h *httpBackend) StorageError() error {
 	if h.s.storage == nil {
 		return nil
 	}
-	return toHTTPError(h.s.storage.err())
+	return toHTTPError(h.s.storage.Err())
 }
 
 func errText(err error) string {
@@ -213,8 +214,8 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 	for _, name := range names {
 		t := img.Topics.Get(name)
 		var size int64
-		for _, p := range h.s.broker.partitionsOf(t.Name) {
-			size += p.log.Size()
+		for _, p := range h.s.broker.PartitionsOf(t.Name) {
+			size += p.Log().Size()
 		}
 		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
 			ReplicationFactor: replicationFactor(t), Internal: isInternal(t.Name), SizeBytes: size})
@@ -255,17 +256,17 @@ func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
 	for k, v := range t.Configs {
 		d.Configs[k] = v
 	}
-	hosted := map[int32]*partition{}
-	for _, p := range h.s.broker.partitionsOf(t.Name) {
-		hosted[p.index] = p
+	hosted := map[int32]*broker.Partition{}
+	for _, p := range h.s.broker.PartitionsOf(t.Name) {
+		hosted[p.Index] = p
 	}
 	for i, pm := range t.Partitions {
 		pd := api.PartitionDetail{Partition: int32(i), Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch,
 			Replicas: nonNil(pm.Replicas), ISR: nonNil(pm.ISR)}
 		pd.AddingReplicas, pd.RemovingReplicas = pm.AddingReplicas, pm.RemovingReplicas
 		if p, ok := hosted[int32(i)]; ok {
-			pd.StartOffset, pd.EndOffset = p.log.StartOffset(), p.log.EndOffset()
-			pd.HighWatermark, pd.SizeBytes = p.hwm.Load(), p.log.Size()
+			pd.StartOffset, pd.EndOffset = p.Log().StartOffset(), p.Log().EndOffset()
+			pd.HighWatermark, pd.SizeBytes = p.HighWatermark(), p.Log().Size()
 		}
 		d.Partitions = append(d.Partitions, pd)
 	}
@@ -306,18 +307,18 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 // checks every batch before appending any. A request another node forwarded
 // may carry an idempotency key (forwardedIdemKey).
 func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
-	return h.produce(ctx, topic, records, acks, forwardedIdemKey(ctx))
+	return h.produce(ctx, topic, records, acks, broker.ForwardedIdemKey(ctx))
 }
 
 // ProduceIdempotent implements api.IdempotentProduceBackend (idemkeys.go).
 func (h *httpBackend) ProduceIdempotent(ctx context.Context, topic string, records []api.ProduceRecord, acks int, key api.IdempotencyKey) ([]api.RecordOffset, error) {
-	k := newIdemKey(key.Principal, key.Key, key.Digest)
+	k := broker.NewIdemKey(key.Principal, key.Key, key.Digest)
 	return h.produce(ctx, topic, records, acks, &k)
 }
 
 // produce is Produce; with k every partition's batch carries the key, and a
 // partition that already holds the key's batch answers with its offsets.
-func (h *httpBackend) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *idemKey) ([]api.RecordOffset, error) {
+func (h *httpBackend) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *broker.IdemKey) ([]api.RecordOffset, error) {
 	if err := refuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
@@ -336,10 +337,10 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 	sticky := int32(h.sticky.Add(1) % uint32(n))
 	if k != nil {
 		// A retry must place every record where the first try did.
-		sticky = int32(uint64(k.id) % uint64(n))
+		sticky = int32(uint64(k.ID) % uint64(n))
 	}
 	now := h.s.faults.now().UnixMilli() // the records' CreateTime
-	byPart := map[int32][]newRecord{}
+	byPart := map[int32][]broker.NewRecord{}
 	where := make([]api.RecordOffset, len(records))
 	for i, r := range records {
 		var part int32
@@ -354,7 +355,7 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		default:
 			part = sticky
 		}
-		nr := newRecord{Key: r.Key, Value: r.Value, Timestamp: now}
+		nr := broker.NewRecord{Key: r.Key, Value: r.Value, Timestamp: now}
 		if r.Timestamp != nil {
 			nr.Timestamp = r.Timestamp.UnixMilli()
 		}
@@ -365,13 +366,13 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		byPart[part] = append(byPart[part], nr)
 	}
 	batches := map[int32][]byte{}
-	parts := map[int32]*partition{}
+	parts := map[int32]*broker.Partition{}
 	remote := map[int32]string{} // partition -> leader's HTTP address
-	maxMessage := int(configInt(t.Configs, "max.message.bytes"))
+	maxMessage := int(broker.ConfigInt(t.Configs, "max.message.bytes"))
 	for part, recs := range byPart {
-		batch := buildBatch(recs)
+		batch := broker.BuildBatch(recs)
 		if k != nil {
-			stampKey(batch, *k)
+			broker.StampKey(batch, *k)
 		}
 		if len(batch) > maxMessage {
 			return nil, fmt.Errorf("%w: partition %d batch of %d bytes, max.message.bytes is %d", api.ErrTooLarge, part, len(batch), maxMessage)
@@ -386,17 +387,17 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		}
 		batches[part], parts[part] = batch, p
 	}
-	if err := peekKeys(parts, byPart, k); err != nil {
+	if err := broker.PeekKeys(parts, byPart, k); err != nil {
 		return nil, toHTTPError(err)
 	}
 	bases := map[int32]int64{}
 	for part, batch := range batches {
-		res, err := parts[part].produceKeyed(ctx, batch, acks, k)
+		res, err := parts[part].ProduceKeyed(ctx, batch, acks, k)
 		if err != nil {
 			return nil, toHTTPError(err)
 		}
-		bases[part] = res.baseOffset
-		if res.duplicate {
+		bases[part] = res.BaseOffset
+		if res.Duplicate {
 			h.s.metrics.idemReplays.WithLabelValues(topic).Inc()
 		} else {
 			h.s.metrics.produced(topic, len(byPart[part]), len(batch))
@@ -421,10 +422,10 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 
 // route finds where a partition is served: the local partition when this
 // broker leads it, else the leader's node host for the forwarder.
-func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*partition, string, error) {
+func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*broker.Partition, string, error) {
 	leader := t.Partitions[part].Leader
 	if leader == h.s.cfg.NodeID && h.s.broker != nil {
-		p, err := h.s.broker.partition(t.Name, part)
+		p, err := h.s.broker.Partition(t.Name, part)
 		return p, "", toHTTPError(err)
 	}
 	if _, ok := img.Brokers[leader]; leader < 0 || !ok {
@@ -449,16 +450,16 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	} else if addr != "" {
 		return h.s.forward.consume(ctx, addr, req)
 	}
-	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
-		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
-		readUncommitted: req.ReadUncommitted, markers: req.IncludeControl})
-	if err != nil && !(errors.Is(err, context.Canceled) && len(res.records) > 0) {
+	res, err := h.s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
+		Offset: req.Offset, Timestamp: req.Timestamp, MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, Wait: req.Wait,
+		ReadUncommitted: req.ReadUncommitted, Markers: req.IncludeControl})
+	if err != nil && !(errors.Is(err, context.Canceled) && len(res.Records) > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
-	out := api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart,
-		Records: make([]api.ConsumedRecord, 0, len(res.records))}
+	out := api.ConsumeResult{NextOffset: res.Next, HighWatermark: res.HWM, StartOffset: res.LogStart,
+		Records: make([]api.ConsumedRecord, 0, len(res.Records))}
 	bytes := 0
-	for _, r := range res.records {
+	for _, r := range res.Records {
 		cr := api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset,
 			Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value, Transactional: r.Transactional,
 			Control: apiMarker(r.Control)}
@@ -517,14 +518,14 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 		bytes += len(r.Key) + len(r.Value)
 		return each(&cr)
 	}
-	res, err := h.s.broker.readRecords(ctx, readRequest{topic: req.Topic, partition: req.Partition,
-		offset: req.Offset, timestamp: req.Timestamp, maxRecords: req.MaxRecords, maxBytes: req.MaxBytes, wait: req.Wait,
-		readUncommitted: req.ReadUncommitted, markers: req.IncludeControl, each: emit})
-	h.s.metrics.consumed(req.Topic, res.count, bytes)
-	if err != nil && !(errors.Is(err, context.Canceled) && res.count > 0) {
+	res, err := h.s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
+		Offset: req.Offset, Timestamp: req.Timestamp, MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, Wait: req.Wait,
+		ReadUncommitted: req.ReadUncommitted, Markers: req.IncludeControl, Each: emit})
+	h.s.metrics.consumed(req.Topic, res.Count, bytes)
+	if err != nil && !(errors.Is(err, context.Canceled) && res.Count > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
-	return api.ConsumeResult{NextOffset: res.next, HighWatermark: res.hwm, StartOffset: res.logStart}, nil
+	return api.ConsumeResult{NextOffset: res.Next, HighWatermark: res.HWM, StartOffset: res.LogStart}, nil
 }
 
 // apiMarker is a transaction marker as HTTP readers see it (nil: none).

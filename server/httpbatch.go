@@ -2,12 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // The HTTP door's binary batch media type (api.BatchBackend): Kafka
@@ -36,15 +35,15 @@ func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partitio
 			defer cancel()
 		}
 	}
-	res, err := p.produce(ctx, batches, acks)
+	res, err := p.Produce(ctx, batches, acks)
 	if err != nil {
 		return 0, 0, toHTTPError(err)
 	}
-	h.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	h.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	if acks == api.AcksNone {
 		return -1, records, nil
 	}
-	return res.baseOffset, records, nil
+	return res.BaseOffset, records, nil
 }
 
 // checkHTTPBatches checks the headers of a batch body before the append
@@ -52,15 +51,15 @@ func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partitio
 // most maxRecords records. It returns the record count.
 func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 	records := 0
-	err := splitBatches(batches, func(b batchView) error {
+	err := broker.SplitBatches(batches, func(b broker.BatchView) error {
 		switch {
-		case b.idempotent() || b.attrs&transactionalFlag != 0:
+		case b.Idempotent() || b.Attrs&broker.TransactionalFlag != 0:
 			// HTTP has no producer ids: InitProducerId is Kafka's.
-			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(b.raw), b.producerID)
-		case b.isControl():
+			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(b.Raw), b.ProducerID)
+		case b.IsControl():
 			return fmt.Errorf("%w: clients may not write control batches (transaction markers)", api.ErrInvalidRequest)
 		}
-		records += int(b.numRecords)
+		records += int(b.NumRecords)
 		if records > maxRecords {
 			return fmt.Errorf("%w: more than %d records; send at most %d per request", api.ErrTooManyRecords, maxRecords, maxRecords)
 		}
@@ -71,7 +70,7 @@ func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 
 // batchPartition is the local leader of topic-partition for a batch
 // request.
-func (h *httpBackend) batchPartition(ctx context.Context, topic string, partition int32) (*partition, error) {
+func (h *httpBackend) batchPartition(ctx context.Context, topic string, partition int32) (*broker.Partition, error) {
 	if err := refuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
@@ -103,11 +102,11 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
 		return api.BatchResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
 	}
-	p, err := h.s.broker.partition(req.Topic, req.Partition)
+	p, err := h.s.broker.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return api.BatchResult{}, toHTTPError(err)
 	}
-	offset, err := p.resolveOffset(req.Offset, req.Timestamp, !req.ReadUncommitted)
+	offset, err := p.ResolveOffset(req.Offset, req.Timestamp, !req.ReadUncommitted)
 	if err != nil {
 		return api.BatchResult{}, toHTTPError(err)
 	}
@@ -118,8 +117,8 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 		timer = t.C
 	}
 	for {
-		changed := p.changed()
-		res, err := p.readBatches(offset, req.MaxBytes, !req.ReadUncommitted)
+		changed := p.Changed()
+		res, err := p.ReadBatches(offset, req.MaxBytes, !req.ReadUncommitted)
 		if err != nil || res.Records > 0 || timer == nil {
 			if err == nil {
 				h.s.metrics.consumed(req.Topic, res.Records, len(res.Batches))
@@ -134,75 +133,4 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 			return res, ctx.Err()
 		}
 	}
-}
-
-// readBatches reads whole batches from offset below the high watermark
-// and checks each; a bad one ends the read after the batches before it
-// (read first, it is a *corruptBatchError naming it). committed
-// (read_committed) reads below the last stable offset and leaves out
-// control batches and batches of aborted transactions (txnread.go).
-func (p *partition) readBatches(offset int64, maxBytes int, committed bool) (api.BatchResult, error) {
-	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log.StartOffset()}
-	if offset < res.StartOffset || offset > res.HighWatermark {
-		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.StartOffset, res.HighWatermark)
-	}
-	limit := res.HighWatermark
-	var drop *decodedReader // read_committed: its aborted list decides
-	if committed {
-		var err error
-		drop = &decodedReader{}
-		if limit, drop.aborted, err = p.committedRange(offset, limit); err != nil {
-			return res, err
-		}
-	}
-	if offset >= limit {
-		return res, nil
-	}
-	chunk, err := p.readUpTo(offset, maxBytes, limit)
-	if err != nil {
-		return res, err
-	}
-	data, err := chunk.Bytes()
-	chunk.Close()
-	if err != nil {
-		return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, offset, err)
-	}
-	good := 0
-	var kept []byte // the batches served, once one was left out
-	for rest := data; ; {
-		info, ok, err := segments.NextBatch(rest)
-		if err != nil || (!ok && len(rest) > 0 && good == 0) {
-			if good > 0 {
-				break // the bad batch is the next read's first
-			}
-			if err == nil {
-				err = errors.New("truncated batch")
-			}
-			e := &corruptBatchError{topic: p.topic, partition: p.index, offset: res.NextOffset, next: -1, err: err}
-			if ok {
-				e.offset, e.next = max(info.BaseOffset, res.NextOffset), info.NextOffset()
-			}
-			return res, e
-		}
-		if !ok {
-			break
-		}
-		skip := drop != nil && (info.Control || drop.abortedBatch(info))
-		if !info.Control && !skip {
-			res.Records += int(info.LastOffset - max(info.BaseOffset, res.NextOffset) + 1)
-		}
-		if skip && kept == nil {
-			kept = append(make([]byte, 0, len(data)), data[:good]...)
-		} else if !skip && kept != nil {
-			kept = append(kept, rest[:info.Size]...)
-		}
-		res.NextOffset = max(res.NextOffset, info.NextOffset())
-		good += info.Size
-		rest = rest[info.Size:]
-	}
-	res.Batches = data[:good]
-	if kept != nil {
-		res.Batches = kept
-	}
-	return res, nil
 }

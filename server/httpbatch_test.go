@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // FuzzCheckHTTPBatches: whatever a record batch body holds, the header
@@ -16,7 +17,7 @@ import (
 // never panics, and allocates at most a constant (it reads headers in
 // place; the records are the log's to validate).
 func FuzzCheckHTTPBatches(f *testing.F) {
-	good := buildBatch([]newRecord{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("w")}})
+	good := broker.BuildBatch([]broker.NewRecord{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("w")}})
 	f.Add(good, 10)
 	f.Add(append(good, good...), 3)
 	f.Add(good[:40], 10)
@@ -50,12 +51,12 @@ func FuzzCheckHTTPBatches(f *testing.F) {
 // record for record: keys, values, headers (in order, null values kept),
 // timestamps and offsets.
 func TestBuildBatchRoundTrip(t *testing.T) {
-	recs := []newRecord{
+	recs := []broker.NewRecord{
 		{Key: []byte("k"), Value: []byte("v"), Timestamp: 1000},
 		{Value: bytes.Repeat([]byte("x"), 300), Timestamp: 990, Headers: []kmsg.Header{{Key: "a", Value: []byte("1")}, {Key: "a"}}},
 		{Key: nil, Value: nil, Timestamp: 1200},
 	}
-	b := buildBatch(recs)
+	b := broker.BuildBatch(recs)
 	info, ok, err := segments.NextBatch(b)
 	if err != nil || !ok || info.Size != len(b) || info.NumRecords != 3 || info.FirstTimestamp != 990 || info.MaxTimestamp != 1200 {
 		t.Fatalf("header: %+v %v %v (%d bytes)", info, ok, err, len(b))

@@ -13,6 +13,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // kafkaBackend is the server as the Kafka listener sees it.
@@ -32,34 +33,34 @@ var (
 
 // kafkaErrors is the one table from server errors to the listener's sentinels.
 var kafkaErrors = []struct{ from, to error }{
-	{errUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
+	{broker.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
-	{errUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
+	{broker.ErrUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrTopicExists, kafkaproto.ErrTopicExists},
 	{errInvalidTopicName, kafkaproto.ErrInvalidTopic},
-	{errInvalidConfig, kafkaproto.ErrInvalidConfig},
+	{broker.ErrInvalidConfig, kafkaproto.ErrInvalidConfig},
 	{errInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{errInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
 	{raftfsm.ErrNotEnoughBrokers, kafkaproto.ErrInvalidReplicationFactor},
 	{errInternalTopic, kafkaproto.ErrInvalidTopic},
 	{raftfsm.ErrPolicyViolation, kafkaproto.ErrPolicyViolation},
-	{errTooLarge, kafkaproto.ErrMessageTooLarge},
+	{broker.ErrTooLarge, kafkaproto.ErrMessageTooLarge},
 	{segments.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
 	{segments.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
 	{segments.ErrBatchTooLarge, kafkaproto.ErrMessageTooLarge},
-	{errCorruptBatch, kafkaproto.ErrCorruptMessage},
+	{broker.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
 	{segments.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
-	{errOffsetOutOfRange, kafkaproto.ErrOffsetOutOfRange},
-	{errUnknownProducerID, kafkaproto.ErrUnknownProducerID},
-	{errOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},
-	{errInvalidProducerEpoch, kafkaproto.ErrInvalidProducerEpoch},
-	{errNotLeader, kafkaproto.ErrNotLeader},
-	{errNotEnoughReplicas, kafkaproto.ErrNotEnoughReplicas},
-	{errShuttingDown, kafkaproto.ErrNotLeader},
+	{broker.ErrOffsetOutOfRange, kafkaproto.ErrOffsetOutOfRange},
+	{broker.ErrUnknownProducerID, kafkaproto.ErrUnknownProducerID},
+	{broker.ErrOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},
+	{broker.ErrInvalidProducerEpoch, kafkaproto.ErrInvalidProducerEpoch},
+	{broker.ErrNotLeader, kafkaproto.ErrNotLeader},
+	{broker.ErrNotEnoughReplicas, kafkaproto.ErrNotEnoughReplicas},
+	{broker.ErrShuttingDown, kafkaproto.ErrNotLeader},
 	{raftfsm.ErrNotLeader, kafkaproto.ErrNotController},
 	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
-	{errStorage, kafkaproto.ErrStorage},
+	{broker.ErrStorage, kafkaproto.ErrStorage},
 	{segments.ErrStorage, kafkaproto.ErrStorage},
 	// Cluster admin (kafkaclusteradmin.go).
 	{errElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
@@ -70,7 +71,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrNoReassignment, kafkaproto.ErrNoReassignmentInProgress},
 	// Transaction markers (txnmarkers.go).
-	{errCoordinatorFenced, kafkaproto.ErrTransactionCoordinatorFenced},
+	{broker.ErrCoordinatorFenced, kafkaproto.ErrTransactionCoordinatorFenced},
 }
 
 func toKafkaError(err error) error {
@@ -136,18 +137,18 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 	if err := refuseInternal(topic, "produce to"); err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
-	p, err := k.s.broker.partition(topic, partition)
+	p, err := k.s.broker.Partition(topic, partition)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
-	res, err := p.produce(ctx, batches, int(acks))
+	res, err := p.Produce(ctx, batches, int(acks))
 	if err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
-	if !res.duplicate {
-		k.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	if !res.Duplicate {
+		k.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
-	return kafkaproto.ProduceResult{BaseOffset: res.baseOffset, LogAppendTime: res.logAppendTime, LogStartOffset: res.logStart}, nil
+	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart}, nil
 }
 
 // AppendForAcks splits an acks=all produce so the listener can read a
@@ -156,27 +157,27 @@ func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partitio
 	if err := refuseInternal(topic, "produce to"); err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
-	p, err := k.s.broker.partition(topic, partition)
+	p, err := k.s.broker.Partition(topic, partition)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
-	res, wait, err := p.appendForAcks(batches, nil)
+	res, wait, err := p.AppendForAcks(batches, nil)
 	if err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
-	if !res.duplicate {
-		k.s.metrics.produced(topic, int(res.lastOffset-res.baseOffset+1), len(batches))
+	if !res.Duplicate {
+		k.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
-	return kafkaproto.ProduceResult{BaseOffset: res.baseOffset, LogAppendTime: res.logAppendTime, LogStartOffset: res.logStart},
+	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart},
 		func(ctx context.Context) error { return toKafkaError(wait(ctx)) }, nil
 }
 
 func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
-	p, err := k.s.broker.partition(req.Topic, req.Partition)
+	p, err := k.s.broker.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafkaError(err)
 	}
-	if err := p.checkLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
+	if err := p.CheckLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, err
 	}
 	var chunk segments.Chunk
@@ -185,22 +186,22 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 		// A follower fetching (the listener let it through the
 		// inter-broker door under its own id): its offset is its log
 		// end; it reads up to ours.
-		if err := p.followerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
-			hwm := p.hwm.Load()
-			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset()}, toKafkaError(err)
+		if err := p.FollowerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
+			hwm := p.HighWatermark()
+			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset()}, toKafkaError(err)
 		}
-		chunk, err = p.readReplica(req.Offset, req.MaxBytes)
+		chunk, err = p.ReadReplica(req.Offset, req.MaxBytes)
 	} else if req.ReadCommitted {
 		var aborted []segments.AbortedTxn
-		chunk, _, aborted, err = p.readCommitted(req.Offset, req.MaxBytes)
-		abortedList = toKafkaAborted(aborted)
+		chunk, _, aborted, err = p.ReadCommitted(req.Offset, req.MaxBytes)
+		abortedList = broker.ToKafkaAborted(aborted)
 	} else {
-		chunk, err = p.read(req.Offset, req.MaxBytes)
+		chunk, err = p.Read(req.Offset, req.MaxBytes)
 	}
-	hwm := p.hwm.Load()
-	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.log.StartOffset(),
+	hwm := p.HighWatermark()
+	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset(),
 		AbortedTransactions: abortedList}
-	if lso, lerr := p.lso(); lerr == nil {
+	if lso, lerr := p.LSO(); lerr == nil {
 		res.LastStableOffset = min(lso, hwm)
 	}
 	if err != nil {
@@ -213,56 +214,43 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 	return res, nil
 }
 
-func (p *partition) checkLeaderEpoch(current int32) error {
-	if current < 0 {
-		return nil
-	}
-	switch mine := p.leaderEpoch.Load(); {
-	case current < mine:
-		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrFencedLeaderEpoch, current, mine)
-	case current > mine:
-		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrUnknownLeaderEpoch, current, mine)
-	}
-	return nil
-}
-
 func (k *kafkaBackend) Notify(topic string, partition int32) <-chan struct{} {
-	p, err := k.s.broker.lookup(topic, partition)
+	p, err := k.s.broker.Lookup(topic, partition)
 	if err != nil {
 		return nil
 	}
-	return p.changed()
+	return p.Changed()
 }
 
 func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (int64, int64, int32, error) {
-	p, err := k.s.broker.partition(topic, partition)
+	p, err := k.s.broker.Partition(topic, partition)
 	if err != nil {
 		return -1, -1, -1, toKafkaError(err)
 	}
-	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
 		return -1, -1, -1, err
 	}
-	epoch := p.leaderEpoch.Load()
+	epoch := p.LeaderEpoch()
 	switch timestamp {
 	case -2:
-		return p.log.StartOffset(), -1, epoch, nil
+		return p.Log().StartOffset(), -1, epoch, nil
 	case -1:
 		if readCommitted {
-			lso, err := p.lso()
+			lso, err := p.LSO()
 			return lso, -1, epoch, toKafkaError(err)
 		}
-		return p.hwm.Load(), -1, epoch, nil
+		return p.HighWatermark(), -1, epoch, nil
 	case -3:
-		off, ts, err := p.maxTimestamp()
+		off, ts, err := p.MaxTimestamp()
 		return off, ts, epoch, toKafkaError(err)
 	}
-	off, ts, ok, err := p.log.OffsetForTimestamp(timestamp)
+	off, ts, ok, err := p.Log().OffsetForTimestamp(timestamp)
 	if err != nil {
 		return -1, -1, -1, toKafkaError(err)
 	}
-	limit := p.hwm.Load()
+	limit := p.HighWatermark()
 	if readCommitted {
-		if limit, err = p.lso(); err != nil {
+		if limit, err = p.LSO(); err != nil {
 			return -1, -1, -1, toKafkaError(err)
 		}
 	}
@@ -272,24 +260,15 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	return off, ts, epoch, nil
 }
 
-// maxTimestamp answers ListOffsets -3 below the high watermark.
-func (p *partition) maxTimestamp() (int64, int64, error) {
-	off, ts, ok, err := p.log.MaxTimestamp()
-	if err != nil || !ok || off >= p.hwm.Load() {
-		return -1, -1, err
-	}
-	return off, ts, nil
-}
-
 func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, error) {
-	p, err := k.s.broker.partition(topic, partition)
+	p, err := k.s.broker.Partition(topic, partition)
 	if err != nil {
 		return -1, -1, toKafkaError(err)
 	}
-	if err := p.checkLeaderEpoch(currentLeaderEpoch); err != nil {
+	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
 		return -1, -1, err
 	}
-	epoch, end, err := p.endOffsetForEpoch(leaderEpoch)
+	epoch, end, err := p.EndOffsetForEpoch(leaderEpoch)
 	if err != nil {
 		return -1, -1, toKafkaError(err)
 	}
@@ -300,21 +279,21 @@ func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partitio
 	if err := refuseInternal(topic, "delete records of"); err != nil {
 		return -1, toKafkaError(err)
 	}
-	p, err := k.s.broker.partition(topic, partition)
+	p, err := k.s.broker.Partition(topic, partition)
 	if err != nil {
 		return -1, toKafkaError(err)
 	}
-	hwm := p.hwm.Load()
+	hwm := p.HighWatermark()
 	if offset == -1 {
 		offset = hwm
 	}
 	if offset < 0 || offset > hwm {
 		return -1, fmt.Errorf("%w: %d above the high watermark %d", kafkaproto.ErrOffsetOutOfRange, offset, hwm)
 	}
-	if err := p.log.DeleteRecordsBefore(offset); err != nil {
+	if err := p.Log().DeleteRecordsBefore(offset); err != nil {
 		return -1, toKafkaError(err)
 	}
-	return p.log.StartOffset(), nil
+	return p.Log().StartOffset(), nil
 }
 
 func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
@@ -361,18 +340,18 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
 	}
 	var out []kafkaproto.ConfigEntry
-	for _, def := range topicConfigDefs() {
-		v, set := t.Configs[def.name]
+	for _, def := range broker.TopicConfigDefs() {
+		v, set := t.Configs[def.Name]
 		src := kafkaproto.SourceTopic
 		if !set {
-			v, src = def.def, kafkaproto.SourceDefault
+			v, src = def.Def, kafkaproto.SourceDefault
 		}
 		val := v
-		e := kafkaproto.ConfigEntry{Name: def.name, Value: &val, Source: src, Type: def.kind, Doc: def.doc}
-		if def.notApplied != "" {
-			e.ReadOnly, e.Doc = true, "accepted and stored, not applied: "+def.notApplied
+		e := kafkaproto.ConfigEntry{Name: def.Name, Value: &val, Source: src, Type: def.Kind, Doc: def.Doc}
+		if def.NotApplied != "" {
+			e.ReadOnly, e.Doc = true, "accepted and stored, not applied: "+def.NotApplied
 		}
-		e.Synonyms = topicConfigSynonyms(def, t.Configs)
+		e.Synonyms = broker.TopicConfigSynonyms(def, t.Configs)
 		out = append(out, e)
 	}
 	return out, nil

@@ -11,7 +11,6 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
-	"github.com/runnel/runnel/segments"
 )
 
 // The Kafka cluster admin APIs (kafkaproto.ClusterAdmin): each goes
@@ -56,18 +55,18 @@ func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 	if b == nil { // a controller-only node holds no partitions
 		return nil, nil
 	}
-	dir, err := filepath.Abs(b.dir)
+	dir, err := filepath.Abs(b.Dir())
 	if err != nil {
-		dir = b.dir
+		dir = b.Dir()
 	}
-	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafkaError(b.storage.err())}
+	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafkaError(k.s.storage.Err())}
 	var st syscall.Statfs_t
-	if syscall.Statfs(b.dir, &st) == nil {
+	if syscall.Statfs(dir, &st) == nil {
 		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
 	}
-	for _, p := range b.allPartitions() {
-		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.topic, Partition: p.index,
-			Size: p.log.Size(), OffsetLag: max(p.hwm.Load()-p.log.EndOffset(), 0)})
+	for _, p := range b.AllPartitions() {
+		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.Topic, Partition: p.Index,
+			Size: p.Log().Size(), OffsetLag: max(p.HighWatermark()-p.Log().EndOffset(), 0)})
 	}
 	slices.SortFunc(d.Partitions, func(a, b kafkaproto.LogDirPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
@@ -129,47 +128,10 @@ var _ kafkaproto.ProducerStates = (*kafkaBackend)(nil)
 // ActiveProducers lists the idempotent producers a led partition
 // remembers, by id.
 func (k *kafkaBackend) ActiveProducers(_ context.Context, topic string, idx int32) ([]kafkaproto.ActiveProducer, error) {
-	p, err := k.s.broker.partition(topic, idx)
+	p, err := k.s.broker.Partition(topic, idx)
 	if err != nil {
 		return nil, toKafkaError(err)
 	}
-	return p.activeProducers()
-}
-
-// activeProducers copies the producer table (in memory; appendMu is held
-// only for the copy), with the transactions open in the log; a producer
-// with an open transaction that the table does not hold (not loaded yet)
-// is listed with what the log knows.
-func (p *partition) activeProducers() ([]kafkaproto.ActiveProducer, error) {
-	open, err := p.log.OngoingTxns()
-	if err != nil {
-		return nil, toKafkaError(err)
-	}
-	start := make(map[int64]segments.OngoingTxn, len(open))
-	for _, t := range open {
-		start[t.ProducerID] = t
-	}
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	out := []kafkaproto.ActiveProducer{}
-	if p.producers != nil {
-		for id, e := range p.producers.byID {
-			a := kafkaproto.ActiveProducer{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastWrite,
-				CoordinatorEpoch: e.coordEpoch, TxnStartOffset: -1}
-			if b, ok := e.last(); ok {
-				a.LastSequence = b.lastSeq
-			}
-			if t, ok := start[id]; ok {
-				a.TxnStartOffset = t.FirstOffset
-				delete(start, id)
-			}
-			out = append(out, a)
-		}
-	}
-	for _, t := range start {
-		out = append(out, kafkaproto.ActiveProducer{ID: t.ProducerID, Epoch: t.ProducerEpoch, LastSequence: -1,
-			LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: t.FirstOffset})
-	}
-	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	out, err := p.ActiveProducers()
+	return out, toKafkaError(err)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // Leader elections the active controller runs beyond what fencing does:
@@ -80,7 +81,7 @@ func (s *Server) electPartitions(ctx context.Context, topic string, partitions [
 	img, _ := s.meta.Image()
 	t, ok := img.Topics.Lookup(topic)
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		return nil, 0, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, topic)
 	}
 	changes, results := elections(img, t, partitions, mode)
 	if len(changes) == 0 {
@@ -127,7 +128,7 @@ func elections(img *raftfsm.Image, t *raftfsm.Topic, only []int32, mode election
 	results := make(map[int32]error, len(only))
 	for _, i := range only {
 		if i < 0 || int(i) >= len(t.Partitions) {
-			results[i] = fmt.Errorf("%w: %s-%d", errUnknownPartition, t.Name, i)
+			results[i] = fmt.Errorf("%w: %s-%d", broker.ErrUnknownPartition, t.Name, i)
 			continue
 		}
 		ch, err := election(img, t, i, mode)
@@ -149,7 +150,7 @@ func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode electionMode) 
 	p := t.Partitions[i]
 	ch := raftfsm.ChangePartition{Topic: t.Name, Partition: i, Leader: -1,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
-	unclean := effectiveConfig(t.Configs, "unclean.leader.election.enable") == "true"
+	unclean := broker.EffectiveConfig(t.Configs, "unclean.leader.election.enable") == "true"
 	preferredOK := len(p.Replicas) > 0 && alive(p.Replicas[0]) && slices.Contains(p.ISR, p.Replicas[0])
 	switch {
 	case len(p.Replicas) == 0:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // TestElectionsAsked: the outcome of each partition of an ElectLeaders
@@ -52,7 +53,7 @@ func TestElectionsAsked(t *testing.T) {
 			if err := results[0]; !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("partition 0: %v, want %v", err, tc.wantErr)
 			}
-			if !errors.Is(results[5], errUnknownPartition) {
+			if !errors.Is(results[5], broker.ErrUnknownPartition) {
 				t.Fatalf("partition 5: %v, want unknown", results[5])
 			}
 			switch {

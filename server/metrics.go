@@ -59,7 +59,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 				if s.broker == nil {
 					return 0
 				}
-				return float64(len(s.broker.allPartitions()))
+				return float64(len(s.broker.AllPartitions()))
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "storage_failed_partitions",
 			Help: "Partitions of this broker whose disk refuses writes (full, I/O error); they recover by themselves once it takes writes again."},
@@ -67,7 +67,7 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 				if s.storage == nil {
 					return 0
 				}
-				return float64(s.storage.count())
+				return float64(s.storage.Count())
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "under_replicated_partitions",
 			Help: "Partitions led by this broker whose in-sync replicas are fewer than their replicas."},

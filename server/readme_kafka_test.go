@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // README's Kafka section lists every API key the listener serves with its
@@ -30,26 +31,26 @@ func readmeKafkaAPIs() string {
 func readmeTopicConfigs() string {
 	var b strings.Builder
 	b.WriteString("| config | default | accepted | runnel |\n|---|---|---|---|\n")
-	for _, d := range topicConfigDefs() {
-		def := d.def
+	for _, d := range broker.TopicConfigDefs() {
+		def := d.Def
 		switch def {
 		case "":
 			def = "(empty)"
 		case strconv.FormatInt(math.MaxInt64, 10):
 			def = "2^63-1"
 		}
-		accepted := d.allowed
-		if d.check == nil {
-			accepted = fmt.Sprintf("integer ≥ %d", d.min)
-			if d.kind == 3 {
-				accepted = fmt.Sprintf("integer ≥ %d (32 bits)", d.min)
+		accepted := d.Allowed
+		if d.Check == nil {
+			accepted = fmt.Sprintf("integer ≥ %d", d.Min)
+			if d.Kind == 3 {
+				accepted = fmt.Sprintf("integer ≥ %d (32 bits)", d.Min)
 			}
 		}
-		what := d.doc
-		if d.notApplied != "" {
-			what = "accepted, read-only in DescribeConfigs: " + d.notApplied
+		what := d.Doc
+		if d.NotApplied != "" {
+			what = "accepted, read-only in DescribeConfigs: " + d.NotApplied
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.name, def, accepted, what)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, def, accepted, what)
 	}
 	return b.String()
 }
@@ -70,9 +71,9 @@ func TestREADMEKafkaTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	for _, d := range topicConfigDefs() {
-		if d.check != nil && d.allowed == "" {
-			t.Errorf("topic config %s has a check but no allowed text", d.name)
+	for _, d := range broker.TopicConfigDefs() {
+		if d.Check != nil && d.Allowed == "" {
+			t.Errorf("topic config %s has a check but no allowed text", d.Name)
 		}
 	}
 	want := doc

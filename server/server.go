@@ -1,22 +1,24 @@
 // Package server is runnel's composition root: configuration, lifecycle and
-// roles, the broker (partitions following the metadata image), and the
-// adapters that let the two front doors, api (HTTP) and kafkaproto (Kafka),
-// reach the same partitions and metadata.
+// roles, and the adapters that let the two front doors, api (HTTP) and
+// kafkaproto (Kafka), reach the same partitions and metadata. The data
+// plane (partitions following the metadata image, replication, producer
+// state) is package server/broker; brokerbackend.go is what the server adds
+// around it.
 //
-// Transactions, log side (txnmarkers.go): a transaction coordinator ends a
-// transaction in a partition with
+// Transactions, log side (broker/txnmarkers.go): a transaction coordinator
+// ends a transaction in a partition with
 //
-//	func (b *broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (offset int64, err error)
+//	func (b *broker.Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (offset int64, err error)
 //
 // on the partition's leader (acks=all), or with WriteTxnMarkers (Kafka API
 // 27) on the leader's inter-broker port; segments.BuildControlBatch and
 // segments.ParseControlBatch are the marker codec. A marker with a newer
 // producer epoch fences the old producer; one from an older coordinator
-// epoch is refused (producerstate.go). segments.Log tracks the open
+// epoch is refused (broker/producerstate.go). segments.Log tracks the open
 // transactions and the aborted-transactions index of every replica, so the
-// last stable offset (txnread.go) is right on a new leader too; Kafka
+// last stable offset (broker/txnread.go) is right on a new leader too; Kafka
 // read_committed Fetch and ListOffsets and HTTP reads with
-// isolation=read_committed (the default; data.go, httpbatch.go) stop at it.
+// isolation=read_committed (the default; broker/data.go, httpbatch.go) stop at it.
 //
 // The coordinators are packages of their own: server/groups (consumer
 // groups; groupsbackend.go gives it the broker through groups.Backend, and
@@ -36,19 +38,20 @@
 //     the connections they still hold and waits (muxlistener.go);
 //   - the transaction and group coordinators' own goroutines (txn.close,
 //     groups.Close: loads and appends in flight end);
-//   - the broker's (storage, fetchers, replication, maintenance), broker.close;
+//   - the broker's (storage, fetchers, ISR changes, maintenance; see
+//     package server/broker), broker.Close;
 //   - the metadata node's (raft, heartbeats, the port mux), meta.Close.
 //
 // Open starts them in about the reverse order (the HTTP servers early, so
 // /livez answers at once); when it fails half-way, the listeners no server
 // took yet are closed before Close runs.
 //
-// Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.
-// handoffs.mu is a leaf. No server lock is held while calling a coordinator,
+// Lock order: the broker's locks (server/broker's doc) are taken inside it
+// only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
 // and the group coordinator holds none of its locks while it calls back
 // (groups.Backend).
 //
-// Idempotent HTTP produce (Idempotency-Key) lives in idemkeys.go: the key
+// Idempotent HTTP produce (Idempotency-Key) lives in broker/idemkeys.go: the key
 // travels in the producer fields of the batches a request writes, so it is
 // replicated and survives failover with the log; partition leaders index it.
 package server
@@ -80,6 +83,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/web"
 )
@@ -91,10 +95,10 @@ type Server struct {
 	lock   *os.File // flock on the data dir
 
 	meta   *raftfsm.Node
-	broker *broker
+	broker *broker.Broker
 	// storage is what the broker's storage loop last saw; made before the
 	// broker, so /readyz, metrics and heartbeats read it without s.broker.
-	storage *storageHealth
+	storage *broker.StorageHealth
 	metrics *metrics
 	ready   atomic.Bool
 
@@ -247,7 +251,7 @@ func (s *Server) open() (err error) {
 	s.interHTTP = newConnListener(&net.TCPAddr{})
 	s.handoffs = newHandoffs()
 	s.peerRefused = warnlimit.New(s.logger, 10*time.Second)
-	s.storage = &storageHealth{}
+	s.storage = &broker.StorageHealth{}
 	s.meta, err = raftfsm.Open(raftfsm.Config{
 		NodeID:             s.cfg.NodeID,
 		Dir:                filepath.Join(s.cfg.DataDir, "meta"),
@@ -266,7 +270,7 @@ func (s *Server) open() (err error) {
 			protoKafka: func(c net.Conn) { s.handoffs.run(c, s.acceptPeer) },
 			protoHTTP:  func(c net.Conn) { s.handoffs.run(c, s.interHTTP.hand) },
 		},
-		BrokerHealth: func() string { return errText(s.storage.err()) },
+		BrokerHealth: func() string { return errText(s.storage.Err()) },
 	})
 	if err != nil {
 		return fmt.Errorf("open metadata quorum: %w", err)
@@ -434,45 +438,48 @@ func (s *Server) startBroker(ctx context.Context) error {
 		return fmt.Errorf("wait for broker %d to be unfenced: %w", s.cfg.NodeID, err)
 	}
 	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
-	dialLeader := func(ctx context.Context, leader int32) (net.Conn, error) {
-		conn, err := s.meta.DialNode(ctx, leader, protoKafka)
-		if err != nil {
-			return nil, err
-		}
-		if err := writePeerHello(conn, s.cfg.NodeID); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return conn, nil
-	}
-	b, err := newBroker(s.cfg.NodeID, s.cfg.DataDir, s.meta, files, s.logger.With("component", "broker"), s.metrics,
-		s.cfg.ReplicaLagMax, dialLeader)
+	b, err := broker.New(broker.Config{
+		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Files: files, Logger: s.logger.With("component", "broker"),
+		ReplicaLagMax: s.cfg.ReplicaLagMax, DialLeader: s.dialBroker,
+		StorageRetry: s.cfg.StorageRetryInterval, Storage: s.storage,
+		MaxInflated: s.cfg.MaxDecompressedBatchBytes, FramingOnly: s.cfg.BenchSkipRecordValidation,
+		Lease: s.meta.BrokerLeaseValid, MinFreeDisk: s.cfg.MinFreeDisk,
+		Producers: &broker.ProducerPolicy{
+			Expiration: cmp.Or(s.cfg.ProducerIDExpiration, broker.DefaultProducerIDExpiration),
+			MaxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, broker.DefaultMaxProducerIDsPerPartition),
+			Allocated: func() (int64, <-chan struct{}) {
+				img, changed := s.meta.Image()
+				return img.NextProducerID, changed
+			},
+		},
+		Keys: &broker.KeyPolicy{
+			Expiration: cmp.Or(s.cfg.IdempotencyKeyExpiration, broker.DefaultIdempotencyKeyExpiration),
+			MaxKeys:    cmp.Or(s.cfg.MaxIdempotencyKeysPerPartition, broker.DefaultMaxIdempotencyKeysPerPartition),
+		},
+	}, s.meta)
 	if err != nil {
 		return err
 	}
-	b.storageRetry, b.storage = s.cfg.StorageRetryInterval, s.storage
-	b.maxInflated, b.framingOnly = s.cfg.MaxDecompressedBatchBytes, s.cfg.BenchSkipRecordValidation
-	b.lease = s.meta.BrokerLeaseValid
-	b.now, b.logOpts.Now, b.logOpts.FS = s.faults.now, s.faults.now, s.faults.fs()
-	b.disk = newDiskGuard(b.dir, s.cfg.MinFreeDisk)
-	b.producers = &producerPolicy{
-		expiration: cmp.Or(s.cfg.ProducerIDExpiration, DefaultProducerIDExpiration),
-		maxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, DefaultMaxProducerIDsPerPartition),
-		allocated: func() (int64, <-chan struct{}) {
-			img, changed := s.meta.Image()
-			return img.NextProducerID, changed
-		},
-	}
-	b.keys = &keyPolicy{
-		expiration: cmp.Or(s.cfg.IdempotencyKeyExpiration, DefaultIdempotencyKeyExpiration),
-		maxKeys:    cmp.Or(s.cfg.MaxIdempotencyKeysPerPartition, DefaultMaxIdempotencyKeysPerPartition),
-	}
-	if err := b.start(s.cfg.MaintainInterval); err != nil {
-		b.close()
+	if err := b.Start(s.cfg.MaintainInterval); err != nil {
+		b.Close()
 		return fmt.Errorf("open partitions: %w", err)
 	}
 	s.broker = b
 	return nil
+}
+
+// dialBroker connects to another broker's inter-broker Kafka port (the
+// replica fetchers, transaction markers).
+func (s *Server) dialBroker(ctx context.Context, id int32) (net.Conn, error) {
+	conn, err := s.meta.DialNode(ctx, id, protoKafka)
+	if err != nil {
+		return nil, err
+	}
+	if err := writePeerHello(conn, s.cfg.NodeID); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // waitBrokerState waits until the metadata shows this broker in state.
@@ -528,7 +535,7 @@ func (s *Server) Close() error {
 		s.groups.Close()
 	}
 	if s.broker != nil {
-		if err := s.broker.close(); err != nil {
+		if err := s.broker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partitions: %w", err))
 		}
 	}

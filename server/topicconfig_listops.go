@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // listConfigOp applies an IncrementalAlterConfigs APPEND or SUBTRACT to a
@@ -16,11 +17,11 @@ import (
 // works on changes, so several operations on one config in one request
 // build on each other. Any other config is INVALID_CONFIG.
 func (s *Server) listConfigOp(ctx context.Context, topic string, op kafkaproto.ConfigOp, changes map[string]*string) error {
-	def, ok := lookupTopicConfig(op.Name)
+	def, ok := broker.LookupTopicConfig(op.Name)
 	if !ok {
 		return fmt.Errorf("%w: unknown config %q", kafkaproto.ErrInvalidConfig, op.Name)
 	}
-	if def.kind != 7 {
+	if def.Kind != 7 {
 		return fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT are for list configs", kafkaproto.ErrInvalidConfig, op.Name)
 	}
 	if op.Value == nil {
@@ -31,14 +32,14 @@ func (s *Server) listConfigOp(ctx context.Context, topic string, op kafkaproto.C
 		if v != nil {
 			current = *v
 		} else {
-			current = def.def
+			current = def.Def
 		}
 	} else {
 		_, t, ok := s.lookupTopic(ctx, topic)
 		if !ok {
 			return fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
 		}
-		current = effectiveConfig(t.Configs, op.Name)
+		current = broker.EffectiveConfig(t.Configs, op.Name)
 	}
 	values := splitList(current)
 	for _, v := range splitList(*op.Value) {

@@ -22,6 +22,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/txn"
 )
 
@@ -140,7 +141,7 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := b.partition(transactionStateTopic, idx)
+	p, err := b.Partition(transactionStateTopic, idx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
 	}
@@ -149,8 +150,8 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 		ctx, cancel = context.WithTimeout(ctx, txnStoreTimeout)
 		defer cancel()
 	}
-	rec := newRecord{Key: key, Value: value, Timestamp: l.s.faults.now().UnixMilli()}
-	if _, err := p.produce(ctx, buildBatch([]newRecord{rec}), -1); err != nil {
+	rec := broker.NewRecord{Key: key, Value: value, Timestamp: l.s.faults.now().UnixMilli()}
+	if _, err := p.Produce(ctx, broker.BuildBatch([]broker.NewRecord{rec}), -1); err != nil {
 		return fmt.Errorf("store transaction state: %w", coordinatorAppendError(err))
 	}
 	return nil
@@ -161,37 +162,37 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := b.partition(transactionStateTopic, idx)
+	p, err := b.Partition(transactionStateTopic, idx)
 	if err != nil {
 		return err
 	}
 	// As for groups: below the high watermark an acknowledged record may
 	// be missing, so wait for the followers (the caller retries).
-	for deadline := time.Now().Add(txnLoadWait); p.hwm.Load() < p.log.EndOffset(); {
+	for deadline := time.Now().Add(txnLoadWait); p.HighWatermark() < p.Log().EndOffset(); {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", transactionStateTopic, idx, p.hwm.Load(), p.log.EndOffset())
+			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", transactionStateTopic, idx, p.HighWatermark(), p.Log().EndOffset())
 		}
 		if !sleepOrDone(ctx, txnLoadPoll) {
 			return ctx.Err()
 		}
 	}
-	for off := p.log.StartOffset(); ; {
-		res, err := p.readDecoded(off, 1000, 4<<20, false)
-		for _, r := range res.records {
+	for off := p.Log().StartOffset(); ; {
+		res, err := p.ReadDecoded(off, 1000, 4<<20, false)
+		for _, r := range res.Records {
 			fn(r.Key, r.Value)
 		}
 		if err != nil {
-			next, serr := offsetsLog{p}.BatchEnd(res.next)
+			next, serr := offsetsLog{p}.BatchEnd(res.Next)
 			if serr != nil {
-				return fmt.Errorf("read %s-%d at %d: %w", transactionStateTopic, idx, res.next, err)
+				return fmt.Errorf("read %s-%d at %d: %w", transactionStateTopic, idx, res.Next, err)
 			}
-			l.s.logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.next, "err", err)
-			res.next = next
+			l.s.logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.Next, "err", err)
+			res.Next = next
 		}
-		if res.next <= off || res.next >= res.hwm {
+		if res.Next <= off || res.Next >= res.HWM {
 			return nil
 		}
-		off = res.next
+		off = res.Next
 	}
 }
 
@@ -309,12 +310,12 @@ func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker
 	}
 	ctx, cancel := context.WithTimeout(ctx, txnMarkerTimeout)
 	defer cancel()
-	nc, err := s.broker.fetches.dial(ctx, leader)
+	nc, err := s.dialBroker(ctx, leader)
 	if err != nil {
 		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
 	}
-	kc := newKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
-	defer kc.close()
+	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
+	defer kc.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	wm := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -332,7 +333,7 @@ func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker
 	}
 	req.Markers = append(req.Markers, wm)
 	resp := kmsg.NewPtrWriteTxnMarkersResponse()
-	if err := kc.do(ctx, req, resp); err != nil {
+	if err := kc.Do(ctx, req, resp); err != nil {
 		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
 	}
 	for i := range errs {

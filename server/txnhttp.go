@@ -14,6 +14,7 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/broker"
 )
 
 // GET /v1/transactions: each alive broker describes the transactional ids
@@ -93,19 +94,19 @@ func (s *Server) localTransactions(state string) ([]kafkaproto.TxnDescription, e
 
 // remoteTransactions asks broker id for its transactional ids.
 func (s *Server) remoteTransactions(ctx context.Context, id int32, state string) ([]kafkaproto.TxnDescription, error) {
-	nc, err := s.broker.fetches.dial(ctx, id)
+	nc, err := s.dialBroker(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	kc := newKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
-	defer kc.close()
+	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
+	defer kc.Close()
 	lreq := kmsg.NewPtrListTransactionsRequest()
 	lreq.Version = 0
 	if state != "" {
 		lreq.StateFilters = []string{state}
 	}
 	lresp := kmsg.NewPtrListTransactionsResponse()
-	if err := kc.do(ctx, lreq, lresp); err != nil {
+	if err := kc.Do(ctx, lreq, lresp); err != nil {
 		return nil, err
 	}
 	if err := kerr.ErrorForCode(lresp.ErrorCode); err != nil {
@@ -119,7 +120,7 @@ func (s *Server) remoteTransactions(ctx context.Context, id int32, state string)
 		dreq.TransactionalIDs = append(dreq.TransactionalIDs, st.TransactionalID)
 	}
 	dresp := kmsg.NewPtrDescribeTransactionsResponse()
-	if err := kc.do(ctx, dreq, dresp); err != nil {
+	if err := kc.Do(ctx, dreq, dresp); err != nil {
 		return nil, err
 	}
 	var out []kafkaproto.TxnDescription

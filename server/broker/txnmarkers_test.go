@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // leaderPartition is a test partition led by this broker (id 0), alone in
 // its ISR.
-func leaderPartition(t *testing.T) *partition {
+func leaderPartition(t *testing.T) *Partition {
 	t.Helper()
 	p := testPartition(t, nil)
 	p.repl.isr = []int32{0}
@@ -23,7 +23,7 @@ func leaderPartition(t *testing.T) *partition {
 }
 
 // batchAt returns the stored batch holding offset.
-func batchAt(t *testing.T, p *partition, offset int64) []byte {
+func batchAt(t *testing.T, p *Partition, offset int64) []byte {
 	t.Helper()
 	c, err := p.log.Read(offset, 1<<20, p.log.EndOffset())
 	if err != nil {
@@ -57,8 +57,8 @@ func TestWriteTxnMarker(t *testing.T) {
 	if err := wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if res.baseOffset != 1 || p.hwm.Load() != 2 {
-		t.Fatalf("marker at %d, high watermark %d", res.baseOffset, p.hwm.Load())
+	if res.BaseOffset != 1 || p.hwm.Load() != 2 {
+		t.Fatalf("marker at %d, high watermark %d", res.BaseOffset, p.hwm.Load())
 	}
 	got, err := segments.ParseControlBatch(batchAt(t, p, 1))
 	if err != nil || got != m {
@@ -71,12 +71,12 @@ func TestWriteTxnMarker(t *testing.T) {
 	// A marker for an epoch older than the producer's is fenced.
 	old := m
 	old.ProducerEpoch = 1
-	if _, _, err := p.appendMarker(old); !errors.Is(err, errInvalidProducerEpoch) {
+	if _, _, err := p.appendMarker(old); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("stale marker: %v, want invalid producer epoch", err)
 	}
 	// Below min.insync.replicas nothing is written.
 	p.minISR.Store(2)
-	if _, _, err := p.appendMarker(m); !errors.Is(err, errNotEnoughReplicas) {
+	if _, _, err := p.appendMarker(m); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("marker below min ISR: %v", err)
 	}
 	if end := p.log.EndOffset(); end != 2 {
@@ -88,7 +88,7 @@ func TestWriteTxnMarker(t *testing.T) {
 func txnDataBatch(t *testing.T, pid int64, epoch int16, seq int32, value string) []byte {
 	t.Helper()
 	raw := idemBatch(t, pid, epoch, seq, value, time.Now().UnixMilli())
-	raw[batchAttrsOffset+1] |= transactionalFlag
+	raw[batchAttrsOffset+1] |= TransactionalFlag
 	binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
 	return raw
 }
@@ -103,7 +103,7 @@ func TestTxnProducerFencing(t *testing.T) {
 	if _, err := p.append(txnDataBatch(t, 9, 0, 0, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if lso, err := p.lso(); err != nil || lso != 0 {
+	if lso, err := p.LSO(); err != nil || lso != 0 {
 		t.Fatalf("LSO with an open transaction at 0: %d %v", lso, err)
 	}
 	writeMarker := func(m segments.Marker) error {
@@ -117,14 +117,14 @@ func TestTxnProducerFencing(t *testing.T) {
 	if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 5, Type: segments.ControlAbort}); err != nil {
 		t.Fatal(err)
 	}
-	if lso, err := p.lso(); err != nil || lso != 2 {
+	if lso, err := p.LSO(); err != nil || lso != 2 {
 		t.Fatalf("LSO after the abort: %d %v, want 2", lso, err)
 	}
 	for round := range 2 {
-		if _, err := p.append(txnDataBatch(t, 9, 0, 1, "zombie")); !errors.Is(err, errInvalidProducerEpoch) {
+		if _, err := p.append(txnDataBatch(t, 9, 0, 1, "zombie")); !errors.Is(err, ErrInvalidProducerEpoch) {
 			t.Fatalf("round %d: zombie batch at the old epoch: %v", round, err)
 		}
-		if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: segments.ControlCommit}); !errors.Is(err, errCoordinatorFenced) {
+		if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: segments.ControlCommit}); !errors.Is(err, ErrCoordinatorFenced) {
 			t.Fatalf("round %d: marker from an older coordinator: %v", round, err)
 		}
 		p.producers = nil // rebuilt from the log, as after a restart
@@ -132,7 +132,7 @@ func TestTxnProducerFencing(t *testing.T) {
 	if _, err := p.append(txnDataBatch(t, 9, 1, 0, "new")); err != nil {
 		t.Fatalf("the new epoch's first batch: %v", err)
 	}
-	if lso, err := p.lso(); err != nil || lso != 2 {
+	if lso, err := p.LSO(); err != nil || lso != 2 {
 		t.Fatalf("LSO with the new transaction open at 2: %d %v", lso, err)
 	}
 }

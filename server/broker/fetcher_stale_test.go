@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 // set, each Fetch is answered only once hold is closed (a leader paused
 // with the request in flight); fetched is told when one arrives.
 type fakeLeader struct {
-	p       *partition
+	p       *Partition
 	hold    chan struct{}
 	fetched chan struct{}
 }
@@ -63,7 +63,7 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 				for _, rp := range rt.Partitions {
 					op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 					op.Partition = rp.Partition
-					epoch, end, err := l.p.endOffsetForEpoch(rp.LeaderEpoch)
+					epoch, end, err := l.p.EndOffsetForEpoch(rp.LeaderEpoch)
 					if err != nil {
 						t.Errorf("fake leader: end offset for epoch %d: %v", rp.LeaderEpoch, err)
 					}
@@ -89,7 +89,7 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 					op.Partition = rp.Partition
 					op.HighWatermark, op.LogStartOffset = l.p.log.EndOffset(), l.p.log.StartOffset()
 					if rp.FetchOffset < l.p.log.EndOffset() {
-						c, err := l.p.readReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
+						c, err := l.p.ReadReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
 						if err != nil {
 							t.Errorf("fake leader: read at %d: %v", rp.FetchOffset, err)
 							return
@@ -123,7 +123,7 @@ func connectFake(t *testing.T, l *fakeLeader) *kafkaConn {
 	client, server := net.Pipe()
 	go l.serve(t, server)
 	t.Cleanup(func() { client.Close() })
-	return newKafkaConn(client, "test-follower")
+	return NewKafkaConn(client, "test-follower")
 }
 
 // A fetch response from a previous leader that arrives after the follower
@@ -151,7 +151,7 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	lead(t, oldLeader, 3, "late", 3)
 	old := &fakeLeader{p: oldLeader, hold: make(chan struct{}), fetched: make(chan struct{}, 1)}
 	oldFetcher := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
-	oldParts := map[*partition]*followState{follower: {truncated: true}}
+	oldParts := map[*Partition]*followState{follower: {truncated: true}}
 	oldDone := make(chan error, 1)
 	go func() { oldDone <- oldFetcher.fetch(connectFake(t, old), oldParts) }()
 	<-old.fetched
@@ -160,16 +160,16 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	// one batch of five records at 5-9; the follower follows it and checks
 	// its log against it (nothing to cut: it ends at 5 too).
 	newLeader.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 3)
-	var five []newRecord
+	var five []NewRecord
 	for i := range 5 {
-		five = append(five, newRecord{Value: fmt.Appendf(nil, "e4-%d", i), Timestamp: 1})
+		five = append(five, NewRecord{Value: fmt.Appendf(nil, "e4-%d", i), Timestamp: 1})
 	}
-	if _, err := newLeader.append(buildBatch(five)); err != nil {
+	if _, err := newLeader.append(BuildBatch(five)); err != nil {
 		t.Fatal(err)
 	}
 	follower.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 2)
 	newFetcher := &leaderFetcher{m: m, leader: 3, poke: make(chan struct{}, 1)}
-	newParts := map[*partition]*followState{follower: {}}
+	newParts := map[*Partition]*followState{follower: {}}
 	newConn := connectFake(t, &fakeLeader{p: newLeader})
 	if err := newFetcher.truncate(newConn, newParts); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -47,7 +47,7 @@ type leaderFetcher struct {
 	poke   chan struct{} // buffered(1): the partition set changed
 
 	mu    sync.Mutex
-	parts map[*partition]*followState // guarded by mu
+	parts map[*Partition]*followState // guarded by mu
 }
 
 type followState struct {
@@ -61,7 +61,7 @@ func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, er
 
 // follow makes p replicate from its current leader, or stop replicating
 // when this broker leads it (or nobody does). Non-blocking.
-func (m *fetchManager) follow(p *partition) {
+func (m *fetchManager) follow(p *Partition) {
 	leader := p.leader.Load()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -75,7 +75,7 @@ func (m *fetchManager) follow(p *partition) {
 	}
 	f, ok := m.byLeader[leader]
 	if !ok {
-		f = &leaderFetcher{m: m, leader: leader, poke: make(chan struct{}, 1), parts: map[*partition]*followState{}}
+		f = &leaderFetcher{m: m, leader: leader, poke: make(chan struct{}, 1), parts: map[*Partition]*followState{}}
 		m.byLeader[leader] = f
 		m.wg.Add(1)
 		go f.run()
@@ -84,7 +84,7 @@ func (m *fetchManager) follow(p *partition) {
 }
 
 // forget stops replicating p (its topic was deleted).
-func (m *fetchManager) forget(p *partition) {
+func (m *fetchManager) forget(p *Partition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, f := range m.byLeader {
@@ -97,14 +97,14 @@ func (m *fetchManager) close() {
 	m.wg.Wait()
 }
 
-func (f *leaderFetcher) add(p *partition) {
+func (f *leaderFetcher) add(p *Partition) {
 	f.mu.Lock()
 	f.parts[p] = &followState{} // a new leader or epoch: check divergence again
 	f.mu.Unlock()
 	f.wake()
 }
 
-func (f *leaderFetcher) remove(p *partition) {
+func (f *leaderFetcher) remove(p *Partition) {
 	f.mu.Lock()
 	_, ok := f.parts[p]
 	delete(f.parts, p)
@@ -121,10 +121,10 @@ func (f *leaderFetcher) wake() {
 	}
 }
 
-func (f *leaderFetcher) snapshot() map[*partition]*followState {
+func (f *leaderFetcher) snapshot() map[*Partition]*followState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[*partition]*followState, len(f.parts))
+	out := make(map[*Partition]*followState, len(f.parts))
 	for p, st := range f.parts {
 		out[p] = st
 	}
@@ -136,7 +136,7 @@ func (f *leaderFetcher) run() {
 	var conn *kafkaConn
 	defer func() {
 		if conn != nil {
-			conn.close()
+			conn.Close()
 		}
 	}()
 	for f.m.ctx.Err() == nil {
@@ -155,7 +155,7 @@ func (f *leaderFetcher) run() {
 				f.sleep(replicaRetryBackoff)
 				continue
 			}
-			conn = newKafkaConn(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
+			conn = NewKafkaConn(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
 		}
 		err := f.truncate(conn, parts)
 		if err == nil {
@@ -165,7 +165,7 @@ func (f *leaderFetcher) run() {
 			if f.m.ctx.Err() == nil {
 				f.m.logger.Debug("replica fetch", "leader", f.leader, "err", err)
 			}
-			conn.close()
+			conn.Close()
 			conn = nil
 			f.sleep(replicaRetryBackoff)
 		}
@@ -182,7 +182,7 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 
 // truncate asks the leader where each new follower's log diverged and cuts
 // the local log there.
-func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followState) error {
+func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*Partition]*followState) error {
 	for p, st := range parts {
 		if st.truncated {
 			continue
@@ -196,15 +196,15 @@ func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followSt
 		req.SetVersion(4)
 		req.ReplicaID = f.m.self
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = p.topic
+		rt.Topic = p.Topic
 		askEpoch := p.leaderEpoch.Load()
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, askEpoch, lastEpoch
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Index, askEpoch, lastEpoch
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 		ctx, cancel := context.WithTimeout(f.m.ctx, 10*time.Second)
-		err := conn.do(ctx, req, resp)
+		err := conn.Do(ctx, req, resp)
 		cancel()
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*partition]*followSt
 // that ends, and done is false: the next round asks again with the epoch
 // the log then ends with. end -1 cuts nothing (the leader knows no epoch
 // at or below ours).
-func divergence(p *partition, leaderEpoch int32, leaderEnd int64) (end int64, done bool, err error) {
+func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, done bool, err error) {
 	if leaderEnd < 0 || leaderEpoch < 0 {
 		return -1, true, nil
 	}
@@ -254,7 +254,7 @@ func divergence(p *partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 
 // fetch sends one Fetch for every partition ready to replicate and appends
 // what comes back.
-func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState) error {
+func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*Partition]*followState) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID = f.m.self
@@ -263,8 +263,8 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 	req.MaxBytes = replicaFetchMaxBytes
 	req.SessionEpoch = -1
 	byTopic := map[string]int{}
-	index := map[[2]any]*partition{}
-	epochs := map[*partition]int32{} // each partition's leader epoch in this request
+	index := map[[2]any]*Partition{}
+	epochs := map[*Partition]int32{} // each partition's leader epoch in this request
 	for p, st := range parts {
 		// A log that refuses writes (or a disk below --min-free-disk)
 		// fetches nothing: the leader then sees
@@ -273,23 +273,23 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 		if !st.truncated || p.log.Err() != nil || p.disk.isLow() {
 			continue
 		}
-		i, ok := byTopic[p.topic]
+		i, ok := byTopic[p.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.topic
+			t.Topic = p.Topic
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			byTopic[p.topic] = i
+			byTopic[p.Topic] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.index
+		rp.Partition = p.Index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
 		epochs[p] = rp.CurrentLeaderEpoch
 		rp.FetchOffset = p.log.EndOffset()
 		rp.LogStartOffset = p.log.StartOffset()
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		index[[2]any{p.topic, p.index}] = p
+		index[[2]any{p.Topic, p.Index}] = p
 	}
 	if len(index) == 0 {
 		f.sleep(replicaRetryBackoff)
@@ -298,7 +298,7 @@ func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*partition]*followState
 	resp := kmsg.NewPtrFetchResponse()
 	ctx, cancel := context.WithTimeout(f.m.ctx, replicaFetchWait+30*time.Second)
 	defer cancel()
-	if err := conn.do(ctx, req, resp); err != nil {
+	if err := conn.Do(ctx, req, resp); err != nil {
 		return err
 	}
 	if resp.ErrorCode != 0 {
@@ -331,7 +331,7 @@ var errRetryLater = errors.New("retry later")
 // applyFetched applies one partition's answer to a fetch sent at leader
 // epoch fetchEpoch. An answer from a leader the metadata has replaced since
 // is dropped whole (appendAsFollower says why).
-func (f *leaderFetcher) applyFetched(p *partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
+func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
 	if p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // that follows from them. Followers pull (fetcher.go); every fetch tells the
 // leader the follower's log end offset.
 
-var errNotEnoughReplicas = errors.New("not enough in-sync replicas")
+var ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
 
 type followerState struct {
 	leo        int64     // the follower's log end offset, -1 unknown
@@ -41,7 +41,7 @@ type replicaSet struct {
 
 // setMeta applies the partition's metadata. It returns whether this broker
 // became leader or follower with this change.
-func (p *partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool) {
+func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool) {
 	p.repl.mu.Lock()
 	p.repl.self = self
 	p.repl.replicas = slices.Clone(pm.Replicas)
@@ -74,7 +74,7 @@ func (p *partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 
 // advanceHWMLocked moves the high watermark of a leader to the smallest log
 // end offset in the ISR. It never moves backwards.
-func (p *partition) advanceHWMLocked() bool {
+func (p *Partition) advanceHWMLocked() bool {
 	if p.leader.Load() != p.repl.self {
 		return false
 	}
@@ -101,14 +101,14 @@ func (p *partition) advanceHWMLocked() bool {
 }
 
 // leaderAppended is called after an append on the leader.
-func (p *partition) leaderAppended() {
+func (p *Partition) leaderAppended() {
 	p.repl.mu.Lock()
 	p.advanceHWMLocked()
 	p.repl.mu.Unlock()
 	p.wake() // followers wait for the log end, consumers for the high watermark
 }
 
-// followerFetched records that follower id fetched from offset, i.e. its log
+// FollowerFetched records that follower id fetched from offset, i.e. its log
 // holds everything below it. Like Kafka's leader it takes the position only
 // from a replica of the partition (NOT_LEADER_OR_FOLLOWER, or
 // UNKNOWN_LEADER_EPOCH when the fetch names an epoch: the placement may be
@@ -116,19 +116,19 @@ func (p *partition) leaderAppended() {
 // (OFFSET_OUT_OF_RANGE): a follower cannot hold what the leader has not
 // written, so a larger offset would only ever be a lie that moves the
 // high watermark over unreplicated records.
-func (p *partition) followerFetched(id int32, offset int64, leaderEpoch int32) error {
+func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) error {
 	p.repl.mu.Lock()
 	f, ok := p.repl.followers[id]
 	if !ok {
 		p.repl.mu.Unlock()
 		if leaderEpoch >= 0 {
-			return fmt.Errorf("%w: broker %d is no follower of %s-%d", kafkaproto.ErrUnknownLeaderEpoch, id, p.topic, p.index)
+			return fmt.Errorf("%w: broker %d is no follower of %s-%d", kafkaproto.ErrUnknownLeaderEpoch, id, p.Topic, p.Index)
 		}
-		return fmt.Errorf("%w: broker %d is no follower of %s-%d", errNotLeader, id, p.topic, p.index)
+		return fmt.Errorf("%w: broker %d is no follower of %s-%d", ErrNotLeader, id, p.Topic, p.Index)
 	}
 	if end := p.log.EndOffset(); offset > end || offset < 0 {
 		p.repl.mu.Unlock()
-		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", errOffsetOutOfRange, id, p.topic, p.index, offset, end)
+		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.Topic, p.Index, offset, end)
 	}
 	f.leo = offset
 	if offset >= p.log.EndOffset() {
@@ -143,7 +143,7 @@ func (p *partition) followerFetched(id int32, offset int64, leaderEpoch int32) e
 }
 
 // currentISR is the in-sync replicas per the metadata, sorted.
-func (p *partition) currentISR() []int32 {
+func (p *Partition) currentISR() []int32 {
 	p.repl.mu.Lock()
 	defer p.repl.mu.Unlock()
 	isr := slices.Clone(p.repl.isr)
@@ -152,7 +152,7 @@ func (p *partition) currentISR() []int32 {
 }
 
 // isrSize is the number of in-sync replicas per the metadata.
-func (p *partition) isrSize() int {
+func (p *Partition) isrSize() int {
 	p.repl.mu.Lock()
 	defer p.repl.mu.Unlock()
 	return len(p.repl.isr)
@@ -161,7 +161,7 @@ func (p *partition) isrSize() int {
 // wantedISR computes the ISR the leader should propose: followers that have
 // lagged longer than lagMax leave; followers caught up to the high watermark
 // join. ok is false when nothing changes.
-func (p *partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32, epoch int32, ok bool) {
+func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32, epoch int32, ok bool) {
 	p.repl.mu.Lock()
 	defer p.repl.mu.Unlock()
 	if p.leader.Load() != p.repl.self || p.repl.followers == nil {
@@ -190,19 +190,19 @@ func (p *partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 }
 
 // waitReplicated waits until the high watermark passes offset (acks=all).
-func (p *partition) waitReplicated(ctx context.Context, offset int64, epoch int32) error {
+func (p *Partition) waitReplicated(ctx context.Context, offset int64, epoch int32) error {
 	for {
-		ch := p.changed()
+		ch := p.Changed()
 		if p.hwm.Load() > offset {
 			return nil
 		}
 		if p.leader.Load() != p.repl.self || p.leaderEpoch.Load() != epoch {
-			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", errNotLeader, p.topic, p.index)
+			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", ErrNotLeader, p.Topic, p.Index)
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.topic, p.index, ctx.Err())
+			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.Topic, p.Index, ctx.Err())
 		}
 	}
 }
@@ -236,7 +236,7 @@ func hwmChecksum(off int64) uint32 {
 }
 
 // checkpointHWM writes the high watermark when it changed since last time.
-func (p *partition) checkpointHWM() error {
+func (p *Partition) checkpointHWM() error {
 	hw := p.hwm.Load()
 	if hw == p.hwmSaved.Load() {
 		return nil
@@ -257,17 +257,17 @@ func (p *partition) checkpointHWM() error {
 // new leader; appended, it sat past that point, the new leader's batches
 // then started below this log's end and every fetch after failed. It is
 // dropped (Kafka's fetcher drops such answers too).
-func (p *partition) appendAsFollower(data []byte, fetchEpoch int32) error {
+func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	whole := 0
 	first := int32(-1) // the leader epoch of the first batch
-	if err := splitBatches(data, func(b batchView) error {
+	if err := SplitBatches(data, func(b BatchView) error {
 		if whole == 0 {
-			first = batchLeaderEpoch(b.raw)
+			first = batchLeaderEpoch(b.Raw)
 		}
-		whole += len(b.raw)
+		whole += len(b.Raw)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
+		return fmt.Errorf("replicate %s-%d: %w", p.Topic, p.Index, err)
 	}
 	if whole == 0 {
 		return nil
@@ -284,10 +284,10 @@ func (p *partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	// epoch below the last one here means this log holds a tail the
 	// leader never had, so it must be truncated again first.
 	if last := p.log.LeaderEpoch(); first >= 0 && first < last {
-		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.topic, p.index, first, last)
+		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.Topic, p.Index, first, last)
 	}
 	if _, err := p.log.AppendReplicated(data[:whole]); err != nil {
-		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
+		return fmt.Errorf("replicate %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
 	p.resetKeysLocked()
@@ -295,7 +295,7 @@ func (p *partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	return nil
 }
 
-// endOffsetForEpoch answers OffsetForLeaderEpoch as the leader: the largest
+// EndOffsetForEpoch answers OffsetForLeaderEpoch as the leader: the largest
 // epoch at or below epoch in the log and where it ends. A log records an
 // epoch at its first append, while Kafka's leader records its epoch when it
 // is elected; so for an epoch newer than the log's last one but not newer
@@ -304,7 +304,7 @@ func (p *partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 // where Kafka's leader would answer it ending where its own epoch starts.
 // The log alone answers "no such epoch" (-1), which left a follower's
 // divergent tail in place and sent consumers back to the log start.
-func (p *partition) endOffsetForEpoch(epoch int32) (int32, int64, error) {
+func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	p.appendMu.Lock() // the log end and its last epoch from the same moment
 	defer p.appendMu.Unlock()
 	e, end, err := p.log.EndOffsetForEpoch(epoch)
@@ -326,7 +326,7 @@ var errDiverged = errors.New("follower log diverged from the leader's")
 func batchLeaderEpoch(raw []byte) int32 { return int32(binary.BigEndian.Uint32(raw[12:16])) }
 
 // followerLearned applies the leader's high watermark and log start.
-func (p *partition) followerLearned(hw, logStart int64) {
+func (p *Partition) followerLearned(hw, logStart int64) {
 	hw = min(hw, p.log.EndOffset())
 	advanced := false
 	for cur := p.hwm.Load(); hw > cur; cur = p.hwm.Load() {
@@ -347,14 +347,14 @@ func (p *partition) followerLearned(hw, logStart int64) {
 // as the leader answered at leader epoch askEpoch (ignored when leadership
 // moved since: a previous leader's answer may cut below what the new one
 // holds, even below the high watermark).
-func (p *partition) truncateAsFollower(end int64, askEpoch int32) error {
+func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if end < 0 || end >= p.log.EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
 		return nil
 	}
 	if err := p.log.Truncate(end); err != nil {
-		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
+		return fmt.Errorf("truncate %s-%d to %d: %w", p.Topic, p.Index, end, err)
 	}
 	p.producers = nil
 	p.resetKeysLocked()
@@ -367,14 +367,14 @@ func (p *partition) truncateAsFollower(end int64, askEpoch int32) error {
 // resetAsFollower restarts an empty log at the leader's log start offset,
 // as the leader answered a fetch sent at leader epoch fetchEpoch (ignored
 // when leadership moved since).
-func (p *partition) resetAsFollower(offset int64, fetchEpoch int32) error {
+func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}
 	if err := p.log.Reset(offset); err != nil {
-		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
+		return fmt.Errorf("reset %s-%d to %d: %w", p.Topic, p.Index, offset, err)
 	}
 	p.producers = nil
 	p.resetKeysLocked()

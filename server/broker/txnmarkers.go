@@ -1,13 +1,11 @@
-package server
+package broker
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
-	"github.com/runnel/runnel/server/txn"
 )
 
 // Transaction markers, the log side of Kafka's transactions: a transaction
@@ -20,7 +18,7 @@ import (
 // WriteTxnMarkers.
 
 var (
-	errCoordinatorFenced = errors.New("transaction coordinator fenced")
+	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
 	errControlFromClient = fmt.Errorf("%w: clients may not write control batches (transaction markers)", segments.ErrInvalidRecord)
 )
 
@@ -36,8 +34,8 @@ var (
 // A marker for a producer with no open transaction in the partition is
 // written anyway (Kafka does; a retried marker after a coordinator
 // failover is harmless). Safe for concurrent use.
-func (b *broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (int64, error) {
-	p, err := b.partition(topic, partition)
+func (b *Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (int64, error) {
+	p, err := b.Partition(topic, partition)
 	if err != nil {
 		return -1, err
 	}
@@ -45,17 +43,17 @@ func (b *broker) WriteTxnMarker(ctx context.Context, topic string, partition int
 	if err != nil {
 		return -1, err
 	}
-	return res.baseOffset, wait(ctx)
+	return res.BaseOffset, wait(ctx)
 }
 
 // appendMarker is WriteTxnMarker on the partition up to the wait.
-func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.Context) error, error) {
+func (p *Partition) appendMarker(m segments.Marker) (appendResult, func(context.Context) error, error) {
 	if m.Type != segments.ControlAbort && m.Type != segments.ControlCommit {
 		return appendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
 	}
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
+		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -67,10 +65,10 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 		switch {
 		case e.epoch > m.ProducerEpoch:
 			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
-				errInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
+				ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
 		case e.coordEpoch > m.CoordinatorEpoch:
 			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
-				errCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
+				ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
 		}
 	}
 	batch := segments.BuildControlBatch(m, now.UnixMilli())
@@ -82,22 +80,13 @@ func (p *partition) appendMarker(m segments.Marker) (appendResult, func(context.
 	}
 	info, err := p.log.Append(batch, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return appendResult{}, nil, storageErr(p.topic, p.index, err)
+		return appendResult{}, nil, storageErr(p.Topic, p.Index, err)
 	}
 	if err != nil {
-		return appendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.topic, p.index, err)
+		return appendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.producers.marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
-	res := appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset, logAppendTime: -1, logStart: info.LogStartOffset}
-	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil
-}
-
-// WriteTxnMarker serves WriteTxnMarkers (API 27) from the inter-broker
-// port: a marker from the transaction coordinator of another broker
-// (writeTxnMarker, txnbackend.go: __consumer_offsets partitions complete
-// the offsets staged by TxnOffsetCommit, others get a control batch).
-func (k *kafkaBackend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
-	return toKafkaError(k.s.writeTxnMarker(ctx, txn.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch,
-		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, kafkaproto.TopicPartition{Topic: topic, Partition: partition}))
+	res := appendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
+	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil
 }

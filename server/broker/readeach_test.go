@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"bytes"
@@ -32,14 +32,14 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 	p.leaderEpoch.Store(1)
 	seq := map[int]uint32{} // per producer id
 	for txn := range 30 {
-		recs := make([]newRecord, 5)
+		recs := make([]NewRecord, 5)
 		for i := range recs {
-			recs[i] = newRecord{Key: []byte(fmt.Sprintf("k%d-%d", txn, i)), Value: bytes.Repeat([]byte{byte(i)}, 50+i),
+			recs[i] = NewRecord{Key: []byte(fmt.Sprintf("k%d-%d", txn, i)), Value: bytes.Repeat([]byte{byte(i)}, 50+i),
 				Headers: []kmsg.Header{{Key: "h", Value: []byte{byte(txn)}}, {Key: "n"}}, Timestamp: time.Now().UnixMilli()}
 		}
-		raw := buildBatch(recs)
+		raw := BuildBatch(recs)
 		if txn%3 != 0 { // every third batch is plain, the others transactional
-			raw[batchAttrsOffset+1] |= transactionalFlag
+			raw[batchAttrsOffset+1] |= TransactionalFlag
 			binary.BigEndian.PutUint64(raw[43:], uint64(txn%5))
 			binary.BigEndian.PutUint16(raw[51:], 0)
 			binary.BigEndian.PutUint32(raw[53:], seq[txn%5])
@@ -87,17 +87,17 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(res.records) > lim.recs {
-					t.Fatalf("%d records, limit %d", len(res.records), lim.recs)
+				if len(res.Records) > lim.recs {
+					t.Fatalf("%d records, limit %d", len(res.Records), lim.recs)
 				}
-				for _, r := range res.records {
+				for _, r := range res.Records {
 					collected = append(collected, got{r.Offset, r.Timestamp, string(r.Key), string(r.Value), fmt.Sprint(r.Headers), r.Transactional, markerString(r.Control)})
 					if r.Control != nil {
 						nMarkers++
 					}
 				}
-				nextC = append(nextC, res.next)
-				off = res.next
+				nextC = append(nextC, res.Next)
+				off = res.Next
 			}
 			for off := int64(0); off < p.hwm.Load(); {
 				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, markers, func(r *segments.Record, txn bool, m *segments.Marker) error {
@@ -111,8 +111,8 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				nextS = append(nextS, res.next)
-				off = res.next
+				nextS = append(nextS, res.Next)
+				off = res.Next
 			}
 			if fmt.Sprint(collected) != fmt.Sprint(streamed) || fmt.Sprint(nextC) != fmt.Sprint(nextS) {
 				t.Fatalf("%+v limits=%v: streamed read differs\ncollected %v %v\nstreamed  %v %v", mode, lim, len(collected), nextC, len(streamed), nextS)

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"errors"
@@ -18,27 +18,27 @@ import (
 // as before, transactional records included; markers only when an HTTP
 // reader asks for them (readRequest.markers), as records of their own.
 
-// lso is the partition's last stable offset.
-func (p *partition) lso() (int64, error) {
+// LSO is the partition's last stable offset.
+func (p *Partition) LSO() (int64, error) {
 	hw := p.hwm.Load()
 	fuo, err := p.log.FirstUnstableOffset()
 	if errors.Is(err, segments.ErrStorage) {
-		return 0, storageErr(p.topic, p.index, err)
+		return 0, storageErr(p.Topic, p.Index, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("last stable offset of %s-%d: %w", p.topic, p.index, err)
+		return 0, fmt.Errorf("last stable offset of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	return min(hw, fuo), nil
 }
 
-// readCommitted returns whole batches from offset below the last stable
+// ReadCommitted returns whole batches from offset below the last stable
 // offset (empty when offset is at or past it; an offset outside [log start,
 // high watermark] is out of range) and the aborted transactions with
 // records at or past offset below the LSO.
-func (p *partition) readCommitted(offset int64, maxBytes int) (segments.Chunk, int64, []segments.AbortedTxn, error) {
+func (p *Partition) ReadCommitted(offset int64, maxBytes int) (segments.Chunk, int64, []segments.AbortedTxn, error) {
 	hwm := p.hwm.Load()
 	if offset > hwm || offset < p.log.StartOffset() {
-		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
+		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
 	}
 	lso, aborted, err := p.committedRange(offset, hwm)
 	if err != nil || offset >= lso {
@@ -46,12 +46,12 @@ func (p *partition) readCommitted(offset int64, maxBytes int) (segments.Chunk, i
 	}
 	c, err := p.log.Read(offset, maxBytes, lso)
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
-		return nil, 0, nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
+		return nil, 0, nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
 	return c, lso, aborted, err
 }
 
-func toKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
+func ToKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
 	out := make([]kafkaproto.AbortedTransaction, len(in))
 	for i, a := range in {
 		out[i] = kafkaproto.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
@@ -62,8 +62,8 @@ func toKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
 // committedRange is what a read_committed read from offset may return: up
 // to the last stable offset (at most hw), and the aborted transactions in
 // that range.
-func (p *partition) committedRange(offset, hw int64) (int64, []segments.AbortedTxn, error) {
-	lso, err := p.lso()
+func (p *Partition) committedRange(offset, hw int64) (int64, []segments.AbortedTxn, error) {
+	lso, err := p.LSO()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -73,7 +73,7 @@ func (p *partition) committedRange(offset, hw int64) (int64, []segments.AbortedT
 	}
 	aborted, err := p.log.AbortedTxns(offset, limit)
 	if err != nil {
-		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.topic, p.index, err)
+		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	return limit, aborted, nil
 }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // errStorage: a partition's log refuses writes after a write or fsync
 // failed (disk full, I/O error). Both front doors map it in their one error
 // table (HTTP 507, Kafka KAFKA_STORAGE_ERROR).
-var errStorage = errors.New("storage error")
+var ErrStorage = errors.New("storage error")
 
 // maxStorageBackoff bounds the wait between two recovery attempts while a
 // disk stays full.
@@ -26,7 +26,7 @@ const maxStorageBackoff = 30 * time.Second
 // partition and the system's reason, no file paths.
 func storageErr(topic string, index int32, err error) error {
 	return fmt.Errorf("%w on %s-%d: %s; writes resume by themselves once the disk takes them again",
-		errStorage, topic, index, storageReason(err))
+		ErrStorage, topic, index, storageReason(err))
 }
 
 // storageReason is the system's reason for a storage error ("no space left
@@ -39,37 +39,37 @@ func storageReason(err error) string {
 	return "I/O error"
 }
 
-// storageHealth is what the storage loop last saw: the partitions whose log
+// StorageHealth is what the storage loop last saw: the partitions whose log
 // failed and the first one's error.
-type storageHealth struct {
+type StorageHealth struct {
 	mu     sync.Mutex
 	failed []string // "topic-partition", sorted
 	cause  string   // storageReason of the first
 	disk   error    // diskGuard.err: below --min-free-disk
 }
 
-func (h *storageHealth) setDisk(err error) {
+func (h *StorageHealth) setDisk(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.disk = err
 }
 
-func (h *storageHealth) set(failed []string, cause string) {
+func (h *StorageHealth) set(failed []string, cause string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.failed, h.cause = failed, cause
 }
 
-// count is the number of failed partitions.
-func (h *storageHealth) count() int {
+// Count is the number of failed partitions.
+func (h *StorageHealth) Count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.failed)
 }
 
-// err returns nil when no partition failed, otherwise an errStorage naming
+// Err returns nil when no partition failed, otherwise an errStorage naming
 // (a few of) them.
-func (h *storageHealth) err() error {
+func (h *StorageHealth) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.failed) == 0 {
@@ -80,14 +80,14 @@ func (h *storageHealth) err() error {
 	if len(names) > 5 {
 		names, more = names[:5], fmt.Sprintf(" and %d more", len(h.failed)-5)
 	}
-	return fmt.Errorf("%w: %d partition(s) refuse writes (%s%s): %s", errStorage, len(h.failed),
+	return fmt.Errorf("%w: %d partition(s) refuse writes (%s%s): %s", ErrStorage, len(h.failed),
 		strings.Join(names, ", "), more, h.cause)
 }
 
 // storageLoop watches the logs for a sticky storage error and recovers them
 // in place once the disk takes writes again (segments.Log.Recover probes
 // first), backing off while it does not. Started by start, stopped by close.
-func (b *broker) storageLoop(ctx context.Context, every time.Duration) {
+func (b *Broker) storageLoop(ctx context.Context, every time.Duration) {
 	defer close(b.storageDone)
 	backoff := every
 	var next time.Time
@@ -118,9 +118,9 @@ func (b *broker) storageLoop(ctx context.Context, every time.Duration) {
 }
 
 // failedPartitions returns the hosted partitions whose log has failed.
-func (b *broker) failedPartitions() []*partition {
-	var out []*partition
-	for _, p := range b.allPartitions() {
+func (b *Broker) failedPartitions() []*Partition {
+	var out []*Partition
+	for _, p := range b.AllPartitions() {
 		if p.log.Err() != nil {
 			out = append(out, p)
 		}
@@ -132,23 +132,23 @@ func (b *broker) failedPartitions() []*partition {
 // first failure (they share the disk) and reports whether all recovered.
 // Each round starts at another partition, so one whose directory stays
 // broken cannot keep the others from recovering.
-func (b *broker) recoverPartitions(failed []*partition, round int) bool {
+func (b *Broker) recoverPartitions(failed []*Partition, round int) bool {
 	start := round % len(failed)
 	for _, p := range append(failed[start:len(failed):len(failed)], failed[:start]...) {
 		if err := p.log.Recover(); err != nil {
 			if errors.Is(err, segments.ErrClosed) {
 				continue // deleted or moved meanwhile
 			}
-			b.logger.Warn("partition storage still failing; retrying", "topic", p.topic, "partition", p.index, "err", err)
+			b.logger.Warn("partition storage still failing; retrying", "topic", p.Topic, "partition", p.Index, "err", err)
 			return false
 		}
 		p.recovered()
-		b.logger.Info("partition storage recovered; writes accepted again", "topic", p.topic, "partition", p.index)
+		b.logger.Info("partition storage recovered; writes accepted again", "topic", p.Topic, "partition", p.Index)
 	}
 	return true
 }
 
-func (b *broker) publishStorage(failed []*partition) {
+func (b *Broker) publishStorage(failed []*Partition) {
 	b.storage.setDisk(b.disk.err())
 	if len(failed) == 0 {
 		b.storage.set(nil, "")
@@ -156,7 +156,7 @@ func (b *broker) publishStorage(failed []*partition) {
 	}
 	names := make([]string, len(failed))
 	for i, p := range failed {
-		names[i] = fmt.Sprintf("%s-%d", p.topic, p.index)
+		names[i] = fmt.Sprintf("%s-%d", p.Topic, p.Index)
 	}
 	sort.Strings(names)
 	b.storage.set(names, storageReason(failed[0].log.Err()))
@@ -164,7 +164,7 @@ func (b *broker) publishStorage(failed []*partition) {
 
 // recovered is called after the log recovered in place: recovery may have
 // cut an unacknowledged tail, so the high watermark must not pass the end.
-func (p *partition) recovered() {
+func (p *Partition) recovered() {
 	// The log is the truth again: idempotency keys of a cut batch must not
 	// answer a retry, and a batch kept although its append failed (written,
 	// then the fsync failed) must answer its producer's retry as a

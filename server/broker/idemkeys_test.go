@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -10,18 +10,18 @@ import (
 	"time"
 )
 
-func testKey(key, body string) idemKey {
-	return newIdemKey("", key, sha256.Sum256([]byte(body)))
+func testKey(key, body string) IdemKey {
+	return NewIdemKey("", key, sha256.Sum256([]byte(body)))
 }
 
 // keyedBatch is the batch the HTTP door builds for records under key k.
-func keyedBatch(k idemKey, ts int64, values ...string) []byte {
-	var recs []newRecord
+func keyedBatch(k IdemKey, ts int64, values ...string) []byte {
+	var recs []NewRecord
 	for _, v := range values {
-		recs = append(recs, newRecord{Timestamp: ts, Value: []byte(v)})
+		recs = append(recs, NewRecord{Timestamp: ts, Value: []byte(v)})
 	}
-	b := buildBatch(recs)
-	stampKey(b, k)
+	b := BuildBatch(recs)
+	StampKey(b, k)
 	return b
 }
 
@@ -31,12 +31,12 @@ func keyedBatch(k idemKey, ts int64, values ...string) []byte {
 func TestIdempotencyKeyRetry(t *testing.T) {
 	p := testPartition(t, nil)
 	now := time.Now().UnixMilli()
-	if _, err := p.append(buildBatch([]newRecord{{Timestamp: now, Value: []byte("before")}})); err != nil {
+	if _, err := p.append(BuildBatch([]NewRecord{{Timestamp: now, Value: []byte("before")}})); err != nil {
 		t.Fatal(err)
 	}
 	k := testKey("k1", "body")
 	first, err := p.appendKeyed(keyedBatch(k, now, "a", "b"), &k)
-	if err != nil || first.duplicate || first.baseOffset != 1 || first.lastOffset != 2 {
+	if err != nil || first.Duplicate || first.BaseOffset != 1 || first.LastOffset != 2 {
 		t.Fatalf("first: %+v %v", first, err)
 	}
 	for _, drop := range []bool{false, true} {
@@ -48,16 +48,16 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 		// A retry's records get a new timestamp: only the key and the
 		// request digest decide.
 		res, err := p.appendKeyed(keyedBatch(k, now+10, "a", "b"), &k)
-		if err != nil || !res.duplicate || res.baseOffset != 1 || res.lastOffset != 2 {
+		if err != nil || !res.Duplicate || res.BaseOffset != 1 || res.LastOffset != 2 {
 			t.Fatalf("retry (index dropped %v): %+v %v", drop, res, err)
 		}
 		other := testKey("k1", "another body")
-		if _, err := p.appendKeyed(keyedBatch(other, now, "c"), &other); !errors.Is(err, errIdempotencyKeyReused) {
+		if _, err := p.appendKeyed(keyedBatch(other, now, "c"), &other); !errors.Is(err, ErrIdempotencyKeyReused) {
 			t.Fatalf("same key, other body (index dropped %v): %v, want reused", drop, err)
 		}
 	}
 	k2 := testKey("k2", "body")
-	if res, err := p.appendKeyed(keyedBatch(k2, now, "a", "b"), &k2); err != nil || res.duplicate || res.baseOffset != 3 {
+	if res, err := p.appendKeyed(keyedBatch(k2, now, "a", "b"), &k2); err != nil || res.Duplicate || res.BaseOffset != 3 {
 		t.Fatalf("another key, same body: %+v %v", res, err)
 	}
 	if got := p.log.EndOffset(); got != 5 {
@@ -68,13 +68,13 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 // Keys derived producer ids never reach the Kafka producer table, and the
 // Kafka door cannot write under them.
 func TestIdempotencyKeyIDsApart(t *testing.T) {
-	p := testPartition(t, &producerPolicy{expiration: time.Hour, maxIDs: 1,
-		allocated: func() (int64, <-chan struct{}) { return 10, make(chan struct{}) }})
+	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 1,
+		Allocated: func() (int64, <-chan struct{}) { return 10, make(chan struct{}) }})
 	now := time.Now().UnixMilli()
 	for i := range 5 {
 		k := testKey(fmt.Sprint("key", i), "b")
-		if !isKeyProducerID(k.id) {
-			t.Fatalf("key id %d outside the key range", k.id)
+		if !isKeyProducerID(k.ID) {
+			t.Fatalf("key id %d outside the key range", k.ID)
 		}
 		if _, err := p.appendKeyed(keyedBatch(k, now, "v"), &k); err != nil {
 			t.Fatalf("keyed append with an unallocated id: %v", err)
@@ -91,7 +91,7 @@ func TestIdempotencyKeyIDsApart(t *testing.T) {
 	}
 	k := testKey("key0", "b")
 	raw := keyedBatch(k, now, "forged")
-	if _, err := p.append(raw); !errors.Is(err, errUnknownProducerID) {
+	if _, err := p.append(raw); !errors.Is(err, ErrUnknownProducerID) {
 		t.Fatalf("a Kafka batch under a key's id: %v, want unknown producer id", err)
 	}
 	if !isKeyProducerID(keyProducerIDBase) || isKeyProducerID(keyProducerIDBase-1) || isKeyProducerID(-1) {
@@ -102,25 +102,25 @@ func TestIdempotencyKeyIDsApart(t *testing.T) {
 // Keys expire after the window (by the batch's time, also when rebuilt
 // from the log) and an index never holds more than maxKeys.
 func TestIdempotencyKeyIndexBounded(t *testing.T) {
-	policy := &keyPolicy{expiration: time.Hour, maxKeys: 100}
+	policy := &KeyPolicy{Expiration: time.Hour, MaxKeys: 100}
 	x := newKeyIndex(policy)
 	now := time.Now()
-	var keys []idemKey
+	var keys []IdemKey
 	for i := range 10_000 {
 		k := testKey(fmt.Sprint(i), "b")
 		keys = append(keys, k)
 		x.record(k, int64(i), 1, now.UnixMilli()+int64(i), now)
-		if len(x.byID) > policy.maxKeys {
-			t.Fatalf("%d keys held, max %d", len(x.byID), policy.maxKeys)
+		if len(x.byID) > policy.MaxKeys {
+			t.Fatalf("%d keys held, max %d", len(x.byID), policy.MaxKeys)
 		}
 	}
-	if _, ok := x.lookup(keys[9_999].id, now); !ok {
+	if _, ok := x.lookup(keys[9_999].ID, now); !ok {
 		t.Fatal("the newest key was dropped")
 	}
-	if _, ok := x.lookup(keys[0].id, now); ok {
+	if _, ok := x.lookup(keys[0].ID, now); ok {
 		t.Fatal("the oldest key was kept")
 	}
-	if _, ok := x.lookup(keys[9_999].id, now.Add(2*time.Hour)); ok {
+	if _, ok := x.lookup(keys[9_999].ID, now.Add(2*time.Hour)); ok {
 		t.Fatal("a key outlived the expiration")
 	}
 
@@ -135,7 +135,7 @@ func TestIdempotencyKeyIndexBounded(t *testing.T) {
 	p.keys = nil
 	p.appendMu.Unlock()
 	res, err := p.appendKeyed(keyedBatch(k, now.UnixMilli(), "v"), &k)
-	if err != nil || res.duplicate {
+	if err != nil || res.Duplicate {
 		t.Fatalf("an expired key after the rebuild: %+v %v, want a new write", res, err)
 	}
 }
@@ -145,20 +145,20 @@ func TestIdempotencyKeyIndexBounded(t *testing.T) {
 func TestIdempotencyKeyRoundTrip(t *testing.T) {
 	for i := range 1000 {
 		k := testKey(fmt.Sprint("k", i), fmt.Sprint("body", i))
-		var v batchView
-		if err := splitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b batchView) error { v = b; return nil }); err != nil {
+		var v BatchView
+		if err := SplitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b BatchView) error { v = b; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		got, ok := keyOf(v)
-		if !ok || got != k || v.idempotent() {
-			t.Fatalf("key %+v read back as %+v %v (idempotent %v)", k, got, ok, v.idempotent())
+		if !ok || got != k || v.Idempotent() {
+			t.Fatalf("key %+v read back as %+v %v (idempotent %v)", k, got, ok, v.Idempotent())
 		}
-		if f := forwardedIdemKey(withForwardedIdemKey(context.Background(), k.String())); f == nil || *f != k {
+		if f := ForwardedIdemKey(WithForwardedIdemKey(context.Background(), k.String())); f == nil || *f != k {
 			t.Fatalf("forwarded %q read back as %v", k.String(), f)
 		}
 	}
 	for _, bad := range []string{"", "1.2", "x.y", fmt.Sprintf("%d.%d", keyProducerIDBase, uint64(1)<<45)} {
-		if forwardedIdemKey(withForwardedIdemKey(context.Background(), bad)) != nil {
+		if ForwardedIdemKey(WithForwardedIdemKey(context.Background(), bad)) != nil {
 			t.Fatalf("forwarded %q taken as a key", bad)
 		}
 	}
@@ -168,12 +168,12 @@ func TestIdempotencyKeyRoundTrip(t *testing.T) {
 // README's figure stays true).
 func TestIdempotencyKeyMemory(t *testing.T) {
 	const keys = 100_000
-	ids := make([]idemKey, keys)
+	ids := make([]IdemKey, keys)
 	for i := range ids {
 		ids[i] = testKey(fmt.Sprint(i), "b")
 	}
 	used, keep := heapAfter(func() any {
-		x := newKeyIndex(&keyPolicy{expiration: time.Hour, maxKeys: keys + 1})
+		x := newKeyIndex(&KeyPolicy{Expiration: time.Hour, MaxKeys: keys + 1})
 		now := time.Now()
 		for i, k := range ids {
 			x.record(k, int64(i), 1, now.UnixMilli(), now)
@@ -212,7 +212,7 @@ func TestIdempotencyKeyRebuildRacesWrites(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := p.append(buildBatch([]newRecord{{Timestamp: now, Value: []byte("plain")}})); err != nil {
+				if _, err := p.append(BuildBatch([]NewRecord{{Timestamp: now, Value: []byte("plain")}})); err != nil {
 					errs <- err
 					return
 				}
@@ -249,7 +249,7 @@ func TestIdempotencyKeyForgottenWhenRecoveryCuts(t *testing.T) {
 	}
 	p.recovered()
 	res, err := p.appendKeyed(keyedBatch(k, now, "v"), &k)
-	if err != nil || res.duplicate || p.log.EndOffset() != 1 {
+	if err != nil || res.Duplicate || p.log.EndOffset() != 1 {
 		t.Fatalf("retry after the batch was cut: %+v %v (log end %d), want a new write", res, err, p.log.EndOffset())
 	}
 }

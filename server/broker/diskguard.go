@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"fmt"
@@ -97,5 +97,5 @@ func (g *diskGuard) err() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return fmt.Errorf("%w: the disk holding the partitions has %d bytes free, below the %d kept for the metadata (--min-free-disk); writes resume by themselves once space is freed",
-		errStorage, g.free, g.limit)
+		ErrStorage, g.free, g.limit)
 }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ func TestBrokerRefusesPartitionDirsOutsideDataDir(t *testing.T) {
 	root := t.TempDir()
 	dataDir := filepath.Join(root, "data")
 	logger := slog.New(slog.DiscardHandler)
-	b, err := newBroker(1, dataDir, nil, segments.NewFileCache(16), logger, nil, 0, nil)
+	b, err := New(Config{NodeID: 1, DataDir: dataDir, Files: segments.NewFileCache(16), Logger: logger}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"cmp"
@@ -66,48 +66,48 @@ const (
 	keySweepEvery = time.Minute
 )
 
-var errIdempotencyKeyReused = errors.New("idempotency key already used for a different request")
+var ErrIdempotencyKeyReused = errors.New("idempotency key already used for a different request")
 
 // isKeyProducerID reports whether id is in the range of ids derived from
 // idempotency keys.
 func isKeyProducerID(id int64) bool { return id >= keyProducerIDBase }
 
-// idemKey is an idempotency key as a batch carries it.
-type idemKey struct {
-	id  int64  // producerId: the key
+// IdemKey is an idempotency key as a batch carries it.
+type IdemKey struct {
+	ID  int64  // producerId: the key
 	sum uint64 // 45 bits of the request digest: producerEpoch (15) + baseSequence (30)
 }
 
-// newIdemKey derives the batch fields of a key. scope and key are the
+// NewIdemKey derives the batch fields of a key. scope and key are the
 // principal and the client's key; digest fingerprints the request.
-func newIdemKey(scope, key string, digest [32]byte) idemKey {
+func NewIdemKey(scope, key string, digest [32]byte) IdemKey {
 	h := sha256.New()
 	h.Write(binary.AppendUvarint(nil, uint64(len(scope))))
 	h.Write([]byte(scope))
 	h.Write([]byte(key))
 	var k [32]byte
 	h.Sum(k[:0])
-	return idemKey{
-		id:  keyProducerIDBase | int64(binary.BigEndian.Uint64(k[:8])>>2),
+	return IdemKey{
+		ID:  keyProducerIDBase | int64(binary.BigEndian.Uint64(k[:8])>>2),
 		sum: binary.BigEndian.Uint64(digest[:8]) & (1<<45 - 1),
 	}
 }
 
-func (k idemKey) epoch() int16 { return int16(k.sum & 0x7fff) }
-func (k idemKey) seq() int32   { return int32(k.sum >> 15) }
+func (k IdemKey) epoch() int16 { return int16(k.sum & 0x7fff) }
+func (k IdemKey) seq() int32   { return int32(k.sum >> 15) }
 
 // keyOf reads the key a batch carries; ok false for other batches.
-func keyOf(b batchView) (idemKey, bool) {
-	if !isKeyProducerID(b.producerID) || b.isControl() || b.epoch < 0 || b.firstSeq < 0 || b.firstSeq >= 1<<30 {
-		return idemKey{}, false
+func keyOf(b BatchView) (IdemKey, bool) {
+	if !isKeyProducerID(b.ProducerID) || b.IsControl() || b.epoch < 0 || b.firstSeq < 0 || b.firstSeq >= 1<<30 {
+		return IdemKey{}, false
 	}
-	return idemKey{id: b.producerID, sum: uint64(b.epoch) | uint64(b.firstSeq)<<15}, true
+	return IdemKey{ID: b.ProducerID, sum: uint64(b.epoch) | uint64(b.firstSeq)<<15}, true
 }
 
-// stampKey writes k into the producer fields of batch (one batch as
+// StampKey writes k into the producer fields of batch (one batch as
 // buildBatch makes it) and recomputes its CRC.
-func stampKey(batch []byte, k idemKey) {
-	binary.BigEndian.PutUint64(batch[43:], uint64(k.id))
+func StampKey(batch []byte, k IdemKey) {
+	binary.BigEndian.PutUint64(batch[43:], uint64(k.ID))
 	binary.BigEndian.PutUint16(batch[51:], uint16(k.epoch()))
 	binary.BigEndian.PutUint32(batch[53:], uint32(k.seq()))
 	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchAttrsOffset:], castagnoli))
@@ -115,23 +115,23 @@ func stampKey(batch []byte, k idemKey) {
 
 // refuseKeyProducerIDs refuses batches a client sent under an id of the
 // key range (only the HTTP door writes those).
-func refuseKeyProducerIDs(views []batchView) error {
+func refuseKeyProducerIDs(views []BatchView) error {
 	for _, b := range views {
-		if isKeyProducerID(b.producerID) {
+		if isKeyProducerID(b.ProducerID) {
 			return fmt.Errorf("%w: producer ids from %d up are reserved (HTTP Idempotency-Key); get one with InitProducerId",
-				errUnknownProducerID, keyProducerIDBase)
+				ErrUnknownProducerID, keyProducerIDBase)
 		}
 	}
 	return nil
 }
 
-// keyPolicy bounds the key index of every partition of a broker. Immutable.
-type keyPolicy struct {
-	expiration time.Duration // > 0
-	maxKeys    int           // > 0
+// KeyPolicy bounds the key index of every partition of a broker. Immutable.
+type KeyPolicy struct {
+	Expiration time.Duration // > 0
+	MaxKeys    int           // > 0
 }
 
-var defaultKeyPolicy = &keyPolicy{expiration: DefaultIdempotencyKeyExpiration, maxKeys: DefaultMaxIdempotencyKeysPerPartition}
+var defaultKeyPolicy = &KeyPolicy{Expiration: DefaultIdempotencyKeyExpiration, MaxKeys: DefaultMaxIdempotencyKeysPerPartition}
 
 // keyEntry is what a partition remembers of one key: 32 bytes.
 type keyEntry struct {
@@ -145,18 +145,18 @@ type keyEntry struct {
 // the partition's appendMu.
 type keyIndex struct {
 	byID      map[int64]keyEntry
-	policy    *keyPolicy
+	policy    *KeyPolicy
 	lastSweep time.Time
 }
 
-func newKeyIndex(policy *keyPolicy) *keyIndex {
+func newKeyIndex(policy *KeyPolicy) *keyIndex {
 	return &keyIndex{byID: map[int64]keyEntry{}, policy: policy}
 }
 
 // lookup returns the live entry of id; an expired one is dropped.
 func (x *keyIndex) lookup(id int64, now time.Time) (keyEntry, bool) {
 	e, ok := x.byID[id]
-	if ok && now.UnixMilli()-e.at > x.policy.expiration.Milliseconds() {
+	if ok && now.UnixMilli()-e.at > x.policy.Expiration.Milliseconds() {
 		delete(x.byID, id)
 		return keyEntry{}, false
 	}
@@ -166,41 +166,41 @@ func (x *keyIndex) lookup(id int64, now time.Time) (keyEntry, bool) {
 // check returns the result of the batch k wrote before, if any, or
 // errIdempotencyKeyReused when k was used for another request. count is
 // the records of the batch the retry would write.
-func (x *keyIndex) check(k idemKey, count int32, now time.Time) (appendResult, bool, error) {
-	e, ok := x.lookup(k.id, now)
+func (x *keyIndex) check(k IdemKey, count int32, now time.Time) (appendResult, bool, error) {
+	e, ok := x.lookup(k.ID, now)
 	if !ok {
 		return appendResult{}, false, nil
 	}
 	if e.sum != k.sum || e.count != count {
-		return appendResult{}, false, fmt.Errorf("%w: the key wrote %d records at offset %d with another body", errIdempotencyKeyReused, e.count, e.base)
+		return appendResult{}, false, fmt.Errorf("%w: the key wrote %d records at offset %d with another body", ErrIdempotencyKeyReused, e.count, e.base)
 	}
-	return appendResult{baseOffset: e.base, lastOffset: e.base + int64(e.count) - 1, logAppendTime: -1, duplicate: true}, true, nil
+	return appendResult{BaseOffset: e.base, LastOffset: e.base + int64(e.count) - 1, LogAppendTime: -1, Duplicate: true}, true, nil
 }
 
 // record remembers the batch of k written at base (unix ms at).
-func (x *keyIndex) record(k idemKey, base int64, count int32, at int64, now time.Time) {
-	if _, ok := x.lookup(k.id, now); !ok {
+func (x *keyIndex) record(k IdemKey, base int64, count int32, at int64, now time.Time) {
+	if _, ok := x.lookup(k.ID, now); !ok {
 		x.makeRoom(now)
 	}
-	x.byID[k.id] = keyEntry{sum: k.sum, base: base, at: at, count: count}
+	x.byID[k.ID] = keyEntry{sum: k.sum, base: base, at: at, count: count}
 }
 
 // makeRoom drops expired keys (at most once per keySweepEvery, or when
 // full) and, when still full, the oldest tenth, so a flood of new keys
 // costs amortized O(log n) each.
 func (x *keyIndex) makeRoom(now time.Time) {
-	full := len(x.byID) >= x.policy.maxKeys
+	full := len(x.byID) >= x.policy.MaxKeys
 	if !full && now.Sub(x.lastSweep) < keySweepEvery {
 		return
 	}
 	x.lastSweep = now
-	limit := now.UnixMilli() - x.policy.expiration.Milliseconds()
+	limit := now.UnixMilli() - x.policy.Expiration.Milliseconds()
 	for id, e := range x.byID {
 		if e.at < limit {
 			delete(x.byID, id)
 		}
 	}
-	if len(x.byID) < x.policy.maxKeys {
+	if len(x.byID) < x.policy.MaxKeys {
 		return
 	}
 	type aged struct{ id, at int64 }
@@ -209,13 +209,13 @@ func (x *keyIndex) makeRoom(now time.Time) {
 		all = append(all, aged{id, e.at})
 	}
 	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.at, b.at) })
-	drop := len(all) - x.policy.maxKeys + 1 + x.policy.maxKeys/10
+	drop := len(all) - x.policy.MaxKeys + 1 + x.policy.MaxKeys/10
 	for _, a := range all[:min(drop, len(all))] {
 		delete(x.byID, a.id)
 	}
 }
 
-func (p *partition) keyPolicy() *keyPolicy {
+func (p *Partition) keyPolicy() *KeyPolicy {
 	if p.keyPolicyCfg != nil {
 		return p.keyPolicyCfg
 	}
@@ -225,25 +225,25 @@ func (p *partition) keyPolicy() *keyPolicy {
 // checkKeyLocked answers a keyed append that repeats one already stored.
 // The caller loaded the index (loadKeys) before taking appendMu; if it was
 // reset since, it is rebuilt here, under the lock.
-func (p *partition) checkKeyLocked(k *idemKey, views []batchView, now time.Time) (appendResult, bool, error) {
+func (p *Partition) checkKeyLocked(k *IdemKey, views []BatchView, now time.Time) (appendResult, bool, error) {
 	if k == nil {
 		return appendResult{}, false, nil
 	}
 	if len(views) != 1 {
-		return appendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", errCorruptBatch)
+		return appendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", ErrCorruptBatch)
 	}
 	if err := p.loadKeysLocked(now); err != nil {
 		return appendResult{}, false, err
 	}
 	res, dup, err := p.keys.check(*k, views[0].lastDelta+1, now)
 	if dup {
-		res.logStart = p.log.StartOffset()
+		res.LogStart = p.log.StartOffset()
 	}
 	return res, dup, err
 }
 
 // recordKeyLocked remembers the keyed batch just appended at base.
-func (p *partition) recordKeyLocked(k *idemKey, views []batchView, base int64, now time.Time) {
+func (p *Partition) recordKeyLocked(k *IdemKey, views []BatchView, base int64, now time.Time) {
 	if k == nil || p.keys == nil {
 		return
 	}
@@ -252,7 +252,7 @@ func (p *partition) recordKeyLocked(k *idemKey, views []batchView, base int64, n
 
 // resetKeysLocked drops the key index when the log changed under it (a
 // follower's append, truncation or reset); the next leader write rebuilds it.
-func (p *partition) resetKeysLocked() {
+func (p *Partition) resetKeysLocked() {
 	p.keys = nil
 	p.keysGen++
 }
@@ -262,7 +262,7 @@ func (p *partition) resetKeysLocked() {
 // leader: it reads the batches younger than the expiration. The bulk of
 // the read runs without appendMu, so other writes to the partition go on;
 // only the batches appended meanwhile are read under it.
-func (p *partition) loadKeys(now time.Time) error {
+func (p *Partition) loadKeys(now time.Time) error {
 	p.appendMu.Lock()
 	loaded, gen, end := p.keys != nil, p.keysGen, p.log.EndOffset()
 	p.appendMu.Unlock()
@@ -270,7 +270,7 @@ func (p *partition) loadKeys(now time.Time) error {
 		return nil
 	}
 	x := newKeyIndex(p.keyPolicy())
-	since := now.Add(-x.policy.expiration)
+	since := now.Add(-x.policy.Expiration)
 	err := p.scanLog(since, end, x.rebuildFn(now))
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -283,28 +283,28 @@ func (p *partition) loadKeys(now time.Time) error {
 		return p.loadKeysLocked(now)
 	}
 	if err := p.scanLog(time.UnixMilli(0), p.log.EndOffset(), x.rebuildFn(now), end); err != nil {
-		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.keys = x
 	return nil
 }
 
 // loadKeysLocked is loadKeys with appendMu held throughout.
-func (p *partition) loadKeysLocked(now time.Time) error {
+func (p *Partition) loadKeysLocked(now time.Time) error {
 	if p.keys != nil {
 		return nil
 	}
 	x := newKeyIndex(p.keyPolicy())
-	if err := p.scanLog(now.Add(-x.policy.expiration), p.log.EndOffset(), x.rebuildFn(now)); err != nil {
-		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
+	if err := p.scanLog(now.Add(-x.policy.Expiration), p.log.EndOffset(), x.rebuildFn(now)); err != nil {
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.keys = x
 	return nil
 }
 
 // rebuildFn records the keyed batches a log scan meets.
-func (x *keyIndex) rebuildFn(now time.Time) func(batchView) {
-	return func(b batchView) {
+func (x *keyIndex) rebuildFn(now time.Time) func(BatchView) {
+	return func(b BatchView) {
 		if k, ok := keyOf(b); ok {
 			// The batch's own time, capped: a client clock in the
 			// future must not keep a key forever.
@@ -315,7 +315,7 @@ func (x *keyIndex) rebuildFn(now time.Time) func(batchView) {
 
 // scanLog calls fn for every batch below end from the first one with a
 // timestamp at or after since (and at or after from[0] when given).
-func (p *partition) scanLog(since time.Time, end int64, fn func(batchView), from ...int64) error {
+func (p *Partition) scanLog(since time.Time, end int64, fn func(BatchView), from ...int64) error {
 	off, _, ok, err := p.log.OffsetForTimestamp(since.UnixMilli())
 	if err != nil || !ok {
 		return err
@@ -334,7 +334,7 @@ func (p *partition) scanLog(since time.Time, end int64, fn func(batchView), from
 			return fmt.Errorf("at %d: %w", off, err)
 		}
 		next := off
-		err = splitBatches(data, func(b batchView) error {
+		err = SplitBatches(data, func(b BatchView) error {
 			fn(b)
 			next = b.lastOffset() + 1
 			return nil
@@ -353,33 +353,33 @@ func (p *partition) scanLog(since time.Time, end int64, fn func(batchView), from
 // idemKeyHeader carries a key from the node that took a request to the
 // partition leader it forwards to. Honored only on the inter-node port
 // (markForwarded), so a client cannot write under a key it did not send.
-const idemKeyHeader = "X-Runnel-Idempotency"
+const IdemKeyHeader = "X-Runnel-Idempotency"
 
-func (k idemKey) String() string { return fmt.Sprintf("%d.%d", k.id, k.sum) }
+func (k IdemKey) String() string { return fmt.Sprintf("%d.%d", k.ID, k.sum) }
 
 type idemKeyCtx struct{}
 
-// withForwardedIdemKey adds the key of a forwarded request (the header's
+// WithForwardedIdemKey adds the key of a forwarded request (the header's
 // value; "" or malformed: none) to ctx.
-func withForwardedIdemKey(ctx context.Context, v string) context.Context {
+func WithForwardedIdemKey(ctx context.Context, v string) context.Context {
 	a, b, ok := strings.Cut(v, ".")
 	id, err1 := strconv.ParseInt(a, 10, 64)
 	sum, err2 := strconv.ParseUint(b, 10, 64)
 	if !ok || err1 != nil || err2 != nil || !isKeyProducerID(id) || sum >= 1<<45 {
 		return ctx
 	}
-	return context.WithValue(ctx, idemKeyCtx{}, &idemKey{id: id, sum: sum})
+	return context.WithValue(ctx, idemKeyCtx{}, &IdemKey{ID: id, sum: sum})
 }
 
-// forwardedIdemKey is the key withForwardedIdemKey stored; nil: none.
-func forwardedIdemKey(ctx context.Context) *idemKey {
-	k, _ := ctx.Value(idemKeyCtx{}).(*idemKey)
+// ForwardedIdemKey is the key withForwardedIdemKey stored; nil: none.
+func ForwardedIdemKey(ctx context.Context) *IdemKey {
+	k, _ := ctx.Value(idemKeyCtx{}).(*IdemKey)
 	return k
 }
 
-// peekKeys refuses a reused key on this node's partitions before any of
+// PeekKeys refuses a reused key on this node's partitions before any of
 // them is written, so such a request writes nothing here.
-func peekKeys(parts map[int32]*partition, byPart map[int32][]newRecord, k *idemKey) error {
+func PeekKeys(parts map[int32]*Partition, byPart map[int32][]NewRecord, k *IdemKey) error {
 	if k == nil {
 		return nil
 	}
@@ -391,7 +391,7 @@ func peekKeys(parts map[int32]*partition, byPart map[int32][]newRecord, k *idemK
 	return nil
 }
 
-func (p *partition) peekKey(k idemKey, count int32, now time.Time) error {
+func (p *Partition) peekKey(k IdemKey, count int32, now time.Time) error {
 	if err := p.loadKeys(now); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 // idemBatch is one record under producer pid, epoch and sequence seq.
 func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, value string, ts int64) []byte {
 	t.Helper()
-	raw := buildBatch([]newRecord{{Timestamp: ts, Value: []byte(value)}})
+	raw := BuildBatch([]NewRecord{{Timestamp: ts, Value: []byte(value)}})
 	binary.BigEndian.PutUint64(raw[43:], uint64(pid))
 	binary.BigEndian.PutUint16(raw[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(raw[53:], uint32(seq))
@@ -23,7 +23,7 @@ func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, value string, ts
 	return raw
 }
 
-func testPartition(t *testing.T, policy *producerPolicy) *partition {
+func testPartition(t *testing.T, policy *ProducerPolicy) *Partition {
 	t.Helper()
 	log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
 	if err != nil {
@@ -47,14 +47,14 @@ func TestProducerDuplicateNeedsSameRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.append(idemBatch(t, 7, 0, 1, "mine-1", now)); !errors.Is(err, errOutOfOrderSequence) {
+	if _, err := p.append(idemBatch(t, 7, 0, 1, "mine-1", now)); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("same sequence, other records: %v, want out of order", err)
 	}
 	// A true retry (same records, even with a new header timestamp) is a
 	// duplicate.
 	res, err := p.append(idemBatch(t, 7, 0, 1, "other-1", now+5))
-	if err != nil || !res.duplicate || res.baseOffset != other.baseOffset {
-		t.Fatalf("retry: %+v %v, want duplicate at %d", res, err, other.baseOffset)
+	if err != nil || !res.Duplicate || res.BaseOffset != other.BaseOffset {
+		t.Fatalf("retry: %+v %v, want duplicate at %d", res, err, other.BaseOffset)
 	}
 }
 
@@ -62,8 +62,8 @@ func TestProducerDuplicateNeedsSameRecords(t *testing.T) {
 // metadata had its chance to catch up; allocated ids pass.
 func TestProducerIDMustBeAllocated(t *testing.T) {
 	never := make(chan struct{})
-	p := testPartition(t, &producerPolicy{expiration: time.Hour, maxIDs: 10,
-		allocated: func() (int64, <-chan struct{}) { return 100, never }})
+	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 10,
+		Allocated: func() (int64, <-chan struct{}) { return 100, never }})
 	now := time.Now().UnixMilli()
 	if _, err := p.append(idemBatch(t, 99, 0, 0, "ok", now)); err != nil {
 		t.Fatal(err)
@@ -71,25 +71,25 @@ func TestProducerIDMustBeAllocated(t *testing.T) {
 	if testing.Short() {
 		return // the refusal waits producerIDWait for the metadata
 	}
-	if _, err := p.append(idemBatch(t, 100, 0, 0, "forged", now)); !errors.Is(err, errUnknownProducerID) {
+	if _, err := p.append(idemBatch(t, 100, 0, 0, "forged", now)); !errors.Is(err, ErrUnknownProducerID) {
 		t.Fatalf("unallocated id: %v, want unknown producer id", err)
 	}
 }
 
 // Idle producers expire, and the table never holds more than maxIDs.
 func TestProducerTableBounded(t *testing.T) {
-	policy := &producerPolicy{expiration: time.Hour, maxIDs: 100}
+	policy := &ProducerPolicy{Expiration: time.Hour, MaxIDs: 100}
 	tbl := newProducerTable(policy)
 	now := time.Now()
-	view := func(pid int64) batchView {
-		var v batchView
-		splitBatches(idemBatch(t, pid, 0, 0, "x", now.UnixMilli()), func(b batchView) error { v = b; return nil })
+	view := func(pid int64) BatchView {
+		var v BatchView
+		SplitBatches(idemBatch(t, pid, 0, 0, "x", now.UnixMilli()), func(b BatchView) error { v = b; return nil })
 		return v
 	}
 	for pid := range int64(10_000) {
 		tbl.record(view(pid), pid, now.UnixMilli()+pid, now)
-		if len(tbl.byID) > policy.maxIDs {
-			t.Fatalf("%d ids held, max %d", len(tbl.byID), policy.maxIDs)
+		if len(tbl.byID) > policy.MaxIDs {
+			t.Fatalf("%d ids held, max %d", len(tbl.byID), policy.MaxIDs)
 		}
 	}
 	if _, ok := tbl.lookup(9_999, now); !ok {
@@ -112,7 +112,7 @@ func TestProducerTableBounded(t *testing.T) {
 // Rebuilding the table from the log skips producers that expired: a
 // sequence gap from one of them is no longer refused.
 func TestProducerRebuildSkipsExpired(t *testing.T) {
-	p := testPartition(t, &producerPolicy{expiration: time.Hour, maxIDs: 100})
+	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 100})
 	old := time.Now().Add(-2 * time.Hour).UnixMilli()
 	if _, err := p.append(idemBatch(t, 3, 0, 0, "old", old)); err != nil {
 		t.Fatal(err)
@@ -144,11 +144,11 @@ func TestProducerTableMemoryBounded(t *testing.T) {
 	raw := idemBatch(t, 0, 0, 0, "x", time.Now().UnixMilli())
 	flood := func(maxIDs int) func() any {
 		return func() any {
-			tbl := newProducerTable(&producerPolicy{expiration: time.Hour, maxIDs: maxIDs})
+			tbl := newProducerTable(&ProducerPolicy{Expiration: time.Hour, MaxIDs: maxIDs})
 			now := time.Now()
 			for pid := range int64(ids) {
 				binary.BigEndian.PutUint64(raw[43:], uint64(pid))
-				var v batchView
+				var v BatchView
 				splitBatchesUnchecked(raw, &v)
 				tbl.record(v, pid, now.UnixMilli(), now)
 			}
@@ -168,9 +168,9 @@ func TestProducerTableMemoryBounded(t *testing.T) {
 
 // splitBatchesUnchecked reads one batch header without the CRC check (the
 // test rewrites the producer id in place).
-func splitBatchesUnchecked(raw []byte, v *batchView) {
-	*v = batchView{raw: raw, lastDelta: int32(binary.BigEndian.Uint32(raw[23:])),
-		producerID: int64(binary.BigEndian.Uint64(raw[43:])),
+func splitBatchesUnchecked(raw []byte, v *BatchView) {
+	*v = BatchView{Raw: raw, lastDelta: int32(binary.BigEndian.Uint32(raw[23:])),
+		ProducerID: int64(binary.BigEndian.Uint64(raw[43:])),
 		epoch:      int16(binary.BigEndian.Uint16(raw[51:])),
 		firstSeq:   int32(binary.BigEndian.Uint32(raw[53:]))}
 }
@@ -208,7 +208,7 @@ func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
 		t.Fatalf("log end %d after recovery, want 2 (the unsynced batch kept)", end)
 	}
 	res, err := p.append(idemBatch(t, 7, 0, 1, "v1", now))
-	if err != nil || !res.duplicate || res.baseOffset != 1 || p.log.EndOffset() != 2 {
+	if err != nil || !res.Duplicate || res.BaseOffset != 1 || p.log.EndOffset() != 2 {
 		t.Fatalf("retry after recovery: %+v %v (log end %d), want the duplicate at offset 1", res, err, p.log.EndOffset())
 	}
 }

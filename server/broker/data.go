@@ -1,7 +1,8 @@
-package server
+package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/segments"
 )
 
@@ -23,28 +25,28 @@ const (
 	offsetEarliest int64 = -2
 )
 
-// readRequest is an HTTP-style read of decoded records from one partition.
-type readRequest struct {
-	topic      string
-	partition  int32
-	offset     int64  // or offsetEarliest / offsetLatest
-	timestamp  *int64 // when set, start at the first record at or after it
-	maxRecords int
-	maxBytes   int
-	wait       time.Duration
-	// readUncommitted reads up to the high watermark, records of open and
+// ReadRequest is an HTTP-style read of decoded records from one partition.
+type ReadRequest struct {
+	Topic      string
+	Partition  int32
+	Offset     int64  // or offsetEarliest / offsetLatest
+	Timestamp  *int64 // when set, start at the first record at or after it
+	MaxRecords int
+	MaxBytes   int
+	Wait       time.Duration
+	// ReadUncommitted reads up to the high watermark, records of open and
 	// aborted transactions included; by default (read_committed) the read
 	// stops at the last stable offset and aborted records are dropped.
-	readUncommitted bool
-	// markers (with readUncommitted) returns transaction markers as
+	ReadUncommitted bool
+	// Markers (with readUncommitted) returns transaction markers as
 	// records with Control set, at their offsets; otherwise their offsets
 	// are skipped.
-	markers bool
-	// each, when set, receives the records one at a time instead of
+	Markers bool
+	// Each, when set, receives the records one at a time instead of
 	// readResult.records: rec aliases the decoded batch and is valid only
 	// during the call (see emitFunc). An error from each ends the read
 	// with that error.
-	each emitFunc
+	Each emitFunc
 }
 
 // emitFunc takes one record read straight from its decoded batch (no
@@ -54,20 +56,20 @@ type readRequest struct {
 type emitFunc func(rec *segments.Record, transactional bool, marker *segments.Marker) error
 
 type readResult struct {
-	records  []Record
-	count    int // records read: len(records), or those given to each
-	next     int64
-	hwm      int64
-	logStart int64
+	Records  []Record
+	Count    int // records read: len(records), or those given to each
+	Next     int64
+	HWM      int64
+	LogStart int64
 }
 
-// resolveOffset turns a read position into an offset; latest is the high
+// ResolveOffset turns a read position into an offset; latest is the high
 // watermark, or for a read_committed reader (committed) the last stable
 // offset, as Kafka's consumers reset to it.
-func (p *partition) resolveOffset(offset int64, ts *int64, committed bool) (int64, error) {
+func (p *Partition) ResolveOffset(offset int64, ts *int64, committed bool) (int64, error) {
 	end := p.hwm.Load()
 	if committed && (ts != nil || offset == offsetLatest) {
-		lso, err := p.lso()
+		lso, err := p.LSO()
 		if err != nil {
 			return 0, err
 		}
@@ -92,33 +94,33 @@ func (p *partition) resolveOffset(offset int64, ts *int64, committed bool) (int6
 	return offset, nil
 }
 
-// readRecords reads decoded records, long polling up to req.wait when there
+// ReadRecords reads decoded records, long polling up to req.wait when there
 // are none yet.
-func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, error) {
-	p, err := b.partition(req.topic, req.partition)
+func (b *Broker) ReadRecords(ctx context.Context, req ReadRequest) (readResult, error) {
+	p, err := b.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return readResult{}, err
 	}
-	offset, err := p.resolveOffset(req.offset, req.timestamp, !req.readUncommitted)
+	offset, err := p.ResolveOffset(req.Offset, req.Timestamp, !req.ReadUncommitted)
 	if err != nil {
 		return readResult{}, err
 	}
 	var timer <-chan time.Time
-	if req.wait > 0 {
-		t := time.NewTimer(req.wait)
+	if req.Wait > 0 {
+		t := time.NewTimer(req.Wait)
 		defer t.Stop()
 		timer = t.C
 	}
 	for {
-		changed := p.changed()
-		res, err := p.readDecodedEach(offset, req.maxRecords, req.maxBytes, !req.readUncommitted, req.markers && req.readUncommitted, req.each)
-		if err != nil || res.count > 0 || timer == nil {
+		changed := p.Changed()
+		res, err := p.readDecodedEach(offset, req.MaxRecords, req.MaxBytes, !req.ReadUncommitted, req.Markers && req.ReadUncommitted, req.Each)
+		if err != nil || res.Count > 0 || timer == nil {
 			return res, err
 		}
 		select {
 		case <-changed:
 			if b.isClosed() {
-				return res, errShuttingDown
+				return res, ErrShuttingDown
 			}
 		case <-timer:
 			return res, nil
@@ -128,20 +130,20 @@ func (b *broker) readRecords(ctx context.Context, req readRequest) (readResult, 
 	}
 }
 
-func (b *broker) isClosed() bool {
+func (b *Broker) isClosed() bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.closed
 }
 
-// readDecoded reads records at or after offset below the high watermark,
+// ReadDecoded reads records at or after offset below the high watermark,
 // decoding batches incrementally: it stops at maxRecords, and at maxBytes
 // of decompressed records, framing included, so empty records count too
 // (past the first record: a record larger than maxBytes is still returned
 // alone, as Kafka's KIP-74 does).
 // A stored batch that cannot be decoded ends the read after the records
 // before it; read first, it is a *corruptBatchError naming it.
-func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
+func (p *Partition) ReadDecoded(offset int64, maxRecords, maxBytes int, committed bool) (readResult, error) {
 	return p.readDecodedEach(offset, maxRecords, maxBytes, committed, false, nil)
 }
 
@@ -149,14 +151,14 @@ func (p *partition) readDecoded(offset int64, maxRecords, maxBytes int, committe
 // nil) instead of collecting them; limits, read_committed filtering and
 // corrupt batches work the same. With markers, transaction markers are
 // records too (Record.Control, emitFunc's marker) instead of skipped.
-func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed, markers bool, each emitFunc) (readResult, error) {
-	res := readResult{next: offset, hwm: p.hwm.Load(), logStart: p.log.StartOffset()}
+func (p *Partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed, markers bool, each emitFunc) (readResult, error) {
+	res := readResult{Next: offset, HWM: p.hwm.Load(), LogStart: p.log.StartOffset()}
 	// Past the high watermark but within the log: nothing yet (see read).
-	if end := max(res.hwm, p.log.EndOffset()); offset < res.logStart || offset > end {
-		return res, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, res.logStart, end)
+	if end := max(res.HWM, p.log.EndOffset()); offset < res.LogStart || offset > end {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, res.LogStart, end)
 	}
 	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes, markers: markers, each: each}
-	limit := res.hwm
+	limit := res.HWM
 	if committed {
 		var err error
 		if limit, r.aborted, err = p.committedRange(offset, limit); err != nil {
@@ -165,27 +167,27 @@ func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, comm
 	}
 	buf := p.readBufs.get()
 	defer p.readBufs.put(buf)
-	for res.next < limit && !r.full() {
-		chunk, err := p.readUpTo(res.next, max(maxBytes-r.size, 1), limit)
+	for res.Next < limit && !r.full() {
+		chunk, err := p.readUpTo(res.Next, max(maxBytes-r.size, 1), limit)
 		if err != nil {
 			return res, err
 		}
 		data, err := chunkBytes(chunk, buf)
 		chunk.Close()
 		if err != nil {
-			return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, res.next, err)
+			return res, fmt.Errorf("read %s-%d at %d: %w", p.Topic, p.Index, res.Next, err)
 		}
-		before := res.next
+		before := res.Next
 		if err := r.batches(data); err != nil {
 			if r.emitErr != nil {
 				return res, r.emitErr
 			}
-			if res.count > 0 {
+			if res.Count > 0 {
 				return res, nil // the bad batch is the next read's first
 			}
 			return res, err
 		}
-		if res.next == before {
+		if res.Next == before {
 			break
 		}
 	}
@@ -194,7 +196,7 @@ func (p *partition) readDecodedEach(offset int64, maxRecords, maxBytes int, comm
 
 // decodedReader is one readDecoded's progress.
 type decodedReader struct {
-	p          *partition
+	p          *Partition
 	res        *readResult
 	maxRecords int
 	maxBytes   int
@@ -207,7 +209,7 @@ type decodedReader struct {
 }
 
 func (r *decodedReader) full() bool {
-	return r.res.count >= r.maxRecords || r.size >= r.maxBytes
+	return r.res.Count >= r.maxRecords || r.size >= r.maxBytes
 }
 
 // batches decodes the whole batches at the start of data.
@@ -224,7 +226,7 @@ func (r *decodedReader) batches(data []byte) error {
 		case info.Control && r.markers:
 			err = r.marker(data[:info.Size], info)
 		case info.Control || r.abortedBatch(info):
-			r.res.next = max(r.res.next, info.NextOffset())
+			r.res.Next = max(r.res.Next, info.NextOffset())
 		default:
 			err = r.batch(data[:info.Size], info)
 		}
@@ -248,25 +250,25 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 	}
 	var rec segments.Record
 	for !r.full() && it.Next(&rec) {
-		if rec.Offset < r.res.next {
+		if rec.Offset < r.res.Next {
 			continue
 		}
-		if r.size+rec.Size > r.maxBytes && r.res.count > 0 {
+		if r.size+rec.Size > r.maxBytes && r.res.Count > 0 {
 			r.size = r.maxBytes // full: the record is the next read's first
 			return nil
 		}
 		out := toRecord(rec)
 		out.Transactional = info.Transactional
-		r.res.records = append(r.res.records, out)
-		r.res.count++
+		r.res.Records = append(r.res.Records, out)
+		r.res.Count++
 		r.size += rec.Size
-		r.res.next = rec.Offset + 1
+		r.res.Next = rec.Offset + 1
 	}
 	if err := it.Err(); err != nil {
 		return err
 	}
 	if !r.full() {
-		r.res.next = max(r.res.next, info.NextOffset())
+		r.res.Next = max(r.res.Next, info.NextOffset())
 	}
 	return nil
 }
@@ -275,10 +277,10 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 // offset. Marker types other than commit and abort are skipped, as Kafka
 // clients skip them.
 func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
-	if info.BaseOffset < r.res.next {
+	if info.BaseOffset < r.res.Next {
 		return nil // already passed (the read began after it)
 	}
-	if r.size+info.Size > r.maxBytes && r.res.count > 0 {
+	if r.size+info.Size > r.maxBytes && r.res.Count > 0 {
 		r.size = r.maxBytes // full: the marker is the next read's first
 		return nil
 	}
@@ -288,11 +290,11 @@ func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
 	if err != nil {
 		return err
 	}
-	r.res.next = info.NextOffset()
+	r.res.Next = info.NextOffset()
 	if m.Type != segments.ControlCommit && m.Type != segments.ControlAbort {
 		return nil
 	}
-	r.res.count++
+	r.res.Count++
 	r.size += info.Size
 	if r.each != nil {
 		r.view = segments.Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp}
@@ -302,7 +304,7 @@ func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
 		}
 		return nil
 	}
-	r.res.records = append(r.res.records, Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp, Transactional: true, Control: &m})
+	r.res.Records = append(r.res.Records, Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp, Transactional: true, Control: &m})
 	return nil
 }
 
@@ -311,10 +313,10 @@ func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
 func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo) error {
 	rec := &r.view
 	for !r.full() && it.NextView(rec) {
-		if rec.Offset < r.res.next {
+		if rec.Offset < r.res.Next {
 			continue
 		}
-		if r.size+rec.Size > r.maxBytes && r.res.count > 0 {
+		if r.size+rec.Size > r.maxBytes && r.res.Count > 0 {
 			r.size = r.maxBytes // full: the record is the next read's first
 			return nil
 		}
@@ -322,15 +324,15 @@ func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo)
 			r.emitErr = err
 			return err
 		}
-		r.res.count++
+		r.res.Count++
 		r.size += rec.Size
-		r.res.next = rec.Offset + 1
+		r.res.Next = rec.Offset + 1
 	}
 	if err := it.Err(); err != nil {
 		return err
 	}
 	if !r.full() {
-		r.res.next = max(r.res.next, info.NextOffset())
+		r.res.Next = max(r.res.Next, info.NextOffset())
 	}
 	return nil
 }
@@ -338,9 +340,9 @@ func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo)
 // corrupt describes an undecodable stored batch. ok says whether info
 // (and so the offset after the batch) is known.
 func (r *decodedReader) corrupt(info segments.BatchInfo, ok bool, err error) error {
-	e := &corruptBatchError{topic: r.p.topic, partition: r.p.index, offset: r.res.next, next: -1, err: err}
+	e := &CorruptBatchError{Topic: r.p.Topic, Partition: r.p.Index, Offset: r.res.Next, Next: -1, err: err}
 	if ok {
-		e.offset, e.next = max(info.BaseOffset, r.res.next), info.NextOffset()
+		e.Offset, e.Next = max(info.BaseOffset, r.res.Next), info.NextOffset()
 	}
 	return e
 }
@@ -353,26 +355,26 @@ func toRecord(r segments.Record) Record {
 	return out
 }
 
-// corruptBatchError is a stored batch readers cannot decode (damaged on
+// CorruptBatchError is a stored batch readers cannot decode (damaged on
 // disk, or written before records were validated). It names the batch and
 // the offset after it, so a consumer can move past it.
-type corruptBatchError struct {
-	topic     string
-	partition int32
-	offset    int64 // the first offset of the batch the read wanted
-	next      int64 // the offset after the batch; -1 when unknown
+type CorruptBatchError struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the first offset of the batch the read wanted
+	Next      int64 // the offset after the batch; -1 when unknown
 	err       error
 }
 
-func (e *corruptBatchError) Error() string {
-	msg := fmt.Sprintf("%s-%d: the record batch at offset %d cannot be decoded (%v)", e.topic, e.partition, e.offset, e.err)
-	if e.next >= 0 {
-		msg += fmt.Sprintf("; records resume at offset %d", e.next)
+func (e *CorruptBatchError) Error() string {
+	msg := fmt.Sprintf("%s-%d: the record batch at offset %d cannot be decoded (%v)", e.Topic, e.Partition, e.Offset, e.err)
+	if e.Next >= 0 {
+		msg += fmt.Sprintf("; records resume at offset %d", e.Next)
 	}
 	return msg
 }
 
-func (e *corruptBatchError) Unwrap() error { return e.err }
+func (e *CorruptBatchError) Unwrap() error { return e.err }
 
 // abortedBatch reports whether a read_committed reader drops the batch: it
 // belongs to a transaction its producer aborted.
@@ -430,4 +432,75 @@ func (rp *readBufPool) put(b *[]byte) {
 		return
 	}
 	rp.p.Put(b)
+}
+
+// ReadBatches reads whole batches from offset below the high watermark
+// and checks each; a bad one ends the read after the batches before it
+// (read first, it is a *corruptBatchError naming it). committed
+// (read_committed) reads below the last stable offset and leaves out
+// control batches and batches of aborted transactions (txnread.go).
+func (p *Partition) ReadBatches(offset int64, maxBytes int, committed bool) (api.BatchResult, error) {
+	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log.StartOffset()}
+	if offset < res.StartOffset || offset > res.HighWatermark {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, res.StartOffset, res.HighWatermark)
+	}
+	limit := res.HighWatermark
+	var drop *decodedReader // read_committed: its aborted list decides
+	if committed {
+		var err error
+		drop = &decodedReader{}
+		if limit, drop.aborted, err = p.committedRange(offset, limit); err != nil {
+			return res, err
+		}
+	}
+	if offset >= limit {
+		return res, nil
+	}
+	chunk, err := p.readUpTo(offset, maxBytes, limit)
+	if err != nil {
+		return res, err
+	}
+	data, err := chunk.Bytes()
+	chunk.Close()
+	if err != nil {
+		return res, fmt.Errorf("read %s-%d at %d: %w", p.Topic, p.Index, offset, err)
+	}
+	good := 0
+	var kept []byte // the batches served, once one was left out
+	for rest := data; ; {
+		info, ok, err := segments.NextBatch(rest)
+		if err != nil || (!ok && len(rest) > 0 && good == 0) {
+			if good > 0 {
+				break // the bad batch is the next read's first
+			}
+			if err == nil {
+				err = errors.New("truncated batch")
+			}
+			e := &CorruptBatchError{Topic: p.Topic, Partition: p.Index, Offset: res.NextOffset, Next: -1, err: err}
+			if ok {
+				e.Offset, e.Next = max(info.BaseOffset, res.NextOffset), info.NextOffset()
+			}
+			return res, e
+		}
+		if !ok {
+			break
+		}
+		skip := drop != nil && (info.Control || drop.abortedBatch(info))
+		if !info.Control && !skip {
+			res.Records += int(info.LastOffset - max(info.BaseOffset, res.NextOffset) + 1)
+		}
+		if skip && kept == nil {
+			kept = append(make([]byte, 0, len(data)), data[:good]...)
+		} else if !skip && kept != nil {
+			kept = append(kept, rest[:info.Size]...)
+		}
+		res.NextOffset = max(res.NextOffset, info.NextOffset())
+		good += info.Size
+		rest = rest[info.Size:]
+	}
+	res.Batches = data[:good]
+	if kept != nil {
+		res.Batches = kept
+	}
+	return res, nil
 }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -25,13 +25,13 @@ func BenchmarkReadIsolation(b *testing.B) {
 	p.repl.isr = []int32{0}
 	p.leader.Store(0)
 	p.leaderEpoch.Store(1)
-	recs := make([]newRecord, 10)
+	recs := make([]NewRecord, 10)
 	for i := range recs {
-		recs[i] = newRecord{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}
+		recs[i] = NewRecord{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}
 	}
 	for txn := range 1000 {
-		raw := buildBatch(recs)
-		raw[batchAttrsOffset+1] |= transactionalFlag
+		raw := BuildBatch(recs)
+		raw[batchAttrsOffset+1] |= TransactionalFlag
 		binary.BigEndian.PutUint64(raw[43:], uint64(txn%50))
 		binary.BigEndian.PutUint16(raw[51:], 0)
 		binary.BigEndian.PutUint32(raw[53:], uint32(txn/50*10))
@@ -55,12 +55,12 @@ func BenchmarkReadIsolation(b *testing.B) {
 		start := time.Now()
 		n := 0
 		for off := int64(0); off < p.hwm.Load(); {
-			res, err := p.readDecoded(off, 1000, 1<<20, committed)
+			res, err := p.ReadDecoded(off, 1000, 1<<20, committed)
 			if err != nil {
 				b.Fatal(err)
 			}
-			n += len(res.records)
-			off = res.next
+			n += len(res.Records)
+			off = res.Next
 		}
 		if n != want {
 			b.Fatalf("read %d records, want %d", n, want)

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // exact (issue 20, item 1: epochs that went backwards in the log and
 // replicas that disagreed on a batch's epoch).
 
-func epochTestPartition(t *testing.T, self int32) *partition {
+func epochTestPartition(t *testing.T, self int32) *Partition {
 	t.Helper()
 	log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
 	if err != nil {
@@ -29,25 +29,25 @@ func epochTestPartition(t *testing.T, self int32) *partition {
 
 // lead makes p the leader at epoch and appends n records with values
 // prefix-0.., each its own batch.
-func lead(t *testing.T, p *partition, epoch int32, prefix string, n int) {
+func lead(t *testing.T, p *Partition, epoch int32, prefix string, n int) {
 	t.Helper()
 	p.setMeta(raftfsm.Partition{Leader: p.repl.self, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{p.repl.self}}, p.repl.self)
 	for i := range n {
-		if _, err := p.append(buildBatch([]newRecord{{Value: fmt.Appendf(nil, "%s-%d", prefix, i), Timestamp: 1}})); err != nil {
+		if _, err := p.append(BuildBatch([]NewRecord{{Value: fmt.Appendf(nil, "%s-%d", prefix, i), Timestamp: 1}})); err != nil {
 			t.Fatalf("append %s-%d at epoch %d: %v", prefix, i, epoch, err)
 		}
 	}
 }
 
 // follow makes p a follower of leader at epoch.
-func follow(p *partition, leader, epoch int32) {
+func follow(p *Partition, leader, epoch int32) {
 	p.setMeta(raftfsm.Partition{Leader: leader, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{leader}}, p.repl.self)
 }
 
 // replicate runs what the replica fetcher does between a follower and its
 // leader, without the network: OffsetForLeaderEpoch rounds until the
 // divergence is found, then fetches up to the leader's log end.
-func replicate(t *testing.T, leader, follower *partition) {
+func replicate(t *testing.T, leader, follower *Partition) {
 	t.Helper()
 	for round := 0; ; round++ {
 		if round == 10 {
@@ -57,7 +57,7 @@ func replicate(t *testing.T, leader, follower *partition) {
 		if last < 0 {
 			break
 		}
-		epoch, end, err := leader.endOffsetForEpoch(last)
+		epoch, end, err := leader.EndOffsetForEpoch(last)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func replicate(t *testing.T, leader, follower *partition) {
 		}
 	}
 	for follower.log.EndOffset() < leader.log.EndOffset() {
-		c, err := leader.readReplica(follower.log.EndOffset(), 1<<20)
+		c, err := leader.ReadReplica(follower.log.EndOffset(), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +88,7 @@ func replicate(t *testing.T, leader, follower *partition) {
 	}
 }
 
-func logBytes(t *testing.T, p *partition) []byte {
+func logBytes(t *testing.T, p *Partition) []byte {
 	t.Helper()
 	c, err := p.log.Read(p.log.StartOffset(), 1<<30, p.log.EndOffset())
 	if err != nil {
@@ -103,11 +103,11 @@ func logBytes(t *testing.T, p *partition) []byte {
 }
 
 // batchEpochs lists each batch's leader epoch in log order.
-func batchEpochs(t *testing.T, p *partition) []int32 {
+func batchEpochs(t *testing.T, p *Partition) []int32 {
 	t.Helper()
 	var out []int32
-	if err := splitBatches(logBytes(t, p), func(b batchView) error {
-		out = append(out, batchLeaderEpoch(b.raw))
+	if err := SplitBatches(logBytes(t, p), func(b BatchView) error {
+		out = append(out, batchLeaderEpoch(b.Raw))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -122,8 +122,8 @@ func TestLeaderRefusesEpochBelowItsLog(t *testing.T) {
 	p := epochTestPartition(t, 1)
 	lead(t, p, 6, "a", 2)
 	p.leaderEpoch.Store(5)
-	_, err := p.append(buildBatch([]newRecord{{Value: []byte("stale"), Timestamp: 1}}))
-	if !errors.Is(err, errNotLeader) {
+	_, err := p.append(BuildBatch([]NewRecord{{Value: []byte("stale"), Timestamp: 1}}))
+	if !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append at epoch 5 after epoch 6: %v, want not leader", err)
 	}
 	if got := batchEpochs(t, p); !slices.Equal(got, []int32{6, 6}) {
@@ -176,7 +176,7 @@ func TestFollowerRefusesOlderEpochAfterNewer(t *testing.T) {
 	lead(t, a, 1, "e1", 3)
 	lead(t, b, 2, "e2", 1) // b's own divergent offset 0
 	follow(b, 1, 3)
-	c, err := a.readReplica(1, 1<<20)
+	c, err := a.ReadReplica(1, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,16 +196,16 @@ func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
 	p := epochTestPartition(t, 1)
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
 	for i := range 4 {
-		if _, err := p.append(buildBatch([]newRecord{{Value: fmt.Appendf(nil, "r%d", i), Timestamp: 1}})); err != nil {
+		if _, err := p.append(BuildBatch([]NewRecord{{Value: fmt.Appendf(nil, "r%d", i), Timestamp: 1}})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p.followerFetched(2, 2, 2) // the new leader's high watermark: 2 of 4
+	p.FollowerFetched(2, 2, 2) // the new leader's high watermark: 2 of 4
 	if hw := p.hwm.Load(); hw != 2 {
 		t.Fatalf("high watermark %d, want 2", hw)
 	}
 	for _, off := range []int64{2, 3, 4} {
-		c, err := p.read(off, 1<<20)
+		c, err := p.Read(off, 1<<20)
 		if err != nil {
 			t.Fatalf("read at %d (high watermark 2, log end 4): %v", off, err)
 		}
@@ -213,12 +213,12 @@ func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
 			t.Fatalf("read at %d returned %d bytes past the high watermark", off, n)
 		}
 		c.Close()
-		res, err := p.readDecoded(off, 10, 1<<20, false)
-		if err != nil || len(res.records) != 0 || res.next != off {
-			t.Fatalf("HTTP read at %d: %d records, next %d, %v", off, len(res.records), res.next, err)
+		res, err := p.ReadDecoded(off, 10, 1<<20, false)
+		if err != nil || len(res.Records) != 0 || res.Next != off {
+			t.Fatalf("HTTP read at %d: %d records, next %d, %v", off, len(res.Records), res.Next, err)
 		}
 	}
-	if _, err := p.read(5, 1<<20); !errors.Is(err, errOffsetOutOfRange) {
+	if _, err := p.Read(5, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("read past the log end: %v, want out of range", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"bufio"
@@ -25,13 +25,13 @@ type kafkaConn struct {
 
 const maxReplicaResponse = 256 << 20
 
-func newKafkaConn(conn net.Conn, clientID string) *kafkaConn {
+func NewKafkaConn(conn net.Conn, clientID string) *kafkaConn {
 	return &kafkaConn{conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
 		format: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
 }
 
-// do sends req (with its version set) and decodes the answer into resp.
-func (c *kafkaConn) do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+// Do sends req (with its version set) and decodes the answer into resp.
+func (c *kafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(dl)
 	} else {
@@ -81,4 +81,4 @@ func (c *kafkaConn) do(ctx context.Context, req kmsg.Request, resp kmsg.Response
 	return nil
 }
 
-func (c *kafkaConn) close() error { return c.conn.Close() }
+func (c *kafkaConn) Close() error { return c.conn.Close() }

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
 )
 
@@ -59,18 +60,18 @@ const (
 	producerSweepEvery = time.Minute
 )
 
-// producerPolicy is the broker's producer-state configuration, shared by
+// ProducerPolicy is the broker's producer-state configuration, shared by
 // its partitions. Immutable.
-type producerPolicy struct {
-	expiration time.Duration // > 0
-	maxIDs     int           // > 0
-	// allocated returns the first producer id the controller has not
+type ProducerPolicy struct {
+	Expiration time.Duration // > 0
+	MaxIDs     int           // > 0
+	// Allocated returns the first producer id the controller has not
 	// handed out yet, per this broker's metadata, and a channel closed
 	// when the metadata changes. nil: ids are not checked.
-	allocated func() (next int64, changed <-chan struct{})
+	Allocated func() (next int64, changed <-chan struct{})
 }
 
-var defaultProducerPolicy = &producerPolicy{expiration: DefaultProducerIDExpiration, maxIDs: DefaultMaxProducerIDsPerPartition}
+var defaultProducerPolicy = &ProducerPolicy{Expiration: DefaultProducerIDExpiration, MaxIDs: DefaultMaxProducerIDsPerPartition}
 
 type producerBatch struct {
 	firstSeq, lastSeq int32
@@ -91,18 +92,18 @@ type producerEntry struct {
 
 type producerTable struct {
 	byID      map[int64]*producerEntry
-	policy    *producerPolicy
+	policy    *ProducerPolicy
 	lastSweep time.Time
 }
 
-func newProducerTable(policy *producerPolicy) *producerTable {
+func newProducerTable(policy *ProducerPolicy) *producerTable {
 	return &producerTable{byID: map[int64]*producerEntry{}, policy: policy}
 }
 
 // batchSum fingerprints a batch's records. The record bytes are what a
 // client resends unchanged on a retry (the header's timestamps and CRC may
 // change: LogAppendTime rewrites them in the stored copy).
-func batchSum(b batchView) uint32 { return crc32.Checksum(b.records(), castagnoli) }
+func batchSum(b BatchView) uint32 { return crc32.Checksum(b.records(), castagnoli) }
 
 func (e *producerEntry) last() (producerBatch, bool) {
 	if len(e.batches) == 0 {
@@ -129,7 +130,7 @@ func nextSeq(seq int32) int32 {
 // lookup returns the live entry of id; an expired one is dropped.
 func (t *producerTable) lookup(id int64, now time.Time) (*producerEntry, bool) {
 	e, ok := t.byID[id]
-	if ok && now.UnixMilli()-e.lastWrite > t.policy.expiration.Milliseconds() {
+	if ok && now.UnixMilli()-e.lastWrite > t.policy.Expiration.Milliseconds() {
 		delete(t.byID, id)
 		return nil, false
 	}
@@ -138,17 +139,17 @@ func (t *producerTable) lookup(id int64, now time.Time) (*producerEntry, bool) {
 
 // check decides what to do with batch b. It returns the stored batch when b
 // is a duplicate of one.
-func (t *producerTable) check(b batchView, now time.Time) (producerBatch, bool, error) {
-	e, ok := t.lookup(b.producerID, now)
+func (t *producerTable) check(b BatchView, now time.Time) (producerBatch, bool, error) {
+	e, ok := t.lookup(b.ProducerID, now)
 	if !ok {
 		return producerBatch{}, false, nil
 	}
 	switch {
 	case b.epoch < e.epoch:
-		return producerBatch{}, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", errInvalidProducerEpoch, b.producerID, b.epoch, e.epoch)
+		return producerBatch{}, false, fmt.Errorf("%w: producer %d epoch %d is older than %d", ErrInvalidProducerEpoch, b.ProducerID, b.epoch, e.epoch)
 	case b.epoch > e.epoch:
 		if b.firstSeq != 0 {
-			return producerBatch{}, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", errOutOfOrderSequence, b.producerID, b.epoch, b.firstSeq)
+			return producerBatch{}, false, fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, not %d", ErrOutOfOrderSequence, b.ProducerID, b.epoch, b.firstSeq)
 		}
 		return producerBatch{}, false, nil
 	}
@@ -156,29 +157,29 @@ func (t *producerTable) check(b batchView, now time.Time) (producerBatch, bool, 
 		if stored.firstSeq == b.firstSeq && stored.lastSeq == b.lastSequence() {
 			if stored.sum != batchSum(b) {
 				return producerBatch{}, false, fmt.Errorf("%w: producer %d sequences %d-%d are taken by different records",
-					errOutOfOrderSequence, b.producerID, b.firstSeq, b.lastSequence())
+					ErrOutOfOrderSequence, b.ProducerID, b.firstSeq, b.lastSequence())
 			}
 			return stored, true, nil
 		}
 	}
 	if last, ok := e.last(); ok && b.firstSeq != nextSeq(last.lastSeq) {
-		return producerBatch{}, false, fmt.Errorf("%w: producer %d expected sequence %d, got %d", errOutOfOrderSequence, b.producerID, nextSeq(last.lastSeq), b.firstSeq)
+		return producerBatch{}, false, fmt.Errorf("%w: producer %d expected sequence %d, got %d", ErrOutOfOrderSequence, b.ProducerID, nextSeq(last.lastSeq), b.firstSeq)
 	}
 	return producerBatch{}, false, nil
 }
 
 // record remembers a stored batch, written at unix ms at.
-func (t *producerTable) record(b batchView, baseOffset, at int64, now time.Time) {
-	e, ok := t.lookup(b.producerID, now)
+func (t *producerTable) record(b BatchView, baseOffset, at int64, now time.Time) {
+	e, ok := t.lookup(b.ProducerID, now)
 	if !ok || b.epoch > e.epoch {
 		if !ok {
 			t.makeRoom(now)
 		}
 		e = &producerEntry{epoch: b.epoch, coordEpoch: -1}
 		if ok {
-			e.coordEpoch = t.byID[b.producerID].coordEpoch
+			e.coordEpoch = t.byID[b.ProducerID].coordEpoch
 		}
-		t.byID[b.producerID] = e
+		t.byID[b.ProducerID] = e
 	}
 	e.lastWrite = max(e.lastWrite, at)
 	e.add(producerBatch{firstSeq: b.firstSeq, lastSeq: b.lastSequence(), sum: batchSum(b),
@@ -205,18 +206,18 @@ func (t *producerTable) marker(m segments.Marker, at int64, now time.Time) {
 // full) and, when the table is still full, the longest idle tenth, so that
 // a flood of new ids costs amortized O(log n) per id.
 func (t *producerTable) makeRoom(now time.Time) {
-	full := len(t.byID) >= t.policy.maxIDs
+	full := len(t.byID) >= t.policy.MaxIDs
 	if !full && now.Sub(t.lastSweep) < producerSweepEvery {
 		return
 	}
 	t.lastSweep = now
-	limit := now.UnixMilli() - t.policy.expiration.Milliseconds()
+	limit := now.UnixMilli() - t.policy.Expiration.Milliseconds()
 	for id, e := range t.byID {
 		if e.lastWrite < limit {
 			delete(t.byID, id)
 		}
 	}
-	if len(t.byID) < t.policy.maxIDs {
+	if len(t.byID) < t.policy.MaxIDs {
 		return
 	}
 	type idle struct {
@@ -228,7 +229,7 @@ func (t *producerTable) makeRoom(now time.Time) {
 		all = append(all, idle{id, e.lastWrite})
 	}
 	slices.SortFunc(all, func(a, b idle) int { return cmp.Compare(a.last, b.last) })
-	drop := len(all) - t.policy.maxIDs + 1 + t.policy.maxIDs/10
+	drop := len(all) - t.policy.MaxIDs + 1 + t.policy.MaxIDs/10
 	for _, x := range all[:min(drop, len(all))] {
 		delete(t.byID, x.id)
 	}
@@ -236,10 +237,10 @@ func (t *producerTable) makeRoom(now time.Time) {
 
 // checkProducersLocked checks every idempotent batch of an append. When the
 // whole append is one duplicate batch it returns the original result.
-func (p *partition) checkProducersLocked(views []batchView, now time.Time) (appendResult, bool, error) {
+func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (appendResult, bool, error) {
 	idempotent := false
 	for _, b := range views {
-		idempotent = idempotent || b.idempotent()
+		idempotent = idempotent || b.Idempotent()
 	}
 	if !idempotent {
 		return appendResult{}, false, nil
@@ -248,7 +249,7 @@ func (p *partition) checkProducersLocked(views []batchView, now time.Time) (appe
 		return appendResult{}, false, err
 	}
 	for _, b := range views {
-		if !b.idempotent() {
+		if !b.Idempotent() {
 			continue
 		}
 		stored, dup, err := p.producers.check(b, now)
@@ -257,22 +258,22 @@ func (p *partition) checkProducersLocked(views []batchView, now time.Time) (appe
 		}
 		if dup {
 			if len(views) != 1 {
-				return appendResult{}, false, fmt.Errorf("%w: duplicate batch mixed with new ones", errOutOfOrderSequence)
+				return appendResult{}, false, fmt.Errorf("%w: duplicate batch mixed with new ones", ErrOutOfOrderSequence)
 			}
-			return appendResult{baseOffset: stored.baseOffset, lastOffset: stored.lastOffset,
-				logAppendTime: -1, logStart: p.log.StartOffset(), duplicate: true}, true, nil
+			return appendResult{BaseOffset: stored.baseOffset, LastOffset: stored.lastOffset,
+				LogAppendTime: -1, LogStart: p.log.StartOffset(), Duplicate: true}, true, nil
 		}
 	}
 	return appendResult{}, false, nil
 }
 
 // recordProducersLocked remembers the idempotent batches just appended at base.
-func (p *partition) recordProducersLocked(views []batchView, base int64, now time.Time) {
+func (p *Partition) recordProducersLocked(views []BatchView, base int64, now time.Time) {
 	if p.producers == nil {
 		return
 	}
 	for _, b := range views {
-		if b.idempotent() {
+		if b.Idempotent() {
 			p.producers.record(b, base, now.UnixMilli(), now)
 		}
 		base += int64(b.lastDelta) + 1
@@ -281,7 +282,7 @@ func (p *partition) recordProducersLocked(views []batchView, base int64, now tim
 
 // policy is the partition's producer policy (the default for partitions
 // made outside a broker, as in tests).
-func (p *partition) policy() *producerPolicy {
+func (p *Partition) policy() *ProducerPolicy {
 	if p.producerPolicy != nil {
 		return p.producerPolicy
 	}
@@ -293,15 +294,15 @@ func (p *partition) policy() *producerPolicy {
 // of this broker's metadata, so a write waits (up to producerIDWait) for
 // the metadata to catch up before it is refused. Called before appendMu is
 // taken: the wait holds up only this request.
-func (p *partition) checkProducerIDs(views []batchView) error {
-	alloc := p.policy().allocated
+func (p *Partition) checkProducerIDs(views []BatchView) error {
+	alloc := p.policy().Allocated
 	if alloc == nil {
 		return nil
 	}
 	var highest int64 = -1
 	for _, b := range views {
-		if b.idempotent() {
-			highest = max(highest, b.producerID)
+		if b.Idempotent() {
+			highest = max(highest, b.ProducerID)
 		}
 	}
 	if highest < 0 {
@@ -318,7 +319,7 @@ func (p *partition) checkProducerIDs(views []batchView) error {
 		case <-changed:
 		case <-ctx.Done():
 			return fmt.Errorf("%w: producer id %d was never allocated (next is %d); get one with InitProducerId",
-				errUnknownProducerID, highest, next)
+				ErrUnknownProducerID, highest, next)
 		}
 	}
 }
@@ -328,16 +329,16 @@ func (p *partition) checkProducerIDs(views []batchView) error {
 // (or since it last followed another leader), so duplicates are caught
 // across restarts. Producers idle longer than the expiration are expired
 // anyway, so the scan starts at the first batch younger than that.
-func (p *partition) loadProducersLocked(now time.Time) error {
+func (p *Partition) loadProducersLocked(now time.Time) error {
 	if p.producers != nil {
 		return nil
 	}
 	t := newProducerTable(p.policy())
 	end := p.log.EndOffset()
 	start := p.log.StartOffset()
-	since := now.Add(-t.policy.expiration).UnixMilli()
+	since := now.Add(-t.policy.Expiration).UnixMilli()
 	if off, _, ok, err := p.log.OffsetForTimestamp(since); err != nil {
-		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
+		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.Topic, p.Index, err)
 	} else if !ok {
 		start = end
 	} else {
@@ -346,23 +347,23 @@ func (p *partition) loadProducersLocked(now time.Time) error {
 	for off := start; off < end; {
 		chunk, err := p.log.Read(off, 1<<20, end)
 		if err != nil {
-			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.topic, p.index, off, err)
+			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.Topic, p.Index, off, err)
 		}
 		data, err := chunk.Bytes()
 		chunk.Close()
 		if err != nil {
-			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.topic, p.index, off, err)
+			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.Topic, p.Index, off, err)
 		}
 		next := off
-		err = splitBatches(data, func(b batchView) error {
+		err = SplitBatches(data, func(b BatchView) error {
 			// The batch's own time, capped: a client's clock in the
 			// future must not keep an id forever.
 			at := min(b.maxTS, now.UnixMilli())
 			switch {
-			case b.idempotent() && !b.isControl():
+			case b.Idempotent() && !b.IsControl():
 				t.record(b, b.baseOffset, at, now)
-			case b.isControl():
-				if m, err := segments.ParseControlBatch(b.raw); err == nil {
+			case b.IsControl():
+				if m, err := segments.ParseControlBatch(b.Raw); err == nil {
 					t.marker(m, at, now)
 				}
 			}
@@ -370,7 +371,7 @@ func (p *partition) loadProducersLocked(now time.Time) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
+			return fmt.Errorf("rebuild producer state of %s-%d: %w", p.Topic, p.Index, err)
 		}
 		if next <= off {
 			break
@@ -379,4 +380,42 @@ func (p *partition) loadProducersLocked(now time.Time) error {
 	}
 	p.producers = t
 	return nil
+}
+
+// ActiveProducers copies the producer table (in memory; appendMu is held
+// only for the copy), with the transactions open in the log; a producer
+// with an open transaction that the table does not hold (not loaded yet)
+// is listed with what the log knows.
+func (p *Partition) ActiveProducers() ([]kafkaproto.ActiveProducer, error) {
+	open, err := p.log.OngoingTxns()
+	if err != nil {
+		return nil, err
+	}
+	start := make(map[int64]segments.OngoingTxn, len(open))
+	for _, t := range open {
+		start[t.ProducerID] = t
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	out := []kafkaproto.ActiveProducer{}
+	if p.producers != nil {
+		for id, e := range p.producers.byID {
+			a := kafkaproto.ActiveProducer{ID: id, Epoch: e.epoch, LastSequence: -1, LastTimestamp: e.lastWrite,
+				CoordinatorEpoch: e.coordEpoch, TxnStartOffset: -1}
+			if b, ok := e.last(); ok {
+				a.LastSequence = b.lastSeq
+			}
+			if t, ok := start[id]; ok {
+				a.TxnStartOffset = t.FirstOffset
+				delete(start, id)
+			}
+			out = append(out, a)
+		}
+	}
+	for _, t := range start {
+		out = append(out, kafkaproto.ActiveProducer{ID: t.ProducerID, Epoch: t.ProducerEpoch, LastSequence: -1,
+			LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: t.FirstOffset})
+	}
+	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
 }

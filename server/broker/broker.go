@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"cmp"
@@ -21,32 +21,31 @@ import (
 	"github.com/runnel/runnel/segments"
 )
 
-// broker hosts partition replicas: it follows the metadata image, opens the
+// Broker hosts partition replicas: it follows the metadata image, opens the
 // logs of the partitions placed on it, removes those of deleted topics, and
 // serves produce and read for both front doors.
 //
 // Goroutines: run (metadata follower + maintenance), isrLoop and storageLoop
 // (recovery of logs whose disk failed) are started by start and stopped by
 // close.
-type broker struct {
+type Broker struct {
 	id      int32
 	dir     string // <data-dir>/partitions
-	meta    *raftfsm.Node
+	meta    Metadata
 	logOpts segments.Options
 	logger  *slog.Logger
-	metrics *metrics
 
 	fetches       *fetchManager // follower replication
 	replicaLagMax time.Duration
 	storageRetry  time.Duration  // storageLoop's first retry interval
-	storage       *storageHealth // what storageLoop last saw (shared with Server)
-	maxInflated   int64          // segments.Config.MaxInflatedBytes; set before start
-	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline); set before start
+	storage       *StorageHealth // what storageLoop last saw (shared with Server)
+	maxInflated   int64          // segments.Config.MaxInflatedBytes
+	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline)
 
 	// producers is given to every partition; nil: the default.
-	producers *producerPolicy
+	producers *ProducerPolicy
 	// keys is given to every partition (idempotency keys); nil: the default.
-	keys *keyPolicy
+	keys *KeyPolicy
 	// lease is given to every partition (partition.leaseValid); set before
 	// start, nil: always valid.
 	lease func(time.Time) bool
@@ -82,7 +81,7 @@ type broker struct {
 // hostedTopic is the partitions of one topic that live on this broker.
 type hostedTopic struct {
 	id      [16]byte
-	parts   map[int32]*partition
+	parts   map[int32]*Partition
 	applied *raftfsm.Topic // the metadata last applied to parts
 }
 
@@ -96,11 +95,52 @@ const (
 	partitionMetaFile = "partition.metadata"
 )
 
-// newBroker prepares a broker; dialLeader connects to another broker's
-// inter-broker Kafka port for replication.
-func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.FileCache, logger *slog.Logger, m *metrics,
-	lagMax time.Duration, dialLeader func(context.Context, int32) (net.Conn, error)) (*broker, error) {
-	dir := filepath.Join(dataDir, "partitions")
+// Metadata is what the broker needs of the metadata quorum (a
+// *raftfsm.Node): all three are safe for concurrent use.
+type Metadata interface {
+	// Image is the newest applied image and a channel closed when a newer
+	// one is published.
+	Image() (*raftfsm.Image, <-chan struct{})
+	// Apply proposes a command to the controller (ISR changes).
+	Apply(ctx context.Context, cmd raftfsm.Command) (any, error)
+	// CatchUp waits until this node applied what the active controller
+	// had committed (catchUpOnMiss).
+	CatchUp(ctx context.Context) error
+}
+
+// brokerConfig is what a broker is made from.
+type Config struct {
+	NodeID  int32
+	DataDir string // the partitions live in <DataDir>/partitions
+	Files   *segments.FileCache
+	Logger  *slog.Logger
+	// ReplicaLagMax: a follower further behind leaves the ISR.
+	ReplicaLagMax time.Duration
+	// DialLeader connects to another broker's inter-broker Kafka port
+	// (replication fetches).
+	DialLeader func(context.Context, int32) (net.Conn, error)
+	// StorageRetry is the storage loop's first retry interval (0: 1 s).
+	StorageRetry time.Duration
+	// Storage receives what the storage loop sees (nil: a new one).
+	Storage *StorageHealth
+	// MaxInflated and FramingOnly go to every log's segments.Config.
+	MaxInflated int64
+	FramingOnly bool
+	// Lease reports whether this broker's lease was valid at a time
+	// (nil: always); a leader whose lease lapsed stops acknowledging.
+	Lease func(time.Time) bool
+	// MinFreeDisk is the free space appends leave on the disk (0: none).
+	MinFreeDisk int64
+	// Producers and Keys bound the producer and idempotency-key tables
+	// (nil: the defaults).
+	Producers *ProducerPolicy
+	Keys      *KeyPolicy
+}
+
+// newBroker prepares a broker following meta's images; start opens the
+// partitions.
+func New(cfg Config, meta Metadata) (*Broker, error) {
+	dir := filepath.Join(cfg.DataDir, "partitions")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create partitions dir: %w", err)
 	}
@@ -109,26 +149,32 @@ func newBroker(id int32, dataDir string, meta *raftfsm.Node, files *segments.Fil
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("partitions dir: %w", err)
 	}
-	b := &broker{
-		id: id, dir: dir, meta: meta, logger: logger, metrics: m,
-		logOpts:       segments.Options{Files: files, Logger: logger},
+	b := &Broker{
+		id: cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
+		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger},
 		topics:        map[string]*hostedTopic{},
-		retry:         map[string]bool{},
-		replicaLagMax: lagMax,
+		replicaLagMax: cfg.ReplicaLagMax,
+		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
+		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
+		lease: cfg.Lease, producers: cfg.Producers, keys: cfg.Keys,
 	}
-	b.fetches = newFetchManager(id, dialLeader, logger.With("component", "replica-fetcher"))
+	b.disk = newDiskGuard(dir, cfg.MinFreeDisk)
+	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, cfg.Logger.With("component", "replica-fetcher"))
 	return b, nil
 }
 
+// Dir is the directory the partitions live in.
+func (b *Broker) Dir() string { return b.dir }
+
 // roleChanged starts or stops replication of p after its leader changed.
 // Called with b.mu held; it does not block.
-func (b *broker) roleChanged(p *partition) { b.fetches.follow(p) }
+func (b *Broker) roleChanged(p *Partition) { b.fetches.follow(p) }
 
-// start reconciles with the current image, then follows metadata changes and
+// Start reconciles with the current image, then follows metadata changes and
 // runs log maintenance until close.
-func (b *broker) start(maintainEvery time.Duration) error {
+func (b *Broker) Start(maintainEvery time.Duration) error {
 	img, _ := b.meta.Image()
-	if err := b.reconcile(img); err != nil {
+	if err := b.Reconcile(img); err != nil {
 		return err
 	}
 	if err := b.removeStrayDirs(img); err != nil {
@@ -139,7 +185,7 @@ func (b *broker) start(maintainEvery time.Duration) error {
 	b.isrDone = make(chan struct{})
 	b.storageDone = make(chan struct{})
 	if b.storage == nil {
-		b.storage = &storageHealth{}
+		b.storage = &StorageHealth{}
 	}
 	go b.run(ctx, maintainEvery, img)
 	go b.isrLoop(ctx)
@@ -149,7 +195,7 @@ func (b *broker) start(maintainEvery time.Duration) error {
 
 // isrLoop is run by each broker for the partitions it leads: it proposes
 // ISR changes to the controller as followers fall behind or catch up.
-func (b *broker) isrLoop(ctx context.Context) {
+func (b *Broker) isrLoop(ctx context.Context) {
 	defer close(b.isrDone)
 	tick := time.NewTicker(isrCheckInterval(b.replicaLagMax))
 	defer tick.Stop()
@@ -158,7 +204,7 @@ func (b *broker) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, p := range b.allPartitions() {
+			for _, p := range b.AllPartitions() {
 				b.updateISR(ctx, p, now)
 			}
 		}
@@ -169,7 +215,7 @@ func isrCheckInterval(lagMax time.Duration) time.Duration {
 	return min(max(lagMax/4, 50*time.Millisecond), time.Second)
 }
 
-func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
+func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
 	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
 	if !ok {
 		return
@@ -191,7 +237,7 @@ func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartition: &raftfsm.ChangePartition{
-		Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
+		Topic: p.Topic, Partition: p.Index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
 		Leader: b.id, ISR: isr,
 	}})
 	switch {
@@ -199,16 +245,16 @@ func (b *broker) updateISR(ctx context.Context, p *partition, now time.Time) {
 		// The metadata moved on (new leader or ISR, a broker fenced since
 		// this image); the next image tells us.
 	case err != nil:
-		b.logger.Warn("propose ISR change", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
+		b.logger.Warn("propose ISR change", "topic", p.Topic, "partition", p.Index, "isr", isr, "err", err)
 		return
 	default:
-		b.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "isr", isr)
+		b.logger.Info("ISR changed", "topic", p.Topic, "partition", p.Index, "isr", isr)
 	}
 	img, _ = b.meta.Image()
-	b.reconcile(img)
+	b.Reconcile(img)
 }
 
-func (b *broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {
+func (b *Broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {
 	defer close(b.done)
 	tick := time.NewTicker(maintainEvery)
 	defer tick.Stop()
@@ -223,7 +269,7 @@ func (b *broker) run(ctx context.Context, maintainEvery time.Duration, reconcile
 	for {
 		img, changed := b.meta.Image()
 		if img != reconciled {
-			if err := b.reconcile(img); err != nil {
+			if err := b.Reconcile(img); err != nil {
 				b.logger.Error("apply metadata to partitions", "index", img.Index, "err", err)
 			}
 			reconciled = img
@@ -238,31 +284,31 @@ func (b *broker) run(ctx context.Context, maintainEvery time.Duration, reconcile
 	}
 }
 
-func (b *broker) wallNow() time.Time {
+func (b *Broker) wallNow() time.Time {
 	if b.now == nil {
 		return time.Now()
 	}
 	return b.now()
 }
 
-func (b *broker) maintain(now time.Time) {
-	for _, p := range b.allPartitions() {
+func (b *Broker) maintain(now time.Time) {
+	for _, p := range b.AllPartitions() {
 		if p.log.Err() != nil {
 			continue // its disk failed: storageLoop reports and recovers it
 		}
 		if err := p.log.Maintain(now); err != nil {
-			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
+			b.logger.Warn("log maintenance", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
 		if err := p.checkpointHWM(); err != nil {
-			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)
+			b.logger.Warn("checkpoint high watermark", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
 	}
 }
 
-func (b *broker) allPartitions() []*partition {
+func (b *Broker) AllPartitions() []*Partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	var out []*partition
+	var out []*Partition
 	for _, t := range b.topics {
 		for _, p := range t.parts {
 			out = append(out, p)
@@ -271,12 +317,12 @@ func (b *broker) allPartitions() []*partition {
 	return out
 }
 
-// reconcile makes the hosted partitions match img: open what is placed here,
+// Reconcile makes the hosted partitions match img: open what is placed here,
 // close and delete what is gone, apply config changes. After the first, it
 // looks only at the topics changed since the image it applied last (and at
 // those that failed then), when img remembers that far back: its cost
 // follows the change, not the number of topics.
-func (b *broker) reconcile(img *raftfsm.Image) error {
+func (b *Broker) Reconcile(img *raftfsm.Image) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -313,7 +359,7 @@ func (b *broker) reconcile(img *raftfsm.Image) error {
 
 // everyTopicLocked yields the names of every hosted topic and every topic
 // of img: what a full reconcile looks at.
-func (b *broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
+func (b *Broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for name := range b.topics {
 			if _, ok := img.Topics.Lookup(name); !ok && !yield(name) {
@@ -331,7 +377,7 @@ func (b *broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
 // reconcileTopicLocked makes the hosted partitions of the topic called name
 // match img: deleted (or deleted and created again under a new id), or
 // hosted as img places it. A name may come more than once.
-func (b *broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
+func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 	t, ok := img.Topics.Lookup(name)
 	var errs []error
 	if ht, hosted := b.topics[name]; hosted && (!ok || t.ID != ht.id) {
@@ -339,7 +385,7 @@ func (b *broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 			b.fetches.forget(p)
 			p.wake()
 			if err := p.log.Delete(); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.index, err))
+				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.Index, err))
 			}
 		}
 		delete(b.topics, name)
@@ -352,10 +398,10 @@ func (b *broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 	return errors.Join(errs...)
 }
 
-func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
+func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 	ht, ok := b.topics[t.Name]
 	if !ok {
-		ht = &hostedTopic{id: t.ID, parts: map[int32]*partition{}}
+		ht = &hostedTopic{id: t.ID, parts: map[int32]*Partition{}}
 		b.topics[t.Name] = ht
 	}
 	if ht.applied == t {
@@ -407,7 +453,7 @@ func (b *broker) hostTopicLocked(t *raftfsm.Topic) error {
 
 // openLogs opens (creating) the logs of a topic's new partitions; the ones
 // that opened are returned even when others failed.
-func (b *broker) openLogs(t *raftfsm.Topic, idxs []int32, cfg segments.Config) ([]*segments.Log, error) {
+func (b *Broker) openLogs(t *raftfsm.Topic, idxs []int32, cfg segments.Config) ([]*segments.Log, error) {
 	logs := make([]*segments.Log, len(idxs))
 	var errs []error
 	for i, idx := range idxs {
@@ -439,7 +485,7 @@ var errUnsafePartitionDir = errors.New("partition directory outside the data dir
 // (raftfsm.ValidateTopicName); this checks again before a path is made from
 // one, so nothing in the log can make the broker create or delete files
 // elsewhere.
-func (b *broker) partitionDir(topic string, idx int32) (string, error) {
+func (b *Broker) partitionDir(topic string, idx int32) (string, error) {
 	name := partitionDirName(topic, idx)
 	if raftfsm.ValidateTopicName(topic) != nil || idx < 0 || !filepath.IsLocal(name) || filepath.Base(name) != name {
 		return "", fmt.Errorf("%w: topic %q partition %d", errUnsafePartitionDir, topic, idx)
@@ -449,7 +495,7 @@ func (b *broker) partitionDir(topic string, idx int32) (string, error) {
 
 // openLog opens a partition's log. The directory records the topic id, so a
 // directory left from an older topic of the same name is replaced.
-func (b *broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*segments.Log, error) {
+func (b *Broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*segments.Log, error) {
 	dir, err := b.partitionDir(t.Name, idx)
 	if err != nil {
 		return nil, err
@@ -506,7 +552,7 @@ func dirTopicID(dir string) (string, bool) {
 
 // removeStrayDirs deletes partition directories of topics deleted while this
 // node was down.
-func (b *broker) removeStrayDirs(img *raftfsm.Image) error {
+func (b *Broker) removeStrayDirs(img *raftfsm.Image) error {
 	entries, err := os.ReadDir(b.dir)
 	if err != nil {
 		return fmt.Errorf("list partitions: %w", err)
@@ -534,62 +580,62 @@ func (b *broker) removeStrayDirs(img *raftfsm.Image) error {
 	return nil
 }
 
-// partition returns a partition this broker leads, first catching up with
+// Partition returns a partition this broker leads, first catching up with
 // the image when the topic is newer than what this broker has applied.
-func (b *broker) partition(topic string, idx int32) (*partition, error) {
+func (b *Broker) Partition(topic string, idx int32) (*Partition, error) {
 	p, err := b.replica(topic, idx)
 	if err != nil {
 		return nil, err
 	}
 	if leader := p.leader.Load(); leader != b.id {
-		return nil, fmt.Errorf("%w: %s-%d is led by broker %d", errNotLeader, topic, idx, leader)
+		return nil, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, topic, idx, leader)
 	}
 	return p, nil
 }
 
 // replica returns a hosted partition replica, leader or follower.
-func (b *broker) replica(topic string, idx int32) (*partition, error) {
-	if p, err := b.lookup(topic, idx); err == nil || !errors.Is(err, errUnknownTopic) {
+func (b *Broker) replica(topic string, idx int32) (*Partition, error) {
+	if p, err := b.Lookup(topic, idx); err == nil || !errors.Is(err, ErrUnknownTopic) {
 		return p, err
 	}
 	img, _ := b.meta.Image()
 	if _, ok := img.Topics.Lookup(topic); !ok {
-		if !catchUpOnMiss(context.Background(), b.meta) {
-			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		if !CatchUpOnMiss(context.Background(), b.meta) {
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
 		}
 		if img, _ = b.meta.Image(); img.Topics.Get(topic) == nil {
-			return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+			return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
 		}
 	}
-	if err := b.reconcile(img); err != nil {
+	if err := b.Reconcile(img); err != nil {
 		return nil, err
 	}
-	return b.lookup(topic, idx)
+	return b.Lookup(topic, idx)
 }
 
-func (b *broker) lookup(topic string, idx int32) (*partition, error) {
+func (b *Broker) Lookup(topic string, idx int32) (*Partition, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
-		return nil, errShuttingDown
+		return nil, ErrShuttingDown
 	}
 	ht, ok := b.topics[topic]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", errUnknownTopic, topic)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
 	}
 	p, ok := ht.parts[idx]
 	if !ok {
 		img, _ := b.meta.Image()
 		if t, ok := img.Topics.Lookup(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
-			return nil, fmt.Errorf("%w: %s-%d is led by broker %d", errNotLeader, topic, idx, t.Partitions[idx].Leader)
+			return nil, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, topic, idx, t.Partitions[idx].Leader)
 		}
-		return nil, fmt.Errorf("%w: %s has no partition %d", errUnknownPartition, topic, idx)
+		return nil, fmt.Errorf("%w: %s has no partition %d", ErrUnknownPartition, topic, idx)
 	}
 	return p, nil
 }
 
-// partitionsOf returns the hosted partitions of a topic sorted by index.
-func (b *broker) partitionsOf(topic string) []*partition {
+// PartitionsOf returns the hosted partitions of a topic sorted by index.
+func (b *Broker) PartitionsOf(topic string) []*Partition {
 	if b == nil { // a controller-only node hosts nothing
 		return nil
 	}
@@ -599,17 +645,17 @@ func (b *broker) partitionsOf(topic string) []*partition {
 	if !ok {
 		return nil
 	}
-	out := make([]*partition, 0, len(ht.parts))
+	out := make([]*Partition, 0, len(ht.parts))
 	for _, p := range ht.parts {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out
 }
 
-// close stops the follower and closes every log (flushing it and writing
+// Close stops the follower and closes every log (flushing it and writing
 // its recovery checkpoint).
-func (b *broker) close() error {
+func (b *Broker) Close() error {
 	if b.cancel != nil {
 		b.cancel()
 		<-b.done

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"context"
@@ -8,28 +8,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
 )
 
 var (
-	errUnknownTopic         = errors.New("unknown topic")
-	errUnknownPartition     = errors.New("unknown partition")
-	errNotLeader            = errors.New("not the leader of this partition")
-	errOffsetOutOfRange     = errors.New("offset out of range")
-	errTooLarge             = errors.New("record batch larger than max.message.bytes")
-	errOutOfOrderSequence   = errors.New("out of order sequence number")
-	errInvalidProducerEpoch = errors.New("invalid producer epoch")
-	errUnknownProducerID    = errors.New("unknown producer id")
-	errNotReady             = errors.New("node not ready")
-	errShuttingDown         = errors.New("node shutting down")
+	ErrUnknownTopic         = errors.New("unknown topic")
+	ErrUnknownPartition     = errors.New("unknown partition")
+	ErrNotLeader            = errors.New("not the leader of this partition")
+	ErrOffsetOutOfRange     = errors.New("offset out of range")
+	ErrTooLarge             = errors.New("record batch larger than max.message.bytes")
+	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	ErrUnknownProducerID    = errors.New("unknown producer id")
+	ErrNotReady             = errors.New("node not ready")
+	ErrShuttingDown         = errors.New("node shutting down")
 )
 
-// partition is one partition replica hosted by this broker.
+// Partition is one partition replica hosted by this broker.
 //
-// Lock order: broker.mu, then partition.appendMu, then partition.notifyMu.
-type partition struct {
-	topic   string
-	index   int32
+// Lock order: Broker.mu, then appendMu, then repl.mu, then notifyMu.
+type Partition struct {
+	Topic   string
+	Index   int32
 	topicID [16]byte
 	log     *segments.Log
 
@@ -46,10 +47,10 @@ type partition struct {
 	keysGen   uint64         // counts resets of keys (resetKeysLocked)
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
-	keyPolicyCfg *keyPolicy
+	keyPolicyCfg *KeyPolicy
 	// producerPolicy bounds the producer table and checks producer ids;
 	// set by the broker before the partition serves, nil: the default.
-	producerPolicy *producerPolicy
+	producerPolicy *ProducerPolicy
 	maxMessage     atomic.Int32 // max.message.bytes
 	tsAppend       atomic.Bool  // message.timestamp.type=LogAppendTime
 
@@ -72,8 +73,8 @@ type partition struct {
 	notify   chan struct{} // closed when hwm advances or the partition goes away
 }
 
-func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *partition {
-	p := &partition{topic: topic, index: index, topicID: id, log: log, notify: make(chan struct{}),
+func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *Partition {
+	p := &Partition{Topic: topic, Index: index, topicID: id, log: log, notify: make(chan struct{}),
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
@@ -86,20 +87,20 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 	return p
 }
 
-func (p *partition) applyConfig(cfgs map[string]string) {
-	p.maxMessage.Store(int32(configInt(cfgs, "max.message.bytes")))
-	p.tsAppend.Store(effectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime")
-	p.minISR.Store(int32(configInt(cfgs, "min.insync.replicas")))
+func (p *Partition) applyConfig(cfgs map[string]string) {
+	p.maxMessage.Store(int32(ConfigInt(cfgs, "max.message.bytes")))
+	p.tsAppend.Store(EffectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime")
+	p.minISR.Store(int32(ConfigInt(cfgs, "min.insync.replicas")))
 }
 
-// changed returns a channel closed at the next high watermark advance.
-func (p *partition) changed() <-chan struct{} {
+// Changed returns a channel closed at the next high watermark advance.
+func (p *Partition) Changed() <-chan struct{} {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
 	return p.notify
 }
 
-func (p *partition) wake() {
+func (p *Partition) wake() {
 	p.notifyMu.Lock()
 	close(p.notify)
 	p.notify = make(chan struct{})
@@ -108,27 +109,27 @@ func (p *partition) wake() {
 
 // appendResult is what append stored, or the original offsets of a duplicate.
 type appendResult struct {
-	baseOffset    int64
-	lastOffset    int64
-	logAppendTime int64 // -1 unless LogAppendTime
-	logStart      int64
-	duplicate     bool
+	BaseOffset    int64
+	LastOffset    int64
+	LogAppendTime int64 // -1 unless LogAppendTime
+	LogStart      int64
+	Duplicate     bool
 }
 
 // append validates batches and appends them atomically. Idempotent batches
 // are checked against the producer table: a duplicate of a stored batch
 // returns its original offsets and writes nothing.
-func (p *partition) append(batches []byte) (appendResult, error) { return p.appendKeyed(batches, nil) }
+func (p *Partition) append(batches []byte) (appendResult, error) { return p.appendKeyed(batches, nil) }
 
 // appendKeyed is append; with k (one batch stamped by stampKey) the batch is
 // checked against the key index instead (idemkeys.go). Without k, batches
 // under ids of the key range are refused.
-func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error) {
-	var views []batchView
+func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (appendResult, error) {
+	var views []BatchView
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
-	err := splitBatches(batches, func(b batchView) error {
-		size += len(b.raw)
+	err := SplitBatches(batches, func(b BatchView) error {
+		size += len(b.Raw)
 		views = append(views, b)
 		return nil
 	})
@@ -136,14 +137,14 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 		return appendResult{}, err
 	}
 	if size != len(batches) || len(views) == 0 {
-		return appendResult{}, fmt.Errorf("%w: %d trailing bytes", errCorruptBatch, len(batches)-size)
+		return appendResult{}, fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, len(batches)-size)
 	}
 	for _, b := range views {
-		if b.isControl() {
+		if b.IsControl() {
 			return appendResult{}, errControlFromClient
 		}
-		if len(b.raw) > int(p.maxMessage.Load()) {
-			return appendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", errTooLarge, len(b.raw), p.maxMessage.Load())
+		if len(b.Raw) > int(p.maxMessage.Load()) {
+			return appendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrTooLarge, len(b.Raw), p.maxMessage.Load())
 		}
 	}
 
@@ -184,20 +185,20 @@ func (p *partition) appendKeyed(batches []byte, k *idemKey) (appendResult, error
 	}
 	info, err := p.log.Append(batches, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return appendResult{}, storageErr(p.topic, p.index, err)
+		return appendResult{}, storageErr(p.Topic, p.Index, err)
 	}
 	if err != nil {
-		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
+		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.recordProducersLocked(views, info.BaseOffset, now)
 	p.recordKeyLocked(k, views, info.BaseOffset, now)
 	p.leaderAppended()
-	return appendResult{baseOffset: info.BaseOffset, lastOffset: info.LastOffset,
-		logAppendTime: appendTime, logStart: info.LogStartOffset}, nil
+	return appendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset,
+		LogAppendTime: appendTime, LogStart: info.LogStartOffset}, nil
 }
 
 // wallNow is the node's wall clock (testfaults.go).
-func (p *partition) wallNow() time.Time {
+func (p *Partition) wallNow() time.Time {
 	if p.now == nil {
 		return time.Now()
 	}
@@ -209,9 +210,9 @@ func (p *partition) wallNow() time.Time {
 // fenced and replaced as leader (or already is, in metadata it has not
 // seen): what it appended now would be lost. Below --min-free-disk the
 // disk is kept for the metadata.
-func (p *partition) mayWrite(n int) error {
+func (p *Partition) mayWrite(n int) error {
 	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
-		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", errNotLeader, p.topic, p.index)
+		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", ErrNotLeader, p.Topic, p.Index)
 	}
 	return p.disk.admit(n)
 }
@@ -222,85 +223,117 @@ func (p *partition) mayWrite(n int) error {
 // below the last one in its log is stale (its metadata went back, or
 // another leader wrote since): it is no leader for this write. Called with
 // appendMu held.
-func (p *partition) epochCheckLocked(epoch int32) error {
+func (p *Partition) epochCheckLocked(epoch int32) error {
 	if last := p.log.LeaderEpoch(); epoch < last {
-		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", errNotLeader, p.topic, p.index, epoch, last)
+		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", ErrNotLeader, p.Topic, p.Index, epoch, last)
 	}
 	return nil
 }
 
-// read returns whole batches from offset up to the high watermark. Like
+// Read returns whole batches from offset up to the high watermark. Like
 // Kafka's, an offset between the high watermark and the log end is no
 // error, only nothing to read yet: a leader just elected learns the high
 // watermark its predecessor had advanced to one fetch later, and a
 // consumer already there used to get OFFSET_OUT_OF_RANGE and start over
 // at the log start (issue 20, item 2).
-func (p *partition) read(offset int64, maxBytes int) (segments.Chunk, error) {
+func (p *Partition) Read(offset int64, maxBytes int) (segments.Chunk, error) {
 	return p.readUpTo(offset, maxBytes, p.hwm.Load())
 }
 
 // readUpTo returns whole batches from offset, none at or past limit (at
 // most the high watermark: the last stable offset for read_committed).
-func (p *partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.Chunk, error) {
+func (p *Partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.Chunk, error) {
 	hwm := p.hwm.Load()
 	if end := p.log.EndOffset(); offset > max(hwm, end) || offset < p.log.StartOffset() {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", errOffsetOutOfRange, offset, p.log.StartOffset(), max(hwm, end))
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log.StartOffset(), max(hwm, end))
 	}
 	c, err := p.log.Read(offset, maxBytes, min(limit, hwm))
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
-		return nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
+		return nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
 	return c, err
 }
 
-// readReplica serves a follower: whole batches up to the log end.
-func (p *partition) readReplica(offset int64, maxBytes int) (segments.Chunk, error) {
+// ReadReplica serves a follower: whole batches up to the log end.
+func (p *Partition) ReadReplica(offset int64, maxBytes int) (segments.Chunk, error) {
 	c, err := p.log.Read(offset, maxBytes, p.log.EndOffset())
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
-		return nil, fmt.Errorf("%w: %v", errOffsetOutOfRange, err)
+		return nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
 	return c, err
 }
 
 // close checkpoints the high watermark, closes the log and wakes waiters so
 // they notice.
-func (p *partition) close() error {
+func (p *Partition) close() error {
 	err := p.checkpointHWM()
 	err = errors.Join(err, p.log.Close())
 	p.wake()
 	return err
 }
 
-// produce appends as the leader and, for acks=all, waits until the in-sync
+// Produce appends as the leader and, for acks=all, waits until the in-sync
 // replicas hold the records. With fewer in-sync replicas than
 // min.insync.replicas an acks=all write is refused before it is appended.
-func (p *partition) produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
-	return p.produceKeyed(ctx, batches, acks, nil)
+func (p *Partition) Produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
+	return p.ProduceKeyed(ctx, batches, acks, nil)
 }
 
-// produceKeyed is produce with an idempotency key (appendKeyed).
-func (p *partition) produceKeyed(ctx context.Context, batches []byte, acks int, k *idemKey) (appendResult, error) {
+// ProduceKeyed is produce with an idempotency key (appendKeyed).
+func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, k *IdemKey) (appendResult, error) {
 	if acks != -1 {
 		return p.appendKeyed(batches, k)
 	}
-	res, wait, err := p.appendForAcks(batches, k)
+	res, wait, err := p.AppendForAcks(batches, k)
 	if err != nil {
 		return res, err
 	}
 	return res, wait(ctx)
 }
 
-// appendForAcks is an acks=all produce up to the wait: it refuses the write
+// AppendForAcks is an acks=all produce up to the wait: it refuses the write
 // when the ISR is below min.insync.replicas, appends, and returns the wait
 // for the in-sync replicas.
-func (p *partition) appendForAcks(batches []byte, k *idemKey) (appendResult, func(context.Context) error, error) {
+func (p *Partition) AppendForAcks(batches []byte, k *IdemKey) (appendResult, func(context.Context) error, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", errNotEnoughReplicas, p.topic, p.index, n, min)
+		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
 	}
 	res, err := p.appendKeyed(batches, k)
 	if err != nil {
 		return res, nil, err
 	}
-	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.lastOffset, epoch) }, nil
+	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil
 }
+
+func (p *Partition) CheckLeaderEpoch(current int32) error {
+	if current < 0 {
+		return nil
+	}
+	switch mine := p.leaderEpoch.Load(); {
+	case current < mine:
+		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrFencedLeaderEpoch, current, mine)
+	case current > mine:
+		return fmt.Errorf("%w: client epoch %d, leader epoch %d", kafkaproto.ErrUnknownLeaderEpoch, current, mine)
+	}
+	return nil
+}
+
+// MaxTimestamp answers ListOffsets -3 below the high watermark.
+func (p *Partition) MaxTimestamp() (int64, int64, error) {
+	off, ts, ok, err := p.log.MaxTimestamp()
+	if err != nil || !ok || off >= p.hwm.Load() {
+		return -1, -1, err
+	}
+	return off, ts, nil
+}
+
+// Log is the partition's log (safe for concurrent use; see segments.Log).
+func (p *Partition) Log() *segments.Log { return p.log }
+
+// HighWatermark is the offset below which records are replicated as
+// acks=all requires (and readable).
+func (p *Partition) HighWatermark() int64 { return p.hwm.Load() }
+
+// LeaderEpoch is the leader epoch this replica last applied.
+func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }

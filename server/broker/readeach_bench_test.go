@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"testing"
@@ -23,12 +23,12 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 	p.repl.isr = []int32{0}
 	p.leader.Store(0)
 	p.leaderEpoch.Store(1)
-	recs := make([]newRecord, 500)
+	recs := make([]NewRecord, 500)
 	for i := range recs {
-		recs[i] = newRecord{Key: []byte("key"), Value: make([]byte, 1024), Timestamp: time.Now().UnixMilli()}
+		recs[i] = NewRecord{Key: []byte("key"), Value: make([]byte, 1024), Timestamp: time.Now().UnixMilli()}
 	}
 	for range 2 {
-		if _, err := p.append(buildBatch(recs)); err != nil {
+		if _, err := p.append(BuildBatch(recs)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -40,15 +40,15 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		collectAllocs += testing.AllocsPerRun(1, func() {
-			if res, err := p.readDecoded(0, 1000, 4<<20, false); err != nil || len(res.records) != 1000 {
-				b.Fatal(err, len(res.records))
+			if res, err := p.ReadDecoded(0, 1000, 4<<20, false); err != nil || len(res.Records) != 1000 {
+				b.Fatal(err, len(res.Records))
 			}
 		})
 		collect += time.Since(start)
 		start = time.Now()
 		streamAllocs += testing.AllocsPerRun(1, func() {
-			if res, err := p.readDecodedEach(0, 1000, 4<<20, false, false, emit); err != nil || res.count != 1000 {
-				b.Fatal(err, res.count)
+			if res, err := p.readDecodedEach(0, 1000, 4<<20, false, false, emit); err != nil || res.Count != 1000 {
+				b.Fatal(err, res.Count)
 			}
 		})
 		stream += time.Since(start)

@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"log/slog"
@@ -16,31 +16,31 @@ import (
 // older leader epoch, so it appended batches with an epoch below the ones
 // already in its log.
 func TestReconcileIgnoresOlderImages(t *testing.T) {
-	b, err := newBroker(1, t.TempDir(), nil, segments.NewFileCache(16), slog.New(slog.DiscardHandler), nil, 0, nil)
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.close()
+	defer b.Close()
 	topic := func(name string, id byte, epoch int32) *raftfsm.Topic {
 		return &raftfsm.Topic{ID: [16]byte{id}, Name: name, Configs: map[string]string{},
 			Partitions: []raftfsm.Partition{{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1}, ISR: []int32{1}}}}
 	}
 	old := &raftfsm.Image{Index: 10, Topics: raftfsm.TopicMapOf(topic("a", 1, 0))}
 	newer := &raftfsm.Image{Index: 12, Topics: raftfsm.TopicMapOf(topic("a", 1, 3), topic("b", 2, 0))}
-	if err := b.reconcile(newer); err != nil {
+	if err := b.Reconcile(newer); err != nil {
 		t.Fatal(err)
 	}
-	p, err := b.partition("b", 0)
+	p, err := b.Partition("b", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.append(buildBatch([]newRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
+	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.reconcile(old); err != nil {
+	if err := b.Reconcile(old); err != nil {
 		t.Fatal(err)
 	}
-	hosted := func(name string) *partition {
+	hosted := func(name string) *Partition {
 		b.mu.RLock()
 		defer b.mu.RUnlock()
 		if ht, ok := b.topics[name]; ok {

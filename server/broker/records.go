@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"encoding/binary"
@@ -19,16 +19,16 @@ import (
 // untouched.
 
 const (
-	batchHeaderLen    = 61 // bytes before the first record
+	BatchHeaderLen    = 61 // bytes before the first record
 	batchCRCOffset    = 17 // CRC-32C covers everything from attributes on
 	batchAttrsOffset  = 21
 	codecMask         = 0x07
 	controlBatchFlag  = 0x20
-	transactionalFlag = 0x10
+	TransactionalFlag = 0x10
 )
 
 var (
-	errCorruptBatch = errors.New("corrupt record batch")
+	ErrCorruptBatch = errors.New("corrupt record batch")
 	castagnoli      = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -47,22 +47,22 @@ type Record struct {
 	Control *segments.Marker
 }
 
-// newRecord is one record to be written into a batch.
-type newRecord struct {
+// NewRecord is one record to be written into a batch.
+type NewRecord struct {
 	Key       []byte
 	Value     []byte
 	Headers   []kmsg.Header
 	Timestamp int64 // ms since the epoch
 }
 
-// buildBatch encodes records as one uncompressed RecordBatch v2 with base
+// BuildBatch encodes records as one uncompressed RecordBatch v2 with base
 // offset 0 (the log assigns the real one) and no producer id. Records are
 // appended straight into the batch's one buffer, sized up front (kmsg's
 // record encoder through a reused scratch buffer: the length prefix comes
 // first), so a batch costs two allocations whatever its record count.
-func buildBatch(recs []newRecord) []byte {
+func BuildBatch(recs []NewRecord) []byte {
 	first, last := recs[0].Timestamp, recs[0].Timestamp
-	size := batchHeaderLen
+	size := BatchHeaderLen
 	for _, r := range recs {
 		first = min(first, r.Timestamp)
 		last = max(last, r.Timestamp)
@@ -71,7 +71,7 @@ func buildBatch(recs []newRecord) []byte {
 			size += len(h.Key) + len(h.Value) + 2*binary.MaxVarintLen64
 		}
 	}
-	out := make([]byte, batchHeaderLen, size)
+	out := make([]byte, BatchHeaderLen, size)
 	var scratch []byte
 	for i, r := range recs {
 		rec := kmsg.Record{
@@ -105,41 +105,41 @@ func buildBatch(recs []newRecord) []byte {
 	return out
 }
 
-// batchView is the header of one batch in a byte stream of concatenated batches.
-type batchView struct {
-	raw        []byte // the whole batch
+// BatchView is the header of one batch in a byte stream of concatenated batches.
+type BatchView struct {
+	Raw        []byte // the whole batch
 	baseOffset int64
-	attrs      int16
+	Attrs      int16
 	lastDelta  int32
 	firstTS    int64
 	maxTS      int64
-	producerID int64
+	ProducerID int64
 	epoch      int16
 	firstSeq   int32
-	numRecords int32
+	NumRecords int32
 }
 
-func (b batchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
-func (b batchView) isControl() bool     { return b.attrs&controlBatchFlag != 0 }
-func (b batchView) idempotent() bool    { return b.producerID >= 0 && !isKeyProducerID(b.producerID) }
-func (b batchView) records() []byte     { return b.raw[batchHeaderLen:] }
-func (b batchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
+func (b BatchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
+func (b BatchView) IsControl() bool     { return b.Attrs&controlBatchFlag != 0 }
+func (b BatchView) Idempotent() bool    { return b.ProducerID >= 0 && !isKeyProducerID(b.ProducerID) }
+func (b BatchView) records() []byte     { return b.Raw[BatchHeaderLen:] }
+func (b BatchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
 
-// splitBatches walks concatenated batches, checking their framing, CRC and
+// SplitBatches walks concatenated batches, checking their framing, CRC and
 // header counts (segments.NextBatch). A partial batch at the end (as a fetch
 // response may carry) is dropped.
-func splitBatches(data []byte, fn func(batchView) error) error {
+func SplitBatches(data []byte, fn func(BatchView) error) error {
 	for {
 		info, ok, err := segments.NextBatch(data)
 		if err != nil {
-			return fmt.Errorf("%w: %v", errCorruptBatch, err)
+			return fmt.Errorf("%w: %v", ErrCorruptBatch, err)
 		}
 		if !ok {
 			return nil
 		}
-		v := batchView{raw: data[:info.Size], baseOffset: info.BaseOffset, attrs: info.Attributes,
+		v := BatchView{Raw: data[:info.Size], baseOffset: info.BaseOffset, Attrs: info.Attributes,
 			lastDelta: int32(info.LastOffset - info.BaseOffset), firstTS: info.FirstTimestamp, maxTS: info.MaxTimestamp,
-			producerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence, numRecords: info.NumRecords}
+			ProducerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence, NumRecords: info.NumRecords}
 		if err := fn(v); err != nil {
 			return err
 		}
@@ -151,11 +151,11 @@ const timestampTypeFlag = 0x08
 
 // setLogAppendTime stamps batches with the broker's time, as Kafka does for
 // message.timestamp.type=LogAppendTime, and recomputes their CRCs.
-func setLogAppendTime(views []batchView, ts int64) {
+func setLogAppendTime(views []BatchView, ts int64) {
 	for _, b := range views {
-		attrs := binary.BigEndian.Uint16(b.raw[batchAttrsOffset:]) | timestampTypeFlag
-		binary.BigEndian.PutUint16(b.raw[batchAttrsOffset:], attrs)
-		binary.BigEndian.PutUint64(b.raw[35:], uint64(ts))
-		binary.BigEndian.PutUint32(b.raw[batchCRCOffset:], crc32.Checksum(b.raw[batchAttrsOffset:], castagnoli))
+		attrs := binary.BigEndian.Uint16(b.Raw[batchAttrsOffset:]) | timestampTypeFlag
+		binary.BigEndian.PutUint16(b.Raw[batchAttrsOffset:], attrs)
+		binary.BigEndian.PutUint64(b.Raw[35:], uint64(ts))
+		binary.BigEndian.PutUint32(b.Raw[batchCRCOffset:], crc32.Checksum(b.Raw[batchAttrsOffset:], castagnoli))
 	}
 }

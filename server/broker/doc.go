@@ -1,0 +1,39 @@
+// Package broker is runnel's data plane: the partition replicas a node
+// hosts, following the metadata image (raftfsm.Image) it is given.
+//
+// It opens the logs of the partitions placed on this node (reconcile, the
+// one image apply), deletes those of deleted topics and replicas moved away,
+// and serves both front doors: produce (Partition.Produce, ProduceKeyed:
+// acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
+// (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
+// long-polls), wait-replicated (the waits acks=all returns) and notify
+// (Partition.Changed: closed when the log or high watermark moves).
+// Replication is leader-driven by the followers: each follower fetches
+// from its leader over the inter-broker Kafka port (fetcher.go, kafkaconn.go);
+// the leader tracks their log end offsets, advances the high watermark over
+// the ISR (replication.go) and proposes ISR changes to the controller
+// (isrLoop). Producer state (idempotence, transactions, producerstate.go),
+// idempotency keys of HTTP produce (idemkeys.go), the topic config table
+// (topicconfig*.go), the disk reserve (diskguard.go) and the recovery of
+// logs whose disk failed (storage.go) live here too.
+//
+// The broker reaches the rest of the node only through Config (dial a leader,
+// the broker lease, policies) and Metadata (image, propose, catch up), so
+// its logic is tested in-process (broker_reconcile_test.go,
+// replication_epochs_test.go, producerstate_test.go, ...). Errors are this
+// package's sentinels (ErrNotLeader, ErrNotEnoughReplicas, ErrStorage, ...);
+// each door translates them in its one table (server/httpbackend.go,
+// server/kafkabackend.go).
+//
+// Goroutines, started by Broker.Start and stopped by Broker.Close: run
+// (follows the metadata image, runs log maintenance), isrLoop (ISR changes
+// of the partitions led here), storageLoop (reports and recovers failed
+// logs), and the fetch manager's one goroutine per leader followed
+// (leaderFetcher.run; stopped by Close or when no partition follows that
+// leader any more).
+//
+// Lock order: Broker.mu, then a partition's appendMu, then its replica set
+// (repl.mu), then its notifyMu. No lock is held across a wait for
+// replication or new data; reconcile holds Broker.mu for writing while it
+// opens and deletes logs.
+package broker
