@@ -1,4 +1,4 @@
-package server
+package broker
 
 import (
 	"errors"
@@ -27,14 +27,14 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 	}
 	img := &raftfsm.Image{Index: 3, Topics: raftfsm.TopicMapOf(topic)}
 	for round := range 2 { // created, then reopened after a clean close
-		b, err := newBroker(1, dir, nil, segments.NewFileCache(16), slog.New(slog.DiscardHandler), nil, 0, nil)
+		b, err := New(Config{NodeID: 1, DataDir: dir, Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.reconcile(img); err != nil {
+		if err := b.Reconcile(img); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.close(); err != nil {
+		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
 		if per := allocated(t, filepath.Join(dir, "partitions")) / parts; per > 4096 {
@@ -55,14 +55,14 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		b, err := newBroker(1, dir, nil, segments.NewFileCache(16), slog.New(slog.DiscardHandler), nil, 0, nil)
+		b, err := New(Config{NodeID: 1, DataDir: dir, Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler)}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.reconcile(img); err != nil {
+		if err := b.Reconcile(img); err != nil {
 			t.Fatal(err)
 		}
-		b.close()
+		b.Close()
 		if _, err := os.Stat(filepath.Join(older, "older-file")); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("case %d (%s): the older topic's directory was kept: %v", i, record, err)
 		}
