@@ -19,10 +19,12 @@
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so
-// its logic is tested in-process (broker_reconcile_test.go,
-// replication_epochs_test.go, producerstate_test.go, ...). Errors are this
-// package's sentinels (ErrNotLeader, ErrNotEnoughReplicas, ErrStorage, ...);
-// each door translates them in its one table (server/httpbackend.go,
+// its logic is tested in-process with a fake Metadata
+// (replication_isr_test.go: high watermark, ISR, acks=all;
+// broker_reconcile_test.go, replication_epochs_test.go,
+// producerstate_test.go, ...). Errors are this package's sentinels
+// (ErrNotLeader, ErrNotEnoughReplicas, ErrStorage, ...); each door
+// translates them in its one table (server/httpbackend.go,
 // server/kafkabackend.go).
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run

@@ -166,15 +166,15 @@ func (x *keyIndex) lookup(id int64, now time.Time) (keyEntry, bool) {
 // check returns the result of the batch k wrote before, if any, or
 // errIdempotencyKeyReused when k was used for another request. count is
 // the records of the batch the retry would write.
-func (x *keyIndex) check(k IdemKey, count int32, now time.Time) (appendResult, bool, error) {
+func (x *keyIndex) check(k IdemKey, count int32, now time.Time) (AppendResult, bool, error) {
 	e, ok := x.lookup(k.ID, now)
 	if !ok {
-		return appendResult{}, false, nil
+		return AppendResult{}, false, nil
 	}
 	if e.sum != k.sum || e.count != count {
-		return appendResult{}, false, fmt.Errorf("%w: the key wrote %d records at offset %d with another body", ErrIdempotencyKeyReused, e.count, e.base)
+		return AppendResult{}, false, fmt.Errorf("%w: the key wrote %d records at offset %d with another body", ErrIdempotencyKeyReused, e.count, e.base)
 	}
-	return appendResult{BaseOffset: e.base, LastOffset: e.base + int64(e.count) - 1, LogAppendTime: -1, Duplicate: true}, true, nil
+	return AppendResult{BaseOffset: e.base, LastOffset: e.base + int64(e.count) - 1, LogAppendTime: -1, Duplicate: true}, true, nil
 }
 
 // record remembers the batch of k written at base (unix ms at).
@@ -225,15 +225,15 @@ func (p *Partition) keyPolicy() *KeyPolicy {
 // checkKeyLocked answers a keyed append that repeats one already stored.
 // The caller loaded the index (loadKeys) before taking appendMu; if it was
 // reset since, it is rebuilt here, under the lock.
-func (p *Partition) checkKeyLocked(k *IdemKey, views []BatchView, now time.Time) (appendResult, bool, error) {
+func (p *Partition) checkKeyLocked(k *IdemKey, views []BatchView, now time.Time) (AppendResult, bool, error) {
 	if k == nil {
-		return appendResult{}, false, nil
+		return AppendResult{}, false, nil
 	}
 	if len(views) != 1 {
-		return appendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", ErrCorruptBatch)
+		return AppendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", ErrCorruptBatch)
 	}
 	if err := p.loadKeysLocked(now); err != nil {
-		return appendResult{}, false, err
+		return AppendResult{}, false, err
 	}
 	res, dup, err := p.keys.check(*k, views[0].lastDelta+1, now)
 	if dup {

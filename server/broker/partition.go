@@ -107,8 +107,8 @@ func (p *Partition) wake() {
 	p.notifyMu.Unlock()
 }
 
-// appendResult is what append stored, or the original offsets of a duplicate.
-type appendResult struct {
+// AppendResult is what append stored, or the original offsets of a duplicate.
+type AppendResult struct {
 	BaseOffset    int64
 	LastOffset    int64
 	LogAppendTime int64 // -1 unless LogAppendTime
@@ -119,12 +119,12 @@ type appendResult struct {
 // append validates batches and appends them atomically. Idempotent batches
 // are checked against the producer table: a duplicate of a stored batch
 // returns its original offsets and writes nothing.
-func (p *Partition) append(batches []byte) (appendResult, error) { return p.appendKeyed(batches, nil) }
+func (p *Partition) append(batches []byte) (AppendResult, error) { return p.appendKeyed(batches, nil) }
 
 // appendKeyed is append; with k (one batch stamped by stampKey) the batch is
 // checked against the key index instead (idemkeys.go). Without k, batches
 // under ids of the key range are refused.
-func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (appendResult, error) {
+func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (AppendResult, error) {
 	var views []BatchView
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
@@ -134,34 +134,34 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (appendResult, error
 		return nil
 	})
 	if err != nil {
-		return appendResult{}, err
+		return AppendResult{}, err
 	}
 	if size != len(batches) || len(views) == 0 {
-		return appendResult{}, fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, len(batches)-size)
+		return AppendResult{}, fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, len(batches)-size)
 	}
 	for _, b := range views {
 		if b.IsControl() {
-			return appendResult{}, errControlFromClient
+			return AppendResult{}, errControlFromClient
 		}
 		if len(b.Raw) > int(p.maxMessage.Load()) {
-			return appendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrTooLarge, len(b.Raw), p.maxMessage.Load())
+			return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes is %d", ErrTooLarge, len(b.Raw), p.maxMessage.Load())
 		}
 	}
 
 	if k == nil {
 		if err := refuseKeyProducerIDs(views); err != nil {
-			return appendResult{}, err
+			return AppendResult{}, err
 		}
 	}
 	if err := p.checkProducerIDs(views); err != nil {
-		return appendResult{}, err
+		return AppendResult{}, err
 	}
 	if err := p.mayWrite(len(batches)); err != nil {
-		return appendResult{}, err
+		return AppendResult{}, err
 	}
 	if k != nil {
 		if err := p.loadKeys(p.wallNow()); err != nil {
-			return appendResult{}, err
+			return AppendResult{}, err
 		}
 	}
 
@@ -176,7 +176,7 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (appendResult, error
 	}
 	epoch := p.leaderEpoch.Load()
 	if err := p.epochCheckLocked(epoch); err != nil {
-		return appendResult{}, err
+		return AppendResult{}, err
 	}
 	appendTime := int64(-1)
 	if p.tsAppend.Load() {
@@ -185,15 +185,15 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (appendResult, error
 	}
 	info, err := p.log.Append(batches, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return appendResult{}, storageErr(p.Topic, p.Index, err)
+		return AppendResult{}, storageErr(p.Topic, p.Index, err)
 	}
 	if err != nil {
-		return appendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.recordProducersLocked(views, info.BaseOffset, now)
 	p.recordKeyLocked(k, views, info.BaseOffset, now)
 	p.leaderAppended()
-	return appendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset,
+	return AppendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset,
 		LogAppendTime: appendTime, LogStart: info.LogStartOffset}, nil
 }
 
@@ -275,12 +275,12 @@ func (p *Partition) close() error {
 // Produce appends as the leader and, for acks=all, waits until the in-sync
 // replicas hold the records. With fewer in-sync replicas than
 // min.insync.replicas an acks=all write is refused before it is appended.
-func (p *Partition) Produce(ctx context.Context, batches []byte, acks int) (appendResult, error) {
+func (p *Partition) Produce(ctx context.Context, batches []byte, acks int) (AppendResult, error) {
 	return p.ProduceKeyed(ctx, batches, acks, nil)
 }
 
 // ProduceKeyed is produce with an idempotency key (appendKeyed).
-func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, k *IdemKey) (appendResult, error) {
+func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, k *IdemKey) (AppendResult, error) {
 	if acks != -1 {
 		return p.appendKeyed(batches, k)
 	}
@@ -294,10 +294,10 @@ func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, 
 // AppendForAcks is an acks=all produce up to the wait: it refuses the write
 // when the ISR is below min.insync.replicas, appends, and returns the wait
 // for the in-sync replicas.
-func (p *Partition) AppendForAcks(batches []byte, k *IdemKey) (appendResult, func(context.Context) error, error) {
+func (p *Partition) AppendForAcks(batches []byte, k *IdemKey) (AppendResult, func(context.Context) error, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
+		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
 	}
 	res, err := p.appendKeyed(batches, k)
 	if err != nil {

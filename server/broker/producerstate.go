@@ -237,16 +237,16 @@ func (t *producerTable) makeRoom(now time.Time) {
 
 // checkProducersLocked checks every idempotent batch of an append. When the
 // whole append is one duplicate batch it returns the original result.
-func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (appendResult, bool, error) {
+func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (AppendResult, bool, error) {
 	idempotent := false
 	for _, b := range views {
 		idempotent = idempotent || b.Idempotent()
 	}
 	if !idempotent {
-		return appendResult{}, false, nil
+		return AppendResult{}, false, nil
 	}
 	if err := p.loadProducersLocked(now); err != nil {
-		return appendResult{}, false, err
+		return AppendResult{}, false, err
 	}
 	for _, b := range views {
 		if !b.Idempotent() {
@@ -254,17 +254,17 @@ func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (appe
 		}
 		stored, dup, err := p.producers.check(b, now)
 		if err != nil {
-			return appendResult{}, false, err
+			return AppendResult{}, false, err
 		}
 		if dup {
 			if len(views) != 1 {
-				return appendResult{}, false, fmt.Errorf("%w: duplicate batch mixed with new ones", ErrOutOfOrderSequence)
+				return AppendResult{}, false, fmt.Errorf("%w: duplicate batch mixed with new ones", ErrOutOfOrderSequence)
 			}
-			return appendResult{BaseOffset: stored.baseOffset, LastOffset: stored.lastOffset,
+			return AppendResult{BaseOffset: stored.baseOffset, LastOffset: stored.lastOffset,
 				LogAppendTime: -1, LogStart: p.log.StartOffset(), Duplicate: true}, true, nil
 		}
 	}
-	return appendResult{}, false, nil
+	return AppendResult{}, false, nil
 }
 
 // recordProducersLocked remembers the idempotent batches just appended at base.

@@ -47,46 +47,46 @@ func (b *Broker) WriteTxnMarker(ctx context.Context, topic string, partition int
 }
 
 // appendMarker is WriteTxnMarker on the partition up to the wait.
-func (p *Partition) appendMarker(m segments.Marker) (appendResult, func(context.Context) error, error) {
+func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.Context) error, error) {
 	if m.Type != segments.ControlAbort && m.Type != segments.ControlCommit {
-		return appendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
+		return AppendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
 	}
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return appendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
+		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	now := p.wallNow()
 	if err := p.loadProducersLocked(now); err != nil {
-		return appendResult{}, nil, err
+		return AppendResult{}, nil, err
 	}
 	if e, ok := p.producers.lookup(m.ProducerID, now); ok {
 		switch {
 		case e.epoch > m.ProducerEpoch:
-			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
+			return AppendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
 				ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
 		case e.coordEpoch > m.CoordinatorEpoch:
-			return appendResult{}, nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
+			return AppendResult{}, nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
 				ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
 		}
 	}
 	batch := segments.BuildControlBatch(m, now.UnixMilli())
 	if err := p.mayWrite(len(batch)); err != nil {
-		return appendResult{}, nil, err
+		return AppendResult{}, nil, err
 	}
 	if err := p.epochCheckLocked(epoch); err != nil {
-		return appendResult{}, nil, err
+		return AppendResult{}, nil, err
 	}
 	info, err := p.log.Append(batch, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return appendResult{}, nil, storageErr(p.Topic, p.Index, err)
+		return AppendResult{}, nil, storageErr(p.Topic, p.Index, err)
 	}
 	if err != nil {
-		return appendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.Topic, p.Index, err)
+		return AppendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.producers.marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
-	res := appendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
+	res := AppendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
 	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil
 }

@@ -1,0 +1,226 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
+)
+
+// The leader's ISR and high watermark decisions, in-process: before the
+// data plane had its own package only the process tests (e2e_replication,
+// e2e_hostile_replication) reached them.
+
+// isrLeader is partition t-0 led by broker 1 with replicas 1, 2 and 3, the
+// ISR isr, and n records appended (one batch each).
+func isrLeader(t *testing.T, isr []int32, n int) *Partition {
+	t.Helper()
+	p := epochTestPartition(t, 1)
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: isr}, 1)
+	for range n {
+		if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func fetched(t *testing.T, p *Partition, id int32, offset int64) {
+	t.Helper()
+	if err := p.FollowerFetched(id, offset, 1); err != nil {
+		t.Fatalf("follower %d fetched at %d: %v", id, offset, err)
+	}
+}
+
+func TestHighWatermarkIsSlowestInSyncReplica(t *testing.T) {
+	p := isrLeader(t, []int32{1, 2, 3}, 5)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before any follower fetched, want 0", hw)
+	}
+	fetched(t, p, 2, 5)
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d while follower 3 is unknown, want 0", hw)
+	}
+	fetched(t, p, 3, 3)
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d, want 3 (the slowest in-sync replica)", hw)
+	}
+	fetched(t, p, 3, 5)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d, want 5", hw)
+	}
+	// A follower that fetches from an older offset (it truncated) does not
+	// move the high watermark back.
+	fetched(t, p, 2, 2)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark went back to %d", hw)
+	}
+}
+
+func TestReplicaOutsideISRDoesNotHoldHighWatermark(t *testing.T) {
+	p := isrLeader(t, []int32{1, 2}, 4)
+	fetched(t, p, 2, 4) // 3 never fetched
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark %d, want 4: broker 3 is not in the ISR", hw)
+	}
+	// The ISR shrinks to the leader alone: its own log end is the mark.
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}, 1)
+	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d with the leader alone in the ISR, want 5", hw)
+	}
+}
+
+// A fetch position is taken only from a replica, and only within the
+// leader's log: anything else would move the high watermark over records
+// that are not replicated (TestHostileSpoofedReplicaFetch over the wire).
+func TestFollowerFetchedRefusesSpoofedPositions(t *testing.T) {
+	p := isrLeader(t, []int32{1, 2}, 3)
+	if err := p.FollowerFetched(2, 99, 1); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("fetch past the log end: %v, want ErrOffsetOutOfRange", err)
+	}
+	if err := p.FollowerFetched(9, 3, -1); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("fetch by a broker that is no replica: %v, want ErrNotLeader", err)
+	}
+	if err := p.FollowerFetched(9, 3, 1); !errors.Is(err, kafkaproto.ErrUnknownLeaderEpoch) {
+		t.Fatalf("fetch by a broker that is no replica, with an epoch: %v, want UNKNOWN_LEADER_EPOCH", err)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("refused fetches moved the high watermark to %d", hw)
+	}
+}
+
+func TestWantedISR(t *testing.T) {
+	const lagMax = 10 * time.Second
+	p := isrLeader(t, []int32{1, 2}, 3)
+	start := time.Now()
+	if _, _, ok := p.wantedISR(start, lagMax); ok {
+		t.Fatal("ISR change wanted with nothing lagging and nobody caught up")
+	}
+	// Broker 3 catches up to the high watermark: it joins.
+	fetched(t, p, 2, 3)
+	fetched(t, p, 3, 3)
+	isr, epoch, ok := p.wantedISR(time.Now(), lagMax)
+	if !ok || !slices.Equal(isr, []int32{1, 2, 3}) || epoch != 4 {
+		t.Fatalf("wanted ISR %v at partition epoch %d (change %v), want [1 2 3] at 4", isr, epoch, ok)
+	}
+	// The controller applied it; the leader appends and the followers stop
+	// fetching. Within lagMax nothing changes; once they lagged longer,
+	// both leave.
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
+	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := p.wantedISR(time.Now(), lagMax); ok {
+		t.Fatal("ISR change wanted before the followers lagged lagMax")
+	}
+	isr, epoch, ok = p.wantedISR(time.Now().Add(2*lagMax), lagMax)
+	if !ok || !slices.Equal(isr, []int32{1}) || epoch != 5 {
+		t.Fatalf("wanted ISR %v at %d (change %v) after the followers lagged, want [1] at 5", isr, epoch, ok)
+	}
+}
+
+func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
+	p := isrLeader(t, []int32{1, 2}, 0)
+	res, wait, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := wait(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait before the follower fetched: %v, want the context's error", err)
+	}
+	fetched(t, p, 2, res.LastOffset+1)
+	if err := wait(context.Background()); err != nil {
+		t.Fatalf("wait after the follower fetched: %v", err)
+	}
+	// A write whose leadership moves before it is replicated fails with
+	// NOT_LEADER instead of waiting out its timeout.
+	_, wait, err = p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("b"), Timestamp: 1}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}, 1)
+	if err := wait(context.Background()); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("wait after the leadership moved: %v, want ErrNotLeader", err)
+	}
+}
+
+func TestAcksAllRefusedBelowMinISR(t *testing.T) {
+	p := isrLeader(t, []int32{1}, 0)
+	p.applyConfig(map[string]string{"min.insync.replicas": "2"})
+	end := p.log.EndOffset()
+	if _, _, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil); !errors.Is(err, ErrNotEnoughReplicas) {
+		t.Fatalf("acks=all with 1 in-sync replica of min 2: %v, want ErrNotEnoughReplicas", err)
+	}
+	if p.log.EndOffset() != end {
+		t.Fatal("a refused acks=all write was appended")
+	}
+}
+
+// fakeMeta is a Metadata that records what the broker proposes.
+type fakeMeta struct {
+	mu       sync.Mutex
+	img      *raftfsm.Image
+	proposed []raftfsm.ChangePartition
+	err      error // Apply's answer
+}
+
+func (m *fakeMeta) Image() (*raftfsm.Image, <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.img, make(chan struct{})
+}
+
+func (m *fakeMeta) Apply(_ context.Context, cmd raftfsm.Command) (any, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cmd.ChangePartition != nil {
+		m.proposed = append(m.proposed, *cmd.ChangePartition)
+	}
+	return nil, m.err
+}
+
+func (m *fakeMeta) CatchUp(context.Context) error { return nil }
+
+// The ISR loop proposes the wanted ISR to the controller with the
+// partition's epochs, leaving out a caught-up follower whose broker is
+// fenced (KIP-841: the controller would refuse it).
+func TestUpdateISRProposesToController(t *testing.T) {
+	meta := &fakeMeta{img: &raftfsm.Image{Index: 1, Brokers: map[int32]*raftfsm.Broker{
+		1: {ID: 1, State: raftfsm.BrokerAlive}, 2: {ID: 2, State: raftfsm.BrokerAlive}, 3: {ID: 3, State: raftfsm.BrokerFenced},
+	}}}
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
+		ReplicaLagMax: 10 * time.Second}, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p := isrLeader(t, []int32{1}, 2)
+	fetched(t, p, 2, 2)
+	fetched(t, p, 3, 2)
+	b.updateISR(context.Background(), p, time.Now())
+	if len(meta.proposed) != 1 {
+		t.Fatalf("proposed %d changes, want 1", len(meta.proposed))
+	}
+	got := meta.proposed[0]
+	if got.Topic != "t" || got.Partition != 0 || got.Leader != 1 || got.LeaderEpoch != 1 || got.PartitionEpoch != 4 || !slices.Equal(got.ISR, []int32{1, 2}) {
+		t.Fatalf("proposed %+v, want t-0 leader 1 epochs 1/4 ISR [1 2] (broker 3 is fenced)", got)
+	}
+	// Nothing to change: nothing proposed.
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 1)
+	b.updateISR(context.Background(), p, time.Now())
+	if len(meta.proposed) != 1 {
+		t.Fatalf("proposed %d changes, want still 1", len(meta.proposed))
+	}
+}
