@@ -168,3 +168,11 @@ func TestClockJumpRetention(t *testing.T) {
 		t.Fatalf("retention emptied the log (%+v): the active segment is kept", ps[0])
 	}
 }
+
+// Kafka's default durability (no forced fsync): a slow disk is met only
+// where the log fsyncs by itself (segment rolls, checkpoints).
+func TestChaosSlowDiskLeaderDefaultFlush(t *testing.T) {
+	runChaos(t, chaosScenario{name: "slow disk, no forced fsync: the leader's fsyncs take 200 ms for 10 s", duration: 60 * time.Second,
+		args: []string{"--test-faults"}, configs: map[string]string{"segment.bytes": "1048576"},
+		fault: slowDiskLoop(p0Leader, 200*time.Millisecond, 10*time.Second)})
+}
