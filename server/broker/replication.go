@@ -189,8 +189,22 @@ func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 	return isr, p.repl.partitionEpoch, !slices.Equal(isr, cur)
 }
 
+// leaseCheckInterval is how often a write waiting for its replicas looks
+// at the broker's lease.
+const leaseCheckInterval = 100 * time.Millisecond
+
 // waitReplicated waits until the high watermark passes offset (acks=all).
+// A leader whose lease ends meanwhile (mayWrite) answers NOT_LEADER then:
+// cut off from the controllers, it is about to be replaced, and its
+// producers are better off finding the next leader than waiting out the
+// request's timeout here.
 func (p *Partition) waitReplicated(ctx context.Context, offset int64, epoch int32) error {
+	var leaseCheck <-chan time.Time // the lease ends without a wake-up: look again now and then
+	if p.leaseValid != nil {
+		tick := time.NewTicker(leaseCheckInterval)
+		defer tick.Stop()
+		leaseCheck = tick.C
+	}
 	for {
 		ch := p.Changed()
 		if p.hwm.Load() > offset {
@@ -199,8 +213,12 @@ func (p *Partition) waitReplicated(ctx context.Context, offset int64, epoch int3
 		if p.leader.Load() != p.repl.self || p.leaderEpoch.Load() != epoch {
 			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", ErrNotLeader, p.Topic, p.Index)
 		}
+		if p.leaseValid != nil && !p.leaseValid(time.Now()) {
+			return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout before the write was replicated", ErrNotLeader, p.Topic, p.Index)
+		}
 		select {
 		case <-ch:
+		case <-leaseCheck:
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.Topic, p.Index, ctx.Err())
 		}

@@ -2,10 +2,13 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
@@ -220,5 +223,32 @@ func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
 	}
 	if _, err := p.Read(5, 1<<20); !errors.Is(err, ErrOffsetOutOfRange) {
 		t.Fatalf("read past the log end: %v, want out of range", err)
+	}
+}
+
+// An acks=all write waiting for its replicas on a leader whose lease ends
+// (its heartbeats unanswered for a session timeout: cut off from the
+// controllers, about to be replaced) is answered NOT_LEADER then, not
+// after the request's whole timeout: the producer moves on to the next
+// leader instead of waiting on this one (issue 20: a cut-off leader held
+// writes it took just before its lease ended for 4 s, past the election
+// of its successor).
+func TestReplicationWaitEndsWithLease(t *testing.T) {
+	p := epochTestPartition(t, 1)
+	var valid atomic.Bool
+	valid.Store(true)
+	p.leaseValid = func(time.Time) bool { return valid.Load() }
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
+	_, wait, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("cut off"), Timestamp: 1}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- wait(ctx) }()
+	valid.Store(false) // follower 2 never fetches; the lease ends
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("wait after the lease ended: %v, want not leader", err)
 	}
 }
