@@ -10,10 +10,14 @@
 // across all logs of a process). Append takes one or more concatenated
 // producer batches, validates every record of them (as Kafka's log
 // validator does: compressed records inflated as a stream, at most
-// Config.MaxInflatedBytes), and assigns offsets and the leader epoch in
-// place; AppendReplicated takes a leader's batches as they are, checking
-// headers only. Readers that need records decoded use NextBatch and
-// DecodeBatch, which inflate no further than they read. Read returns a
+// Config.MaxInflatedBytes; a raw snappy block or a zstd frame of at most
+// 1 MiB, whose size is known up front, is inflated whole into a pooled
+// buffer and walked in place), and assigns offsets and the leader epoch
+// in place; AppendReplicated takes a leader's batches as they are,
+// checking headers only. Readers that need records decoded use NextBatch
+// and DecodeBatch (DecodeNextBatch for the batch NextBatch just checked,
+// without checking its CRC again), which inflate no further than they
+// read. Read returns a
 // Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
 // Log method is safe for concurrent use; Maintain (time roll, flush.ms,
 // retention, compaction) is meant to be called periodically by one owner.
