@@ -1,7 +1,10 @@
 package segments
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +115,45 @@ func TestNeverWrittenLogStaysBare(t *testing.T) {
 	defer l2.Close()
 	if end := l2.EndOffset(); end != 2 {
 		t.Fatalf("after a crash, end offset %d, want 2", end)
+	}
+}
+
+// TestCreate: Create makes an empty log that behaves as one Open made (its
+// first write durable, directory entry included, through a crash), and
+// refuses a directory that exists, on the OS filesystem and on MemFS.
+func TestCreate(t *testing.T) {
+	mem := NewMemFS()
+	for name, opts := range map[string]Options{"os": {}, "mem": {FS: mem}} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p")
+			if name == "mem" {
+				dir = "/c/p"
+				if err := mem.MkdirAll("/c"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, err := Create(dir, Config{}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Create(dir, Config{}, opts); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("Create on an existing directory: %v, want fs.ErrExist", err)
+			}
+			mustAppend(t, l, valueBatch(3, 10, 1000), 1)
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			reopenOpts := opts
+			if name == "mem" {
+				reopenOpts.FS = mem.Crash(nil)
+			} else {
+				l.Close()
+			}
+			l2 := mustOpen(t, dir, Config{}, reopenOpts)
+			defer l2.Close()
+			if end := l2.EndOffset(); end != 3 {
+				t.Fatalf("end offset %d after reopening, want 3", end)
+			}
+		})
 	}
 }

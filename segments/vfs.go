@@ -2,6 +2,7 @@ package segments
 
 import (
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,6 +45,19 @@ type File interface {
 	Size() (int64, error)
 }
 
+// mkdirNew creates dir, which must not exist (fs.ErrExist), and not its
+// parents: with the optional Mkdir of an FS that has one (one call), else
+// by Stat and MkdirAll.
+func mkdirNew(fsys FS, dir string) error {
+	if m, ok := fsys.(interface{ Mkdir(dir string) error }); ok {
+		return m.Mkdir(dir)
+	}
+	if _, err := fsys.Stat(dir); err == nil {
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
+	}
+	return fsys.MkdirAll(dir)
+}
+
 // OSFS returns the operating system's filesystem.
 func OSFS() FS { return osFS{} }
 
@@ -71,6 +85,7 @@ func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) RemoveAll(dir string) error           { return os.RemoveAll(dir) }
 func (osFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
 func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o700) }
+func (osFS) Mkdir(dir string) error               { return os.Mkdir(dir, 0o700) }
 func (osFS) Stat(name string) (os.FileInfo, error) {
 	return os.Stat(name)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"net"
@@ -502,6 +503,15 @@ func (b *Broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 	}
 	id := hex.EncodeToString(t.ID[:])
 	idFile := filepath.Join(dir, topicIDFilePrefix+id)
+	// A new partition's directory does not exist: Create makes it with a
+	// few calls and no listing (thousands of partitions created at once).
+	log, err := segments.Create(dir, cfg, b.logOpts)
+	switch {
+	case err == nil:
+		return log, createEmptyFile(idFile, log)
+	case !errors.Is(err, fs.ErrExist):
+		return nil, fmt.Errorf("create partition %d: %w", idx, err)
+	}
 	_, err = os.Stat(idFile)
 	recorded := err == nil
 	if !recorded {
@@ -512,24 +522,31 @@ func (b *Broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*seg
 			}
 		}
 	}
-	log, err := segments.Open(dir, cfg, b.logOpts)
+	log, err = segments.Open(dir, cfg, b.logOpts)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %d: %w", idx, err)
 	}
 	if !recorded {
-		// Not fsynced: creating thousands of partitions must stay cheap, and
-		// the file is made again if a crash loses it.
-		f, err := os.OpenFile(idFile, os.O_CREATE|os.O_WRONLY, 0o600)
-		if err == nil {
-			err = f.Close()
-		}
-		if err != nil {
-			log.Close()
+		if err := createEmptyFile(idFile, log); err != nil {
 			return nil, err
 		}
 		_ = os.Remove(filepath.Join(dir, partitionMetaFile)) // an older version's record: 4 KB saved
 	}
 	return log, nil
+}
+
+// createEmptyFile creates the file recording a partition's topic id; on
+// failure it closes log. Not fsynced: creating thousands of partitions must
+// stay cheap, and the file is made again if a crash loses it.
+func createEmptyFile(path string, log *segments.Log) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		log.Close()
+	}
+	return err
 }
 
 // dirTopicID returns the topic id a partition directory records, and false
