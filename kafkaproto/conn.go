@@ -41,9 +41,12 @@ type header struct {
 	clientID      *string
 }
 
-// conn is one client connection, served by one goroutine: requests are read,
-// handled and answered strictly in order, as Kafka does, so pipelined
-// produce requests append in the order they were sent.
+// conn is one client connection, served by two goroutines: serveConn reads
+// and handles requests strictly in order, as Kafka does, so pipelined
+// produce requests append in the order they were sent; writeLoop
+// (pipeline.go) writes the responses in the same order, and holds the
+// acks=all replication waits so that reading goes on meanwhile. They share
+// only the jobs channel; out is the writer's alone.
 type conn struct {
 	s     *Server
 	nc    net.Conn

@@ -1,6 +1,6 @@
 // Command runnel is the event log server (`runnel serve`), its command-line
-// client (`runnel topic|produce|consume|group|cluster|user ...`, talking to
-// the REST API) and the operator's tools: `runnel dev cluster` (a local
+// client (`runnel topic|produce|consume|group|cluster|user|acl|quota|token
+// ...`, talking to the REST API; `topic reassign` moves replicas) and the operator's tools: `runnel dev cluster` (a local
 // cluster), `runnel certs create` (a CA and node certificates for TLS and
 // inter-node mTLS), `runnel recover-quorum` (a new voter set on a stopped
 // node) and `runnel version`.
