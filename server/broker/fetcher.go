@@ -133,7 +133,7 @@ func (f *leaderFetcher) snapshot() map[*Partition]*followState {
 
 func (f *leaderFetcher) run() {
 	defer f.m.wg.Done()
-	var conn *kafkaConn
+	var conn *KafkaConn
 	defer func() {
 		if conn != nil {
 			conn.Close()
@@ -182,7 +182,7 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 
 // truncate asks the leader where each new follower's log diverged and cuts
 // the local log there.
-func (f *leaderFetcher) truncate(conn *kafkaConn, parts map[*Partition]*followState) error {
+func (f *leaderFetcher) truncate(conn *KafkaConn, parts map[*Partition]*followState) error {
 	for p, st := range parts {
 		if st.truncated {
 			continue
@@ -254,7 +254,7 @@ func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 
 // fetch sends one Fetch for every partition ready to replicate and appends
 // what comes back.
-func (f *leaderFetcher) fetch(conn *kafkaConn, parts map[*Partition]*followState) error {
+func (f *leaderFetcher) fetch(conn *KafkaConn, parts map[*Partition]*followState) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID = f.m.self

@@ -119,7 +119,7 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 }
 
 // connectFake returns a follower-side connection to a fake leader.
-func connectFake(t *testing.T, l *fakeLeader) *kafkaConn {
+func connectFake(t *testing.T, l *fakeLeader) *KafkaConn {
 	client, server := net.Pipe()
 	go l.serve(t, server)
 	t.Cleanup(func() { client.Close() })

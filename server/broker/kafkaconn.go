@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// kafkaConn is a minimal client connection speaking the Kafka protocol to
+// KafkaConn is a minimal client connection speaking the Kafka protocol to
 // another broker: followers use it to fetch from leaders, with kmsg's
 // request and response types. One request at a time.
-type kafkaConn struct {
+type KafkaConn struct {
 	conn   net.Conn
 	r      *bufio.Reader
 	format *kmsg.RequestFormatter
@@ -25,13 +25,13 @@ type kafkaConn struct {
 
 const maxReplicaResponse = 256 << 20
 
-func NewKafkaConn(conn net.Conn, clientID string) *kafkaConn {
-	return &kafkaConn{conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
+func NewKafkaConn(conn net.Conn, clientID string) *KafkaConn {
+	return &KafkaConn{conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
 		format: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
 }
 
 // Do sends req (with its version set) and decodes the answer into resp.
-func (c *kafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+func (c *KafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(dl)
 	} else {
@@ -81,4 +81,4 @@ func (c *kafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response
 	return nil
 }
 
-func (c *kafkaConn) Close() error { return c.conn.Close() }
+func (c *KafkaConn) Close() error { return c.conn.Close() }

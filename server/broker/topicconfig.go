@@ -17,8 +17,8 @@ var ErrInvalidConfig = errors.New("invalid topic config")
 // smallest batch there is.
 const recordBatchHeaderBytes = 61
 
-// topicConfigDef is one topic config runnel understands.
-type topicConfigDef struct {
+// TopicConfigDef is one topic config runnel understands.
+type TopicConfigDef struct {
 	Name  string
 	Def   string // default value as Kafka prints it
 	Kind  int8   // Kafka ConfigType: 2 STRING, 3 INT, 5 LONG, 7 LIST
@@ -35,16 +35,16 @@ type topicConfigDef struct {
 
 // TopicConfigDefs is every topic config runnel accepts, sorted by name:
 // the ones it honours and the rest of Kafka's set.
-func TopicConfigDefs() []topicConfigDef {
+func TopicConfigDefs() []TopicConfigDef {
 	defs := append(honouredTopicConfigs(), kafkaOnlyTopicConfigs()...)
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs
 }
 
 // honouredTopicConfigs are the topic configs runnel acts on.
-func honouredTopicConfigs() []topicConfigDef {
+func honouredTopicConfigs() []TopicConfigDef {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
-	return []topicConfigDef{
+	return []TopicConfigDef{
 		{Name: "cleanup.policy", Allowed: "delete, compact or compact,delete", Def: "delete", Kind: 7, Check: checkCleanupPolicy, Doc: "delete, compact, or compact,delete"},
 		{Name: "delete.retention.ms", Def: strconv.Itoa(segments.DefaultDeleteRetentionMs), Kind: 5, Min: 0, Doc: "how long tombstones survive compaction"},
 		{Name: "flush.messages", Def: maxLong, Kind: 5, Min: 1, Doc: "fsync after this many messages; 1 fsyncs before every acknowledgement"},
@@ -61,13 +61,13 @@ func honouredTopicConfigs() []topicConfigDef {
 	}
 }
 
-func LookupTopicConfig(name string) (topicConfigDef, bool) {
+func LookupTopicConfig(name string) (TopicConfigDef, bool) {
 	defs := TopicConfigDefs()
 	i := sort.Search(len(defs), func(i int) bool { return defs[i].Name >= name })
 	if i < len(defs) && defs[i].Name == name {
 		return defs[i], true
 	}
-	return topicConfigDef{}, false
+	return TopicConfigDef{}, false
 }
 
 func checkCleanupPolicy(v string) error {

@@ -16,9 +16,9 @@ import (
 // runnel does not act on them: DescribeConfigs reports them read-only with
 // the reason in their documentation (notApplied). The bounds are Kafka's
 // (LogConfig, 3.x); a value out of them is INVALID_CONFIG as in Kafka.
-func kafkaOnlyTopicConfigs() []topicConfigDef {
+func kafkaOnlyTopicConfigs() []TopicConfigDef {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
-	return []topicConfigDef{
+	return []TopicConfigDef{
 		{Name: "compression.type", Allowed: "uncompressed, zstd, lz4, snappy, gzip or producer", Def: "producer", Kind: 2, Check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
 			NotApplied: "batches are stored as the producer compressed them (producer)"},
 		{Name: "compression.gzip.level", Allowed: "1 to 9, or -1", Def: "-1", Kind: 3, Check: intIn(1, 9, -1), NotApplied: "runnel does not recompress"},
@@ -119,7 +119,7 @@ var brokerSynonyms = map[string]string{
 // TopicConfigSynonyms lists where a topic config's value comes from, most
 // specific first: the topic's own value when it sets one, then the
 // broker-wide default (under the broker config's name when there is one).
-func TopicConfigSynonyms(def topicConfigDef, cfgs map[string]string) []kafkaproto.ConfigSynonym {
+func TopicConfigSynonyms(def TopicConfigDef, cfgs map[string]string) []kafkaproto.ConfigSynonym {
 	var out []kafkaproto.ConfigSynonym
 	if v, ok := cfgs[def.Name]; ok {
 		out = append(out, kafkaproto.ConfigSynonym{Name: def.Name, Value: &v, Source: kafkaproto.SourceTopic})
