@@ -60,3 +60,46 @@ func BenchmarkAppendBase64(b *testing.B) {
 		}
 	})
 }
+
+// FuzzDecodeBase64: fastDecodeBase64 decodes what encoding/base64 decodes
+// and fails where it fails, padded or not, whatever the input.
+func FuzzDecodeBase64(f *testing.F) {
+	f.Add("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=", false)
+	f.Add("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo", true)
+	f.Add("QUJDREVG\nR0hJSktMTU5PUFFSU1RVVldYWVo=", false)
+	f.Add("QUJD*EVGR0hJSktM", false)
+	f.Fuzz(func(t *testing.T, s string, raw bool) {
+		enc := base64.StdEncoding
+		if raw {
+			enc = base64.RawStdEncoding
+		}
+		want := make([]byte, enc.DecodedLen(len(s))+8)
+		wn, werr := enc.Decode(want, []byte(s))
+		got := make([]byte, enc.DecodedLen(len(s))+8)
+		gn, gerr := fastDecodeBase64(enc, got, []byte(s))
+		if (werr == nil) != (gerr == nil) || (werr == nil && !bytes.Equal(got[:gn], want[:wn])) {
+			t.Fatalf("%q: got %d %v %x, want %d %v %x", s, gn, gerr, got[:gn], wn, werr, want[:wn])
+		}
+	})
+}
+
+func BenchmarkDecodeBase64(b *testing.B) {
+	src := make([]byte, 1024)
+	for i := range src {
+		src[i] = byte(i*131 + i>>3)
+	}
+	s := []byte(base64.StdEncoding.EncodeToString(src))
+	dst := make([]byte, 1024+8)
+	b.Run("fastDecodeBase64", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			_, _ = fastDecodeBase64(base64.StdEncoding, dst, s)
+		}
+	})
+	b.Run("encoding-base64", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			_, _ = base64.StdEncoding.Decode(dst, s)
+		}
+	})
+}

@@ -334,10 +334,10 @@ func (d *produceDecoder) text(lit []byte, escaped bool) ([]byte, error) {
 // base64 decodes padded or unpadded standard base64 into the arena.
 func (d *produceDecoder) base64(s []byte) ([]byte, error) {
 	dst := d.grow(base64.RawStdEncoding.DecodedLen(len(s)) + 2)
-	n, err := base64.StdEncoding.Decode(dst, s)
+	n, err := fastDecodeBase64(base64.StdEncoding, dst, s)
 	if err != nil {
 		var err2 error
-		if n, err2 = base64.RawStdEncoding.Decode(dst, s); err2 != nil {
+		if n, err2 = fastDecodeBase64(base64.RawStdEncoding, dst, s); err2 != nil {
 			return nil, fmt.Errorf("invalid base64: %v", err)
 		}
 	}
