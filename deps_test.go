@@ -11,7 +11,8 @@ import (
 // but the leaf internal/warnlimit, except raftfsm, which runs on
 // internode; the coordinators under server/ (server/groups) reach the
 // broker only through their own interfaces and import the leaves alone,
-// as does the data plane (server/broker); only server composes them
+// as does the data plane (server/broker) and the security surface
+// (server/access, over the leaf authorizer server/auth); only server composes them
 // (docs/architecture.md).
 func TestPackageDependencyDirection(t *testing.T) {
 	const mod = "github.com/runnel/runnel"
@@ -28,6 +29,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"raftfsm":            {"internode"},
 		"server/groups":      {"api", "kafkaproto", "raftfsm", "internode"},
 		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
+		"server/access":      {"api", "raftfsm", "server/auth"},                                               // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":        nil, "server/quota": nil,                                                        // the one authorizer and the quota meters: leaves
 		"server/connrate": nil, // the connection creation rate limiter: a leaf
 	}

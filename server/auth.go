@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
-
-	"github.com/runnel/runnel/api"
 )
 
 // Authentication modes (--auth).
@@ -67,41 +64,5 @@ func ParseSuperUsers(s string) []string {
 func (s *Server) startAuth() error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	return s.bootstrapSuperuser(ctx)
-}
-
-// httpAuthenticator checks HTTP credentials against the stored users and
-// API tokens (api.Authenticate).
-type httpAuthenticator struct{ s *Server }
-
-func (a httpAuthenticator) CheckCredentials(ctx context.Context, c api.Credentials) (string, error) {
-	switch c.Scheme {
-	case "basic":
-		if c.User != "" && a.s.checkPassword(c.User, c.Password) {
-			return "User:" + c.User, nil
-		}
-		return "", fmt.Errorf("%w: wrong user name or password", api.ErrUnauthenticated)
-	case "session":
-		return a.s.checkSession(c)
-	case "bearer":
-		p, err := a.s.checkToken(c.Token)
-		if err != nil {
-			return "", fmt.Errorf("%w: %v", api.ErrUnauthenticated, err)
-		}
-		return p, nil
-	}
-	return "", fmt.Errorf("%w: unsupported scheme", api.ErrUnauthenticated)
-}
-
-// withAuth puts HTTP authentication in front of h under --auth required;
-// requests another node forwarded were authenticated there. The audit log
-// (audit.go) sits between authentication and authorization.
-func (s *Server) withAuth(h http.Handler) http.Handler {
-	if s.cfg.Auth.Mode != AuthRequired {
-		return s.withAudit(h)
-	}
-	trusted := func(r *http.Request) bool { return isForwarded(r.Context()) }
-	h = api.Authorize(httpAuthorizer{s}, trusted)(h)
-	h = s.withAudit(h) // after authentication (it names the principal), before authorization (refusals are logged)
-	return api.Authenticate(httpAuthenticator{s}, trusted, s.logger.With("component", "http"))(h)
+	return s.access.BootstrapSuperuser(ctx)
 }

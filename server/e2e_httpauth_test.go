@@ -86,7 +86,7 @@ func TestHTTPBasicAuth(t *testing.T) {
 		map[string]any{"records": []map[string]any{{"value": "hi"}}}); resp.StatusCode != http.StatusOK {
 		t.Fatalf("produce as alice: %d %s", resp.StatusCode, body)
 	}
-	// The node remembers passwords it verified (passwordcache.go): a new
+	// The node remembers passwords it verified (server/access/passwordcache.go): a new
 	// password or a deleted user still takes effect on the next request.
 	produceAs := func(pw string) int {
 		resp, _ := authDo(t, c, http.MethodPost, "/v1/topics/basic/records", "alice", pw, map[string]any{"records": []map[string]any{{"value": "hi"}}})

@@ -20,6 +20,11 @@
 // read_committed Fetch and ListOffsets and HTTP reads with
 // isolation=read_committed (the default; broker/data.go, httpbatch.go) stop at it.
 //
+// The security surface (ACLs over the one authorizer, users, API tokens, UI
+// sessions, the HTTP audit log) is package server/access, reached by both
+// doors through accessbackend.go; the --auth flags and their rules stay
+// here (auth.go, authmode.go, hostcheck.go).
+//
 // The coordinators are packages of their own: server/groups (consumer
 // groups; groupsbackend.go gives it the broker through groups.Backend, and
 // kafkabackend_groups.go / httpbackend_groups.go translate its errors for each
@@ -46,8 +51,8 @@
 // /livez answers at once); when it fails half-way, the listeners no server
 // took yet are closed before Close runs.
 //
-// Lock order: the broker's locks (server/broker's doc) are taken inside it
-// only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
+// Lock order: the broker's locks (server/broker's doc) and server/access's
+// leaf locks are taken inside those packages only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
 // and the group coordinator holds none of its locks while it calls back
 // (groups.Backend).
 //
@@ -83,6 +88,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/web"
@@ -117,12 +123,10 @@ type Server struct {
 	txn           *txnState           // transaction coordinator; nil unless a broker (txnbackend.go)
 	producerIDs   producerIDs         // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
-	dynamic       brokerDynamic // broker configs changed at run time (brokerconfig.go)
-	authz         authzCache    // the authorizer of the last image (acls.go)
-	passwords     passwordCache // passwords verified (passwordcache.go)
-	quotas        quotaState    // client quotas and their meters (quotas.go)
-	sessions      sessionStore  // UI sessions (session.go)
-	faults        *testFaults   // test-only clock offset and fsync delay; nil: off
+	dynamic       brokerDynamic  // broker configs changed at run time (brokerconfig.go)
+	access        *access.Access // ACLs, users, tokens, UI sessions, audit (package server/access)
+	quotas        quotaState     // client quotas and their meters (quotas.go)
+	faults        *testFaults    // test-only clock offset and fsync delay; nil: off
 	wg            sync.WaitGroup
 }
 
@@ -158,6 +162,7 @@ func Open(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.faults = newTestFaults(cfg.TestFaults, cfg.DataDir)
+	s.access = s.newAccess()
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, err

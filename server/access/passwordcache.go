@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"crypto/hmac"
@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// passwordCache remembers the passwords checkPassword verified, so that a
+// passwordCache remembers the passwords CheckPassword verified, so that a
 // client sending HTTP Basic credentials with every request (or a SASL
 // PLAIN client reconnecting) pays the SCRAM key derivation once, not per
 // request: 4096 HMAC rounds are ~5 ms of CPU, and made single-record HTTP

@@ -1,4 +1,4 @@
-package server
+package access
 
 import (
 	"log/slog"
@@ -18,9 +18,9 @@ import (
 // Kafka door logs the same way (kafkaproto/audit.go). A request another
 // node forwarded was logged there.
 
-// auditedHTTP reports whether a request changes the cluster. Produce,
+// AuditedHTTP reports whether a request changes the cluster. Produce,
 // offset commits and group membership are data, not administration.
-func auditedHTTP(r *http.Request) bool {
+func AuditedHTTP(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
@@ -38,11 +38,13 @@ func auditedHTTP(r *http.Request) bool {
 	return true
 }
 
-// withAudit logs the audited requests once they are answered.
-func (s *Server) withAudit(h http.Handler) http.Handler {
-	log := s.logger.With("component", "http")
+// WithAudit logs the audited requests once they are answered; those
+// forwarded (forwarded reports them) were logged on the node that
+// forwarded them.
+func (a *Access) WithAudit(h http.Handler, forwarded func(*http.Request) bool) http.Handler {
+	log := a.cfg.Logger.With("component", "http")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !auditedHTTP(r) || isForwarded(r.Context()) {
+		if !AuditedHTTP(r) || forwarded(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
