@@ -139,14 +139,20 @@ func decodeEpochs(b []byte) ([]epochEntry, error) {
 // writeFileAtomic replaces dir/name with data durably: write a temporary
 // file, fsync it, rename it over name, fsync the directory.
 func writeFileAtomic(fs FS, dir, name string, data []byte) error {
+	if err := writeFileAtomicNoDirSync(fs, dir, name, data); err != nil {
+		return err
+	}
+	return fs.SyncDir(dir)
+}
+
+// writeFileAtomicNoDirSync is writeFileAtomic but the directory fsync, for
+// a caller that writes several files and fsyncs the directory once after.
+func writeFileAtomicNoDirSync(fs FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	if err := writeFileSync(fs, tmp, data); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return fs.SyncDir(dir)
+	return fs.Rename(tmp, filepath.Join(dir, name))
 }
 
 // writeFileSync creates path with data and fsyncs it.

@@ -97,6 +97,11 @@ func (l *Log) startCompactionLocked(nowMs int64) (compaction, bool, error) {
 	for n > 0 && l.segs[n].base > fuo {
 		n-- // segments[n-1] may hold records of an open transaction
 	}
+	if len(l.unsealed) > 0 {
+		// A roll's flush writes the index files of the segments it sealed
+		// without mu: leave those to the next pass.
+		n = min(n, l.segmentForLocked(l.unsealed[0].s.base))
+	}
 	sealed := l.segs[:n]
 	activeBase := l.segs[n].base
 	if len(sealed) == 0 || (activeBase <= l.cleanedTo && (l.tombstoneDue == 0 || nowMs < l.tombstoneDue)) {

@@ -58,9 +58,13 @@ func TestSegmentDirOpsAreSynced(t *testing.T) {
 	}
 	check("open, first append and sync")
 	for i := 0; i < 40; i++ {
+		// A roll's flush (directory fsync included) runs in the
+		// background; Sync waits for it.
 		mustAppend(t, l, buildBatch([]rec{{key: []byte{byte(i % 3)}, value: []byte("v"), ts: now.UnixMilli()}}), 0)
+		syncOrFail(t, l)
 		check("append")
 		mustAppend(t, l, valueBatch(2, 100, now.UnixMilli()), 0)
+		syncOrFail(t, l)
 		check("append")
 	}
 	if err := l.Maintain(now); err != nil {
@@ -155,5 +159,12 @@ func TestCreate(t *testing.T) {
 				t.Fatalf("end offset %d after reopening, want 3", end)
 			}
 		})
+	}
+}
+
+func syncOrFail(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -164,9 +164,19 @@
 // lies past the saved recovery point (after a failed fsync the page cache
 // may hold pages the kernel will not write again). flush.messages=1 fsyncs before Append
 // returns; flush.messages and flush.ms otherwise bound the unsynced records
-// and their age. Rolling fsyncs the sealed segment and its indexes and moves
-// the recovery point to the new segment. The directory is fsynced after a
-// segment file is created, renamed or removed.
+// and their age. A roll seals the segment without any fsync under the
+// log's lock, so a slow disk does not stall the partition's appends and
+// reads; the log's own goroutine (started by the roll, awaited by Close)
+// then fsyncs the sealed segment, writes its index files, fsyncs the
+// directory (the new segment's entry too) and saves the state file, and
+// only then does the recovery point move to the new segment. A failed
+// flush is sticky like a failed append fsync. Anything that fsyncs later
+// data (flush.messages, flush.ms, Sync, Close) or changes sealed segments
+// (Truncate, Reset, DeleteRecordsBefore, retention) first waits for or
+// does the pending flushes, so the recovery point never passes a sealed
+// segment that is not durable, and a crash at any point rescans from it.
+// The directory is fsynced after a segment file is renamed or removed, and
+// after one is created before any of its bytes are fsynced.
 //
 // Open with a valid clean line reads no segment (the open transactions
 // come from the active segment's .txnindex on first use): the end offset comes from

@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Log is one partition's log. All methods are safe for concurrent use. They
 // serialize on one mutex, except that an append waiting for its fsync
-// (flush.messages) waits without it, and a Chunk returned by Read is used
-// without it.
+// (flush.messages) waits without it, a segment sealed by a roll is fsynced
+// and its index files written without it (see sealLoop), and a Chunk
+// returned by Read is used without it.
 type Log struct {
 	dir    string
 	fs     FS
@@ -29,9 +31,14 @@ type Log struct {
 	maintainMu sync.Mutex
 
 	// syncMu serializes the fsyncs appends wait for, done without mu so
-	// reads and further appends go on meanwhile (group commit). Lock order:
-	// syncMu, Log.mu, FileCache.mu.
+	// reads and further appends go on meanwhile (group commit), and the
+	// flushes of segments sealed by rolls. Whoever changes or removes a
+	// sealed segment's files holds it (lockQuiet). Lock order: syncMu,
+	// Log.mu, FileCache.mu.
 	syncMu sync.Mutex
+
+	// sealers counts the running sealLoop goroutine; Close waits for it.
+	sealers sync.WaitGroup
 
 	// mu guards every field below.
 	mu            sync.Mutex
@@ -53,6 +60,11 @@ type Log struct {
 	err           error // sticky write/fsync error
 	dirUnsynced   bool  // created without fsyncs; see syncNewDirLocked
 	closed        bool
+	// unsealed are the segments sealed by rolls whose fsync, index files
+	// and directory entries are not durable yet, oldest first. The
+	// recovery point does not pass the first one until its flush is done.
+	unsealed    []*pendingSeal
+	sealRunning bool // a sealLoop goroutine is started
 	// Transactions (txn.go): the open ones at the end, valid once
 	// txnReady; each segment keeps its own in segment.txns.
 	ongoing  map[int64]OngoingTxn
@@ -300,8 +312,12 @@ func (l *Log) shouldRollLocked(s *segment, n, last, nowMs int64) bool {
 	return s.size+n > l.cfg.SegmentBytes || (s.rollTs >= 0 && nowMs-s.rollTs >= l.cfg.SegmentMs)
 }
 
-// rollLocked seals the active segment (fsync, index files) and starts a new
-// one at base, moving the recovery point to it.
+// rollLocked seals the active segment and starts a new one at base. It
+// does no fsync: the sealed segment, its index files and the new segment's
+// directory entry are made durable by sealLoop without mu (a slow disk must
+// not stall the appends and reads of the partition), and only then does the
+// recovery point move to base, as Kafka flushes a rolled segment in the
+// background.
 func (l *Log) rollLocked(base int64) error {
 	if err := l.markDirtyLocked(); err != nil {
 		return err
@@ -313,26 +329,180 @@ func (l *Log) rollLocked(base int64) error {
 	if err := l.loadLocked(s); err != nil {
 		return l.failLocked(err)
 	}
-	if err := l.syncSegmentLocked(s); err != nil {
-		return err
-	}
-	if err := l.sealLocked(s); err != nil {
-		return l.failLocked(err)
-	}
 	ns := &segment{base: base, loaded: true, next: base, maxTs: -1, rollTs: -1}
 	cf, err := l.files.create(l.fs, ns.path(l.dir))
 	if err != nil {
 		return l.failLocked(fmt.Errorf("segments: create segment: %w", err))
 	}
 	l.files.release(cf)
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return l.failLocked(fmt.Errorf("segments: sync dir: %w", err))
-	}
+	p := &pendingSeal{s: s, upTo: base, files: l.indexFilesLocked(s)}
 	l.segs = append(l.segs, ns)
-	l.txnRolledLocked(s, ns)
-	l.recoveryPoint = base
+	p.files = append(p.files, l.txnRolledLocked(s, ns)...)
 	l.unflushed = 0
-	return l.saveStateLocked(false)
+	l.unsealed = append(l.unsealed, p)
+	if !l.sealRunning {
+		l.sealRunning = true
+		l.sealers.Add(1)
+		go l.sealLoop()
+	}
+	return nil
+}
+
+// pendingSeal is a roll's flush: the sealed segment s to fsync, the side
+// files to write (their bytes taken under mu at the roll), and the offset
+// the recovery point may move to once all of it is durable.
+type pendingSeal struct {
+	s     *segment
+	upTo  int64
+	files []sideFile
+}
+
+type sideFile struct {
+	name string
+	data []byte
+}
+
+// sealLoop flushes the segments sealed by rolls, oldest first, holding
+// syncMu but not mu. It is started by a roll when none runs, ends when
+// nothing is left (or the log failed or closed), and Close waits for it.
+func (l *Log) sealLoop() {
+	defer l.sealers.Done()
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	for {
+		l.mu.Lock()
+		if len(l.unsealed) == 0 || l.usableLocked() != nil {
+			l.sealRunning = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+		_ = l.flushSeals() // a failure is sticky; the next turn sees it
+	}
+}
+
+// flushSeals makes the pending rolls durable without holding mu while it
+// does I/O. The caller holds syncMu, so nobody else flushes them or
+// changes the sealed segments meanwhile.
+func (l *Log) flushSeals() error {
+	for {
+		l.mu.Lock()
+		if err := l.usableLocked(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if len(l.unsealed) == 0 {
+			l.mu.Unlock()
+			return nil
+		}
+		// Once per log: a log created without fsyncs gets its directory
+		// entries and state file durable before its first fsync.
+		if err := l.syncNewDirLocked(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		p, st := l.unsealed[0], l.sealStateLocked()
+		l.mu.Unlock()
+		err := l.writeSeal(p, st)
+		l.mu.Lock()
+		err = l.sealDoneLocked(p, st, err)
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// flushSealsLocked is flushSeals under mu, for the rare paths that hold mu
+// already and find a roll queued; the caller holds syncMu.
+func (l *Log) flushSealsLocked() error {
+	for len(l.unsealed) > 0 {
+		if err := l.usableLocked(); err != nil {
+			return err
+		}
+		if err := l.syncNewDirLocked(); err != nil {
+			return err
+		}
+		p, st := l.unsealed[0], l.sealStateLocked()
+		if err := l.sealDoneLocked(p, st, l.writeSeal(p, st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sealStateLocked is the state file to write once the first pending roll
+// is durable. Nothing else writes the state file or moves the start
+// offset meanwhile: they hold syncMu, as the flush does.
+func (l *Log) sealStateLocked() logState {
+	return logState{recoveryPoint: max(l.recoveryPoint, l.unsealed[0].upTo), startOffset: l.start}
+}
+
+// writeSeal fsyncs p's segment, writes its side files atomically, fsyncs
+// the directory (the new segment's entry included), then saves st. It
+// touches no field guarded by mu.
+func (l *Log) writeSeal(p *pendingSeal, st logState) error {
+	path := p.s.path(l.dir)
+	cf, err := l.files.acquire(l.fs, path)
+	if err != nil {
+		return fmt.Errorf("segments: open %s: %w", path, err)
+	}
+	err = cf.f.Sync()
+	l.files.release(cf)
+	if err != nil {
+		return fmt.Errorf("segments: fsync %s: %w", path, err)
+	}
+	for _, f := range p.files {
+		if err := writeFileAtomicNoDirSync(l.fs, l.dir, f.name, f.data); err != nil {
+			if strings.HasSuffix(f.name, txnIndexSuffix) {
+				// As before: a missing .txnindex is rebuilt by a replay.
+				l.logger.Warn("segments: cannot write transaction index", "file", f.name, "err", err)
+				continue
+			}
+			return fmt.Errorf("segments: write index: %w", err)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("segments: sync dir: %w", err)
+	}
+	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+		return fmt.Errorf("segments: write %s: %w", stateFile, err)
+	}
+	return nil
+}
+
+// sealDoneLocked records the end of p's flush: a failure is sticky, a
+// success moves the recovery point to p.upTo.
+func (l *Log) sealDoneLocked(p *pendingSeal, st logState, err error) error {
+	if err != nil {
+		return l.failLocked(err)
+	}
+	if len(l.unsealed) == 0 || l.unsealed[0] != p {
+		return nil // dropped by a reopen meanwhile
+	}
+	l.unsealed = l.unsealed[1:]
+	p.s.indexOnDisk = true
+	l.recoveryPoint = max(l.recoveryPoint, p.upTo)
+	// savedAt stays: the owner's clock (Options.Now) is read on its own
+	// goroutines only, and Maintain's checkpoint just comes sooner.
+	l.savedRP, l.cleanOnDisk = st.recoveryPoint, false
+	return nil
+}
+
+// lockQuiet takes syncMu and mu with no roll's flush pending or running,
+// for changes to sealed segments' files (truncation, deletion, retention,
+// close): pending flushes run first without mu, one queued meanwhile under
+// it. A failed flush is sticky, for the caller's usableLocked to see.
+func (l *Log) lockQuiet() {
+	l.syncMu.Lock()
+	_ = l.flushSeals()
+	l.mu.Lock()
+	_ = l.flushSealsLocked()
+}
+
+func (l *Log) unlockQuiet() {
+	l.mu.Unlock()
+	l.syncMu.Unlock()
 }
 
 // Roll seals the active segment and starts a new one at the end offset,
@@ -352,16 +522,21 @@ func (l *Log) Roll() error {
 // sealLocked writes the index files of s, each atomically and durably, so
 // they are whole or absent. s must be loaded.
 func (l *Log) sealLocked(s *segment) error {
-	for _, f := range []struct {
-		suffix string
-		data   []byte
-	}{{indexSuffix, s.idx.encodeOffsets()}, {timeIndexSuffix, s.idx.encodeTimes(s.rel(s.next), s.maxTs)}} {
-		if err := writeFileAtomic(l.fs, l.dir, segmentName(s.base, f.suffix), f.data); err != nil {
+	for _, f := range l.indexFilesLocked(s) {
+		if err := writeFileAtomic(l.fs, l.dir, f.name, f.data); err != nil {
 			return fmt.Errorf("segments: write index: %w", err)
 		}
 	}
 	s.indexOnDisk = true
 	return nil
+}
+
+// indexFilesLocked encodes the index files of s. s must be loaded.
+func (l *Log) indexFilesLocked(s *segment) []sideFile {
+	return []sideFile{
+		{segmentName(s.base, indexSuffix), s.idx.encodeOffsets()},
+		{segmentName(s.base, timeIndexSuffix), s.idx.encodeTimes(s.rel(s.next), s.maxTs)},
+	}
 }
 
 // syncSegmentLocked fsyncs s; a failure is sticky.
@@ -380,8 +555,12 @@ func (l *Log) syncSegmentLocked(s *segment) error {
 	return nil
 }
 
-// flushLocked fsyncs the active segment and advances the recovery point.
+// flushLocked fsyncs the pending rolls and the active segment and advances
+// the recovery point. The caller holds syncMu.
 func (l *Log) flushLocked() error {
+	if err := l.flushSealsLocked(); err != nil {
+		return err
+	}
 	if l.unflushed == 0 && l.recoveryPoint == l.end {
 		return nil
 	}
@@ -408,7 +587,18 @@ func (l *Log) Sync() error {
 func (l *Log) syncTo(target int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	l.mu.Lock()
+	for {
+		// Segments sealed by rolls first: the recovery point moves past
+		// none of them before it is flushed.
+		if err := l.flushSeals(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		if len(l.unsealed) == 0 {
+			break // with mu held
+		}
+		l.mu.Unlock() // a roll came in between
+	}
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
 		return err
@@ -435,8 +625,9 @@ func (l *Log) syncTo(target int64) error {
 		return l.failLocked(fmt.Errorf("segments: fsync %s: %w", path, err))
 	}
 	if gen == l.truncGen {
-		// Unchanged since the snapshot but for appends past end (a roll
-		// fsyncs what it seals and moves the recovery point itself).
+		// Unchanged since the snapshot but for appends past end: a roll
+		// meanwhile sealed the segment just fsynced, whose bytes below end
+		// are durable, as is its directory entry (it was active already).
 		l.recoveryPoint = max(l.recoveryPoint, end)
 		l.unflushed = max(l.unflushed-pending, 0)
 	}
@@ -531,15 +722,18 @@ func (l *Log) segmentForLocked(off int64) int {
 	return max(i-1, 0)
 }
 
-// Close flushes, writes the recovery checkpoint and releases files.
+// Close flushes, writes the recovery checkpoint and releases files; it
+// returns once the log's sealLoop, if any, has ended.
 func (l *Log) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.sealers.Wait()
+	l.lockQuiet()
+	defer l.unlockQuiet()
 	if l.closed {
 		return nil
 	}
 	err := l.closeLocked()
 	l.closed = true
+	l.unsealed = nil
 	l.forgetFilesLocked()
 	return err
 }

@@ -11,8 +11,8 @@ import (
 // leave the end below the log start offset, or to is below it, the log is
 // emptied and restarted at to.
 func (l *Log) Truncate(to int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lockQuiet()
+	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -116,8 +116,8 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 // Reset empties the log and restarts it at offset: a follower whose log is
 // entirely behind the leader's log start offset starts over there.
 func (l *Log) Reset(offset int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lockQuiet()
+	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}
@@ -163,8 +163,8 @@ func (l *Log) restartAtLocked(off int64) error {
 // DeleteRecordsBefore advances the log start offset to offset and deletes
 // the segments wholly below it. offset must be <= EndOffset.
 func (l *Log) DeleteRecordsBefore(offset int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lockQuiet()
+	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}

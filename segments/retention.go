@@ -19,6 +19,8 @@ func (l *Log) Maintain(now time.Time) error {
 			return err
 		}
 	}
+	l.syncMu.Lock() // a roll's flush writes the state file holding it
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || l.err != nil {
@@ -32,8 +34,8 @@ func (l *Log) Maintain(now time.Time) error {
 
 // maintainLocked does Maintain's work but compaction, under Log.mu.
 func (l *Log) maintainLocked(now time.Time) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lockQuiet() // retention removes sealed segments; flush.ms flushes
+	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
 		return err
 	}

@@ -96,8 +96,9 @@ func (l *Log) reopenLocked() error {
 	l.epochs, l.cleanedTo, l.tombstoneDue = fresh.epochs, 0, 0
 	l.cleanOnDisk, l.dirUnsynced = fresh.cleanOnDisk, fresh.dirUnsynced
 	l.ongoing, l.txnReady = fresh.ongoing, fresh.txnReady
-	l.truncGen++ // a syncTo snapshot taken before must not move the recovery point
-	l.segsGen++  // nor a compaction pass swap segments it read before
+	l.unsealed = nil // the fresh open rescanned past the saved recovery point
+	l.truncGen++     // a syncTo snapshot taken before must not move the recovery point
+	l.segsGen++      // nor a compaction pass swap segments it read before
 	l.err = nil
 	return nil
 }

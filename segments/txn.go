@@ -285,10 +285,16 @@ func (l *Log) rebuildTxnsFromLocked(i int) error {
 // is the open transactions at endOffset (the log end at a clean Close). A
 // failure is logged, not fatal: the file is rebuilt from the segment.
 func (l *Log) saveTxnIndexLocked(s *segment, end map[int64]OngoingTxn, endOffset int64) {
-	data := encodeTxnIndex(txnIndexFile{base: s.txns.base, endOffset: endOffset, end: end, aborted: s.txns.aborted})
-	if err := writeFileAtomic(l.fs, l.dir, segmentName(s.base, txnIndexSuffix), data); err != nil {
+	f := l.txnIndexFileLocked(s, end, endOffset)
+	if err := writeFileAtomic(l.fs, l.dir, f.name, f.data); err != nil {
 		l.logger.Warn("segments: cannot write transaction index", "segment", s.base, "err", err)
 	}
+}
+
+// txnIndexFileLocked encodes the .txnindex file of s.
+func (l *Log) txnIndexFileLocked(s *segment, end map[int64]OngoingTxn, endOffset int64) sideFile {
+	data := encodeTxnIndex(txnIndexFile{base: s.txns.base, endOffset: endOffset, end: end, aborted: s.txns.aborted})
+	return sideFile{segmentName(s.base, txnIndexSuffix), data}
 }
 
 func (l *Log) readTxnIndexLocked(s *segment) (txnIndexFile, error) {
@@ -327,12 +333,16 @@ func (l *Log) txnResetLocked() {
 
 // txnRolledLocked starts the new active segment's state (the open
 // transactions at its base) and writes the files of both segments.
-func (l *Log) txnRolledLocked(sealed, active *segment) {
+//
+// It returns the .txnindex files to write, which the roll's flush writes
+// without mu (rollLocked).
+func (l *Log) txnRolledLocked(sealed, active *segment) []sideFile {
+	var files []sideFile
 	if sealed.txns.known {
-		l.saveTxnIndexLocked(sealed, nil, -1)
+		files = append(files, l.txnIndexFileLocked(sealed, nil, -1))
 	}
 	active.txns = segTxns{known: true, base: maps.Clone(l.ongoing)}
-	l.saveTxnIndexLocked(active, nil, -1)
+	return append(files, l.txnIndexFileLocked(active, nil, -1))
 }
 
 // The .txnindex file of a segment, all integers big-endian:
