@@ -365,52 +365,71 @@ type sideFile struct {
 // sealLoop flushes the segments sealed by rolls, oldest first, holding
 // syncMu but not mu. It is started by a roll when none runs, ends when
 // nothing is left (or the log failed or closed), and Close waits for it.
+// It takes syncMu for one seal at a time, not for the whole queue: while
+// appends keep rolling, a Maintain, Sync or Close waiting for syncMu gets
+// in between two seals (holding it across the queue starved retention for
+// as long as a stream of rolls lasted).
 func (l *Log) sealLoop() {
 	defer l.sealers.Done()
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
 	for {
+		l.syncMu.Lock()
 		l.mu.Lock()
 		if len(l.unsealed) == 0 || l.usableLocked() != nil {
 			l.sealRunning = false
 			l.mu.Unlock()
+			l.syncMu.Unlock()
 			return
 		}
 		l.mu.Unlock()
-		_ = l.flushSeals() // a failure is sticky; the next turn sees it
+		_, _ = l.flushSeal() // a failure is sticky; the next turn sees it
+		l.syncMu.Unlock()
 	}
 }
 
-// flushSeals makes the pending rolls durable without holding mu while it
-// does I/O. The caller holds syncMu, so nobody else flushes them or
-// changes the sealed segments meanwhile.
+// flushSeals makes the rolls pending when it is called durable without
+// holding mu while it does I/O; rolls queued meanwhile are left to the
+// caller (lockQuiet flushes them under mu), so a stream of appends cannot
+// keep it chasing new rolls forever. The caller holds syncMu, so nobody
+// else flushes them or changes the sealed segments meanwhile.
 func (l *Log) flushSeals() error {
-	for {
-		l.mu.Lock()
-		if err := l.usableLocked(); err != nil {
-			l.mu.Unlock()
-			return err
-		}
-		if len(l.unsealed) == 0 {
-			l.mu.Unlock()
-			return nil
-		}
-		// Once per log: a log created without fsyncs gets its directory
-		// entries and state file durable before its first fsync.
-		if err := l.syncNewDirLocked(); err != nil {
-			l.mu.Unlock()
-			return err
-		}
-		p, st := l.unsealed[0], l.sealStateLocked()
-		l.mu.Unlock()
-		err := l.writeSeal(p, st)
-		l.mu.Lock()
-		err = l.sealDoneLocked(p, st, err)
-		l.mu.Unlock()
-		if err != nil {
+	l.mu.Lock()
+	n := len(l.unsealed)
+	l.mu.Unlock()
+	for ; n > 0; n-- {
+		done, err := l.flushSeal()
+		if done || err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// flushSeal makes the oldest pending roll durable without holding mu
+// while it does I/O; done says nothing was pending. The caller holds
+// syncMu.
+func (l *Log) flushSeal() (done bool, err error) {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return false, err
+	}
+	if len(l.unsealed) == 0 {
+		l.mu.Unlock()
+		return true, nil
+	}
+	// Once per log: a log created without fsyncs gets its directory
+	// entries and state file durable before its first fsync.
+	if err := l.syncNewDirLocked(); err != nil {
+		l.mu.Unlock()
+		return false, err
+	}
+	p, st := l.unsealed[0], l.sealStateLocked()
+	l.mu.Unlock()
+	err = l.writeSeal(p, st)
+	l.mu.Lock()
+	err = l.sealDoneLocked(p, st, err)
+	l.mu.Unlock()
+	return false, err
 }
 
 // flushSealsLocked is flushSeals under mu, for the rare paths that hold mu
