@@ -449,6 +449,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		StorageRetry: s.cfg.StorageRetryInterval, Storage: s.storage,
 		MaxInflated: s.cfg.MaxDecompressedBatchBytes, FramingOnly: s.cfg.BenchSkipRecordValidation,
 		Lease: s.meta.BrokerLeaseValid, MinFreeDisk: s.cfg.MinFreeDisk,
+		Now: s.faults.now, FS: s.faults.fs(),
 		Producers: &broker.ProducerPolicy{
 			Expiration: cmp.Or(s.cfg.ProducerIDExpiration, broker.DefaultProducerIDExpiration),
 			MaxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, broker.DefaultMaxProducerIDsPerPartition),

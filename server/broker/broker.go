@@ -136,6 +136,11 @@ type Config struct {
 	// (nil: the defaults).
 	Producers *ProducerPolicy
 	Keys      *KeyPolicy
+	// Now is the node's wall clock for retention, segment.ms and record
+	// timestamps (nil: time.Now); FS is the partitions' filesystem (nil:
+	// the OS's). Both are the test-fault hooks (server/testfaults.go).
+	Now func() time.Time
+	FS  segments.FS
 }
 
 // newBroker prepares a broker following meta's images; start opens the
@@ -152,7 +157,8 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 	}
 	b := &Broker{
 		id: cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
-		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger},
+		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
+		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
