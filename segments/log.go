@@ -73,12 +73,10 @@ type Log struct {
 
 // Open opens (recovering if needed) or creates the log in dir.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	cfg, err := cfg.normalized()
+	l, err := newLog(dir, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.openLocked(); err != nil {
@@ -94,12 +92,10 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 // holds. When dir exists it fails with an error wrapping fs.ErrExist, and
 // the caller opens it instead.
 func Create(dir string, cfg Config, opts Options) (*Log, error) {
-	cfg, err := cfg.normalized()
+	l, err := newLog(dir, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
-	l := &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := mkdirNew(l.fs, dir); err != nil {
@@ -110,6 +106,17 @@ func Create(dir string, cfg Config, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("segments: create %s: %w", dir, err)
 	}
 	return l, nil
+}
+
+// newLog is the Log Open and Create start from: cfg checked, opts
+// defaulted, nothing on disk touched yet.
+func newLog(dir string, cfg Config, opts Options) (*Log, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	return &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}, nil
 }
 
 // Dir returns the log's directory.
