@@ -36,11 +36,11 @@ type accessMeta struct{ s *Server }
 func (m accessMeta) Image() *raftfsm.Image { img, _ := m.s.meta.Image(); return img }
 
 func (m accessMeta) Apply(ctx context.Context, cmd raftfsm.Command) error {
-	_, err := m.s.applyMeta(ctx, cmd)
+	_, err := m.s.admin.Apply(ctx, cmd)
 	return err
 }
 
-func (m accessMeta) CatchUp(ctx context.Context) error { return m.s.catchUpWithLeader(ctx) }
+func (m accessMeta) CatchUp(ctx context.Context) error { return m.s.admin.CatchUp(ctx) }
 
 // allowed is the one authorization check of both doors.
 func (s *Server) allowed(principal, host, resourceType, name, op string) bool {

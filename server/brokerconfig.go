@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 )
 
@@ -61,8 +62,8 @@ var brokerConfigDefs = []brokerConfigDef{
 	{"producer.id.expiration.ms", 3, func(c *Config) string { return ms(c.ProducerIDExpiration) }, "--producer-id-expiration"},
 	{"socket.request.max.bytes", 3, func(c *Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }, "--max-body-bytes"},
 	// What a topic created without them gets (fixed in runnel).
-	{"num.partitions", 3, func(*Config) string { return strconv.Itoa(defaultPartitions) }, "partitions of a topic created without a count"},
-	{"default.replication.factor", 3, func(*Config) string { return strconv.Itoa(defaultReplicationFactor) }, "replication factor of a topic created without one"},
+	{"num.partitions", 3, func(*Config) string { return strconv.Itoa(admin.DefaultPartitions) }, "partitions of a topic created without a count"},
+	{"default.replication.factor", 3, func(*Config) string { return strconv.Itoa(admin.DefaultReplicationFactor) }, "replication factor of a topic created without one"},
 	{"log.segment.bytes", 3, topicDefault("segment.bytes"), "segment.bytes of a topic that does not set it"},
 	{"log.roll.ms", 5, topicDefault("segment.ms"), "segment.ms of a topic that does not set it"},
 	{"log.retention.ms", 5, topicDefault("retention.ms"), "retention.ms of a topic that does not set it"},

@@ -11,6 +11,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 )
@@ -39,7 +40,7 @@ func newGroupCoordinator(s *Server) *groups.Coordinator {
 func (b groupsBackend) Image() (*raftfsm.Image, <-chan struct{}) { return b.s.meta.Image() }
 
 func (b groupsBackend) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
-	_, err := b.s.createTopic(ctx, topicSpec{name: name, partitions: partitions, replicationFactor: rf, configs: configs}, false)
+	_, err := b.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs}, false)
 	return err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 )
 
@@ -45,13 +46,13 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrUnknownTopic, api.ErrUnknownTopic},
 	{broker.ErrUnknownPartition, api.ErrUnknownPartition},
 	{raftfsm.ErrTopicExists, api.ErrTopicExists},
-	{errInvalidTopicName, api.ErrInvalidTopicName},
+	{admin.ErrInvalidTopicName, api.ErrInvalidTopicName},
 	{broker.ErrInvalidConfig, api.ErrInvalidConfig},
-	{errInvalidPartitions, api.ErrInvalidPartitions},
-	{errInvalidReplicas, api.ErrInvalidPartitions},
+	{admin.ErrInvalidPartitions, api.ErrInvalidPartitions},
+	{admin.ErrInvalidReplicas, api.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
-	{errInternalTopic, api.ErrInternalTopic},
+	{admin.ErrInternalTopic, api.ErrInternalTopic},
 	{raftfsm.ErrPolicyViolation, api.ErrPolicyViolation},
 	{raftfsm.ErrQuorumChange, api.ErrQuorumChange},
 	{raftfsm.ErrInvalidCommand, api.ErrInvalidRequest},
@@ -218,24 +219,17 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 			size += p.Log().Size()
 		}
 		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
-			ReplicationFactor: replicationFactor(t), Internal: isInternal(t.Name), SizeBytes: size})
+			ReplicationFactor: admin.ReplicationFactor(t), Internal: admin.IsInternal(t.Name), SizeBytes: size})
 	}
 	return out, nil
 }
 
-func replicationFactor(t *raftfsm.Topic) int16 {
-	if len(t.Partitions) == 0 {
-		return 0
-	}
-	return int16(len(t.Partitions[0].TargetReplicas())) // not counting replicas a reassignment removes
-}
-
 func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {
-	if err := refuseInternal(req.Name, "create"); err != nil {
+	if err := admin.RefuseInternal(req.Name, "create"); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
-	t, err := h.s.createTopic(ctx, topicSpec{name: req.Name, partitions: req.Partitions,
-		replicationFactor: req.ReplicationFactor, configs: req.Configs}, false)
+	t, err := h.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: req.Name, Partitions: req.Partitions,
+		ReplicationFactor: req.ReplicationFactor, Configs: req.Configs}, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
@@ -243,7 +237,7 @@ func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicReques
 }
 
 func (h *httpBackend) DescribeTopic(ctx context.Context, name string) (api.TopicDetail, error) {
-	_, t, ok := h.s.lookupTopic(ctx, name)
+	_, t, ok := h.s.admin.LookupTopic(ctx, name)
 	if !ok {
 		return api.TopicDetail{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, name)
 	}
@@ -251,8 +245,8 @@ func (h *httpBackend) DescribeTopic(ctx context.Context, name string) (api.Topic
 }
 
 func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
-	d := api.TopicDetail{Name: t.Name, ID: uuidString(t.ID), ReplicationFactor: replicationFactor(t),
-		Internal: isInternal(t.Name), Configs: map[string]string{}}
+	d := api.TopicDetail{Name: t.Name, ID: uuidString(t.ID), ReplicationFactor: admin.ReplicationFactor(t),
+		Internal: admin.IsInternal(t.Name), Configs: map[string]string{}}
 	for k, v := range t.Configs {
 		d.Configs[k] = v
 	}
@@ -286,17 +280,17 @@ func uuidString(id [16]byte) string {
 }
 
 func (h *httpBackend) DeleteTopic(ctx context.Context, name string) error {
-	if err := refuseInternal(name, "delete"); err != nil {
+	if err := admin.RefuseInternal(name, "delete"); err != nil {
 		return toHTTPError(err)
 	}
-	return toHTTPError(h.s.deleteTopic(ctx, name))
+	return toHTTPError(h.s.admin.DeleteTopic(ctx, name))
 }
 
 func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (api.TopicDetail, error) {
-	if err := refuseInternal(name, "reconfigure"); err != nil {
+	if err := admin.RefuseInternal(name, "reconfigure"); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
-	t, err := h.s.alterTopicConfigs(ctx, name, set, false)
+	t, err := h.s.admin.AlterTopicConfigs(ctx, name, set, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
@@ -319,10 +313,10 @@ func (h *httpBackend) ProduceIdempotent(ctx context.Context, topic string, recor
 // produce is Produce; with k every partition's batch carries the key, and a
 // partition that already holds the key's batch answers with its offsets.
 func (h *httpBackend) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *broker.IdemKey) ([]api.RecordOffset, error) {
-	if err := refuseInternal(topic, "produce to"); err != nil {
+	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
-	img, t, ok := h.s.lookupTopic(ctx, topic)
+	img, t, ok := h.s.admin.LookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
@@ -438,7 +432,7 @@ func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.
 }
 
 func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
-	img, t, ok := h.s.lookupTopic(ctx, req.Topic)
+	img, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}
@@ -480,7 +474,7 @@ var _ api.ConsumeStreamer = (*httpBackend)(nil)
 // copies of keys and values per response. Forwarded reads come back
 // whole from the leader and are handed over one by one.
 func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
-	img, t, ok := h.s.lookupTopic(ctx, req.Topic)
+	img, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}
@@ -573,7 +567,7 @@ func partitionHealth(img *raftfsm.Image) (under, offline int) {
 }
 
 func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (api.TopicDetail, error) {
-	if _, err := h.s.electLeaders(ctx, topic); err != nil {
+	if _, err := h.s.admin.ElectLeaders(ctx, topic); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)
@@ -582,14 +576,14 @@ func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (
 var _ api.ReassignBackend = (*httpBackend)(nil)
 
 func (h *httpBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) (api.TopicDetail, error) {
-	if err := h.s.startReassignment(ctx, topic, partition, replicas); err != nil {
+	if err := h.s.admin.StartReassignment(ctx, topic, partition, replicas); err != nil {
 		return api.TopicDetail{}, reassignHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)
 }
 
 func (h *httpBackend) CancelReassignment(ctx context.Context, topic string, partition int32) (api.TopicDetail, error) {
-	if err := h.s.cancelReassignment(ctx, topic, partition); err != nil {
+	if err := h.s.admin.CancelReassignment(ctx, topic, partition); err != nil {
 		return api.TopicDetail{}, reassignHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 )
 
@@ -71,10 +72,10 @@ func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 // batchPartition is the local leader of topic-partition for a batch
 // request.
 func (h *httpBackend) batchPartition(ctx context.Context, topic string, partition int32) (*broker.Partition, error) {
-	if err := refuseInternal(topic, "produce to"); err != nil {
+	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
-	img, t, ok := h.s.lookupTopic(ctx, topic)
+	img, t, ok := h.s.admin.LookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
@@ -95,7 +96,7 @@ func (h *httpBackend) batchPartition(ctx context.Context, topic string, partitio
 // watermark, each checked (segments.NextBatch: framing, CRC) before it is
 // served, long-polling like Consume.
 func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
-	_, t, ok := h.s.lookupTopic(ctx, req.Topic)
+	_, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.BatchResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 )
 
@@ -37,13 +38,13 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
 	{broker.ErrUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrTopicExists, kafkaproto.ErrTopicExists},
-	{errInvalidTopicName, kafkaproto.ErrInvalidTopic},
+	{admin.ErrInvalidTopicName, kafkaproto.ErrInvalidTopic},
 	{broker.ErrInvalidConfig, kafkaproto.ErrInvalidConfig},
-	{errInvalidPartitions, kafkaproto.ErrInvalidPartitions},
+	{admin.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
-	{errInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
+	{admin.ErrInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
 	{raftfsm.ErrNotEnoughBrokers, kafkaproto.ErrInvalidReplicationFactor},
-	{errInternalTopic, kafkaproto.ErrInvalidTopic},
+	{admin.ErrInternalTopic, kafkaproto.ErrInvalidTopic},
 	{raftfsm.ErrPolicyViolation, kafkaproto.ErrPolicyViolation},
 	{broker.ErrTooLarge, kafkaproto.ErrMessageTooLarge},
 	{segments.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
@@ -63,9 +64,9 @@ var kafkaErrors = []struct{ from, to error }{
 	{broker.ErrStorage, kafkaproto.ErrStorage},
 	{segments.ErrStorage, kafkaproto.ErrStorage},
 	// Cluster admin (kafkaclusteradmin.go).
-	{errElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
-	{errPreferredLeaderNotAvailable, kafkaproto.ErrPreferredLeaderNotAvailable},
-	{errEligibleLeadersNotAvailable, kafkaproto.ErrEligibleLeadersNotAvailable},
+	{admin.ErrElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
+	{admin.ErrPreferredLeaderNotAvailable, kafkaproto.ErrPreferredLeaderNotAvailable},
+	{admin.ErrEligibleLeadersNotAvailable, kafkaproto.ErrEligibleLeadersNotAvailable},
 	{raftfsm.ErrUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrInvalidAssignment, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
@@ -115,7 +116,7 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 	}
 	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
 	for _, t := range img.Topics.All() {
-		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: isInternal(t.Name)}
+		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name)}
 		for i, p := range t.Partitions {
 			pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 				Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
@@ -134,7 +135,7 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 }
 
 func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
-	if err := refuseInternal(topic, "produce to"); err != nil {
+	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
 	p, err := k.s.broker.Partition(topic, partition)
@@ -154,7 +155,7 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 // AppendForAcks splits an acks=all produce so the listener can read a
 // connection's next requests while this one waits for the in-sync replicas.
 func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
-	if err := refuseInternal(topic, "produce to"); err != nil {
+	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
 	p, err := k.s.broker.Partition(topic, partition)
@@ -276,7 +277,7 @@ func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, part
 }
 
 func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
-	if err := refuseInternal(topic, "delete records of"); err != nil {
+	if err := admin.RefuseInternal(topic, "delete records of"); err != nil {
 		return -1, toKafkaError(err)
 	}
 	p, err := k.s.broker.Partition(topic, partition)
@@ -297,26 +298,26 @@ func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partitio
 }
 
 func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
-	if err := refuseInternal(spec.Name, "create"); err != nil {
+	if err := admin.RefuseInternal(spec.Name, "create"); err != nil {
 		return toKafkaError(err)
 	}
-	_, err := k.s.createTopic(ctx, topicSpec{name: spec.Name, partitions: spec.Partitions,
-		replicationFactor: spec.ReplicationFactor, configs: spec.Configs, assignments: spec.Assignments}, validateOnly)
+	_, err := k.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: spec.Name, Partitions: spec.Partitions,
+		ReplicationFactor: spec.ReplicationFactor, Configs: spec.Configs, Assignments: spec.Assignments}, validateOnly)
 	return toKafkaError(err)
 }
 
 func (k *kafkaBackend) DeleteTopic(ctx context.Context, name string) error {
-	if err := refuseInternal(name, "delete"); err != nil {
+	if err := admin.RefuseInternal(name, "delete"); err != nil {
 		return toKafkaError(err)
 	}
-	return toKafkaError(k.s.deleteTopic(ctx, name))
+	return toKafkaError(k.s.admin.DeleteTopic(ctx, name))
 }
 
 func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
-	if err := refuseInternal(topic, "add partitions to"); err != nil {
+	if err := admin.RefuseInternal(topic, "add partitions to"); err != nil {
 		return toKafkaError(err)
 	}
-	return toKafkaError(k.s.createPartitions(ctx, topic, count, validateOnly))
+	return toKafkaError(k.s.admin.CreatePartitions(ctx, topic, count, validateOnly))
 }
 
 func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
@@ -335,7 +336,7 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 		}
 		return k.s.brokerConfigs(), nil
 	}
-	_, t, ok := k.s.lookupTopic(ctx, res.Name)
+	_, t, ok := k.s.admin.LookupTopic(ctx, res.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
 	}
@@ -373,7 +374,7 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 		}
 		return k.s.alterBrokerConfigs(ops, validateOnly)
 	}
-	if err := refuseInternal(res.Name, "reconfigure"); err != nil {
+	if err := admin.RefuseInternal(res.Name, "reconfigure"); err != nil {
 		return toKafkaError(err)
 	}
 	changes := map[string]*string{}
@@ -392,7 +393,7 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 			}
 		}
 	}
-	_, err := k.s.alterTopicConfigs(ctx, res.Name, changes, validateOnly)
+	_, err := k.s.admin.AlterTopicConfigs(ctx, res.Name, changes, validateOnly)
 	return toKafkaError(err)
 }
 
@@ -413,7 +414,7 @@ func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *stri
 	// Kafka's transaction coordinator answers it, whatever id and epoch it
 	// names (KIP-360's bump is for transactional ids): bumping the epoch of
 	// the id a request names would let any client fence any producer.
-	id, err := k.s.allocateProducerID(ctx)
+	id, err := k.s.admin.AllocateProducerID(ctx)
 	if err != nil {
 		return -1, -1, toKafkaError(err)
 	}

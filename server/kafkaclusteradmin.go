@@ -11,6 +11,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/server/admin"
 )
 
 // The Kafka cluster admin APIs (kafkaproto.ClusterAdmin): each goes
@@ -20,11 +21,11 @@ var _ kafkaproto.ClusterAdmin = (*kafkaBackend)(nil)
 
 // ElectLeaders is electPartitions, the code path of HTTP elect-leaders.
 func (k *kafkaBackend) ElectLeaders(ctx context.Context, topic string, partitions []int32, unclean bool) (map[int32]error, error) {
-	mode := electPreferred
+	mode := admin.ElectPreferred
 	if unclean {
-		mode = electUnclean
+		mode = admin.ElectUnclean
 	}
-	results, _, err := k.s.electPartitions(ctx, topic, partitions, mode, true)
+	results, _, err := k.s.admin.ElectPartitions(ctx, topic, partitions, mode, true)
 	if err != nil {
 		return nil, toKafkaError(err)
 	}
@@ -37,14 +38,14 @@ func (k *kafkaBackend) ElectLeaders(ctx context.Context, topic string, partition
 // ReassignPartition is startReassignment / cancelReassignment, the code
 // path of HTTP PUT / DELETE .../replicas.
 func (k *kafkaBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) error {
-	if err := refuseInternal(topic, "reassign"); err != nil {
+	if err := admin.RefuseInternal(topic, "reassign"); err != nil {
 		return toKafkaError(err)
 	}
 	var err error
 	if replicas == nil {
-		err = k.s.cancelReassignment(ctx, topic, partition)
+		err = k.s.admin.CancelReassignment(ctx, topic, partition)
 	} else {
-		err = k.s.startReassignment(ctx, topic, partition, replicas)
+		err = k.s.admin.StartReassignment(ctx, topic, partition, replicas)
 	}
 	return toKafkaError(err)
 }
@@ -117,10 +118,10 @@ var _ kafkaproto.PartitionAssigner = (*kafkaBackend)(nil)
 // CreateAssignedPartitions is CreatePartitions with the new partitions'
 // replicas given.
 func (k *kafkaBackend) CreateAssignedPartitions(ctx context.Context, topic string, count int32, assignments [][]int32, validateOnly bool) error {
-	if err := refuseInternal(topic, "add partitions to"); err != nil {
+	if err := admin.RefuseInternal(topic, "add partitions to"); err != nil {
 		return toKafkaError(err)
 	}
-	return toKafkaError(k.s.createAssignedPartitions(ctx, topic, count, assignments, validateOnly))
+	return toKafkaError(k.s.admin.CreateAssignedPartitions(ctx, topic, count, assignments, validateOnly))
 }
 
 var _ kafkaproto.ProducerStates = (*kafkaBackend)(nil)

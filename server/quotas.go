@@ -141,7 +141,7 @@ func (s *Server) alterQuota(ctx context.Context, e quota.Entity, set map[string]
 	if validateOnly {
 		return vals, nil
 	}
-	_, err := s.applyMeta(ctx, raftfsm.Command{SetQuotas: &raftfsm.SetQuotas{Quotas: []raftfsm.Quota{{Entity: fromQuotaEntity(e), Values: vals}}}})
+	_, err := s.admin.Apply(ctx, raftfsm.Command{SetQuotas: &raftfsm.SetQuotas{Quotas: []raftfsm.Quota{{Entity: fromQuotaEntity(e), Values: vals}}}})
 	return vals, err
 }
 

@@ -20,6 +20,10 @@
 // read_committed Fetch and ListOffsets and HTTP reads with
 // isolation=read_committed (the default; broker/data.go, httpbatch.go) stop at it.
 //
+// The metadata changes both doors make (topics, configs, reassignment,
+// leader elections, producer id blocks, the internal topics) are package
+// server/admin.
+//
 // The security surface (ACLs over the one authorizer, users, API tokens, UI
 // sessions, the HTTP audit log) is package server/access, reached by both
 // doors through accessbackend.go; the --auth flags and their rules stay
@@ -35,7 +39,7 @@
 // Goroutines, all owned by the Server and stopped by Close (in this order):
 //   - the HTTP server on each HTTP listener and on interHTTP (forwarded
 //     requests), stopped by stopHTTP (graceful, then request contexts end);
-//   - runLeaderElections on a controller (stopElections);
+//   - admin.RunElections on a controller (stopElections; server/admin);
 //   - the Kafka listener's doors (client, TLS, inter-broker peers), through
 //     serveKafka, stopped by kafka.Close after interBroker closes;
 //   - handoffs: one goroutine per inter-node connection being passed from the
@@ -89,6 +93,7 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/access"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/web"
@@ -101,6 +106,7 @@ type Server struct {
 	lock   *os.File // flock on the data dir
 
 	meta   *raftfsm.Node
+	admin  *admin.Admin // the metadata changes of both doors, elections
 	broker *broker.Broker
 	// storage is what the broker's storage loop last saw; made before the
 	// broker, so /readyz, metrics and heartbeats read it without s.broker.
@@ -121,7 +127,6 @@ type Server struct {
 	stopElections context.CancelFunc  // stops runLeaderElections
 	groups        *groups.Coordinator // nil unless a broker
 	txn           *txnState           // transaction coordinator; nil unless a broker (txnbackend.go)
-	producerIDs   producerIDs         // InitProducerId's block of ids
 	kafka         *kafkaproto.Server
 	dynamic       brokerDynamic  // broker configs changed at run time (brokerconfig.go)
 	access        *access.Access // ACLs, users, tokens, UI sessions, audit (package server/access)
@@ -281,6 +286,16 @@ func (s *Server) open() (err error) {
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
 	s.metrics = newMetrics(reg, s)
+	s.admin = admin.New(admin.Config{Meta: s.meta, Limits: s.cfg.TopicLimits,
+		PropagationTimeout: s.cfg.MetadataPropagationTimeout, Logger: s.logger,
+		Reconcile: func(img *raftfsm.Image) error {
+			if s.broker == nil {
+				return nil
+			}
+			return s.broker.Reconcile(img)
+		},
+		TopicDeleted: s.metrics.forget,
+	})
 
 	handler, err := api.NewHandler(&httpBackend{s: s}, api.Options{
 		Logger:       s.logger.With("component", "http"),
@@ -355,7 +370,7 @@ func (s *Server) open() (err error) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.runLeaderElections(ectx, s.cfg.LeaderRebalanceInterval)
+			s.admin.RunElections(ectx, s.cfg.LeaderRebalanceInterval)
 		}()
 	}
 	if s.cfg.HasRole(RoleBroker) {

@@ -35,7 +35,7 @@ func (s *Server) listConfigOp(ctx context.Context, topic string, op kafkaproto.C
 			current = def.Def
 		}
 	} else {
-		_, t, ok := s.lookupTopic(ctx, topic)
+		_, t, ok := s.admin.LookupTopic(ctx, topic)
 		if !ok {
 			return fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/txn"
 )
@@ -78,7 +79,7 @@ func (t *txnState) close() {
 // partitions node leads (partition -> leader epoch).
 func txnLeadership(img *raftfsm.Image, node int32) (int32, map[int32]int32) {
 	led := map[int32]int32{}
-	t, ok := img.Topics.Lookup(transactionStateTopic)
+	t, ok := img.Topics.Lookup(admin.TransactionStateTopic)
 	if !ok {
 		return 0, led
 	}
@@ -97,22 +98,22 @@ func (s *Server) txnCoordinatorOf(ctx context.Context, id string) (int32, error)
 		return -1, fmt.Errorf("%w: empty transactional id", kafkaproto.ErrInvalidRequest)
 	}
 	img, _ := s.meta.Image()
-	t, ok := img.Topics.Lookup(transactionStateTopic)
+	t, ok := img.Topics.Lookup(admin.TransactionStateTopic)
 	if !ok {
 		if err := s.ensureTxnStateTopic(ctx, img); err != nil {
 			return -1, err
 		}
 		img, _ = s.meta.Image()
-		if t, ok = img.Topics.Lookup(transactionStateTopic); !ok {
-			return -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic)
+		if t, ok = img.Topics.Lookup(admin.TransactionStateTopic); !ok {
+			return -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic)
 		}
 	}
 	if len(t.Partitions) == 0 {
-		return -1, fmt.Errorf("%w: %s has no partitions", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic)
+		return -1, fmt.Errorf("%w: %s has no partitions", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic)
 	}
 	leader := t.Partitions[txn.Partition(id, int32(len(t.Partitions)))].Leader
 	if leader < 0 {
-		return -1, fmt.Errorf("%w: the %s partition of %s has no leader", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic, id)
+		return -1, fmt.Errorf("%w: the %s partition of %s has no leader", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic, id)
 	}
 	return leader, nil
 }
@@ -124,11 +125,11 @@ func (s *Server) ensureTxnStateTopic(ctx context.Context, img *raftfsm.Image) er
 	if n <= 0 {
 		n = defaultTxnStatePartitions
 	}
-	rf := int16(min(3, aliveBrokers(img)))
-	_, err := s.createTopic(ctx, topicSpec{name: transactionStateTopic, partitions: n, replicationFactor: max(rf, 1),
-		configs: map[string]string{"cleanup.policy": "compact", "min.insync.replicas": fmt.Sprint(max(1, min(2, rf)))}}, false)
+	rf := int16(min(3, admin.AliveBrokers(img)))
+	_, err := s.admin.CreateTopic(ctx, admin.TopicSpec{Name: admin.TransactionStateTopic, Partitions: n, ReplicationFactor: max(rf, 1),
+		Configs: map[string]string{"cleanup.policy": "compact", "min.insync.replicas": fmt.Sprint(max(1, min(2, rf)))}}, false)
 	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
-		return fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, transactionStateTopic, err)
+		return fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic, err)
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := b.Partition(transactionStateTopic, idx)
+	p, err := b.Partition(admin.TransactionStateTopic, idx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
 	}
@@ -162,7 +163,7 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := b.Partition(transactionStateTopic, idx)
+	p, err := b.Partition(admin.TransactionStateTopic, idx)
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 	// be missing, so wait for the followers (the caller retries).
 	for deadline := time.Now().Add(txnLoadWait); p.HighWatermark() < p.Log().EndOffset(); {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", transactionStateTopic, idx, p.HighWatermark(), p.Log().EndOffset())
+			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", admin.TransactionStateTopic, idx, p.HighWatermark(), p.Log().EndOffset())
 		}
 		if !sleepOrDone(ctx, txnLoadPoll) {
 			return ctx.Err()
@@ -184,7 +185,7 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 		if err != nil {
 			next, serr := offsetsLog{p}.BatchEnd(res.Next)
 			if serr != nil {
-				return fmt.Errorf("read %s-%d at %d: %w", transactionStateTopic, idx, res.Next, err)
+				return fmt.Errorf("read %s-%d at %d: %w", admin.TransactionStateTopic, idx, res.Next, err)
 			}
 			l.s.logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.Next, "err", err)
 			res.Next = next
@@ -211,11 +212,11 @@ func sleepOrDone(ctx context.Context, d time.Duration) bool {
 type txnCluster struct{ s *Server }
 
 func (c txnCluster) AllocateProducerID(ctx context.Context) (int64, error) {
-	return c.s.allocateProducerID(ctx)
+	return c.s.admin.AllocateProducerID(ctx)
 }
 
 func (c txnCluster) PartitionExists(t kafkaproto.TopicPartition) bool {
-	if t.Topic == transactionStateTopic {
+	if t.Topic == admin.TransactionStateTopic {
 		return false // never part of a transaction
 	}
 	img, _ := c.s.meta.Image()

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"errors"
@@ -26,22 +26,22 @@ func TestElectionsAsked(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name       string
-		mode       electionMode
+		mode       ElectionMode
 		brokers    map[int32]*raftfsm.Broker
 		p          raftfsm.Partition
 		unclean    bool
 		wantLeader int32 // -1: no change
 		wantErr    error
 	}{
-		{"preferred leads", electPreferred, brokers(1, 2, 3), part(1, 1, 2, 3), false, -1, errElectionNotNeeded},
-		{"preferred back", electPreferred, brokers(1, 2, 3), part(2, 1, 2, 3), false, 1, nil},
-		{"preferred out of sync", electPreferred, brokers(1, 2, 3), part(2, 2, 3), false, -1, errPreferredLeaderNotAvailable},
-		{"preferred fenced", electPreferred, brokers(2, 3), part(2, 1, 2, 3), false, -1, errPreferredLeaderNotAvailable},
-		{"unclean, has a leader", electUnclean, brokers(1, 2, 3), part(2, 2), true, -1, errElectionNotNeeded},
-		{"unclean, in-sync replica alive", electUnclean, brokers(2, 3), part(-1, 1, 2), false, 2, nil},
-		{"unclean, topic forbids", electUnclean, brokers(3), part(-1, 1), false, -1, errEligibleLeadersNotAvailable},
-		{"unclean, topic allows", electUnclean, brokers(3), part(-1, 1), true, 3, nil},
-		{"unclean, nobody alive", electUnclean, brokers(), part(-1, 1), true, -1, errEligibleLeadersNotAvailable},
+		{"preferred leads", ElectPreferred, brokers(1, 2, 3), part(1, 1, 2, 3), false, -1, ErrElectionNotNeeded},
+		{"preferred back", ElectPreferred, brokers(1, 2, 3), part(2, 1, 2, 3), false, 1, nil},
+		{"preferred out of sync", ElectPreferred, brokers(1, 2, 3), part(2, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
+		{"preferred fenced", ElectPreferred, brokers(2, 3), part(2, 1, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
+		{"unclean, has a leader", ElectUnclean, brokers(1, 2, 3), part(2, 2), true, -1, ErrElectionNotNeeded},
+		{"unclean, in-sync replica alive", ElectUnclean, brokers(2, 3), part(-1, 1, 2), false, 2, nil},
+		{"unclean, topic forbids", ElectUnclean, brokers(3), part(-1, 1), false, -1, ErrEligibleLeadersNotAvailable},
+		{"unclean, topic allows", ElectUnclean, brokers(3), part(-1, 1), true, 3, nil},
+		{"unclean, nobody alive", ElectUnclean, brokers(), part(-1, 1), true, -1, ErrEligibleLeadersNotAvailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			topic := &raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{tc.p}, Configs: map[string]string{}}

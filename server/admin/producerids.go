@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -23,9 +23,9 @@ type producerIDs struct {
 	next, end int64      // the unused ids [next, end) of the current block
 }
 
-// allocateProducerID returns a producer id no other producer was given.
-func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
-	ids := &s.producerIDs
+// AllocateProducerID returns a producer id no other producer was given.
+func (a *Admin) AllocateProducerID(ctx context.Context) (int64, error) {
+	ids := &a.ids
 	ids.mu.Lock()
 	if ids.next < ids.end {
 		id := ids.next
@@ -34,7 +34,7 @@ func (s *Server) allocateProducerID(ctx context.Context) (int64, error) {
 		return id, nil
 	}
 	ids.mu.Unlock()
-	res, err := s.applyMeta(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: producerIDBlock}})
+	res, err := a.Apply(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: producerIDBlock}})
 	if err != nil {
 		return 0, fmt.Errorf("allocate producer id: %w", err)
 	}

@@ -1,4 +1,4 @@
-package server
+package admin
 
 import (
 	"context"
@@ -18,9 +18,9 @@ import (
 // partition back with an out-of-sync replica when its topic allows it
 // (unclean.leader.election.enable=true; it may lose acknowledged records).
 
-// runLeaderElections is run on every controller; it acts while this node is
+// RunElections is run on every controller; it acts while this node is
 // the active controller. Stopped through ctx.
-func (s *Server) runLeaderElections(ctx context.Context, every time.Duration) {
+func (a *Admin) RunElections(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -29,56 +29,56 @@ func (s *Server) runLeaderElections(ctx context.Context, every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if s.meta.Status().Role != "leader" {
+		if a.cfg.Meta.Status().Role != "leader" {
 			continue
 		}
-		img, _ := s.meta.Image()
+		img, _ := a.cfg.Meta.Image()
 		for name := range img.Topics.All() {
-			if _, _, err := s.electPartitions(ctx, name, nil, electAuto, false); err != nil && ctx.Err() == nil {
-				s.logger.Warn("leader election", "topic", name, "err", err)
+			if _, _, err := a.ElectPartitions(ctx, name, nil, ElectAuto, false); err != nil && ctx.Err() == nil {
+				a.cfg.Logger.Warn("leader election", "topic", name, "err", err)
 			}
 		}
 	}
 }
 
 // Per-partition outcomes of an election asked for by an admin
-// (ElectLeaders; kafkaErrors maps them).
+// (ElectLeaders; each door's error table maps them).
 var (
-	errElectionNotNeeded           = errors.New("the partition's leader is already the one the election would choose")
-	errPreferredLeaderNotAvailable = errors.New("the preferred replica is not alive and in sync")
-	errEligibleLeadersNotAvailable = errors.New("no replica may lead the partition")
+	ErrElectionNotNeeded           = errors.New("the partition's leader is already the one the election would choose")
+	ErrPreferredLeaderNotAvailable = errors.New("the preferred replica is not alive and in sync")
+	ErrEligibleLeadersNotAvailable = errors.New("no replica may lead the partition")
 )
 
-// electionMode is the kind of election electPartitions runs.
-type electionMode int
+// ElectionMode is the kind of election ElectPartitions runs.
+type ElectionMode int
 
 const (
-	// electAuto is what the controller runs on its own and HTTP POST
+	// ElectAuto is what the controller runs on its own and HTTP POST
 	// /v1/topics/{topic}/elect-leaders asks for: preferred where possible,
 	// unclean where the topic allows it; partitions needing neither are
 	// left alone without an error.
-	electAuto electionMode = iota
-	electPreferred
-	electUnclean
+	ElectAuto ElectionMode = iota
+	ElectPreferred
+	ElectUnclean
 )
 
-// electLeaders proposes the preferred and unclean elections a topic needs,
+// ElectLeaders proposes the preferred and unclean elections a topic needs,
 // as HTTP elect-leaders asks, and returns how many partitions changed.
-func (s *Server) electLeaders(ctx context.Context, topic string) (int64, error) {
-	_, n, err := s.electPartitions(ctx, topic, nil, electAuto, true)
+func (a *Admin) ElectLeaders(ctx context.Context, topic string) (int64, error) {
+	_, n, err := a.ElectPartitions(ctx, topic, nil, ElectAuto, true)
 	return n, err
 }
 
-// electPartitions runs the elections of mode on the given partitions of a
+// ElectPartitions runs the elections of mode on the given partitions of a
 // topic (all when nil): the one code path of the controller's own
 // elections, HTTP elect-leaders and Kafka ElectLeaders. It returns each
-// named partition's outcome (nil: elected, or nothing to do in electAuto)
+// named partition's outcome (nil: elected, or nothing to do in ElectAuto)
 // and how many leaders changed. An admin's election (asked) returns once
 // this broker follows the new leaders and every alive broker names them
 // (issue 18: Metadata from any broker shows what the call did); the
 // controller's own elections don't wait on other brokers.
-func (s *Server) electPartitions(ctx context.Context, topic string, partitions []int32, mode electionMode, asked bool) (map[int32]error, int64, error) {
-	img, _ := s.meta.Image()
+func (a *Admin) ElectPartitions(ctx context.Context, topic string, partitions []int32, mode ElectionMode, asked bool) (map[int32]error, int64, error) {
+	img, _ := a.cfg.Meta.Image()
 	t, ok := img.Topics.Lookup(topic)
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, topic)
@@ -87,37 +87,37 @@ func (s *Server) electPartitions(ctx context.Context, topic string, partitions [
 	if len(changes) == 0 {
 		return results, 0, nil
 	}
-	actx, cancel := context.WithTimeout(ctx, metadataApplyTimeout)
+	actx, cancel := context.WithTimeout(ctx, ApplyTimeout)
 	defer cancel()
-	res, err := s.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
+	res, err := a.cfg.Meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
 	if err != nil {
 		return nil, 0, fmt.Errorf("elect leaders of %s: %w", topic, err)
 	}
 	if asked {
-		err = s.metaChanged(actx, true)
+		err = a.changed(actx, true)
 	} else {
-		err = s.catchUpWithLeader(actx)
+		err = a.catchUpWithLeader(actx)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
 	n, _ := res.(int64)
 	if n > 0 {
-		s.logger.Info("leaders elected", "topic", topic, "partitions", n)
+		a.cfg.Logger.Info("leaders elected", "topic", topic, "partitions", n)
 	}
 	return results, n, nil
 }
 
 // leaderChanges lists the partitions of t whose leader should change.
 func leaderChanges(img *raftfsm.Image, t *raftfsm.Topic) []raftfsm.ChangePartition {
-	changes, _ := elections(img, t, nil, electAuto)
+	changes, _ := elections(img, t, nil, ElectAuto)
 	return changes
 }
 
 // elections decides the elections of mode on t's partitions (all when
 // only is nil): the changes to propose and every named partition's
 // outcome.
-func elections(img *raftfsm.Image, t *raftfsm.Topic, only []int32, mode electionMode) ([]raftfsm.ChangePartition, map[int32]error) {
+func elections(img *raftfsm.Image, t *raftfsm.Topic, only []int32, mode ElectionMode) ([]raftfsm.ChangePartition, map[int32]error) {
 	if only == nil {
 		only = make([]int32, len(t.Partitions))
 		for i := range only {
@@ -141,8 +141,8 @@ func elections(img *raftfsm.Image, t *raftfsm.Topic, only []int32, mode election
 }
 
 // election decides one partition's election; a change with Leader -1
-// means nothing to do (electAuto only).
-func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode electionMode) (raftfsm.ChangePartition, error) {
+// means nothing to do (ElectAuto only).
+func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode ElectionMode) (raftfsm.ChangePartition, error) {
 	alive := func(id int32) bool {
 		b, ok := img.Brokers[id]
 		return ok && b.State == raftfsm.BrokerAlive
@@ -154,38 +154,38 @@ func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode electionMode) 
 	preferredOK := len(p.Replicas) > 0 && alive(p.Replicas[0]) && slices.Contains(p.ISR, p.Replicas[0])
 	switch {
 	case len(p.Replicas) == 0:
-		return ch, outcome(mode, errEligibleLeadersNotAvailable)
-	case mode != electUnclean && p.Leader == p.Replicas[0]:
-		return ch, outcome(mode, errElectionNotNeeded)
-	case mode != electUnclean && preferredOK:
+		return ch, outcome(mode, ErrEligibleLeadersNotAvailable)
+	case mode != ElectUnclean && p.Leader == p.Replicas[0]:
+		return ch, outcome(mode, ErrElectionNotNeeded)
+	case mode != ElectUnclean && preferredOK:
 		ch.Leader = p.Replicas[0]
 		return ch, nil
-	case mode == electPreferred:
-		return ch, errPreferredLeaderNotAvailable
+	case mode == ElectPreferred:
+		return ch, ErrPreferredLeaderNotAvailable
 	case p.Leader >= 0:
-		return ch, outcome(mode, errElectionNotNeeded)
+		return ch, outcome(mode, ErrElectionNotNeeded)
 	}
 	// No leader: an alive in-sync replica first (clean), then, when the
 	// topic allows it, any alive replica (unclean).
-	if r := slices.IndexFunc(p.ISR, alive); r >= 0 && mode == electUnclean {
+	if r := slices.IndexFunc(p.ISR, alive); r >= 0 && mode == ElectUnclean {
 		ch.Leader = p.ISR[r]
 		return ch, nil
 	}
 	if slices.ContainsFunc(p.ISR, alive) || !unclean {
-		return ch, outcome(mode, fmt.Errorf("%w: unclean.leader.election.enable is false for %s", errEligibleLeadersNotAvailable, t.Name))
+		return ch, outcome(mode, fmt.Errorf("%w: unclean.leader.election.enable is false for %s", ErrEligibleLeadersNotAvailable, t.Name))
 	}
 	r := slices.IndexFunc(p.Replicas, alive)
 	if r < 0 {
-		return ch, outcome(mode, errEligibleLeadersNotAvailable)
+		return ch, outcome(mode, ErrEligibleLeadersNotAvailable)
 	}
 	ch.Leader, ch.ISR = p.Replicas[r], []int32{p.Replicas[r]}
 	return ch, nil
 }
 
-// outcome is err for an election an admin asked for; electAuto reports
+// outcome is err for an election an admin asked for; ElectAuto reports
 // no error for a partition it leaves alone.
-func outcome(mode electionMode, err error) error {
-	if mode == electAuto {
+func outcome(mode ElectionMode, err error) error {
+	if mode == ElectAuto {
 		return nil
 	}
 	return err
