@@ -31,8 +31,10 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
 		"server/access":      {"api", "raftfsm", "server/auth"},                                               // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":        nil, "server/quota": nil,                                                        // the one authorizer and the quota meters: leaves
-		"server/connrate": nil,                                           // the connection creation rate limiter: a leaf
-		"server/admin":    {"raftfsm", "server/broker", "server/groups"}, // both doors' metadata changes and elections; never server
+		"server/connrate":  nil,                                           // the connection creation rate limiter: a leaf
+		"server/admin":     {"raftfsm", "server/broker", "server/groups"}, // both doors' metadata changes and elections; never server
+		"server/metrics":   {"api", "raftfsm"},                            // the Prometheus collectors and the UI's series
+		"server/tlsreload": nil,                                           // the client-facing certificate, reloaded: a leaf
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

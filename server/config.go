@@ -15,6 +15,7 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/tlsreload"
 	"github.com/runnel/runnel/server/txn"
 )
 
@@ -25,6 +26,9 @@ const (
 	RoleController Role = "controller"
 	RoleBroker     Role = "broker"
 )
+
+// TLSFiles name the client-facing certificate material (package tlsreload).
+type TLSFiles = tlsreload.Files
 
 // Config is everything `runnel serve` is told.
 type Config struct {

@@ -194,9 +194,9 @@ func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartitio
 }
 
 func (b groupsBackend) SetGroupLag(group string, byTopic map[string]int64) {
-	b.s.metrics.setGroupLag(group, byTopic)
+	b.s.metrics.SetGroupLag(group, byTopic)
 }
-func (b groupsBackend) ForgetGroupLag(group string) { b.s.metrics.forgetGroupLag(group) }
+func (b groupsBackend) ForgetGroupLag(group string) { b.s.metrics.ForgetGroupLag(group) }
 func (b groupsBackend) Consumed(topic string, records, bytes int) {
-	b.s.metrics.consumed(topic, records, bytes)
+	b.s.metrics.Consumed(topic, records, bytes)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/metrics"
 )
 
 // acksAllTimeout bounds how long an HTTP produce with acks=all waits for the
@@ -132,7 +133,7 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	sort.Slice(out.Controllers, func(i, j int) bool { return out.Controllers[i].ID < out.Controllers[j].ID })
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
-	out.UnderReplicated, out.Offline = partitionHealth(img)
+	out.UnderReplicated, out.Offline = metrics.PartitionHealth(img)
 	bi := BuildInfo()
 	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest(),
 		Build:        &api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion},
@@ -392,9 +393,9 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		}
 		bases[part] = res.BaseOffset
 		if res.Duplicate {
-			h.s.metrics.idemReplays.WithLabelValues(topic).Inc()
+			h.s.metrics.IdempotentReplay(topic)
 		} else {
-			h.s.metrics.produced(topic, len(byPart[part]), len(batch))
+			h.s.metrics.Produced(topic, len(byPart[part]), len(batch))
 		}
 	}
 	for part, addr := range remote {
@@ -463,7 +464,7 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 		bytes += len(r.Key) + len(r.Value)
 		out.Records = append(out.Records, cr)
 	}
-	h.s.metrics.consumed(req.Topic, len(out.Records), bytes)
+	h.s.metrics.Consumed(req.Topic, len(out.Records), bytes)
 	return out, nil
 }
 
@@ -515,7 +516,7 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 	res, err := h.s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
 		Offset: req.Offset, Timestamp: req.Timestamp, MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, Wait: req.Wait,
 		ReadUncommitted: req.ReadUncommitted, Markers: req.IncludeControl, Each: emit})
-	h.s.metrics.consumed(req.Topic, res.Count, bytes)
+	h.s.metrics.Consumed(req.Topic, res.Count, bytes)
 	if err != nil && !(errors.Is(err, context.Canceled) && res.Count > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
@@ -535,7 +536,7 @@ func apiMarker(m *segments.Marker) *api.ControlMarker {
 }
 
 func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {
-	return h.s.metrics.series(), nil
+	return h.s.metrics.Series(), nil
 }
 
 // KafkaAPIVersions lists what the Kafka listener implements; a node without
@@ -549,21 +550,6 @@ func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersi
 		out = append(out, api.KafkaAPIVersion{APIKey: v.Key, Name: v.Name, MinVersion: v.MinVersion, MaxVersion: v.MaxVersion})
 	}
 	return out, nil
-}
-
-// partitionHealth counts under-replicated and offline partitions.
-func partitionHealth(img *raftfsm.Image) (under, offline int) {
-	for _, t := range img.Topics.All() {
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				offline++
-			}
-			if len(p.ISR) < len(p.TargetReplicas()) {
-				under++ // replicas being added by a reassignment don't count
-			}
-		}
-	}
-	return under, offline
 }
 
 func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (api.TopicDetail, error) {

@@ -40,7 +40,7 @@ func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partitio
 	if err != nil {
 		return 0, 0, toHTTPError(err)
 	}
-	h.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+	h.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	if acks == api.AcksNone {
 		return -1, records, nil
 	}
@@ -122,7 +122,7 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 		res, err := p.ReadBatches(offset, req.MaxBytes, !req.ReadUncommitted)
 		if err != nil || res.Records > 0 || timer == nil {
 			if err == nil {
-				h.s.metrics.consumed(req.Topic, res.Records, len(res.Batches))
+				h.s.metrics.Consumed(req.Topic, res.Records, len(res.Batches))
 			}
 			return res, toHTTPError(err)
 		}

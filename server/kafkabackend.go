@@ -147,7 +147,7 @@ func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int3
 		return kafkaproto.ProduceResult{}, toKafkaError(err)
 	}
 	if !res.Duplicate {
-		k.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+		k.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart}, nil
 }
@@ -167,7 +167,7 @@ func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partitio
 		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
 	}
 	if !res.Duplicate {
-		k.s.metrics.produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+		k.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart},
 		func(ctx context.Context) error { return toKafkaError(wait(ctx)) }, nil
@@ -210,7 +210,7 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 	}
 	if chunk != nil { // nil: read_committed at or past the LSO
 		res.Records = chunk
-		k.s.metrics.consumed(req.Topic, 0, chunk.Len())
+		k.s.metrics.Consumed(req.Topic, 0, chunk.Len())
 	}
 	return res, nil
 }

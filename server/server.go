@@ -22,7 +22,8 @@
 //
 // The metadata changes both doors make (topics, configs, reassignment,
 // leader elections, producer id blocks, the internal topics) are package
-// server/admin.
+// server/admin; the metrics are server/metrics, the client-facing
+// certificate server/tlsreload.
 //
 // The security surface (ACLs over the one authorizer, users, API tokens, UI
 // sessions, the HTTP audit log) is package server/access, reached by both
@@ -49,7 +50,8 @@
 //     groups.Close: loads and appends in flight end);
 //   - the broker's (storage, fetchers, ISR changes, maintenance; see
 //     package server/broker), broker.Close;
-//   - the metadata node's (raft, heartbeats, the port mux), meta.Close.
+//   - the metadata node's (raft, heartbeats, the port mux), meta.Close;
+//   - the client certificate's watcher (server/tlsreload), tls.Close.
 //
 // Open starts them in about the reverse order (the HTTP servers early, so
 // /livez answers at once); when it fails half-way, the listeners no server
@@ -96,6 +98,8 @@ import (
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/metrics"
+	"github.com/runnel/runnel/server/tlsreload"
 	"github.com/runnel/runnel/web"
 )
 
@@ -111,12 +115,12 @@ type Server struct {
 	// storage is what the broker's storage loop last saw; made before the
 	// broker, so /readyz, metrics and heartbeats read it without s.broker.
 	storage *broker.StorageHealth
-	metrics *metrics
+	metrics *metrics.Metrics
 	ready   atomic.Bool
 
 	httpSrv        *http.Server
-	tls            *certReloader      // nil without --tls-cert-file
-	cancelRequests context.CancelFunc // ends the contexts of HTTP requests
+	tls            *tlsreload.Reloader // nil without --tls-cert-file
+	cancelRequests context.CancelFunc  // ends the contexts of HTTP requests
 	forward        *forwarder
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
@@ -253,7 +257,7 @@ func (s *Server) open() (err error) {
 		if kafkaTLSLn, err = net.Listen("tcp", s.cfg.KafkaTLSAddr); err != nil {
 			return fmt.Errorf("listen Kafka SSL on %s: %w", s.cfg.KafkaTLSAddr, err)
 		}
-		kafkaTLSLn = tls.NewListener(kafkaTLSLn, s.tls.serverConfig())
+		kafkaTLSLn = tls.NewListener(kafkaTLSLn, s.tls.ServerConfig())
 		unserved = append(unserved, kafkaTLSLn)
 	}
 	// Inter-broker Kafka (replication) shares the raft port.
@@ -285,7 +289,15 @@ func (s *Server) open() (err error) {
 	if err != nil {
 		return fmt.Errorf("open metadata quorum: %w", err)
 	}
-	s.metrics = newMetrics(reg, s)
+	s.metrics = metrics.New(reg, metrics.Node{ID: s.cfg.NodeID, Meta: s.meta,
+		Partitions: func() int {
+			if s.broker == nil {
+				return 0
+			}
+			return len(s.broker.AllPartitions())
+		},
+		StorageFailed: func() int { return s.storage.Count() },
+	})
 	s.admin = admin.New(admin.Config{Meta: s.meta, Limits: s.cfg.TopicLimits,
 		PropagationTimeout: s.cfg.MetadataPropagationTimeout, Logger: s.logger,
 		Reconcile: func(img *raftfsm.Image) error {
@@ -294,7 +306,7 @@ func (s *Server) open() (err error) {
 			}
 			return s.broker.Reconcile(img)
 		},
-		TopicDeleted: s.metrics.forget,
+		TopicDeleted: s.metrics.Forget,
 	})
 
 	handler, err := api.NewHandler(&httpBackend{s: s}, api.Options{
@@ -342,7 +354,7 @@ func (s *Server) open() (err error) {
 	if httpsLn != nil {
 		served(httpsLn)
 		httpsLn = conns.Listener(httpsLn, false)
-		s.httpSrv.TLSConfig = s.tls.serverConfig("h2", "http/1.1")
+		s.httpSrv.TLSConfig = s.tls.ServerConfig("h2", "http/1.1")
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -565,7 +577,7 @@ func (s *Server) Close() error {
 			errs = append(errs, fmt.Errorf("close metadata node: %w", err))
 		}
 	}
-	s.tls.close()
+	s.tls.Close()
 	s.faults.close()
 	if s.lock != nil {
 		s.lock.Close()
@@ -585,11 +597,11 @@ func (s *Server) openTLS() error {
 		}
 		return nil
 	}
-	r, err := newCertReloader(s.cfg.TLS, s.logger.With("component", "tls"))
+	r, err := tlsreload.New(s.cfg.TLS, s.logger.With("component", "tls"))
 	if err != nil {
 		return err
 	}
-	r.start()
+	r.Start()
 	s.tls = r
 	return nil
 }

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"sort"
@@ -28,8 +28,8 @@ func newGroupLagGauge(reg prometheus.Registerer) *prometheus.GaugeVec {
 	return g
 }
 
-// setGroupLag records a sample of a group's lag per topic.
-func (m *metrics) setGroupLag(group string, byTopic map[string]int64) {
+// SetGroupLag records a sample of a group's lag per topic.
+func (m *Metrics) SetGroupLag(group string, byTopic map[string]int64) {
 	var total int64
 	for topic, l := range byTopic {
 		m.groupLag.WithLabelValues(group, topic).Set(float64(l))
@@ -59,8 +59,8 @@ func (m *metrics) setGroupLag(group string, byTopic map[string]int64) {
 	r[b%seriesBuckets] = [2]int64{b, total}
 }
 
-// forgetGroupLag drops a deleted group's gauges and series.
-func (m *metrics) forgetGroupLag(group string) {
+// ForgetGroupLag drops a deleted group's gauges and series.
+func (m *Metrics) ForgetGroupLag(group string) {
 	s := &m.groupSeries
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,7 +73,7 @@ func (m *metrics) forgetGroupLag(group string) {
 
 // groupSeriesFrom returns every group's lag per bucket from bucket first
 // on, -1 where no sample fell.
-func (m *metrics) groupSeriesFrom(first int64) []api.GroupSeries {
+func (m *Metrics) groupSeriesFrom(first int64) []api.GroupSeries {
 	s := &m.groupSeries
 	s.mu.Lock()
 	defer s.mu.Unlock()

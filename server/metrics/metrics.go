@@ -1,4 +1,13 @@
-package server
+// Package metrics is the node's Prometheus collectors (runnel_*) plus an
+// in-process ring of per-topic rates and per-group lag for the UI charts
+// (no external metrics stack needed): the last hour in 10 s buckets. Both
+// doors count what they produce and serve through it; the group
+// coordinator feeds the lag samples. The node's gauges (partitions, ISR
+// health, raft) are read from Node when Prometheus scrapes.
+//
+// Goroutines: none. Lock order: Metrics.mu and groupLagSeries.mu are
+// leaves, never held together.
+package metrics
 
 import (
 	"sort"
@@ -8,11 +17,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/raftfsm"
 )
 
-// metrics are the server's Prometheus collectors plus an in-process ring of
-// per-topic rates for the UI charts (no external metrics stack needed).
-type metrics struct {
+// Metadata is the metadata node the gauges read; raftfsm.Node implements it.
+type Metadata interface {
+	Image() (*raftfsm.Image, <-chan struct{})
+	Status() raftfsm.Status
+}
+
+// Node is what the gauges read when scraped.
+type Node struct {
+	ID   int32
+	Meta Metadata
+	// Partitions counts the replicas this broker hosts (0 on a
+	// controller-only node); StorageFailed those whose disk refuses writes.
+	Partitions, StorageFailed func() int
+}
+
+// Metrics are the node's collectors and series. Safe for concurrent use.
+type Metrics struct {
 	producedRecords *prometheus.CounterVec
 	producedBytes   *prometheus.CounterVec
 	consumedRecords *prometheus.CounterVec
@@ -40,8 +64,9 @@ type topicRing struct {
 	counts [seriesBuckets][4]int64
 }
 
-func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
-	m := &metrics{ring: map[string]*topicRing{}, now: time.Now}
+// New registers the collectors on reg.
+func New(reg prometheus.Registerer, n Node) *Metrics {
+	m := &Metrics{ring: map[string]*topicRing{}, now: time.Now}
 	vec := func(name, help string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "runnel", Name: name, Help: help}, []string{"topic"})
 		reg.MustRegister(c)
@@ -55,42 +80,32 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	m.groupLag = newGroupLagGauge(reg)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "partitions", Help: "Partition replicas hosted by this broker."},
-			func() float64 {
-				if s.broker == nil {
-					return 0
-				}
-				return float64(len(s.broker.AllPartitions()))
-			}),
+			func() float64 { return float64(n.Partitions()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "storage_failed_partitions",
 			Help: "Partitions of this broker whose disk refuses writes (full, I/O error); they recover by themselves once it takes writes again."},
-			func() float64 {
-				if s.storage == nil {
-					return 0
-				}
-				return float64(s.storage.Count())
-			}),
+			func() float64 { return float64(n.StorageFailed()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "under_replicated_partitions",
 			Help: "Partitions led by this broker whose in-sync replicas are fewer than their replicas."},
-			func() float64 { return float64(s.underReplicatedLed()) }),
+			func() float64 { return float64(underReplicatedLed(n)) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "offline_partitions",
 			Help: "Partitions without a leader; reported by the active controller only, 0 elsewhere."},
 			func() float64 {
-				if s.meta.Status().Role != "leader" {
+				if n.Meta.Status().Role != "leader" {
 					return 0
 				}
-				img, _ := s.meta.Image()
-				_, offline := partitionHealth(img)
+				img, _ := n.Meta.Image()
+				_, offline := PartitionHealth(img)
 				return float64(offline)
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_term", Help: "Current Raft term."},
-			func() float64 { return float64(s.meta.Status().Term) }),
+			func() float64 { return float64(n.Meta.Status().Term) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_commit_index", Help: "Raft commit index."},
-			func() float64 { return float64(s.meta.Status().CommitIndex) }),
+			func() float64 { return float64(n.Meta.Status().CommitIndex) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_applied_index", Help: "Metadata log index applied by this node."},
-			func() float64 { return float64(s.meta.Status().AppliedIndex) }),
+			func() float64 { return float64(n.Meta.Status().AppliedIndex) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "runnel", Name: "raft_is_leader", Help: "1 when this node is the active controller."},
 			func() float64 {
-				if s.meta.Status().Role == "leader" {
+				if n.Meta.Status().Role == "leader" {
 					return 1
 				}
 				return 0
@@ -99,13 +114,15 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	return m
 }
 
-func (m *metrics) produced(topic string, records, bytes int) {
+// Produced counts records appended to topic over either door.
+func (m *Metrics) Produced(topic string, records, bytes int) {
 	m.producedRecords.WithLabelValues(topic).Add(float64(records))
 	m.producedBytes.WithLabelValues(topic).Add(float64(bytes))
 	m.add(topic, 0, int64(records), int64(bytes))
 }
 
-func (m *metrics) consumed(topic string, records, bytes int) {
+// Consumed counts records read from topic by consumers.
+func (m *Metrics) Consumed(topic string, records, bytes int) {
 	if records == 0 {
 		return
 	}
@@ -114,7 +131,7 @@ func (m *metrics) consumed(topic string, records, bytes int) {
 	m.add(topic, 2, int64(records), int64(bytes))
 }
 
-func (m *metrics) add(topic string, kind int, records, bytes int64) {
+func (m *Metrics) add(topic string, kind int, records, bytes int64) {
 	b := m.now().UnixMilli() / seriesBucket.Milliseconds()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -131,8 +148,8 @@ func (m *metrics) add(topic string, kind int, records, bytes int64) {
 	r.counts[slot][kind+1] += bytes
 }
 
-// series returns the last hour in buckets, oldest first.
-func (m *metrics) series() api.Series {
+// Series returns the last hour in buckets, oldest first.
+func (m *Metrics) Series() api.Series {
 	last := m.now().UnixMilli() / seriesBucket.Milliseconds()
 	first := last - seriesBuckets + 1
 	out := api.Series{StartMS: first * seriesBucket.Milliseconds(), IntervalMS: seriesBucket.Milliseconds(),
@@ -160,8 +177,8 @@ func (m *metrics) series() api.Series {
 	return out
 }
 
-// forget drops a deleted topic's series and labels.
-func (m *metrics) forget(topic string) {
+// Forget drops a deleted topic's series and labels.
+func (m *Metrics) Forget(topic string) {
 	m.mu.Lock()
 	delete(m.ring, topic)
 	m.mu.Unlock()
@@ -170,16 +187,35 @@ func (m *metrics) forget(topic string) {
 	}
 }
 
+// IdempotentReplay counts a partition batch answered from its
+// Idempotency-Key (a retry: nothing written).
+func (m *Metrics) IdempotentReplay(topic string) { m.idemReplays.WithLabelValues(topic).Inc() }
+
 // underReplicatedLed counts partitions this broker leads with a short ISR.
-func (s *Server) underReplicatedLed() int {
-	img, _ := s.meta.Image()
+func underReplicatedLed(node Node) int {
+	img, _ := node.Meta.Image()
 	n := 0
 	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
-			if p.Leader == s.cfg.NodeID && len(p.ISR) < len(p.TargetReplicas()) {
+			if p.Leader == node.ID && len(p.ISR) < len(p.TargetReplicas()) {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// PartitionHealth counts under-replicated and offline partitions.
+func PartitionHealth(img *raftfsm.Image) (under, offline int) {
+	for _, t := range img.Topics.All() {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
+			if len(p.ISR) < len(p.TargetReplicas()) {
+				under++ // replicas being added by a reassignment don't count
+			}
+		}
+	}
+	return under, offline
 }

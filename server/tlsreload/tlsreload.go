@@ -1,4 +1,18 @@
-package server
+// Package tlsreload is the client-facing certificate of a node (HTTPS and
+// the Kafka SSL listener), reloaded without a restart.
+//
+// Client TLS uses one Reloader: the node's certificate, key and optional
+// client CA are read from files at start and again on SIGHUP or when the
+// files change (checked every reloadCheck), so certificates rotate without
+// a restart. Handshakes in progress keep the certificate they started
+// with; new ones get the new one. A reload that fails (half-written
+// files, a key that does not match) keeps the previous material and logs
+// why.
+//
+// Goroutines: one watcher, started by Start and stopped by Close.
+// Lock order: Reloader.mu is a leaf (held only to swap the material).
+// It imports no other runnel package.
+package tlsreload
 
 import (
 	"bytes"
@@ -16,30 +30,20 @@ import (
 	"time"
 )
 
-// Client TLS (HTTPS and the Kafka SSL listener) uses one certReloader: the
-// node's certificate, key and optional client CA are read from files at start
-// and again on SIGHUP or when the files change (checked every
-// tlsReloadCheck), so certificates rotate without a restart. Handshakes in
-// progress keep the certificate they started with; new ones get the new one.
-// A reload that fails (half-written files, a key that does not match) keeps
-// the previous material and logs why.
-//
-// Goroutine: one watcher, started by start and stopped by close.
-
-// tlsReloadCheck is how often the files' contents are compared with what is
+// reloadCheck is how often the files' contents are compared with what is
 // loaded. Rotation tools (cert-manager, certbot) write files in place; SIGHUP
 // applies a change at once.
-const tlsReloadCheck = 5 * time.Second
+const reloadCheck = 5 * time.Second
 
-// TLSFiles name the client-facing certificate material.
-type TLSFiles struct {
+// Files name the client-facing certificate material.
+type Files struct {
 	CertFile     string // PEM certificate chain
 	KeyFile      string // PEM private key
 	ClientCAFile string // PEM CAs whose client certificates are accepted (mTLS); empty: no client certificates
 }
 
 // Enabled reports whether a certificate is configured.
-func (f TLSFiles) Enabled() bool { return f.CertFile != "" || f.KeyFile != "" }
+func (f Files) Enabled() bool { return f.CertFile != "" || f.KeyFile != "" }
 
 type tlsMaterial struct {
 	cert      *tls.Certificate
@@ -47,8 +51,10 @@ type tlsMaterial struct {
 	digest    [32]byte // of the files' bytes, to notice changes
 }
 
-type certReloader struct {
-	files TLSFiles
+// Reloader serves the current certificate to new handshakes. Safe for
+// concurrent use.
+type Reloader struct {
+	files Files
 	log   *slog.Logger
 
 	mu  sync.RWMutex
@@ -58,11 +64,12 @@ type certReloader struct {
 	done chan struct{}
 }
 
-func newCertReloader(files TLSFiles, log *slog.Logger) (*certReloader, error) {
+// New loads the files once; Start watches them.
+func New(files Files, log *slog.Logger) (*Reloader, error) {
 	if files.CertFile == "" || files.KeyFile == "" {
 		return nil, errors.New("TLS needs both --tls-cert-file and --tls-key-file")
 	}
-	r := &certReloader{files: files, log: log}
+	r := &Reloader{files: files, log: log}
 	m, err := r.load()
 	if err != nil {
 		return nil, err
@@ -71,7 +78,7 @@ func newCertReloader(files TLSFiles, log *slog.Logger) (*certReloader, error) {
 	return r, nil
 }
 
-func (r *certReloader) load() (*tlsMaterial, error) {
+func (r *Reloader) load() (*tlsMaterial, error) {
 	certPEM, err := os.ReadFile(r.files.CertFile)
 	if err != nil {
 		return nil, fmt.Errorf("read TLS certificate: %w", err)
@@ -104,7 +111,7 @@ func (r *certReloader) load() (*tlsMaterial, error) {
 }
 
 // reload reads the files again; changed reports whether new material is in use.
-func (r *certReloader) reload() (changed bool, err error) {
+func (r *Reloader) reload() (changed bool, err error) {
 	m, err := r.load()
 	if err != nil {
 		return false, err
@@ -118,15 +125,15 @@ func (r *certReloader) reload() (changed bool, err error) {
 	return true, nil
 }
 
-func (r *certReloader) material() *tlsMaterial {
+func (r *Reloader) material() *tlsMaterial {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.cur
 }
 
-// serverConfig is the tls.Config of a client-facing listener; nextProtos
+// ServerConfig is the tls.Config of a client-facing listener; nextProtos
 // are its ALPN protocols (h2 and http/1.1 for HTTPS, none for Kafka).
-func (r *certReloader) serverConfig(nextProtos ...string) *tls.Config {
+func (r *Reloader) ServerConfig(nextProtos ...string) *tls.Config {
 	base := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: nextProtos}
 	base.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		m := r.material()
@@ -142,8 +149,8 @@ func (r *certReloader) serverConfig(nextProtos ...string) *tls.Config {
 	return base
 }
 
-// start watches for SIGHUP and file changes until close.
-func (r *certReloader) start() {
+// Start watches for SIGHUP and file changes until Close.
+func (r *Reloader) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
 	r.done = make(chan struct{})
@@ -152,7 +159,7 @@ func (r *certReloader) start() {
 	go func() {
 		defer close(r.done)
 		defer signal.Stop(hup)
-		tick := time.NewTicker(tlsReloadCheck)
+		tick := time.NewTicker(reloadCheck)
 		defer tick.Stop()
 		for {
 			why := "file change"
@@ -174,7 +181,8 @@ func (r *certReloader) start() {
 	}()
 }
 
-func (r *certReloader) close() {
+// Close stops the watcher; a nil Reloader is a no-op.
+func (r *Reloader) Close() {
 	if r == nil || r.stop == nil {
 		return
 	}
