@@ -21,7 +21,9 @@
 // Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
 // Log method is safe for concurrent use; Maintain (time roll, flush.ms,
 // retention, compaction) is meant to be called periodically by one owner.
-// The package starts no goroutine.
+// The package starts one goroutine per log at most: the one a roll starts
+// to flush the sealed segment, which ends when nothing is pending (Close
+// waits for it).
 //
 // # Directory layout
 //
@@ -169,8 +171,11 @@
 // reads; the log's own goroutine (started by the roll, awaited by Close)
 // then fsyncs the sealed segment, writes its index files, fsyncs the
 // directory (the new segment's entry too) and saves the state file, and
-// only then does the recovery point move to the new segment. A failed
-// flush is sticky like a failed append fsync. Anything that fsyncs later
+// only then does the recovery point move to the new segment. Maintain's
+// flush.ms fsync and the first fsync of a log made by Create (its
+// directory and state file before its data) also run without the lock,
+// and a segment.ms roll's flush is done before retention may delete that
+// segment. A failed flush is sticky like a failed append fsync. Anything that fsyncs later
 // data (flush.messages, flush.ms, Sync, Close) or changes sealed segments
 // (Truncate, Reset, DeleteRecordsBefore, retention) first waits for or
 // does the pending flushes, so the recovery point never passes a sealed

@@ -424,11 +424,20 @@ func (l *Log) flushSeal() (done bool, err error) {
 		l.mu.Unlock()
 		return true, nil
 	}
+	l.mu.Unlock()
 	// Once per log: a log created without fsyncs gets its directory
 	// entries and state file durable before its first fsync.
-	if err := l.syncNewDirLocked(); err != nil {
+	if err := l.syncNewDir(); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
 		return false, err
+	}
+	if len(l.unsealed) == 0 {
+		l.mu.Unlock()
+		return true, nil
 	}
 	p, st := l.unsealed[0], l.sealStateLocked()
 	l.mu.Unlock()
@@ -620,22 +629,26 @@ func (l *Log) syncTo(target int64) error {
 			return err
 		}
 		l.mu.Lock()
-		if len(l.unsealed) == 0 {
+		if len(l.unsealed) > 0 {
+			l.mu.Unlock() // a roll came in between
+			continue
+		}
+		if err := l.usableLocked(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if l.recoveryPoint >= target {
+			l.mu.Unlock()
+			return nil
+		}
+		if !l.dirUnsynced {
 			break // with mu held
 		}
-		l.mu.Unlock() // a roll came in between
-	}
-	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
-		return err
-	}
-	if l.recoveryPoint >= target {
-		l.mu.Unlock()
-		return nil
-	}
-	if err := l.syncNewDirLocked(); err != nil {
-		l.mu.Unlock()
-		return err
+		// The log's first fsync: its directory and state file first.
+		if err := l.syncNewDir(); err != nil {
+			return err
+		}
 	}
 	s, end, gen, pending := l.active(), l.end, l.truncGen, l.unflushed
 	path := s.path(l.dir)

@@ -359,6 +359,42 @@ func (l *Log) removeOrphanIndexesLocked(names []string) error {
 	return nil
 }
 
+// syncNewDir is syncNewDirLocked without mu held across the directory
+// fsync and the state file's write (a slow disk must not stall the log's
+// appends and reads for them). The caller holds syncMu and not mu: nobody
+// else writes the state file, moves the recovery point or the log start,
+// or reopens the log meanwhile (a log marked clean, whose first append
+// writes the state file under mu alone, takes the locked way).
+func (l *Log) syncNewDir() error {
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil || !l.dirUnsynced {
+		l.mu.Unlock()
+		return err
+	}
+	if l.cleanOnDisk {
+		err := l.syncNewDirLocked()
+		l.mu.Unlock()
+		return err
+	}
+	st := logState{recoveryPoint: l.recoveryPoint, startOffset: l.start}
+	l.mu.Unlock()
+	err := l.fs.SyncDir(l.dir)
+	if err != nil {
+		err = fmt.Errorf("segments: fsync %s: %w", l.dir, err)
+	} else if err = writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+		err = fmt.Errorf("segments: write %s: %w", stateFile, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		return l.failLocked(err)
+	}
+	// savedAt stays, as after a roll's flush (sealDoneLocked).
+	l.dirUnsynced = false
+	l.savedRP = st.recoveryPoint
+	return nil
+}
+
 // syncNewDirLocked makes a log created without fsyncs durable: its
 // directory entries and state file, before the first fsync of its data, so
 // no fsynced record can be lost with a directory entry that was not.

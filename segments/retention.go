@@ -6,12 +6,22 @@ import (
 
 // Maintain runs the time-driven work: time-based roll, flush.ms, retention
 // and compaction. The owner calls it periodically; calls are serialized.
-// Compaction reads and rewrites segments without holding the log's lock,
-// so appends and reads go on meanwhile.
+// Its fsyncs (a roll's flush, flush.ms) and compaction's reads and rewrites
+// run without the log's lock, so appends and reads go on meanwhile.
 func (l *Log) Maintain(now time.Time) error {
 	l.maintainMu.Lock()
 	defer l.maintainMu.Unlock()
-	if err := l.maintainLocked(now); err != nil {
+	flushTo, err := l.rollForTime(now)
+	if err != nil {
+		return err
+	}
+	if flushTo > 0 {
+		// flush.ms: the fsync runs as an append's would, without mu.
+		if err := l.syncTo(flushTo); err != nil {
+			return err
+		}
+	}
+	if err := l.retain(now); err != nil {
 		return err
 	}
 	if l.cfgSnapshot().compact() {
@@ -32,28 +42,42 @@ func (l *Log) Maintain(now time.Time) error {
 	return nil
 }
 
-// maintainLocked does Maintain's work but compaction, under Log.mu.
-func (l *Log) maintainLocked(now time.Time) error {
-	l.lockQuiet() // retention removes sealed segments; flush.ms flushes
+// rollForTime rolls the active segment when segment.ms says so, and
+// returns the end offset when flush.ms asks for an fsync up to it (0:
+// none). It holds mu only to decide and to roll: the roll's flush is
+// sealLoop's (or the next lockQuiet's), without mu.
+func (l *Log) rollForTime(now time.Time) (flushTo int64, err error) {
+	l.lockQuiet()
 	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
-		return err
+		return 0, err
 	}
 	nowMs := now.UnixMilli()
 	if s := l.active(); s.size > 0 {
 		if err := l.loadLocked(s); err != nil {
-			return l.failLocked(err)
+			return 0, l.failLocked(err)
 		}
 		if s.rollTs >= 0 && nowMs-s.rollTs >= l.cfg.SegmentMs {
 			if err := l.rollLocked(l.end); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
 	if l.unflushed > 0 && now.Sub(l.oldestUnsync).Milliseconds() >= l.cfg.FlushMs {
-		if err := l.flushLocked(); err != nil {
-			return err
-		}
+		return l.end, nil
+	}
+	return 0, nil
+}
+
+// retain applies retention. lockQuiet first flushes, without mu, the
+// segment a segment.ms roll just sealed: retention may delete that very
+// segment, and a flush left pending would then fail the log over a file
+// it removed.
+func (l *Log) retain(now time.Time) error {
+	l.lockQuiet()
+	defer l.unlockQuiet()
+	if err := l.usableLocked(); err != nil {
+		return err
 	}
 	if l.cfg.deleteOld() {
 		return l.retainLocked(now)

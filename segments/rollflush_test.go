@@ -2,8 +2,10 @@ package segments
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -164,5 +166,198 @@ func TestRollFsyncFailureIsSticky(t *testing.T) {
 	}
 	if rp := l.RecoveryPoint(); rp >= end {
 		t.Fatalf("recovery point %d passed the segment sealed at %d whose fsync failed", rp, end)
+	}
+}
+
+// TestMaintainFlushOutsideLock: Maintain's flush.ms flush, alone or in
+// the same pass as a segment.ms roll, fsyncs without the log's lock: with
+// the fsync held (a slow disk), appends and reads of the same log go on.
+func TestMaintainFlushOutsideLock(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		segmentMs int64
+		segments  int
+	}{
+		{"flush.ms", 0, 1},
+		{"segment.ms and flush.ms", 60_000, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const dir = "/d/maintainflush"
+			efs := NewErrorFS(NewMemFS(), nil)
+			cfg := DefaultConfig()
+			cfg.SegmentMs = tc.segmentMs
+			cfg.FlushMs = 1_000
+			clock := fakeClock()
+			l := mustOpen(t, dir, cfg, Options{FS: efs, Now: clock.now})
+			for range 10 {
+				mustAppend(t, l, valueBatch(4, 200, clock.now().UnixMilli()), 0)
+			}
+			clock.add(2 * time.Minute) // flush.ms (and segment.ms) due, nothing past retention
+			entered, release := make(chan string, 1), make(chan struct{})
+			efs.SetInjector(gatedSync(entered, release))
+			released := false
+			defer func() {
+				if !released {
+					close(release)
+				}
+			}()
+			maintained := make(chan error, 1)
+			go func() { maintained <- l.Maintain(clock.now()) }()
+			select { // the flush's fsync has started and is held
+			case <-entered:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no fsync in the Maintain pass")
+			}
+			// The deadline only keeps a failing run from hanging; it times nothing.
+			done := make(chan error, 1)
+			go func() {
+				if _, err := l.Append(valueBatch(1, 10, clock.now().UnixMilli()), 0); err != nil {
+					done <- err
+					return
+				}
+				c, err := l.Read(0, 1<<20, -1)
+				if err == nil {
+					c.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("append or read during the flush: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("an append or read waited for the fsync of Maintain's flush")
+			}
+			close(release)
+			released = true
+			if err := <-maintained; err != nil {
+				t.Fatalf("maintain: %v", err)
+			}
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if n := l.Segments(); n != tc.segments {
+				t.Fatalf("%d segments, want %d", n, tc.segments)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestMaintainRollThenRetention: a segment.ms roll and retention in the
+// same Maintain pass (an idle partition whose records are as old as its
+// segment) delete the sealed segment; the roll's flush must not then fail
+// the log over the file retention removed.
+func TestMaintainRollThenRetention(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentMs = 60_000
+	cfg.RetentionMs = 60_000
+	clock := fakeClock()
+	l := mustOpen(t, "/d/rollretain", cfg, Options{FS: NewMemFS(), Now: clock.now})
+	defer l.Close()
+	for range 10 {
+		mustAppend(t, l, valueBatch(4, 200, clock.now().UnixMilli()), 0)
+	}
+	clock.add(2 * time.Minute)
+	if err := l.Maintain(clock.now()); err != nil {
+		t.Fatalf("maintain: %v", err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatalf("sync after the roll and retention: %v", err)
+	}
+	if _, err := l.Append(valueBatch(1, 10, clock.now().UnixMilli()), 0); err != nil {
+		t.Fatalf("append after the roll and retention: %v", err)
+	}
+	if start, n := l.StartOffset(), l.Segments(); start != 40 || n != 1 {
+		t.Fatalf("start %d with %d segments, want 40 and 1", start, n)
+	}
+}
+
+// testClock is a wall clock tests move by hand (Options.Now).
+type testClock struct{ ns atomic.Int64 }
+
+func fakeClock() *testClock {
+	c := &testClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+func (c *testClock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestFirstFlushOfCreatedLogOutsideLock: a log made by Create has no
+// fsynced directory entry or state file; its first flush makes them
+// durable, and that directory fsync (held here, a slow disk) does not hold
+// the log's lock: reads of the log go on meanwhile.
+func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
+	const dir = "/d/createdflush"
+	mem := NewMemFS()
+	if err := mem.MkdirAll("/d"); err != nil {
+		t.Fatal(err)
+	}
+	efs := NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	l, err := Create(dir, cfg, Options{FS: efs, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, valueBatch(1, 10, 1), 0) // no fsync yet (no flush.messages)
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	efs.SetInjector(func(op Op, path string) error {
+		if op == OpSyncDir && path == dir {
+			once.Do(func() {
+				entered <- struct{}{}
+				<-release
+			})
+		}
+		return nil
+	})
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	synced := make(chan error, 1)
+	go func() { synced <- l.Sync() }() // the log's first flush
+	select {
+	case <-entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first flush of a created log did not fsync its directory")
+	}
+	// The deadline only keeps a failing run from hanging; it times nothing.
+	done := make(chan error, 1)
+	go func() {
+		c, err := l.Read(0, 1<<20, -1)
+		if err == nil {
+			c.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("read during the directory fsync: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a read waited for the first flush's directory fsync")
+	}
+	close(release)
+	released = true
+	if err := <-synced; err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	crashed := mem.Crash(nil) // fsynced: a power cut keeps it
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := mustOpen(t, dir, cfg, Options{FS: crashed})
+	defer l2.Close()
+	if got := l2.EndOffset(); got != 1 {
+		t.Fatalf("after a power cut end %d, want 1", got)
 	}
 }
