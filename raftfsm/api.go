@@ -44,6 +44,9 @@ var (
 	// ErrIneligibleReplica: an ISR change would add a broker that is fenced
 	// or shutting down (KIP-841; Kafka's INELIGIBLE_REPLICA).
 	ErrIneligibleReplica = errors.New("raftfsm: replica not eligible for the ISR")
+	// ErrInvalidConfig: a config change the topic's current value makes
+	// invalid (a ConfigListOp emptying a list that needs a value).
+	ErrInvalidConfig = errors.New("raftfsm: invalid config")
 )
 
 // Server is one controller (Raft voter).
@@ -244,11 +247,29 @@ type CreateTopic struct {
 // DeleteTopic result: *Topic, the deleted topic.
 type DeleteTopic struct{ Name string }
 
-// AlterConfigs result: *Topic.
+// AlterConfigs result: *Topic. Set and Delete apply first, then ListOps
+// in order.
 type AlterConfigs struct {
 	Topic  string
 	Set    map[string]string
 	Delete []string
+	// ListOps change list configs (Kafka's incremental APPEND and
+	// SUBTRACT) from the value the topic has in the log's order: a node
+	// that built the new value from its own image, which may lag, would
+	// lose a change made meanwhile through another node.
+	ListOps []ConfigListOp `json:",omitempty"`
+}
+
+// ConfigListOp adds Values to a comma-separated list config (without
+// duplicates) or, with Subtract, removes them. Default is the config's
+// value when the topic does not set it; a config whose default is not
+// empty may not become empty (ErrInvalidConfig), as Kafka refuses an
+// empty cleanup.policy.
+type ConfigListOp struct {
+	Name     string
+	Subtract bool `json:",omitempty"`
+	Values   []string
+	Default  string `json:",omitempty"`
 }
 
 // CreatePartitions grows a topic to Count partitions. Result: *Topic.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The command handlers. Each validates against c.img, then records its
@@ -123,8 +124,45 @@ func (c *change) alterConfigs(cmd *AlterConfigs) (any, error) {
 	for _, k := range cmd.Delete {
 		delete(t.Configs, k)
 	}
+	for _, op := range cmd.ListOps {
+		cur, ok := t.Configs[op.Name]
+		if !ok {
+			cur = op.Default
+		}
+		v := ApplyListOp(cur, op)
+		if v == "" && op.Default != "" {
+			return nil, fmt.Errorf("%w: %s would be empty", ErrInvalidConfig, op.Name)
+		}
+		if len(v) > maxConfigValueLen {
+			return nil, fmt.Errorf("%w: %s would be %d bytes (at most %d)", ErrInvalidConfig, op.Name, len(v), maxConfigValueLen)
+		}
+		t.Configs[op.Name] = v
+	}
 	c.putTopic(t)
 	return t, nil
+}
+
+// ApplyListOp is op applied to the list value cur: the values added (each
+// once) or removed, joined by commas. The FSM applies it; a front door
+// answering a dry run from its own image applies it the same way.
+func ApplyListOp(cur string, op ConfigListOp) string {
+	var values []string
+	for _, p := range strings.Split(cur, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			values = append(values, p)
+		}
+	}
+	for _, v := range op.Values {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		if op.Subtract {
+			values = slices.DeleteFunc(values, func(have string) bool { return have == v })
+		} else if !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	return strings.Join(values, ",")
 }
 
 func (c *change) createPartitions(cmd *CreatePartitions) (any, error) {

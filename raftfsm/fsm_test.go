@@ -115,6 +115,23 @@ func TestFSMCommands(t *testing.T) {
 				}
 			}},
 		{name: "alter unknown", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "x"}}, err: ErrUnknownTopic},
+		// List ops (Kafka's APPEND and SUBTRACT) apply to the value in the
+		// log's order, from the default when the topic sets none.
+		{name: "alter list ops", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"x": "1"}, ListOps: []ConfigListOp{
+			{Name: "cleanup.policy", Values: []string{"compact", "delete"}, Default: "delete"},
+			{Name: "throttled", Values: []string{"0:1", "1:2"}},
+			{Name: "throttled", Subtract: true, Values: []string{"0:1", "9:9"}},
+		}}},
+			check: func(t *testing.T, res any, img *Image) {
+				c := img.Topics.Get("t").Configs
+				if c["cleanup.policy"] != "delete,compact" || c["throttled"] != "1:2" || c["x"] != "1" {
+					t.Fatalf("configs %v", c)
+				}
+			}},
+		{name: "alter list op emptying a list with a default", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "t", ListOps: []ConfigListOp{
+			{Name: "cleanup.policy", Subtract: true, Values: []string{"delete"}, Default: "delete"}}}}, err: ErrInvalidConfig},
+		{name: "alter list op unknown topic", cmd: Command{AlterConfigs: &AlterConfigs{Topic: "x", ListOps: []ConfigListOp{
+			{Name: "cleanup.policy", Values: []string{"compact"}, Default: "delete"}}}}, err: ErrUnknownTopic},
 		{name: "create partitions", cmd: Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3, 1}}}},
 			check: func(t *testing.T, res any, img *Image) {
 				if n := len(img.Topics.Get("t").Partitions); n != 3 {

@@ -119,7 +119,10 @@ func checkCommand(cmd *Command) error {
 		if err := checkNameLen(cmd.AlterConfigs.Topic); err != nil {
 			return err
 		}
-		return checkConfigs(cmd.AlterConfigs.Set, cmd.AlterConfigs.Delete)
+		if err := checkConfigs(cmd.AlterConfigs.Set, cmd.AlterConfigs.Delete); err != nil {
+			return err
+		}
+		return checkListOps(cmd.AlterConfigs)
 	case cmd.CreatePartitions != nil:
 		cp := cmd.CreatePartitions
 		if cp.Count < 1 || cp.Count > HardMaxPartitionsPerTopic {
@@ -163,6 +166,26 @@ func checkCommand(cmd *Command) error {
 func checkNameLen(name string) error {
 	if len(name) == 0 || len(name) > maxTopicNameLen {
 		return fmt.Errorf("%w: %d characters (want 1 to %d)", ErrInvalidTopicName, len(name), maxTopicNameLen)
+	}
+	return nil
+}
+
+// checkListOps bounds AlterConfigs.ListOps: with Set and Delete at most
+// MaxTopicConfigs changes, each op's values no longer together than a
+// config value.
+func checkListOps(ac *AlterConfigs) error {
+	if n := len(ac.Set) + len(ac.Delete) + len(ac.ListOps); n > MaxTopicConfigs {
+		return fmt.Errorf("%w: %d config changes (at most %d)", ErrInvalidCommand, n, MaxTopicConfigs)
+	}
+	for _, op := range ac.ListOps {
+		size := len(op.Default)
+		for _, v := range op.Values {
+			size += len(v) + 1
+		}
+		if len(op.Name) == 0 || len(op.Name) > maxConfigNameLen || size > 2*maxConfigValueLen || len(op.Values) > maxConfigValueLen {
+			return fmt.Errorf("%w: list config op on %.64q: name of %d bytes, values of %d (at most %d and %d)",
+				ErrInvalidCommand, op.Name, len(op.Name), size, maxConfigNameLen, 2*maxConfigValueLen)
+		}
 	}
 	return nil
 }

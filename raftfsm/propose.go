@@ -68,7 +68,7 @@ func (n *Node) applyLocal(ctx context.Context, cmd Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd, res, err := n.prepare(cmd)
+	cmd, res, err := n.prepareCurrent(ctx, cmd, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +178,53 @@ func (n *Node) prepare(cmd Command) (Command, *reservation, error) {
 	return cmd, res, err
 }
 
+// prepareCurrent is prepare, tried again after a barrier when it refused
+// the command from this node's image (a topic it does not know, or not
+// fewer partitions than asked): a leader applies committed entries a
+// moment after committing them (a newly elected one may not have applied
+// its predecessor's last ones yet), and a deposed leader that has not
+// noticed yet lacks its successor's. Such a refusal, answered as final,
+// would contradict a change already acknowledged (the metadata
+// linearizability check, issue 20). Once a barrier has committed, this
+// node led at a point after the call began and has applied everything
+// before it, so a refusal then is the state's. A failed barrier proposed
+// nothing: ErrNotLeader, so Apply tries the current leader.
+func (n *Node) prepareCurrent(ctx context.Context, cmd Command, timeout time.Duration) (Command, *reservation, error) {
+	c, res, err := n.prepare(cmd)
+	if err == nil || cmd.CreatePartitions == nil ||
+		!(errors.Is(err, ErrUnknownTopic) || errors.Is(err, ErrInvalidPartitions)) {
+		return c, res, err
+	}
+	if berr := n.barrier(ctx, timeout); berr != nil {
+		return cmd, nil, berr
+	}
+	return n.prepare(cmd)
+}
+
+// barrier waits until a barrier entry proposed now has committed and
+// everything before it is applied here, or ctx ends. Nothing is proposed
+// that could apply: ErrNotLeader when leadership is lost or was not held.
+func (n *Node) barrier(ctx context.Context, timeout time.Duration) error {
+	f := n.raft.Barrier(timeout)
+	waited := make(chan error, 1)
+	if !n.spawn(func() { waited <- n.await(f) }) {
+		return ErrClosed
+	}
+	var err error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		return fmt.Errorf("raftfsm: barrier: %w", ctx.Err())
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+		return ErrNotLeader
+	}
+	return raftError(err)
+}
+
 func newUUID() [16]byte {
 	var id [16]byte
 	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
@@ -219,7 +266,7 @@ func (n *Node) applyAll(ctx context.Context, cmds []Command) ([]any, []error) {
 		timeout, err := n.leaderTimeout(ctx)
 		var res *reservation
 		if err == nil {
-			cmd, res, err = n.prepare(cmd)
+			cmd, res, err = n.prepareCurrent(ctx, cmd, timeout)
 		}
 		reserved = append(reserved, res)
 		var data []byte

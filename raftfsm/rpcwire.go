@@ -94,6 +94,7 @@ var errorCodes = []struct {
 	{"invalid_command", ErrInvalidCommand},
 	{"no_reassignment", ErrNoReassignment},
 	{"ineligible_replica", ErrIneligibleReplica},
+	{"invalid_config", ErrInvalidConfig},
 	{"unknown_user", ErrUnknownUser},
 	{"unknown_token", ErrUnknownToken},
 	{"deadline", errDeadline},

@@ -773,6 +773,11 @@ func TestKafkaAdminListConfigOps(t *testing.T) {
 	if v, _ := topicConfig(t, adm, ctx, "listed", "cleanup.policy"); v != "compact" {
 		t.Fatalf("after subtract: cleanup.policy %q", v)
 	}
+	// The state machine applies the op to the topic's value; a policy
+	// left empty is refused there.
+	if err := alter(kadm.SubtractConfig, "cleanup.policy", "compact"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("subtract the last policy: %v, want INVALID_CONFIG", err)
+	}
 	if err := alter(kadm.AppendConfig, "leader.replication.throttled.replicas", "0:1"); err != nil {
 		t.Fatalf("append throttled replica: %v", err)
 	}

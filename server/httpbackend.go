@@ -51,6 +51,7 @@ var httpErrors = []struct{ from, to error }{
 	{broker.ErrInvalidConfig, api.ErrInvalidConfig},
 	{admin.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{admin.ErrInvalidReplicas, api.ErrInvalidPartitions},
+	{raftfsm.ErrInvalidConfig, api.ErrInvalidConfig},
 	{raftfsm.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{raftfsm.ErrNotEnoughBrokers, api.ErrInvalidPartitions},
 	{admin.ErrInternalTopic, api.ErrInternalTopic},
@@ -291,7 +292,7 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 	if err := admin.RefuseInternal(name, "reconfigure"); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
-	t, err := h.s.admin.AlterTopicConfigs(ctx, name, set, false)
+	t, err := h.s.admin.AlterTopicConfigs(ctx, name, set, nil, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}

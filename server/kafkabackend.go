@@ -71,6 +71,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrInvalidAssignment, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrNoReassignment, kafkaproto.ErrNoReassignmentInProgress},
+	{raftfsm.ErrInvalidConfig, kafkaproto.ErrInvalidConfig},
 	// Transaction markers (txnmarkers.go).
 	{broker.ErrCoordinatorFenced, kafkaproto.ErrTransactionCoordinatorFenced},
 }
@@ -377,23 +378,11 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 	if err := admin.RefuseInternal(res.Name, "reconfigure"); err != nil {
 		return toKafkaError(err)
 	}
-	changes := map[string]*string{}
-	for _, op := range ops {
-		switch op.Op {
-		case kafkaproto.OpSet:
-			if op.Value == nil {
-				return fmt.Errorf("%w: %s: null value", kafkaproto.ErrInvalidConfig, op.Name)
-			}
-			changes[op.Name] = op.Value
-		case kafkaproto.OpDelete:
-			changes[op.Name] = nil
-		default: // APPEND, SUBTRACT
-			if err := k.s.listConfigOp(ctx, res.Name, op, changes); err != nil {
-				return err
-			}
-		}
+	changes, listOps, err := k.s.topicConfigChanges(ctx, res.Name, ops, validateOnly)
+	if err != nil {
+		return err
 	}
-	_, err := k.s.admin.AlterTopicConfigs(ctx, res.Name, changes, validateOnly)
+	_, err = k.s.admin.AlterTopicConfigs(ctx, res.Name, changes, listOps, validateOnly)
 	return toKafkaError(err)
 }
 

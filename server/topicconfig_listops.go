@@ -7,62 +7,92 @@ import (
 	"strings"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server/broker"
 )
 
-// listConfigOp applies an IncrementalAlterConfigs APPEND or SUBTRACT to a
-// list topic config (cleanup.policy, the throttled replica lists): the
-// values are added to (without duplicates) or removed from the current
-// value, or the default when the topic does not set it, as in Kafka. It
-// works on changes, so several operations on one config in one request
-// build on each other. Any other config is INVALID_CONFIG.
-func (s *Server) listConfigOp(ctx context.Context, topic string, op kafkaproto.ConfigOp, changes map[string]*string) error {
+// listConfigOp checks an IncrementalAlterConfigs APPEND or SUBTRACT on a
+// list topic config (cleanup.policy, the throttled replica lists) and
+// returns it as the state machine applies it: the values are added to
+// (without duplicates) or removed from the topic's value, or the default
+// when the topic does not set it, as in Kafka. Any other config is
+// INVALID_CONFIG.
+func listConfigOp(op kafkaproto.ConfigOp) (raftfsm.ConfigListOp, error) {
 	def, ok := broker.LookupTopicConfig(op.Name)
 	if !ok {
-		return fmt.Errorf("%w: unknown config %q", kafkaproto.ErrInvalidConfig, op.Name)
+		return raftfsm.ConfigListOp{}, fmt.Errorf("%w: unknown config %q", kafkaproto.ErrInvalidConfig, op.Name)
 	}
 	if def.Kind != 7 {
-		return fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT are for list configs", kafkaproto.ErrInvalidConfig, op.Name)
+		return raftfsm.ConfigListOp{}, fmt.Errorf("%w: %s is not a list: APPEND and SUBTRACT are for list configs", kafkaproto.ErrInvalidConfig, op.Name)
 	}
 	if op.Value == nil {
-		return fmt.Errorf("%w: %s: null value", kafkaproto.ErrInvalidConfig, op.Name)
+		return raftfsm.ConfigListOp{}, fmt.Errorf("%w: %s: null value", kafkaproto.ErrInvalidConfig, op.Name)
 	}
-	var current string
-	if v, ok := changes[op.Name]; ok {
-		if v != nil {
-			current = *v
-		} else {
-			current = def.Def
-		}
-	} else {
-		_, t, ok := s.admin.LookupTopic(ctx, topic)
-		if !ok {
-			return fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
-		}
-		current = broker.EffectiveConfig(t.Configs, op.Name)
-	}
-	values := splitList(current)
-	for _, v := range splitList(*op.Value) {
-		switch op.Op {
-		case kafkaproto.OpAppend:
-			if !slices.Contains(values, v) {
-				values = append(values, v)
-			}
-		case kafkaproto.OpSubtract:
-			values = slices.DeleteFunc(values, func(have string) bool { return have == v })
+	lo := raftfsm.ConfigListOp{Name: op.Name, Subtract: op.Op == kafkaproto.OpSubtract, Default: def.Def}
+	for _, p := range strings.Split(*op.Value, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			lo.Values = append(lo.Values, p)
 		}
 	}
-	joined := strings.Join(values, ",")
-	changes[op.Name] = &joined
-	return nil
+	// Each value must be one the config takes, so that any list of them is
+	// (the state machine cannot run the config's check).
+	for _, v := range lo.Values {
+		if err := broker.ValidateTopicConfig(op.Name, v); err != nil {
+			return lo, toKafkaError(err)
+		}
+	}
+	return lo, nil
 }
 
-func splitList(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// topicConfigChanges turns IncrementalAlterConfigs operations on a topic
+// into changes and list ops for alterTopicConfigs. Operations on one config
+// build on each other in request order: an APPEND or SUBTRACT after a SET
+// or DELETE of the same config in the request works on that value here;
+// one on the topic's value goes to the state machine (raftfsm.ConfigListOp)
+// so that it applies to the value in the log's order, not to this node's
+// image, which may lag. A dry run works on the image.
+func (s *Server) topicConfigChanges(ctx context.Context, topic string, ops []kafkaproto.ConfigOp, validateOnly bool) (map[string]*string, []raftfsm.ConfigListOp, error) {
+	changes := map[string]*string{}
+	var listOps []raftfsm.ConfigListOp
+	dropListOps := func(name string) {
+		listOps = slices.DeleteFunc(listOps, func(lo raftfsm.ConfigListOp) bool { return lo.Name == name })
 	}
-	return out
+	for _, op := range ops {
+		switch op.Op {
+		case kafkaproto.OpSet:
+			if op.Value == nil {
+				return nil, nil, fmt.Errorf("%w: %s: null value", kafkaproto.ErrInvalidConfig, op.Name)
+			}
+			changes[op.Name] = op.Value
+			dropListOps(op.Name)
+			continue
+		case kafkaproto.OpDelete:
+			changes[op.Name] = nil
+			dropListOps(op.Name)
+			continue
+		}
+		lo, err := listConfigOp(op)
+		if err != nil {
+			return nil, nil, err
+		}
+		v, changed := changes[op.Name]
+		if !changed && !validateOnly {
+			listOps = append(listOps, lo)
+			continue
+		}
+		current := lo.Default
+		switch {
+		case changed && v != nil:
+			current = *v
+		case !changed:
+			_, t, ok := s.admin.LookupTopic(ctx, topic)
+			if !ok {
+				return nil, nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
+			}
+			current = broker.EffectiveConfig(t.Configs, op.Name)
+		}
+		joined := raftfsm.ApplyListOp(current, lo)
+		changes[op.Name] = &joined
+	}
+	return changes, listOps, nil
 }

@@ -1,6 +1,7 @@
 // Package admin is the metadata changes both front doors make the same
 // way: topics created, deleted, reconfigured and grown (checked against the
-// limits and the node's image first), partition reassignments, leader
+// limits first; whether the topic exists, the controller's state machine
+// decides, never this node's image, which may lag), partition reassignments, leader
 // elections (the active controller's own, preferred and unclean, and those
 // an admin asks for over HTTP or Kafka ElectLeaders), producer id blocks,
 // and THE list of internal topics the doors refuse to let clients write.
@@ -222,9 +223,15 @@ func (a *Admin) DeleteTopic(ctx context.Context, name string) error {
 	return nil
 }
 
-// AlterTopicConfigs sets (non-nil) or removes (nil) configs, all or nothing.
-func (a *Admin) AlterTopicConfigs(ctx context.Context, name string, changes map[string]*string, validateOnly bool) (*raftfsm.Topic, error) {
-	cmd := &raftfsm.AlterConfigs{Topic: name, Set: map[string]string{}}
+// AlterTopicConfigs sets (non-nil) or removes (nil) configs and applies
+// listOps (Kafka's APPEND and SUBTRACT), all or nothing. Whether the topic
+// exists is the controller's state machine's answer, in the log's order:
+// this node's image may lag (a restarted, paused or cut-off node), and an
+// "unknown topic" from it could contradict a creation already acknowledged
+// (the metadata linearizability check found it, issue 20). Only a dry run
+// answers from the image.
+func (a *Admin) AlterTopicConfigs(ctx context.Context, name string, changes map[string]*string, listOps []raftfsm.ConfigListOp, validateOnly bool) (*raftfsm.Topic, error) {
+	cmd := &raftfsm.AlterConfigs{Topic: name, Set: map[string]string{}, ListOps: listOps}
 	for k, v := range changes {
 		if v == nil {
 			if _, ok := broker.LookupTopicConfig(k); !ok {
@@ -238,11 +245,11 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, name string, changes map[
 		}
 		cmd.Set[k] = *v
 	}
-	_, t, ok := a.LookupTopic(ctx, name)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
-	}
 	if validateOnly {
+		_, t, ok := a.LookupTopic(ctx, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
+		}
 		return t, nil
 	}
 	res, err := a.Apply(ctx, raftfsm.Command{AlterConfigs: cmd})
@@ -260,23 +267,27 @@ func (a *Admin) CreatePartitions(ctx context.Context, name string, count int32, 
 
 // CreateAssignedPartitions raises a topic's partition count; assignments,
 // when set, are the new partitions' replicas (the FSM checks their count
-// and replication factor again).
+// and replication factor again). As with configs, the topic's existence
+// and partition count are checked by the active controller (against its
+// image once current, raftfsm's prepare) and its state machine; only a dry
+// run answers from this node's image.
 func (a *Admin) CreateAssignedPartitions(ctx context.Context, name string, count int32, assignments [][]int32, validateOnly bool) error {
-	img, t, ok := a.LookupTopic(ctx, name)
-	if !ok {
-		return fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
+	if validateOnly {
+		img, t, ok := a.LookupTopic(ctx, name)
+		if !ok {
+			return fmt.Errorf("%w: %s", broker.ErrUnknownTopic, name)
+		}
+		if int(count) <= len(t.Partitions) {
+			return fmt.Errorf("%w: %s has %d partitions, asked for %d", ErrInvalidPartitions, name, len(t.Partitions), count)
+		}
+		if err := a.cfg.Limits.CheckTopic(count, ReplicationFactor(t)); err != nil {
+			return err
+		}
+		return checkAssignedBrokers(img, assignments)
 	}
-	if int(count) <= len(t.Partitions) {
-		return fmt.Errorf("%w: %s has %d partitions, asked for %d", ErrInvalidPartitions, name, len(t.Partitions), count)
-	}
-	if err := a.cfg.Limits.CheckTopic(count, ReplicationFactor(t)); err != nil {
-		return err
-	}
+	img, _ := a.cfg.Meta.Image()
 	if err := checkAssignedBrokers(img, assignments); err != nil {
 		return err
-	}
-	if validateOnly {
-		return nil
 	}
 	_, err := a.Apply(ctx, raftfsm.Command{CreatePartitions: &raftfsm.CreatePartitions{Topic: name, Count: count,
 		Assignments: assignments}})

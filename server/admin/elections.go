@@ -78,17 +78,16 @@ func (a *Admin) ElectLeaders(ctx context.Context, topic string) (int64, error) {
 // (issue 18: Metadata from any broker shows what the call did); the
 // controller's own elections don't wait on other brokers.
 func (a *Admin) ElectPartitions(ctx context.Context, topic string, partitions []int32, mode ElectionMode, asked bool) (map[int32]error, int64, error) {
-	img, _ := a.cfg.Meta.Image()
-	t, ok := img.Topics.Lookup(topic)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, topic)
+	actx, cancel := context.WithTimeout(ctx, ApplyTimeout)
+	defer cancel()
+	img, t, err := a.electionTopic(actx, topic, asked)
+	if err != nil {
+		return nil, 0, err
 	}
 	changes, results := elections(img, t, partitions, mode)
 	if len(changes) == 0 {
 		return results, 0, nil
 	}
-	actx, cancel := context.WithTimeout(ctx, ApplyTimeout)
-	defer cancel()
 	res, err := a.cfg.Meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
 	if err != nil {
 		return nil, 0, fmt.Errorf("elect leaders of %s: %w", topic, err)
@@ -106,6 +105,42 @@ func (a *Admin) ElectPartitions(ctx context.Context, topic string, partitions []
 		a.cfg.Logger.Info("leaders elected", "topic", topic, "partitions", n)
 	}
 	return results, n, nil
+}
+
+// electionTopic finds the topic an election is about. An admin's election
+// on a topic this node does not know does not answer "unknown topic" from
+// its image, which may lag (issue 20: such an answer could contradict a
+// creation already acknowledged): an empty ChangePartitions lets the
+// controller's state machine tell, in the log's order, and once it says
+// the topic exists this node catches up to decide the election. If it
+// cannot catch up (no controller to ask), the outcome is not known:
+// ErrNotLeader.
+func (a *Admin) electionTopic(ctx context.Context, topic string, asked bool) (*raftfsm.Image, *raftfsm.Topic, error) {
+	if asked {
+		// Decide from the controller's current state where this node can
+		// reach it: elections decided on a lagging image name stale epochs,
+		// which the state machine skips.
+		if err := a.catchUpWithLeader(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	img, t, ok := a.LookupTopic(ctx, topic)
+	if ok || !asked {
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: %s", broker.ErrUnknownTopic, topic)
+		}
+		return img, t, nil
+	}
+	if _, err := a.cfg.Meta.Apply(ctx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic}}); err != nil {
+		return nil, nil, fmt.Errorf("elect leaders of %s: %w", topic, err)
+	}
+	if err := a.cfg.Meta.CatchUp(ctx); err != nil && !errors.Is(err, raftfsm.ErrNotLeader) {
+		return nil, nil, fmt.Errorf("elect leaders of %s: catch up with the active controller: %w", topic, err)
+	}
+	if img, t, ok = a.LookupTopic(ctx, topic); !ok {
+		return nil, nil, fmt.Errorf("elect leaders of %s: %w (the controller knows the topic, this node could not catch up)", topic, raftfsm.ErrNotLeader)
+	}
+	return img, t, nil
 }
 
 // leaderChanges lists the partitions of t whose leader should change.
