@@ -218,7 +218,7 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 		t := img.Topics.Get(name)
 		var size int64
 		for _, p := range h.s.broker.PartitionsOf(t.Name) {
-			size += p.Log().Size()
+			size += p.SizeBytes() // opens no log
 		}
 		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
 			ReplicationFactor: admin.ReplicationFactor(t), Internal: admin.IsInternal(t.Name), SizeBytes: size})
@@ -261,8 +261,11 @@ func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
 			Replicas: nonNil(pm.Replicas), ISR: nonNil(pm.ISR)}
 		pd.AddingReplicas, pd.RemovingReplicas = pm.AddingReplicas, pm.RemovingReplicas
 		if p, ok := hosted[int32(i)]; ok {
-			pd.StartOffset, pd.EndOffset = p.Log().StartOffset(), p.Log().EndOffset()
-			pd.HighWatermark, pd.SizeBytes = p.HighWatermark(), p.Log().Size()
+			// An empty log not opened yet is not opened for this.
+			if start, end, hwm, err := p.Offsets(); err == nil {
+				pd.StartOffset, pd.EndOffset, pd.HighWatermark = start, end, hwm
+			}
+			pd.SizeBytes = p.SizeBytes()
 		}
 		d.Partitions = append(d.Partitions, pd)
 	}

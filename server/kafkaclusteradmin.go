@@ -66,8 +66,13 @@ func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
 	}
 	for _, p := range b.AllPartitions() {
+		// Sizes and lags without opening an empty log (issue 19).
+		var lag int64
+		if _, end, hwm, err := p.Offsets(); err == nil {
+			lag = max(hwm-end, 0)
+		}
 		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.Topic, Partition: p.Index,
-			Size: p.Log().Size(), OffsetLag: max(p.HighWatermark()-p.Log().EndOffset(), 0)})
+			Size: p.SizeBytes(), OffsetLag: lag})
 	}
 	slices.SortFunc(d.Partitions, func(a, b kafkaproto.LogDirPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))

@@ -73,6 +73,14 @@ type Broker struct {
 	// next one looks at them again, whether they changed or not.
 	retry map[string]bool
 
+	// open is the hosted partitions whose log is open (lazylog.go),
+	// guarded by openMu (taken after a partition's lazyLog.mu).
+	openMu sync.Mutex
+	open   map[*Partition]struct{}
+	// sweep is what is left of the retention sweep's pass over the
+	// unopened logs; the run goroutine's own.
+	sweep []*Partition
+
 	cancel      context.CancelFunc
 	done        chan struct{}
 	isrDone     chan struct{}
@@ -160,6 +168,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
+		open:          map[*Partition]struct{}{},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
@@ -177,14 +186,12 @@ func (b *Broker) Dir() string { return b.dir }
 // Called with b.mu held; it does not block.
 func (b *Broker) roleChanged(p *Partition) { b.fetches.follow(p) }
 
-// Start reconciles with the current image, then follows metadata changes and
-// runs log maintenance until close.
+// Start reconciles with the current image (hosting its partitions; no log
+// is opened: lazylog.go), then follows metadata changes and runs log
+// maintenance until close.
 func (b *Broker) Start(maintainEvery time.Duration) error {
 	img, _ := b.meta.Image()
 	if err := b.Reconcile(img); err != nil {
-		return err
-	}
-	if err := b.removeStrayDirs(img); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -211,7 +218,7 @@ func (b *Broker) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, p := range b.AllPartitions() {
+			for _, p := range b.opened() { // an unopened log has no follower fetching it
 				b.updateISR(ctx, p, now)
 			}
 		}
@@ -263,6 +270,9 @@ func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
 
 func (b *Broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {
 	defer close(b.done)
+	if err := b.removeStrayDirs(ctx); err != nil {
+		b.logger.Warn("remove partition directories not in the metadata", "err", err)
+	}
 	tick := time.NewTicker(maintainEvery)
 	defer tick.Stop()
 	// reconciled is the last image applied to the partitions (start
@@ -299,11 +309,12 @@ func (b *Broker) wallNow() time.Time {
 }
 
 func (b *Broker) maintain(now time.Time) {
-	for _, p := range b.AllPartitions() {
-		if p.log.Err() != nil {
+	b.sweepUnopened(now)
+	for _, p := range b.opened() {
+		if p.log().Err() != nil {
 			continue // its disk failed: storageLoop reports and recovers it
 		}
-		if err := p.log.Maintain(now); err != nil {
+		if err := p.log().Maintain(now); err != nil {
 			b.logger.Warn("log maintenance", "topic", p.Topic, "partition", p.Index, "err", err)
 		}
 		if err := p.checkpointHWM(); err != nil {
@@ -312,6 +323,7 @@ func (b *Broker) maintain(now time.Time) {
 	}
 }
 
+// AllPartitions returns every hosted partition, its log open or not.
 func (b *Broker) AllPartitions() []*Partition {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -391,7 +403,7 @@ func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 		for _, p := range ht.parts {
 			b.fetches.forget(p)
 			p.wake()
-			if err := p.log.Delete(); err != nil {
+			if err := p.deleteLog(); err != nil {
 				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.Index, err))
 			}
 		}
@@ -405,6 +417,10 @@ func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 	return errors.Join(errs...)
 }
 
+// hostTopicLocked hosts the partitions of t placed on this broker and
+// applies t's metadata and config to them. It touches no disk: a new
+// partition's log is created by its first use (lazylog.go), so creating
+// topics never holds b.mu across filesystem calls.
 func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 	ht, ok := b.topics[t.Name]
 	if !ok {
@@ -416,7 +432,6 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 	}
 	cfg := logConfig(t.Configs)
 	cfg.MaxInflatedBytes, cfg.FramingOnly = b.maxInflated, b.framingOnly
-	var missing []int32
 	for i, pm := range t.Partitions {
 		idx := int32(i)
 		if !containsID(pm.Replicas, b.id) {
@@ -425,51 +440,29 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 		}
 		p, ok := ht.parts[idx]
 		if !ok {
-			missing = append(missing, idx)
+			p = newPartition(t.Name, idx, t.ID, nil, t.Configs)
+			p.lazy.owner = b
+			p.lazy.cfg.Store(&cfg)
+			p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
+			p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
+			p.leaseValid, p.now = b.lease, b.now
+			p.disk = b.disk
+			p.readBufs = &b.readBufs
+			p.setMeta(pm, b.id)
+			ht.parts[idx] = p
+			b.roleChanged(p)
 			continue
 		}
 		if p.setMeta(pm, b.id) {
 			b.roleChanged(p)
 		}
 		p.applyConfig(t.Configs)
-		if err := p.log.SetConfig(cfg); err != nil {
+		if err := p.setLogConfig(&cfg); err != nil {
 			return fmt.Errorf("partition %d config: %w", idx, err)
 		}
 	}
-	logs, err := b.openLogs(t, missing, cfg)
-	for i, log := range logs {
-		if log == nil {
-			continue
-		}
-		idx := missing[i]
-		p := newPartition(t.Name, idx, t.ID, log, t.Configs)
-		p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
-		p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
-		p.leaseValid, p.now = b.lease, b.now
-		p.disk = b.disk
-		p.readBufs = &b.readBufs
-		p.setMeta(t.Partitions[idx], b.id)
-		ht.parts[idx] = p
-		b.roleChanged(p)
-	}
-	if err == nil {
-		ht.applied = t
-	}
-	return err
-}
-
-// openLogs opens (creating) the logs of a topic's new partitions; the ones
-// that opened are returned even when others failed.
-func (b *Broker) openLogs(t *raftfsm.Topic, idxs []int32, cfg segments.Config) ([]*segments.Log, error) {
-	logs := make([]*segments.Log, len(idxs))
-	var errs []error
-	for i, idx := range idxs {
-		var err error
-		if logs[i], err = b.openLog(t, idx, cfg); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return logs, errors.Join(errs...)
+	ht.applied = t
+	return nil
 }
 
 func containsID(ids []int32, id int32) bool {
@@ -500,14 +493,15 @@ func (b *Broker) partitionDir(topic string, idx int32) (string, error) {
 	return filepath.Join(b.dir, name), nil
 }
 
-// openLog opens a partition's log. The directory records the topic id, so a
-// directory left from an older topic of the same name is replaced.
-func (b *Broker) openLog(t *raftfsm.Topic, idx int32, cfg segments.Config) (*segments.Log, error) {
-	dir, err := b.partitionDir(t.Name, idx)
+// openLog opens a partition's log, creating it when its directory does not
+// exist. The directory records the topic id, so a directory left from an
+// older topic of the same name is replaced.
+func (b *Broker) openLog(topic string, topicID [16]byte, idx int32, cfg segments.Config) (*segments.Log, error) {
+	dir, err := b.partitionDir(topic, idx)
 	if err != nil {
 		return nil, err
 	}
-	id := hex.EncodeToString(t.ID[:])
+	id := hex.EncodeToString(topicID[:])
 	idFile := filepath.Join(dir, topicIDFilePrefix+id)
 	// A new partition's directory does not exist: Create makes it with a
 	// few calls and no listing (thousands of partitions created at once).
@@ -573,36 +567,6 @@ func dirTopicID(dir string) (string, bool) {
 	return "", false
 }
 
-// removeStrayDirs deletes partition directories of topics deleted while this
-// node was down.
-func (b *Broker) removeStrayDirs(img *raftfsm.Image) error {
-	entries, err := os.ReadDir(b.dir)
-	if err != nil {
-		return fmt.Errorf("list partitions: %w", err)
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		i := strings.LastIndexByte(e.Name(), '-')
-		if i > 0 {
-			if ht, ok := b.topics[e.Name()[:i]]; ok {
-				var idx int32
-				if _, err := fmt.Sscan(e.Name()[i+1:], &idx); err == nil && ht.parts[idx] != nil {
-					continue
-				}
-			}
-		}
-		b.logger.Info("removing partition directory not in the metadata", "dir", e.Name())
-		if err := os.RemoveAll(filepath.Join(b.dir, e.Name())); err != nil {
-			return fmt.Errorf("remove %s: %w", e.Name(), err)
-		}
-	}
-	return nil
-}
-
 // Partition returns a partition this broker leads, first catching up with
 // the image when the topic is newer than what this broker has applied.
 func (b *Broker) Partition(topic string, idx int32) (*Partition, error) {
@@ -636,7 +600,20 @@ func (b *Broker) replica(topic string, idx int32) (*Partition, error) {
 	return b.Lookup(topic, idx)
 }
 
+// Lookup returns a hosted partition replica with its log open (opened now,
+// outside b.mu, if this is its first use).
 func (b *Broker) Lookup(topic string, idx int32) (*Partition, error) {
+	p, err := b.lookup(topic, idx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ensureOpen(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (b *Broker) lookup(topic string, idx int32) (*Partition, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
@@ -657,7 +634,9 @@ func (b *Broker) Lookup(topic string, idx int32) (*Partition, error) {
 	return p, nil
 }
 
-// PartitionsOf returns the hosted partitions of a topic sorted by index.
+// PartitionsOf returns the hosted partitions of a topic sorted by index,
+// their logs open or not (SizeBytes and Offsets read them without opening
+// an empty one).
 func (b *Broker) PartitionsOf(topic string) []*Partition {
 	if b == nil { // a controller-only node hosts nothing
 		return nil

@@ -34,6 +34,11 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 		if err := b.Reconcile(img); err != nil {
 			t.Fatal(err)
 		}
+		for i := range parts { // the first use creates (then opens) each log
+			if _, err := b.Lookup("empty", int32(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := b.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -60,6 +65,9 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := b.Reconcile(img); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Lookup("empty", 0); err != nil {
 			t.Fatal(err)
 		}
 		b.Close()

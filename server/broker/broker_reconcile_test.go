@@ -52,7 +52,7 @@ func TestReconcileIgnoresOlderImages(t *testing.T) {
 	if pb == nil {
 		t.Fatal("topic b, created by the newer image, was dropped by an older one")
 	}
-	if end := pb.log.EndOffset(); end != 1 {
+	if end := pb.log().EndOffset(); end != 1 {
 		t.Fatalf("topic b's log end %d after an older image, want 1 (its record kept)", end)
 	}
 	pa := hosted("a")

@@ -76,7 +76,7 @@ func (p *Partition) ResolveOffset(offset int64, ts *int64, committed bool) (int6
 		end = min(end, lso)
 	}
 	if ts != nil {
-		off, _, ok, err := p.log.OffsetForTimestamp(*ts)
+		off, _, ok, err := p.log().OffsetForTimestamp(*ts)
 		if err != nil {
 			return 0, fmt.Errorf("find offset for time %d: %w", *ts, err)
 		}
@@ -87,7 +87,7 @@ func (p *Partition) ResolveOffset(offset int64, ts *int64, committed bool) (int6
 	}
 	switch offset {
 	case offsetEarliest:
-		return p.log.StartOffset(), nil
+		return p.log().StartOffset(), nil
 	case offsetLatest:
 		return end, nil
 	}
@@ -152,9 +152,9 @@ func (p *Partition) ReadDecoded(offset int64, maxRecords, maxBytes int, committe
 // corrupt batches work the same. With markers, transaction markers are
 // records too (Record.Control, emitFunc's marker) instead of skipped.
 func (p *Partition) readDecodedEach(offset int64, maxRecords, maxBytes int, committed, markers bool, each emitFunc) (readResult, error) {
-	res := readResult{Next: offset, HWM: p.hwm.Load(), LogStart: p.log.StartOffset()}
+	res := readResult{Next: offset, HWM: p.hwm.Load(), LogStart: p.log().StartOffset()}
 	// Past the high watermark but within the log: nothing yet (see read).
-	if end := max(res.HWM, p.log.EndOffset()); offset < res.LogStart || offset > end {
+	if end := max(res.HWM, p.log().EndOffset()); offset < res.LogStart || offset > end {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, res.LogStart, end)
 	}
 	r := decodedReader{p: p, res: &res, maxRecords: maxRecords, maxBytes: maxBytes, markers: markers, each: each}
@@ -440,7 +440,7 @@ func (rp *readBufPool) put(b *[]byte) {
 // (read_committed) reads below the last stable offset and leaves out
 // control batches and batches of aborted transactions (txnread.go).
 func (p *Partition) ReadBatches(offset int64, maxBytes int, committed bool) (api.BatchResult, error) {
-	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log.StartOffset()}
+	res := api.BatchResult{NextOffset: offset, HighWatermark: p.hwm.Load(), StartOffset: p.log().StartOffset()}
 	if offset < res.StartOffset || offset > res.HighWatermark {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, res.StartOffset, res.HighWatermark)
 	}

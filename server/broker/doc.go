@@ -1,9 +1,12 @@
 // Package broker is runnel's data plane: the partition replicas a node
 // hosts, following the metadata image (raftfsm.Image) it is given.
 //
-// It opens the logs of the partitions placed on this node (reconcile, the
-// one image apply), deletes those of deleted topics and replicas moved away,
-// and serves both front doors: produce (Partition.Produce, ProduceKeyed:
+// It hosts the partitions placed on this node (reconcile, the one image
+// apply), deletes those of deleted topics and replicas moved away, and
+// serves both front doors. A hosted partition's log is opened, or created,
+// only at its first use (lazylog.go): hosting a million partitions, or
+// restarting with them, opens none, and creating topics does no filesystem
+// call under Broker.mu. The front doors: produce (Partition.Produce, ProduceKeyed:
 // acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
 // (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
 // long-polls), wait-replicated (the waits acks=all returns) and notify
@@ -34,8 +37,10 @@
 // (leaderFetcher.run; stopped by Close or when no partition follows that
 // leader any more).
 //
-// Lock order: Broker.mu, then a partition's appendMu, then its replica set
-// (repl.mu), then its notifyMu. No lock is held across a wait for
-// replication or new data; reconcile holds Broker.mu for writing while it
-// opens and deletes logs.
+// Lock order: Broker.mu, then a partition's lazyLog.mu (opening, closing,
+// deleting its log), then Broker.openMu (the set of open logs), then its
+// appendMu, then its replica set (repl.mu), then its notifyMu. No lock is
+// held across a wait for replication or new data; reconcile holds
+// Broker.mu for writing while it deletes logs (and waits for a log being
+// opened at that moment), but opens and creates none.
 package broker

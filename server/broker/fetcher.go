@@ -187,8 +187,14 @@ func (f *leaderFetcher) truncate(conn *KafkaConn, parts map[*Partition]*followSt
 		if st.truncated {
 			continue
 		}
-		lastEpoch := p.log.LeaderEpoch()
-		if lastEpoch < 0 || p.log.EndOffset() == 0 {
+		// Following a partition opens its log (lazylog.go), here on the
+		// fetcher's goroutine; one that fails to open is not fetched and
+		// is tried again next round.
+		if err := p.ensureOpen(); err != nil {
+			continue
+		}
+		lastEpoch := p.log().LeaderEpoch()
+		if lastEpoch < 0 || p.log().EndOffset() == 0 {
 			st.truncated = true
 			continue
 		}
@@ -240,14 +246,14 @@ func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 	if leaderEnd < 0 || leaderEpoch < 0 {
 		return -1, true, nil
 	}
-	epoch, mine, err := p.log.EndOffsetForEpoch(leaderEpoch)
+	epoch, mine, err := p.log().EndOffsetForEpoch(leaderEpoch)
 	if err != nil {
 		return 0, false, err
 	}
 	if epoch < 0 {
 		// Nothing here at or below the leader's epoch: all of it is
 		// above the leader's history.
-		return min(leaderEnd, p.log.EndOffset()), true, nil
+		return min(leaderEnd, p.log().EndOffset()), true, nil
 	}
 	return min(leaderEnd, mine), epoch == leaderEpoch, nil
 }
@@ -270,7 +276,7 @@ func (f *leaderFetcher) fetch(conn *KafkaConn, parts map[*Partition]*followState
 		// fetches nothing: the leader then sees
 		// this replica fall behind and drops it from the ISR, instead of
 		// counting a replica in sync that cannot store what it is sent.
-		if !st.truncated || p.log.Err() != nil || p.disk.isLow() {
+		if !st.truncated || p.log().Err() != nil || p.disk.isLow() {
 			continue
 		}
 		i, ok := byTopic[p.Topic]
@@ -285,8 +291,8 @@ func (f *leaderFetcher) fetch(conn *KafkaConn, parts map[*Partition]*followState
 		rp.Partition = p.Index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
 		epochs[p] = rp.CurrentLeaderEpoch
-		rp.FetchOffset = p.log.EndOffset()
-		rp.LogStartOffset = p.log.StartOffset()
+		rp.FetchOffset = p.log().EndOffset()
+		rp.LogStartOffset = p.log().StartOffset()
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		index[[2]any{p.Topic, p.Index}] = p
@@ -338,7 +344,7 @@ func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.Fet
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		if p.log.EndOffset() < rp.LogStartOffset {
+		if p.log().EndOffset() < rp.LogStartOffset {
 			// The leader deleted what we miss (retention): start over at its log start.
 			return p.resetAsFollower(rp.LogStartOffset, fetchEpoch)
 		}

@@ -87,8 +87,8 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 				for _, rp := range rt.Partitions {
 					op := kmsg.NewFetchResponseTopicPartition()
 					op.Partition = rp.Partition
-					op.HighWatermark, op.LogStartOffset = l.p.log.EndOffset(), l.p.log.StartOffset()
-					if rp.FetchOffset < l.p.log.EndOffset() {
+					op.HighWatermark, op.LogStartOffset = l.p.log().EndOffset(), l.p.log().StartOffset()
+					if rp.FetchOffset < l.p.log().EndOffset() {
 						c, err := l.p.ReadReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
 						if err != nil {
 							t.Errorf("fake leader: read at %d: %v", rp.FetchOffset, err)
@@ -180,13 +180,13 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	if err := <-oldDone; err != nil {
 		t.Logf("old leader's fetch: %v", err)
 	}
-	if end := follower.log.EndOffset(); end != 5 {
+	if end := follower.log().EndOffset(); end != 5 {
 		t.Errorf("follower log end %d after the old leader's late answer, want 5 (the answer dropped)", end)
 	}
 
 	// The follower replicates from the new leader, as the fetcher loop
 	// does: truncate where needed, fetch.
-	for round := 0; round < 5 && follower.log.EndOffset() != newLeader.log.EndOffset(); round++ {
+	for round := 0; round < 5 && follower.log().EndOffset() != newLeader.log().EndOffset(); round++ {
 		err := newFetcher.truncate(newConn, newParts)
 		if err == nil {
 			err = newFetcher.fetch(newConn, newParts)
@@ -197,6 +197,6 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	}
 	if !bytes.Equal(logBytes(t, follower), logBytes(t, newLeader)) {
 		t.Fatalf("follower's log differs from the new leader's: log end %d vs %d, epochs %v vs %v",
-			follower.log.EndOffset(), newLeader.log.EndOffset(), batchEpochs(t, follower), batchEpochs(t, newLeader))
+			follower.log().EndOffset(), newLeader.log().EndOffset(), batchEpochs(t, follower), batchEpochs(t, newLeader))
 	}
 }

@@ -237,7 +237,7 @@ func (p *Partition) checkKeyLocked(k *IdemKey, views []BatchView, now time.Time)
 	}
 	res, dup, err := p.keys.check(*k, views[0].lastDelta+1, now)
 	if dup {
-		res.LogStart = p.log.StartOffset()
+		res.LogStart = p.log().StartOffset()
 	}
 	return res, dup, err
 }
@@ -264,7 +264,7 @@ func (p *Partition) resetKeysLocked() {
 // only the batches appended meanwhile are read under it.
 func (p *Partition) loadKeys(now time.Time) error {
 	p.appendMu.Lock()
-	loaded, gen, end := p.keys != nil, p.keysGen, p.log.EndOffset()
+	loaded, gen, end := p.keys != nil, p.keysGen, p.log().EndOffset()
 	p.appendMu.Unlock()
 	if loaded {
 		return nil
@@ -282,7 +282,7 @@ func (p *Partition) loadKeys(now time.Time) error {
 		// again, whole, under the lock.
 		return p.loadKeysLocked(now)
 	}
-	if err := p.scanLog(time.UnixMilli(0), p.log.EndOffset(), x.rebuildFn(now), end); err != nil {
+	if err := p.scanLog(time.UnixMilli(0), p.log().EndOffset(), x.rebuildFn(now), end); err != nil {
 		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.keys = x
@@ -295,7 +295,7 @@ func (p *Partition) loadKeysLocked(now time.Time) error {
 		return nil
 	}
 	x := newKeyIndex(p.keyPolicy())
-	if err := p.scanLog(now.Add(-x.policy.Expiration), p.log.EndOffset(), x.rebuildFn(now)); err != nil {
+	if err := p.scanLog(now.Add(-x.policy.Expiration), p.log().EndOffset(), x.rebuildFn(now)); err != nil {
 		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.keys = x
@@ -316,15 +316,15 @@ func (x *keyIndex) rebuildFn(now time.Time) func(BatchView) {
 // scanLog calls fn for every batch below end from the first one with a
 // timestamp at or after since (and at or after from[0] when given).
 func (p *Partition) scanLog(since time.Time, end int64, fn func(BatchView), from ...int64) error {
-	off, _, ok, err := p.log.OffsetForTimestamp(since.UnixMilli())
+	off, _, ok, err := p.log().OffsetForTimestamp(since.UnixMilli())
 	if err != nil || !ok {
 		return err
 	}
 	for _, f := range from {
 		off = max(off, f)
 	}
-	for off = max(off, p.log.StartOffset()); off < end; {
-		chunk, err := p.log.Read(off, 1<<20, end)
+	for off = max(off, p.log().StartOffset()); off < end; {
+		chunk, err := p.log().Read(off, 1<<20, end)
 		if err != nil {
 			return fmt.Errorf("at %d: %w", off, err)
 		}

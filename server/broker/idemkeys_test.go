@@ -60,7 +60,7 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 	if res, err := p.appendKeyed(keyedBatch(k2, now, "a", "b"), &k2); err != nil || res.Duplicate || res.BaseOffset != 3 {
 		t.Fatalf("another key, same body: %+v %v", res, err)
 	}
-	if got := p.log.EndOffset(); got != 5 {
+	if got := p.log().EndOffset(); got != 5 {
 		t.Fatalf("log end %d, want 5: a retry wrote", got)
 	}
 }
@@ -230,7 +230,7 @@ func TestIdempotencyKeyRebuildRacesWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := p.log.EndOffset(), int64(keys+writers*keys); got != want {
+	if got, want := p.log().EndOffset(), int64(keys+writers*keys); got != want {
 		t.Fatalf("log end %d, want %d: %d keyed writes repeated", got, want, got-want)
 	}
 }
@@ -244,12 +244,12 @@ func TestIdempotencyKeyForgottenWhenRecoveryCuts(t *testing.T) {
 	if _, err := p.appendKeyed(keyedBatch(k, now, "v"), &k); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.log.Truncate(0); err != nil { // what recovery of a torn tail does
+	if err := p.log().Truncate(0); err != nil { // what recovery of a torn tail does
 		t.Fatal(err)
 	}
 	p.recovered()
 	res, err := p.appendKeyed(keyedBatch(k, now, "v"), &k)
-	if err != nil || res.Duplicate || p.log.EndOffset() != 1 {
-		t.Fatalf("retry after the batch was cut: %+v %v (log end %d), want a new write", res, err, p.log.EndOffset())
+	if err != nil || res.Duplicate || p.log().EndOffset() != 1 {
+		t.Fatalf("retry after the batch was cut: %+v %v (log end %d), want a new write", res, err, p.log().EndOffset())
 	}
 }

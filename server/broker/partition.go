@@ -27,12 +27,15 @@ var (
 
 // Partition is one partition replica hosted by this broker.
 //
-// Lock order: Broker.mu, then appendMu, then repl.mu, then notifyMu.
+// Lock order: Broker.mu, then lazy.mu, then appendMu, then repl.mu, then
+// notifyMu.
 type Partition struct {
 	Topic   string
 	Index   int32
 	topicID [16]byte
-	log     *segments.Log
+	// lazy holds the log, opened on first use (lazylog.go): read it with
+	// p.log(), which is nil until then.
+	lazy lazyLog
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
@@ -73,18 +76,28 @@ type Partition struct {
 	notify   chan struct{} // closed when hwm advances or the partition goes away
 }
 
+// newPartition makes a partition replica whose log is open already (log
+// not nil) or is opened on first use by the broker (lazylog.go).
 func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *Partition {
-	p := &Partition{Topic: topic, Index: index, topicID: id, log: log, notify: make(chan struct{}),
+	p := &Partition{Topic: topic, Index: index, topicID: id, notify: make(chan struct{}),
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
-	// Only what was known to be replicated before a restart is visible; a
-	// leader moves the mark on as its in-sync replicas catch up.
+	if log != nil {
+		p.loadHWM(log)
+		p.lazy.log.Store(log)
+	}
+	p.applyConfig(cfgs)
+	return p
+}
+
+// loadHWM sets the high watermark of a log just opened. Only what was
+// known to be replicated before a restart is visible; a leader moves the
+// mark on as its in-sync replicas catch up.
+func (p *Partition) loadHWM(log *segments.Log) {
 	hw, _ := readHWMCheckpoint(log)
 	p.hwm.Store(min(hw, log.EndOffset()))
 	p.hwmSaved.Store(hw) // nothing to write until it moves
-	p.applyConfig(cfgs)
-	return p
 }
 
 func (p *Partition) applyConfig(cfgs map[string]string) {
@@ -183,7 +196,7 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (AppendResult, error
 		appendTime = now.UnixMilli()
 		setLogAppendTime(views, appendTime)
 	}
-	info, err := p.log.Append(batches, epoch)
+	info, err := p.log().Append(batches, epoch)
 	if errors.Is(err, segments.ErrStorage) {
 		return AppendResult{}, storageErr(p.Topic, p.Index, err)
 	}
@@ -224,7 +237,7 @@ func (p *Partition) mayWrite(n int) error {
 // another leader wrote since): it is no leader for this write. Called with
 // appendMu held.
 func (p *Partition) epochCheckLocked(epoch int32) error {
-	if last := p.log.LeaderEpoch(); epoch < last {
+	if last := p.log().LeaderEpoch(); epoch < last {
 		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", ErrNotLeader, p.Topic, p.Index, epoch, last)
 	}
 	return nil
@@ -244,10 +257,10 @@ func (p *Partition) Read(offset int64, maxBytes int) (segments.Chunk, error) {
 // most the high watermark: the last stable offset for read_committed).
 func (p *Partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.Chunk, error) {
 	hwm := p.hwm.Load()
-	if end := p.log.EndOffset(); offset > max(hwm, end) || offset < p.log.StartOffset() {
-		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log.StartOffset(), max(hwm, end))
+	if end := p.log().EndOffset(); offset > max(hwm, end) || offset < p.log().StartOffset() {
+		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log().StartOffset(), max(hwm, end))
 	}
-	c, err := p.log.Read(offset, maxBytes, min(limit, hwm))
+	c, err := p.log().Read(offset, maxBytes, min(limit, hwm))
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
@@ -256,20 +269,26 @@ func (p *Partition) readUpTo(offset int64, maxBytes int, limit int64) (segments.
 
 // ReadReplica serves a follower: whole batches up to the log end.
 func (p *Partition) ReadReplica(offset int64, maxBytes int) (segments.Chunk, error) {
-	c, err := p.log.Read(offset, maxBytes, p.log.EndOffset())
+	c, err := p.log().Read(offset, maxBytes, p.log().EndOffset())
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
 	return c, err
 }
 
-// close checkpoints the high watermark, closes the log and wakes waiters so
-// they notice.
+// close checkpoints the high watermark, closes the log (if it was ever
+// opened) and wakes waiters so they notice. It never opens again.
 func (p *Partition) close() error {
+	p.lazy.mu.Lock()
+	defer p.lazy.mu.Unlock()
+	defer p.wake()
+	p.lazy.gone = ErrShuttingDown
+	log := p.log()
+	if log == nil {
+		return nil
+	}
 	err := p.checkpointHWM()
-	err = errors.Join(err, p.log.Close())
-	p.wake()
-	return err
+	return errors.Join(err, log.Close())
 }
 
 // Produce appends as the leader and, for acks=all, waits until the in-sync
@@ -321,7 +340,7 @@ func (p *Partition) CheckLeaderEpoch(current int32) error {
 
 // MaxTimestamp answers ListOffsets -3 below the high watermark.
 func (p *Partition) MaxTimestamp() (int64, int64, error) {
-	off, ts, ok, err := p.log.MaxTimestamp()
+	off, ts, ok, err := p.log().MaxTimestamp()
 	if err != nil || !ok || off >= p.hwm.Load() {
 		return -1, -1, err
 	}
@@ -329,7 +348,16 @@ func (p *Partition) MaxTimestamp() (int64, int64, error) {
 }
 
 // Log is the partition's log (safe for concurrent use; see segments.Log).
-func (p *Partition) Log() *segments.Log { return p.log }
+// A partition returned by Broker.Partition or Lookup has it open; one from
+// PartitionsOf or AllPartitions may not (SizeBytes and Offsets read those
+// without opening an empty log), and then Log opens it: nil when that
+// fails.
+func (p *Partition) Log() *segments.Log {
+	if p.ensureOpen() != nil {
+		return nil
+	}
+	return p.log()
+}
 
 // HighWatermark is the offset below which records are replicated as
 // acks=all requires (and readable).

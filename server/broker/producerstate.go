@@ -261,7 +261,7 @@ func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (Appe
 				return AppendResult{}, false, fmt.Errorf("%w: duplicate batch mixed with new ones", ErrOutOfOrderSequence)
 			}
 			return AppendResult{BaseOffset: stored.baseOffset, LastOffset: stored.lastOffset,
-				LogAppendTime: -1, LogStart: p.log.StartOffset(), Duplicate: true}, true, nil
+				LogAppendTime: -1, LogStart: p.log().StartOffset(), Duplicate: true}, true, nil
 		}
 	}
 	return AppendResult{}, false, nil
@@ -334,10 +334,10 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 		return nil
 	}
 	t := newProducerTable(p.policy())
-	end := p.log.EndOffset()
-	start := p.log.StartOffset()
+	end := p.log().EndOffset()
+	start := p.log().StartOffset()
 	since := now.Add(-t.policy.Expiration).UnixMilli()
-	if off, _, ok, err := p.log.OffsetForTimestamp(since); err != nil {
+	if off, _, ok, err := p.log().OffsetForTimestamp(since); err != nil {
 		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.Topic, p.Index, err)
 	} else if !ok {
 		start = end
@@ -345,7 +345,7 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 		start = max(start, off)
 	}
 	for off := start; off < end; {
-		chunk, err := p.log.Read(off, 1<<20, end)
+		chunk, err := p.log().Read(off, 1<<20, end)
 		if err != nil {
 			return fmt.Errorf("rebuild producer state of %s-%d at %d: %w", p.Topic, p.Index, off, err)
 		}
@@ -387,7 +387,7 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 // with an open transaction that the table does not hold (not loaded yet)
 // is listed with what the log knows.
 func (p *Partition) ActiveProducers() ([]kafkaproto.ActiveProducer, error) {
-	open, err := p.log.OngoingTxns()
+	open, err := p.log().OngoingTxns()
 	if err != nil {
 		return nil, err
 	}

@@ -200,15 +200,15 @@ func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
 		t.Fatal("append with a failing fsync succeeded")
 	}
 	efs.SetInjector(nil)
-	if err := p.log.Recover(); err != nil {
+	if err := p.log().Recover(); err != nil {
 		t.Fatal(err)
 	}
 	p.recovered()
-	if end := p.log.EndOffset(); end != 2 {
+	if end := p.log().EndOffset(); end != 2 {
 		t.Fatalf("log end %d after recovery, want 2 (the unsynced batch kept)", end)
 	}
 	res, err := p.append(idemBatch(t, 7, 0, 1, "v1", now))
-	if err != nil || !res.Duplicate || res.BaseOffset != 1 || p.log.EndOffset() != 2 {
-		t.Fatalf("retry after recovery: %+v %v (log end %d), want the duplicate at offset 1", res, err, p.log.EndOffset())
+	if err != nil || !res.Duplicate || res.BaseOffset != 1 || p.log().EndOffset() != 2 {
+		t.Fatalf("retry after recovery: %+v %v (log end %d), want the duplicate at offset 1", res, err, p.log().EndOffset())
 	}
 }

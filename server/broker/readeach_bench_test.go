@@ -32,7 +32,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	p.hwm.Store(p.log.EndOffset())
+	p.hwm.Store(p.log().EndOffset())
 	n := 0
 	emit := func(r *segments.Record, _ bool, _ *segments.Marker) error { n += len(r.Value); return nil }
 	var collect, stream time.Duration

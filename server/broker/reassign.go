@@ -41,7 +41,7 @@ func (b *Broker) dropReplicaLocked(ht *hostedTopic, idx int32) {
 	delete(ht.parts, idx)
 	b.fetches.forget(p)
 	p.wake()
-	if err := p.log.Delete(); err != nil {
+	if err := p.deleteLog(); err != nil {
 		b.logger.Warn("delete reassigned replica", "topic", p.Topic, "partition", idx, "err", err)
 		return
 	}

@@ -38,7 +38,7 @@ func TestLeaderTracksReassignedFollowers(t *testing.T) {
 	for _, s := range steps {
 		p.setMeta(s.meta, 1)
 		for _, r := range s.fetched {
-			p.FollowerFetched(r, p.log.EndOffset(), -1)
+			p.FollowerFetched(r, p.log().EndOffset(), -1)
 		}
 		isr, epoch, ok := p.wantedISR(time.Now(), time.Minute)
 		if ok != (s.wantISR != nil) || (ok && (!slices.Equal(isr, s.wantISR) || epoch != s.meta.PartitionEpoch)) {

@@ -75,10 +75,11 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 // advanceHWMLocked moves the high watermark of a leader to the smallest log
 // end offset in the ISR. It never moves backwards.
 func (p *Partition) advanceHWMLocked() bool {
-	if p.leader.Load() != p.repl.self {
-		return false
+	log := p.log()
+	if p.leader.Load() != p.repl.self || log == nil {
+		return false // an unopened log's mark is set when it opens
 	}
-	hw := p.log.EndOffset()
+	hw := log.EndOffset()
 	for _, r := range p.repl.isr {
 		if r == p.repl.self {
 			continue
@@ -126,12 +127,12 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 		}
 		return fmt.Errorf("%w: broker %d is no follower of %s-%d", ErrNotLeader, id, p.Topic, p.Index)
 	}
-	if end := p.log.EndOffset(); offset > end || offset < 0 {
+	if end := p.log().EndOffset(); offset > end || offset < 0 {
 		p.repl.mu.Unlock()
 		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.Topic, p.Index, offset, end)
 	}
 	f.leo = offset
-	if offset >= p.log.EndOffset() {
+	if offset >= p.log().EndOffset() {
 		f.caughtUpAt = time.Now()
 	}
 	advanced := p.advanceHWMLocked()
@@ -260,7 +261,7 @@ func (p *Partition) checkpointHWM() error {
 		return nil
 	}
 	line := fmt.Sprintf("%d %d\n", hw, hwmChecksum(hw))
-	if err := p.log.WriteSideFile(hwmFile, []byte(line)); err != nil {
+	if err := p.log().WriteSideFile(hwmFile, []byte(line)); err != nil {
 		return err
 	}
 	p.hwmSaved.Store(hw)
@@ -301,10 +302,10 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	// The leader's batches continue this log only if their epochs do: an
 	// epoch below the last one here means this log holds a tail the
 	// leader never had, so it must be truncated again first.
-	if last := p.log.LeaderEpoch(); first >= 0 && first < last {
+	if last := p.log().LeaderEpoch(); first >= 0 && first < last {
 		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.Topic, p.Index, first, last)
 	}
-	if _, err := p.log.AppendReplicated(data[:whole]); err != nil {
+	if _, err := p.log().AppendReplicated(data[:whole]); err != nil {
 		return fmt.Errorf("replicate %s-%d: %w", p.Topic, p.Index, err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
@@ -325,12 +326,12 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	p.appendMu.Lock() // the log end and its last epoch from the same moment
 	defer p.appendMu.Unlock()
-	e, end, err := p.log.EndOffsetForEpoch(epoch)
+	e, end, err := p.log().EndOffsetForEpoch(epoch)
 	if err != nil || e >= 0 || epoch > p.leaderEpoch.Load() {
 		return e, end, err
 	}
-	if last := p.log.LeaderEpoch(); last >= 0 && last < epoch {
-		return last, p.log.EndOffset(), nil
+	if last := p.log().LeaderEpoch(); last >= 0 && last < epoch {
+		return last, p.log().EndOffset(), nil
 	}
 	return e, end, nil
 }
@@ -345,7 +346,7 @@ func batchLeaderEpoch(raw []byte) int32 { return int32(binary.BigEndian.Uint32(r
 
 // followerLearned applies the leader's high watermark and log start.
 func (p *Partition) followerLearned(hw, logStart int64) {
-	hw = min(hw, p.log.EndOffset())
+	hw = min(hw, p.log().EndOffset())
 	advanced := false
 	for cur := p.hwm.Load(); hw > cur; cur = p.hwm.Load() {
 		if p.hwm.CompareAndSwap(cur, hw) {
@@ -353,8 +354,8 @@ func (p *Partition) followerLearned(hw, logStart int64) {
 			break
 		}
 	}
-	if logStart > p.log.StartOffset() {
-		p.log.DeleteRecordsBefore(min(logStart, p.log.EndOffset()))
+	if logStart > p.log().StartOffset() {
+		p.log().DeleteRecordsBefore(min(logStart, p.log().EndOffset()))
 	}
 	if advanced {
 		p.wake()
@@ -368,10 +369,10 @@ func (p *Partition) followerLearned(hw, logStart int64) {
 func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if end < 0 || end >= p.log.EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
+	if end < 0 || end >= p.log().EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
 		return nil
 	}
-	if err := p.log.Truncate(end); err != nil {
+	if err := p.log().Truncate(end); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.Topic, p.Index, end, err)
 	}
 	p.producers = nil
@@ -391,7 +392,7 @@ func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}
-	if err := p.log.Reset(offset); err != nil {
+	if err := p.log().Reset(offset); err != nil {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.Topic, p.Index, offset, err)
 	}
 	p.producers = nil

@@ -56,7 +56,7 @@ func replicate(t *testing.T, leader, follower *Partition) {
 		if round == 10 {
 			t.Fatal("no divergence point after 10 rounds")
 		}
-		last := follower.log.LeaderEpoch()
+		last := follower.log().LeaderEpoch()
 		if last < 0 {
 			break
 		}
@@ -75,8 +75,8 @@ func replicate(t *testing.T, leader, follower *Partition) {
 			break
 		}
 	}
-	for follower.log.EndOffset() < leader.log.EndOffset() {
-		c, err := leader.ReadReplica(follower.log.EndOffset(), 1<<20)
+	for follower.log().EndOffset() < leader.log().EndOffset() {
+		c, err := leader.ReadReplica(follower.log().EndOffset(), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func replicate(t *testing.T, leader, follower *Partition) {
 
 func logBytes(t *testing.T, p *Partition) []byte {
 	t.Helper()
-	c, err := p.log.Read(p.log.StartOffset(), 1<<30, p.log.EndOffset())
+	c, err := p.log().Read(p.log().StartOffset(), 1<<30, p.log().EndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}

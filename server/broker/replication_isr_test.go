@@ -159,11 +159,11 @@ func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
 func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 	p := isrLeader(t, []int32{1}, 0)
 	p.applyConfig(map[string]string{"min.insync.replicas": "2"})
-	end := p.log.EndOffset()
+	end := p.log().EndOffset()
 	if _, _, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("acks=all with 1 in-sync replica of min 2: %v, want ErrNotEnoughReplicas", err)
 	}
-	if p.log.EndOffset() != end {
+	if p.log().EndOffset() != end {
 		t.Fatal("a refused acks=all write was appended")
 	}
 }

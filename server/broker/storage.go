@@ -120,8 +120,8 @@ func (b *Broker) storageLoop(ctx context.Context, every time.Duration) {
 // failedPartitions returns the hosted partitions whose log has failed.
 func (b *Broker) failedPartitions() []*Partition {
 	var out []*Partition
-	for _, p := range b.AllPartitions() {
-		if p.log.Err() != nil {
+	for _, p := range b.opened() { // an unopened log has not failed
+		if p.log().Err() != nil {
 			out = append(out, p)
 		}
 	}
@@ -135,7 +135,7 @@ func (b *Broker) failedPartitions() []*Partition {
 func (b *Broker) recoverPartitions(failed []*Partition, round int) bool {
 	start := round % len(failed)
 	for _, p := range append(failed[start:len(failed):len(failed)], failed[:start]...) {
-		if err := p.log.Recover(); err != nil {
+		if err := p.log().Recover(); err != nil {
 			if errors.Is(err, segments.ErrClosed) {
 				continue // deleted or moved meanwhile
 			}
@@ -159,7 +159,7 @@ func (b *Broker) publishStorage(failed []*Partition) {
 		names[i] = fmt.Sprintf("%s-%d", p.Topic, p.Index)
 	}
 	sort.Strings(names)
-	b.storage.set(names, storageReason(failed[0].log.Err()))
+	b.storage.set(names, storageReason(failed[0].log().Err()))
 }
 
 // recovered is called after the log recovered in place: recovery may have
@@ -173,7 +173,7 @@ func (p *Partition) recovered() {
 	p.producers = nil
 	p.resetKeysLocked()
 	p.appendMu.Unlock()
-	end := p.log.EndOffset()
+	end := p.log().EndOffset()
 	for {
 		hw := p.hwm.Load()
 		if hw <= end || p.hwm.CompareAndSwap(hw, end) {

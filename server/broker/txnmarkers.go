@@ -78,7 +78,7 @@ func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.
 	if err := p.epochCheckLocked(epoch); err != nil {
 		return AppendResult{}, nil, err
 	}
-	info, err := p.log.Append(batch, epoch)
+	info, err := p.log().Append(batch, epoch)
 	if errors.Is(err, segments.ErrStorage) {
 		return AppendResult{}, nil, storageErr(p.Topic, p.Index, err)
 	}

@@ -25,7 +25,7 @@ func leaderPartition(t *testing.T) *Partition {
 // batchAt returns the stored batch holding offset.
 func batchAt(t *testing.T, p *Partition, offset int64) []byte {
 	t.Helper()
-	c, err := p.log.Read(offset, 1<<20, p.log.EndOffset())
+	c, err := p.log().Read(offset, 1<<20, p.log().EndOffset())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestWriteTxnMarker(t *testing.T) {
 	if _, _, err := p.appendMarker(m); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("marker below min ISR: %v", err)
 	}
-	if end := p.log.EndOffset(); end != 2 {
+	if end := p.log().EndOffset(); end != 2 {
 		t.Fatalf("log end %d after refused writes, want 2", end)
 	}
 }
@@ -146,8 +146,8 @@ func TestTxnStateOnFollower(t *testing.T) {
 	follower.leader.Store(1) // led by another broker
 	replicate := func() {
 		t.Helper()
-		from := follower.log.EndOffset()
-		c, err := leader.log.Read(from, 1<<20, leader.log.EndOffset())
+		from := follower.log().EndOffset()
+		c, err := leader.log().Read(from, 1<<20, leader.log().EndOffset())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +167,7 @@ func TestTxnStateOnFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	replicate()
-	if fuo, err := follower.log.FirstUnstableOffset(); err != nil || fuo != 1 {
+	if fuo, err := follower.log().FirstUnstableOffset(); err != nil || fuo != 1 {
 		t.Fatalf("follower's first unstable offset %d %v, want 1", fuo, err)
 	}
 	_, wait, err := leader.appendMarker(segments.Marker{ProducerID: 4, Type: segments.ControlAbort})
@@ -178,10 +178,10 @@ func TestTxnStateOnFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	replicate()
-	if fuo, err := follower.log.FirstUnstableOffset(); err != nil || fuo != 3 {
+	if fuo, err := follower.log().FirstUnstableOffset(); err != nil || fuo != 3 {
 		t.Fatalf("follower's first unstable offset after the abort %d %v, want 3", fuo, err)
 	}
-	if a, err := follower.log.AbortedTxns(0, 3); err != nil || len(a) != 1 || a[0].ProducerID != 4 || a[0].FirstOffset != 1 {
+	if a, err := follower.log().AbortedTxns(0, 3); err != nil || len(a) != 1 || a[0].ProducerID != 4 || a[0].FirstOffset != 1 {
 		t.Fatalf("follower's aborted transactions %+v %v", a, err)
 	}
 }

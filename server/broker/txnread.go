@@ -21,7 +21,7 @@ import (
 // LSO is the partition's last stable offset.
 func (p *Partition) LSO() (int64, error) {
 	hw := p.hwm.Load()
-	fuo, err := p.log.FirstUnstableOffset()
+	fuo, err := p.log().FirstUnstableOffset()
 	if errors.Is(err, segments.ErrStorage) {
 		return 0, storageErr(p.Topic, p.Index, err)
 	}
@@ -37,14 +37,14 @@ func (p *Partition) LSO() (int64, error) {
 // records at or past offset below the LSO.
 func (p *Partition) ReadCommitted(offset int64, maxBytes int) (segments.Chunk, int64, []segments.AbortedTxn, error) {
 	hwm := p.hwm.Load()
-	if offset > hwm || offset < p.log.StartOffset() {
-		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log.StartOffset(), hwm)
+	if offset > hwm || offset < p.log().StartOffset() {
+		return nil, 0, nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, p.log().StartOffset(), hwm)
 	}
 	lso, aborted, err := p.committedRange(offset, hwm)
 	if err != nil || offset >= lso {
 		return nil, lso, nil, err
 	}
-	c, err := p.log.Read(offset, maxBytes, lso)
+	c, err := p.log().Read(offset, maxBytes, lso)
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, 0, nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
@@ -71,7 +71,7 @@ func (p *Partition) committedRange(offset, hw int64) (int64, []segments.AbortedT
 	if offset >= limit {
 		return limit, nil, nil
 	}
-	aborted, err := p.log.AbortedTxns(offset, limit)
+	aborted, err := p.log().AbortedTxns(offset, limit)
 	if err != nil {
 		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.Topic, p.Index, err)
 	}

@@ -1,0 +1,358 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/runnel/runnel/segments"
+)
+
+// Lazy partition logs (issue 19). A hosted partition is a Partition from
+// the moment the metadata places it here, but its log is opened (created,
+// for a new partition) only on first use: a produce or read through
+// Broker.Partition or Lookup, a follower's fetch of it, this broker
+// following it (fetcher.go), a describe of a log that has records, or the
+// retention sweep below. So creating a topic touches no disk on the broker
+// (nothing is created under Broker.mu: the directory is made by the first
+// use, under the partition's own lazyLog.mu), and a restart reads the
+// metadata image, not every log directory: a log open at an unclean stop is
+// recovered by segments.Open at its first use (from its recovery point, as
+// before). An unopened log holds no descriptor, index or segment state;
+// once opened, a log stays open until its partition goes away or the broker
+// closes (segments.FileCache bounds the descriptors of open ones).
+//
+// The loops that walk partitions (maintenance, ISR, storage) walk the open
+// ones only (Broker.opened): nothing can change in a log nobody opened.
+// Time can, though: retention and segment.ms apply to an unopened log as
+// soon as it has a sealed segment, or its one segment has records and is
+// older than segment.ms. The retention sweep (sweepUnopened, once per
+// maintenance round) looks at a bounded batch of unopened logs' directories
+// (one listing each, remembered: an unopened log does not change) and opens
+// the few that retention or a time roll could act on, at most
+// sweepOpensPerRound per round; Maintain then runs on them as on any open
+// log.
+const (
+	sweepDirsPerRound  = 2048
+	sweepOpensPerRound = 64
+)
+
+// lazyLog is a partition's log, opened on first use.
+type lazyLog struct {
+	mu  sync.Mutex                   // serializes opening, closing and deleting
+	log atomic.Pointer[segments.Log] // nil until opened; kept (closed) after close or delete
+	// cfg is the log's config, set by reconcile: an unopened log opens
+	// with it, an open one was given it.
+	cfg atomic.Pointer[segments.Config]
+	// gone is why the log never opens again (closed or deleted); guarded
+	// by mu.
+	gone error
+	// owner opens it; nil for a partition made with its log open.
+	owner *Broker
+	// peeked is what a look at the unopened log's directory found
+	// (peekLog); nil until one looked.
+	peeked atomic.Pointer[logPeek]
+}
+
+// log is the partition's open log, nil until ensureOpen opened it. Every
+// path that uses it opened it first: Broker.Partition and Lookup, the
+// fetcher, and the loops over Broker.opened.
+func (p *Partition) log() *segments.Log { return p.lazy.log.Load() }
+
+// ensureOpen opens the partition's log if it is not open yet (creating it
+// when its directory does not exist) and sets the high watermark from its
+// checkpoint. It takes the partition's lazyLog.mu, never Broker.mu.
+func (p *Partition) ensureOpen() error {
+	if p.log() != nil {
+		return nil
+	}
+	p.lazy.mu.Lock()
+	defer p.lazy.mu.Unlock()
+	if p.log() != nil {
+		return nil
+	}
+	if p.lazy.gone != nil {
+		return fmt.Errorf("%w: %s-%d", p.lazy.gone, p.Topic, p.Index)
+	}
+	b := p.lazy.owner
+	cfg := p.lazy.cfg.Load()
+	log, err := b.openLog(p.Topic, p.topicID, p.Index, *cfg)
+	if err != nil {
+		b.logger.Warn("open partition log", "topic", p.Topic, "partition", p.Index, "err", err)
+		return storageErr(p.Topic, p.Index, err)
+	}
+	p.loadHWM(log)
+	p.lazy.log.Store(log)
+	// A config reconcile stored while this opened was meant for this log.
+	if now := p.lazy.cfg.Load(); now != cfg {
+		if err := log.SetConfig(*now); err != nil {
+			b.logger.Warn("partition config", "topic", p.Topic, "partition", p.Index, "err", err)
+		}
+	}
+	b.addOpened(p)
+	p.leaderAppended() // a leader's high watermark follows its log end and ISR
+	return nil
+}
+
+// setLogConfig gives the log cfg now if it is open, or when it opens.
+func (p *Partition) setLogConfig(cfg *segments.Config) error {
+	p.lazy.cfg.Store(cfg)
+	if log := p.log(); log != nil {
+		return log.SetConfig(*cfg)
+	}
+	return nil
+}
+
+// deleteLog deletes the partition's log, opened or not, and makes sure it
+// never opens again. Called with Broker.mu held.
+func (p *Partition) deleteLog() error {
+	p.lazy.mu.Lock()
+	defer p.lazy.mu.Unlock()
+	p.lazy.gone = ErrUnknownTopic
+	if b := p.lazy.owner; b != nil {
+		b.removeOpened(p)
+	}
+	if log := p.log(); log != nil {
+		return log.Delete()
+	}
+	dir, err := p.lazy.owner.partitionDir(p.Topic, p.Index)
+	if err != nil {
+		return err
+	}
+	return p.lazy.owner.fs().RemoveAll(dir)
+}
+
+// logPeek is what a listing of an unopened log's directory tells.
+type logPeek struct {
+	exists   bool
+	segments int   // segment files
+	base     int64 // the first segment's base offset
+	size     int64 // bytes of all segment files
+	modTime  time.Time
+}
+
+// empty reports a log holding no record: no directory, or one empty
+// segment (its start, end and high watermark all at its base).
+func (lp *logPeek) empty() bool { return !lp.exists || lp.segments == 1 && lp.size == 0 }
+
+// peekLog lists the unopened log's directory once and remembers what it
+// found: nothing writes an unopened log.
+func (p *Partition) peekLog() (*logPeek, error) {
+	if lp := p.lazy.peeked.Load(); lp != nil {
+		return lp, nil
+	}
+	dir, err := p.lazy.owner.partitionDir(p.Topic, p.Index)
+	if err != nil {
+		return nil, err
+	}
+	lp := &logPeek{base: -1}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		lp.exists = true
+		for _, e := range entries {
+			name, ok := strings.CutSuffix(e.Name(), ".log")
+			if !ok || e.IsDir() {
+				continue
+			}
+			base, err := strconv.ParseInt(name, 10, 64)
+			if err != nil {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				return nil, err
+			}
+			lp.segments++
+			lp.size += info.Size()
+			if lp.base < 0 || base < lp.base {
+				lp.base = base
+			}
+			if mt := info.ModTime(); lp.modTime.IsZero() || mt.Before(lp.modTime) {
+				lp.modTime = mt
+			}
+		}
+	}
+	p.lazy.peeked.Store(lp)
+	return lp, nil
+}
+
+// SizeBytes is the bytes the partition's segments take, without opening
+// its log.
+func (p *Partition) SizeBytes() int64 {
+	if log := p.log(); log != nil {
+		return log.Size()
+	}
+	lp, err := p.peekLog()
+	if err != nil {
+		if log := p.Log(); log != nil {
+			return log.Size()
+		}
+		return 0
+	}
+	return lp.size
+}
+
+// Offsets returns the log start and end offsets and the high watermark. A
+// log that is not open yet and holds no record is not opened for it.
+func (p *Partition) Offsets() (start, end, hwm int64, err error) {
+	if p.log() == nil {
+		if lp, err := p.peekLog(); err == nil && lp.empty() {
+			base := max(lp.base, 0)
+			return base, base, base, nil
+		}
+		if err := p.ensureOpen(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	log := p.log()
+	return log.StartOffset(), log.EndOffset(), p.hwm.Load(), nil
+}
+
+// retentionDue reports whether Maintain could act on this unopened log at
+// now under cfg: it has a sealed segment (retention, compaction), or its
+// one segment has records and is older than segment.ms (a time roll).
+func (lp *logPeek) retentionDue(cfg segments.Config, now time.Time) bool {
+	switch {
+	case lp.segments > 1:
+		return true
+	case lp.segments == 1 && lp.size > 0:
+		return cfg.SegmentMs > 0 && now.Sub(lp.modTime).Milliseconds() >= cfg.SegmentMs
+	}
+	return false
+}
+
+// addOpened and removeOpened keep the set of partitions with an open log.
+func (b *Broker) addOpened(p *Partition) {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	if p.lazy.gone == nil {
+		b.open[p] = struct{}{}
+	}
+}
+
+func (b *Broker) removeOpened(p *Partition) {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	delete(b.open, p)
+}
+
+// opened returns the hosted partitions whose log is open: those the
+// maintenance, ISR and storage loops look at.
+func (b *Broker) opened() []*Partition {
+	b.openMu.Lock()
+	defer b.openMu.Unlock()
+	out := make([]*Partition, 0, len(b.open))
+	for p := range b.open {
+		out = append(out, p)
+	}
+	return out
+}
+
+// sweepUnopened is one maintenance round's share of the retention sweep
+// (see the top of this file). It runs on the run goroutine only, which owns
+// b.sweep.
+func (b *Broker) sweepUnopened(now time.Time) {
+	if len(b.sweep) == 0 {
+		b.sweep = b.AllPartitions() // one pass over every hosted partition
+	}
+	opens := 0
+	n := min(len(b.sweep), sweepDirsPerRound)
+	for _, p := range b.sweep[:n] {
+		if p.log() != nil || opens >= sweepOpensPerRound {
+			continue
+		}
+		lp, err := p.peekLog()
+		if err != nil || !lp.retentionDue(*p.lazy.cfg.Load(), now) {
+			continue
+		}
+		opens++
+		if err := p.ensureOpen(); err != nil {
+			continue // a partition deleted meanwhile, or a failing disk (logged)
+		}
+		p.lazy.peeked.Store(nil)
+	}
+	clear(b.sweep[:n])
+	b.sweep = b.sweep[n:]
+	if opens >= sweepOpensPerRound {
+		// The batch's remaining logs that need opening are seen next pass;
+		// start that pass over now rather than after every other log.
+		b.sweep = nil
+	}
+}
+
+// fs is the partitions' filesystem.
+func (b *Broker) fs() segments.FS {
+	if b.logOpts.FS != nil {
+		return b.logOpts.FS
+	}
+	return segments.OSFS()
+}
+
+// removeStrayDirs deletes partition directories of topics deleted while
+// this node was down (and of replicas moved away meanwhile). It runs in the
+// background after start: it lists the partitions directory in batches, and
+// checks each entry under Broker.mu (read) on its own, so a million
+// directories hold neither the start nor the lock that produce and fetch
+// lookups take.
+func (b *Broker) removeStrayDirs(ctx context.Context) error {
+	d, err := os.Open(b.dir)
+	if err != nil {
+		return fmt.Errorf("list partitions: %w", err)
+	}
+	defer d.Close()
+	for {
+		entries, err := d.ReadDir(1024)
+		for _, e := range entries {
+			if e.IsDir() {
+				if err := b.removeIfStray(e.Name()); err != nil {
+					return err
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) || len(entries) == 0 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list partitions: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// removeIfStray removes the partition directory name unless a hosted
+// partition owns it. Broker.mu is held (read) across the check and the
+// removal, so no reconcile hosts that partition meanwhile.
+func (b *Broker) removeIfStray(name string) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil
+	}
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		if ht, ok := b.topics[name[:i]]; ok {
+			if idx, err := strconv.ParseInt(name[i+1:], 10, 32); err == nil && ht.parts[int32(idx)] != nil {
+				return nil
+			}
+		}
+	}
+	b.logger.Info("removing partition directory not in the metadata", "dir", name)
+	if err := os.RemoveAll(filepath.Join(b.dir, name)); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
+}
