@@ -226,6 +226,9 @@ func (f *leaderFetcher) truncate(conn *KafkaConn, parts map[*Partition]*followSt
 		if err != nil {
 			return err
 		}
+		f.m.logger.Debug("follower truncation", "topic", p.Topic, "partition", p.Index, "leader", f.leader,
+			"leader_epoch", askEpoch, "last_epoch", lastEpoch, "log_end", p.log().EndOffset(),
+			"answer_epoch", r.LeaderEpoch, "answer_end", r.EndOffset, "cut_to", end, "done", done)
 		if err := p.truncateAsFollower(end, askEpoch); err != nil {
 			return err
 		}
@@ -318,11 +321,17 @@ func (f *leaderFetcher) fetch(conn *KafkaConn, parts map[*Partition]*followState
 				continue
 			}
 			if err := f.applyFetched(p, parts[p], &rp, epochs[p]); err != nil {
+				backoff = true
 				if errors.Is(err, errRetryLater) {
-					backoff = true
 					continue
 				}
-				return err
+				// This partition's failure is its own: the others in
+				// the answer are applied (one stuck partition used to
+				// stop every partition fetched from its leader, out of
+				// the ISR with it), and it checks its divergence from
+				// the leader again before fetching on.
+				f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.Topic, "partition", p.Index, "err", err)
+				parts[p].truncated = false
 			}
 		}
 	}

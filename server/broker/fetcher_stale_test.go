@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/segments"
 )
 
 // fakeLeader answers a follower's OffsetForLeaderEpoch and Fetch requests
@@ -22,8 +23,19 @@ import (
 // with the request in flight); fetched is told when one arrives.
 type fakeLeader struct {
 	p       *Partition
+	others  []*Partition // more partitions it leads, by index
 	hold    chan struct{}
 	fetched chan struct{}
+}
+
+// part is the partition the fake leads with index i.
+func (l *fakeLeader) part(i int32) *Partition {
+	for _, p := range l.others {
+		if p.Index == i {
+			return p
+		}
+	}
+	return l.p
 }
 
 func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
@@ -63,7 +75,7 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 				for _, rp := range rt.Partitions {
 					op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 					op.Partition = rp.Partition
-					epoch, end, err := l.p.EndOffsetForEpoch(rp.LeaderEpoch)
+					epoch, end, err := l.part(rp.Partition).EndOffsetForEpoch(rp.LeaderEpoch)
 					if err != nil {
 						t.Errorf("fake leader: end offset for epoch %d: %v", rp.LeaderEpoch, err)
 					}
@@ -87,9 +99,10 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 				for _, rp := range rt.Partitions {
 					op := kmsg.NewFetchResponseTopicPartition()
 					op.Partition = rp.Partition
-					op.HighWatermark, op.LogStartOffset = l.p.log().EndOffset(), l.p.log().StartOffset()
-					if rp.FetchOffset < l.p.log().EndOffset() {
-						c, err := l.p.ReadReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
+					lp := l.part(rp.Partition)
+					op.HighWatermark, op.LogStartOffset = lp.log().EndOffset(), lp.log().StartOffset()
+					if rp.FetchOffset < lp.log().EndOffset() {
+						c, err := lp.ReadReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
 						if err != nil {
 							t.Errorf("fake leader: read at %d: %v", rp.FetchOffset, err)
 							return
@@ -198,5 +211,56 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	if !bytes.Equal(logBytes(t, follower), logBytes(t, newLeader)) {
 		t.Fatalf("follower's log differs from the new leader's: log end %d vs %d, epochs %v vs %v",
 			follower.log().EndOffset(), newLeader.log().EndOffset(), batchEpochs(t, follower), batchEpochs(t, newLeader))
+	}
+}
+
+// One partition whose fetched batches cannot be appended (here: a log that
+// ends inside the leader's batch, as the leadership race of
+// TestAppendRacingLeadershipMove left it) must not stop the other
+// partitions fetched from the same leader: the fetcher used to drop the
+// whole answer and the connection, so every partition it led stayed
+// behind and out of the ISR with the stuck one (the rolling-restart chaos
+// failure: 2 of 3 partitions never took the restarted node back).
+func TestFetchFailureOfOnePartitionSparesTheOthers(t *testing.T) {
+	part := func(index, self int32) *Partition {
+		log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPartition("t", index, [16]byte{1}, log, nil)
+		p.repl.self = self
+		t.Cleanup(func() { p.close() })
+		return p
+	}
+	leader0, leader1 := part(0, 1), part(1, 1)
+	follower0, follower1 := part(0, 2), part(1, 2)
+	// Partition 0: the leader holds one batch of five records at 0-4, the
+	// follower three batches of its own at 0-2 under the same epoch.
+	leader0.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
+	var five []NewRecord
+	for i := range 5 {
+		five = append(five, NewRecord{Value: fmt.Appendf(nil, "v%d", i), Timestamp: 1})
+	}
+	if _, err := leader0.append(BuildBatch(five)); err != nil {
+		t.Fatal(err)
+	}
+	lead(t, follower0, 1, "mine", 3)
+	follow(follower0, 1, 1)
+	// Partition 1: the follower is simply behind.
+	lead(t, leader1, 1, "p1", 4)
+	follow(follower1, 1, 1)
+
+	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
+	parts := map[*Partition]*followState{follower0: {truncated: true}, follower1: {truncated: true}}
+	if err := f.fetch(connectFake(t, &fakeLeader{p: leader0, others: []*Partition{leader1}}), parts); err != nil {
+		t.Errorf("fetch: %v", err)
+	}
+	if !bytes.Equal(logBytes(t, follower1), logBytes(t, leader1)) {
+		t.Fatalf("partition 1 not replicated beside partition 0's failure: log end %d, leader's %d",
+			follower1.log().EndOffset(), leader1.log().EndOffset())
+	}
+	if parts[follower0].truncated {
+		t.Error("partition 0 fetches on without checking its divergence again")
 	}
 }

@@ -39,10 +39,15 @@ type Partition struct {
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
-	hwm         atomic.Int64 // high watermark: the log end of the slowest in-sync replica
-	hwmSaved    atomic.Int64 // last checkpointed high watermark
-	minISR      atomic.Int32 // min.insync.replicas
-	repl        replicaSet
+	// term is leader and leaderEpoch of the same image in one word
+	// (leader<<32 | epoch), for appends as the leader: read one after the
+	// other, a leader that lost the partition could stamp its last append
+	// with the next leader's epoch (see leadership).
+	term     atomic.Uint64
+	hwm      atomic.Int64 // high watermark: the log end of the slowest in-sync replica
+	hwmSaved atomic.Int64 // last checkpointed high watermark
+	minISR   atomic.Int32 // min.insync.replicas
+	repl     replicaSet
 
 	appendMu  sync.Mutex     // serializes appends and guards producers and keys
 	producers *producerTable // nil until the first idempotent batch
@@ -83,6 +88,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
+	p.term.Store(packTerm(-1, -1))
 	if log != nil {
 		p.loadHWM(log)
 		p.lazy.log.Store(log)
@@ -187,8 +193,8 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (AppendResult, error
 	if dup, ok, err := p.checkKeyLocked(k, views, now); err != nil || ok {
 		return dup, err
 	}
-	epoch := p.leaderEpoch.Load()
-	if err := p.epochCheckLocked(epoch); err != nil {
+	epoch, err := p.leaderTermLocked()
+	if err != nil {
 		return AppendResult{}, err
 	}
 	appendTime := int64(-1)
@@ -228,6 +234,42 @@ func (p *Partition) mayWrite(n int) error {
 		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", ErrNotLeader, p.Topic, p.Index)
 	}
 	return p.disk.admit(n)
+}
+
+// packTerm packs a leader and its epoch into one word (Partition.term).
+func packTerm(leader, epoch int32) uint64 { return uint64(uint32(leader))<<32 | uint64(uint32(epoch)) }
+
+// leadership is the partition's leader and leader epoch as one image set
+// them.
+func (p *Partition) leadership() (leader, epoch int32) {
+	t := p.term.Load()
+	return int32(uint32(t >> 32)), int32(uint32(t))
+}
+
+// leaderTermLocked is the epoch a leader append is stamped with, read with
+// the leader at one instant and checked there: a request that found this
+// broker leader may reach its append after an image moved the partition
+// to another broker at the next epoch (a controlled shutdown moves it with
+// requests in flight). Stamped with that epoch, its batch would sit in
+// this log as if the new leader had written it, where no epoch comparison
+// finds it: this replica then kept records the new leader never had, or,
+// following it, fetched a batch starting below its log end forever.
+// Refused, the producer retries on the new leader; stamped with the old
+// epoch, a late append is cut when this replica truncates to the new
+// leader's history (appendMu orders the two). Called with appendMu held.
+func (p *Partition) leaderTermLocked() (int32, error) {
+	leader, epoch := p.leadership()
+	if self := p.selfID(); leader != self {
+		return 0, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.Topic, p.Index, leader)
+	}
+	return epoch, p.epochCheckLocked(epoch)
+}
+
+// selfID is this broker's id as the partition's replica set knows it.
+func (p *Partition) selfID() int32 {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	return p.repl.self
 }
 
 // epochCheckLocked refuses a leader append at epoch when the log already

@@ -31,8 +31,17 @@ func testPartition(t *testing.T, policy *ProducerPolicy) *Partition {
 	}
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
 	p.producerPolicy = policy
+	setLeader(p, 0, 0)
 	t.Cleanup(func() { p.close() })
 	return p
+}
+
+// setLeader sets the partition's leader and epoch as an image would, for
+// tests that append without the rest of the metadata.
+func setLeader(p *Partition, leader, epoch int32) {
+	p.leader.Store(leader)
+	p.leaderEpoch.Store(epoch)
+	p.term.Store(packTerm(leader, epoch))
 }
 
 // A batch reusing a stored sequence range with other records is no retry:
@@ -190,6 +199,7 @@ func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
+	setLeader(p, 0, 0)
 	t.Cleanup(func() { p.close() })
 	now := time.Now().UnixMilli()
 	if _, err := p.append(idemBatch(t, 7, 0, 0, "v0", now)); err != nil {

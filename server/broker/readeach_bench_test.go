@@ -21,8 +21,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 	p.readBufs = new(readBufPool) // as the broker gives every partition
 	defer p.close()
 	p.repl.isr = []int32{0}
-	p.leader.Store(0)
-	p.leaderEpoch.Store(1)
+	setLeader(p, 0, 1)
 	recs := make([]NewRecord, 500)
 	for i := range recs {
 		recs[i] = NewRecord{Key: []byte("key"), Value: make([]byte, 1024), Timestamp: time.Now().UnixMilli()}

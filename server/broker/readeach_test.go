@@ -28,8 +28,7 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
 	defer p.close()
 	p.repl.isr = []int32{0}
-	p.leader.Store(0)
-	p.leaderEpoch.Store(1)
+	setLeader(p, 0, 1)
 	seq := map[int]uint32{} // per producer id
 	for txn := range 30 {
 		recs := make([]NewRecord, 5)

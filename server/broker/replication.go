@@ -49,6 +49,7 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 	p.repl.partitionEpoch = pm.PartitionEpoch
 	old := p.leader.Swap(pm.Leader)
 	oldEpoch := p.leaderEpoch.Swap(pm.LeaderEpoch)
+	p.term.Store(packTerm(pm.Leader, pm.LeaderEpoch))
 	roleChanged = old != pm.Leader || oldEpoch != pm.LeaderEpoch
 	if pm.Leader == self && (roleChanged || p.repl.followers == nil) {
 		now := time.Now()
@@ -306,7 +307,7 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.Topic, p.Index, first, last)
 	}
 	if _, err := p.log().AppendReplicated(data[:whole]); err != nil {
-		return fmt.Errorf("replicate %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("replicate %s-%d (fetched epoch %d, local epoch %d): %w", p.Topic, p.Index, first, p.log().LeaderEpoch(), err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
 	p.resetKeysLocked()

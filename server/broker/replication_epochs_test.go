@@ -124,7 +124,7 @@ func batchEpochs(t *testing.T, p *Partition) []int32 {
 func TestLeaderRefusesEpochBelowItsLog(t *testing.T) {
 	p := epochTestPartition(t, 1)
 	lead(t, p, 6, "a", 2)
-	p.leaderEpoch.Store(5)
+	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1) // an older image
 	_, err := p.append(BuildBatch([]NewRecord{{Value: []byte("stale"), Timestamp: 1}}))
 	if !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append at epoch 5 after epoch 6: %v, want not leader", err)

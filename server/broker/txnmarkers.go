@@ -51,7 +51,6 @@ func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.
 	if m.Type != segments.ControlAbort && m.Type != segments.ControlCommit {
 		return AppendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
 	}
-	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
 		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
 	}
@@ -75,7 +74,8 @@ func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.
 	if err := p.mayWrite(len(batch)); err != nil {
 		return AppendResult{}, nil, err
 	}
-	if err := p.epochCheckLocked(epoch); err != nil {
+	epoch, err := p.leaderTermLocked()
+	if err != nil {
 		return AppendResult{}, nil, err
 	}
 	info, err := p.log().Append(batch, epoch)

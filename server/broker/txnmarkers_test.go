@@ -17,8 +17,7 @@ func leaderPartition(t *testing.T) *Partition {
 	t.Helper()
 	p := testPartition(t, nil)
 	p.repl.isr = []int32{0}
-	p.leader.Store(0)
-	p.leaderEpoch.Store(1)
+	setLeader(p, 0, 1)
 	return p
 }
 
@@ -143,7 +142,7 @@ func TestTxnProducerFencing(t *testing.T) {
 func TestTxnStateOnFollower(t *testing.T) {
 	leader := leaderPartition(t)
 	follower := testPartition(t, nil)
-	follower.leader.Store(1) // led by another broker
+	setLeader(follower, 1, 0) // led by another broker
 	replicate := func() {
 		t.Helper()
 		from := follower.log().EndOffset()

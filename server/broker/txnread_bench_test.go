@@ -23,8 +23,7 @@ func BenchmarkReadIsolation(b *testing.B) {
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
 	defer p.close()
 	p.repl.isr = []int32{0}
-	p.leader.Store(0)
-	p.leaderEpoch.Store(1)
+	setLeader(p, 0, 1)
 	recs := make([]NewRecord, 10)
 	for i := range recs {
 		recs[i] = NewRecord{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}
