@@ -182,8 +182,79 @@ func keepLogsOnFailure(t *testing.T, c *servertest.Cluster) {
 				t.Log(err)
 			}
 		}
+		if t.Failed() {
+			dumpReplicaTails(t, c, dir)
+		}
 		t.Logf("node logs in %s", dir)
 	})
+}
+
+// dumpReplicaTails writes, for a failed scenario, each node's batches of
+// the chaos partitions as they are on disk (base offset, last offset,
+// leader epoch; the last 40 in full, the epoch runs before) and its
+// leader-epoch checkpoint, read from a copy of the partition's directory
+// (the nodes may still run), to dir/replicas.txt.
+func dumpReplicaTails(t *testing.T, c *servertest.Cluster, dir string) {
+	var out strings.Builder
+	for i, n := range c.Nodes {
+		for p := range chaosPartitions {
+			src := filepath.Join(n.DataDir, "partitions", fmt.Sprintf("%s-%d", chaosTopic, p))
+			tmp, err := os.MkdirTemp("", "chaos-replica-")
+			if err != nil {
+				t.Log(err)
+				return
+			}
+			cp := filepath.Join(tmp, "replica")
+			if err := os.CopyFS(cp, os.DirFS(src)); err != nil {
+				os.RemoveAll(tmp)
+				fmt.Fprintf(&out, "node %d partition %d: copy: %v\n", i+1, p, err)
+				continue
+			}
+			ckpt, _ := os.ReadFile(filepath.Join(cp, "leader-epoch-checkpoint"))
+			fmt.Fprintf(&out, "node %d partition %d: checkpoint %q\n", i+1, p, ckpt)
+			log, err := segments.Open(cp, segments.DefaultConfig(), segments.Options{})
+			if err != nil {
+				fmt.Fprintf(&out, "  open: %v\n", err)
+				os.RemoveAll(tmp)
+				continue
+			}
+			var bases, lasts []int64
+			var epochs []int32
+			for off := log.StartOffset(); off < log.EndOffset(); {
+				ch, err := log.Read(off, 1<<20, log.EndOffset())
+				if err != nil {
+					fmt.Fprintf(&out, "  read %d: %v\n", off, err)
+					break
+				}
+				b, err := ch.Bytes()
+				ch.Close()
+				if err != nil || len(b) == 0 {
+					fmt.Fprintf(&out, "  read %d: %v (%d bytes)\n", off, err, len(b))
+					break
+				}
+				for rest := b; len(rest) > 0; {
+					var batch kmsg.RecordBatch
+					if err := batch.ReadFrom(rest); err != nil {
+						break
+					}
+					bases = append(bases, batch.FirstOffset)
+					lasts = append(lasts, batch.FirstOffset+int64(batch.LastOffsetDelta))
+					epochs = append(epochs, batch.PartitionLeaderEpoch)
+					off = batch.FirstOffset + int64(batch.LastOffsetDelta) + 1
+					rest = rest[12+int(batch.Length):]
+				}
+			}
+			fmt.Fprintf(&out, "  start %d end %d; epochs %s\n", log.StartOffset(), log.EndOffset(), compactEpochs(epochs, bases))
+			for j := max(0, len(bases)-40); j < len(bases); j++ {
+				fmt.Fprintf(&out, "  %d-%d@%d\n", bases[j], lasts[j], epochs[j])
+			}
+			log.Close()
+			os.RemoveAll(tmp)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "replicas.txt"), []byte(out.String()), 0o644); err != nil {
+		t.Log(err)
+	}
 }
 
 func (h *chaosHarness) createTopic() {
@@ -565,8 +636,9 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 			}
 			if !bytes.Equal(r.raw, first.raw) || !bytes.Equal(r.checkpoint, first.checkpoint) {
 				res.ReplicasEqual = false
-				t.Errorf("partition %d: node %d's replica differs from node 1's (%d vs %d bytes; epochs %v vs %v; checkpoints %q vs %q)",
-					p, i+1, len(r.raw), len(first.raw), compactEpochs(r.epochs, r.bases), compactEpochs(first.epochs, first.bases), r.checkpoint, first.checkpoint)
+				t.Errorf("partition %d: node %d's replica differs from node 1's (%d vs %d bytes; epochs %v vs %v; checkpoints %q vs %q)%s",
+					p, i+1, len(r.raw), len(first.raw), compactEpochs(r.epochs, r.bases), compactEpochs(first.epochs, first.bases), r.checkpoint, first.checkpoint,
+					firstDifference(first, r, i+1))
 			}
 		}
 		logs[p] = first.values
@@ -706,7 +778,33 @@ type replicaLog struct {
 	values     map[int64]string
 	epochs     []int32 // per batch, in offset order
 	bases      []int64
+	sizes      []int // bytes per batch
 	checkpoint []byte
+}
+
+// firstDifference describes where two replicas' batches first differ:
+// the batches around it on both, as base-last@epoch (bytes) "first value".
+func firstDifference(a, b replicaLog, node int) string {
+	i, pa, pb := 0, 0, 0
+	for ; i < len(a.bases) && i < len(b.bases); i++ {
+		if a.sizes[i] != b.sizes[i] || !bytes.Equal(a.raw[pa:pa+a.sizes[i]], b.raw[pb:pb+b.sizes[i]]) {
+			break
+		}
+		pa, pb = pa+a.sizes[i], pb+b.sizes[i]
+	}
+	show := func(r replicaLog) string {
+		var sb strings.Builder
+		for j := max(0, i-2); j < min(len(r.bases), i+4); j++ {
+			next := r.epochs[j]
+			last := int64(-1)
+			if j+1 < len(r.bases) {
+				last = r.bases[j+1] - 1
+			}
+			fmt.Fprintf(&sb, " %d-%d@%d (%d bytes) %q;", r.bases[j], last, next, r.sizes[j], r.values[r.bases[j]])
+		}
+		return sb.String()
+	}
+	return fmt.Sprintf("\nfirst different batch #%d; node 1:%s\nnode %d:%s", i, show(a), node, show(b))
 }
 
 func readReplica(t *testing.T, n *servertest.Node, p int32) replicaLog {
@@ -738,6 +836,7 @@ func readReplica(t *testing.T, n *servertest.Node, p int32) replicaLog {
 			r.raw = append(r.raw, rest[:size]...)
 			r.epochs = append(r.epochs, batch.PartitionLeaderEpoch)
 			r.bases = append(r.bases, batch.FirstOffset)
+			r.sizes = append(r.sizes, size)
 			for _, rec := range batchRecords(t, batch) {
 				r.values[batch.FirstOffset+int64(rec.OffsetDelta)] = string(rec.Value)
 			}
