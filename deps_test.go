@@ -8,8 +8,9 @@ import (
 
 // The front doors, the stores, the inter-node port and the UI import no
 // other project package (the root package with the embedded spec aside)
-// but the leaf internal/warnlimit, except raftfsm, which runs on
-// internode; the coordinators under server/ (server/groups) reach the
+// but the leaf internal/warnlimit; the metadata state machine (raftfsm) is
+// a leaf too, and the raft node that runs it (raftfsm/quorum) imports only
+// it and internode; the coordinators under server/ (server/groups) reach the
 // broker only through their own interfaces and import the leaves alone,
 // as does the data plane (server/broker) and the security surface
 // (server/access, over the leaf authorizer server/auth); only server composes them
@@ -25,8 +26,9 @@ func TestPackageDependencyDirection(t *testing.T) {
 	allowed := map[string][]string{
 		"api": nil, "segments": nil, "web": nil,
 		"kafkaproto": {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
-		"internal/warnlimit": nil, // rate-limited WARN lines: a leaf
-		"raftfsm":            {"internode"},
+		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
+		"raftfsm":            nil,                      // the metadata state machine: a leaf
+		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port
 		"server/groups":      {"api", "kafkaproto", "raftfsm", "internode"},
 		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
 		"server/access":      {"api", "raftfsm", "server/auth"},                                               // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server

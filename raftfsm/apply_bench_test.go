@@ -38,14 +38,14 @@ func BenchmarkApplyCreate(b *testing.B) {
 
 // benchFSM returns a state machine holding one broker and n one-partition
 // topics, applied in batches of 1,000, and the next raft index.
-func benchFSM(b *testing.B, n int) (*fsm, uint64) {
+func benchFSM(b *testing.B, n int) (*FSM, uint64) {
 	b.Helper()
-	db, err := openBadger(b.TempDir(), false, slog.New(slog.DiscardHandler))
+	db, err := OpenBadger(b.TempDir(), false, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	f, err := newFSM(db, slog.New(slog.DiscardHandler))
+	f, err := NewFSM(db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func benchFSM(b *testing.B, n int) (*fsm, uint64) {
 
 func commandLog(b *testing.B, index uint64, cmd Command) *raft.Log {
 	cmd.Version = CommandVersion
-	data, err := encodeCommand(cmd)
+	data, err := EncodeCommand(cmd)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,12 +10,12 @@ import (
 	"github.com/dgraph-io/ristretto/v2/z"
 )
 
-// openBadger opens a small-footprint badger database in dir. Metadata is tiny
+// OpenBadger opens a small-footprint badger database in dir. Metadata is tiny
 // compared to badger's defaults (64 MiB memtables, 256 MiB block cache), so
 // the sizes are cut down; several nodes may share one process in tests. One
 // transaction holds at most 15% of a memtable (2.4 MiB): the limit on the
 // writes of one command and on one raft log entry.
-func openBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, error) {
+func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, error) {
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(syncWrites).
 		WithLogger(badgerLogger{log: log}).

@@ -15,7 +15,7 @@ import (
 func TestOpenBadgerAfterInterruptedMemtable(t *testing.T) {
 	dir := t.TempDir()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := openBadger(dir, true, log)
+	db, err := OpenBadger(dir, true, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestOpenBadgerAfterInterruptedMemtable(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "00009.mem"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db, err = openBadger(dir, true, log)
+	db, err = OpenBadger(dir, true, log)
 	if err != nil {
 		t.Fatalf("reopen after an empty memtable file: %v", err)
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// encodeCommand is the raft log encoding of a command: its JSON.
-func encodeCommand(c Command) ([]byte, error) {
+// EncodeCommand is the raft log encoding of a command: its JSON.
+func EncodeCommand(c Command) ([]byte, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: encode command: %w", err)
@@ -22,13 +22,15 @@ func DecodeCommand(b []byte) (Command, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return Command{}, fmt.Errorf("%w: decode: %v", ErrInvalidCommand, err)
 	}
-	if err := c.check(); err != nil {
+	if err := c.Check(); err != nil {
 		return Command{}, err
 	}
 	return c, nil
 }
 
-func (c *Command) check() error {
+// Check checks the envelope and the command against the hard bounds: what
+// the FSM checks again at apply, so a proposer can refuse early.
+func (c *Command) Check() error {
 	if c.Version != CommandVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrInvalidCommand, c.Version, CommandVersion)
 	}

@@ -174,7 +174,7 @@ func (c *change) createPartitions(cmd *CreatePartitions) (any, error) {
 	if cmd.Count <= have {
 		return nil, fmt.Errorf("%w: topic %q has %d partitions, asked for %d", ErrInvalidPartitions, cmd.Topic, have, cmd.Count)
 	}
-	if err := c.checkAssignments(cmd.Assignments, int(cmd.Count-have), topicRF(t)); err != nil {
+	if err := c.checkAssignments(cmd.Assignments, int(cmd.Count-have), TopicRF(t)); err != nil {
 		return nil, err
 	}
 	t = t.clone()
@@ -183,9 +183,9 @@ func (c *change) createPartitions(cmd *CreatePartitions) (any, error) {
 	return t, nil
 }
 
-// topicRF is a topic's replication factor: its first partition's (its
+// TopicRF is a topic's replication factor: its first partition's (its
 // target's while it is being reassigned).
-func topicRF(t *Topic) int {
+func TopicRF(t *Topic) int {
 	if len(t.Partitions) == 0 {
 		return 0
 	}

@@ -11,48 +11,56 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// fsm is the metadata state machine. Raft calls ApplyBatch, Snapshot and
-// Restore from one goroutine; image() and appliedIndex() are safe for
-// concurrent use.
+// FSM is the metadata state machine (package quorum runs it on raft). Raft
+// calls ApplyBatch, Snapshot and Restore from one goroutine; Image and
+// AppliedIndex are safe for concurrent use.
 //
 // Each batch of applied commands commits its key changes and the applied
 // index in one badger transaction, then publishes a new immutable image. Entries at or
 // below the persisted applied index are skipped, so replaying the log after a
 // restart changes nothing.
-type fsm struct {
+type FSM struct {
 	db      *badger.DB
 	log     *slog.Logger
 	images  imageHolder
 	applied atomic.Uint64
 }
 
-var _ raft.BatchingFSM = (*fsm)(nil)
+var _ raft.BatchingFSM = (*FSM)(nil)
 
-func newFSM(db *badger.DB, log *slog.Logger) (*fsm, error) {
+// NewFSM loads the state in db (opened with OpenBadger) and publishes its
+// image; the FSM owns db from then on (Close closes it).
+func NewFSM(db *badger.DB, log *slog.Logger) (*FSM, error) {
 	img, applied, err := loadImage(db)
 	if err != nil {
 		return nil, err
 	}
-	f := &fsm{db: db, log: log}
+	f := &FSM{db: db, log: log}
 	f.applied.Store(applied)
 	f.images.publish(img)
 	return f, nil
 }
 
-func (f *fsm) image() (*Image, <-chan struct{}) { return f.images.load() }
+// Image is the newest published image and a channel closed when a newer one
+// is published.
+func (f *FSM) Image() (*Image, <-chan struct{}) { return f.images.load() }
 
-func (f *fsm) appliedIndex() uint64 { return f.applied.Load() }
+// AppliedIndex is the raft index of the last command applied.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Close closes the state store, once raft no longer calls the FSM.
+func (f *FSM) Close() error { return f.db.Close() }
 
 // Apply applies one committed command. It returns the command's result or
 // its error; nil for a skipped (already applied) index.
-func (f *fsm) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 
 // ApplyBatch applies committed entries in order with one badger transaction
 // and one published image for the whole batch. Entries that are not commands
 // or at or below the applied index get a nil response. A rejected command
 // changes nothing, not even the applied index: replayed, it is rejected again
 // (Apply is deterministic).
-func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
 	base, _ := f.images.load()
@@ -219,10 +227,10 @@ func (c *change) putBroker(b *Broker) {
 }
 
 // Snapshot captures the state at the current applied index; see snapshot.go.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) { return f.snapshot() }
 
 // Restore replaces the state with a snapshot's; see snapshot.go.
-func (f *fsm) Restore(rc io.ReadCloser) error {
+func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	return f.restore(rc)
 }

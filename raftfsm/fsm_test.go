@@ -12,13 +12,13 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func newTestFSM(t *testing.T, dir string) *fsm {
+func newTestFSM(t *testing.T, dir string) *FSM {
 	t.Helper()
-	db, err := openBadger(dir, true, slog.New(slog.DiscardHandler))
+	db, err := OpenBadger(dir, true, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := newFSM(db, slog.New(slog.DiscardHandler))
+	f, err := NewFSM(db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,10 +27,10 @@ func newTestFSM(t *testing.T, dir string) *fsm {
 }
 
 // applyAt applies cmd at index through the raft log encoding.
-func applyAt(t *testing.T, f *fsm, index uint64, cmd Command) any {
+func applyAt(t *testing.T, f *FSM, index uint64, cmd Command) any {
 	t.Helper()
 	cmd.Version = CommandVersion
-	data, err := encodeCommand(cmd)
+	data, err := EncodeCommand(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func applyAt(t *testing.T, f *fsm, index uint64, cmd Command) any {
 // checkLoad compares the counts the FSM keeps incrementally (load.go) with a
 // full scan of its image, after every command of every test that applies
 // through applyAt.
-func checkLoad(t *testing.T, f *fsm) {
+func checkLoad(t *testing.T, f *FSM) {
 	t.Helper()
 	img, _ := f.images.load()
 	if img.load == nil {
@@ -67,7 +67,7 @@ func create(name string, as ...[]int32) Command {
 
 // setup is applied before each case: brokers 1..3 at indexes 1..3, topic
 // "t" with two partitions at index 4.
-func setup(t *testing.T, f *fsm) {
+func setup(t *testing.T, f *FSM) {
 	for i, c := range []Command{reg(1, "a"), reg(2, "b"), reg(3, "c"), create("t", []int32{1, 2}, []int32{2, 3})} {
 		if res := applyAt(t, f, uint64(i+1), c); isErr(res) {
 			t.Fatalf("setup %d: %v", i, res)
@@ -220,9 +220,9 @@ func TestFSMCommands(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTestFSM(t, t.TempDir())
 			setup(t, f)
-			before, changed := f.image()
+			before, changed := f.Image()
 			res := applyAt(t, f, 10, tc.cmd)
-			img, _ := f.image()
+			img, _ := f.Image()
 			if tc.err != nil {
 				if err, _ := res.(error); !errors.Is(err, tc.err) {
 					t.Fatalf("result %v, want %v", res, tc.err)
@@ -257,9 +257,9 @@ func TestFSMCopyOnWrite(t *testing.T) {
 	f := newTestFSM(t, t.TempDir())
 	setup(t, f)
 	applyAt(t, f, 5, create("u", []int32{1}))
-	before, _ := f.image()
+	before, _ := f.Image()
 	applyAt(t, f, 6, Command{AlterConfigs: &AlterConfigs{Topic: "t", Set: map[string]string{"k": "v"}}})
-	after, _ := f.image()
+	after, _ := f.Image()
 	if before.Topics.Get("u") != after.Topics.Get("u") {
 		t.Error("unchanged topic not shared")
 	}
@@ -273,7 +273,7 @@ func TestFSMIdempotentReplay(t *testing.T) {
 	f := newTestFSM(t, dir)
 	setup(t, f)
 	applyAt(t, f, 5, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 10}})
-	img, _ := f.image()
+	img, _ := f.Image()
 	want := img.Digest()
 	// Replaying applied indexes, even with other commands, changes nothing.
 	for i := uint64(1); i <= 5; i++ {
@@ -281,16 +281,16 @@ func TestFSMIdempotentReplay(t *testing.T) {
 			t.Fatalf("replay %d: %v", i, res)
 		}
 	}
-	if img2, _ := f.image(); img2 != img || img2.NextProducerID != 10 {
+	if img2, _ := f.Image(); img2 != img || img2.NextProducerID != 10 {
 		t.Fatalf("replay changed the image: next producer id %d", img2.NextProducerID)
 	}
 	// Reopening the badger state gives the same image and applied index.
 	_ = f.db.Close()
 	f2 := newTestFSM(t, dir)
-	if f2.appliedIndex() != 5 {
-		t.Fatalf("applied %d after reopen", f2.appliedIndex())
+	if f2.AppliedIndex() != 5 {
+		t.Fatalf("applied %d after reopen", f2.AppliedIndex())
 	}
-	if img3, _ := f2.image(); img3.Digest() != want || img3.Index != 5 {
+	if img3, _ := f2.Image(); img3.Digest() != want || img3.Index != 5 {
 		t.Fatalf("reopened image index %d, digest changed %v", img3.Index, img3.Digest() != want)
 	}
 }
@@ -304,7 +304,7 @@ func (s *bufSink) ID() string    { return "test" }
 func (s *bufSink) Cancel() error { s.cancelled = true; return nil }
 func (s *bufSink) Close() error  { return nil }
 
-func snapshotBytes(t *testing.T, f *fsm) []byte {
+func snapshotBytes(t *testing.T, f *FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -324,17 +324,17 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	applyAt(t, src, 5, Command{InitCluster: &InitCluster{ClusterID: "c1"}})
 	applyAt(t, src, 6, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 7}})
 	data := snapshotBytes(t, src)
-	before, _ := src.image()
+	before, _ := src.Image()
 	// Applying after Snapshot does not leak into the snapshot taken before.
 	applyAt(t, src, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
-	img, _ := src.image()
+	img, _ := src.Image()
 
 	dst := newTestFSM(t, t.TempDir())
 	applyAt(t, dst, 1, reg(9, "")) // stale state the restore must remove
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	got, _ := dst.image()
+	got, _ := dst.Image()
 	if got.Index != 6 || got.ClusterID != "c1" || got.Brokers[9] != nil || got.Topics.Get("t") == nil {
 		t.Fatalf("restored image %+v", got)
 	}
@@ -342,7 +342,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		t.Fatalf("topic id %x after restore, %x before", id, before.Topics.Get("t").ID) // Kafka clients keep ids
 	}
 	applyAt(t, dst, 7, Command{DeleteTopic: &DeleteTopic{Name: "t"}})
-	got, _ = dst.image()
+	got, _ = dst.Image()
 	if got.Digest() != img.Digest() {
 		t.Fatal("digest differs after restore and the same log")
 	}
@@ -350,7 +350,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := dst.image(); again != got {
+	if again, _ := dst.Image(); again != got {
 		t.Fatal("old snapshot replaced newer state")
 	}
 	// Corruption is detected.
@@ -388,7 +388,7 @@ func TestPlacement(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := placeReplicas(tc.img, tc.n, tc.rf)
+			got, err := PlaceReplicas(tc.img, tc.n, tc.rf)
 			if !errors.Is(err, tc.err) || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %v, %v; want %v, %v", got, err, tc.want, tc.err)
 			}
@@ -403,7 +403,7 @@ func TestPlacementSkipsFencedAndBalancesLeaders(t *testing.T) {
 	}
 	img.Brokers[2] = &Broker{ID: 2, State: BrokerFenced}
 	img.Topics = img.Topics.With(&Topic{Name: "x", Partitions: []Partition{{Leader: 1, Replicas: []int32{1}}}})
-	got, err := placeReplicas(img, 1, 1)
+	got, err := PlaceReplicas(img, 1, 1)
 	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
 		t.Fatalf("got %v %v, want [[3]] (broker 1 already leads, 2 fenced)", got, err)
 	}
@@ -425,7 +425,7 @@ func TestFSMApplyBatchMatchesSingle(t *testing.T) {
 	var logs []*raft.Log
 	for i, c := range cmds {
 		c.Version = CommandVersion
-		data, err := encodeCommand(c)
+		data, err := EncodeCommand(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,8 +446,8 @@ func TestFSMApplyBatchMatchesSingle(t *testing.T) {
 			t.Errorf("entry %d: batch %v, single %v", i, got[i], want[i])
 		}
 	}
-	wi, _ := single.image()
-	gi, _ := batch.image()
+	wi, _ := single.Image()
+	gi, _ := batch.Image()
 	if wi.Digest() != gi.Digest() || wi.Index != gi.Index || gi.Index != 9 {
 		t.Fatalf("images differ: index %d/%d", gi.Index, wi.Index)
 	}
@@ -458,7 +458,7 @@ func TestFSMApplyBatchMatchesSingle(t *testing.T) {
 			t.Fatalf("replay entry %d: %v", i, r)
 		}
 	}
-	if again, _ := batch.image(); again != gi {
+	if again, _ := batch.Image(); again != gi {
 		t.Fatal("replay published a new image")
 	}
 }
@@ -479,7 +479,7 @@ func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
 		name := fmt.Sprint("big", i)
 		for _, c := range []Command{create(name, []int32{1}), {AlterConfigs: &AlterConfigs{Topic: name, Set: big}}} {
 			c.Version = CommandVersion
-			data, err := encodeCommand(c)
+			data, err := EncodeCommand(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,7 +494,7 @@ func TestFSMApplyBatchTooBigForOneTransaction(t *testing.T) {
 			t.Fatalf("entry %d: %v", i, r)
 		}
 	}
-	img, _ := f.image()
+	img, _ := f.Image()
 	loaded, applied, err := loadImage(f.db)
 	if err != nil || applied != uint64(len(logs)+4) || loaded.Digest() != img.Digest() || img.Topics.Len() != 13 {
 		t.Fatalf("applied %d, %d topics, err %v, digests equal %v", applied, img.Topics.Len(), err, loaded.Digest() == img.Digest())
@@ -520,7 +520,7 @@ func TestPlacementBalancesReplicas(t *testing.T) {
 		{Leader: 3, Replicas: []int32{3}},
 		{Leader: 1, Replicas: []int32{1, 2}}, {Leader: 2, Replicas: []int32{2, 1}},
 	}})
-	got, err := placeReplicas(img, 1, 1)
+	got, err := PlaceReplicas(img, 1, 1)
 	if err != nil || !reflect.DeepEqual(got, [][]int32{{3}}) {
 		t.Fatalf("got %v %v, want [[3]]", got, err)
 	}

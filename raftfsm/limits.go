@@ -2,7 +2,6 @@ package raftfsm
 
 import (
 	"fmt"
-	"sync"
 )
 
 // Bounds on what a command may ask for. Two layers:
@@ -13,8 +12,8 @@ import (
 //     from anyone holding the cluster secret, or from an older version), so
 //     a name that is not a legal topic name or a count that would drive a
 //     huge allocation is refused at apply, deterministically on every node.
-//   - Limits (Config.Limits, operator flags) are checked by the active
-//     controller before it proposes (prepare), against its newest image plus
+//   - Limits (quorum.Config.Limits, operator flags) are checked by the active
+//     controller before it proposes (quorum's prepare), against its newest image plus
 //     what it has in flight, so concurrent requests cannot overshoot them.
 //     They are not re-checked at apply: nodes may be configured differently,
 //     and apply must not depend on configuration.
@@ -28,8 +27,9 @@ const (
 	// maxConfigNameLen and maxConfigValueLen bound one topic config.
 	maxConfigNameLen  = 255
 	maxConfigValueLen = 32 << 10
-	// maxAddrLen bounds a registered broker's addresses and rack.
-	maxAddrLen = 1024
+	// MaxAddrLen bounds a registered broker's addresses and rack, and a
+	// voter's address.
+	MaxAddrLen = 1024
 	// maxProducerIDBlock bounds one AllocateProducerIDs.
 	maxProducerIDBlock = 1 << 20
 	// maxTopicNameLen is Kafka's: a partition directory name (topic, '-',
@@ -135,8 +135,8 @@ func checkCommand(cmd *Command) error {
 			return fmt.Errorf("%w: broker id %d", ErrInvalidCommand, rb.ID)
 		}
 		for _, s := range []string{rb.IncarnationID, rb.Rack, rb.HTTPAddr, rb.KafkaAddr, rb.RaftAddr} {
-			if len(s) > maxAddrLen {
-				return fmt.Errorf("%w: broker %d: a field of %d bytes (at most %d)", ErrInvalidCommand, rb.ID, len(s), maxAddrLen)
+			if len(s) > MaxAddrLen {
+				return fmt.Errorf("%w: broker %d: a field of %d bytes (at most %d)", ErrInvalidCommand, rb.ID, len(s), MaxAddrLen)
 			}
 		}
 	case cmd.UpsertUserScram != nil:
@@ -208,76 +208,9 @@ func checkConfigs(set map[string]string, del []string) error {
 	return nil
 }
 
-// reservations are the partitions of proposals in flight on this (leading)
-// node: counted against Limits with the image, so concurrent creations
-// cannot overshoot them. Reserved in prepare, released once the command's
-// outcome is known.
-type reservations struct {
-	mu         sync.Mutex
-	partitions int64           // guarded by mu
-	perBroker  map[int32]int64 // guarded by mu
-}
-
-// reservation is one proposal's share; release it exactly once.
-type reservation struct {
-	partitions int64
-	perBroker  map[int32]int64
-}
-
-// reserve checks that img plus what is in flight plus as fits the limits,
-// and reserves as.
-func (r *reservations) reserve(l Limits, img *Image, as [][]int32) (*reservation, error) {
-	res := &reservation{partitions: int64(len(as)), perBroker: map[int32]int64{}}
-	for _, reps := range as {
-		for _, id := range reps {
-			res.perBroker[id]++
-		}
-	}
-	if l.MaxPartitions <= 0 && l.MaxBrokerPartitions <= 0 {
-		return nil, nil
-	}
-	total, perBroker := imageLoad(img)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if l.MaxPartitions > 0 && total+r.partitions+res.partitions > l.MaxPartitions {
-		return nil, fmt.Errorf("%w: the cluster has %d partitions (%d being created), %d more would exceed --max-partitions %d",
-			ErrPolicyViolation, total, r.partitions, res.partitions, l.MaxPartitions)
-	}
-	if l.MaxBrokerPartitions > 0 {
-		for id, n := range res.perBroker {
-			if have := perBroker[id] + r.perBroker[id]; have+n > l.MaxBrokerPartitions {
-				return nil, fmt.Errorf("%w: broker %d holds %d partition replicas, %d more would exceed --max-broker-partitions %d",
-					ErrPolicyViolation, id, have, n, l.MaxBrokerPartitions)
-			}
-		}
-	}
-	if r.perBroker == nil {
-		r.perBroker = map[int32]int64{}
-	}
-	r.partitions += res.partitions
-	for id, n := range res.perBroker {
-		r.perBroker[id] += n
-	}
-	return res, nil
-}
-
-// release gives a reservation back; nil is a no-op.
-func (r *reservations) release(res *reservation) {
-	if res == nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.partitions -= res.partitions
-	for id, n := range res.perBroker {
-		if r.perBroker[id] -= n; r.perBroker[id] == 0 {
-			delete(r.perBroker, id)
-		}
-	}
-}
-
-// imageLoad counts the partitions in img and the replicas on each broker.
-func imageLoad(img *Image) (int64, map[int32]int64) {
+// ImageLoad counts the partitions in img and the replicas on each broker
+// (kept up to date in every image the FSM publishes, so it costs no scan).
+func ImageLoad(img *Image) (int64, map[int32]int64) {
 	l := img.partitionLoad()
 	return l.partitions, l.replicas
 }

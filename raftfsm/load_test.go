@@ -28,7 +28,7 @@ func BenchmarkPlaceReplicas(b *testing.B) {
 	for name, im := range map[string]*Image{"scan": img, "counted": &counted} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := placeReplicas(im, 1, 3); err != nil {
+				if _, err := PlaceReplicas(im, 1, 3); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -5,13 +5,13 @@ import (
 	"slices"
 )
 
-// placeReplicas assigns n partitions of rf replicas over img's alive brokers.
+// PlaceReplicas assigns n partitions of rf replicas over img's alive brokers.
 // The brokers are ordered round-robin over racks (so neighbours sit on
 // different racks), the first leader is the broker holding the fewest
 // replicas (then leading the fewest partitions), and each partition's leader
 // moves one step on. The replicas after the leader are the next brokers in
 // that order on racks not used yet by the partition, then any unused broker. Deterministic for a given image.
-func placeReplicas(img *Image, n int32, rf int16) ([][]int32, error) {
+func PlaceReplicas(img *Image, n int32, rf int16) ([][]int32, error) {
 	if n < 1 || rf < 1 {
 		return nil, fmt.Errorf("%w: %d partitions, replication factor %d", ErrInvalidPartitions, n, rf)
 	}

@@ -28,7 +28,7 @@ func TestFSMQuotas(t *testing.T) {
 			t.Fatalf("apply %d: %v", i, res)
 		}
 	}
-	img, _ := f.image()
+	img, _ := f.Image()
 	if len(img.Quotas) != 2 || img.Quotas[alice.Key()].Values["producer_byte_rate"] != 5000 ||
 		img.Quotas[aliceApp.Key()].Values["consumer_byte_rate"] != 2048 {
 		t.Fatalf("quotas: %+v", img.Quotas)
@@ -45,7 +45,7 @@ func TestFSMQuotas(t *testing.T) {
 		{Entity: QuotaEntity{User: "a\x00b"}, Values: map[string]float64{"producer_byte_rate": 1}},
 	} {
 		cmd := Command{Version: CommandVersion, SetQuotas: &SetQuotas{Quotas: []Quota{bad}}}
-		enc, _ := encodeCommand(cmd)
+		enc, _ := EncodeCommand(cmd)
 		if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
 			t.Fatalf("%+v: %v", bad, err)
 		}
@@ -54,7 +54,7 @@ func TestFSMQuotas(t *testing.T) {
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := dst.image()
+	got, _ := dst.Image()
 	if got.Digest() != img.Digest() || len(got.Quotas) != 2 {
 		t.Fatalf("restored quotas: %+v", got.Quotas)
 	}

@@ -101,7 +101,7 @@ func (c *change) reassignPartition(cmd *ReassignPartition) (any, error) {
 }
 
 func (c *change) startReassignment(t *Topic, cur Partition, target []int32) (Partition, error) {
-	if err := c.checkTarget(target, topicRF(t)); err != nil {
+	if err := c.checkTarget(target, TopicRF(t)); err != nil {
 		return Partition{}, err
 	}
 	orig := cur.originalReplicas()

@@ -101,7 +101,7 @@ func TestReassignPartition(t *testing.T) {
 					t.Fatalf("step %d: got %v, want %v", i, res, s.err)
 				}
 			}
-			img, _ := f.image()
+			img, _ := f.Image()
 			if got := img.Topics.Get("t").Partitions[0]; !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("partition 0\n got %+v\nwant %+v", got, tt.want)
 			}
@@ -115,11 +115,11 @@ func TestReassignmentPersists(t *testing.T) {
 	f := newTestFSM(t, t.TempDir())
 	setup(t, f)
 	applyAt(t, f, 5, reg(4, "d"))
-	before, _ := f.image()
+	before, _ := f.Image()
 	if res := applyAt(t, f, 6, reassign(ReassignStart, 0, 2, 4)); isErr(res) {
 		t.Fatal(res)
 	}
-	img, _ := f.image()
+	img, _ := f.Image()
 	if img.Digest() == before.Digest() {
 		t.Fatal("digest ignores the reassignment")
 	}
@@ -130,7 +130,7 @@ func TestReassignmentPersists(t *testing.T) {
 	if !reflect.DeepEqual(tp.Partitions[0], img.Topics.Get("t").Partitions[0]) {
 		t.Fatalf("stored %+v, image %+v", tp.Partitions[0], img.Topics.Get("t").Partitions[0])
 	}
-	if rf := topicRF(img.Topics.Get("t")); rf != 2 {
+	if rf := TopicRF(img.Topics.Get("t")); rf != 2 {
 		t.Fatalf("replication factor %d while reassigning, want 2", rf)
 	}
 	if res := applyAt(t, f, 7, Command{CreatePartitions: &CreatePartitions{Topic: "t", Count: 3, Assignments: [][]int32{{3, 4}}}}); isErr(res) {

@@ -33,7 +33,7 @@ type fsmSnapshot struct {
 	applied uint64
 }
 
-func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
+func (f *FSM) snapshot() (raft.FSMSnapshot, error) {
 	// Called on the FSM goroutine: txn and applied index agree.
 	return &fsmSnapshot{txn: f.db.NewTransaction(false), applied: f.applied.Load()}, nil
 }
@@ -90,7 +90,7 @@ func (s *fsmSnapshot) Release() { s.txn.Discard() }
 // restore replaces the state with the snapshot's, unless this state machine
 // has already applied the snapshot's index (raft restores the newest snapshot
 // on every start; the badger state is durable and usually ahead of it).
-func (f *fsm) restore(r io.Reader) error {
+func (f *FSM) restore(r io.Reader) error {
 	sr, applied, err := newSnapshotReader(r)
 	if err != nil {
 		return err

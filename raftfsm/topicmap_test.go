@@ -133,7 +133,7 @@ func TestTopicsChangedSince(t *testing.T) {
 				cmd = Command{AlterConfigs: &AlterConfigs{Topic: name, Set: map[string]string{"retention.ms": fmt.Sprint(batch)}}}
 			}
 			cmd.Version = CommandVersion
-			data, err := encodeCommand(cmd)
+			data, err := EncodeCommand(cmd)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -19,14 +19,14 @@ func scramCmd(name, mech string, keyLen int) Command {
 func TestFSMUsers(t *testing.T) {
 	dir := t.TempDir()
 	f := newTestFSM(t, dir)
-	before, _ := f.image()
+	before, _ := f.Image()
 	emptyDigest := before.Digest()
 	for i, c := range []Command{scramCmd("alice", "SCRAM-SHA-256", 32), scramCmd("alice", "SCRAM-SHA-512", 64), scramCmd("bob", "SCRAM-SHA-512", 64)} {
 		if res := applyAt(t, f, uint64(i+1), c); res != nil {
 			t.Fatalf("apply %d: %v", i, res)
 		}
 	}
-	img, _ := f.image()
+	img, _ := f.Image()
 	if a := img.Users["alice"]; a == nil || len(a.Scram) != 2 || len(a.Scram["SCRAM-SHA-512"].StoredKey) != 64 {
 		t.Fatalf("alice: %+v", img.Users["alice"])
 	}
@@ -48,7 +48,7 @@ func TestFSMUsers(t *testing.T) {
 	} {
 		cmd := bad
 		cmd.Version = CommandVersion
-		enc, _ := encodeCommand(cmd)
+		enc, _ := EncodeCommand(cmd)
 		if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
 			t.Fatalf("%+v: %v", cmd.UpsertUserScram, err)
 		}
@@ -58,7 +58,7 @@ func TestFSMUsers(t *testing.T) {
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := dst.image(); got.Digest() != img.Digest() || got.Users["bob"] == nil {
+	if got, _ := dst.Image(); got.Digest() != img.Digest() || got.Users["bob"] == nil {
 		t.Fatalf("restored users %+v", got.Users)
 	}
 	db := f.db
@@ -66,7 +66,7 @@ func TestFSMUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	re := newTestFSM(t, dir)
-	if got, _ := re.image(); got.Users["bob"] != nil || got.Users["alice"] == nil {
+	if got, _ := re.Image(); got.Users["bob"] != nil || got.Users["alice"] == nil {
 		t.Fatalf("reopened users %+v", got.Users)
 	}
 }
@@ -81,24 +81,24 @@ func TestFSMACLs(t *testing.T) {
 			t.Fatalf("apply %d: %v", i, res)
 		}
 	}
-	img, _ := f.image()
+	img, _ := f.Image()
 	if len(img.ACLs) != 2 || img.ACLs[a.Key()] != a {
 		t.Fatalf("acls %+v", img.ACLs)
 	}
 	data := snapshotBytes(t, f)
 	applyAt(t, f, 3, Command{DeleteACLs: &DeleteACLs{ACLs: []ACLEntry{a}}})
-	if img, _ := f.image(); len(img.ACLs) != 1 {
+	if img, _ := f.Image(); len(img.ACLs) != 1 {
 		t.Fatalf("after delete %+v", img.ACLs)
 	}
 	dst := newTestFSM(t, t.TempDir())
 	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := dst.image(); len(got.ACLs) != 2 {
+	if got, _ := dst.Image(); len(got.ACLs) != 2 {
 		t.Fatalf("restored %+v", got.ACLs)
 	}
 	bad := Command{Version: CommandVersion, CreateACLs: &CreateACLs{ACLs: []ACLEntry{{ResourceType: "topic"}}}}
-	enc, _ := encodeCommand(bad)
+	enc, _ := EncodeCommand(bad)
 	if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
 		t.Fatalf("empty fields: %v", err)
 	}
@@ -117,14 +117,14 @@ func TestFSMTokens(t *testing.T) {
 	}
 	f.db.Close()
 	re := newTestFSM(t, dir)
-	if img, _ := re.image(); img.Tokens["t1"] == nil || *img.Tokens["t1"] != tok {
+	if img, _ := re.Image(); img.Tokens["t1"] == nil || *img.Tokens["t1"] != tok {
 		t.Fatalf("reopened tokens %+v", img.Tokens)
 	}
 	if res := applyAt(t, re, 3, Command{DeleteToken: &DeleteToken{ID: "t1"}}); res != nil {
 		t.Fatal(res)
 	}
 	bad := Command{Version: CommandVersion, CreateToken: &CreateToken{Token: Token{ID: "x", CreatedMs: 5, ExpiresMs: 5}}}
-	enc, _ := encodeCommand(bad)
+	enc, _ := EncodeCommand(bad)
 	if _, err := DecodeCommand(enc); !errors.Is(err, ErrInvalidCommand) {
 		t.Fatalf("expiry not after creation: %v", err)
 	}

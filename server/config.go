@@ -13,6 +13,7 @@ import (
 	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/raftfsm/quorum"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/tlsreload"
@@ -72,7 +73,7 @@ type Config struct {
 	// ClusterSecret authenticates every connection between nodes (the
 	// raft port: metadata, controller RPC, replication, forwarded HTTP);
 	// all nodes of a cluster need the same one. Empty: the port accepts
-	// anyone who can reach it (raftfsm.Config.ClusterSecret).
+	// anyone who can reach it (quorum.Config.ClusterSecret).
 	ClusterSecret []byte
 	// PeerTLS: inter-node mutual TLS with per-node certificates (the
 	// certificate names runnel-node-<id>); not together with ClusterSecret.
@@ -292,8 +293,8 @@ func advertised(adv, addr string) string {
 }
 
 // RecoverQuorum rewrites the metadata quorum's voters in a stopped node's
-// data dir (raftfsm.RecoverQuorum): the documented way back from a lost
+// data dir (quorum.RecoverQuorum): the documented way back from a lost
 // quorum (`runnel recover-quorum`).
 func RecoverQuorum(dataDir string, nodeID int32, voters []raftfsm.Server, logger *slog.Logger) error {
-	return raftfsm.RecoverQuorum(raftfsm.Config{NodeID: nodeID, Dir: filepath.Join(dataDir, "meta"), Logger: logger}, voters)
+	return quorum.RecoverQuorum(quorum.Config{NodeID: nodeID, Dir: filepath.Join(dataDir, "meta"), Logger: logger}, voters)
 }

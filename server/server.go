@@ -34,7 +34,7 @@
 // groups; groupsbackend.go gives it the broker through groups.Backend, and
 // kafkabackend_groups.go / httpbackend_groups.go translate its errors for each
 // door) and server/txn (transactions). The inter-node port is package
-// internode, opened by raftfsm; the server registers 'K' (inter-broker Kafka,
+// internode, opened by raftfsm/quorum; the server registers 'K' (inter-broker Kafka,
 // muxlistener.go) and 'H' (forwarded HTTP, forward.go) on it.
 //
 // Goroutines, all owned by the Server and stopped by Close (in this order):
@@ -93,6 +93,7 @@ import (
 	"github.com/runnel/runnel/internal/warnlimit"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/raftfsm/quorum"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/admin"
@@ -109,7 +110,7 @@ type Server struct {
 	logger *slog.Logger
 	lock   *os.File // flock on the data dir
 
-	meta   *raftfsm.Node
+	meta   *quorum.Node
 	admin  *admin.Admin // the metadata changes of both doors, elections
 	broker *broker.Broker
 	// storage is what the broker's storage loop last saw; made before the
@@ -266,7 +267,7 @@ func (s *Server) open() (err error) {
 	s.handoffs = newHandoffs()
 	s.peerRefused = warnlimit.New(s.logger, 10*time.Second)
 	s.storage = &broker.StorageHealth{}
-	s.meta, err = raftfsm.Open(raftfsm.Config{
+	s.meta, err = quorum.Open(quorum.Config{
 		NodeID:             s.cfg.NodeID,
 		Dir:                filepath.Join(s.cfg.DataDir, "meta"),
 		BindAddr:           s.cfg.RaftAddr,

@@ -9,7 +9,7 @@
 // this node has caught up with it (read your writes) and, for an admin
 // change, every alive broker confirmed it (Config.PropagationTimeout).
 //
-// It reaches the node only through Metadata (raftfsm.Node implements it)
+// It reaches the node only through Metadata (quorum.Node implements it)
 // and the two callbacks of Config, so it imports no door and never the
 // root package server.
 //
@@ -31,7 +31,7 @@ import (
 	"github.com/runnel/runnel/server/broker"
 )
 
-// Metadata is the metadata node as admin uses it; raftfsm.Node implements it.
+// Metadata is the metadata node as admin uses it; quorum.Node implements it.
 type Metadata interface {
 	Image() (*raftfsm.Image, <-chan struct{})
 	Status() raftfsm.Status

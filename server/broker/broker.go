@@ -105,7 +105,7 @@ const (
 )
 
 // Metadata is what the broker needs of the metadata quorum (a
-// *raftfsm.Node): all three are safe for concurrent use.
+// *quorum.Node): all three are safe for concurrent use.
 type Metadata interface {
 	// Image is the newest applied image and a channel closed when a newer
 	// one is published.

@@ -70,7 +70,7 @@ type Partition struct {
 	// read allocates its own.
 	readBufs *readBufPool
 	// leaseValid reports whether this broker may lead at a time (its
-	// heartbeats answered: raftfsm.Node.BrokerLeaseValid); set at creation,
+	// heartbeats answered: quorum.Node.BrokerLeaseValid); set at creation,
 	// nil: always.
 	leaseValid func(time.Time) bool
 	// now is the wall clock (record timestamps, producer-state expiry);

@@ -20,7 +20,7 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 )
 
-// Metadata is the metadata node the gauges read; raftfsm.Node implements it.
+// Metadata is the metadata node the gauges read; quorum.Node implements it.
 type Metadata interface {
 	Image() (*raftfsm.Image, <-chan struct{})
 	Status() raftfsm.Status

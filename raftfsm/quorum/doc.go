@@ -1,0 +1,93 @@
+// Package quorum is runnel's metadata quorum: a hashicorp/raft node that
+// runs package raftfsm's state machine, with its raft log and stable store
+// in badger. The network it runs on (the port mux, dialing, inter-node TLS,
+// frames) is package internode.
+//
+// # Using it
+//
+// Open a Node (it bootstraps on an empty Dir when it is among Config.Voters;
+// restarts never bootstrap again), WaitReady, then Apply raftfsm commands
+// from any node (forwarded to the leader over the controller RPC) and read
+// Image() anywhere. Image returns a channel closed when a newer image is
+// published, so readers can wait for changes without polling. A broker-only
+// node (Config.Voter false, not in Voters) joins as a raft non-voter and
+// follows the log; RegisterBroker starts its heartbeats, ControlledShutdown
+// ends them.
+//
+// # One port
+//
+// BindAddr serves every protocol through an internode.Mux; a connection's
+// first byte picks it: 'R' raft (transport.go's stream layer), 'C' the
+// controller RPC (JSON in internode frames, rpcwire.go), others from
+// Config.ExtraProtocols. DialNode dials a node and writes the byte.
+// Addresses come from this node's view: Config.Voters for controllers, the
+// registered brokers' RaftAddr for the others, the raft configuration last.
+// With Config.PeerTLS or Config.ClusterSecret every connection then runs
+// mutual TLS 1.3 with the protocol byte as its ALPN protocol, and handlers
+// get an *internode.PeerConn naming the node its certificate proves; a
+// port other machines can reach refuses to run without it unless
+// Config.AllowInsecurePeers.
+//
+// # Files
+//
+//	config.go     Config
+//	node.go       Node: open/bootstrap, raft config, Close
+//	transport.go  the protocol bytes, raft's stream layer over the mux,
+//	              the advertised address
+//	transport_gate.go  raft's transport with counted heartbeat handlers, so
+//	              Close waits for them before closing the stores
+//	rpcwire.go    controller RPC messages (JSON in internode frames) and
+//	              error codes
+//	rpc.go        controller RPC server and client, forwarding to the leader
+//	quorum.go     transport and address book, the RPC method table, Apply,
+//	              AddVoter/RemoveVoter, Join, DialNode, ControllerStatuses
+//	sessions.go   the active controller's broker sessions: fencing,
+//	              unfencing, moving partition leaders, controlled shutdown
+//	broker.go     a broker's side: RegisterBroker, heartbeats,
+//	              ControlledShutdown, BrokerLiveness
+//	propose.go    applyLocal/applyAll and what is decided before proposing;
+//	              the leader loop that creates the cluster id
+//	reserve.go    the partitions of proposals in flight, counted against
+//	              Config.Limits
+//	status.go     Image, WaitReady, Status, timeout tuning
+//	catchup.go    CatchUp: waiting for the leader's metadata index
+//	propagate.go  WaitBrokersApplied: how far the brokers have applied
+//	membership.go local AddVoter/AddNonvoter/RemoveVoter, Snapshot
+//	voters.go     membership safety: probe, non-voter first, catch-up,
+//	              refusing changes that lose the majority (ErrQuorumChange)
+//	recover.go    RecoverQuorum: a new voter set on a stopped node's Dir
+//	logstore.go   raft.LogStore and raft.StableStore on badger
+//	logging.go    raft's logs to slog
+//
+// # On disk (under Config.Dir)
+//
+//	raft/       badger, SyncWrites: the raft log ("l"+index) and stable store ("s"+key)
+//	state/      badger, SyncWrites: the state machine (raftfsm's state.go)
+//	snapshots/  raft's file snapshot store (format in raftfsm's snapshot.go)
+//
+// # Untrusted commands
+//
+// The FSM checks every command it applies (raftfsm); the active controller
+// also checks Config.Limits (counting proposals in flight) before it places
+// replicas. A controller joins as a non-voter and votes only once it
+// answers and has caught up, and no membership change may leave fewer
+// answering voters than a majority.
+//
+// # Goroutines and locks
+//
+// Raft owns its goroutines; Close shuts raft down first, which resolves every
+// pending future. The Node owns the leader loop (proposes InitCluster when it
+// leads a cluster without id), the controller loop (fences and moves leaders
+// while it leads), the join loop of a new non-voter, the heartbeat loop of a
+// registered broker and one waiter per Apply in flight; Close cancels and
+// waits for them. The internode.Mux owns its accept loop and one goroutine
+// per connection while it is dispatched (an RPC connection is served on
+// it); Close closes the stream layer, the RPC connections, then the Mux,
+// and waits. Node.mu
+// guards only the closing flag while a goroutine is added; quorum.hbMu the
+// broker registration; sessions.mu the session table; quorum.reconcileMu
+// serialises leader moves (taken before no other lock); reserved.mu the
+// partitions of proposals in flight (held for no I/O). The FSM is called by
+// raft from one goroutine; images are published through an atomic pointer,
+// so readers take no lock.
+package quorum

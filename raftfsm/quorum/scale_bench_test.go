@@ -1,0 +1,141 @@
+package quorum_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/raftfsm/quorum"
+)
+
+// scalePartitions is the partition count of BenchmarkControllerScale:
+// RUNNEL_BENCH_PARTITIONS, else 100,000 under RUNNEL_BENCH=1 (make bench),
+// else a small count so that bench-short stays quick.
+func scalePartitions(b *testing.B) int {
+	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
+		}
+		return n
+	}
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		return 100_000
+	}
+	return 3_000
+}
+
+// BenchmarkControllerScale: three combined nodes in one process (each a
+// voter and a registered broker), topics of up to 10,000 partitions with
+// replication factor 2 up to the partition count. It reports the seconds
+// to create them, the snapshot's size and time, a controlled shutdown of a
+// broker leading a third of them, a controller failover (leader closed
+// until a survivor applies a command) and the restart of the closed node
+// until it is ready and caught up.
+func BenchmarkControllerScale(b *testing.B) {
+	total := scalePartitions(b)
+	for range b.N {
+		runScale(b, total)
+	}
+}
+
+func runScale(b *testing.B, total int) {
+	q := newQuorum(b, 3, 0, func(c *quorum.Config) {
+		c.HeartbeatInterval = 500 * time.Millisecond
+		c.SessionTimeout = 5 * time.Second
+		c.SnapshotThreshold = 1 << 20 // snapshots only when asked
+		c.SnapshotInterval = time.Hour
+	})
+	defer func() {
+		for i := range q.nodes {
+			q.stop(i)
+		}
+	}()
+	q.waitReady()
+	for i := range 3 {
+		q.register(i, "")
+	}
+	ctx := context.Background()
+
+	start := time.Now()
+	const perTopic = 10_000
+	for made, t := 0, 0; made < total; t++ {
+		n := min(perTopic, total-made)
+		q.applyOn(0, createTopic(fmt.Sprintf("scale-%05d", t), int32(n), 2))
+		made += n
+	}
+	create := time.Since(start)
+
+	lead := q.leader()
+	start = time.Now()
+	if err := q.nodes[lead].Snapshot(); err != nil {
+		b.Fatal(err)
+	}
+	snapTime := time.Since(start)
+	snapBytes := dirBytes(b, filepath.Join(q.cfgs[lead].Dir, "snapshots"))
+
+	broker := (lead + 1) % 3
+	start = time.Now()
+	if err := q.nodes[broker].ControlledShutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	shutdown := time.Since(start)
+	img, _ := q.nodes[broker].Image()
+	led := 0
+	for _, t := range img.Topics.All() {
+		for _, p := range t.Partitions {
+			if p.Leader == q.cfgs[broker].NodeID {
+				led++
+			}
+		}
+	}
+	if led != 0 {
+		b.Fatalf("broker still leads %d partitions after a controlled shutdown", led)
+	}
+
+	start = time.Now()
+	q.stop(lead)
+	q.applyOn(broker, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	failover := time.Since(start)
+
+	start = time.Now()
+	q.start(lead)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	if err := q.nodes[lead].WaitReady(rctx); err != nil {
+		b.Fatal(err)
+	}
+	restart := time.Since(start)
+
+	b.ReportMetric(float64(total), "partitions")
+	b.ReportMetric(create.Seconds(), "create_s")
+	b.ReportMetric(snapTime.Seconds(), "snapshot_s")
+	b.ReportMetric(float64(snapBytes), "snapshot_bytes")
+	b.ReportMetric(shutdown.Seconds(), "controlled_shutdown_s")
+	b.ReportMetric(failover.Seconds(), "failover_s")
+	b.ReportMetric(restart.Seconds(), "restart_s")
+}
+
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}

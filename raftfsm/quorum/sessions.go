@@ -1,0 +1,432 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// The active controller's side of the broker lifecycle: heartbeat sessions
+// in memory, fencing when they lapse, unfencing when a fenced broker is
+// back and caught up, and moving partition leadership away from brokers
+// that are not alive.
+
+// sessions holds the last heartbeat of each broker, for one leader term: a
+// new term starts every broker with a fresh session. Safe for concurrent use.
+type sessions struct {
+	mu   sync.Mutex
+	term uint64
+	m    map[int32]*session
+}
+
+type session struct {
+	epoch   int64
+	last    time.Time // last heartbeat; at takeover, the takeover time
+	applied uint64
+	beat    bool   // a heartbeat came in this term
+	health  string // heartbeat.StorageError
+	// catchUp: the metadata index a fenced broker must have applied
+	// before it is unfenced, fixed at its first heartbeat while fenced (0
+	// while it is not fenced).
+	catchUp uint64
+}
+
+// forTermLocked resets the table when term is not the one it holds.
+func (s *sessions) forTermLocked(term uint64) {
+	if s.m == nil || s.term != term {
+		s.term, s.m = term, map[int32]*session{}
+	}
+}
+
+// touch records a heartbeat. For a fenced broker (fencedAt: the leader's
+// metadata index now; 0 for a broker that is not fenced) it returns the
+// index the broker must have applied before it is unfenced: the index at
+// its first heartbeat since it was fenced, so past the fencing and the
+// leader elections that followed it, and fixed, so a broker that keeps up
+// with a busy log still gets there.
+func (s *sessions) touch(term uint64, id int32, epoch int64, applied uint64, health string, now time.Time, fencedAt uint64) (catchUp uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	ss := &session{epoch: epoch, last: now, applied: applied, beat: true, health: health}
+	if fencedAt > 0 {
+		ss.catchUp = fencedAt
+		if old := s.m[id]; old != nil && old.epoch == epoch && old.catchUp != 0 {
+			ss.catchUp = old.catchUp
+		}
+	}
+	s.m[id] = ss
+	return ss.catchUp
+}
+
+// unfenced forgets the catch-up target of a broker just unfenced: the next
+// fencing sets a new one.
+func (s *sessions) unfenced(term uint64, id int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	if ss := s.m[id]; ss != nil {
+		ss.catchUp = 0
+	}
+}
+
+// expired lists the heartbeating brokers of img, not yet fenced, whose
+// session lapsed; brokers without a session get one starting now.
+func (s *sessions) expired(term uint64, img *raftfsm.Image, now time.Time, timeout time.Duration) []*raftfsm.Broker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	var out []*raftfsm.Broker
+	for id, b := range img.Brokers {
+		if !b.Heartbeats {
+			continue
+		}
+		ss, ok := s.m[id]
+		if !ok || ss.epoch != b.Epoch {
+			ss = &session{epoch: b.Epoch, last: now}
+			s.m[id] = ss
+		}
+		if b.State != raftfsm.BrokerFenced && now.Sub(ss.last) > timeout {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// unhealthy lists the brokers whose last heartbeat of term reported a
+// storage error (logs refusing writes).
+func (s *sessions) unhealthy(term uint64) map[int32]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	out := map[int32]bool{}
+	for id, ss := range s.m {
+		if ss.health != "" {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// liveness is the table of term as BrokerLiveness reports it.
+func (s *sessions) liveness(term uint64) map[int32]raftfsm.Liveness {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forTermLocked(term)
+	out := make(map[int32]raftfsm.Liveness, len(s.m))
+	for id, ss := range s.m {
+		l := raftfsm.Liveness{AppliedIndex: ss.applied, StorageError: ss.health}
+		if ss.beat {
+			l.LastHeartbeat = ss.last
+		}
+		out[id] = l
+	}
+	return out
+}
+
+// heartbeat is a broker's heartbeat request.
+type heartbeat struct {
+	ID      int32
+	Epoch   int64
+	Applied uint64 // the broker's applied metadata index
+	// StorageError is Config.BrokerHealth, at most maxHealthLen bytes.
+	StorageError string `json:",omitempty"`
+}
+
+// maxHealthLen bounds the health text a heartbeat carries and the active
+// controller keeps per broker.
+const maxHealthLen = 512
+
+func truncateHealth(s string) string {
+	if len(s) > maxHealthLen {
+		return s[:maxHealthLen]
+	}
+	return s
+}
+
+// heartbeatReply: Stale means the epoch is not the broker's current one
+// (or it is unknown): it must register again.
+type heartbeatReply struct {
+	State raftfsm.BrokerState
+	Stale bool
+}
+
+// onHeartbeat records a heartbeat on the leader and unfences the broker when
+// it has applied the metadata up to its registration and up to where the
+// leader was at its first heartbeat while fenced.
+func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, error) {
+	img, _ := n.Image()
+	b, ok := img.Brokers[hb.ID]
+	if !ok || b.Epoch != hb.Epoch {
+		return heartbeatReply{Stale: true}, nil
+	}
+	var fencedAt uint64
+	if b.State == raftfsm.BrokerFenced {
+		fencedAt = max(img.Index, 1)
+	}
+	catchUp := n.q.sessions.touch(n.raft.CurrentTerm(), hb.ID, hb.Epoch, hb.Applied, truncateHealth(hb.StorageError), time.Now(), fencedAt)
+	// Unfenced only once caught up with the metadata (as KRaft requires):
+	// a broker back from a partition would otherwise lead with a stale
+	// image, taking writes for partitions that have other leaders now.
+	if b.State != raftfsm.BrokerFenced || hb.Applied < max(uint64(b.Epoch), catchUp) {
+		return heartbeatReply{State: b.State}, nil
+	}
+	res, err := n.applyLocal(ctx, raftfsm.Command{SetBrokerState: &raftfsm.SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: raftfsm.BrokerAlive}})
+	if err != nil {
+		if errors.Is(err, raftfsm.ErrStaleEpoch) {
+			return heartbeatReply{Stale: true}, nil
+		}
+		return heartbeatReply{}, err
+	}
+	n.q.sessions.unfenced(n.raft.CurrentTerm(), b.ID)
+	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch, "applied", hb.Applied)
+	return heartbeatReply{State: res.(*raftfsm.Broker).State}, nil
+}
+
+// reconcileEvery bounds how long the controller loop goes without looking
+// for partitions to move when no broker changed state (partitions can also
+// go offline through ChangePartition).
+const reconcileEvery = 10
+
+// controllerLoop runs on every node; while it leads, it fences brokers whose
+// sessions lapsed and, when a broker changed state (and every reconcileEvery
+// ticks), moves partition leaders (reconcile).
+func (n *Node) controllerLoop(ctx context.Context) {
+	tick := time.NewTicker(min(max(n.heartbeatInterval()/2, 20*time.Millisecond), time.Second))
+	defer tick.Stop()
+	var seen string // broker states at the last reconcile; "" after a term change
+	var term uint64
+	idle := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if n.raft.State() != raft.Leader {
+			seen = ""
+			continue
+		}
+		if t := n.raft.CurrentTerm(); t != term {
+			term, seen = t, ""
+		}
+		img, _ := n.Image()
+		n.fenceExpired(ctx, term, img)
+		img, _ = n.Image()
+		idle++
+		sick := n.q.sessions.unhealthy(term)
+		if states := brokerStates(img, sick); states != seen || idle >= reconcileEvery {
+			n.reconcile(ctx)
+			seen, idle = states, 0
+		}
+	}
+}
+
+// brokerStates summarises the brokers' states, epochs and storage health.
+func brokerStates(img *raftfsm.Image, sick map[int32]bool) string {
+	var sb strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		b := img.Brokers[id]
+		fmt.Fprintf(&sb, "%d/%d/%s/%t;", id, b.Epoch, b.State, sick[id])
+	}
+	return sb.String()
+}
+
+// fenceExpired fences the brokers whose sessions lapsed.
+func (n *Node) fenceExpired(ctx context.Context, term uint64, img *raftfsm.Image) {
+	for _, b := range n.q.sessions.expired(term, img, time.Now(), n.sessionTimeout()) {
+		actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
+		_, err := n.applyLocal(actx, raftfsm.Command{SetBrokerState: &raftfsm.SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: raftfsm.BrokerFenced}})
+		cancel()
+		if err != nil {
+			n.log.Warn("raftfsm: cannot fence broker", "broker", b.ID, "err", err)
+			continue
+		}
+		n.log.Info("raftfsm: broker fenced, heartbeats lapsed", "broker", b.ID, "epoch", b.Epoch)
+	}
+}
+
+// reconcile moves the leadership of every partition whose leader is not
+// alive to an alive ISR member, and gives offline partitions a leader again
+// when an ISR member is alive. On the leader only; returns once the changes
+// are applied (or failed, when they are logged and retried by the loop).
+func (n *Node) reconcile(ctx context.Context) {
+	n.q.reconcileMu.Lock()
+	defer n.q.reconcileMu.Unlock()
+	img, _ := n.Image()
+	cmds := leaderMoves(img, n.q.sessions.unhealthy(n.raft.CurrentTerm()))
+	if len(cmds) == 0 {
+		return
+	}
+	res, errs := n.applyAll(ctx, cmds)
+	moved, want := 0, 0
+	for i, err := range errs {
+		want += len(cmds[i].ChangePartitions.Changes)
+		if err != nil {
+			n.log.Warn("raftfsm: cannot move partition leaders", "topic", cmds[i].ChangePartitions.Topic, "err", err)
+			continue
+		}
+		moved += int(res[i].(int64))
+	}
+	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want)
+}
+
+// maxMovesPerCommand keeps a ChangePartitions command well under
+// maxCommandBytes (a change encodes to about 100 bytes).
+const maxMovesPerCommand = 4096
+
+// leaderMoves lists the ChangePartitions commands that reconcile proposes,
+// in topic order. A partition led by a broker that is not alive moves to the
+// first replica, in replica order, that is in the ISR and alive; the ISR
+// keeps its alive members. Without such a replica, a partition led by a
+// fenced (or unknown) broker goes offline (leader -1, ISR kept); one led by
+// a broker shutting down stays put. An offline partition gets the first
+// alive ISR member as leader. A partition whose leader is alive loses its
+// fenced ISR members.
+//
+// Brokers in sick report a storage error (their logs refuse writes, e.g. a
+// full disk): they lead only where no other alive ISR member can, and leave
+// the ISR of partitions led by another broker, so they hold no high
+// watermark back. They come back as followers once their storage recovers.
+func leaderMoves(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
+	alive := func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return ok && b.State == raftfsm.BrokerAlive
+	}
+	healthy := func(id int32) bool { return alive(id) && !sick[id] }
+	var out []raftfsm.Command
+	for name, t := range img.Topics.All() {
+		var changes []raftfsm.ChangePartition
+		for i, p := range t.Partitions {
+			if p.Leader != -1 && sick[p.Leader] && alive(p.Leader) {
+				if ch, ok := leaderMove(img, p, healthy); ok && ch.Leader != -1 {
+					ch.Partition = int32(i)
+					changes = append(changes, ch)
+					continue
+				}
+			}
+			if p.Leader != -1 && alive(p.Leader) {
+				if ch, ok := isrShrink(img, p, sick); ok {
+					ch.Partition = int32(i)
+					changes = append(changes, ch)
+				}
+				continue
+			}
+			ch, ok := leaderMove(img, p, healthy)
+			if !ok || ch.Leader == -1 {
+				ch, ok = leaderMove(img, p, alive) // a sick leader beats none
+			}
+			if ok {
+				ch.Partition = int32(i)
+				changes = append(changes, ch)
+			}
+		}
+		for len(changes) > 0 {
+			k := min(len(changes), maxMovesPerCommand)
+			out = append(out, raftfsm.Command{ChangePartitions: &raftfsm.ChangePartitions{Topic: name, Changes: changes[:k]}})
+			changes = changes[k:]
+		}
+	}
+	return out
+}
+
+// isrShrink drops fenced (or unknown) brokers from the ISR of a partition
+// whose leader is alive, as KRaft's controller does when it fences: an
+// acks=all write then waits for the session timeout at most, not for the
+// leader's replica.lag.time.max.
+func isrShrink(img *raftfsm.Image, p raftfsm.Partition, sick map[int32]bool) (raftfsm.ChangePartition, bool) {
+	gone := func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return !ok || b.State == raftfsm.BrokerFenced || (sick[id] && id != p.Leader)
+	}
+	if !slices.ContainsFunc(p.ISR, gone) {
+		return raftfsm.ChangePartition{}, false
+	}
+	isr := slices.DeleteFunc(slices.Clone(p.ISR), gone)
+	return raftfsm.ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Leader: p.Leader, ISR: isr}, true
+}
+
+// leaderMove is the change for one partition whose leader is not alive.
+func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool) (raftfsm.ChangePartition, bool) {
+	leader := int32(-1)
+	for _, r := range p.Replicas {
+		if alive(r) && slices.Contains(p.ISR, r) {
+			leader = r
+			break
+		}
+	}
+	isr := p.ISR
+	switch {
+	case leader != -1:
+		isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
+	case p.Leader == -1:
+		return raftfsm.ChangePartition{}, false // still no candidate
+	case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == raftfsm.BrokerShuttingDown:
+		return raftfsm.ChangePartition{}, false
+	}
+	return raftfsm.ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+		Leader: leader, ISR: slices.Clone(isr)}, true
+}
+
+// shutdownRequest asks the leader to move a broker's leaderships away.
+type shutdownRequest struct {
+	ID    int32
+	Epoch int64
+}
+
+// shutdownReply: the metadata index by which the moves are applied, and
+// how many partitions the broker still leads that could move (the moves
+// did not all finish in time: the broker asks again).
+type shutdownReply struct {
+	Index     uint64
+	Remaining int
+}
+
+// onControlledShutdown marks the broker shutting down and moves its
+// partition leaderships to other alive ISR members.
+func (n *Node) onControlledShutdown(ctx context.Context, req shutdownRequest) (shutdownReply, error) {
+	img, _ := n.Image()
+	b, ok := img.Brokers[req.ID]
+	if !ok {
+		return shutdownReply{}, raftfsm.ErrUnknownBroker
+	}
+	if b.Epoch != req.Epoch {
+		return shutdownReply{}, raftfsm.ErrStaleEpoch
+	}
+	if b.State != raftfsm.BrokerShuttingDown {
+		cmd := raftfsm.Command{SetBrokerState: &raftfsm.SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: raftfsm.BrokerShuttingDown}}
+		if _, err := n.applyLocal(ctx, cmd); err != nil {
+			return shutdownReply{}, err
+		}
+	}
+	n.reconcile(ctx)
+	img, _ = n.Image()
+	return shutdownReply{Index: img.Index, Remaining: movable(img, req.ID)}, nil
+}
+
+// movable counts the partitions broker id leads that have another alive ISR
+// member to move to.
+func movable(img *raftfsm.Image, id int32) int {
+	alive := func(r int32) bool {
+		b, ok := img.Brokers[r]
+		return ok && b.State == raftfsm.BrokerAlive && r != id
+	}
+	count := 0
+	for _, t := range img.Topics.All() {
+		for _, p := range t.Partitions {
+			if p.Leader == id && slices.ContainsFunc(p.ISR, alive) {
+				count++
+			}
+		}
+	}
+	return count
+}

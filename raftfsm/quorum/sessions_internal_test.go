@@ -1,0 +1,92 @@
+package quorum
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+func TestLeaderMoves(t *testing.T) {
+	img := emptyImage()
+	for id, st := range map[int32]raftfsm.BrokerState{1: raftfsm.BrokerAlive, 2: raftfsm.BrokerFenced, 3: raftfsm.BrokerShuttingDown, 4: raftfsm.BrokerAlive} {
+		img.Brokers[id] = &raftfsm.Broker{ID: id, State: st}
+	}
+	img.Topics = img.Topics.With(&raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{
+		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // alive leader: kept, fenced 2 leaves the ISR
+		{Leader: 2, LeaderEpoch: 3, Replicas: []int32{2, 4, 1}, ISR: []int32{2, 1, 4}}, // fenced: to 4, the first alive replica
+		{Leader: 2, PartitionEpoch: 5, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},    // fenced, no alive candidate: offline
+		{Leader: 3, Replicas: []int32{3, 2}, ISR: []int32{3, 2}},                       // shutting down, no candidate: kept
+		{Leader: 3, Replicas: []int32{3, 1}, ISR: []int32{3, 1}},                       // shutting down: to 1
+		{Leader: -1, Replicas: []int32{2, 1}, ISR: []int32{1}},                         // offline, 1 alive: led again
+		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, none: kept
+		{Leader: 9, Replicas: []int32{9, 1}, ISR: []int32{9}},                          // unknown broker, no candidate: offline
+	}})
+	want := []raftfsm.ChangePartition{
+		{Partition: 0, Leader: 1, ISR: []int32{1}},
+		{Partition: 1, LeaderEpoch: 3, Leader: 4, ISR: []int32{1, 4}},
+		{Partition: 2, PartitionEpoch: 5, Leader: -1, ISR: []int32{2, 3}},
+		{Partition: 4, Leader: 1, ISR: []int32{1}},
+		{Partition: 5, Leader: 1, ISR: []int32{1}},
+		{Partition: 7, Leader: -1, ISR: []int32{9}},
+	}
+	cmds := leaderMoves(img, nil)
+	if len(cmds) != 1 || cmds[0].ChangePartitions.Topic != "t" || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
+		t.Fatalf("moves %+v", cmds)
+	}
+}
+
+func TestLeaderMovesChunked(t *testing.T) {
+	img := emptyImage()
+	img.Brokers[1] = &raftfsm.Broker{ID: 1, State: raftfsm.BrokerAlive}
+	ps := make([]raftfsm.Partition, maxMovesPerCommand+1)
+	for i := range ps {
+		ps[i] = raftfsm.Partition{Leader: -1, Replicas: []int32{1}, ISR: []int32{1}}
+	}
+	img.Topics = img.Topics.With(&raftfsm.Topic{Name: "big", Partitions: ps})
+	cmds := leaderMoves(img, nil)
+	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != maxMovesPerCommand {
+		t.Fatalf("%d commands", len(cmds))
+	}
+	data, err := raftfsm.EncodeCommand(raftfsm.Command{Version: raftfsm.CommandVersion, ChangePartitions: cmds[0].ChangePartitions})
+	if err != nil || len(data) > maxCommandBytes {
+		t.Fatalf("a full command encodes to %d bytes (%v), limit %d", len(data), err, maxCommandBytes)
+	}
+}
+
+// A broker whose storage fails (its heartbeats report the error) gives up
+// leadership where another alive ISR member can take it and leaves the
+// other partitions' ISRs; where nobody else can lead it keeps leading
+// (issue 20, item 5: a node on a full disk stayed leader answering errors
+// and stayed in ISRs, holding high watermarks back).
+func TestLeaderMovesAwayFromSickBroker(t *testing.T) {
+	img := emptyImage()
+	for id := int32(1); id <= 3; id++ {
+		img.Brokers[id] = &raftfsm.Broker{ID: id, State: raftfsm.BrokerAlive}
+	}
+	img.Topics = img.Topics.With(&raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{
+		{Leader: 2, LeaderEpoch: 4, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1, 3}}, // sick leader: to 1, 2 leaves
+		{Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}},                       // sick follower leaves the ISR
+		{Leader: 2, Replicas: []int32{2, 3}, ISR: []int32{2}},                          // nobody else in sync: kept
+		{Leader: -1, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},                      // offline: the healthy one first
+		{Leader: -1, Replicas: []int32{2}, ISR: []int32{2}},                            // offline, only the sick one: better than none
+	}})
+	want := []raftfsm.ChangePartition{
+		{Partition: 0, LeaderEpoch: 4, Leader: 1, ISR: []int32{1, 3}},
+		{Partition: 1, Leader: 1, ISR: []int32{1}},
+		{Partition: 3, Leader: 3, ISR: []int32{3}},
+		{Partition: 4, Leader: 2, ISR: []int32{2}},
+	}
+	cmds := leaderMoves(img, map[int32]bool{2: true})
+	if len(cmds) != 1 || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
+		t.Fatalf("moves %+v", cmds[0].ChangePartitions.Changes)
+	}
+	if cmds := leaderMoves(img, nil); len(cmds) != 1 || len(cmds[0].ChangePartitions.Changes) != 2 {
+		t.Fatalf("healthy: moves %+v", cmds)
+	}
+}
+
+// emptyImage is an image with no metadata and its maps allocated.
+func emptyImage() *raftfsm.Image {
+	return &raftfsm.Image{Brokers: map[int32]*raftfsm.Broker{}, Users: map[string]*raftfsm.User{}, ACLs: map[string]raftfsm.ACLEntry{}, Tokens: map[string]*raftfsm.Token{}, Quotas: map[string]raftfsm.Quota{}}
+}
