@@ -32,11 +32,18 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/groups":      {"api", "kafkaproto", "raftfsm", "internode"},
 		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
 		"server/access":      {"api", "raftfsm", "server/auth"},                                               // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
-		"server/auth":        nil, "server/quota": nil,                                                        // the one authorizer and the quota meters: leaves
-		"server/connrate":  nil,                                           // the connection creation rate limiter: a leaf
-		"server/admin":     {"raftfsm", "server/broker", "server/groups"}, // both doors' metadata changes and elections; never server
-		"server/metrics":   {"api", "raftfsm"},                            // the Prometheus collectors and the UI's series
-		"server/tlsreload": nil,                                           // the client-facing certificate, reloaded: a leaf
+		"server/auth":        nil,                                                                             // the one authorizer: a leaf
+		"server/quota":       {"raftfsm"},                                                                     // the quota meters, and the node's table of them (quota.Node)
+		"server/connrate":    nil,                                                                             // the connection creation rate limiter: a leaf
+		"server/admin":       {"raftfsm", "server/broker", "server/groups"},                                   // both doors' metadata changes and elections; never server
+		"server/metrics":     {"api", "raftfsm"},                                                              // the Prometheus collectors and the UI's series
+		"server/tlsreload":   nil,                                                                             // the client-facing certificate, reloaded: a leaf
+		// The coordinators on a broker (their backends): never server.
+		"server/coordinators": {"api", "kafkaproto", "raftfsm", "segments", "server/admin", "server/broker",
+			"server/groups", "server/metrics", "server/txn"},
+		// The Kafka door's adapter: never server.
+		"server/kafkadoor": {"kafkaproto", "raftfsm", "segments", "server/access", "server/admin",
+			"server/auth", "server/broker", "server/groups", "server/metrics", "server/quota", "server/txn"},
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/auth"
@@ -17,8 +16,9 @@ import (
 
 // The security surface (ACLs and the one authorizer, users, API tokens, UI
 // sessions, the HTTP audit log) is package server/access; this file is
-// what the server adds around it: its view of the metadata, and the
-// adapters of both doors with the translation of its errors.
+// what the server adds around it: its view of the metadata, and the HTTP
+// door's adapter with the translation of its errors (the Kafka door's is
+// kafkadoor/access.go).
 
 // newAccess builds the node's security surface.
 func (s *Server) newAccess() *access.Access {
@@ -100,48 +100,6 @@ func aclHTTPError(err error) error {
 	return toHTTPError(err)
 }
 
-// ACLs, Kafka door.
-
-var _ kafkaproto.KafkaAuthorizer = (*kafkaBackend)(nil)
-
-func (k *kafkaBackend) Authorize(principal, host, resourceType, name, op string) bool {
-	return k.s.allowed(principal, host, resourceType, name, op)
-}
-
-var _ kafkaproto.ACLAdmin = (*kafkaBackend)(nil)
-
-func (k *kafkaBackend) CreateACLs(ctx context.Context, acls []kafkaproto.ACL) error {
-	as := make([]auth.ACL, len(acls))
-	for i, a := range acls {
-		as[i] = auth.ACL(a)
-	}
-	err := k.s.access.CreateACLs(ctx, as)
-	if errors.Is(err, auth.ErrInvalidACL) {
-		return fmt.Errorf("%w: %v", kafkaproto.ErrInvalidRequest, err)
-	}
-	return toKafkaError(err)
-}
-
-func (k *kafkaBackend) DescribeACLs(_ context.Context, f kafkaproto.ACL) ([]kafkaproto.ACL, error) {
-	return toKafkaACLs(k.s.access.ListACLs(auth.Filter(f))), nil
-}
-
-func (k *kafkaBackend) DeleteACLs(ctx context.Context, f kafkaproto.ACL) ([]kafkaproto.ACL, error) {
-	acls, err := k.s.access.DeleteACLs(ctx, auth.Filter(f))
-	if errors.Is(err, auth.ErrInvalidACL) {
-		return nil, fmt.Errorf("%w: %v", kafkaproto.ErrInvalidRequest, err)
-	}
-	return toKafkaACLs(acls), toKafkaError(err)
-}
-
-func toKafkaACLs(acls []auth.ACL) []kafkaproto.ACL {
-	out := make([]kafkaproto.ACL, len(acls))
-	for i, a := range acls {
-		out[i] = kafkaproto.ACL(a)
-	}
-	return out
-}
-
 // Users, HTTP door.
 
 var _ api.UsersBackend = (*httpBackend)(nil)
@@ -181,22 +139,6 @@ func userHTTPError(err error) error {
 		return &translatedError{kind: api.ErrInvalidRequest, err: err}
 	}
 	return toHTTPError(err)
-}
-
-// Users, Kafka door (SASL).
-
-var _ kafkaproto.Authenticator = (*kafkaBackend)(nil)
-
-func (k *kafkaBackend) ScramCredential(mechanism, user string) (kafkaproto.ScramCredential, bool) {
-	c, ok := k.s.access.ScramCredential(mechanism, user)
-	if !ok {
-		return kafkaproto.ScramCredential{}, false
-	}
-	return kafkaproto.ScramCredential{Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
-}
-
-func (k *kafkaBackend) CheckPassword(user, password string) bool {
-	return k.s.access.CheckPassword(user, password)
 }
 
 // API tokens, HTTP door.

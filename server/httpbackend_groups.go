@@ -225,7 +225,7 @@ func groupOfPath(u *url.URL) (string, bool) {
 // ("" when it is this one or unknown).
 func (s *Server) groupCoordinatorHTTP(group string) string {
 	img, _ := s.meta.Image()
-	t, ok := img.Topics.Lookup(offsetsTopic)
+	t, ok := img.Topics.Lookup(groups.OffsetsTopic)
 	if !ok || len(t.Partitions) == 0 {
 		return ""
 	}

@@ -1,9 +1,10 @@
 // Package server is runnel's composition root: configuration, lifecycle and
-// roles, and the adapters that let the two front doors, api (HTTP) and
-// kafkaproto (Kafka), reach the same partitions and metadata. The data
-// plane (partitions following the metadata image, replication, producer
-// state) is package server/broker; brokerbackend.go is what the server adds
-// around it.
+// roles, and the wiring that lets the two front doors, api (HTTP) and
+// kafkaproto (Kafka), reach the same partitions and metadata. The Kafka
+// door's adapter is package server/kafkadoor (its Backend implements
+// kafkaproto's interfaces; the server builds it once the broker and the
+// coordinators run). The data plane (partitions following the metadata
+// image, replication, producer state) is package server/broker.
 //
 // Transactions, log side (broker/txnmarkers.go): a transaction coordinator
 // ends a transaction in a partition with
@@ -26,13 +27,14 @@
 // certificate server/tlsreload.
 //
 // The security surface (ACLs over the one authorizer, users, API tokens, UI
-// sessions, the HTTP audit log) is package server/access, reached by both
-// doors through accessbackend.go; the --auth flags and their rules stay
-// here (auth.go, authmode.go, hostcheck.go).
+// sessions, the HTTP audit log) is package server/access, reached by the
+// HTTP door through accessbackend.go and by the Kafka door directly; the
+// --auth flags and their rules stay here (auth.go, authmode.go,
+// hostcheck.go).
 //
 // The coordinators are packages of their own: server/groups (consumer
-// groups; groupsbackend.go gives it the broker through groups.Backend, and
-// kafkabackend_groups.go / httpbackend_groups.go translate its errors for each
+// groups; server/coordinators gives it the broker through groups.Backend, and
+// kafkadoor/groups.go / httpbackend_groups.go translate its errors for each
 // door) and server/txn (transactions). The inter-node port is package
 // internode, opened by raftfsm/quorum; the server registers 'K' (inter-broker Kafka,
 // muxlistener.go) and 'H' (forwarded HTTP, forward.go) on it.
@@ -57,8 +59,9 @@
 // /livez answers at once); when it fails half-way, the listeners no server
 // took yet are closed before Close runs.
 //
-// Lock order: the broker's locks (server/broker's doc) and server/access's
-// leaf locks are taken inside those packages only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
+// Lock order: the broker's locks (server/broker's doc) and the leaf locks of
+// server/access, server/admin, server/kafkadoor, server/metrics and
+// server/quota are taken inside those packages only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
 // and the group coordinator holds none of its locks while it calls back
 // (groups.Backend).
 //
@@ -98,9 +101,13 @@ import (
 	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/coordinators"
 	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/kafkadoor"
 	"github.com/runnel/runnel/server/metrics"
+	"github.com/runnel/runnel/server/quota"
 	"github.com/runnel/runnel/server/tlsreload"
+	"github.com/runnel/runnel/server/txn"
 	"github.com/runnel/runnel/web"
 )
 
@@ -131,11 +138,10 @@ type Server struct {
 
 	stopElections context.CancelFunc  // stops runLeaderElections
 	groups        *groups.Coordinator // nil unless a broker
-	txn           *txnState           // transaction coordinator; nil unless a broker (txnbackend.go)
+	txn           *coordinators.Txn   // transaction coordinator; nil unless a broker (server/coordinators)
 	kafka         *kafkaproto.Server
-	dynamic       brokerDynamic  // broker configs changed at run time (brokerconfig.go)
 	access        *access.Access // ACLs, users, tokens, UI sessions, audit (package server/access)
-	quotas        quotaState     // client quotas and their meters (quotas.go)
+	quotas        *quota.Node    // client quotas and their meters (package server/quota)
 	faults        *testFaults    // test-only clock offset and fsync delay; nil: off
 	wg            sync.WaitGroup
 }
@@ -159,9 +165,6 @@ func Open(cfg Config) (*Server, error) {
 	}
 	start := time.Now()
 	s := &Server{cfg: cfg, logger: cfg.Logger}
-	if cfg.LogLevel != nil {
-		s.dynamic.startLevel = cfg.LogLevel.Level()
-	}
 	if err := cfg.Auth.check(); err != nil {
 		return nil, err
 	}
@@ -309,6 +312,7 @@ func (s *Server) open() (err error) {
 		},
 		TopicDeleted: s.metrics.Forget,
 	})
+	s.quotas = quota.NewNode(func() *raftfsm.Image { img, _ := s.meta.Image(); return img }, s.admin.Apply)
 
 	handler, err := api.NewHandler(&httpBackend{s: s}, api.Options{
 		Logger:       s.logger.With("component", "http"),
@@ -390,10 +394,24 @@ func (s *Server) open() (err error) {
 		if err := s.startBroker(ctx); err != nil {
 			return err
 		}
-		s.groups = newGroupCoordinator(s)
+		cc := coordinators.Config{NodeID: s.cfg.NodeID, Meta: s.meta, Broker: s.broker, Admin: s.admin, Metrics: s.metrics,
+			ReadRemote: func(ctx context.Context, leader int32, req api.ConsumeRequest) (api.ConsumeResult, error) {
+				// One forwarding hop started here, even when this request
+				// was itself forwarded: the coordinator's read is its own.
+				return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
+			},
+			HTTPError: toHTTPError, DialBroker: s.dialBroker, Now: s.faults.now, Logger: s.logger}
+		s.groups = coordinators.NewGroups(cc, groups.Config{NodeID: s.cfg.NodeID, OffsetsPartitions: s.cfg.OffsetsTopicPartitions,
+			MinSessionTimeout: s.cfg.GroupMinSessionTimeout, MaxSessionTimeout: s.cfg.GroupMaxSessionTimeout,
+			Logger: s.logger.With("component", "groups"), Now: s.faults.now})
 		s.groups.Start()
-		s.startTxn()
-		s.kafka = kafkaproto.NewServer(&kafkaBackend{s: s}, kafkaproto.Options{
+		s.txn = coordinators.StartTxn(cc, txn.Config{Now: s.faults.now, MaxTimeout: s.cfg.TransactionMaxTimeout,
+			IDExpiration: s.cfg.TransactionalIDExpiration, Logger: s.logger.With("component", "transactions")},
+			s.cfg.TransactionStatePartitions, s.groups)
+		door := kafkadoor.New(kafkadoor.Config{NodeID: s.cfg.NodeID, Meta: s.meta, Broker: s.broker, Storage: s.storage,
+			Admin: s.admin, Access: s.access, Groups: s.groups, Txn: s.txn, Quotas: s.quotas, Metrics: s.metrics,
+			BrokerConfigs: brokerConfigs(&s.cfg), LogLevel: s.cfg.LogLevel, Logger: s.logger})
+		s.kafka = kafkaproto.NewServer(door, kafkaproto.Options{
 			Logger:              s.logger.With("component", "kafka"),
 			MaxRequestSize:      int32(min(s.cfg.MaxBodyBytes, 1<<30)),
 			AutoCreateTopics:    s.cfg.KafkaAutoCreateTopics,
@@ -563,7 +581,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	if s.txn != nil {
-		s.txn.close()
+		s.txn.Close()
 	}
 	if s.groups != nil {
 		s.groups.Close()

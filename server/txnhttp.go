@@ -89,7 +89,7 @@ func (s *Server) localTransactions(state string) ([]kafkaproto.TxnDescription, e
 	if state != "" {
 		f.States = []string{state}
 	}
-	return s.txn.coord.List(f), nil
+	return s.txn.Coordinator().List(f), nil
 }
 
 // remoteTransactions asks broker id for its transactional ids.

@@ -28,7 +28,7 @@
 // producerstate_test.go, ...). Errors are this package's sentinels
 // (ErrNotLeader, ErrNotEnoughReplicas, ErrStorage, ...); each door
 // translates them in its one table (server/httpbackend.go,
-// server/kafkabackend.go).
+// server/kafkadoor/backend.go).
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
 // (follows the metadata image, runs log maintenance), isrLoop (ISR changes

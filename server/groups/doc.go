@@ -11,8 +11,8 @@
 // http.go and httpmember.go (the HTTP door's: admin, lag, HTTP members),
 // assign.go (the server-side range assignor for HTTP leaders), lag.go (the
 // lag sampler), writes.go (each group's queue of records to append),
-// backend.go (Config, Backend and Log: what it needs from the broker). The server wires it (server/groupsbackend.go) and translates its
-// errors for each door (server/kafkabackend_groups.go,
+// backend.go (Config, Backend and Log: what it needs from the broker). The server wires it (server/coordinators/groups.go) and translates its
+// errors for each door (server/kafkadoor/groups.go,
 // server/httpbackend_groups.go, which also proxies a group's HTTP requests to
 // its coordinator).
 //

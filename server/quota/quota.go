@@ -10,7 +10,10 @@
 // kept to its throttle gets r*(W+Burst) units, so a measured rate converges
 // to r as W grows.
 //
-// It imports no other runnel package.
+// Node (node.go) is a node's quotas: the table of the current metadata
+// image (raftfsm, the only runnel package it imports), the node's meters,
+// and changes proposed to the controller. Goroutines: none. Lock order:
+// the Throttler's mutex is a leaf.
 package quota
 
 import (

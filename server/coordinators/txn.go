@@ -1,4 +1,4 @@
-package server
+package coordinators
 
 // Transactions: package txn (the coordinator) wired into the broker.
 // __transaction_state is its StateLog (created on first use like
@@ -7,13 +7,15 @@ package server
 // partition's leader (here, or over the inter-broker port with
 // WriteTxnMarkers), and a marker for a __consumer_offsets partition makes
 // the offsets that TxnOffsetCommit staged there (txn.OffsetStage) the
-// group's, or drops them. kafkaBackend serves kafkaproto.TxnCoordinator
-// from it (txnkafka.go).
+// group's, or drops them. The Kafka door serves
+// kafkaproto.TxnCoordinator from it (kafkadoor/txn.go; Txn is its
+// kafkadoor.Txn).
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +26,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/txn"
 )
 
@@ -35,28 +38,38 @@ const (
 	txnLoadPoll               = 100 * time.Millisecond
 )
 
-// txnState is the coordinator and what serves it on this broker.
-type txnState struct {
-	coord  *txn.Coordinator
-	cancel context.CancelFunc
-	done   chan struct{}
+// Txn is the transaction coordinator and what serves it on this broker.
+// Its methods are safe for concurrent use.
+type Txn struct {
+	c          Config
+	partitions int32 // of __transaction_state when this broker creates it
+	coord      *txn.Coordinator
+	groups     *groups.Coordinator // completes the offsets a marker ends
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
-// startTxn starts the transaction coordinator and its leadership follower.
-func (s *Server) startTxn() {
-	t := &txnState{done: make(chan struct{})}
-	t.coord = txn.New(txn.Config{Log: txnLog{s}, Markers: txnMarkers{s}, Cluster: txnCluster{s},
-		Now:        s.faults.now,
-		MaxTimeout: s.cfg.TransactionMaxTimeout, IDExpiration: s.cfg.TransactionalIDExpiration,
-		Logger: s.logger.With("component", "transactions")})
+// StartTxn starts the transaction coordinator and its leadership follower;
+// statePartitions is __transaction_state's partition count when this
+// broker creates it (0: 3), g the group coordinator its offsets go to.
+func StartTxn(c Config, tc txn.Config, statePartitions int32, g *groups.Coordinator) *Txn {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	t := &Txn{c: c, partitions: statePartitions, groups: g, done: make(chan struct{})}
+	tc.Log, tc.Markers, tc.Cluster = txnLog{t}, txnMarkers{t}, txnCluster{t}
+	t.coord = txn.New(tc)
 	t.coord.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 	go func() {
 		defer close(t.done)
 		for {
-			img, changed := s.meta.Image()
-			n, led := txnLeadership(img, s.cfg.NodeID)
+			img, changed := c.Meta.Image()
+			n, led := txnLeadership(img, c.NodeID)
 			t.coord.Follow(n, led)
 			select {
 			case <-ctx.Done():
@@ -65,11 +78,19 @@ func (s *Server) startTxn() {
 			}
 		}
 	}()
-	s.txn = t
+	return t
 }
 
-// closeTxn stops the follower and the coordinator.
-func (t *txnState) close() {
+// Coordinator is the coordinator (nil on a nil Txn).
+func (t *Txn) Coordinator() *txn.Coordinator {
+	if t == nil {
+		return nil
+	}
+	return t.coord
+}
+
+// Close stops the follower and the coordinator.
+func (t *Txn) Close() {
 	t.cancel()
 	<-t.done
 	t.coord.Close()
@@ -91,42 +112,42 @@ func txnLeadership(img *raftfsm.Image, node int32) (int32, map[int32]int32) {
 	return int32(len(t.Partitions)), led
 }
 
-// txnCoordinatorOf returns the broker coordinating transactional id id
+// CoordinatorOf returns the broker coordinating transactional id id
 // (creating __transaction_state on first use).
-func (s *Server) txnCoordinatorOf(ctx context.Context, id string) (int32, error) {
+func (t *Txn) CoordinatorOf(ctx context.Context, id string) (int32, error) {
 	if id == "" {
 		return -1, fmt.Errorf("%w: empty transactional id", kafkaproto.ErrInvalidRequest)
 	}
-	img, _ := s.meta.Image()
-	t, ok := img.Topics.Lookup(admin.TransactionStateTopic)
+	img, _ := t.c.Meta.Image()
+	top, ok := img.Topics.Lookup(admin.TransactionStateTopic)
 	if !ok {
-		if err := s.ensureTxnStateTopic(ctx, img); err != nil {
+		if err := t.ensureStateTopic(ctx, img); err != nil {
 			return -1, err
 		}
-		img, _ = s.meta.Image()
-		if t, ok = img.Topics.Lookup(admin.TransactionStateTopic); !ok {
+		img, _ = t.c.Meta.Image()
+		if top, ok = img.Topics.Lookup(admin.TransactionStateTopic); !ok {
 			return -1, fmt.Errorf("%w: %s is not in this broker's metadata yet", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic)
 		}
 	}
-	if len(t.Partitions) == 0 {
+	if len(top.Partitions) == 0 {
 		return -1, fmt.Errorf("%w: %s has no partitions", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic)
 	}
-	leader := t.Partitions[txn.Partition(id, int32(len(t.Partitions)))].Leader
+	leader := top.Partitions[txn.Partition(id, int32(len(top.Partitions)))].Leader
 	if leader < 0 {
 		return -1, fmt.Errorf("%w: the %s partition of %s has no leader", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic, id)
 	}
 	return leader, nil
 }
 
-// ensureTxnStateTopic creates __transaction_state: compacted, replication
+// ensureStateTopic creates __transaction_state: compacted, replication
 // factor min(3, alive brokers), as __consumer_offsets.
-func (s *Server) ensureTxnStateTopic(ctx context.Context, img *raftfsm.Image) error {
-	n := s.cfg.TransactionStatePartitions
+func (t *Txn) ensureStateTopic(ctx context.Context, img *raftfsm.Image) error {
+	n := t.partitions
 	if n <= 0 {
 		n = defaultTxnStatePartitions
 	}
 	rf := int16(min(3, admin.AliveBrokers(img)))
-	_, err := s.admin.CreateTopic(ctx, admin.TopicSpec{Name: admin.TransactionStateTopic, Partitions: n, ReplicationFactor: max(rf, 1),
+	_, err := t.c.Admin.CreateTopic(ctx, admin.TopicSpec{Name: admin.TransactionStateTopic, Partitions: n, ReplicationFactor: max(rf, 1),
 		Configs: map[string]string{"cleanup.policy": "compact", "min.insync.replicas": fmt.Sprint(max(1, min(2, rf)))}}, false)
 	if err != nil && !errors.Is(err, raftfsm.ErrTopicExists) {
 		return fmt.Errorf("%w: create %s: %v", kafkaproto.ErrCoordinatorNotAvailable, admin.TransactionStateTopic, err)
@@ -135,10 +156,10 @@ func (s *Server) ensureTxnStateTopic(ctx context.Context, img *raftfsm.Image) er
 }
 
 // txnLog is __transaction_state for the coordinator.
-type txnLog struct{ s *Server }
+type txnLog struct{ t *Txn }
 
 func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error {
-	b := l.s.broker
+	b := l.t.c.Broker
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
@@ -151,7 +172,7 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 		ctx, cancel = context.WithTimeout(ctx, txnStoreTimeout)
 		defer cancel()
 	}
-	rec := broker.NewRecord{Key: key, Value: value, Timestamp: l.s.faults.now().UnixMilli()}
+	rec := broker.NewRecord{Key: key, Value: value, Timestamp: l.t.c.Now().UnixMilli()}
 	if _, err := p.Produce(ctx, broker.BuildBatch([]broker.NewRecord{rec}), -1); err != nil {
 		return fmt.Errorf("store transaction state: %w", coordinatorAppendError(err))
 	}
@@ -159,7 +180,7 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 }
 
 func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte)) error {
-	b := l.s.broker
+	b := l.t.c.Broker
 	if b == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
@@ -187,7 +208,7 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 			if serr != nil {
 				return fmt.Errorf("read %s-%d at %d: %w", admin.TransactionStateTopic, idx, res.Next, err)
 			}
-			l.s.logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.Next, "err", err)
+			l.t.c.Logger.Warn("skipping unreadable __transaction_state batch", "partition", idx, "offset", res.Next, "err", err)
 			res.Next = next
 		}
 		if res.Next <= off || res.Next >= res.HWM {
@@ -209,26 +230,26 @@ func sleepOrDone(ctx context.Context, d time.Duration) bool {
 }
 
 // txnCluster is the rest of the broker, as the coordinator asks for it.
-type txnCluster struct{ s *Server }
+type txnCluster struct{ t *Txn }
 
 func (c txnCluster) AllocateProducerID(ctx context.Context) (int64, error) {
-	return c.s.admin.AllocateProducerID(ctx)
+	return c.t.c.Admin.AllocateProducerID(ctx)
 }
 
 func (c txnCluster) PartitionExists(t kafkaproto.TopicPartition) bool {
 	if t.Topic == admin.TransactionStateTopic {
 		return false // never part of a transaction
 	}
-	img, _ := c.s.meta.Image()
+	img, _ := c.t.c.Meta.Image()
 	top, ok := img.Topics.Lookup(t.Topic)
 	return ok && t.Partition >= 0 && int(t.Partition) < len(top.Partitions)
 }
 
 func (c txnCluster) GroupPartition(ctx context.Context, group string) (kafkaproto.TopicPartition, error) {
-	if c.s.groups == nil {
+	if c.t.groups == nil {
 		return kafkaproto.TopicPartition{}, fmt.Errorf("%w: not a broker", kafkaproto.ErrCoordinatorNotAvailable)
 	}
-	p, err := c.s.groups.OffsetsPartition(ctx, group)
+	p, err := c.t.groups.OffsetsPartition(ctx, group)
 	if err != nil {
 		return kafkaproto.TopicPartition{}, err
 	}
@@ -236,11 +257,11 @@ func (c txnCluster) GroupPartition(ctx context.Context, group string) (kafkaprot
 }
 
 // txnMarkers writes markers where each partition's leader is.
-type txnMarkers struct{ s *Server }
+type txnMarkers struct{ t *Txn }
 
 func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kafkaproto.TopicPartition) []error {
 	errs := make([]error, len(parts))
-	img, _ := m.s.meta.Image()
+	img, _ := m.t.c.Meta.Image()
 	remote := map[int32][]int{}
 	for i, t := range parts {
 		leader := int32(-1)
@@ -256,8 +277,8 @@ func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kaf
 			errs[i] = nil
 		case leader < 0:
 			errs[i] = fmt.Errorf("%w: %s-%d", kafkaproto.ErrLeaderNotAvailable, t.Topic, t.Partition)
-		case leader == m.s.cfg.NodeID:
-			errs[i] = m.s.writeTxnMarker(ctx, mk, t)
+		case leader == m.t.c.NodeID:
+			errs[i] = m.t.WriteMarker(ctx, mk, t)
 		default:
 			remote[leader] = append(remote[leader], i)
 		}
@@ -267,41 +288,41 @@ func (m txnMarkers) WriteMarkers(ctx context.Context, mk txn.Marker, parts []kaf
 		for j, i := range idx {
 			ts[j] = parts[i]
 		}
-		for j, err := range m.s.sendTxnMarkers(ctx, leader, mk, ts) {
+		for j, err := range m.t.sendMarkers(ctx, leader, mk, ts) {
 			errs[idx[j]] = err
 		}
 	}
 	return errs
 }
 
-// writeTxnMarker ends a transaction in a partition this broker leads: in
+// WriteMarker ends a transaction in a partition this broker leads: in
 // __consumer_offsets the staged offsets of the groups it holds, elsewhere
 // a control batch.
-func (s *Server) writeTxnMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error {
-	if t.Topic == offsetsTopic {
-		return s.completeTxnOffsets(ctx, mk.ProducerID, mk.Commit, t.Partition)
+func (t *Txn) WriteMarker(ctx context.Context, mk txn.Marker, tp kafkaproto.TopicPartition) error {
+	if tp.Topic == offsetsTopic {
+		return t.completeOffsets(ctx, mk.ProducerID, mk.Commit, tp.Partition)
 	}
-	return s.appendTxnMarker(ctx, mk, t)
+	return t.appendMarker(ctx, mk, tp)
 }
 
-// appendTxnMarker appends a marker to a data partition led here
+// appendMarker appends a marker to a data partition led here
 // (broker.WriteTxnMarker: acks=all).
-func (s *Server) appendTxnMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error {
-	if s.broker == nil {
+func (t *Txn) appendMarker(ctx context.Context, mk txn.Marker, tp kafkaproto.TopicPartition) error {
+	if t.c.Broker == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
 	}
 	typ := segments.ControlAbort
 	if mk.Commit {
 		typ = segments.ControlCommit
 	}
-	_, err := s.broker.WriteTxnMarker(ctx, t.Topic, t.Partition, segments.Marker{ProducerID: mk.ProducerID,
+	_, err := t.c.Broker.WriteTxnMarker(ctx, tp.Topic, tp.Partition, segments.Marker{ProducerID: mk.ProducerID,
 		ProducerEpoch: mk.Epoch, CoordinatorEpoch: mk.CoordinatorEpoch, Type: typ})
 	return err
 }
 
-// sendTxnMarkers asks broker leader to write mk into parts
+// sendMarkers asks broker leader to write mk into parts
 // (WriteTxnMarkers over the inter-broker port), one error per partition.
-func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker, parts []kafkaproto.TopicPartition) []error {
+func (t *Txn) sendMarkers(ctx context.Context, leader int32, mk txn.Marker, parts []kafkaproto.TopicPartition) []error {
 	errs := make([]error, len(parts))
 	fail := func(err error) []error {
 		for i := range errs {
@@ -311,26 +332,26 @@ func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker
 	}
 	ctx, cancel := context.WithTimeout(ctx, txnMarkerTimeout)
 	defer cancel()
-	nc, err := s.dialBroker(ctx, leader)
+	nc, err := t.c.DialBroker(ctx, leader)
 	if err != nil {
 		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
 	}
-	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
+	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", t.c.NodeID))
 	defer kc.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	wm := kmsg.NewWriteTxnMarkersRequestMarker()
 	wm.ProducerID, wm.ProducerEpoch, wm.Committed, wm.CoordinatorEpoch = mk.ProducerID, mk.Epoch, mk.Commit, mk.CoordinatorEpoch
 	at := map[kafkaproto.TopicPartition]int{}
-	for i, t := range parts {
-		at[t] = i
-		if n := len(wm.Topics); n == 0 || wm.Topics[n-1].Topic != t.Topic {
+	for i, tp := range parts {
+		at[tp] = i
+		if n := len(wm.Topics); n == 0 || wm.Topics[n-1].Topic != tp.Topic {
 			wt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			wt.Topic = t.Topic
+			wt.Topic = tp.Topic
 			wm.Topics = append(wm.Topics, wt)
 		}
 		wt := &wm.Topics[len(wm.Topics)-1]
-		wt.Partitions = append(wt.Partitions, t.Partition)
+		wt.Partitions = append(wt.Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, wm)
 	resp := kmsg.NewPtrWriteTxnMarkersResponse()
@@ -352,11 +373,11 @@ func (s *Server) sendTxnMarkers(ctx context.Context, leader int32, mk txn.Marker
 	return errs
 }
 
-// completeTxnOffsets ends producer pid's staged offsets of the groups whose
+// completeOffsets ends producer pid's staged offsets of the groups whose
 // offsets live in partition idx of __consumer_offsets (led here).
-func (s *Server) completeTxnOffsets(ctx context.Context, pid int64, commit bool, idx int32) error {
-	if s.groups == nil {
+func (t *Txn) completeOffsets(ctx context.Context, pid int64, commit bool, idx int32) error {
+	if t.groups == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
 	}
-	return s.groups.CompleteTxnOffsets(ctx, pid, commit, idx)
+	return t.groups.CompleteTxnOffsets(ctx, pid, commit, idx)
 }

@@ -1,4 +1,4 @@
-package server
+package kafkadoor
 
 import (
 	"cmp"
@@ -17,42 +17,42 @@ import (
 // The Kafka cluster admin APIs (kafkaproto.ClusterAdmin): each goes
 // through the same server function as its HTTP twin.
 
-var _ kafkaproto.ClusterAdmin = (*kafkaBackend)(nil)
+var _ kafkaproto.ClusterAdmin = (*Backend)(nil)
 
 // ElectLeaders is electPartitions, the code path of HTTP elect-leaders.
-func (k *kafkaBackend) ElectLeaders(ctx context.Context, topic string, partitions []int32, unclean bool) (map[int32]error, error) {
+func (k *Backend) ElectLeaders(ctx context.Context, topic string, partitions []int32, unclean bool) (map[int32]error, error) {
 	mode := admin.ElectPreferred
 	if unclean {
 		mode = admin.ElectUnclean
 	}
-	results, _, err := k.s.admin.ElectPartitions(ctx, topic, partitions, mode, true)
+	results, _, err := k.cfg.Admin.ElectPartitions(ctx, topic, partitions, mode, true)
 	if err != nil {
-		return nil, toKafkaError(err)
+		return nil, toKafka(err)
 	}
 	for p, e := range results {
-		results[p] = toKafkaError(e)
+		results[p] = toKafka(e)
 	}
 	return results, nil
 }
 
 // ReassignPartition is startReassignment / cancelReassignment, the code
 // path of HTTP PUT / DELETE .../replicas.
-func (k *kafkaBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) error {
+func (k *Backend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) error {
 	if err := admin.RefuseInternal(topic, "reassign"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
 	var err error
 	if replicas == nil {
-		err = k.s.admin.CancelReassignment(ctx, topic, partition)
+		err = k.cfg.Admin.CancelReassignment(ctx, topic, partition)
 	} else {
-		err = k.s.admin.StartReassignment(ctx, topic, partition, replicas)
+		err = k.cfg.Admin.StartReassignment(ctx, topic, partition, replicas)
 	}
-	return toKafkaError(err)
+	return toKafka(err)
 }
 
 // LogDirs is this broker's partitions directory and the replicas in it.
-func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
-	b := k.s.broker
+func (k *Backend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
+	b := k.cfg.Broker
 	if b == nil { // a controller-only node holds no partitions
 		return nil, nil
 	}
@@ -60,7 +60,7 @@ func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 	if err != nil {
 		dir = b.Dir()
 	}
-	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafkaError(k.s.storage.Err())}
+	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafka(k.cfg.Storage.Err())}
 	var st syscall.Statfs_t
 	if syscall.Statfs(dir, &st) == nil {
 		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
@@ -83,11 +83,11 @@ func (k *kafkaBackend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 // Quorum is the raft status: every voter's as it reports it, and the
 // brokers that follow without voting as the active controller last heard
 // from them.
-func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
-	st := k.s.meta.Status()
+func (k *Backend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
+	st := k.cfg.Meta.Status()
 	q := kafkaproto.Quorum{LeaderID: st.LeaderID, LeaderEpoch: int32(st.Term), HighWatermark: int64(st.CommitIndex)}
 	voters := map[int32]bool{}
-	for _, c := range k.s.meta.ControllerStatuses(ctx) {
+	for _, c := range k.cfg.Meta.ControllerStatuses(ctx) {
 		voters[c.ID] = true
 		r := kafkaproto.QuorumReplica{ID: c.ID, LogEndOffset: -1, LastFetchMs: -1, LastCaughtUpMs: -1, Address: c.Address}
 		if c.Role != "unreachable" {
@@ -98,11 +98,11 @@ func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
 			q.LeaderEpoch, q.HighWatermark = int32(c.Term), int64(c.CommitIndex)
 		}
 	}
-	live, err := k.s.meta.BrokerLiveness(ctx)
+	live, err := k.cfg.Meta.BrokerLiveness(ctx)
 	if err != nil && !errors.Is(err, raftfsm.ErrNotLeader) {
-		return q, toKafkaError(fmt.Errorf("quorum observers: %w", err))
+		return q, toKafka(fmt.Errorf("quorum observers: %w", err))
 	}
-	img, _ := k.s.meta.Image()
+	img, _ := k.cfg.Meta.Image()
 	for id := range img.Brokers {
 		if voters[id] {
 			continue
@@ -118,26 +118,26 @@ func (k *kafkaBackend) Quorum(ctx context.Context) (kafkaproto.Quorum, error) {
 	return q, nil
 }
 
-var _ kafkaproto.PartitionAssigner = (*kafkaBackend)(nil)
+var _ kafkaproto.PartitionAssigner = (*Backend)(nil)
 
 // CreateAssignedPartitions is CreatePartitions with the new partitions'
 // replicas given.
-func (k *kafkaBackend) CreateAssignedPartitions(ctx context.Context, topic string, count int32, assignments [][]int32, validateOnly bool) error {
+func (k *Backend) CreateAssignedPartitions(ctx context.Context, topic string, count int32, assignments [][]int32, validateOnly bool) error {
 	if err := admin.RefuseInternal(topic, "add partitions to"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
-	return toKafkaError(k.s.admin.CreateAssignedPartitions(ctx, topic, count, assignments, validateOnly))
+	return toKafka(k.cfg.Admin.CreateAssignedPartitions(ctx, topic, count, assignments, validateOnly))
 }
 
-var _ kafkaproto.ProducerStates = (*kafkaBackend)(nil)
+var _ kafkaproto.ProducerStates = (*Backend)(nil)
 
 // ActiveProducers lists the idempotent producers a led partition
 // remembers, by id.
-func (k *kafkaBackend) ActiveProducers(_ context.Context, topic string, idx int32) ([]kafkaproto.ActiveProducer, error) {
-	p, err := k.s.broker.Partition(topic, idx)
+func (k *Backend) ActiveProducers(_ context.Context, topic string, idx int32) ([]kafkaproto.ActiveProducer, error) {
+	p, err := k.cfg.Broker.Partition(topic, idx)
 	if err != nil {
-		return nil, toKafkaError(err)
+		return nil, toKafka(err)
 	}
 	out, err := p.ActiveProducers()
-	return out, toKafkaError(err)
+	return out, toKafka(err)
 }

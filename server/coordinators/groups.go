@@ -1,10 +1,26 @@
-package server
+// Package coordinators runs the node's coordinators on a broker: it gives
+// the group coordinator (server/groups) its Backend and the transaction
+// coordinator (server/txn) its StateLog, MarkerWriter and Cluster, over
+// the partitions (server/broker), the metadata changes (server/admin), the
+// metrics and the inter-broker port. The coordinators' logic stays in
+// their packages, tested there with fakes of those interfaces; this is the
+// real thing behind them. It never imports the root package server, which
+// builds both once the broker runs (NewGroups, StartTxn) and closes them
+// before the broker.
+//
+// Goroutines: the transaction coordinator's leadership follower (Txn,
+// stopped by Txn.Close) besides the coordinators' own (see their
+// packages). Locks: none of its own; nothing here is called with a
+// coordinator's lock held but groups.Backend.Append (see server/groups).
+package coordinators
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"time"
 
 	"github.com/runnel/runnel/api"
@@ -14,38 +30,59 @@ import (
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/metrics"
 )
 
 // offsetsTopic is the group coordinator's internal topic.
 const offsetsTopic = groups.OffsetsTopic
 
+// Metadata is the metadata node as the coordinators read it; raftfsm.Node
+// implements it.
+type Metadata interface {
+	Image() (*raftfsm.Image, <-chan struct{})
+}
+
+// Config is the node as both coordinators reach it.
+type Config struct {
+	NodeID  int32
+	Meta    Metadata
+	Broker  *broker.Broker
+	Admin   *admin.Admin
+	Metrics *metrics.Metrics
+	// ReadRemote reads a partition led by broker leader (the HTTP door's
+	// forwarding: one hop); HTTPError translates a local read's error
+	// the way the HTTP door answers it (the group coordinator's HTTP
+	// members read through it).
+	ReadRemote func(ctx context.Context, leader int32, req api.ConsumeRequest) (api.ConsumeResult, error)
+	HTTPError  func(error) error
+	// DialBroker connects to another broker's inter-broker Kafka port
+	// (transaction markers).
+	DialBroker func(ctx context.Context, id int32) (net.Conn, error)
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
 // groupsBackend is what the group coordinator (server/groups) reaches of
 // this node: the metadata image, the controller, the offsets partitions led
 // here, reads of any partition and the lag metrics.
-type groupsBackend struct{ s *Server }
+type groupsBackend struct{ c Config }
 
 var _ groups.Backend = groupsBackend{}
 
-func newGroupCoordinator(s *Server) *groups.Coordinator {
-	return groups.New(groups.Config{
-		NodeID:            s.cfg.NodeID,
-		OffsetsPartitions: s.cfg.OffsetsTopicPartitions,
-		MinSessionTimeout: s.cfg.GroupMinSessionTimeout,
-		MaxSessionTimeout: s.cfg.GroupMaxSessionTimeout,
-		Logger:            s.logger.With("component", "groups"),
-		Now:               s.faults.now,
-	}, groupsBackend{s})
+// NewGroups builds the group coordinator of this broker (not started).
+func NewGroups(c Config, gc groups.Config) *groups.Coordinator {
+	return groups.New(gc, groupsBackend{c})
 }
 
-func (b groupsBackend) Image() (*raftfsm.Image, <-chan struct{}) { return b.s.meta.Image() }
+func (b groupsBackend) Image() (*raftfsm.Image, <-chan struct{}) { return b.c.Meta.Image() }
 
 func (b groupsBackend) CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error {
-	_, err := b.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs}, false)
+	_, err := b.c.Admin.CreateTopic(ctx, admin.TopicSpec{Name: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs}, false)
 	return err
 }
 
 func (b groupsBackend) Append(ctx context.Context, idx int32, recs []groups.Record) error {
-	br := b.s.broker
+	br := b.c.Broker
 	if br == nil {
 		return fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
 	}
@@ -81,7 +118,7 @@ func coordinatorAppendError(err error) error {
 }
 
 func (b groupsBackend) OffsetsLog(idx int32) (groups.Log, error) {
-	br := b.s.broker
+	br := b.c.Broker
 	if br == nil {
 		return nil, fmt.Errorf("%w: coordinator shutting down", kafkaproto.ErrCoordinatorNotAvailable)
 	}
@@ -133,8 +170,7 @@ func (l offsetsLog) BatchEnd(off int64) (int64, error) {
 // started here, even when this request was itself forwarded: the
 // coordinator's read is a request of its own).
 func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset int64, maxRecords, maxBytes int, uncommitted bool) (api.ConsumeResult, error) {
-	s := b.s
-	img, _ := s.meta.Image()
+	img, _ := b.c.Meta.Image()
 	top, ok := img.Topics.Lookup(t.Topic)
 	if !ok || int(t.Partition) >= len(top.Partitions) {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d", api.ErrUnknownPartition, t.Topic, t.Partition)
@@ -142,16 +178,16 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 	req := api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset, MaxRecords: max(maxRecords, 1), MaxBytes: max(maxBytes, 1),
 		ReadUncommitted: uncommitted}
 	leader := top.Partitions[t.Partition].Leader
-	if leader != s.cfg.NodeID {
+	if leader != b.c.NodeID {
 		if _, ok := img.Brokers[leader]; !ok {
 			return api.ConsumeResult{}, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
 		}
-		return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
+		return b.c.ReadRemote(ctx, leader, req)
 	}
-	res, err := s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset,
+	res, err := b.c.Broker.ReadRecords(ctx, broker.ReadRequest{Topic: t.Topic, Partition: t.Partition, Offset: offset,
 		MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, ReadUncommitted: uncommitted})
 	if err != nil {
-		return api.ConsumeResult{}, toHTTPError(err)
+		return api.ConsumeResult{}, b.c.HTTPError(err)
 	}
 	out := api.ConsumeResult{NextOffset: res.Next, HighWatermark: res.HWM, StartOffset: res.LogStart}
 	for _, r := range res.Records {
@@ -168,21 +204,20 @@ func (b groupsBackend) Read(ctx context.Context, t groups.TopicPartition, offset
 // OffsetForTime is the first offset whose record is at or after ts (the
 // end when there is none).
 func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartition, ts, end int64) (int64, error) {
-	s := b.s
-	img, _ := s.meta.Image()
+	img, _ := b.c.Meta.Image()
 	top := img.Topics.Get(t.Topic)
 	leader := top.Partitions[t.Partition].Leader
-	if leader == s.cfg.NodeID {
-		p, err := s.broker.Partition(t.Topic, t.Partition)
+	if leader == b.c.NodeID {
+		p, err := b.c.Broker.Partition(t.Topic, t.Partition)
 		if err != nil {
-			return 0, toHTTPError(err)
+			return 0, b.c.HTTPError(err)
 		}
 		return p.ResolveOffset(0, &ts, false)
 	}
 	if _, ok := img.Brokers[leader]; !ok {
 		return 0, fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Topic, t.Partition)
 	}
-	res, err := s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader),
+	res, err := b.c.ReadRemote(ctx, leader,
 		api.ConsumeRequest{Topic: t.Topic, Partition: t.Partition, Timestamp: &ts, MaxRecords: 1, MaxBytes: 1})
 	if err != nil {
 		return 0, err
@@ -194,9 +229,9 @@ func (b groupsBackend) OffsetForTime(ctx context.Context, t groups.TopicPartitio
 }
 
 func (b groupsBackend) SetGroupLag(group string, byTopic map[string]int64) {
-	b.s.metrics.SetGroupLag(group, byTopic)
+	b.c.Metrics.SetGroupLag(group, byTopic)
 }
-func (b groupsBackend) ForgetGroupLag(group string) { b.s.metrics.ForgetGroupLag(group) }
+func (b groupsBackend) ForgetGroupLag(group string) { b.c.Metrics.ForgetGroupLag(group) }
 func (b groupsBackend) Consumed(topic string, records, bytes int) {
-	b.s.metrics.Consumed(topic, records, bytes)
+	b.c.Metrics.Consumed(topic, records, bytes)
 }

@@ -1,9 +1,29 @@
-package server
+// Package kafkadoor is the Kafka door's adapter: Backend implements
+// kafkaproto's backend interfaces (Broker and its optional extensions:
+// groups, transactions, cluster admin, quotas, producer states, markers
+// from other brokers) over the node's packages: the partitions
+// (server/broker), the metadata changes both doors share (server/admin),
+// the coordinators (server/groups, server/txn), the quotas (server/quota)
+// and the metrics (server/metrics). It owns no state of its own but the
+// cached Kafka view of the metadata image and the dynamic broker configs
+// (log.level), and translates the packages' errors into kafkaproto's
+// sentinels through one table (kafkaErrors).
+//
+// The root package server builds one Backend per broker (after the broker
+// and the coordinators started) and hands it to kafkaproto.NewServer; this
+// package never imports server.
+//
+// Goroutines: none; every method runs on the listener's request
+// goroutines. Lock order: Backend.mu (the cached cluster) and
+// dynamicConfigs.mu are leaves; neither is held across a call into
+// another package.
+package kafkadoor
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"strconv"
@@ -13,13 +33,61 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/metrics"
+	"github.com/runnel/runnel/server/quota"
+	"github.com/runnel/runnel/server/txn"
 )
 
-// kafkaBackend is the server as the Kafka listener sees it.
-type kafkaBackend struct {
-	s *Server
+// Metadata is the metadata node as the Kafka door reads it; raftfsm.Node
+// implements it.
+type Metadata interface {
+	Image() (*raftfsm.Image, <-chan struct{})
+	Status() raftfsm.Status
+	ControllerStatuses(ctx context.Context) []raftfsm.Status
+	BrokerLiveness(ctx context.Context) (map[int32]raftfsm.Liveness, error)
+	Apply(ctx context.Context, cmd raftfsm.Command) (any, error)
+	CatchUp(ctx context.Context) error
+}
+
+// Config is what a Backend is made from; every field is set (Groups and
+// Txn too: the Kafka door runs on brokers only).
+type Config struct {
+	NodeID  int32
+	Meta    Metadata
+	Broker  *broker.Broker
+	Storage *broker.StorageHealth // the storage loop's last view (LogDirs)
+	Admin   *admin.Admin
+	Access  *access.Access // ACLs, users (SASL)
+	Groups  *groups.Coordinator
+	Txn     Txn
+	Quotas  *quota.Node
+	Metrics *metrics.Metrics
+	// BrokerConfigs are the node's read-only broker configs (the serve
+	// flags with a Kafka name), sorted or not; LogLevel, when set, is
+	// the level the node's logger reads (log.level, dynamic).
+	BrokerConfigs []StaticConfig
+	LogLevel      *slog.LevelVar
+	Logger        *slog.Logger
+}
+
+// Txn is the node's transaction coordinator as the Kafka door reaches it.
+type Txn interface {
+	// Coordinator is the coordinator (nil: not available on this node).
+	Coordinator() *txn.Coordinator
+	// CoordinatorOf names the broker coordinating a transactional id.
+	CoordinatorOf(ctx context.Context, id string) (int32, error)
+	// WriteMarker ends a transaction in a partition led here.
+	WriteMarker(ctx context.Context, mk txn.Marker, t kafkaproto.TopicPartition) error
+}
+
+// Backend is the node as the Kafka listener sees it. Safe for concurrent use.
+type Backend struct {
+	cfg     Config
+	dynamic dynamicConfigs
 
 	mu       sync.Mutex
 	cached   *kafkaproto.Cluster // built from cachedOf; guarded by mu
@@ -27,12 +95,32 @@ type kafkaBackend struct {
 }
 
 var (
-	_ kafkaproto.Broker             = (*kafkaBackend)(nil)
-	_ kafkaproto.ReplicatedProducer = (*kafkaBackend)(nil)
-	_ kafkaproto.TxnMarkerWriter    = (*kafkaBackend)(nil)
+	_ kafkaproto.Broker             = (*Backend)(nil)
+	_ kafkaproto.ReplicatedProducer = (*Backend)(nil)
+	_ kafkaproto.TxnMarkerWriter    = (*Backend)(nil)
+	_ kafkaproto.MetadataCatchUp    = (*Backend)(nil)
 )
 
-// kafkaErrors is the one table from server errors to the listener's sentinels.
+// New returns the Kafka door's backend over cfg.
+func New(cfg Config) *Backend {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	k := &Backend{cfg: cfg}
+	if cfg.LogLevel != nil {
+		k.dynamic.startLevel = cfg.LogLevel.Level()
+	}
+	return k
+}
+
+// translated is an error of a package under the Kafka sentinel it maps to
+// (errors.Is finds both).
+type translated struct{ kind, err error }
+
+func (e *translated) Error() string   { return e.err.Error() }
+func (e *translated) Unwrap() []error { return []error{e.kind, e.err} }
+
+// kafkaErrors is the one table from the node's errors to the listener's sentinels.
 var kafkaErrors = []struct{ from, to error }{
 	{broker.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrUnknownTopic, kafkaproto.ErrUnknownTopicOrPartition},
@@ -63,7 +151,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
 	{broker.ErrStorage, kafkaproto.ErrStorage},
 	{segments.ErrStorage, kafkaproto.ErrStorage},
-	// Cluster admin (kafkaclusteradmin.go).
+	// Cluster admin (clusteradmin.go).
 	{admin.ErrElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
 	{admin.ErrPreferredLeaderNotAvailable, kafkaproto.ErrPreferredLeaderNotAvailable},
 	{admin.ErrEligibleLeadersNotAvailable, kafkaproto.ErrEligibleLeadersNotAvailable},
@@ -72,25 +160,27 @@ var kafkaErrors = []struct{ from, to error }{
 	{raftfsm.ErrUnknownBroker, kafkaproto.ErrInvalidReplicaAssignment},
 	{raftfsm.ErrNoReassignment, kafkaproto.ErrNoReassignmentInProgress},
 	{raftfsm.ErrInvalidConfig, kafkaproto.ErrInvalidConfig},
-	// Transaction markers (txnmarkers.go).
+	// Transaction markers (broker/txnmarkers.go).
 	{broker.ErrCoordinatorFenced, kafkaproto.ErrTransactionCoordinatorFenced},
 }
 
-func toKafkaError(err error) error {
+// toKafka translates err for the listener (nil stays nil; an error the
+// table does not name goes as is).
+func toKafka(err error) error {
 	if err == nil {
 		return nil
 	}
 	for _, e := range kafkaErrors {
 		if errors.Is(err, e.from) {
-			return &translatedError{kind: e.to, err: err}
+			return &translated{kind: e.to, err: err}
 		}
 	}
 	return err
 }
 
 // Cluster converts the metadata image, once per image.
-func (k *kafkaBackend) Cluster() (*kafkaproto.Cluster, <-chan struct{}) {
-	img, changed := k.s.meta.Image()
+func (k *Backend) Cluster() (*kafkaproto.Cluster, <-chan struct{}) {
+	img, changed := k.cfg.Meta.Image()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.cachedOf != img {
@@ -99,8 +189,8 @@ func (k *kafkaBackend) Cluster() (*kafkaproto.Cluster, <-chan struct{}) {
 	return k.cached, changed
 }
 
-func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
-	c := &kafkaproto.Cluster{ClusterID: img.ClusterID, ControllerID: k.s.meta.Status().LeaderID, Self: k.s.cfg.NodeID}
+func (k *Backend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
+	c := &kafkaproto.Cluster{ClusterID: img.ClusterID, ControllerID: k.cfg.Meta.Status().LeaderID, Self: k.cfg.NodeID}
 	down := map[int32]bool{}
 	for _, b := range img.Brokers {
 		if b.State == raftfsm.BrokerFenced {
@@ -135,49 +225,49 @@ func (k *kafkaBackend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 	return c
 }
 
-func (k *kafkaBackend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
+func (k *Backend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
-		return kafkaproto.ProduceResult{}, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, toKafka(err)
 	}
-	p, err := k.s.broker.Partition(topic, partition)
+	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return kafkaproto.ProduceResult{}, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, toKafka(err)
 	}
 	res, err := p.Produce(ctx, batches, int(acks))
 	if err != nil {
-		return kafkaproto.ProduceResult{}, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, toKafka(err)
 	}
 	if !res.Duplicate {
-		k.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+		k.cfg.Metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart}, nil
 }
 
 // AppendForAcks splits an acks=all produce so the listener can read a
 // connection's next requests while this one waits for the in-sync replicas.
-func (k *kafkaBackend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
+func (k *Backend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, nil, toKafka(err)
 	}
-	p, err := k.s.broker.Partition(topic, partition)
+	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, nil, toKafka(err)
 	}
 	res, wait, err := p.AppendForAcks(batches, nil)
 	if err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafkaError(err)
+		return kafkaproto.ProduceResult{}, nil, toKafka(err)
 	}
 	if !res.Duplicate {
-		k.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+		k.cfg.Metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart},
-		func(ctx context.Context) error { return toKafkaError(wait(ctx)) }, nil
+		func(ctx context.Context) error { return toKafka(wait(ctx)) }, nil
 }
 
-func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
-	p, err := k.s.broker.Partition(req.Topic, req.Partition)
+func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
+	p, err := k.cfg.Broker.Partition(req.Topic, req.Partition)
 	if err != nil {
-		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafkaError(err)
+		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafka(err)
 	}
 	if err := p.CheckLeaderEpoch(req.CurrentLeaderEpoch); err != nil {
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, err
@@ -190,7 +280,7 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 		// end; it reads up to ours.
 		if err := p.FollowerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
 			hwm := p.HighWatermark()
-			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset()}, toKafkaError(err)
+			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset()}, toKafka(err)
 		}
 		chunk, err = p.ReadReplica(req.Offset, req.MaxBytes)
 	} else if req.ReadCommitted {
@@ -207,27 +297,27 @@ func (k *kafkaBackend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (
 		res.LastStableOffset = min(lso, hwm)
 	}
 	if err != nil {
-		return res, toKafkaError(err)
+		return res, toKafka(err)
 	}
 	if chunk != nil { // nil: read_committed at or past the LSO
 		res.Records = chunk
-		k.s.metrics.Consumed(req.Topic, 0, chunk.Len())
+		k.cfg.Metrics.Consumed(req.Topic, 0, chunk.Len())
 	}
 	return res, nil
 }
 
-func (k *kafkaBackend) Notify(topic string, partition int32) <-chan struct{} {
-	p, err := k.s.broker.Lookup(topic, partition)
+func (k *Backend) Notify(topic string, partition int32) <-chan struct{} {
+	p, err := k.cfg.Broker.Lookup(topic, partition)
 	if err != nil {
 		return nil
 	}
 	return p.Changed()
 }
 
-func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (int64, int64, int32, error) {
-	p, err := k.s.broker.Partition(topic, partition)
+func (k *Backend) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (int64, int64, int32, error) {
+	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return -1, -1, -1, toKafkaError(err)
+		return -1, -1, -1, toKafka(err)
 	}
 	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
 		return -1, -1, -1, err
@@ -239,21 +329,21 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	case -1:
 		if readCommitted {
 			lso, err := p.LSO()
-			return lso, -1, epoch, toKafkaError(err)
+			return lso, -1, epoch, toKafka(err)
 		}
 		return p.HighWatermark(), -1, epoch, nil
 	case -3:
 		off, ts, err := p.MaxTimestamp()
-		return off, ts, epoch, toKafkaError(err)
+		return off, ts, epoch, toKafka(err)
 	}
 	off, ts, ok, err := p.Log().OffsetForTimestamp(timestamp)
 	if err != nil {
-		return -1, -1, -1, toKafkaError(err)
+		return -1, -1, -1, toKafka(err)
 	}
 	limit := p.HighWatermark()
 	if readCommitted {
 		if limit, err = p.LSO(); err != nil {
-			return -1, -1, -1, toKafkaError(err)
+			return -1, -1, -1, toKafka(err)
 		}
 	}
 	if !ok || off >= limit {
@@ -262,28 +352,28 @@ func (k *kafkaBackend) ListOffset(ctx context.Context, topic string, partition i
 	return off, ts, epoch, nil
 }
 
-func (k *kafkaBackend) EndOffsetForEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, error) {
-	p, err := k.s.broker.Partition(topic, partition)
+func (k *Backend) EndOffsetForEpoch(ctx context.Context, topic string, partition int32, currentLeaderEpoch, leaderEpoch int32) (int32, int64, error) {
+	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return -1, -1, toKafkaError(err)
+		return -1, -1, toKafka(err)
 	}
 	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
 		return -1, -1, err
 	}
 	epoch, end, err := p.EndOffsetForEpoch(leaderEpoch)
 	if err != nil {
-		return -1, -1, toKafkaError(err)
+		return -1, -1, toKafka(err)
 	}
 	return epoch, end, nil
 }
 
-func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
+func (k *Backend) DeleteRecords(ctx context.Context, topic string, partition int32, offset int64) (int64, error) {
 	if err := admin.RefuseInternal(topic, "delete records of"); err != nil {
-		return -1, toKafkaError(err)
+		return -1, toKafka(err)
 	}
-	p, err := k.s.broker.Partition(topic, partition)
+	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return -1, toKafkaError(err)
+		return -1, toKafka(err)
 	}
 	hwm := p.HighWatermark()
 	if offset == -1 {
@@ -293,40 +383,40 @@ func (k *kafkaBackend) DeleteRecords(ctx context.Context, topic string, partitio
 		return -1, fmt.Errorf("%w: %d above the high watermark %d", kafkaproto.ErrOffsetOutOfRange, offset, hwm)
 	}
 	if err := p.Log().DeleteRecordsBefore(offset); err != nil {
-		return -1, toKafkaError(err)
+		return -1, toKafka(err)
 	}
 	return p.Log().StartOffset(), nil
 }
 
-func (k *kafkaBackend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
+func (k *Backend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
 	if err := admin.RefuseInternal(spec.Name, "create"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
-	_, err := k.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: spec.Name, Partitions: spec.Partitions,
+	_, err := k.cfg.Admin.CreateTopic(ctx, admin.TopicSpec{Name: spec.Name, Partitions: spec.Partitions,
 		ReplicationFactor: spec.ReplicationFactor, Configs: spec.Configs, Assignments: spec.Assignments}, validateOnly)
-	return toKafkaError(err)
+	return toKafka(err)
 }
 
-func (k *kafkaBackend) DeleteTopic(ctx context.Context, name string) error {
+func (k *Backend) DeleteTopic(ctx context.Context, name string) error {
 	if err := admin.RefuseInternal(name, "delete"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
-	return toKafkaError(k.s.admin.DeleteTopic(ctx, name))
+	return toKafka(k.cfg.Admin.DeleteTopic(ctx, name))
 }
 
-func (k *kafkaBackend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
+func (k *Backend) CreatePartitions(ctx context.Context, topic string, count int32, validateOnly bool) error {
 	if err := admin.RefuseInternal(topic, "add partitions to"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
-	return toKafkaError(k.s.admin.CreatePartitions(ctx, topic, count, validateOnly))
+	return toKafka(k.cfg.Admin.CreatePartitions(ctx, topic, count, validateOnly))
 }
 
-func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
+func (k *Backend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigResource) ([]kafkaproto.ConfigEntry, error) {
 	if res.Type == kafkaproto.ResourceBrokerLogger {
 		if err := k.checkBrokerResource(res.Name); err != nil {
 			return nil, err
 		}
-		return k.s.brokerLoggers(), nil
+		return k.brokerLoggers(), nil
 	}
 	if res.Type == kafkaproto.ResourceBroker {
 		if res.Name == "" { // cluster-wide dynamic defaults: runnel has none
@@ -335,9 +425,9 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 		if err := k.checkBrokerResource(res.Name); err != nil {
 			return nil, err
 		}
-		return k.s.brokerConfigs(), nil
+		return k.brokerConfigs(), nil
 	}
-	_, t, ok := k.s.admin.LookupTopic(ctx, res.Name)
+	_, t, ok := k.cfg.Admin.LookupTopic(ctx, res.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
 	}
@@ -359,12 +449,12 @@ func (k *kafkaBackend) DescribeConfigs(ctx context.Context, res kafkaproto.Confi
 	return out, nil
 }
 
-func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
+func (k *Backend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigResource, ops []kafkaproto.ConfigOp, validateOnly bool) error {
 	if res.Type == kafkaproto.ResourceBrokerLogger {
 		if err := k.checkBrokerResource(res.Name); err != nil {
 			return err
 		}
-		return k.s.alterBrokerLoggers(ops, validateOnly)
+		return k.alterBrokerLoggers(ops, validateOnly)
 	}
 	if res.Type == kafkaproto.ResourceBroker {
 		if res.Name == "" {
@@ -373,29 +463,29 @@ func (k *kafkaBackend) AlterConfigs(ctx context.Context, res kafkaproto.ConfigRe
 		if err := k.checkBrokerResource(res.Name); err != nil {
 			return err
 		}
-		return k.s.alterBrokerConfigs(ops, validateOnly)
+		return k.alterBrokerConfigs(ops, validateOnly)
 	}
 	if err := admin.RefuseInternal(res.Name, "reconfigure"); err != nil {
-		return toKafkaError(err)
+		return toKafka(err)
 	}
-	changes, listOps, err := k.s.topicConfigChanges(ctx, res.Name, ops, validateOnly)
+	changes, listOps, err := k.topicConfigChanges(ctx, res.Name, ops, validateOnly)
 	if err != nil {
 		return err
 	}
-	_, err = k.s.admin.AlterTopicConfigs(ctx, res.Name, changes, listOps, validateOnly)
-	return toKafkaError(err)
+	_, err = k.cfg.Admin.AlterTopicConfigs(ctx, res.Name, changes, listOps, validateOnly)
+	return toKafka(err)
 }
 
 // checkBrokerResource: a broker config resource must name this broker,
 // as in Kafka, where each broker answers for its own configs.
-func (k *kafkaBackend) checkBrokerResource(name string) error {
-	if name != strconv.Itoa(int(k.s.cfg.NodeID)) {
-		return fmt.Errorf("%w: unexpected broker id %q, this is broker %d", kafkaproto.ErrInvalidRequest, name, k.s.cfg.NodeID)
+func (k *Backend) checkBrokerResource(name string) error {
+	if name != strconv.Itoa(int(k.cfg.NodeID)) {
+		return fmt.Errorf("%w: unexpected broker id %q, this is broker %d", kafkaproto.ErrInvalidRequest, name, k.cfg.NodeID)
 	}
 	return nil
 }
 
-func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *string, timeout time.Duration, pid int64, epoch int16) (int64, int16, error) {
+func (k *Backend) InitProducerID(ctx context.Context, transactionalID *string, timeout time.Duration, pid int64, epoch int16) (int64, int16, error) {
 	if transactionalID != nil {
 		return k.initTransactionalProducer(ctx, *transactionalID, timeout, pid, epoch)
 	}
@@ -403,9 +493,9 @@ func (k *kafkaBackend) InitProducerID(ctx context.Context, transactionalID *stri
 	// Kafka's transaction coordinator answers it, whatever id and epoch it
 	// names (KIP-360's bump is for transactional ids): bumping the epoch of
 	// the id a request names would let any client fence any producer.
-	id, err := k.s.admin.AllocateProducerID(ctx)
+	id, err := k.cfg.Admin.AllocateProducerID(ctx)
 	if err != nil {
-		return -1, -1, toKafkaError(err)
+		return -1, -1, toKafka(err)
 	}
 	return id, 0, nil
 }
@@ -421,4 +511,18 @@ func splitKafkaAddr(addr string) (string, int32) {
 		return "", 0
 	}
 	return host, int32(port)
+}
+
+// CatchUpMetadata implements kafkaproto.MetadataCatchUp.
+func (k *Backend) CatchUpMetadata(ctx context.Context) bool {
+	return broker.CatchUpOnMiss(ctx, k.cfg.Meta)
+}
+
+// WriteTxnMarker serves WriteTxnMarkers (API 27) from the inter-broker
+// port: a marker from the transaction coordinator of another broker
+// (__consumer_offsets partitions complete the offsets staged by
+// TxnOffsetCommit, others get a control batch).
+func (k *Backend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
+	return toKafka(k.cfg.Txn.WriteMarker(ctx, txn.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch,
+		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, kafkaproto.TopicPartition{Topic: topic, Partition: partition}))
 }

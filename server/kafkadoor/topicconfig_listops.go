@@ -1,4 +1,4 @@
-package server
+package kafkadoor
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func listConfigOp(op kafkaproto.ConfigOp) (raftfsm.ConfigListOp, error) {
 	// (the state machine cannot run the config's check).
 	for _, v := range lo.Values {
 		if err := broker.ValidateTopicConfig(op.Name, v); err != nil {
-			return lo, toKafkaError(err)
+			return lo, toKafka(err)
 		}
 	}
 	return lo, nil
@@ -51,7 +51,7 @@ func listConfigOp(op kafkaproto.ConfigOp) (raftfsm.ConfigListOp, error) {
 // one on the topic's value goes to the state machine (raftfsm.ConfigListOp)
 // so that it applies to the value in the log's order, not to this node's
 // image, which may lag. A dry run works on the image.
-func (s *Server) topicConfigChanges(ctx context.Context, topic string, ops []kafkaproto.ConfigOp, validateOnly bool) (map[string]*string, []raftfsm.ConfigListOp, error) {
+func (k *Backend) topicConfigChanges(ctx context.Context, topic string, ops []kafkaproto.ConfigOp, validateOnly bool) (map[string]*string, []raftfsm.ConfigListOp, error) {
 	changes := map[string]*string{}
 	var listOps []raftfsm.ConfigListOp
 	dropListOps := func(name string) {
@@ -85,7 +85,7 @@ func (s *Server) topicConfigChanges(ctx context.Context, topic string, ops []kaf
 		case changed && v != nil:
 			current = *v
 		case !changed:
-			_, t, ok := s.admin.LookupTopic(ctx, topic)
+			_, t, ok := k.cfg.Admin.LookupTopic(ctx, topic)
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
 			}
