@@ -78,13 +78,15 @@ type Partition struct {
 	now func() time.Time
 
 	notifyMu sync.Mutex
-	notify   chan struct{} // closed when hwm advances or the partition goes away
+	// notify is closed when hwm advances or the partition goes away; nil
+	// while nobody waits (a million idle partitions hold no channel).
+	notify chan struct{}
 }
 
 // newPartition makes a partition replica whose log is open already (log
 // not nil) or is opened on first use by the broker (lazylog.go).
 func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *Partition {
-	p := &Partition{Topic: topic, Index: index, topicID: id, notify: make(chan struct{}),
+	p := &Partition{Topic: topic, Index: index, topicID: id,
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
@@ -116,13 +118,18 @@ func (p *Partition) applyConfig(cfgs map[string]string) {
 func (p *Partition) Changed() <-chan struct{} {
 	p.notifyMu.Lock()
 	defer p.notifyMu.Unlock()
+	if p.notify == nil {
+		p.notify = make(chan struct{})
+	}
 	return p.notify
 }
 
 func (p *Partition) wake() {
 	p.notifyMu.Lock()
-	close(p.notify)
-	p.notify = make(chan struct{})
+	if p.notify != nil {
+		close(p.notify)
+		p.notify = nil // the next Changed makes a new one
+	}
 	p.notifyMu.Unlock()
 }
 

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/runnel/runnel/segments"
 )
@@ -35,11 +37,16 @@ type TopicConfigDef struct {
 
 // TopicConfigDefs is every topic config runnel accepts, sorted by name:
 // the ones it honours and the rest of Kafka's set.
-func TopicConfigDefs() []TopicConfigDef {
+func TopicConfigDefs() []TopicConfigDef { return slices.Clone(topicConfigDefs()) }
+
+// topicConfigDefs is the table, sorted once: LookupTopicConfig runs for
+// every hosted partition a reconcile applies (a million at a restart), and
+// building and sorting it each time was most of that work.
+var topicConfigDefs = sync.OnceValue(func() []TopicConfigDef {
 	defs := append(honouredTopicConfigs(), kafkaOnlyTopicConfigs()...)
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs
-}
+})
 
 // honouredTopicConfigs are the topic configs runnel acts on.
 func honouredTopicConfigs() []TopicConfigDef {
@@ -62,7 +69,7 @@ func honouredTopicConfigs() []TopicConfigDef {
 }
 
 func LookupTopicConfig(name string) (TopicConfigDef, bool) {
-	defs := TopicConfigDefs()
+	defs := topicConfigDefs()
 	i := sort.Search(len(defs), func(i int) bool { return defs[i].Name >= name })
 	if i < len(defs) && defs[i].Name == name {
 		return defs[i], true
