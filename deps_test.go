@@ -13,8 +13,9 @@ import (
 // it and internode; the coordinators under server/ (server/groups) reach the
 // broker only through their own interfaces and import the leaves alone,
 // as does the data plane (server/broker) and the security surface
-// (server/access, over the leaf authorizer server/auth); only server composes them
-// (docs/architecture.md).
+// (server/access, over the leaf authorizer server/auth); the HTTP door's
+// adapter (server/httpdoor) builds on those packages, never on server; only
+// server composes them (docs/architecture.md).
 func TestPackageDependencyDirection(t *testing.T) {
 	const mod = "github.com/runnel/runnel"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
@@ -44,6 +45,9 @@ func TestPackageDependencyDirection(t *testing.T) {
 		// The Kafka door's adapter: never server.
 		"server/kafkadoor": {"kafkaproto", "raftfsm", "segments", "server/access", "server/admin",
 			"server/auth", "server/broker", "server/groups", "server/metrics", "server/quota", "server/txn"},
+		// The HTTP door's adapter: never server (which wires it).
+		"server/httpdoor": {"api", "kafkaproto", "raftfsm", "segments", "server/access", "server/admin",
+			"server/auth", "server/broker", "server/groups", "server/metrics"},
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {

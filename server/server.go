@@ -103,6 +103,7 @@ import (
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/coordinators"
 	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/httpdoor"
 	"github.com/runnel/runnel/server/kafkadoor"
 	"github.com/runnel/runnel/server/metrics"
 	"github.com/runnel/runnel/server/quota"
@@ -129,7 +130,7 @@ type Server struct {
 	httpSrv        *http.Server
 	tls            *tlsreload.Reloader // nil without --tls-cert-file
 	cancelRequests context.CancelFunc  // ends the contexts of HTTP requests
-	forward        *forwarder
+	forward        *httpdoor.Forwarder // forwarded HTTP, the door's (also the group coordinator's reads)
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
 	interHTTP   *connListener      // forwarded HTTP requests from other nodes
@@ -314,27 +315,29 @@ func (s *Server) open() (err error) {
 	})
 	s.quotas = quota.NewNode(func() *raftfsm.Image { img, _ := s.meta.Image(); return img }, s.admin.Apply)
 
-	handler, err := api.NewHandler(&httpBackend{s: s}, api.Options{
+	door := s.newHTTPDoor()
+	s.forward = door.Forwarder()
+	handler, err := api.NewHandler(&httpBackend{Door: door, s: s}, api.Options{
 		Logger:       s.logger.With("component", "http"),
 		Registerer:   reg,
 		UI:           web.Handler(),
 		MaxBodyBytes: s.cfg.MaxBodyBytes,
 		Limits:       s.cfg.HTTPLimits,
-		ClientAddr:   httpClientAddr,
+		ClientAddr:   httpdoor.ClientAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP API: %w", err)
 	}
-	s.forward = newForwarder(func(ctx context.Context, id int32) (net.Conn, error) {
-		return s.meta.DialNode(ctx, id, protoHTTP)
-	})
 	if s.cfg.Pprof {
 		handler = withPprof(handler)
 	}
 	reqCtx, cancelRequests := context.WithCancel(context.Background())
 	s.cancelRequests = cancelRequests
-	hostCheck := api.HostCheck(s.allowedHosts(), hostCheckExempt, s.logger.With("component", "http"))
-	s.httpSrv = &http.Server{BaseContext: s.baseContext(reqCtx), Handler: hostCheck(markForwarded(s.withAuth(s.withQuotas(s.groupsProxy(handler))))), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	allowed := httpdoor.AllowedHosts(s.cfg.HTTPAllowedHosts, advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr))
+	hostCheck := api.HostCheck(allowed, httpdoor.HostCheckExempt, s.logger.With("component", "http"))
+	s.httpSrv = &http.Server{BaseContext: httpdoor.BaseContext(reqCtx, s.interHTTP),
+		Handler:           hostCheck(httpdoor.MarkForwarded(s.withAuth(s.withQuotas(door.GroupsProxy(handler))))),
+		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
 	// knowledge (h2c) on the plaintext port, so one connection carries
 	// many concurrent produces and consumes (curl --http2-prior-knowledge).
@@ -398,7 +401,7 @@ func (s *Server) open() (err error) {
 			ReadRemote: func(ctx context.Context, leader int32, req api.ConsumeRequest) (api.ConsumeResult, error) {
 				// One forwarding hop started here, even when this request
 				// was itself forwarded: the coordinator's read is its own.
-				return s.forward.consume(context.WithValue(ctx, forwardedKey{}, false), nodeHost(leader), req)
+				return s.forward.Consume(ctx, httpdoor.NodeHost(leader), req)
 			},
 			HTTPError: toHTTPError, DialBroker: s.dialBroker, Now: s.faults.now, Logger: s.logger}
 		s.groups = coordinators.NewGroups(cc, groups.Config{NodeID: s.cfg.NodeID, OffsetsPartitions: s.cfg.OffsetsTopicPartitions,

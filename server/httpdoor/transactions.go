@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -24,14 +24,13 @@ import (
 
 const txnListTimeout = 5 * time.Second // per broker
 
-var _ api.TransactionsBackend = (*httpBackend)(nil)
+var _ api.TransactionsBackend = (*Door)(nil)
 
-func (h *httpBackend) ListTransactions(ctx context.Context, state string) ([]api.Transaction, error) {
+func (h *Door) ListTransactions(ctx context.Context, state string) ([]api.Transaction, error) {
 	if state != "" && !slices.Contains(kafkaproto.TxnStates, state) {
 		return nil, fmt.Errorf("%w: unknown transaction state %q", api.ErrInvalidRequest, state)
 	}
-	s := h.s
-	img, _ := s.meta.Image()
+	img, _ := h.cfg.Meta.Image()
 	var mu sync.Mutex
 	var out []api.Transaction
 	var errs []string
@@ -47,10 +46,10 @@ func (h *httpBackend) ListTransactions(ctx context.Context, state string) ([]api
 			defer cancel()
 			var ds []kafkaproto.TxnDescription
 			var err error
-			if id == s.cfg.NodeID {
-				ds, err = s.localTransactions(state)
+			if id == h.cfg.NodeID {
+				ds = h.cfg.Transactions(state)
 			} else {
-				ds, err = s.remoteTransactions(bctx, id, state)
+				ds, err = h.remoteTransactions(bctx, id, state)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -80,25 +79,13 @@ func apiTransaction(d kafkaproto.TxnDescription, coordinator int32) api.Transact
 	return t
 }
 
-// localTransactions describes this broker's transactional ids.
-func (s *Server) localTransactions(state string) ([]kafkaproto.TxnDescription, error) {
-	if s.txn == nil {
-		return nil, nil
-	}
-	var f kafkaproto.TxnFilter
-	if state != "" {
-		f.States = []string{state}
-	}
-	return s.txn.Coordinator().List(f), nil
-}
-
 // remoteTransactions asks broker id for its transactional ids.
-func (s *Server) remoteTransactions(ctx context.Context, id int32, state string) ([]kafkaproto.TxnDescription, error) {
-	nc, err := s.dialBroker(ctx, id)
+func (h *Door) remoteTransactions(ctx context.Context, id int32, state string) ([]kafkaproto.TxnDescription, error) {
+	nc, err := h.cfg.DialBroker(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", s.cfg.NodeID))
+	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", h.cfg.NodeID))
 	defer kc.Close()
 	lreq := kmsg.NewPtrListTransactionsRequest()
 	lreq.Version = 0

@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -14,34 +14,36 @@ import (
 
 type interNodeKey struct{}
 
-// baseContext marks requests that arrived on the inter-node listener.
-func (s *Server) baseContext(reqCtx context.Context) func(net.Listener) context.Context {
+// BaseContext (an http.Server's) marks requests that arrived on the
+// inter-node listener interLn; every request's context derives from reqCtx.
+func BaseContext(reqCtx context.Context, interLn net.Listener) func(net.Listener) context.Context {
 	inter := context.WithValue(reqCtx, interNodeKey{}, true)
 	return func(l net.Listener) context.Context {
-		if l == net.Listener(s.interHTTP) {
+		if l == interLn {
 			return inter
 		}
 		return reqCtx
 	}
 }
 
-// hostCheckExempt: requests forwarded by other nodes, and HTTPS requests (a
+// HostCheckExempt: requests forwarded by other nodes, and HTTPS requests (a
 // browser only completes TLS with a certificate valid for the name it
 // asked for, which a rebinding page's name is not).
-func hostCheckExempt(r *http.Request) bool {
+func HostCheckExempt(r *http.Request) bool {
 	v, _ := r.Context().Value(interNodeKey{}).(bool)
 	return v || r.TLS != nil
 }
 
-// allowedHosts is --http-allowed-hosts plus the names this node knows for
-// itself: its hostname and the host of its advertised HTTP address
-// (localhost and IP literals are always allowed by api.HostCheck).
-func (s *Server) allowedHosts() []string {
-	hosts := append([]string(nil), s.cfg.HTTPAllowedHosts...)
+// AllowedHosts is --http-allowed-hosts (allowed) plus the names this node
+// knows for itself: its hostname and the host of its advertised HTTP
+// address adv (localhost and IP literals are always allowed by
+// api.HostCheck).
+func AllowedHosts(allowed []string, adv string) []string {
+	hosts := append([]string(nil), allowed...)
 	if name, err := os.Hostname(); err == nil && name != "" {
 		hosts = append(hosts, name)
 	}
-	if adv := advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr); adv != "" {
+	if adv != "" {
 		if host, _, err := net.SplitHostPort(adv); err == nil {
 			hosts = append(hosts, host)
 		}
@@ -49,10 +51,10 @@ func (s *Server) allowedHosts() []string {
 	return hosts
 }
 
-// httpClientAddr is the client a request's per-client HTTP limits count
+// ClientAddr is the client a request's per-client HTTP limits count
 // under: none for requests other nodes forward (they count node-wide, not
 // against the forwarding node's address), else the remote host.
-func httpClientAddr(r *http.Request) string {
+func ClientAddr(r *http.Request) string {
 	if v, _ := r.Context().Value(interNodeKey{}).(bool); v {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"bytes"
@@ -29,11 +29,11 @@ const forwardedHeader = "X-Runnel-Forwarded"
 
 type forwardedKey struct{}
 
-// markForwarded records in the request context whether the request was
+// MarkForwarded records in the request context whether the request was
 // forwarded by another node. Only requests that came over the inter-node
 // port count: a client cannot set the header on the public port to change
 // how its request is routed.
-func markForwarded(next http.Handler) http.Handler {
+func MarkForwarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inter, _ := r.Context().Value(interNodeKey{}).(bool); inter && r.Header.Get(forwardedHeader) != "" {
 			ctx := context.WithValue(r.Context(), forwardedKey{}, true)
@@ -43,12 +43,15 @@ func markForwarded(next http.Handler) http.Handler {
 	})
 }
 
-func isForwarded(ctx context.Context) bool {
+// IsForwarded: the request was forwarded by another node (MarkForwarded).
+func IsForwarded(ctx context.Context) bool {
 	v, _ := ctx.Value(forwardedKey{}).(bool)
 	return v
 }
 
-type forwarder struct {
+// Forwarder sends HTTP requests to other nodes over the inter-node port.
+// Safe for concurrent use.
+type Forwarder struct {
 	client *http.Client
 }
 
@@ -57,10 +60,11 @@ type forwarder struct {
 // advertise to clients. A URL host "runnel-node-<id>" names a node.
 const nodeHostPrefix = "runnel-node-"
 
-func nodeHost(id int32) string { return nodeHostPrefix + strconv.Itoa(int(id)) }
+// NodeHost is the URL host that names node id to the Forwarder.
+func NodeHost(id int32) string { return nodeHostPrefix + strconv.Itoa(int(id)) }
 
-// newForwarder dials node hosts with dialNode and anything else directly.
-func newForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)) *forwarder {
+// NewForwarder dials node hosts with dialNode and anything else directly.
+func NewForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)) *Forwarder {
 	var direct net.Dialer
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, _, err := net.SplitHostPort(addr)
@@ -73,7 +77,7 @@ func newForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)
 		}
 		return direct.DialContext(ctx, network, addr)
 	}
-	return &forwarder{client: &http.Client{Transport: &http.Transport{
+	return &Forwarder{client: &http.Client{Transport: &http.Transport{
 		DialContext: dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute,
 	}}}
 }
@@ -103,7 +107,7 @@ func unb64(s *string) ([]byte, error) {
 
 // produce appends records (all for one partition) on the broker at addr and
 // returns the base offset.
-func (f *forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []broker.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
+func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []broker.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
 	out := make([]wireOutRecord, len(recs))
 	for i, r := range recs {
 		ts := r.Timestamp
@@ -144,8 +148,8 @@ func acksParam(acks int) string {
 	return strconv.Itoa(acks)
 }
 
-// consume reads one partition on the broker at addr.
-func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeRequest) (api.ConsumeResult, error) {
+// Consume reads one partition on the broker at addr (a NodeHost).
+func (f *Forwarder) Consume(ctx context.Context, addr string, req api.ConsumeRequest) (api.ConsumeResult, error) {
 	q := url.Values{"encoding": {"base64"}}
 	switch {
 	case req.Timestamp != nil:
@@ -225,12 +229,12 @@ func (f *forwarder) consume(ctx context.Context, addr string, req api.ConsumeReq
 
 // do sends one forwarded request; a problem answer becomes the api sentinel
 // of its type, so the client sees the leader's error as if local.
-func (f *forwarder) do(ctx context.Context, method, u string, body []byte, out any) error {
+func (f *Forwarder) do(ctx context.Context, method, u string, body []byte, out any) error {
 	return f.doWith(ctx, method, u, body, nil, out)
 }
 
 // doWith is do with extra request headers.
-func (f *forwarder) doWith(ctx context.Context, method, u string, body []byte, hdr http.Header, out any) error {
+func (f *Forwarder) doWith(ctx context.Context, method, u string, body []byte, hdr http.Header, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
 	if err != nil {
 		return err

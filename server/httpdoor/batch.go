@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 // exactly as a Kafka produce is (partition.append: framing, CRC, records,
 // max.message.bytes), never trusted.
 
-var _ api.BatchBackend = (*httpBackend)(nil)
+var _ api.BatchBackend = (*Door)(nil)
 
 // ProduceBatches implements api.BatchBackend. Batches go to the partition's
 // leader: a follower answers ErrNotLeader (GET /v1/topics/{topic} names the
 // leader), as batches are not re-encoded for the forwarder.
-func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partition int32, batches []byte, acks, maxRecords int) (int64, int, error) {
+func (h *Door) ProduceBatches(ctx context.Context, topic string, partition int32, batches []byte, acks, maxRecords int) (int64, int, error) {
 	p, err := h.batchPartition(ctx, topic, partition)
 	if err != nil {
 		return 0, 0, err
@@ -40,7 +40,7 @@ func (h *httpBackend) ProduceBatches(ctx context.Context, topic string, partitio
 	if err != nil {
 		return 0, 0, toHTTPError(err)
 	}
-	h.s.metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
+	h.cfg.Metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	if acks == api.AcksNone {
 		return -1, records, nil
 	}
@@ -71,11 +71,11 @@ func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 
 // batchPartition is the local leader of topic-partition for a batch
 // request.
-func (h *httpBackend) batchPartition(ctx context.Context, topic string, partition int32) (*broker.Partition, error) {
+func (h *Door) batchPartition(ctx context.Context, topic string, partition int32) (*broker.Partition, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
-	img, t, ok := h.s.admin.LookupTopic(ctx, topic)
+	img, t, ok := h.cfg.Admin.LookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
@@ -95,15 +95,15 @@ func (h *httpBackend) batchPartition(ctx context.Context, topic string, partitio
 // ConsumeBatches implements api.BatchBackend: stored batches below the high
 // watermark, each checked (segments.NextBatch: framing, CRC) before it is
 // served, long-polling like Consume.
-func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
-	_, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
+func (h *Door) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
+	_, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.BatchResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}
 	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
 		return api.BatchResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
 	}
-	p, err := h.s.broker.Partition(req.Topic, req.Partition)
+	p, err := h.cfg.Broker().Partition(req.Topic, req.Partition)
 	if err != nil {
 		return api.BatchResult{}, toHTTPError(err)
 	}
@@ -122,7 +122,7 @@ func (h *httpBackend) ConsumeBatches(ctx context.Context, req api.ConsumeRequest
 		res, err := p.ReadBatches(offset, req.MaxBytes, !req.ReadUncommitted)
 		if err != nil || res.Records > 0 || timer == nil {
 			if err == nil {
-				h.s.metrics.Consumed(req.Topic, res.Records, len(res.Batches))
+				h.cfg.Metrics.Consumed(req.Topic, res.Records, len(res.Batches))
 			}
 			return res, toHTTPError(err)
 		}

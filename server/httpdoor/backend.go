@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,20 +24,14 @@ import (
 // in-sync replicas (Kafka's request.timeout.ms default).
 const acksAllTimeout = 30 * time.Second
 
-// httpBackend is the server as the HTTP API sees it.
-type httpBackend struct {
-	s      *Server
-	sticky atomic.Uint32 // partition choice for records without key or partition
-}
-
 var (
-	_ api.Backend                 = (*httpBackend)(nil)
-	_ api.ControllersBackend      = (*httpBackend)(nil)
-	_ api.SeriesBackend           = (*httpBackend)(nil)
-	_ api.KafkaAPIVersionsBackend = (*httpBackend)(nil)
-	_ api.StorageBackend          = (*httpBackend)(nil)
+	_ api.Backend                 = (*Door)(nil)
+	_ api.ControllersBackend      = (*Door)(nil)
+	_ api.SeriesBackend           = (*Door)(nil)
+	_ api.KafkaAPIVersionsBackend = (*Door)(nil)
+	_ api.StorageBackend          = (*Door)(nil)
 
-	_ api.IdempotentProduceBackend = (*httpBackend)(nil)
+	_ api.IdempotentProduceBackend = (*Door)(nil)
 )
 
 // httpErrors is the one table from server errors to the api's sentinels.
@@ -76,6 +69,10 @@ var httpErrors = []struct{ from, to error }{
 	{broker.ErrIdempotencyKeyReused, api.ErrIdempotencyKeyReused},
 }
 
+// HTTPError translates err with the table (nil stays nil): the api's
+// problem writer then answers with the sentinel's status and type.
+func HTTPError(err error) error { return toHTTPError(err) }
+
 func toHTTPError(err error) error {
 	if err == nil {
 		return nil
@@ -100,8 +97,13 @@ type translatedError struct{ kind, err error }
 func (e *translatedError) Error() string   { return e.err.Error() }
 func (e *translatedError) Unwrap() []error { return []error{e.kind, e.err} }
 
-func (h *httpBackend) Ready() error {
-	if !h.s.ready.Load() {
+// allowed is the one authorizer (server/access).
+func (h *Door) allowed(principal, host, resourceType, name, op string) bool {
+	return h.cfg.Access.Allowed(principal, host, resourceType, name, op)
+}
+
+func (h *Door) Ready() error {
+	if !h.cfg.Ready() {
 		return api.ErrNotReady
 	}
 	return nil
@@ -109,11 +111,11 @@ func (h *httpBackend) Ready() error {
 
 // StorageError implements api.StorageBackend: which partitions of this
 // broker refuse writes since their disk failed, as the storage loop last saw.
-func (h *httpBackend) StorageError() error {
-	if h.s.storage == nil {
+func (h *Door) StorageError() error {
+	if h.cfg.Storage == nil {
 		return nil
 	}
-	return toHTTPError(h.s.storage.Err())
+	return toHTTPError(h.cfg.Storage.Err())
 }
 
 func errText(err error) string {
@@ -123,11 +125,11 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
-	img, _ := h.s.meta.Image()
-	st := h.s.meta.Status()
+func (h *Door) Cluster(ctx context.Context) (api.Cluster, error) {
+	img, _ := h.cfg.Meta.Image()
+	st := h.cfg.Meta.Status()
 	out := api.Cluster{ClusterID: img.ClusterID, LeaderID: st.LeaderID, Controllers: []api.Controller{}}
-	for _, c := range h.s.meta.ControllerStatuses(ctx) {
+	for _, c := range h.cfg.Meta.ControllerStatuses(ctx) {
 		out.Controllers = append(out.Controllers, api.Controller{ID: c.ID, Address: c.Address, Role: c.Role,
 			Term: c.Term, LastIndex: c.LastIndex, CommitIndex: c.CommitIndex})
 	}
@@ -135,32 +137,29 @@ func (h *httpBackend) Cluster(ctx context.Context) (api.Cluster, error) {
 	brokers, err := h.Brokers(ctx)
 	out.Brokers = brokers
 	out.UnderReplicated, out.Offline = metrics.PartitionHealth(img)
-	bi := BuildInfo()
-	out.Node = &api.NodeSelf{ID: h.s.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest(),
-		Build:        &api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion},
-		StorageError: errText(h.StorageError())}
-	for _, r := range h.s.cfg.Roles {
-		out.Node.Roles = append(out.Node.Roles, string(r))
-	}
+	build := h.cfg.Build
+	out.Node = &api.NodeSelf{ID: h.cfg.NodeID, MetadataOffset: int64(img.Index), MetadataDigest: img.Digest(),
+		Build: &build, StorageError: errText(h.StorageError())}
+	out.Node.Roles = append(out.Node.Roles, h.cfg.Roles...) // null when none, as before
 	return out, err
 }
 
-func (h *httpBackend) AddController(ctx context.Context, c api.ControllerChange) (api.Cluster, error) {
-	if err := h.s.meta.AddVoter(ctx, raftfsm.Server{ID: c.ID, Address: c.Address}); err != nil {
+func (h *Door) AddController(ctx context.Context, c api.ControllerChange) (api.Cluster, error) {
+	if err := h.cfg.Meta.AddVoter(ctx, raftfsm.Server{ID: c.ID, Address: c.Address}); err != nil {
 		return api.Cluster{}, toHTTPError(fmt.Errorf("add controller %d: %w", c.ID, err))
 	}
 	return h.Cluster(ctx)
 }
 
-func (h *httpBackend) RemoveController(ctx context.Context, id int32) (api.Cluster, error) {
-	if err := h.s.meta.RemoveVoter(ctx, id); err != nil {
+func (h *Door) RemoveController(ctx context.Context, id int32) (api.Cluster, error) {
+	if err := h.cfg.Meta.RemoveVoter(ctx, id); err != nil {
 		return api.Cluster{}, toHTTPError(fmt.Errorf("remove controller %d: %w", id, err))
 	}
 	return h.Cluster(ctx)
 }
 
-func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
-	img, _ := h.s.meta.Image()
+func (h *Door) Brokers(ctx context.Context) ([]api.Broker, error) {
+	img, _ := h.cfg.Meta.Image()
 	replicas, leaders := map[int32]int32{}, map[int32]int32{}
 	for _, t := range img.Topics.All() {
 		for _, p := range t.Partitions {
@@ -175,7 +174,7 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 	// Other brokers' applied metadata offsets come from their heartbeats,
 	// which the active controller keeps; without one, only ours is known.
 	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	live, _ := h.s.meta.BrokerLiveness(lctx)
+	live, _ := h.cfg.Meta.BrokerLiveness(lctx)
 	cancel()
 	out := make([]api.Broker, 0, len(img.Brokers))
 	for _, b := range img.Brokers {
@@ -186,7 +185,7 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 			ab.MetadataOffset = int64(l.AppliedIndex)
 			ab.StorageError = l.StorageError // from its last heartbeat
 		}
-		if b.ID == h.s.cfg.NodeID {
+		if b.ID == h.cfg.NodeID {
 			ab.MetadataOffset = int64(img.Index)
 			ab.StorageError = errText(h.StorageError())
 		}
@@ -196,8 +195,8 @@ func (h *httpBackend) Brokers(ctx context.Context) ([]api.Broker, error) {
 	return out, nil
 }
 
-func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.TopicPage, error) {
-	img, _ := h.s.meta.Image()
+func (h *Door) ListTopics(ctx context.Context, q api.ListQuery) (api.TopicPage, error) {
+	img, _ := h.cfg.Meta.Image()
 	principal := api.PrincipalFrom(ctx)
 	// The image keeps topics in name order: the page starts at the prefix
 	// or the cursor and stops one name past the limit (to tell that more
@@ -208,7 +207,7 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 		if !strings.HasPrefix(name, q.Prefix) || len(names) > q.Limit {
 			break
 		}
-		if q.Match(name) && h.s.allowed(principal, "*", "topic", name, "describe") { // as Kafka's Metadata: only the topics the principal may describe
+		if q.Match(name) && h.allowed(principal, "*", "topic", name, "describe") { // as Kafka's Metadata: only the topics the principal may describe
 			names = append(names, name)
 		}
 	}
@@ -217,7 +216,7 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 	for _, name := range names {
 		t := img.Topics.Get(name)
 		var size int64
-		for _, p := range h.s.broker.PartitionsOf(t.Name) {
+		for _, p := range h.cfg.Broker().PartitionsOf(t.Name) {
 			size += p.SizeBytes() // opens no log
 		}
 		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
@@ -226,11 +225,11 @@ func (h *httpBackend) ListTopics(ctx context.Context, q api.ListQuery) (api.Topi
 	return out, nil
 }
 
-func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {
+func (h *Door) CreateTopic(ctx context.Context, req api.CreateTopicRequest) (api.TopicDetail, error) {
 	if err := admin.RefuseInternal(req.Name, "create"); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
-	t, err := h.s.admin.CreateTopic(ctx, admin.TopicSpec{Name: req.Name, Partitions: req.Partitions,
+	t, err := h.cfg.Admin.CreateTopic(ctx, admin.TopicSpec{Name: req.Name, Partitions: req.Partitions,
 		ReplicationFactor: req.ReplicationFactor, Configs: req.Configs}, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
@@ -238,22 +237,22 @@ func (h *httpBackend) CreateTopic(ctx context.Context, req api.CreateTopicReques
 	return h.detail(t), nil
 }
 
-func (h *httpBackend) DescribeTopic(ctx context.Context, name string) (api.TopicDetail, error) {
-	_, t, ok := h.s.admin.LookupTopic(ctx, name)
+func (h *Door) DescribeTopic(ctx context.Context, name string) (api.TopicDetail, error) {
+	_, t, ok := h.cfg.Admin.LookupTopic(ctx, name)
 	if !ok {
 		return api.TopicDetail{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, name)
 	}
 	return h.detail(t), nil
 }
 
-func (h *httpBackend) detail(t *raftfsm.Topic) api.TopicDetail {
+func (h *Door) detail(t *raftfsm.Topic) api.TopicDetail {
 	d := api.TopicDetail{Name: t.Name, ID: uuidString(t.ID), ReplicationFactor: admin.ReplicationFactor(t),
 		Internal: admin.IsInternal(t.Name), Configs: map[string]string{}}
 	for k, v := range t.Configs {
 		d.Configs[k] = v
 	}
 	hosted := map[int32]*broker.Partition{}
-	for _, p := range h.s.broker.PartitionsOf(t.Name) {
+	for _, p := range h.cfg.Broker().PartitionsOf(t.Name) {
 		hosted[p.Index] = p
 	}
 	for i, pm := range t.Partitions {
@@ -284,18 +283,18 @@ func uuidString(id [16]byte) string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func (h *httpBackend) DeleteTopic(ctx context.Context, name string) error {
+func (h *Door) DeleteTopic(ctx context.Context, name string) error {
 	if err := admin.RefuseInternal(name, "delete"); err != nil {
 		return toHTTPError(err)
 	}
-	return toHTTPError(h.s.admin.DeleteTopic(ctx, name))
+	return toHTTPError(h.cfg.Admin.DeleteTopic(ctx, name))
 }
 
-func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (api.TopicDetail, error) {
+func (h *Door) AlterTopicConfigs(ctx context.Context, name string, set map[string]*string) (api.TopicDetail, error) {
 	if err := admin.RefuseInternal(name, "reconfigure"); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
-	t, err := h.s.admin.AlterTopicConfigs(ctx, name, set, nil, false)
+	t, err := h.cfg.Admin.AlterTopicConfigs(ctx, name, set, nil, false)
 	if err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
@@ -305,23 +304,23 @@ func (h *httpBackend) AlterTopicConfigs(ctx context.Context, name string, set ma
 // Produce groups records by partition, encodes one batch per partition and
 // checks every batch before appending any. A request another node forwarded
 // may carry an idempotency key (forwardedIdemKey).
-func (h *httpBackend) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
+func (h *Door) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
 	return h.produce(ctx, topic, records, acks, broker.ForwardedIdemKey(ctx))
 }
 
 // ProduceIdempotent implements api.IdempotentProduceBackend (idemkeys.go).
-func (h *httpBackend) ProduceIdempotent(ctx context.Context, topic string, records []api.ProduceRecord, acks int, key api.IdempotencyKey) ([]api.RecordOffset, error) {
+func (h *Door) ProduceIdempotent(ctx context.Context, topic string, records []api.ProduceRecord, acks int, key api.IdempotencyKey) ([]api.RecordOffset, error) {
 	k := broker.NewIdemKey(key.Principal, key.Key, key.Digest)
 	return h.produce(ctx, topic, records, acks, &k)
 }
 
 // produce is Produce; with k every partition's batch carries the key, and a
 // partition that already holds the key's batch answers with its offsets.
-func (h *httpBackend) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *broker.IdemKey) ([]api.RecordOffset, error) {
+func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *broker.IdemKey) ([]api.RecordOffset, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
-	img, t, ok := h.s.admin.LookupTopic(ctx, topic)
+	img, t, ok := h.cfg.Admin.LookupTopic(ctx, topic)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
@@ -338,7 +337,7 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		// A retry must place every record where the first try did.
 		sticky = int32(uint64(k.ID) % uint64(n))
 	}
-	now := h.s.faults.now().UnixMilli() // the records' CreateTime
+	now := h.cfg.Now().UnixMilli() // the records' CreateTime
 	byPart := map[int32][]broker.NewRecord{}
 	where := make([]api.RecordOffset, len(records))
 	for i, r := range records {
@@ -397,13 +396,13 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 		}
 		bases[part] = res.BaseOffset
 		if res.Duplicate {
-			h.s.metrics.IdempotentReplay(topic)
+			h.cfg.Metrics.IdempotentReplay(topic)
 		} else {
-			h.s.metrics.Produced(topic, len(byPart[part]), len(batch))
+			h.cfg.Metrics.Produced(topic, len(byPart[part]), len(batch))
 		}
 	}
 	for part, addr := range remote {
-		base, err := h.s.forward.produce(ctx, addr, topic, part, byPart[part], acks, k)
+		base, err := h.forward.produce(ctx, addr, topic, part, byPart[part], acks, k)
 		if err != nil {
 			return nil, err
 		}
@@ -421,23 +420,23 @@ func (h *httpBackend) produce(ctx context.Context, topic string, records []api.P
 
 // route finds where a partition is served: the local partition when this
 // broker leads it, else the leader's node host for the forwarder.
-func (h *httpBackend) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*broker.Partition, string, error) {
+func (h *Door) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, part int32) (*broker.Partition, string, error) {
 	leader := t.Partitions[part].Leader
-	if leader == h.s.cfg.NodeID && h.s.broker != nil {
-		p, err := h.s.broker.Partition(t.Name, part)
+	if b := h.cfg.Broker(); leader == h.cfg.NodeID && b != nil {
+		p, err := b.Partition(t.Name, part)
 		return p, "", toHTTPError(err)
 	}
 	if _, ok := img.Brokers[leader]; leader < 0 || !ok {
 		return nil, "", fmt.Errorf("%w: %s-%d has no leader", api.ErrNotLeader, t.Name, part)
 	}
-	if isForwarded(ctx) {
+	if IsForwarded(ctx) {
 		return nil, "", fmt.Errorf("%w: %s-%d is led by broker %d", api.ErrNotLeader, t.Name, part, leader)
 	}
-	return nil, nodeHost(leader), nil
+	return nil, NodeHost(leader), nil
 }
 
-func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
-	img, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
+func (h *Door) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
+	img, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}
@@ -447,9 +446,9 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
 		return api.ConsumeResult{}, err
 	} else if addr != "" {
-		return h.s.forward.consume(ctx, addr, req)
+		return h.forward.Consume(ctx, addr, req)
 	}
-	res, err := h.s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
+	res, err := h.cfg.Broker().ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
 		Offset: req.Offset, Timestamp: req.Timestamp, MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, Wait: req.Wait,
 		ReadUncommitted: req.ReadUncommitted, Markers: req.IncludeControl})
 	if err != nil && !(errors.Is(err, context.Canceled) && len(res.Records) > 0) {
@@ -468,18 +467,18 @@ func (h *httpBackend) Consume(ctx context.Context, req api.ConsumeRequest) (api.
 		bytes += len(r.Key) + len(r.Value)
 		out.Records = append(out.Records, cr)
 	}
-	h.s.metrics.Consumed(req.Topic, len(out.Records), bytes)
+	h.cfg.Metrics.Consumed(req.Topic, len(out.Records), bytes)
 	return out, nil
 }
 
-var _ api.ConsumeStreamer = (*httpBackend)(nil)
+var _ api.ConsumeStreamer = (*Door)(nil)
 
 // ConsumeEach is Consume handing the records to each straight from the
 // decoded batches (see api.ConsumeStreamer): no slice of records and no
 // copies of keys and values per response. Forwarded reads come back
 // whole from the leader and are handed over one by one.
-func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
-	img, t, ok := h.s.admin.LookupTopic(ctx, req.Topic)
+func (h *Door) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
+	img, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
 	if !ok {
 		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
 	}
@@ -489,7 +488,7 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
 		return api.ConsumeResult{}, err
 	} else if addr != "" {
-		res, err := h.s.forward.consume(ctx, addr, req)
+		res, err := h.forward.Consume(ctx, addr, req)
 		if err != nil {
 			return res, err
 		}
@@ -517,10 +516,10 @@ func (h *httpBackend) ConsumeEach(ctx context.Context, req api.ConsumeRequest, e
 		bytes += len(r.Key) + len(r.Value)
 		return each(&cr)
 	}
-	res, err := h.s.broker.ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
+	res, err := h.cfg.Broker().ReadRecords(ctx, broker.ReadRequest{Topic: req.Topic, Partition: req.Partition,
 		Offset: req.Offset, Timestamp: req.Timestamp, MaxRecords: req.MaxRecords, MaxBytes: req.MaxBytes, Wait: req.Wait,
 		ReadUncommitted: req.ReadUncommitted, Markers: req.IncludeControl, Each: emit})
-	h.s.metrics.Consumed(req.Topic, res.Count, bytes)
+	h.cfg.Metrics.Consumed(req.Topic, res.Count, bytes)
 	if err != nil && !(errors.Is(err, context.Canceled) && res.Count > 0) {
 		return api.ConsumeResult{}, toHTTPError(err)
 	}
@@ -539,14 +538,14 @@ func apiMarker(m *segments.Marker) *api.ControlMarker {
 	return &api.ControlMarker{Type: typ, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch}
 }
 
-func (h *httpBackend) Series(ctx context.Context) (api.Series, error) {
-	return h.s.metrics.Series(), nil
+func (h *Door) Series(ctx context.Context) (api.Series, error) {
+	return h.cfg.Metrics.Series(), nil
 }
 
 // KafkaAPIVersions lists what the Kafka listener implements; a node without
 // the listener answers 501.
-func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersion, error) {
-	if h.s.kafka == nil {
+func (h *Door) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersion, error) {
+	if !h.cfg.KafkaListener() {
 		return nil, fmt.Errorf("%w: this node runs no Kafka listener", api.ErrNotImplemented)
 	}
 	var out []api.KafkaAPIVersion
@@ -556,24 +555,24 @@ func (h *httpBackend) KafkaAPIVersions(ctx context.Context) ([]api.KafkaAPIVersi
 	return out, nil
 }
 
-func (h *httpBackend) ElectPreferredLeaders(ctx context.Context, topic string) (api.TopicDetail, error) {
-	if _, err := h.s.admin.ElectLeaders(ctx, topic); err != nil {
+func (h *Door) ElectPreferredLeaders(ctx context.Context, topic string) (api.TopicDetail, error) {
+	if _, err := h.cfg.Admin.ElectLeaders(ctx, topic); err != nil {
 		return api.TopicDetail{}, toHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)
 }
 
-var _ api.ReassignBackend = (*httpBackend)(nil)
+var _ api.ReassignBackend = (*Door)(nil)
 
-func (h *httpBackend) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) (api.TopicDetail, error) {
-	if err := h.s.admin.StartReassignment(ctx, topic, partition, replicas); err != nil {
+func (h *Door) ReassignPartition(ctx context.Context, topic string, partition int32, replicas []int32) (api.TopicDetail, error) {
+	if err := h.cfg.Admin.StartReassignment(ctx, topic, partition, replicas); err != nil {
 		return api.TopicDetail{}, reassignHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)
 }
 
-func (h *httpBackend) CancelReassignment(ctx context.Context, topic string, partition int32) (api.TopicDetail, error) {
-	if err := h.s.admin.CancelReassignment(ctx, topic, partition); err != nil {
+func (h *Door) CancelReassignment(ctx context.Context, topic string, partition int32) (api.TopicDetail, error) {
+	if err := h.cfg.Admin.CancelReassignment(ctx, topic, partition); err != nil {
 		return api.TopicDetail{}, reassignHTTPError(err)
 	}
 	return h.DescribeTopic(ctx, topic)

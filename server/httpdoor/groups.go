@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // other brokers' groups, proxies requests to a group's coordinator and
 // translates errors.
 
-var _ api.GroupsBackend = (*httpBackend)(nil)
+var _ api.GroupsBackend = (*Door)(nil)
 
 // groupHTTPErrors maps the coordinator's errors to the api's sentinels.
 var groupHTTPErrors = []struct{ from, to error }{
@@ -54,31 +54,32 @@ func groupHTTPError(err error) error {
 	return toHTTPError(err)
 }
 
-// groups returns the coordinator's HTTP view (requests for groups other
-// nodes coordinate were proxied to them by groupsProxy).
-func (h *httpBackend) groups() (groups.HTTP, error) {
-	if h.s.groups == nil {
+// coordinator returns the coordinator's HTTP view (requests for groups
+// other nodes coordinate were proxied to them by GroupsProxy).
+func (h *Door) coordinator() (groups.HTTP, error) {
+	c := h.cfg.Groups()
+	if c == nil {
 		return groups.HTTP{}, fmt.Errorf("%w: this node hosts no group coordinator", api.ErrNotLeader)
 	}
-	return h.s.groups.HTTP(), nil
+	return c.HTTP(), nil
 }
 
 // ListGroups merges the pages of every alive broker (each lists the groups
 // it coordinates) into one page of q.
-func (h *httpBackend) ListGroups(ctx context.Context, q api.ListQuery) (api.GroupPage, error) {
+func (h *Door) ListGroups(ctx context.Context, q api.ListQuery) (api.GroupPage, error) {
 	var page api.GroupPage
-	if c := h.s.groups; c != nil {
+	if c := h.cfg.Groups(); c != nil {
 		page, _ = c.HTTP().ListGroups(ctx, q)
 	}
-	if !isForwarded(ctx) {
-		img, _ := h.s.meta.Image()
+	if !IsForwarded(ctx) {
+		img, _ := h.cfg.Meta.Image()
 		for _, b := range img.Brokers {
-			if b.ID == h.s.cfg.NodeID || b.State != raftfsm.BrokerAlive {
+			if b.ID == h.cfg.NodeID || b.State != raftfsm.BrokerAlive {
 				continue
 			}
 			var res api.GroupList
-			if err := h.s.forward.do(ctx, http.MethodGet, "http://"+nodeHost(b.ID)+"/v1/groups?"+q.Values().Encode(), nil, &res); err != nil {
-				h.s.logger.Warn("list groups of broker", "broker", b.ID, "err", err)
+			if err := h.forward.do(ctx, http.MethodGet, "http://"+NodeHost(b.ID)+"/v1/groups?"+q.Values().Encode(), nil, &res); err != nil {
+				h.cfg.Logger.Warn("list groups of broker", "broker", b.ID, "err", err)
 				continue
 			}
 			page.Groups = append(page.Groups, res.Groups...)
@@ -92,8 +93,8 @@ func (h *httpBackend) ListGroups(ctx context.Context, q api.ListQuery) (api.Grou
 	return page, nil
 }
 
-func (h *httpBackend) DescribeGroup(ctx context.Context, name string) (api.GroupDetail, error) {
-	g, err := h.groups()
+func (h *Door) DescribeGroup(ctx context.Context, name string) (api.GroupDetail, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return api.GroupDetail{}, err
 	}
@@ -101,16 +102,16 @@ func (h *httpBackend) DescribeGroup(ctx context.Context, name string) (api.Group
 	return d, groupHTTPError(err)
 }
 
-func (h *httpBackend) DeleteGroup(ctx context.Context, name string) error {
-	g, err := h.groups()
+func (h *Door) DeleteGroup(ctx context.Context, name string) error {
+	g, err := h.coordinator()
 	if err != nil {
 		return err
 	}
 	return groupHTTPError(g.DeleteGroup(ctx, name))
 }
 
-func (h *httpBackend) GroupOffsets(ctx context.Context, name string) ([]api.GroupOffset, error) {
-	g, err := h.groups()
+func (h *Door) GroupOffsets(ctx context.Context, name string) ([]api.GroupOffset, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +119,8 @@ func (h *httpBackend) GroupOffsets(ctx context.Context, name string) ([]api.Grou
 	return out, groupHTTPError(err)
 }
 
-func (h *httpBackend) CommitGroupOffsets(ctx context.Context, name string, req api.GroupCommitRequest) ([]api.GroupOffset, error) {
-	g, err := h.groups()
+func (h *Door) CommitGroupOffsets(ctx context.Context, name string, req api.GroupCommitRequest) ([]api.GroupOffset, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return nil, err
 	}
@@ -127,8 +128,8 @@ func (h *httpBackend) CommitGroupOffsets(ctx context.Context, name string, req a
 	return out, groupHTTPError(err)
 }
 
-func (h *httpBackend) ResetGroupOffsets(ctx context.Context, name string, req api.GroupResetRequest) (api.GroupResetResult, error) {
-	g, err := h.groups()
+func (h *Door) ResetGroupOffsets(ctx context.Context, name string, req api.GroupResetRequest) (api.GroupResetResult, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return api.GroupResetResult{Group: name, DryRun: req.DryRun == nil || *req.DryRun}, err
 	}
@@ -136,14 +137,14 @@ func (h *httpBackend) ResetGroupOffsets(ctx context.Context, name string, req ap
 	return out, groupHTTPError(err)
 }
 
-func (h *httpBackend) JoinGroup(ctx context.Context, name string, req api.GroupJoinRequest) (api.GroupMembership, error) {
+func (h *Door) JoinGroup(ctx context.Context, name string, req api.GroupJoinRequest) (api.GroupMembership, error) {
 	// The member's polls read these topics: Kafka's Fetch needs read on each.
 	for _, t := range req.Topics {
-		if p := api.PrincipalFrom(ctx); !h.s.allowed(p, "*", "topic", t, "read") {
+		if p := api.PrincipalFrom(ctx); !h.allowed(p, "*", "topic", t, "read") {
 			return api.GroupMembership{}, fmt.Errorf("%w: %s may not read topic %q (no ACL allows it)", api.ErrForbidden, p, t)
 		}
 	}
-	g, err := h.groups()
+	g, err := h.coordinator()
 	if err != nil {
 		return api.GroupMembership{}, err
 	}
@@ -151,8 +152,8 @@ func (h *httpBackend) JoinGroup(ctx context.Context, name string, req api.GroupJ
 	return ms, groupHTTPError(err)
 }
 
-func (h *httpBackend) PollGroup(ctx context.Context, name, member string, req api.GroupPollRequest) (api.GroupPollResult, error) {
-	g, err := h.groups()
+func (h *Door) PollGroup(ctx context.Context, name, member string, req api.GroupPollRequest) (api.GroupPollResult, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return api.GroupPollResult{}, err
 	}
@@ -160,8 +161,8 @@ func (h *httpBackend) PollGroup(ctx context.Context, name, member string, req ap
 	return res, groupHTTPError(err)
 }
 
-func (h *httpBackend) CommitMember(ctx context.Context, name, member string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
-	g, err := h.groups()
+func (h *Door) CommitMember(ctx context.Context, name, member string, offsets []api.GroupOffset) ([]api.GroupOffset, error) {
+	g, err := h.coordinator()
 	if err != nil {
 		return nil, err
 	}
@@ -169,22 +170,22 @@ func (h *httpBackend) CommitMember(ctx context.Context, name, member string, off
 	return out, groupHTTPError(err)
 }
 
-func (h *httpBackend) LeaveGroup(ctx context.Context, name, member string) error {
-	g, err := h.groups()
+func (h *Door) LeaveGroup(ctx context.Context, name, member string) error {
+	g, err := h.coordinator()
 	if err != nil {
 		return err
 	}
 	return groupHTTPError(g.LeaveGroup(ctx, name, member))
 }
 
-// groupsProxy sends /v1/groups/{group}... requests to the node that
+// GroupsProxy sends /v1/groups/{group}... requests to the node that
 // coordinates the group (one hop: a proxied request is served where it
 // lands), so an HTTP member's calls may reach any node.
-func (s *Server) groupsProxy(next http.Handler) http.Handler {
+func (h *Door) GroupsProxy(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := ""
-		if name, ok := groupOfPath(r.URL); ok && !isForwarded(r.Context()) {
-			addr = s.groupCoordinatorHTTP(name)
+		if name, ok := groupOfPath(r.URL); ok && !IsForwarded(r.Context()) {
+			addr = h.groupCoordinatorHTTP(name)
 		}
 		if addr == "" {
 			next.ServeHTTP(w, r)
@@ -200,7 +201,7 @@ func (s *Server) groupsProxy(next http.Handler) http.Handler {
 					pr.Out.Header.Set(api.PrincipalHeader, p)
 				}
 			},
-			Transport: s.forward.client.Transport,
+			Transport: h.forward.client.Transport,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				api.WriteProblem(w, r, fmt.Errorf("%w: the group's coordinator (%s) is unreachable", api.ErrNotLeader, addr))
 			},
@@ -223,18 +224,18 @@ func groupOfPath(u *url.URL) (string, bool) {
 // groupCoordinatorHTTP is the forwarding host of the group's coordinator
 // (nodeHost: reached over the inter-node port) when it is another node
 // ("" when it is this one or unknown).
-func (s *Server) groupCoordinatorHTTP(group string) string {
-	img, _ := s.meta.Image()
+func (h *Door) groupCoordinatorHTTP(group string) string {
+	img, _ := h.cfg.Meta.Image()
 	t, ok := img.Topics.Lookup(groups.OffsetsTopic)
 	if !ok || len(t.Partitions) == 0 {
 		return ""
 	}
 	leader := t.Partitions[groups.Partition(group, int32(len(t.Partitions)))].Leader
-	if leader < 0 || leader == s.cfg.NodeID {
+	if leader < 0 || leader == h.cfg.NodeID {
 		return ""
 	}
 	if _, ok := img.Brokers[leader]; ok {
-		return nodeHost(leader)
+		return NodeHost(leader)
 	}
 	return ""
 }
