@@ -127,7 +127,16 @@ func TestLongPollWakesOnAppend(t *testing.T) {
 	prod := newClient(t, addr, kgo.DefaultProduceTopic("t"))
 	polled := make(chan kgo.Fetches, 1)
 	go func() { polled <- cons.PollFetches(ctx) }()
-	time.Sleep(200 * time.Millisecond) // let the consumer start waiting
+	// Produce only once the consumer's fetch found the partition empty: the
+	// listener is then waiting on (or about to select on) the partition's
+	// notification taken before that read, so the append must wake it; a
+	// record back before MaxWait proves the wake path ran.
+	for b.emptyFetches.Load() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the consumer never fetched the empty partition")
+		}
+		time.Sleep(time.Millisecond) // polling an observation, not ordering by time
+	}
 	if err := prod.ProduceSync(ctx, kgo.StringRecord("hello")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

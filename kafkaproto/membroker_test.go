@@ -28,8 +28,12 @@ type memBroker struct {
 	created int          // topics created so far: part of their ids
 	chunks  atomic.Int64 // open chunks, to find leaks
 	sockets atomic.Int64 // chunks written straight to a TCP socket (sendfile path)
-	host    string
-	port    int32
+	// emptyFetches counts fetches that found nothing to return: the
+	// listener took the partition's Notify channel before each (fetchWaits),
+	// so an append after one wakes the waiting fetch.
+	emptyFetches atomic.Int64
+	host         string
+	port         int32
 }
 
 type memTopic struct {
@@ -186,6 +190,9 @@ func (b *memBroker) Fetch(_ context.Context, req FetchRequest) (FetchResult, err
 			break
 		}
 		out = append(out, batch...)
+	}
+	if len(out) == 0 {
+		b.emptyFetches.Add(1)
 	}
 	b.chunks.Add(1)
 	res.Records = &memChunk{b: out, open: &b.chunks, sockets: &b.sockets}
