@@ -1,7 +1,8 @@
 // Package server is runnel's composition root: configuration, lifecycle and
 // roles, and the wiring that lets the two front doors, api (HTTP) and
-// kafkaproto (Kafka), reach the same partitions and metadata. The Kafka
-// door's adapter is package server/kafkadoor (its Backend implements
+// kafkaproto (Kafka), reach the same partitions and metadata. The HTTP
+// door's adapter is package server/httpdoor (httpwire.go wires it), the
+// Kafka door's is package server/kafkadoor (its Backend implements
 // kafkaproto's interfaces; the server builds it once the broker and the
 // coordinators run). The data plane (partitions following the metadata
 // image, replication, producer state) is package server/broker.
@@ -19,7 +20,7 @@
 // transactions and the aborted-transactions index of every replica, so the
 // last stable offset (broker/txnread.go) is right on a new leader too; Kafka
 // read_committed Fetch and ListOffsets and HTTP reads with
-// isolation=read_committed (the default; broker/data.go, httpbatch.go) stop at it.
+// isolation=read_committed (the default; broker/data.go, httpdoor/batch.go) stop at it.
 //
 // The metadata changes both doors make (topics, configs, reassignment,
 // leader elections, producer id blocks, the internal topics) are package
@@ -28,20 +29,24 @@
 //
 // The security surface (ACLs over the one authorizer, users, API tokens, UI
 // sessions, the HTTP audit log) is package server/access, reached by the
-// HTTP door through accessbackend.go and by the Kafka door directly; the
-// --auth flags and their rules stay here (auth.go, authmode.go,
-// hostcheck.go).
+// HTTP door through httpdoor/access.go and by the Kafka door through
+// kafkadoor/access.go; the --auth flags and their rules stay here (auth.go,
+// authmode.go), the Host check's exemptions are httpdoor/hostcheck.go.
 //
 // The coordinators are packages of their own: server/groups (consumer
 // groups; server/coordinators gives it the broker through groups.Backend, and
-// kafkadoor/groups.go / httpbackend_groups.go translate its errors for each
+// kafkadoor/groups.go / httpdoor/groups.go translate its errors for each
 // door) and server/txn (transactions). The inter-node port is package
 // internode, opened by raftfsm/quorum; the server registers 'K' (inter-broker Kafka,
-// muxlistener.go) and 'H' (forwarded HTTP, forward.go) on it.
+// muxlistener.go) and 'H' (forwarded HTTP, served by interHTTP; the HTTP
+// door's httpdoor/forward.go sends them) on it.
 //
 // Goroutines, all owned by the Server and stopped by Close (in this order):
 //   - the HTTP server on each HTTP listener and on interHTTP (forwarded
 //     requests), stopped by stopHTTP (graceful, then request contexts end);
+//     the HTTP door (server/httpdoor) runs on its goroutines and starts
+//     none of its own beyond a request's (ListTransactions's per-broker
+//     asks, waited for before the request returns);
 //   - admin.RunElections on a controller (stopElections; server/admin);
 //   - the Kafka listener's doors (client, TLS, inter-broker peers), through
 //     serveKafka, stopped by kafka.Close after interBroker closes;
@@ -61,9 +66,11 @@
 //
 // Lock order: the broker's locks (server/broker's doc) and the leaf locks of
 // server/access, server/admin, server/kafkadoor, server/metrics and
-// server/quota are taken inside those packages only; handoffs.mu is a leaf. No server lock is held while calling a coordinator,
-// and the group coordinator holds none of its locks while it calls back
-// (groups.Backend).
+// server/quota are taken inside those packages only; the HTTP door holds no
+// lock while it calls them or forwards a request (server/httpdoor's doc);
+// handoffs.mu is a leaf. No server lock is held while calling a
+// coordinator, and the group coordinator holds none of its locks while it
+// calls back (groups.Backend).
 //
 // Idempotent HTTP produce (Idempotency-Key) lives in broker/idemkeys.go: the key
 // travels in the producer fields of the batches a request writes, so it is
@@ -336,7 +343,7 @@ func (s *Server) open() (err error) {
 	allowed := httpdoor.AllowedHosts(s.cfg.HTTPAllowedHosts, advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr))
 	hostCheck := api.HostCheck(allowed, httpdoor.HostCheckExempt, s.logger.With("component", "http"))
 	s.httpSrv = &http.Server{BaseContext: httpdoor.BaseContext(reqCtx, s.interHTTP),
-		Handler:           hostCheck(httpdoor.MarkForwarded(s.withAuth(s.withQuotas(door.GroupsProxy(handler))))),
+		Handler:           hostCheck(httpdoor.MarkForwarded(door.WithAuth(s.withQuotas(door.GroupsProxy(handler))))),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
 	// knowledge (h2c) on the plaintext port, so one connection carries
