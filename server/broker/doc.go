@@ -27,7 +27,7 @@
 // broker_reconcile_test.go, replication_epochs_test.go,
 // producerstate_test.go, ...). Errors are this package's sentinels
 // (ErrNotLeader, ErrNotEnoughReplicas, ErrStorage, ...); each door
-// translates them in its one table (server/httpbackend.go,
+// translates them in its one table (server/httpdoor/backend.go,
 // server/kafkadoor/backend.go).
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run

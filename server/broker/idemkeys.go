@@ -352,7 +352,7 @@ func (p *Partition) scanLog(since time.Time, end int64, fn func(BatchView), from
 
 // idemKeyHeader carries a key from the node that took a request to the
 // partition leader it forwards to. Honored only on the inter-node port
-// (markForwarded), so a client cannot write under a key it did not send.
+// (httpdoor.MarkForwarded), so a client cannot write under a key it did not send.
 const IdemKeyHeader = "X-Runnel-Idempotency"
 
 func (k IdemKey) String() string { return fmt.Sprintf("%d.%d", k.ID, k.sum) }

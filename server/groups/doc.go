@@ -13,7 +13,7 @@
 // lag sampler), writes.go (each group's queue of records to append),
 // backend.go (Config, Backend and Log: what it needs from the broker). The server wires it (server/coordinators/groups.go) and translates its
 // errors for each door (server/kafkadoor/groups.go,
-// server/httpbackend_groups.go, which also proxies a group's HTTP requests to
+// server/httpdoor/groups.go, which also proxies a group's HTTP requests to
 // its coordinator).
 //
 // The coordinator of group g is the leader of partition
