@@ -169,27 +169,25 @@ func endOffsets(t *testing.T, c *apiClient, topic string) []int64 {
 }
 
 func TestHTTPLongPollWokenByProduce(t *testing.T) {
-	n := servertest.Start(t, servertest.Options{})
+	n := servertest.Start(t, servertest.Options{Args: []string{"--http-max-long-polls", "1"}})
 	c := newAPIClient(t, n)
 	c.json("POST", "/v1/topics", map[string]any{"name": "tail", "partitions": 1}, 201, nil)
 
 	// The poll asks for offset=latest, so it can only return a record that was
 	// produced after it resolved "latest": getting one back means the produce
-	// woke it. If the produce won the race, the poll times out empty and the
-	// round is repeated; correctness never depends on the pause below.
+	// woke it. The produce is sent once the node counts the poll among its
+	// long polls (startLongPoll); should it still land before the poll
+	// resolved "latest", the poll ends empty and the round is repeated.
 	for round := 0; round < 5; round++ {
 		want := fmt.Sprintf(`"wake-%d"`, round)
-		var got consumed
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			newAPIClient(t, n).json("GET", "/v1/topics/tail/partitions/0/records?offset=latest&wait_ms=20000", nil, 200, &got)
-		}()
-		time.Sleep(300 * time.Millisecond)
+		polled := startLongPoll(t, n, "/v1/topics/tail/partitions/0/records?offset=latest&wait_ms=10000")
 		c.json("POST", "/v1/topics/tail/records", map[string]any{"records": []map[string]any{{"value": json.RawMessage(want)}}}, 200, nil)
-		<-done
+		var got consumed
+		if err := json.Unmarshal(<-polled, &got); err != nil {
+			t.Fatal(err)
+		}
 		if len(got.Records) == 0 {
-			t.Logf("round %d: the produce landed before the poll started waiting; again", round)
+			t.Logf("round %d: the produce landed before the poll resolved latest; again", round)
 			continue
 		}
 		if len(got.Records) != 1 || string(got.Records[0].Value) != want || got.NextOffset != int64(round)+1 {
@@ -198,6 +196,42 @@ func TestHTTPLongPollWokenByProduce(t *testing.T) {
 		return
 	}
 	t.Fatal("no long poll was woken by a produce in 5 rounds")
+}
+
+// startLongPoll starts GET path, a waiting consume, on n, which runs with
+// --http-max-long-polls 1, and returns once the poll holds the node's one
+// long-poll slot: a probe poll is refused with 429 exactly then. The poll
+// asks again while a probe holds the slot. The channel gets its 200 body.
+func startLongPoll(t *testing.T, n *servertest.Node, path string) <-chan []byte {
+	t.Helper()
+	get := func(path string) (int, []byte) {
+		resp, err := http.Get(n.URL + path)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	polled := make(chan []byte, 1)
+	go func() {
+		for range 1000 { // bounded: a probe holds the slot for a millisecond
+			if status, body := get(path); status != http.StatusTooManyRequests {
+				if status != http.StatusOK {
+					body = []byte(fmt.Sprintf(`{"error":"status %d: %s"}`, status, body))
+				}
+				polled <- body
+				return
+			}
+		}
+		polled <- []byte(`{"error":"the poll never got the long-poll slot"}`)
+	}()
+	probe, _, _ := strings.Cut(path, "?")
+	servertest.WaitFor(t, 30*time.Second, "the long poll to hold the node's one long-poll slot", func() bool {
+		status, _ := get(probe + "?offset=latest&wait_ms=1")
+		return status == http.StatusTooManyRequests
+	})
+	return polled
 }
 
 func TestRestartKeepsEverything(t *testing.T) {
@@ -259,7 +293,7 @@ func TestHTTPKafkaAPIVersionsAndCluster(t *testing.T) {
 // SIGTERM ends open live-tail streams and long polls after a short grace
 // instead of waiting for them through the whole shutdown timeout.
 func TestShutdownEndsStreams(t *testing.T) {
-	n := servertest.Start(t, servertest.Options{})
+	n := servertest.Start(t, servertest.Options{Args: []string{"--http-max-long-polls", "1"}})
 	c := newAPIClient(t, n)
 	c.json("POST", "/v1/topics", map[string]any{"name": "tailed", "partitions": 1}, 201, nil)
 	resp, err := http.Get(n.URL + "/v1/topics/tailed/records/stream?offset=latest")
@@ -272,15 +306,9 @@ func TestShutdownEndsStreams(t *testing.T) {
 		_, err := io.Copy(io.Discard, resp.Body)
 		ended <- err
 	}()
-	poll := make(chan struct{})
-	go func() {
-		defer close(poll)
-		r, err := http.Get(n.URL + "/v1/topics/tailed/partitions/0/records?offset=latest&wait_ms=60000")
-		if err == nil {
-			r.Body.Close()
-		}
-	}()
-	time.Sleep(300 * time.Millisecond)
+	// The stream is open (its headers came back); the poll is waiting once
+	// it holds the node's one long-poll slot.
+	poll := startLongPoll(t, n, "/v1/topics/tailed/partitions/0/records?offset=latest&wait_ms=60000")
 	n.Stop()
 	<-ended
 	<-poll
