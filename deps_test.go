@@ -34,7 +34,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "internal/warnlimit"}, // the data plane: never server
 		"server/access":      {"api", "raftfsm", "server/auth"},                                               // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":        nil,                                                                             // the one authorizer: a leaf
-		"server/quota":       {"raftfsm"},                                                                     // the quota meters, and the node's table of them (quota.Node)
+		"server/quota":       {"api", "raftfsm"},                                                              // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)
 		"server/connrate":    nil,                                                                             // the connection creation rate limiter: a leaf
 		"server/admin":       {"raftfsm", "server/broker", "server/groups"},                                   // both doors' metadata changes and elections; never server
 		"server/metrics":     {"api", "raftfsm"},                                                              // the Prometheus collectors and the UI's series

@@ -13,7 +13,7 @@ import (
 
 // The HTTP door's adapter is package server/httpdoor; this file wires it:
 // the node's pieces as an httpdoor.Config, and the backend the API serves,
-// the door plus the HTTP halves still in this package (quotas.go).
+// the door plus the HTTP halves still in this package (httpbackend_quotas.go).
 
 // httpBackend is the server as the HTTP API sees it.
 type httpBackend struct {

@@ -342,8 +342,9 @@ func (s *Server) open() (err error) {
 	s.cancelRequests = cancelRequests
 	allowed := httpdoor.AllowedHosts(s.cfg.HTTPAllowedHosts, advertised(s.cfg.HTTPAdvertisedAddr, s.cfg.HTTPAddr))
 	hostCheck := api.HostCheck(allowed, httpdoor.HostCheckExempt, s.logger.With("component", "http"))
+	forwarded := func(r *http.Request) bool { return httpdoor.IsForwarded(r.Context()) }
 	s.httpSrv = &http.Server{BaseContext: httpdoor.BaseContext(reqCtx, s.interHTTP),
-		Handler:           hostCheck(httpdoor.MarkForwarded(door.WithAuth(s.withQuotas(door.GroupsProxy(handler))))),
+		Handler:           hostCheck(httpdoor.MarkForwarded(door.WithAuth(s.quotas.HTTP(door.GroupsProxy(handler), forwarded)))),
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
 	// knowledge (h2c) on the plaintext port, so one connection carries

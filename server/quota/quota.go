@@ -11,9 +11,10 @@
 // to r as W grows.
 //
 // Node (node.go) is a node's quotas: the table of the current metadata
-// image (raftfsm, the only runnel package it imports), the node's meters,
-// and changes proposed to the controller. Goroutines: none. Lock order:
-// the Throttler's mutex is a leaf.
+// image (raftfsm), the node's meters, and changes proposed to the
+// controller; Node.HTTP (http.go) is the HTTP door's enforcement (api's
+// principal and problem answers). Those are the only runnel packages it
+// imports. Goroutines: none. Lock order: the Throttler's mutex is a leaf.
 package quota
 
 import (
