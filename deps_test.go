@@ -13,9 +13,11 @@ import (
 // it and internode; the coordinators under server/ (server/groups) reach the
 // broker only through their own interfaces and import the leaves alone,
 // as does the data plane (server/broker) and the security surface
-// (server/access, over the leaf authorizer server/auth); the HTTP door's
-// adapter (server/httpdoor) builds on those packages, never on server; only
-// server composes them (docs/architecture.md).
+// (server/access, over the leaf authorizer server/auth); the doors'
+// adapters (server/httpdoor, server/kafkadoor), the coordinators' backends
+// (server/coordinators) and the shared metadata changes (server/admin)
+// build on those packages, never on server; only server composes them
+// (docs/architecture.md).
 func TestPackageDependencyDirection(t *testing.T) {
 	const mod = "github.com/runnel/runnel"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()

@@ -36,7 +36,7 @@ import (
 // offsetsTopic is the group coordinator's internal topic.
 const offsetsTopic = groups.OffsetsTopic
 
-// Metadata is the metadata node as the coordinators read it; raftfsm.Node
+// Metadata is the metadata node as the coordinators read it; quorum.Node
 // implements it.
 type Metadata interface {
 	Image() (*raftfsm.Image, <-chan struct{})

@@ -42,7 +42,7 @@ import (
 	"github.com/runnel/runnel/server/txn"
 )
 
-// Metadata is the metadata node as the Kafka door reads it; raftfsm.Node
+// Metadata is the metadata node as the Kafka door reads it; quorum.Node
 // implements it.
 type Metadata interface {
 	Image() (*raftfsm.Image, <-chan struct{})
