@@ -1,9 +1,15 @@
-// Package api is runnel's HTTP front door: the chi router, one handler group per
-// resource, request validation against openapi.yaml (kin-openapi), RFC 9457
-// problem responses, the SSE live tail and the docs page.
+// Package api is runnel's HTTP contract: the Backend interface a node
+// implements (and the optional interfaces beside it), the request and
+// response types, the error table and its RFC 9457 problem writer, the
+// record codecs (the produce decoder, the consume encoder) and the
+// middleware the server puts in front of everything (HostCheck,
+// Authenticate, Authorize). The HTTP handler that serves openapi.yaml over
+// this contract (chi router, one handler group per resource, request
+// validation, the SSE live tail, the docs page, the node's HTTP limits) is
+// package api/rest.
 //
 // api imports no other project package. It declares the narrow Backend interface
-// it needs; server implements it. Optional features are optional interfaces
+// the handler needs; server implements it. Optional features are optional interfaces
 // (SeriesBackend, KafkaAPIVersionsBackend, ...) checked with a type assertion; a
 // backend without one answers that endpoint with 501.
 //
@@ -13,6 +19,7 @@ package api
 
 import (
 	"context"
+	"encoding/base64"
 	"net/url"
 	"slices"
 	"strconv"
@@ -225,7 +232,7 @@ func (q ListQuery) Values() url.Values {
 		v.Set("prefix", q.Prefix)
 	}
 	if q.After != "" {
-		v.Set("cursor", encodeCursor(q.After))
+		v.Set("cursor", EncodeCursor(q.After))
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -236,6 +243,25 @@ func (q ListQuery) Values() url.Values {
 // Match reports whether name belongs to the list q pages through.
 func (q ListQuery) Match(name string) bool {
 	return strings.HasPrefix(name, q.Prefix) && name > q.After
+}
+
+// A list cursor is the last name of the page before, opaque to clients
+// (base64url with a version prefix, so its form can change).
+const cursorPrefix = "n1:"
+
+// EncodeCursor is the cursor of the page after the one ending with last.
+func EncodeCursor(last string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + last))
+}
+
+// DecodeCursor is the last name of the page before c (a query.cursor
+// field error for a cursor this server did not return).
+func DecodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return "", &FieldError{Field: "query.cursor", Err: ErrInvalidRequest, Msg: "not a cursor this server returned"}
+	}
+	return strings.TrimPrefix(string(b), cursorPrefix), nil
 }
 
 // TopicPage is one page of topics and whether more follow it.

@@ -20,18 +20,22 @@ const (
 	EncodingBase64 = "base64"
 )
 
+// DefaultMaxProduceRecords is the default of the most records one produce
+// request may carry (the handler's Limits.MaxProduceRecords).
+const DefaultMaxProduceRecords = 10000
+
 func isNDJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "application/x-ndjson"
 }
 
-// decodeProduce decodes a produce body of either content type. It checks
+// DecodeProduce decodes a produce body of either content type. It checks
 // everything the backend does not need to: a nil error means every record is
 // well formed. Both decoders stream: one json.Decoder walks the body, counts
 // records as it goes and stops at maxRecords before decoding one more, so
 // memory follows what the records keep (at most their bytes plus a fixed
 // size each), never a copy of the whole body as generic values.
-func decodeProduce(contentType string, body []byte, enc string, maxRecords int) ([]ProduceRecord, error) {
+func DecodeProduce(contentType string, body []byte, enc string, maxRecords int) ([]ProduceRecord, error) {
 	if isNDJSON(contentType) {
 		return decodeProduceNDJSON(body, enc, maxRecords)
 	}
@@ -100,6 +104,16 @@ func strictUnmarshal(data []byte, v any) error {
 	return nil
 }
 
+// DecodeJSON decodes a JSON request body into v strictly (unknown fields
+// and trailing data refused); its errors are body field errors
+// (ErrMalformedJSON or ErrInvalidRequest).
+func DecodeJSON(body []byte, v any) error {
+	if err := strictUnmarshal(body, v); err != nil {
+		return jsonProblem("body", err)
+	}
+	return nil
+}
+
 // jsonProblem classifies a decode error: syntax → malformed JSON, else invalid.
 func jsonProblem(field string, err error) error {
 	var se *json.SyntaxError
@@ -113,9 +127,9 @@ func jsonProblem(field string, err error) error {
 	return &FieldError{Field: field, Err: ErrInvalidRequest, Msg: err.Error()}
 }
 
-// parseNonNegative reads a JSON integer in [0, max] ("-0" is 0) without
+// ParseNonNegative reads a JSON integer in [0, max] ("-0" is 0) without
 // converting it to a string first.
-func parseNonNegative(raw []byte, max int64) (int64, bool) {
+func ParseNonNegative(raw []byte, max int64) (int64, bool) {
 	digits := raw
 	if len(digits) > 0 && digits[0] == '-' {
 		digits = digits[1:]
@@ -140,8 +154,8 @@ func parseNonNegative(raw []byte, max int64) (int64, bool) {
 	return n, true
 }
 
-// recordSize is what the byte counters count: key, value and headers.
-func recordSize(key, value []byte, hs []Header) int64 {
+// RecordSize is what the byte counters count: key, value and headers.
+func RecordSize(key, value []byte, hs []Header) int64 {
 	n := int64(len(key) + len(value))
 	for _, h := range hs {
 		n += int64(len(h.Key) + len(h.Value))
@@ -149,8 +163,8 @@ func recordSize(key, value []byte, hs []Header) int64 {
 	return n
 }
 
-// wireConsumed is ConsumedRecord in JSON (schema ConsumedRecord).
-type wireConsumed struct {
+// ConsumedJSON is ConsumedRecord in JSON (schema ConsumedRecord).
+type ConsumedJSON struct {
 	Partition       int32              `json:"partition"`
 	Offset          int64              `json:"offset"`
 	Timestamp       int64              `json:"timestamp"`
@@ -190,13 +204,13 @@ func encodeHeaders(hs []Header, enc string) []wireHeader {
 	return out
 }
 
-// encodeRecord renders a record with the documented rule: base64 encoding is
+// EncodeRecord renders a record with the documented rule: base64 encoding is
 // always base64; otherwise keys/headers are strings when valid UTF-8, values
 // are JSON (json encoding, when valid JSON) or strings (valid UTF-8), and
 // anything else falls back to base64, said by the *_encoding fields.
 // value_encoding tells a JSON string value ("json") from text ("string").
-func encodeRecord(r ConsumedRecord, enc string) wireConsumed {
-	w := wireConsumed{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
+func EncodeRecord(r ConsumedRecord, enc string) ConsumedJSON {
+	w := ConsumedJSON{Partition: r.Partition, Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli()}
 	w.Key, w.KeyEncoding = textOrBase64(r.Key, enc)
 	w.Value, w.ValueEncoding = encodeValue(r.Value, enc)
 	w.HeaderList = encodeHeaders(r.Headers, enc)

@@ -57,7 +57,7 @@ func FuzzDecodeProduceAlloc(f *testing.F) {
 		if sel&4 != 0 {
 			ctype = "application/x-ndjson"
 		}
-		n := allocated(func() { _, _ = decodeProduce(ctype, body, enc, fuzzMaxRecords) })
+		n := allocated(func() { _, _ = DecodeProduce(ctype, body, enc, fuzzMaxRecords) })
 		checkAllocBound(t, ctype+" "+enc, body, 0, n)
 	})
 }
@@ -67,7 +67,7 @@ func FuzzDecodeProduceAlloc(f *testing.F) {
 func TestDecodeProduceEmptyRecordsRefusedEarly(t *testing.T) {
 	body := []byte(`{"records":[` + strings.Repeat(`{},`, (16<<20)/3-10) + `{}]}`)
 	var err error
-	n := allocated(func() { _, err = decodeProduce("application/json", body, EncodingJSON, DefaultMaxProduceRecords) })
+	n := allocated(func() { _, err = DecodeProduce("application/json", body, EncodingJSON, DefaultMaxProduceRecords) })
 	if !errors.Is(err, ErrTooManyRecords) || KindOf(err).Status != 413 {
 		t.Fatalf("err %v, want 413 too many records", err)
 	}
@@ -75,7 +75,7 @@ func TestDecodeProduceEmptyRecordsRefusedEarly(t *testing.T) {
 		t.Fatalf("refusing %d bytes allocated %d", len(body), n)
 	}
 	nd := bytes.Repeat([]byte("{}\n"), (16<<20)/3)
-	n = allocated(func() { _, err = decodeProduce("application/x-ndjson", nd, EncodingJSON, DefaultMaxProduceRecords) })
+	n = allocated(func() { _, err = DecodeProduce("application/x-ndjson", nd, EncodingJSON, DefaultMaxProduceRecords) })
 	if !errors.Is(err, ErrTooManyRecords) || n > uint64(len(nd)/4) {
 		t.Fatalf("ndjson: err %v, allocated %d", err, n)
 	}
@@ -99,7 +99,7 @@ func TestDecodeProduceAllocBound(t *testing.T) {
 	for _, c := range cases {
 		var recs []ProduceRecord
 		var err error
-		n := allocated(func() { recs, err = decodeProduce(c.ctype, c.body, c.enc, DefaultMaxProduceRecords) })
+		n := allocated(func() { recs, err = DecodeProduce(c.ctype, c.body, c.enc, DefaultMaxProduceRecords) })
 		if err != nil || len(recs) == 0 {
 			t.Fatalf("%s: %d records, %v", c.name, len(recs), err)
 		}

@@ -24,9 +24,9 @@ func BenchmarkEncodeConsumedHeaders(b *testing.B) {
 			b.ReportAllocs()
 			var n int
 			for i := 0; i < b.N; i++ {
-				out := make([]wireConsumed, len(recs))
+				out := make([]ConsumedJSON, len(recs))
 				for j, r := range recs {
-					out[j] = encodeRecord(r, EncodingJSON)
+					out[j] = EncodeRecord(r, EncodingJSON)
 					if !list {
 						out[j].HeaderList = nil
 					}

@@ -172,7 +172,7 @@ func (wr *wireRecord) decode(enc string) (ProduceRecord, *recordError) {
 		clear(wr.headers) // the scratch keeps no record's bytes alive
 	}
 	if !isNull(wr.Partition) {
-		p, ok := parseNonNegative(wr.Partition, 1<<31-1)
+		p, ok := ParseNonNegative(wr.Partition, 1<<31-1)
 		if !ok {
 			return rec, &recordError{".partition", "must be an integer from 0 to 2147483647"}
 		}
@@ -180,7 +180,7 @@ func (wr *wireRecord) decode(enc string) (ProduceRecord, *recordError) {
 		rec.Partition = &p32
 	}
 	if !isNull(wr.Timestamp) {
-		ms, ok := parseNonNegative(wr.Timestamp, 1<<63-1)
+		ms, ok := ParseNonNegative(wr.Timestamp, 1<<63-1)
 		if !ok {
 			return rec, &recordError{".timestamp", "must be a non-negative integer (ms since the epoch)"}
 		}

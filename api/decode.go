@@ -432,7 +432,7 @@ func (d *produceDecoder) integer(sub string, max int64, msg string) (int64, bool
 	if err := d.skipValue(); err != nil {
 		return 0, false, err
 	}
-	n, ok := parseNonNegative(d.b[start:d.i], max)
+	n, ok := ParseNonNegative(d.b[start:d.i], max)
 	if !ok {
 		return 0, false, d.invalid(sub, msg)
 	}

@@ -8,15 +8,15 @@ import (
 	"unicode/utf8"
 )
 
-// appendConsumed appends one record of a consume response as JSON (schema
+// AppendConsumed appends one record of a consume response as JSON (schema
 // ConsumedRecord) to dst, writing keys, values and headers straight into
 // it: base64 is encoded in place, text escaped in place, JSON values
 // compacted in place, with no intermediate record struct. It renders what
-// encoding/json renders of encodeRecord's wireConsumed (same fields, same
+// encoding/json renders of encodeRecord's ConsumedJSON (same fields, same
 // order, headers sorted by name with the last of a repeated name winning),
 // minus encoding/json's HTML escaping of <, > and &, which JSON does not
 // need; TestAppendConsumedMatchesMarshal holds it to that.
-func appendConsumed(dst []byte, r ConsumedRecord, enc string) []byte {
+func AppendConsumed(dst []byte, r ConsumedRecord, enc string) []byte {
 	dst = append(dst, `{"partition":`...)
 	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
 	dst = append(dst, `,"offset":`...)

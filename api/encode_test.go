@@ -19,8 +19,8 @@ var consumedSeeds = []ConsumedRecord{
 	{Value: []byte(`{"big":1e400,"n":-0.5E+3}`)},
 }
 
-// appendConsumed renders the same JSON value as encoding/json renders of
-// encodeRecord, for every encoding.
+// AppendConsumed renders the same JSON value as encoding/json renders of
+// EncodeRecord, for every encoding.
 func TestAppendConsumedMatchesMarshal(t *testing.T) {
 	for _, enc := range []string{EncodingJSON, EncodingString, EncodingBase64} {
 		for i, r := range consumedSeeds {
@@ -35,11 +35,11 @@ func TestAppendConsumedMatchesMarshal(t *testing.T) {
 
 func checkAppendConsumed(t *testing.T, r ConsumedRecord, enc string, i int) {
 	t.Helper()
-	want, err := json.Marshal(encodeRecord(r, enc))
+	want, err := json.Marshal(EncodeRecord(r, enc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := appendConsumed(nil, r, enc)
+	got := AppendConsumed(nil, r, enc)
 	// Numbers stay json.Number: 1e400 is valid JSON but no float64.
 	var w, g any
 	if err := unmarshalNumbers(want, &w); err != nil {
@@ -93,14 +93,14 @@ func BenchmarkAppendConsumed(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte
 			for b.Loop() {
-				buf = appendConsumed(buf[:0], r, enc)
+				buf = AppendConsumed(buf[:0], r, enc)
 			}
 		})
 		b.Run("marshal/"+enc, func(b *testing.B) {
 			b.SetBytes(int64(len(value)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = json.Marshal(encodeRecord(r, enc))
+				_, _ = json.Marshal(EncodeRecord(r, enc))
 			}
 		})
 	}

@@ -185,9 +185,9 @@ type CorruptBatchError struct {
 func (e *CorruptBatchError) Error() string   { return e.Err.Error() }
 func (e *CorruptBatchError) Unwrap() []error { return []error{ErrCorruptBatch, e.Err} }
 
-// newProblem builds the problem body for err (status, type and title from
+// NewProblem builds the problem body for err (status, type and title from
 // the error table; field and batch position when err carries them).
-func newProblem(err error) Problem {
+func NewProblem(err error) Problem {
 	k := KindOf(err)
 	p := Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: userMessage(err.Error())}
 	var fe *FieldError

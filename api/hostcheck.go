@@ -26,9 +26,9 @@ import (
 // port). It writes problem+json itself, so it can sit in front of anything.
 func HostCheck(allowed []string, trusted func(*http.Request) bool, logger *slog.Logger) func(http.Handler) http.Handler {
 	hosts := newHostSet(allowed)
-	h := &handler{log: logger}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
+	log := logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	return func(next http.Handler) http.Handler {
 		if hosts.any {
@@ -40,10 +40,10 @@ func HostCheck(allowed []string, trusted func(*http.Request) bool, logger *slog.
 				return
 			}
 			// Debug: a hostile page could otherwise fill the log.
-			h.log.LogAttrs(r.Context(), slog.LevelDebug, "refused a request naming a host this node does not serve",
+			log.LogAttrs(r.Context(), slog.LevelDebug, "refused a request naming a host this node does not serve",
 				slogString("host", r.Host), slogString("remote", r.RemoteAddr))
-			h.problem(w, r, fmt.Errorf("%w: %q is not a name this node serves; use localhost, an IP address, or add the name to --http-allowed-hosts",
-				ErrHostNotAllowed, hostName(r.Host)))
+			WriteProblemLog(w, r, fmt.Errorf("%w: %q is not a name this node serves; use localhost, an IP address, or add the name to --http-allowed-hosts",
+				ErrHostNotAllowed, hostName(r.Host)), log)
 		})
 	}
 }

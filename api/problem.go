@@ -10,40 +10,24 @@ import (
 	"time"
 )
 
-// writeJSON writes v as a JSON response with status, within WriteTimeout
-// (a client that does not read frees what the response holds).
-func (h *handler) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		h.problem(w, r, err)
-		return
-	}
-	defer h.writeDeadline(w)()
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+// WriteProblem writes err as the API's problem+json answer, from the same
+// error table and with the same headers as every endpoint, for handlers
+// that wrap the API outside this package (the server's group proxy). It
+// logs nothing.
+func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	WriteProblemLog(w, r, err, slog.New(slog.DiscardHandler))
 }
 
-// writeDeadline bounds the response's writes by WriteTimeout from now; the
-// returned func clears it, so no later request on the connection inherits it.
-func (h *handler) writeDeadline(w http.ResponseWriter) func() {
-	rc := http.NewResponseController(w)
-	if rc.SetWriteDeadline(h.opts.Now().Add(h.opts.Limits.WriteTimeout)) != nil {
-		return func() {}
-	}
-	return func() { _ = rc.SetWriteDeadline(time.Time{}) }
-}
-
-// problem writes err as an RFC 9457 problem: the error table picks status and
-// type; the detail is the error text. 5xx details are logged with the request id.
-func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
+// WriteProblemLog writes err as an RFC 9457 problem: the error table picks
+// status and type; the detail is the error text. 5xx details are logged on
+// log with the request id (RequestIDFrom).
+func WriteProblemLog(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return // the client left; nobody reads the answer
 	}
 	k := KindOf(err)
-	p := newProblem(err)
-	p.Instance, p.RequestID = r.URL.Path, requestIDFrom(r.Context())
+	p := NewProblem(err)
+	p.Instance, p.RequestID = r.URL.Path, RequestIDFrom(r.Context())
 	if k.Status >= 500 {
 		level := levelFor(k.Status)
 		if errors.Is(err, ErrNotReady) {
@@ -54,7 +38,7 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 			// attempts; a line per refused request would flood the log.
 			level = slog.LevelDebug
 		}
-		h.log.LogAttrs(r.Context(), level, "request failed",
+		log.LogAttrs(r.Context(), level, "request failed",
 			slogString("request_id", p.RequestID), slogString("error", err.Error()))
 		if k.Status == http.StatusServiceUnavailable || k.Status == http.StatusInsufficientStorage {
 			w.Header().Set("Retry-After", "1")
@@ -74,10 +58,38 @@ func (h *handler) problem(w http.ResponseWriter, r *http.Request, err error) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-// WriteProblem writes err as the API's problem+json answer, from the same
-// error table and with the same headers as every endpoint, for handlers
-// that wrap the API outside this package (the server's group proxy). It
-// logs nothing.
-func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
-	(&handler{log: slog.New(slog.DiscardHandler)}).problem(w, r, err)
+// retryAfter is the Retry-After of a 429: a RetryAfterError's wait in whole
+// seconds (at least 1), else 1.
+func retryAfter(err error) string {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) && ra.After > time.Second {
+		return strconv.FormatInt(int64((ra.After+time.Second-1)/time.Second), 10)
+	}
+	return "1"
+}
+
+func levelFor(status int) slog.Level {
+	if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusNotImplemented {
+		return slog.LevelError
+	}
+	return slog.LevelWarn
+}
+
+func slogString(k, v string) slog.Attr { return slog.String(k, v) }
+
+// RequestIDHeader carries the request id both ways.
+const RequestIDHeader = "X-Request-ID"
+
+type requestIDKey struct{}
+
+// WithRequestID is ctx carrying the request's id (RequestIDHeader), which
+// problem answers name.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom is the request id WithRequestID put in ctx ("" for none).
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }

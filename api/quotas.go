@@ -3,12 +3,7 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // QuotasBackend is optionally implemented by a Backend that keeps Kafka's
@@ -61,66 +56,3 @@ type RetryAfterError struct {
 
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
-
-type quotasResource struct{ h *handler }
-
-func (q quotasResource) Routes() chi.Router {
-	r := chi.NewRouter()
-	r.Get("/", q.list)
-	r.Put("/", q.set)
-	return r
-}
-
-func (q quotasResource) backend(w http.ResponseWriter, r *http.Request) (QuotasBackend, bool) {
-	qb, ok := q.h.b.(QuotasBackend)
-	if !ok {
-		q.h.problem(w, r, fmt.Errorf("%w: quotas", ErrNotImplemented))
-	}
-	return qb, ok
-}
-
-func (q quotasResource) list(w http.ResponseWriter, r *http.Request) {
-	qb, ok := q.backend(w, r)
-	if !ok {
-		return
-	}
-	v := r.URL.Query()
-	quotas, err := qb.ListQuotas(r.Context(), QuotaEntity{User: v.Get("user"), ClientID: v.Get("client_id"),
-		DefaultUser: v.Get("default_user") == "true", DefaultClientID: v.Get("default_client_id") == "true"})
-	if err != nil {
-		q.h.problem(w, r, err)
-		return
-	}
-	if quotas == nil {
-		quotas = []Quota{}
-	}
-	q.h.writeJSON(w, r, http.StatusOK, QuotaList{Quotas: quotas})
-}
-
-func (q quotasResource) set(w http.ResponseWriter, r *http.Request) {
-	qb, ok := q.backend(w, r)
-	if !ok {
-		return
-	}
-	var body Quota
-	if err := decodeJSONBody(r, &body); err != nil {
-		q.h.problem(w, r, err)
-		return
-	}
-	out, err := qb.SetQuota(r.Context(), body)
-	if err != nil {
-		q.h.problem(w, r, err)
-		return
-	}
-	q.h.writeJSON(w, r, http.StatusOK, out)
-}
-
-// retryAfter is the Retry-After of a 429: a RetryAfterError's wait in whole
-// seconds (at least 1), else 1.
-func retryAfter(err error) string {
-	var ra *RetryAfterError
-	if errors.As(err, &ra) && ra.After > time.Second {
-		return strconv.FormatInt(int64((ra.After+time.Second-1)/time.Second), 10)
-	}
-	return "1"
-}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -116,7 +117,7 @@ func (s *SeriesRing) Series(context.Context) (Series, error) {
 		IntervalMS: s.interval.Milliseconds(), Topics: []TopicSeries{}, Groups: []GroupSeries{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, name := range sortedKeys(s.topics) {
+	for _, name := range slices.Sorted(maps.Keys(s.topics)) {
 		t := s.topics[name]
 		if !t[0].liveLocked(start) && !t[2].liveLocked(start) {
 			delete(s.topics, name)
@@ -126,7 +127,7 @@ func (s *SeriesRing) Series(context.Context) (Series, error) {
 			ProducedRecords: t[0].windowLocked(start, s.buckets, 0), ProducedBytes: t[1].windowLocked(start, s.buckets, 0),
 			ConsumedRecords: t[2].windowLocked(start, s.buckets, 0), ConsumedBytes: t[3].windowLocked(start, s.buckets, 0)})
 	}
-	for _, name := range sortedKeys(s.groups) {
+	for _, name := range slices.Sorted(maps.Keys(s.groups)) {
 		g := s.groups[name]
 		if !g.liveLocked(start) {
 			delete(s.groups, name)

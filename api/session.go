@@ -3,12 +3,8 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // Browser sessions for the web UI (issue 15): POST /v1/session logs in with
@@ -62,84 +58,19 @@ type SessionBackend interface {
 	Logout(ctx context.Context, sessionID string) error
 }
 
-type sessionResource struct{ h *handler }
-
-func (s sessionResource) Routes() chi.Router {
-	r := chi.NewRouter()
-	r.Post("/", s.login)
-	r.Get("/", s.info)
-	r.Delete("/", s.logout)
-	return r
-}
-
-func (s sessionResource) backend(w http.ResponseWriter, r *http.Request) (SessionBackend, bool) {
-	sb, ok := s.h.b.(SessionBackend)
-	if !ok {
-		s.h.problem(w, r, fmt.Errorf("%w: sessions", ErrNotImplemented))
-	}
-	return sb, ok
-}
-
-func sessionID(r *http.Request) string {
+// SessionID is the value of the request's session cookie ("" for none).
+func SessionID(r *http.Request) string {
 	if c, err := r.Cookie(SessionCookie); err == nil {
 		return c.Value
 	}
 	return ""
 }
 
-func (s sessionResource) login(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.backend(w, r)
-	if !ok {
-		return
-	}
-	var req LoginRequest
-	if err := decodeJSONBody(r, &req); err != nil {
-		s.h.problem(w, r, err)
-		return
-	}
-	id, info, err := sb.Login(r.Context(), req)
-	if err != nil {
-		s.h.problem(w, r, err)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	s.h.writeJSON(w, r, http.StatusOK, info)
-}
-
-func (s sessionResource) info(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.backend(w, r)
-	if !ok {
-		return
-	}
-	q := r.URL.Query()
-	host, _, _ := net.SplitHostPort(r.RemoteAddr)
-	info, err := sb.SessionInfo(r.Context(), sessionID(r), host, q.Get("resource_type"), q["resource_name"])
-	if err != nil {
-		s.h.problem(w, r, err)
-		return
-	}
-	s.h.writeJSON(w, r, http.StatusOK, info)
-}
-
-func (s sessionResource) logout(w http.ResponseWriter, r *http.Request) {
-	sb, ok := s.backend(w, r)
-	if !ok {
-		return
-	}
-	if err := sb.Logout(r.Context(), sessionID(r)); err != nil {
-		s.h.problem(w, r, err)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // sessionCredentials reads the session cookie as credentials when the
 // request has no Authorization header; a write must carry the session's
 // CSRF token.
 func sessionCredentials(r *http.Request) (Credentials, bool) {
-	id := sessionID(r)
+	id := SessionID(r)
 	if id == "" || r.Header.Get("Authorization") != "" {
 		return Credentials{}, false
 	}

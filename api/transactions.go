@@ -2,10 +2,6 @@ package api
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // TransactionsBackend is optionally implemented by a Backend with a
@@ -38,34 +34,4 @@ type TopicPartition struct {
 // TransactionList is the body of GET /v1/transactions.
 type TransactionList struct {
 	Transactions []Transaction `json:"transactions"`
-}
-
-type transactionsResource struct{ h *handler }
-
-func (t transactionsResource) Routes() chi.Router {
-	r := chi.NewRouter()
-	r.Get("/", t.list)
-	return r
-}
-
-func (t transactionsResource) list(w http.ResponseWriter, r *http.Request) {
-	tb, ok := t.h.b.(TransactionsBackend)
-	if !ok {
-		t.h.problem(w, r, fmt.Errorf("%w: transactions", ErrNotImplemented))
-		return
-	}
-	txns, err := tb.ListTransactions(r.Context(), r.URL.Query().Get("state"))
-	if err != nil {
-		t.h.problem(w, r, err)
-		return
-	}
-	if txns == nil {
-		txns = []Transaction{}
-	}
-	for i := range txns {
-		if txns[i].Partitions == nil {
-			txns[i].Partitions = []TopicPartition{}
-		}
-	}
-	t.h.writeJSON(w, r, http.StatusOK, TransactionList{Transactions: txns})
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
@@ -83,7 +83,7 @@ type Config struct {
 	InsecureInterNode bool
 	// HTTPLimits bound the HTTP listener (records per produce, memory in
 	// flight, concurrent long polls, streams and connections).
-	HTTPLimits api.Limits
+	HTTPLimits rest.Limits
 
 	// Connection budgets and peer trust (hostile input: replication and
 	// producer state). The Kafka client port and the inter-broker door on
@@ -202,7 +202,7 @@ func DefaultConfig() Config {
 		HTTPMaxConnectionRatePerIP:  DefaultMaxConnectionRatePerIP,
 		ProducerIDExpiration:        broker.DefaultProducerIDExpiration,
 		MaxProducerIDsPerPartition:  broker.DefaultMaxProducerIDsPerPartition,
-		HTTPLimits:                  api.DefaultLimits,
+		HTTPLimits:                  rest.DefaultLimits,
 		MaxDecompressedBatchBytes:   segments.DefaultMaxInflatedBytes,
 
 		// Idempotent HTTP produce.

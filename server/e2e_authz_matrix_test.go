@@ -241,7 +241,7 @@ func rowOf(door, what string) mxRow {
 type mxCheckFunc func(door, what string, p mxPrincipal, cred string, allowed bool, detail string)
 
 // HTTP door: every operation in openapi.yaml (the router serves exactly
-// those: api.TestRoutesMatchSpec), Basic and Bearer for each user.
+// those: rest.TestRoutesMatchSpec), Basic and Bearer for each user.
 func mxCheckHTTP(t *testing.T, n *servertest.Node, hc *http.Client, check mxCheckFunc) {
 	spec, err := openapi3.NewLoader().LoadFromData(runnel.OpenAPISpec)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -30,7 +31,7 @@ type apiClient struct {
 }
 
 func newAPIClient(t testing.TB, n *servertest.Node) *apiClient {
-	specRouter.once.Do(func() { _, specRouter.router, specRouter.err = api.NewSpecRouter() })
+	specRouter.once.Do(func() { _, specRouter.router, specRouter.err = rest.NewSpecRouter() })
 	if specRouter.err != nil {
 		t.Fatalf("load openapi.yaml: %v", specRouter.err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -121,7 +121,7 @@ func recordAPICalls(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, router, err := api.NewSpecRouter()
+	_, router, err := rest.NewSpecRouter()
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}

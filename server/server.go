@@ -100,6 +100,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/internal/warnlimit"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
@@ -324,7 +325,7 @@ func (s *Server) open() (err error) {
 
 	door := s.newHTTPDoor()
 	s.forward = door.Forwarder()
-	handler, err := api.NewHandler(&httpBackend{Door: door, s: s}, api.Options{
+	handler, err := rest.NewHandler(&httpBackend{Door: door, s: s}, rest.Options{
 		Logger:       s.logger.With("component", "http"),
 		Registerer:   reg,
 		UI:           web.Handler(),
@@ -354,7 +355,7 @@ func (s *Server) open() (err error) {
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
 	s.httpSrv.Protocols = &protocols
-	conns := api.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
+	conns := rest.NewConnLimiter(s.cfg.HTTPLimits, s.logger.With("component", "http"))
 	conns.Admit = s.connRateAdmit("http", s.cfg.HTTPMaxConnectionRatePerIP)
 	if httpLn != nil {
 		served(httpLn)

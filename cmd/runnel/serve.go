@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 
-	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server"
@@ -78,7 +78,7 @@ type serveFlags struct {
 	nodeKey       string
 	insecurePeers bool
 
-	httpLimits api.Limits
+	httpLimits rest.Limits
 	// hostile batches
 	maxInflated int64
 	benchSkip   bool

@@ -1,16 +1,15 @@
 package main
 
 import (
+	"github.com/runnel/runnel/api/rest"
 	"github.com/spf13/pflag"
-
-	"github.com/runnel/runnel/api"
 )
 
 // addHTTPLimitFlags declares the HTTP listener's limits (hostile input:
 // memory, concurrent requests, connections); README "Limits and
 // protections" documents each.
-func addHTTPLimitFlags(fs *pflag.FlagSet, l *api.Limits) {
-	def := api.DefaultLimits
+func addHTTPLimitFlags(fs *pflag.FlagSet, l *rest.Limits) {
+	def := rest.DefaultLimits
 	fs.IntVar(&l.MaxProduceRecords, "http-max-produce-records", def.MaxProduceRecords, "records accepted in one HTTP produce request (413 above)")
 	fs.Int64Var(&l.MemoryBudget, "http-memory-budget", def.MemoryBudget, "bytes of request bodies and response buffers all HTTP requests may hold at once (503 overloaded beyond)")
 	fs.IntVar(&l.MaxLongPolls, "http-max-long-polls", def.MaxLongPolls, "concurrent waiting consumes (wait_ms > 0) and group polls on this node (429 beyond)")

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 // idemBackend records the keys it is given and can hold a request until
@@ -33,7 +34,7 @@ func (b *idemBackend) ProduceIdempotent(ctx context.Context, topic string, recs 
 
 func newIdemEnv(t *testing.T) (*env, *idemBackend) {
 	var ib *idemBackend
-	e := newEnv(t, func(_ *api.Options, m *memBackend) api.Backend {
+	e := newEnv(t, func(_ *rest.Options, m *memBackend) api.Backend {
 		ib = &idemBackend{fullBackend: fullBackend{m}, entered: make(chan struct{}, 1), release: make(chan struct{})}
 		return ib
 	})

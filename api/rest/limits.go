@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/runnel/runnel/api"
 )
 
 // Limits bound what one node holds for HTTP clients, so no client (or few)
@@ -51,7 +53,7 @@ type Limits struct {
 
 // DefaultLimits are the limits of a node started without flags.
 var DefaultLimits = Limits{
-	MaxProduceRecords:       DefaultMaxProduceRecords,
+	MaxProduceRecords:       api.DefaultMaxProduceRecords,
 	MemoryBudget:            512 << 20,
 	MaxLongPolls:            1024,
 	MaxLongPollsPerClient:   256,
@@ -62,9 +64,6 @@ var DefaultLimits = Limits{
 	WriteTimeout:            60 * time.Second,
 	MaxZstdWindow:           8 << 20,
 }
-
-// DefaultMaxProduceRecords is Limits.MaxProduceRecords' default.
-const DefaultMaxProduceRecords = 10000
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
@@ -105,7 +104,7 @@ func newByteBudget(size int64) *byteBudget { return &byteBudget{free: size, size
 // take reserves n bytes, or nothing and an ErrOverloaded.
 func (b *byteBudget) take(n int64, what string) error {
 	if b.takeUpTo(n, n) == 0 && n > 0 {
-		return fmt.Errorf("%w: %s needs %d bytes, the node's HTTP memory budget (%d) is in use", ErrOverloaded, what, n, b.size)
+		return fmt.Errorf("%w: %s needs %d bytes, the node's HTTP memory budget (%d) is in use", api.ErrOverloaded, what, n, b.size)
 	}
 	return nil
 }
@@ -148,10 +147,10 @@ func (s *slots) take(client string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.total >= s.max {
-		return fmt.Errorf("%w: %d %s at once on this node", ErrTooManyRequests, s.max, s.what)
+		return fmt.Errorf("%w: %d %s at once on this node", api.ErrTooManyRequests, s.max, s.what)
 	}
 	if client != "" && s.byClient[client] >= s.perClient {
-		return fmt.Errorf("%w: %d %s at once from %s", ErrTooManyRequests, s.perClient, s.what, client)
+		return fmt.Errorf("%w: %d %s at once from %s", api.ErrTooManyRequests, s.perClient, s.what, client)
 	}
 	s.total++
 	if client != "" {

@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/runnel/runnel/api"
 )
 
 // ConnLimiter counts open HTTP connections per node and per client address
@@ -57,7 +59,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		host := connHost(c.RemoteAddr())
 		if l.cl.Admit != nil && !l.cl.Admit(host) {
-			l.cl.answer(c, fmt.Errorf("%w from %s", ErrConnectionRate, host), l.answer)
+			l.cl.answer(c, fmt.Errorf("%w from %s", api.ErrConnectionRate, host), l.answer)
 			continue
 		}
 		if err := l.cl.slots.take(host); err != nil {
@@ -91,8 +93,8 @@ func (cl *ConnLimiter) refuse(c net.Conn, err error, answer bool) {
 // answer writes err's problem (when answer) and closes c.
 func (cl *ConnLimiter) answer(c net.Conn, err error, answer bool) {
 	if answer {
-		k := KindOf(err)
-		body, _ := json.Marshal(newProblem(err))
+		k := api.KindOf(err)
+		body, _ := json.Marshal(api.NewProblem(err))
 		_ = c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 		_, _ = c.Write([]byte("HTTP/1.1 " + strconv.Itoa(k.Status) + " Too Many Requests\r\n" +
 			"Content-Type: application/problem+json\r\nRetry-After: 1\r\nConnection: close\r\n" +

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"encoding/base64"
@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 func TestProduce(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend { o.MaxBodyBytes = 4096; return nil })
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend { o.MaxBodyBytes = 4096; return nil })
 	e.createTopic("p", 2)
 	mustStatus(t, e.do("PATCH", "/v1/topics/p/configs", `{"configs":{"max.message.bytes":"100"}}`), 200)
 	tests := []struct {

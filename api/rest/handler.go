@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/runnel/runnel"
+	"github.com/runnel/runnel/api"
 )
 
 // Defaults for Options fields left zero.
@@ -128,7 +129,7 @@ func NewSpecRouter() (*openapi3.T, routers.Router, error) {
 // handler holds what every resource needs. Immutable after NewHandler, so safe
 // for concurrent use.
 type handler struct {
-	b       Backend
+	b       api.Backend
 	opts    Options
 	log     *slog.Logger
 	doc     *openapi3.T
@@ -149,7 +150,7 @@ type handler struct {
 // metrics handler, the UI under /ui/. The returned handler is safe for
 // concurrent use and owns no goroutines beyond those of in-flight requests
 // (each SSE stream's readers stop when its request ends).
-func NewHandler(b Backend, opts Options) (http.Handler, error) {
+func NewHandler(b api.Backend, opts Options) (http.Handler, error) {
 	if b == nil {
 		return nil, errors.New("api: nil Backend")
 	}
@@ -179,10 +180,10 @@ func (h *handler) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(h.requestID, h.accessLog, h.recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		h.problem(w, r, fmt.Errorf("%w: %s", ErrNotFound, r.URL.Path))
+		h.problem(w, r, fmt.Errorf("%w: %s", api.ErrNotFound, r.URL.Path))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		h.problem(w, r, fmt.Errorf("%w: %s %s", ErrMethodNotAllowed, r.Method, r.URL.Path))
+		h.problem(w, r, fmt.Errorf("%w: %s %s", api.ErrMethodNotAllowed, r.Method, r.URL.Path))
 	})
 	r.Get("/livez", h.livez)
 	r.Get("/readyz", h.readyz)
@@ -227,7 +228,7 @@ func (h *handler) livez(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 	err := h.b.Ready()
-	if sb, ok := h.b.(StorageBackend); ok && err == nil {
+	if sb, ok := h.b.(api.StorageBackend); ok && err == nil {
 		err = sb.StorageError()
 	}
 	if err != nil {
@@ -240,10 +241,10 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 
 // readyErr makes a Ready error map to 503 whatever the backend wrapped.
 func readyErr(err error) error {
-	if errors.Is(err, ErrNotReady) {
+	if errors.Is(err, api.ErrNotReady) {
 		return err
 	}
-	return fmt.Errorf("%w: %v", ErrNotReady, err)
+	return fmt.Errorf("%w: %v", api.ErrNotReady, err)
 }
 
 func (h *handler) openapi(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 func gzipped(t *testing.T, data []byte) []byte {
@@ -32,7 +33,7 @@ func zstded(t *testing.T, data []byte) []byte {
 // Compressed produce bodies decode like plain ones; a bomb stops at the
 // body limit (413), an unknown coding is 415, a damaged stream 400.
 func TestProduceContentEncoding(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend { o.MaxBodyBytes = 1 << 20; return nil })
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend { o.MaxBodyBytes = 1 << 20; return nil })
 	e.createTopic("z", 1)
 	body := []byte(`{"records":[{"value":"` + strings.Repeat("abc", 1000) + `"}]}`)
 	for name, data := range map[string][]byte{"gzip": gzipped(t, body), "zstd": zstded(t, body)} {

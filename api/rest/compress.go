@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/runnel/runnel/api"
 )
 
 // HTTP compression: Content-Encoding gzip or zstd on request bodies (any
@@ -42,7 +43,7 @@ func bodyDecoder(r *http.Request, maxWindow int64) (io.ReadCloser, int64, error)
 			return d.IOReadCloser(), nil
 		}}, decoderCost + maxWindow, nil
 	}
-	return nil, 0, &FieldError{Field: "header.Content-Encoding", Err: ErrUnsupportedMedia,
+	return nil, 0, &api.FieldError{Field: "header.Content-Encoding", Err: api.ErrUnsupportedMedia,
 		Msg: fmt.Sprintf("%q; send gzip, zstd or identity", enc)}
 }
 
@@ -60,7 +61,7 @@ func (d *lazyDecoder) Read(p []byte) (int, error) {
 		d.rc, d.err = d.open()
 	}
 	if errors.Is(d.err, zstd.ErrWindowSizeExceeded) {
-		return 0, fmt.Errorf("%w: a zstd window over %d bytes (--http-max-zstd-window)", ErrBodyTooLarge, d.maxWindow)
+		return 0, fmt.Errorf("%w: a zstd window over %d bytes (--http-max-zstd-window)", api.ErrBodyTooLarge, d.maxWindow)
 	}
 	if d.err != nil {
 		return 0, fmt.Errorf("decompressing the body: %w", d.err)
@@ -68,7 +69,7 @@ func (d *lazyDecoder) Read(p []byte) (int, error) {
 	n, err := d.rc.Read(p)
 	switch {
 	case errors.Is(err, zstd.ErrWindowSizeExceeded):
-		err = fmt.Errorf("%w: a zstd window over %d bytes (--http-max-zstd-window)", ErrBodyTooLarge, d.maxWindow)
+		err = fmt.Errorf("%w: a zstd window over %d bytes (--http-max-zstd-window)", api.ErrBodyTooLarge, d.maxWindow)
 	case err != nil && err != io.EOF:
 		err = fmt.Errorf("decompressing the body: %w", err)
 	}

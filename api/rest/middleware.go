@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"bytes"
@@ -14,33 +14,25 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nuid"
+	"github.com/runnel/runnel/api"
 )
 
 type ctxKey int
 
 const (
-	requestIDKey ctxKey = iota
-	bodyKey             // []byte: the body readBody read
+	bodyKey ctxKey = iota // []byte: the body readBody read
 )
-
-// RequestIDHeader carries the request id both ways.
-const RequestIDHeader = "X-Request-ID"
-
-func requestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
 
 // requestID keeps a sane incoming X-Request-ID or makes one with nuid, stores it
 // in the context and echoes it in the response.
 func (h *handler) requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(RequestIDHeader)
+		id := r.Header.Get(api.RequestIDHeader)
 		if !saneID(id) {
 			id = nuid.Next()
 		}
-		w.Header().Set(RequestIDHeader, id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		w.Header().Set(api.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(api.WithRequestID(r.Context(), id)))
 	})
 }
 
@@ -113,7 +105,7 @@ func (h *handler) accessLog(next http.Handler) http.Handler {
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.String("route", route), slog.Int("status", sw.status),
 			slog.Int64("bytes", sw.bytes), slog.Duration("duration", d),
-			slog.String("request_id", requestIDFrom(r.Context())))
+			slog.String("request_id", api.RequestIDFrom(r.Context())))
 	})
 }
 
@@ -130,7 +122,7 @@ func (h *handler) recoverer(next http.Handler) http.Handler {
 				panic(v)
 			}
 			h.log.LogAttrs(r.Context(), slog.LevelError, "handler panic",
-				slog.String("request_id", requestIDFrom(r.Context())),
+				slog.String("request_id", api.RequestIDFrom(r.Context())),
 				slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
 			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
 				return
@@ -154,7 +146,7 @@ func (h *handler) readBody(next http.Handler) http.Handler {
 			return
 		}
 		if r.ContentLength > h.opts.MaxBodyBytes {
-			h.problem(w, r, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBodyTooLarge, r.ContentLength, h.opts.MaxBodyBytes))
+			h.problem(w, r, fmt.Errorf("%w: %d bytes, the limit is %d", api.ErrBodyTooLarge, r.ContentLength, h.opts.MaxBodyBytes))
 			return
 		}
 		held := &budgetReader{b: h.mem}
@@ -256,16 +248,16 @@ func (h *handler) slurp(w http.ResponseWriter, r *http.Request, body io.Reader, 
 	w.Header().Set("Connection", "close")
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrBodyTooLarge, mbe.Limit)
+		return nil, fmt.Errorf("%w: the limit is %d bytes", api.ErrBodyTooLarge, mbe.Limit)
 	}
-	if errors.Is(err, ErrOverloaded) || errors.Is(err, ErrBodyTooLarge) {
+	if errors.Is(err, api.ErrOverloaded) || errors.Is(err, api.ErrBodyTooLarge) {
 		return nil, err
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return nil, fmt.Errorf("%w: %v", ErrBodyTimeout, h.opts.BodyReadTimeout)
+		return nil, fmt.Errorf("%w: %v", api.ErrBodyTimeout, h.opts.BodyReadTimeout)
 	}
-	return nil, fmt.Errorf("%w: reading the body: %v", ErrInvalidRequest, err)
+	return nil, fmt.Errorf("%w: reading the body: %v", api.ErrInvalidRequest, err)
 }
 
 // writesNeedReady answers 503 to writes while the backend is not ready.
@@ -281,12 +273,3 @@ func (h *handler) writesNeedReady(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-func levelFor(status int) slog.Level {
-	if status >= 500 && status != http.StatusServiceUnavailable && status != http.StatusNotImplemented {
-		return slog.LevelError
-	}
-	return slog.LevelWarn
-}
-
-func slogString(k, v string) slog.Attr { return slog.String(k, v) }

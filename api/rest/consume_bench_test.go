@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"context"
@@ -7,28 +7,30 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/api"
 )
 
 // streamBackend serves one partition of prepared records through
 // ConsumeEach, as the node does (each record handed over straight from
 // its decoded batch), so BenchmarkConsumeHandler measures the HTTP layer.
 type streamBackend struct {
-	Backend
-	recs []ConsumedRecord
+	api.Backend
+	recs []api.ConsumedRecord
 }
 
 func (streamBackend) Ready() error { return nil }
 
-func (s streamBackend) ConsumeEach(_ context.Context, req ConsumeRequest, each func(*ConsumedRecord) error) (ConsumeResult, error) {
+func (s streamBackend) ConsumeEach(_ context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
 	n := min(req.MaxRecords, len(s.recs))
-	var cr ConsumedRecord // reused, as the node reuses its record view
+	var cr api.ConsumedRecord // reused, as the node reuses its record view
 	for i := range n {
 		cr = s.recs[i]
 		if err := each(&cr); err != nil {
-			return ConsumeResult{}, err
+			return api.ConsumeResult{}, err
 		}
 	}
-	return ConsumeResult{NextOffset: int64(n), HighWatermark: int64(len(s.recs))}, nil
+	return api.ConsumeResult{NextOffset: int64(n), HighWatermark: int64(len(s.recs))}, nil
 }
 
 // discardWriter is a ResponseWriter that counts the body and keeps none
@@ -59,7 +61,7 @@ func BenchmarkConsumeHandler(b *testing.B) {
 	}
 	now := time.Now()
 	for i := range n {
-		be.recs = append(be.recs, ConsumedRecord{Offset: int64(i), Timestamp: now, Value: value})
+		be.recs = append(be.recs, api.ConsumedRecord{Offset: int64(i), Timestamp: now, Value: value})
 	}
 	h, err := NewHandler(be, Options{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 func wantRetryAfter(t *testing.T, r resp, status int, problemType string) {
@@ -43,7 +44,7 @@ func (b waitingBackend) Consume(ctx context.Context, req api.ConsumeRequest) (ap
 // with Retry-After while the others wait; non-waiting consumes still work.
 func TestLongPollLimit(t *testing.T) {
 	waiting := make(chan struct{}, 2)
-	e := newEnv(t, func(o *api.Options, mb *memBackend) api.Backend {
+	e := newEnv(t, func(o *rest.Options, mb *memBackend) api.Backend {
 		o.Limits.MaxLongPollsPerClient = 2
 		return waitingBackend{fullBackend{mb}, waiting}
 	})
@@ -71,7 +72,7 @@ func TestLongPollLimit(t *testing.T) {
 
 // TestStreamLimit: SSE streams over the per-client limit are refused.
 func TestStreamLimit(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend {
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend {
 		o.Limits.MaxStreamsPerClient = 1
 		return nil
 	})
@@ -84,7 +85,7 @@ func TestStreamLimit(t *testing.T) {
 // TestMemoryBudget: a body larger than the free budget is refused 503
 // before it is read; a consume's max_bytes shrinks to what is free.
 func TestMemoryBudget(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend {
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend {
 		o.MaxBodyBytes = 8 << 20
 		o.Limits.MemoryBudget = 1 << 20
 		return nil
@@ -109,7 +110,7 @@ func TestConnLimiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := api.NewConnLimiter(api.Limits{MaxConnectionsPerClient: 1}, nil)
+	cl := rest.NewConnLimiter(rest.Limits{MaxConnectionsPerClient: 1}, nil)
 	srv := &httptest.Server{Listener: cl.Listener(ln, true), Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	})}}

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 type sseEvent struct{ id, event, data string }
@@ -163,7 +164,7 @@ func TestStreamResume(t *testing.T) {
 // ids name every partition from the first event, so a resume after it misses
 // nothing even on partitions that had no event yet.
 func TestStreamLatest(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend { o.Heartbeat = 20 * time.Millisecond; return nil })
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend { o.Heartbeat = 20 * time.Millisecond; return nil })
 	e.createTopic("s", 3)
 	produceN(e, 0, 2, "old")
 	produceN(e, 2, 4, "old")

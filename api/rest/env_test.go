@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 // env is one API handler over a memBackend behind a real HTTP server. Every
@@ -29,10 +30,10 @@ type env struct {
 	router routers.Router
 }
 
-func newEnv(t *testing.T, tweak ...func(*api.Options, *memBackend) api.Backend) *env {
+func newEnv(t *testing.T, tweak ...func(*rest.Options, *memBackend) api.Backend) *env {
 	t.Helper()
 	e := &env{t: t, b: newMemBackend(), reg: prometheus.NewRegistry()}
-	opts := api.Options{Registerer: e.reg, UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	opts := rest.Options{Registerer: e.reg, UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ui:"+r.URL.Path)
 	})}
 	var b api.Backend = fullBackend{e.b}
@@ -41,11 +42,11 @@ func newEnv(t *testing.T, tweak ...func(*api.Options, *memBackend) api.Backend) 
 			b = nb
 		}
 	}
-	h, err := api.NewHandler(b, opts)
+	h, err := rest.NewHandler(b, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, e.router, err = api.NewSpecRouter(); err != nil {
+	if _, e.router, err = rest.NewSpecRouter(); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewServer(h)

@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/runnel/runnel/api"
 )
 
 // /docs: a self-contained HTML page rendered once from openapi.yaml at
@@ -18,7 +19,7 @@ type docsPage struct {
 	Intro          template.HTML
 	Tags           []docsTag
 	Schemas        []docsSchema
-	Problems       []ProblemKind
+	Problems       []api.ProblemKind
 }
 
 type docsTag struct {
@@ -53,7 +54,7 @@ type docsSchema struct {
 }
 
 func renderDocs(doc *openapi3.T) ([]byte, error) {
-	page := docsPage{Title: doc.Info.Title, Version: doc.Info.Version, Problems: ProblemKinds()}
+	page := docsPage{Title: doc.Info.Title, Version: doc.Info.Version, Problems: api.ProblemKinds()}
 	page.Intro = mdHTML(doc.Info.Description)
 	page.Tags = docsTags(doc)
 	page.Schemas = docsSchemas(doc)

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 // batchBackend keeps the batch bodies it is given as they are (api does not
@@ -35,7 +36,7 @@ func (b *batchBackend) ConsumeBatches(_ context.Context, req api.ConsumeRequest)
 // against openapi.yaml: octet-stream records (key and headers from HTTP
 // headers) read back as JSON, batch bodies passed through both ways.
 func TestProduceBinaryMediaTypes(t *testing.T) {
-	e := newEnv(t, func(_ *api.Options, m *memBackend) api.Backend { return &batchBackend{fullBackend: fullBackend{m}} })
+	e := newEnv(t, func(_ *rest.Options, m *memBackend) api.Backend { return &batchBackend{fullBackend: fullBackend{m}} })
 	e.createTopic("b", 2)
 	r := e.do("POST", "/v1/topics/b/records?partition=1", "raw value\n",
 		"Content-Type", "application/octet-stream", "Runnel-Key", "k%2Cey", "Runnel-Header", "a=1,b,c=%E2%82%AC", "Runnel-Timestamp", "1700000000000")

@@ -1,4 +1,4 @@
-package api
+package rest
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/runnel/runnel/api"
 )
 
 // validationOptions: defaults are not written back (that would re-encode the
@@ -59,7 +60,7 @@ func (h *handler) validate(next http.Handler) http.Handler {
 func requestProblem(err error) error {
 	var re *openapi3filter.RequestError
 	if !errors.As(err, &re) {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+		return fmt.Errorf("%w: %v", api.ErrInvalidRequest, err)
 	}
 	field := "body"
 	if re.Parameter != nil {
@@ -76,19 +77,19 @@ func requestProblem(err error) error {
 			msg = se.Error()
 		}
 	}
-	sentinel := ErrInvalidRequest
+	sentinel := api.ErrInvalidRequest
 	switch {
 	case strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
-		sentinel, field = ErrUnsupportedMedia, "header.Content-Type"
+		sentinel, field = api.ErrUnsupportedMedia, "header.Content-Type"
 		msg = re.Reason + "; send " + strings.Join(sortedKeys(re.RequestBody.Content), " or ")
 	case re.RequestBody != nil && strings.Contains(re.Reason, "failed to decode request body"):
-		sentinel, msg = ErrMalformedJSON, re.Error()
+		sentinel, msg = api.ErrMalformedJSON, re.Error()
 	case re.RequestBody != nil && errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
 		msg = "a request body is required"
 	case re.Parameter != nil && se == nil:
 		msg = re.Error()
 	}
-	return &FieldError{Field: field, Err: sentinel, Msg: msg}
+	return &api.FieldError{Field: field, Err: sentinel, Msg: msg}
 }
 
 // jsonPath renders a JSON pointer's tokens as records[3].key.
@@ -110,9 +111,9 @@ func jsonPath(tokens []string) string {
 // produceMediaType accepts the produce body types.
 func produceMediaType(contentType string) error {
 	mt, _, err := mime.ParseMediaType(contentType)
-	if err == nil && (mt == "application/json" || mt == "application/x-ndjson" || mt == MediaOctetStream || mt == MediaRecordBatch) {
+	if err == nil && (mt == "application/json" || mt == "application/x-ndjson" || mt == api.MediaOctetStream || mt == api.MediaRecordBatch) {
 		return nil
 	}
-	return &FieldError{Field: "header.Content-Type", Err: ErrUnsupportedMedia,
-		Msg: fmt.Sprintf("%q; send application/json, application/x-ndjson, %s or %s", contentType, MediaOctetStream, MediaRecordBatch)}
+	return &api.FieldError{Field: "header.Content-Type", Err: api.ErrUnsupportedMedia,
+		Msg: fmt.Sprintf("%q; send application/json, application/x-ndjson, %s or %s", contentType, api.MediaOctetStream, api.MediaRecordBatch)}
 }

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 // groupsBackend adds api.GroupsBackend to the in-memory backend: committed
@@ -26,7 +27,7 @@ type groupsBackend struct {
 
 func newGroupsEnv(t *testing.T) (*env, *groupsBackend) {
 	var gb *groupsBackend
-	e := newEnv(t, func(_ *api.Options, m *memBackend) api.Backend {
+	e := newEnv(t, func(_ *rest.Options, m *memBackend) api.Backend {
 		gb = &groupsBackend{fullBackend: fullBackend{m}, offsets: map[string]map[string]int64{}, members: map[string]string{}}
 		return gb
 	})

@@ -1,4 +1,4 @@
-package api_test
+package rest_test
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/runnel/runnel"
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/rest"
 )
 
 func TestTopicsAndCluster(t *testing.T) {
@@ -139,7 +140,7 @@ func TestOpsEndpoints(t *testing.T) {
 
 	r = e.do("GET", "/docs", "")
 	mustStatus(t, r, 200)
-	doc, _ := api.LoadSpec()
+	doc, _ := rest.LoadSpec()
 	for path, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			if !strings.Contains(string(r.body), `id="op-`+op.OperationID+`"`) {
@@ -188,7 +189,7 @@ func TestNotReady(t *testing.T) {
 }
 
 func TestOptionalInterfaces(t *testing.T) {
-	plain := newEnv(t, func(_ *api.Options, b *memBackend) api.Backend { return b })
+	plain := newEnv(t, func(_ *rest.Options, b *memBackend) api.Backend { return b })
 	for _, path := range []string{"/v1/stats/series", "/v1/kafka/api-versions"} {
 		r := plain.do("GET", path, "")
 		mustStatus(t, r, 501)
@@ -222,7 +223,7 @@ func (panicky) ListTopics(context.Context, api.ListQuery) (api.TopicPage, error)
 }
 
 func TestInternalErrors(t *testing.T) {
-	e := newEnv(t, func(_ *api.Options, b *memBackend) api.Backend { return panicky{b} })
+	e := newEnv(t, func(_ *rest.Options, b *memBackend) api.Backend { return panicky{b} })
 	for _, path := range []string{"/v1/topics/x", "/v1/topics"} {
 		r := e.do("GET", path, "")
 		mustStatus(t, r, 500)
@@ -268,7 +269,7 @@ func TestRequestIDEcho(t *testing.T) {
 // TestRoutesMatchSpec: every spec operation is routed and every /v1 route is
 // in the spec, so neither side can drift.
 func TestRoutesMatchSpec(t *testing.T) {
-	h, err := api.NewHandler(fullBackend{newMemBackend()}, api.Options{})
+	h, err := rest.NewHandler(fullBackend{newMemBackend()}, rest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := api.LoadSpec()
+	doc, err := rest.LoadSpec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +327,7 @@ func TestMetricsExposed(t *testing.T) {
 		}
 	}
 	// Two handlers on one registry must fail loudly, not share counters.
-	if _, err := api.NewHandler(e.b, api.Options{Registerer: e.reg}); err == nil {
+	if _, err := rest.NewHandler(e.b, rest.Options{Registerer: e.reg}); err == nil {
 		t.Error("second registration on one registry succeeded")
 	}
 }
@@ -334,7 +335,7 @@ func TestMetricsExposed(t *testing.T) {
 // TestSlowBody: a client that stops sending its body gets 408 after
 // BodyReadTimeout instead of holding a handler forever.
 func TestSlowBody(t *testing.T) {
-	e := newEnv(t, func(o *api.Options, _ *memBackend) api.Backend {
+	e := newEnv(t, func(o *rest.Options, _ *memBackend) api.Backend {
 		o.BodyReadTimeout = 100 * time.Millisecond
 		return nil
 	})
