@@ -34,12 +34,13 @@
 // authmode.go), the Host check's exemptions are httpdoor/hostcheck.go.
 //
 // The coordinators are packages of their own: server/groups (consumer
-// groups; server/coordinators gives it the broker through groups.Backend, and
-// kafkadoor/groups.go / httpdoor/groups.go translate its errors for each
-// door) and server/txn (transactions). The inter-node port is package
-// internode, opened by raftfsm/quorum; the server registers 'K' (inter-broker Kafka,
-// muxlistener.go) and 'H' (forwarded HTTP, served by interHTTP; the HTTP
-// door's httpdoor/forward.go sends them) on it.
+// groups; kafkadoor/groups.go / httpdoor/groups.go translate its errors
+// for each door) and server/txn (transactions); server/coordinators gives
+// both the broker (groups.Backend; txn's StateLog, MarkerWriter and
+// Cluster). The inter-node port is package
+// internode, opened by raftfsm/quorum; the server registers 'K'
+// (inter-broker Kafka, muxlistener.go) and 'H' (forwarded HTTP, served by
+// interHTTP; the HTTP door's httpdoor/forward.go sends them) on it.
 //
 // Goroutines, all owned by the Server and stopped by Close (in this order):
 //   - the HTTP server on each HTTP listener and on interHTTP (forwarded
@@ -53,8 +54,9 @@
 //   - handoffs: one goroutine per inter-node connection being passed from the
 //     port mux to interBroker (reading its hello) or interHTTP; Close closes
 //     the connections they still hold and waits (muxlistener.go);
-//   - the transaction and group coordinators' own goroutines (txn.close,
-//     groups.Close: loads and appends in flight end);
+//   - the transaction and group coordinators' own goroutines, with the
+//     transaction coordinator's leadership follower (server/coordinators;
+//     txn.Close, groups.Close: loads and appends in flight end);
 //   - the broker's (storage, fetchers, ISR changes, maintenance; see
 //     package server/broker), broker.Close;
 //   - the metadata node's (raft, heartbeats, the port mux), meta.Close;
@@ -65,8 +67,10 @@
 // took yet are closed before Close runs.
 //
 // Lock order: the broker's locks (server/broker's doc) and the leaf locks of
-// server/access, server/admin, server/kafkadoor, server/metrics and
-// server/quota are taken inside those packages only; the HTTP door holds no
+// server/access, server/admin, server/kafkadoor, server/metrics,
+// server/quota and server/tlsreload are taken inside those packages only;
+// the Kafka door, like the HTTP door, holds none while it calls another
+// package; the HTTP door holds no
 // lock while it calls them or forwards a request (server/httpdoor's doc);
 // handoffs.mu is a leaf. No server lock is held while calling a
 // coordinator, and the group coordinator holds none of its locks while it
