@@ -54,10 +54,16 @@ func (e QuotaEntity) Key() string {
 type Quota struct {
 	Entity QuotaEntity
 	Values map[string]float64
+	// Merge: the entity's current values, in the log's order, without the
+	// keys of Remove, with Values added (Kafka's AlterClientQuotas), instead
+	// of Values alone. A node merging into its own image, which may lag,
+	// would lose a change made meanwhile through another node.
+	Merge  bool     `json:",omitempty"`
+	Remove []string `json:",omitempty"`
 }
 
-// SetQuotas replaces the values of each entity (the node merges a partial
-// change into the current values before proposing); empty Values remove it.
+// SetQuotas replaces (or, with Merge, changes) the values of each entity;
+// an entity left with no values is removed.
 type SetQuotas struct{ Quotas []Quota }
 
 // QuotaKeys are the quota keys a value may have.
@@ -81,6 +87,14 @@ func checkQuotas(qs []Quota) error {
 		}
 		if (e.UserDefault && e.User != "") || (e.ClientIDDefault && e.ClientID != "") {
 			return fmt.Errorf("%w: a quota entity part is both named and the default", ErrInvalidCommand)
+		}
+		if len(q.Remove) > len(QuotaKeys) {
+			return fmt.Errorf("%w: %d quota keys to remove (at most %d)", ErrInvalidCommand, len(q.Remove), len(QuotaKeys))
+		}
+		for _, k := range q.Remove {
+			if !isQuotaKey(k) {
+				return fmt.Errorf("%w: unknown quota key %q", ErrInvalidCommand, k)
+			}
 		}
 		for k, v := range q.Values {
 			if !isQuotaKey(k) {
@@ -106,6 +120,19 @@ func isQuotaKey(k string) bool {
 func (c *change) setQuotas(cmd *SetQuotas) (any, error) {
 	for _, q := range cmd.Quotas {
 		k := q.Entity.Key()
+		if q.Merge {
+			vals := make(map[string]float64, len(QuotaKeys))
+			for vk, v := range c.img.Quotas[k].Values {
+				vals[vk] = v
+			}
+			for _, vk := range q.Remove {
+				delete(vals, vk)
+			}
+			for vk, v := range q.Values {
+				vals[vk] = v
+			}
+			q = Quota{Entity: q.Entity, Values: vals}
+		}
 		if len(q.Values) == 0 {
 			if _, ok := c.img.Quotas[k]; ok {
 				delete(c.img.Quotas, k)

@@ -23,6 +23,11 @@ func TestFSMQuotas(t *testing.T) {
 		}}},
 		{SetQuotas: &SetQuotas{Quotas: []Quota{{Entity: alice, Values: map[string]float64{"producer_byte_rate": 5000}}}}},
 		{SetQuotas: &SetQuotas{Quotas: []Quota{{Entity: defUser}}}},
+		// A merge changes the values the log holds by then: it keeps
+		// consumer_byte_rate, drops nothing else and adds a key.
+		{SetQuotas: &SetQuotas{Quotas: []Quota{{Entity: aliceApp, Merge: true, Values: map[string]float64{"request_percentage": 10}}}}},
+		{SetQuotas: &SetQuotas{Quotas: []Quota{{Entity: aliceApp, Merge: true, Remove: []string{"request_percentage"},
+			Values: map[string]float64{"producer_byte_rate": 7}}}}},
 	} {
 		if res := applyAt(t, f, uint64(i+1), c); res != nil {
 			t.Fatalf("apply %d: %v", i, res)
@@ -30,7 +35,8 @@ func TestFSMQuotas(t *testing.T) {
 	}
 	img, _ := f.Image()
 	if len(img.Quotas) != 2 || img.Quotas[alice.Key()].Values["producer_byte_rate"] != 5000 ||
-		img.Quotas[aliceApp.Key()].Values["consumer_byte_rate"] != 2048 {
+		img.Quotas[aliceApp.Key()].Values["consumer_byte_rate"] != 2048 ||
+		img.Quotas[aliceApp.Key()].Values["producer_byte_rate"] != 7 || len(img.Quotas[aliceApp.Key()].Values) != 2 {
 		t.Fatalf("quotas: %+v", img.Quotas)
 	}
 	if alice.Key() == aliceApp.Key() || defUser.Key() == (QuotaEntity{User: "\x01"}).Key() {
@@ -43,6 +49,7 @@ func TestFSMQuotas(t *testing.T) {
 		{Entity: alice, Values: map[string]float64{"producer_byte_rate": -1}},
 		{Entity: QuotaEntity{User: "a", UserDefault: true}, Values: map[string]float64{"producer_byte_rate": 1}},
 		{Entity: QuotaEntity{User: "a\x00b"}, Values: map[string]float64{"producer_byte_rate": 1}},
+		{Entity: alice, Merge: true, Remove: []string{"bytes"}},
 	} {
 		cmd := Command{Version: CommandVersion, SetQuotas: &SetQuotas{Quotas: []Quota{bad}}}
 		enc, _ := EncodeCommand(cmd)

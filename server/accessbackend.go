@@ -32,4 +32,6 @@ func (m accessMeta) Apply(ctx context.Context, cmd raftfsm.Command) error {
 	return err
 }
 
-func (m accessMeta) CatchUp(ctx context.Context) error { return m.s.admin.CatchUp(ctx) }
+// CatchUp is the node's own: raftfsm.ErrNotLeader when no active
+// controller answers (Access decides what that means for each call).
+func (m accessMeta) CatchUp(ctx context.Context) error { return m.s.meta.CatchUp(ctx) }

@@ -15,7 +15,8 @@ type Metadata interface {
 	// Apply proposes a command and returns once this node shows it.
 	Apply(ctx context.Context, cmd raftfsm.Command) error
 	// CatchUp waits until this node applied what the active controller
-	// had committed.
+	// had committed when asked; raftfsm.ErrNotLeader when there is none to
+	// ask.
 	CatchUp(ctx context.Context) error
 }
 

@@ -110,8 +110,16 @@ func (a *Access) CreateACLs(ctx context.Context, acls []auth.ACL) error {
 	return a.cfg.Meta.Apply(ctx, raftfsm.Command{CreateACLs: &raftfsm.CreateACLs{ACLs: entries}})
 }
 
-// DeleteACLs removes the ACLs f selects now and returns them.
+// DeleteACLs removes the ACLs f selects now and returns them. The filter
+// is resolved against this node's metadata once caught up with the active
+// controller (what it had committed when asked, so every ACL created before
+// the call began): a node whose image lags would miss ACLs created meanwhile
+// through another node and answer "nothing matched" (issue 20). Without a
+// controller to ask, the outcome is not known: raftfsm.ErrNotLeader.
 func (a *Access) DeleteACLs(ctx context.Context, f auth.Filter) ([]auth.ACL, error) {
+	if err := a.cfg.Meta.CatchUp(ctx); err != nil {
+		return nil, fmt.Errorf("delete ACLs: catch up with the active controller: %w", err)
+	}
 	acls := a.ListACLs(f)
 	if len(acls) == 0 {
 		return nil, nil

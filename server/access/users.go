@@ -94,8 +94,8 @@ func (a *Access) BootstrapSuperuser(ctx context.Context) error {
 	if name == "" {
 		return nil
 	}
-	if err := a.cfg.Meta.CatchUp(ctx); err != nil {
-		return fmt.Errorf("bootstrap superuser: %w", err)
+	if err := a.cfg.Meta.CatchUp(ctx); err != nil && !errors.Is(err, raftfsm.ErrNotLeader) {
+		return fmt.Errorf("bootstrap superuser: %w", err) // without a controller, the creation below fails
 	}
 	if img := a.cfg.Meta.Image(); img.Users[name] != nil {
 		return nil

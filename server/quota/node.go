@@ -103,30 +103,46 @@ func (n *Node) List(match func(Entity) bool) []Quota {
 	return out
 }
 
-// Alter merges set and remove into e's current values (replaces them when
-// replace) and stores the result (nothing when validateOnly).
+// Alter stores e's values: set alone when replace, else set and remove
+// merged into the current values by the controller's state machine, in the
+// log's order (raftfsm.Quota.Merge), not into this node's image, which may
+// lag: a change made meanwhile through another node would be lost (issue
+// 20). It returns the values stored as this node then sees them; a dry run
+// (validateOnly) stores nothing and merges into the image.
 func (n *Node) Alter(ctx context.Context, e Entity, set map[string]float64, remove []string, replace, validateOnly bool) (map[string]float64, error) {
+	for _, k := range remove {
+		if err := CheckKey(k); err != nil {
+			return nil, err
+		}
+	}
+	if err := Check(e, set); err != nil { // each key on its own: any merge of them is valid
+		return nil, err
+	}
+	if !validateOnly {
+		q := raftfsm.Quota{Entity: fromEntity(e), Values: set}
+		if !replace {
+			q.Remove, q.Merge = remove, true
+		}
+		if _, err := n.apply(ctx, raftfsm.Command{SetQuotas: &raftfsm.SetQuotas{Quotas: []raftfsm.Quota{q}}}); err != nil {
+			return nil, err
+		}
+		if replace {
+			return set, nil
+		}
+	}
 	vals := map[string]float64{}
 	if !replace {
 		for k, v := range n.image().Quotas[fromEntity(e).Key()].Values {
 			vals[k] = v
 		}
 	}
-	for _, k := range remove {
-		if err := CheckKey(k); err != nil {
-			return nil, err
-		}
-		delete(vals, k)
-	}
-	for k, v := range set {
-		vals[k] = v
-	}
-	if err := Check(e, vals); err != nil {
-		return nil, err
-	}
 	if validateOnly {
-		return vals, nil
+		for _, k := range remove {
+			delete(vals, k)
+		}
+		for k, v := range set {
+			vals[k] = v
+		}
 	}
-	_, err := n.apply(ctx, raftfsm.Command{SetQuotas: &raftfsm.SetQuotas{Quotas: []raftfsm.Quota{{Entity: fromEntity(e), Values: vals}}}})
-	return vals, err
+	return vals, nil
 }
