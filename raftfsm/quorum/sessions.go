@@ -177,6 +177,13 @@ func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, e
 	// a broker back from a partition would otherwise lead with a stale
 	// image, taking writes for partitions that have other leaders now.
 	if b.State != raftfsm.BrokerFenced || hb.Applied < max(uint64(b.Epoch), catchUp) {
+		if b.State != raftfsm.BrokerFenced {
+			// This answer renews the broker's lease: only a controller a
+			// quorum still follows may give it (verifyLeader).
+			if err := n.verifyLeader(ctx); err != nil {
+				return heartbeatReply{}, err
+			}
+		}
 		return heartbeatReply{State: b.State}, nil
 	}
 	res, err := n.applyLocal(ctx, raftfsm.Command{SetBrokerState: &raftfsm.SetBrokerState{ID: b.ID, Epoch: b.Epoch, State: raftfsm.BrokerAlive}})
@@ -189,6 +196,39 @@ func (n *Node) onHeartbeat(ctx context.Context, hb heartbeat) (heartbeatReply, e
 	n.q.sessions.unfenced(n.raft.CurrentTerm(), b.ID)
 	n.log.Info("raftfsm: broker unfenced", "broker", b.ID, "epoch", b.Epoch, "applied", hb.Applied)
 	return heartbeatReply{State: res.(*raftfsm.Broker).State}, nil
+}
+
+// verifyLeader confirms that this node still leads: a quorum answered a
+// round of raft heartbeats sent after the call (hashicorp/raft's
+// VerifyLeader). A leader that was paused or cut off keeps believing it
+// leads until it hears of a newer term or its raft lease runs out; answered
+// from that belief, a heartbeat renewed its broker's lease (BrokerLeaseValid)
+// while the other controllers had elected a successor, fenced the broker
+// and moved its leaderships, and the broker kept acknowledging acks=1
+// writes that were truncated later (issue 20). Once verified, any new
+// controller is elected after this answer, and it fences the broker only a
+// session timeout into its term: after the lease the broker computes from
+// when it sent the heartbeat. ErrNotLeader when leadership is lost; it
+// returns when ctx ends (a cut-off leader steps down within its raft
+// lease, which fails the verification).
+func (n *Node) verifyLeader(ctx context.Context) error {
+	f := n.raft.VerifyLeader()
+	waited := make(chan error, 1)
+	if !n.spawn(func() { waited <- n.await(f) }) {
+		return raftfsm.ErrClosed
+	}
+	select {
+	case err := <-waited:
+		if err != nil {
+			if errors.Is(err, raftfsm.ErrClosed) || errors.Is(err, raft.ErrRaftShutdown) {
+				return raftfsm.ErrClosed
+			}
+			return fmt.Errorf("%w: leadership not confirmed by a quorum (%v)", raftfsm.ErrNotLeader, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("raftfsm: verify leadership: %w", ctx.Err())
+	}
 }
 
 // reconcileEvery bounds how long the controller loop goes without looking
