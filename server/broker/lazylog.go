@@ -185,9 +185,22 @@ func (p *Partition) peekLog() (*logPeek, error) {
 			}
 		}
 	}
+	switch {
+	case !lp.exists:
+		lp = &noLogDir // most of a million idle partitions: one shared answer
+	case lp.segments == 1 && lp.size == 0 && lp.base == 0:
+		lp = &emptyLogDir
+	}
 	p.lazy.peeked.Store(lp)
 	return lp, nil
 }
+
+// The two answers most unopened logs give, shared rather than allocated
+// per partition.
+var (
+	noLogDir    = logPeek{base: -1}
+	emptyLogDir = logPeek{exists: true, segments: 1}
+)
 
 // SizeBytes is the bytes the partition's segments take, without opening
 // its log.
