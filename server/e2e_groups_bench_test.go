@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -166,17 +167,13 @@ func BenchmarkGroupHTTPPoll(b *testing.B) {
 	var joins, member, plain time.Duration
 	for i := range b.N {
 		start := time.Now()
-		var join struct {
-			MemberID string `json:"member_id"`
-		}
+		var join api.GroupMembership
 		c.json(http.MethodPost, fmt.Sprintf("/v1/groups/bench-%d/members", i), map[string]any{"topics": []string{"bench-http-poll"}}, http.StatusOK, &join)
 		joins += time.Since(start)
 		start = time.Now()
 		path := fmt.Sprintf("/v1/groups/bench-%d/members/%s", i, url.PathEscape(join.MemberID))
 		for got := 0; got < total; {
-			var res struct {
-				Records []json.RawMessage `json:"records"`
-			}
+			var res client.GroupPollResponse
 			c.json(http.MethodGet, path+"/records?max_records=1000&encoding=base64", nil, http.StatusOK, &res)
 			got += len(res.Records)
 			c.json(http.MethodPost, path+"/offsets", nil, http.StatusOK, nil)
@@ -187,12 +184,9 @@ func BenchmarkGroupHTTPPoll(b *testing.B) {
 	for range b.N {
 		start := time.Now()
 		for next := 0; next < total; {
-			var res struct {
-				Records    []json.RawMessage `json:"records"`
-				NextOffset int               `json:"next_offset"`
-			}
+			var res consumePage
 			c.json(http.MethodGet, fmt.Sprintf("/v1/topics/bench-http-poll/partitions/0/records?offset=%d&max_records=1000&encoding=base64", next), nil, http.StatusOK, &res)
-			next = res.NextOffset
+			next = int(res.NextOffset)
 		}
 		plain += time.Since(start)
 	}

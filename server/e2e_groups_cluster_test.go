@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -83,11 +85,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "gfail", "partitions": 4, "replication_factor": 3}, http.StatusCreated, nil)
 	servertest.WaitFor(t, 30*time.Second, "every node to see gfail in sync", func() bool {
 		for _, n := range cl.Nodes {
-			var d struct {
-				Partitions []struct {
-					ISR []int32 `json:"isr"`
-				} `json:"partitions"`
-			}
+			var d api.TopicDetail
 			status, body := newAPIClient(t, n).do(http.MethodGet, "/v1/topics/gfail", "", nil)
 			if status != http.StatusOK || json.Unmarshal(body, &d) != nil || len(d.Partitions) != 4 {
 				return false
@@ -114,17 +112,13 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// Any node serves an HTTP member: each call of this one lands on a
 	// different node and is proxied to the coordinator; every node lists
 	// both groups.
-	var join struct {
-		MemberID string `json:"member_id"`
-	}
+	var join api.GroupMembership
 	newAPIClient(t, cl.Nodes[0]).json(http.MethodPost, "/v1/groups/fail-http/members",
 		map[string]any{"topics": []string{"gfail"}, "session_timeout_ms": 20000}, http.StatusOK, &join)
 	member := "/v1/groups/fail-http/members/" + url.PathEscape(join.MemberID)
 	got := 0
 	for i := 0; got < 400; i++ {
-		var res struct {
-			Records []json.RawMessage `json:"records"`
-		}
+		var res client.GroupPollResponse
 		newAPIClient(t, cl.Nodes[i%3]).json(http.MethodGet, member+"/records?max_records=1000&wait_ms=500", nil, http.StatusOK, &res)
 		got += len(res.Records)
 		newAPIClient(t, cl.Nodes[(i+1)%3]).json(http.MethodPost, member+"/offsets", nil, http.StatusOK, nil)
@@ -133,11 +127,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 		}
 	}
 	for _, n := range cl.Nodes {
-		var list struct {
-			Groups []struct {
-				Group string `json:"group"`
-			} `json:"groups"`
-		}
+		var list api.GroupList
 		newAPIClient(t, n).json(http.MethodGet, "/v1/groups", nil, http.StatusOK, &list)
 		if len(list.Groups) != 2 || list.Groups[0].Group != "fail-group" || list.Groups[1].Group != "fail-http" {
 			t.Errorf("node %s lists %+v", n.URL, list.Groups)
@@ -151,22 +141,12 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 	// The failover needs the group's __consumer_offsets partition on all
 	// three brokers and in sync (every broker was alive when it was created:
 	// gfail's ISR above shows it), so wait for that rather than skip.
-	var offsetsTopic struct {
-		Partitions []struct {
-			Leader   int32   `json:"leader"`
-			Replicas []int32 `json:"replicas"`
-			ISR      []int32 `json:"isr"`
-		} `json:"partitions"`
-	}
+	var offsetsTopic api.TopicDetail
 	h := javaHash("fail-group")
 	if h < 0 {
 		h = -h
 	}
-	var part struct {
-		Leader   int32   `json:"leader"`
-		Replicas []int32 `json:"replicas"`
-		ISR      []int32 `json:"isr"`
-	}
+	var part api.PartitionDetail
 	servertest.WaitFor(t, 30*time.Second, "the group's offsets partition in sync on 3 brokers", func() bool {
 		c.json(http.MethodGet, "/v1/topics/__consumer_offsets", nil, http.StatusOK, &offsetsTopic)
 		part = offsetsTopic.Partitions[h%int32(len(offsetsTopic.Partitions))]

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -17,17 +18,10 @@ func TestGroupListLagAgreesWithDescribe(t *testing.T) {
 		c.json("POST", "/v1/topics/lagged/records", map[string]any{"records": []map[string]any{
 			{"value": i, "partition": i % 2}}}, 200, nil)
 	}
-	type listed struct {
-		Groups []struct {
-			Group string `json:"group"`
-			Lag   int64  `json:"lag"`
-		} `json:"groups"`
-	}
+	type listed = api.GroupList
 	check := func(when string, want int64) {
 		t.Helper()
-		var d struct {
-			Lag int64 `json:"lag"`
-		}
+		var d api.GroupDetail
 		c.json("GET", "/v1/groups/billing", nil, 200, &d)
 		var l listed
 		c.json("GET", "/v1/groups", nil, 200, &l)

@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/api/rest"
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -125,6 +126,18 @@ type consumed struct {
 }
 
 type problem = api.Problem
+
+// consumePage is GET .../partitions/{p}/records as the client generated
+// from openapi.yaml reads it (values of any JSON type, headers as sent).
+type consumePage = client.ConsumeResponse
+
+// headerList is a consumed record's header_list (none: nil).
+func headerList(r client.ConsumedRecord) []client.RecordHeader {
+	if r.HeaderList == nil {
+		return nil
+	}
+	return *r.HeaderList
+}
 
 func (c *apiClient) problem(method, path, ct string, body []byte, wantStatus int, wantTypeSuffix string) {
 	c.t.Helper()

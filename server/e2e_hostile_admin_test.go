@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -77,9 +78,7 @@ func TestHostileKafkaCreatePartitionsHugeCount(t *testing.T) {
 	t.Logf("peak RSS %d MiB after the hostile requests, %.2fx the RSS before them (%d MiB)",
 		peak>>20, float64(peak)/float64(baseline), baseline>>20)
 	// Still serving, and the topic kept its one partition.
-	var td struct {
-		Partitions []json.RawMessage `json:"partitions"`
-	}
+	var td api.TopicDetail
 	httpGetJSON(t, n.URL+"/v1/topics/victim", &td)
 	if len(td.Partitions) != 1 {
 		t.Fatalf("victim has %d partitions, want 1", len(td.Partitions))

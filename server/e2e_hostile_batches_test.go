@@ -23,6 +23,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -128,10 +130,7 @@ func TestHostilePoisonBatchesRefused(t *testing.T) {
 	if end := httpEndOffset(t, n, "keyed", 0); end != 0 {
 		t.Fatalf("compacted topic end offset %d, want 0", end)
 	}
-	var got struct {
-		Records    []json.RawMessage `json:"records"`
-		NextOffset int64             `json:"next_offset"`
-	}
+	var got consumePage
 	c.json("GET", "/v1/topics/poison/partitions/0/records?offset=0", nil, 200, &got)
 	if len(got.Records) != 3 || got.NextOffset != 3 {
 		t.Fatalf("read %d records, next %d; want 3, 3", len(got.Records), got.NextOffset)
@@ -170,10 +169,7 @@ func TestHostileCompressionBombConsume(t *testing.T) {
 	base := n.URL + "/v1/topics/bomb/partitions/0/records?offset=0"
 	for _, q := range []string{"&max_bytes=1", "&max_records=1"} {
 		status, body := consumeRaw(t, base+q)
-		var got struct {
-			Records    []json.RawMessage `json:"records"`
-			NextOffset int64             `json:"next_offset"`
-		}
+		var got consumePage
 		if err := json.Unmarshal(body, &got); err != nil || status != 200 {
 			t.Fatalf("%s: status %d, %d bytes: %v", q, status, len(body), err)
 		}
@@ -245,25 +241,14 @@ func TestHostileCorruptBatchOnDisk(t *testing.T) {
 	}
 	n.Start()
 
-	var got struct {
-		Records []struct {
-			Offset int64 `json:"offset"`
-		} `json:"records"`
-		NextOffset int64 `json:"next_offset"`
-	}
+	var got consumePage
 	c.json("GET", "/v1/topics/rot/partitions/0/records?offset=0", nil, 200, &got)
 	if len(got.Records) != 3 || got.NextOffset != 3 {
 		t.Fatalf("before the bad batch: %d records, next %d; want 3, 3", len(got.Records), got.NextOffset)
 	}
 	for _, off := range []int{3, 4} {
 		status, body := c.do("GET", fmt.Sprintf("/v1/topics/rot/partitions/0/records?offset=%d", off), "", nil)
-		var p struct {
-			Type       string `json:"type"`
-			Offset     *int64 `json:"offset"`
-			NextOffset *int64 `json:"next_offset"`
-			Partition  *int32 `json:"partition"`
-			Topic      string `json:"topic"`
-		}
+		var p problem
 		json.Unmarshal(body, &p)
 		if status != 422 || p.Type != "urn:runnel:problem:corrupt-batch" || p.Offset == nil || *p.Offset != int64(off) ||
 			p.NextOffset == nil || *p.NextOffset != 6 || p.Topic != "rot" || p.Partition == nil || *p.Partition != 0 {
@@ -299,10 +284,7 @@ func checkStreamEndsAtCorruptBatch(t *testing.T, n *servertest.Node) {
 		case strings.HasPrefix(line, "data: ") && event == "record":
 			records++
 		case strings.HasPrefix(line, "data: ") && event == "error":
-			var p struct {
-				Type       string `json:"type"`
-				NextOffset *int64 `json:"next_offset"`
-			}
+			var p problem
 			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &p)
 			if records != 3 || p.Type != "urn:runnel:problem:corrupt-batch" || p.NextOffset == nil || *p.NextOffset != 6 {
 				t.Fatalf("stream: %d records, then %s", records, line)
@@ -316,28 +298,16 @@ func checkStreamEndsAtCorruptBatch(t *testing.T, n *servertest.Node) {
 // checkGroupPollMovesPastCorruptBatch: an HTTP group member's poll answers
 // the problem, and committing its next_offset moves the member past it.
 func checkGroupPollMovesPastCorruptBatch(t *testing.T, c *apiClient) {
-	var join struct {
-		MemberID string `json:"member_id"`
-	}
+	var join api.GroupMembership
 	c.json("POST", "/v1/groups/rotters/members", map[string]any{"topics": []string{"rot"}}, 200, &join)
 	path := "/v1/groups/rotters/members/" + join.MemberID
-	type polled struct {
-		Records []struct {
-			Offset int64 `json:"offset"`
-		} `json:"records"`
-	}
-	var res polled
+	var res client.GroupPollResponse
 	c.json("GET", path+"/records?max_records=10", nil, 200, &res)
 	if len(res.Records) != 3 {
 		t.Fatalf("first poll: %+v", res)
 	}
 	status, body := c.do("GET", path+"/records?max_records=10", "", nil)
-	var p struct {
-		Type       string `json:"type"`
-		Topic      string `json:"topic"`
-		Partition  *int32 `json:"partition"`
-		NextOffset *int64 `json:"next_offset"`
-	}
+	var p problem
 	json.Unmarshal(body, &p)
 	if status != 422 || p.Type != "urn:runnel:problem:corrupt-batch" || p.Topic != "rot" || p.Partition == nil || p.NextOffset == nil {
 		t.Fatalf("poll at the bad batch: status %d: %s", status, body)

@@ -261,14 +261,9 @@ func TestRestartKeepsEverything(t *testing.T) {
 func TestHTTPKafkaAPIVersionsAndCluster(t *testing.T) {
 	n := servertest.Start(t, servertest.Options{})
 	c := newAPIClient(t, n)
-	var versions struct {
-		APIVersions []struct {
-			APIKey     int `json:"api_key"`
-			MaxVersion int `json:"max_version"`
-		} `json:"api_versions"`
-	}
+	var versions api.KafkaAPIVersions
 	c.json("GET", "/v1/kafka/api-versions", nil, 200, &versions)
-	keys := map[int]int{}
+	keys := map[int16]int16{}
 	for _, v := range versions.APIVersions {
 		keys[v.APIKey] = v.MaxVersion
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -104,12 +105,7 @@ func exitedLog(n *servertest.Node) bool {
 
 func clusterTerm(t *testing.T, c *apiClient) uint64 {
 	t.Helper()
-	var v struct {
-		Controllers []struct {
-			ID   int32  `json:"id"`
-			Term uint64 `json:"term"`
-		} `json:"controllers"`
-	}
+	var v api.Cluster
 	c.json("GET", "/v1/cluster", nil, 200, &v)
 	if len(v.Controllers) == 0 {
 		t.Fatal("no controllers in /v1/cluster")
@@ -211,12 +207,7 @@ func TestForwardedHeaderFromClientIgnored(t *testing.T) {
 	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2, Args: fastSessions})
 	n1 := newAPIClient(t, c.Node(1))
 	n1.json("POST", "/v1/topics", map[string]any{"name": "fwd", "partitions": 4, "replication_factor": 1}, 201, nil)
-	var d struct {
-		Partitions []struct {
-			Partition int32 `json:"partition"`
-			Leader    int32 `json:"leader"`
-		} `json:"partitions"`
-	}
+	var d api.TopicDetail
 	var remote int32 = -1
 	servertest.WaitFor(t, 20*time.Second, "a partition led by node 2", func() bool {
 		n1.json("GET", "/v1/topics/fwd", nil, 200, &d)

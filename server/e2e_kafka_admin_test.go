@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -811,12 +812,7 @@ func TestKafkaAdminUncleanElection(t *testing.T) {
 	c.Node(5).Start()
 	servertest.WaitFor(t, 30*time.Second, "risky offline, 5 back but out of sync", func() bool {
 		ps, ok := describe(c.Node(1), "risky")
-		var cluster struct {
-			Brokers []struct {
-				ID    int32  `json:"id"`
-				State string `json:"state"`
-			} `json:"brokers"`
-		}
+		var cluster api.Cluster
 		httpGetJSON(t, c.Node(1).URL+"/v1/cluster", &cluster)
 		alive5 := false
 		for _, b := range cluster.Brokers {

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -415,13 +416,7 @@ func TestKafkaLongPollWakesOnHTTPProduce(t *testing.T) {
 // the same list.
 func TestKafkaAPIVersionsMatchHTTP(t *testing.T) {
 	n := kafkaNode(t)
-	var httpList struct {
-		APIVersions []struct {
-			APIKey     int16 `json:"api_key"`
-			MinVersion int16 `json:"min_version"`
-			MaxVersion int16 `json:"max_version"`
-		} `json:"api_versions"`
-	}
+	var httpList api.KafkaAPIVersions
 	httpGetJSON(t, n.URL+"/v1/kafka/api-versions", &httpList)
 	want := map[int16][2]int16{}
 	for _, v := range httpList.APIVersions {

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -339,15 +340,10 @@ func httpCreateTopic(t testing.TB, n *servertest.Node, topic string, partitions 
 
 func httpEndOffset(t *testing.T, n *servertest.Node, topic string, p int) int64 {
 	t.Helper()
-	var got struct {
-		Partitions []struct {
-			Partition int   `json:"partition"`
-			EndOffset int64 `json:"end_offset"`
-		} `json:"partitions"`
-	}
+	var got api.TopicDetail
 	httpGetJSON(t, n.URL+"/v1/topics/"+topic, &got)
 	for _, gp := range got.Partitions {
-		if gp.Partition == p {
+		if int(gp.Partition) == p {
 			return gp.EndOffset
 		}
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -259,11 +260,7 @@ func metaOutcome(in metaOp, status int, body []byte) (out metaOut, keep bool) {
 	case status == 0 || status >= 500:
 		return metaOut{unknown: true}, !read
 	case read && status == http.StatusOK && in.kind == "list":
-		var l struct {
-			Topics []struct {
-				Name string `json:"name"`
-			} `json:"topics"`
-		}
+		var l api.TopicList
 		if json.Unmarshal(body, &l) != nil {
 			return out, false
 		}
@@ -272,9 +269,7 @@ func metaOutcome(in metaOp, status int, body []byte) (out metaOut, keep bool) {
 		}
 		return out, true
 	case read && status == http.StatusOK:
-		var d struct {
-			Configs map[string]string `json:"configs"`
-		}
+		var d api.TopicDetail
 		if json.Unmarshal(body, &d) != nil {
 			return out, false
 		}

@@ -8,33 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
 // Short broker sessions so fencing shows within a test's patience.
 var fastSessions = []string{"--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "2s"}
 
-type clusterView struct {
-	ClusterID   string `json:"cluster_id"`
-	LeaderID    int32  `json:"leader_id"`
-	Controllers []struct {
-		ID          int32  `json:"id"`
-		Role        string `json:"role"`
-		Term        uint64 `json:"term"`
-		CommitIndex uint64 `json:"commit_index"`
-	} `json:"controllers"`
-	Brokers []struct {
-		ID             int32  `json:"id"`
-		State          string `json:"state"`
-		Epoch          int64  `json:"epoch"`
-		MetadataOffset int64  `json:"metadata_offset"`
-	} `json:"brokers"`
-	Node struct {
-		ID             int32  `json:"id"`
-		MetadataOffset int64  `json:"metadata_offset"`
-		MetadataDigest string `json:"metadata_digest"`
-	} `json:"node"`
-}
+// clusterView is GET /v1/cluster (api.Cluster: the one set of wire types).
+type clusterView = api.Cluster
 
 // cluster fetches GET /v1/cluster without failing the test on errors.
 func cluster(n *servertest.Node) (clusterView, bool) {
@@ -198,7 +180,7 @@ func TestQuorumMinorityAcceptsNoWrites(t *testing.T) {
 	}
 	c.Heal(int(leader))
 	digestsAgree(t, c.Nodes...)
-	if v, _ := cluster(minority); v.Node.MetadataDigest == "" {
+	if v, ok := cluster(minority); !ok || v.Node == nil || v.Node.MetadataDigest == "" {
 		t.Fatal("healed node reports no digest")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -203,15 +204,7 @@ func TestDiskFullResumes(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		return r.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "storage error")
 	})
-	var cl struct {
-		Node struct {
-			StorageError string `json:"storage_error"`
-		} `json:"node"`
-		Brokers []struct {
-			ID           int32  `json:"id"`
-			StorageError string `json:"storage_error"`
-		} `json:"brokers"`
-	}
+	var cl api.Cluster
 	c.json(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &cl)
 	if !strings.Contains(cl.Node.StorageError, "full-0") || len(cl.Brokers) != 1 || cl.Brokers[0].StorageError == "" {
 		t.Fatalf("/v1/cluster does not show the storage error: %+v", cl)
@@ -258,17 +251,10 @@ func TestDiskFullResumes(t *testing.T) {
 	}
 	got := map[int64]string{}
 	for off := int64(0); ; {
-		var out struct {
-			Records []struct {
-				Offset int64  `json:"offset"`
-				Value  string `json:"value"`
-			} `json:"records"`
-			NextOffset    int64 `json:"next_offset"`
-			HighWatermark int64 `json:"high_watermark"`
-		}
+		var out consumePage
 		c.json(http.MethodGet, fmt.Sprintf("/v1/topics/full/partitions/0/records?offset=%d&encoding=base64&max_records=100", off), nil, http.StatusOK, &out)
 		for _, r := range out.Records {
-			got[r.Offset] = r.Value
+			got[r.Offset], _ = r.Value.(string) // base64
 		}
 		if out.NextOffset >= out.HighWatermark || len(out.Records) == 0 {
 			break
@@ -348,11 +334,7 @@ func TestHTTPConsumeHeadersLosslessForwarded(t *testing.T) {
 	cl := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 2})
 	c := newAPIClient(t, cl.Node(1))
 	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "hdrs", "partitions": 1, "replication_factor": 1}, http.StatusCreated, nil)
-	var topic struct {
-		Partitions []struct {
-			Leader int32 `json:"leader"`
-		} `json:"partitions"`
-	}
+	var topic api.TopicDetail
 	servertest.WaitFor(t, 10*time.Second, "a leader", func() bool {
 		c.json(http.MethodGet, "/v1/topics/hdrs", nil, http.StatusOK, &topic)
 		return topic.Partitions[0].Leader > 0
@@ -384,22 +366,12 @@ func checkHeaderList(t *testing.T, c *apiClient, topic string) {
 	t.Helper()
 	want := losslessHeaders
 	for _, enc := range []string{"json", "string", "base64"} {
-		var out struct {
-			Records []struct {
-				Headers    map[string]*string `json:"headers"`
-				HeaderList []struct {
-					Key           string  `json:"key"`
-					Value         *string `json:"value"`
-					KeyEncoding   string  `json:"key_encoding"`
-					ValueEncoding string  `json:"value_encoding"`
-				} `json:"header_list"`
-			} `json:"records"`
-		}
+		var out consumePage
 		c.json(http.MethodGet, "/v1/topics/"+topic+"/partitions/0/records?offset=earliest&encoding="+enc, nil, http.StatusOK, &out)
 		if len(out.Records) != 1 {
 			t.Fatalf("encoding=%s: %d records", enc, len(out.Records))
 		}
-		got := out.Records[0].HeaderList
+		got := headerList(out.Records[0])
 		if len(got) != len(want) {
 			t.Fatalf("encoding=%s: header_list %+v, want %d headers", enc, got, len(want))
 		}
@@ -414,13 +386,13 @@ func checkHeaderList(t *testing.T, c *apiClient, topic string) {
 			return []byte(s)
 		}
 		for i, h := range got {
-			if k := string(decode(h.Key, h.KeyEncoding)); k != want[i].Key {
+			if k := string(decode(h.Key, string(h.KeyEncoding))); k != want[i].Key {
 				t.Fatalf("encoding=%s: header %d key %q, want %q", enc, i, k, want[i].Key)
 			}
 			switch {
 			case want[i].Value == nil && h.Value != nil:
 				t.Fatalf("encoding=%s: header %d value %q, want null", enc, i, *h.Value)
-			case want[i].Value != nil && (h.Value == nil || string(decode(*h.Value, h.ValueEncoding)) != string(want[i].Value)):
+			case want[i].Value != nil && (h.Value == nil || string(decode(*h.Value, string(h.ValueEncoding))) != string(want[i].Value)):
 				t.Fatalf("encoding=%s: header %d value %v (%s), want %q", enc, i, h.Value, h.ValueEncoding, want[i].Value)
 			}
 		}
@@ -452,12 +424,7 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 		}})
 	c1, c2 := newAPIClient(t, cl.Node(1)), newAPIClient(t, cl.Node(2))
 	c1.json(http.MethodPost, "/v1/topics", map[string]any{"name": "full", "partitions": 4, "replication_factor": 1}, http.StatusCreated, nil)
-	var topic struct {
-		Partitions []struct {
-			Partition int32 `json:"partition"`
-			Leader    int32 `json:"leader"`
-		} `json:"partitions"`
-	}
+	var topic api.TopicDetail
 	part := int32(-1)
 	servertest.WaitFor(t, 10*time.Second, "a partition led by node 2", func() bool {
 		c1.json(http.MethodGet, "/v1/topics/full", nil, http.StatusOK, &topic)
@@ -478,12 +445,7 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 		t.Fatalf("produce to node 2's full disk: last status %d, want 507", status)
 	}
 	storageOf := func(c *apiClient, id int32) string {
-		var out struct {
-			Brokers []struct {
-				ID           int32  `json:"id"`
-				StorageError string `json:"storage_error"`
-			} `json:"brokers"`
-		}
+		var out api.Cluster
 		c.json(http.MethodGet, "/v1/cluster", nil, http.StatusOK, &out)
 		for _, b := range out.Brokers {
 			if b.ID == id {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -232,9 +233,7 @@ func TestCLIOverHTTPS(t *testing.T) {
 func TestUIOverHTTPS(t *testing.T) {
 	certs := makeCerts(t, "1")
 	node, base := startTLSNode(t, certs)
-	var cluster struct {
-		ClusterID string `json:"cluster_id"`
-	}
+	var cluster api.Cluster
 	uiHTTP(t, "GET", node.URL+"/v1/cluster", nil, &cluster)
 	ctx := uiBrowser(t, chromedp.Flag("ignore-certificate-errors", true))
 	uiDo(t, ctx, "open the cluster page over HTTPS", chromedp.Navigate(base+"/ui/#/cluster"))

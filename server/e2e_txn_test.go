@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -241,16 +243,12 @@ func TestTxnReadCommittedKafkaAndHTTP(t *testing.T) {
 // httpValues is one HTTP consume: the values and next_offset.
 func httpValues(t *testing.T, c *apiClient, path string) ([]string, int64) {
 	t.Helper()
-	var res struct {
-		Records []struct {
-			Value string `json:"value"`
-		} `json:"records"`
-		NextOffset int64 `json:"next_offset"`
-	}
+	var res consumePage
 	c.json("GET", path, nil, 200, &res)
 	var out []string
 	for _, r := range res.Records {
-		out = append(out, r.Value)
+		v, _ := r.Value.(string) // encoding=string
+		out = append(out, v)
 	}
 	return out, res.NextOffset
 }
@@ -292,21 +290,16 @@ func sseValues(ctx context.Context, t *testing.T, n *servertest.Node, path, last
 // until it reads last.
 func groupValues(t *testing.T, c *apiClient, group, topic, query, last string) []string {
 	t.Helper()
-	var join struct {
-		MemberID string `json:"member_id"`
-	}
+	var join api.GroupMembership
 	group = url.PathEscape(group)
 	c.json("POST", "/v1/groups/"+group+"/members", map[string]any{"topics": []string{topic}, "auto_offset_reset": "earliest"}, 200, &join)
 	var out []string
 	for range 100 {
-		var res struct {
-			Records []struct {
-				Value string `json:"value"`
-			} `json:"records"`
-		}
+		var res client.GroupPollResponse
 		c.json("GET", "/v1/groups/"+group+"/members/"+url.PathEscape(join.MemberID)+"/records?wait_ms=500&encoding=string"+query, nil, 200, &res)
 		for _, r := range res.Records {
-			if out = append(out, r.Value); r.Value == last {
+			v, _ := r.Value.(string) // encoding=string
+			if out = append(out, v); v == last {
 				return out
 			}
 		}

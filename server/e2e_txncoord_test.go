@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -387,15 +388,9 @@ func TestTxnAcrossBrokers(t *testing.T) {
 	}
 	// GET /v1/transactions on any node gathers every coordinator's ids.
 	for i, node := range c.Nodes {
-		var list struct {
-			Transactions []struct {
-				ID          string `json:"transactional_id"`
-				State       string `json:"state"`
-				Coordinator int32  `json:"coordinator"`
-			} `json:"transactions"`
-		}
+		var list api.TransactionList
 		newAPIClient(t, node).json("GET", "/v1/transactions", nil, 200, &list)
-		if len(list.Transactions) != 1 || list.Transactions[0].ID != txnID || list.Transactions[0].State != "CompleteAbort" ||
+		if len(list.Transactions) != 1 || list.Transactions[0].TransactionalID != txnID || list.Transactions[0].State != "CompleteAbort" ||
 			list.Transactions[0].Coordinator != tc {
 			t.Fatalf("GET /v1/transactions on node %d: %+v (coordinator %d)", i+1, list, tc)
 		}

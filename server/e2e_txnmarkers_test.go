@@ -13,20 +13,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
 // markerRecord is a consumed record as the marker tests read it.
 type markerRecord struct {
-	Offset        int64   `json:"offset"`
-	Value         *string `json:"value"`
-	Transactional bool    `json:"transactional"`
-	Control       *struct {
-		Type             string `json:"type"`
-		ProducerID       int64  `json:"producer_id"`
-		ProducerEpoch    int16  `json:"producer_epoch"`
-		CoordinatorEpoch int32  `json:"coordinator_epoch"`
-	} `json:"control"`
+	Offset        int64              `json:"offset"`
+	Value         *string            `json:"value"`
+	Transactional bool               `json:"transactional"`
+	Control       *api.ControlMarker `json:"control"`
 }
 
 // String is "offset:value", or "offset:commit" / "offset:abort" for a marker.
@@ -55,13 +51,9 @@ func TestTxnMarkersOverHTTP(t *testing.T) {
 	defer cancel()
 	c := newAPIClient(t, cl.Node(1))
 	c.json("POST", "/v1/topics", map[string]any{"name": "txm", "partitions": 1, "replication_factor": 1}, 201, nil)
-	var td struct {
-		Partitions []struct {
-			Leader int `json:"leader"`
-		} `json:"partitions"`
-	}
+	var td api.TopicDetail
 	c.json("GET", "/v1/topics/txm", nil, 200, &td)
-	leaderID := td.Partitions[0].Leader
+	leaderID := int(td.Partitions[0].Leader)
 	leader, other := cl.Node(leaderID), cl.Node(3-leaderID)
 
 	tx, err := kgo.NewClient(kgo.SeedBrokers(leader.KafkaAddr, other.KafkaAddr), kgo.DefaultProduceTopic("txm"), kgo.TransactionalID("txm-producer"))

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -69,9 +70,7 @@ func (s *uiSession) cluster() {
 	s.t.Helper()
 	t, ctx, node, shots, ui := s.t, s.ctx, s.node, s.shots, s.ui
 	// Cluster page: quorum and brokers of the real node.
-	var cluster struct {
-		ClusterID string `json:"cluster_id"`
-	}
+	var cluster api.Cluster
 	uiHTTP(t, "GET", node.URL+"/v1/cluster", nil, &cluster)
 	uiDo(t, ctx, "open cluster page", chromedp.Navigate(ui+"#/cluster"))
 	uiWait(t, ctx, "cluster id", fmt.Sprintf(`document.querySelector('[data-test=cluster-id]')?.textContent === %q`, cluster.ClusterID))
@@ -90,9 +89,7 @@ func (s *uiSession) createTopic() {
 		chromedp.SetValue(chromedp.CSS(`form[aria-label="Create topic"] input[name=partitions]`), "3"),
 		chromedp.Click(chromedp.CSS(`[data-test=create-topic]`)))
 	uiWait(t, ctx, "topic page", fmt.Sprintf(`location.hash === '#/topics/%s' && document.querySelectorAll('main table tbody tr').length === 3`, topic))
-	var td struct {
-		Partitions []struct{} `json:"partitions"`
-	}
+	var td api.TopicDetail
 	if code := uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &td); code != 200 || len(td.Partitions) != 3 {
 		t.Fatalf("topic created in the UI: status %d, %d partitions", code, len(td.Partitions))
 	}
@@ -173,11 +170,7 @@ func (s *uiSession) browse(key string, part int, offset string) {
 		chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, ctx, "21 newest records", `document.querySelectorAll('.records article').length === 21`)
 	// Partitions 0 and 2 from the earliest offset: exactly their records.
-	var hw struct {
-		Partitions []struct {
-			HighWatermark int `json:"high_watermark"`
-		} `json:"partitions"`
-	}
+	var hw api.TopicDetail
 	uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &hw)
 	uiDo(t, ctx, "browse two partitions",
 		chromedp.Evaluate[chromedp.Void](`for (const b of document.querySelectorAll('form[aria-label="Browse messages"] input[name=partition]')) b.checked = b.value === '0' || b.value === '2'`),
@@ -345,12 +338,7 @@ func uiGroups(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	}
 	uiDo(t, ctx, "groups page", chromedp.Navigate(ui+"#/groups"))
 	uiWait(t, ctx, "group listed", fmt.Sprintf(`!!document.querySelector('main a[href="#/groups/%s"]')`, group))
-	var gd struct {
-		Lag     int64 `json:"lag"`
-		Offsets []struct {
-			EndOffset int64 `json:"end_offset"`
-		} `json:"offsets"`
-	}
+	var gd api.GroupDetail
 	uiHTTP(t, "GET", node.URL+"/v1/groups/"+group, nil, &gd)
 	if len(gd.Offsets) != 1 || gd.Lag != gd.Offsets[0].EndOffset || gd.Lag == 0 {
 		t.Fatalf("group over HTTP: %+v, want lag = end offset of partition 0 > 0", gd)
@@ -414,9 +402,7 @@ func uiConfigsAndCurl(t *testing.T, ctx context.Context, node *servertest.Node, 
 		chromedp.SendKeys(chromedp.CSS(cfgForm+`input[name=config-key]`), "retention.ms"),
 		chromedp.SendKeys(chromedp.CSS(cfgForm+`input[name=config-value]`), "3600000"),
 		chromedp.Click(chromedp.CSS(cfgForm+`button[type=submit]`)))
-	var td struct {
-		Configs map[string]string `json:"configs"`
-	}
+	var td api.TopicDetail
 	servertest.WaitFor(t, 10*time.Second, "config saved from the UI", func() bool {
 		uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &td)
 		return td.Configs["retention.ms"] == "3600000"
@@ -440,23 +426,13 @@ func uiConfigsAndCurl(t *testing.T, ctx context.Context, node *servertest.Node, 
 	if err != nil {
 		t.Fatalf("running the UI's curl command %s: %v\n%s", cmd, err, out)
 	}
-	var res struct {
-		Offsets []struct {
-			Partition int   `json:"partition"`
-			Offset    int64 `json:"offset"`
-		} `json:"offsets"`
-	}
+	var res api.ProduceResponse
 	if err := json.Unmarshal(out, &res); err != nil || len(res.Offsets) != 1 {
 		t.Fatalf("curl output %s: %v", out, err)
 	}
-	var got struct {
-		Records []struct {
-			Key   string `json:"key"`
-			Value string `json:"value"`
-		} `json:"records"`
-	}
+	var got consumePage
 	uiHTTP(t, "GET", fmt.Sprintf("%s/v1/topics/%s/partitions/%d/records?offset=%d&encoding=string", node.URL, topic, res.Offsets[0].Partition, res.Offsets[0].Offset), nil, &got)
-	if len(got.Records) != 1 || got.Records[0].Key != "curl-key" || got.Records[0].Value != "it's from curl" {
+	if len(got.Records) != 1 || got.Records[0].Key == nil || *got.Records[0].Key != "curl-key" || got.Records[0].Value != "it's from curl" {
 		t.Errorf("record produced by the UI's curl command reads back as %+v", got.Records)
 	}
 }
