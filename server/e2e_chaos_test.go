@@ -690,6 +690,10 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 	for _, a := range h.ackedOne {
 		if logs[a.partition][a.offset] != a.value {
 			res.LostOne++
+			if res.LostOne <= 5 { // when, beside the fault times logged: inherent to acks=1 or not
+				t.Logf("acks=1 %s acknowledged at %s at %d-%d is not in the final log (%q there)",
+					a.value, a.at.Format("15:04:05.000"), a.partition, a.offset, logs[a.partition][a.offset])
+			}
 		}
 	}
 	// The consumer: gaps below what it reached, offsets given twice,
