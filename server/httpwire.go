@@ -12,14 +12,7 @@ import (
 )
 
 // The HTTP door's adapter is package server/httpdoor; this file wires it:
-// the node's pieces as an httpdoor.Config, and the backend the API serves,
-// the door plus the HTTP halves still in this package (httpbackend_quotas.go).
-
-// httpBackend is the server as the HTTP API sees it.
-type httpBackend struct {
-	*httpdoor.Door
-	s *Server
-}
+// the node's pieces as an httpdoor.Config.
 
 // newHTTPDoor builds the door (after the metadata node and the metrics).
 func (s *Server) newHTTPDoor() *httpdoor.Door {
@@ -31,7 +24,7 @@ func (s *Server) newHTTPDoor() *httpdoor.Door {
 	return httpdoor.New(httpdoor.Config{
 		NodeID: s.cfg.NodeID, Roles: roles, Logger: s.logger, Now: s.faults.now,
 		Build: api.Build{Version: bi.Version, Commit: bi.Commit, Modified: bi.Modified, GoVersion: bi.GoVersion},
-		Meta:  s.meta, Admin: s.admin, Access: s.access, Metrics: s.metrics, Storage: s.storage,
+		Meta:  s.meta, Admin: s.admin, Access: s.access, Quotas: s.quotas, Metrics: s.metrics, Storage: s.storage,
 		Ready:         s.ready.Load,
 		Broker:        func() *broker.Broker { return s.broker },
 		Groups:        func() *groups.Coordinator { return s.groups },
@@ -56,19 +49,7 @@ func (s *Server) listTransactions(state string) []kafkaproto.TxnDescription {
 	return s.txn.Coordinator().List(f)
 }
 
-// What the rest of this package uses of the door.
-var (
-	toHTTPError = httpdoor.HTTPError
-	isForwarded = httpdoor.IsForwarded
-)
-
-// translatedError carries a front door's sentinel (kind) beside the server's
-// error, keeping the server's message as the problem detail.
-type translatedError struct{ kind, err error }
-
-func (e *translatedError) Error() string   { return e.err.Error() }
-func (e *translatedError) Unwrap() []error { return []error{e.kind, e.err} }
-
+// errText is err's message ("": none).
 func errText(err error) string {
 	if err == nil {
 		return ""

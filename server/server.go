@@ -329,7 +329,7 @@ func (s *Server) open() (err error) {
 
 	door := s.newHTTPDoor()
 	s.forward = door.Forwarder()
-	handler, err := rest.NewHandler(&httpBackend{Door: door, s: s}, rest.Options{
+	handler, err := rest.NewHandler(door, rest.Options{
 		Logger:       s.logger.With("component", "http"),
 		Registerer:   reg,
 		UI:           web.Handler(),
@@ -416,7 +416,7 @@ func (s *Server) open() (err error) {
 				// was itself forwarded: the coordinator's read is its own.
 				return s.forward.Consume(ctx, httpdoor.NodeHost(leader), req)
 			},
-			HTTPError: toHTTPError, DialBroker: s.dialBroker, Now: s.faults.now, Logger: s.logger}
+			HTTPError: httpdoor.HTTPError, DialBroker: s.dialBroker, Now: s.faults.now, Logger: s.logger}
 		s.groups = coordinators.NewGroups(cc, groups.Config{NodeID: s.cfg.NodeID, OffsetsPartitions: s.cfg.OffsetsTopicPartitions,
 			MinSessionTimeout: s.cfg.GroupMinSessionTimeout, MaxSessionTimeout: s.cfg.GroupMaxSessionTimeout,
 			Logger: s.logger.With("component", "groups"), Now: s.faults.now})

@@ -19,6 +19,7 @@
 //   - transactions.go: GET /v1/transactions, asking every alive broker;
 //   - access.go: ACLs, users, API tokens, UI sessions, and WithAuth (the
 //     HTTP authentication, audit and authorization middleware);
+//   - quotas.go: the client quota API (enforcement is quota.Node.HTTP);
 //   - forward.go: produce and consume forwarded to a partition's leader over
 //     the inter-node port (one hop), MarkForwarded;
 //   - hostcheck.go: which requests arrived over the inter-node port (exempt
@@ -51,6 +52,7 @@ import (
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
+	"github.com/runnel/runnel/server/quota"
 )
 
 // Metadata is the node's metadata as the door reads it (*raftfsm.Node).
@@ -84,6 +86,7 @@ type Config struct {
 	Meta    Metadata
 	Admin   *admin.Admin // topics, configs, reassignment, elections (server/admin)
 	Access  *access.Access
+	Quotas  *quota.Node // the client quotas (GET/PUT /v1/quotas)
 	Metrics Metrics
 	Storage *broker.StorageHealth // what the storage loop last saw; nil: none
 

@@ -1,4 +1,4 @@
-package server
+package httpdoor
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 // Client quotas (issue 15): stored in the metadata log
 // (raftfsm.SetQuotas), resolved and metered by package quota (quota.Node),
-// enforced on both doors. Kafka: kafkadoor/quotas.go. HTTP: the quota
-// API here, and quota.Node.HTTP, which answers a client over its quota a
+// enforced on both doors. Kafka: server/kafkadoor/quotas.go. HTTP: the
+// quota API here, and quota.Node.HTTP, which answers a client over its quota a
 // delay of up to a second, or 429 quota-exceeded with Retry-After, before
 // serving it, and charges what a served request cost. A client is the principal's user name
 // (ANONYMOUS without authentication) and, on Kafka, its client id. Each
@@ -19,10 +19,10 @@ import (
 
 // HTTP door.
 
-var _ api.QuotasBackend = (*httpBackend)(nil)
+var _ api.QuotasBackend = (*Door)(nil)
 
-func (h *httpBackend) ListQuotas(_ context.Context, f api.QuotaEntity) ([]api.Quota, error) {
-	qs := h.s.quotas.List(func(e quota.Entity) bool {
+func (h *Door) ListQuotas(_ context.Context, f api.QuotaEntity) ([]api.Quota, error) {
+	qs := h.cfg.Quotas.List(func(e quota.Entity) bool {
 		return (f.User == "" || e.User == f.User) && (f.ClientID == "" || e.ClientID == f.ClientID) &&
 			(!f.DefaultUser || e.UserDefault) && (!f.DefaultClientID || e.ClientIDDefault)
 	})
@@ -33,7 +33,7 @@ func (h *httpBackend) ListQuotas(_ context.Context, f api.QuotaEntity) ([]api.Qu
 	return out, nil
 }
 
-func (h *httpBackend) SetQuota(ctx context.Context, q api.Quota) (api.Quota, error) {
+func (h *Door) SetQuota(ctx context.Context, q api.Quota) (api.Quota, error) {
 	e := quota.Entity{User: q.Entity.User, UserDefault: q.Entity.DefaultUser, ClientID: q.Entity.ClientID, ClientIDDefault: q.Entity.DefaultClientID}
 	set := map[string]float64{}
 	for k, v := range map[string]*float64{quota.ProducerByteRate: q.ProducerByteRate, quota.ConsumerByteRate: q.ConsumerByteRate, quota.RequestPercentage: q.RequestPercentage} {
@@ -41,7 +41,7 @@ func (h *httpBackend) SetQuota(ctx context.Context, q api.Quota) (api.Quota, err
 			set[k] = *v
 		}
 	}
-	vals, err := h.s.quotas.Alter(ctx, e, set, nil, true, false)
+	vals, err := h.cfg.Quotas.Alter(ctx, e, set, nil, true, false)
 	if errors.Is(err, quota.ErrInvalid) {
 		return api.Quota{}, &translatedError{kind: api.ErrInvalidRequest, err: err}
 	}
