@@ -206,7 +206,7 @@ func NewProblem(err error) Problem {
 
 // packagePrefix matches the "pkg: " prefixes Go errors carry inside the
 // process (api: ..., raftfsm: ...), which mean nothing to a client.
-var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|kafkaproto|server|web): `)
+var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|recordbatch|kafkaproto|server|web): `)
 
 // userMessage is an error text as a client reads it: without the names of
 // runnel's internal packages ("create topic orders: topic already exists:

@@ -151,4 +151,4 @@ func errMessage(err error) *string {
 // packagePrefix matches the "pkg: " prefixes Go errors carry inside the
 // process (raftfsm: ..., kafkaproto: ...): a client's error message names no
 // internal package.
-var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|kafkaproto|server|web): `)
+var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|recordbatch|kafkaproto|server|web): `)

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // memBroker is a small in-memory Broker for the listener's unit tests. It
@@ -121,8 +122,8 @@ func (b *memBroker) Produce(_ context.Context, topic string, partition int32, ba
 	}
 	first := int64(-1)
 	for _, raw := range split {
-		pid := int64(binary.BigEndian.Uint64(raw[43:]))
-		seq := int32(binary.BigEndian.Uint32(raw[53:]))
+		pid := int64(binary.BigEndian.Uint64(raw[recordbatch.ProducerIDAt:]))
+		seq := int32(binary.BigEndian.Uint32(raw[recordbatch.BaseSequenceAt:]))
 		if pid >= 0 {
 			if last, ok := p.lastSeq[pid]; ok && seq <= last {
 				if first < 0 {
@@ -140,30 +141,23 @@ func (b *memBroker) Produce(_ context.Context, topic string, partition int32, ba
 			p.lastSeq[pid], p.lastBase[pid] = seq, p.end
 		}
 		p.batches = append(p.batches, batch)
-		p.end += int64(binary.BigEndian.Uint32(raw[23:])) + 1
+		p.end += int64(binary.BigEndian.Uint32(raw[recordbatch.LastOffsetDeltaAt:])) + 1
 	}
 	close(p.notify)
 	p.notify = make(chan struct{})
 	return ProduceResult{BaseOffset: first, LogAppendTime: -1, LogStartOffset: p.start}, nil
 }
 
-// splitBatches checks and splits concatenated RecordBatch v2.
+// splitBatches checks and splits concatenated RecordBatch v2 (recordbatch.Next).
 func splitBatches(b []byte) ([][]byte, error) {
 	var out [][]byte
 	for len(b) > 0 {
-		if len(b) < 61 {
-			return nil, fmt.Errorf("mem: short batch: %w", ErrCorruptMessage)
+		info, ok, err := recordbatch.Next(b)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("mem: bad batch (%v): %w", err, ErrCorruptMessage)
 		}
-		n := 12 + int(int32(binary.BigEndian.Uint32(b[8:])))
-		if n < 61 || n > len(b) || b[16] != 2 {
-			return nil, fmt.Errorf("mem: bad batch header: %w", ErrCorruptMessage)
-		}
-		crc := crc32.Checksum(b[21:n], crc32.MakeTable(crc32.Castagnoli))
-		if crc != binary.BigEndian.Uint32(b[17:]) {
-			return nil, fmt.Errorf("mem: crc mismatch: %w", ErrCorruptMessage)
-		}
-		out = append(out, b[:n])
-		b = b[n:]
+		out = append(out, b[:info.Size])
+		b = b[info.Size:]
 	}
 	return out, nil
 }

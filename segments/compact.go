@@ -4,8 +4,9 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"io"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // cleanedSuffix names a segment being rewritten by compaction; Open removes
@@ -146,20 +147,20 @@ func (l *Log) compactionFailed(gen uint64, err error) error {
 // collectKeys records the offset of the latest record of each key in s.
 func (l *Log) collectKeys(s *segment, size int64, c *cleaner) error {
 	latest := c.latest
-	return l.walkSegment(s, size, func(_ int64, h batchHeader, b []byte) error {
-		if h.isControl() || c.abortedBatch(h, b) {
+	return l.walkSegment(s, size, func(_ int64, h recordbatch.Header, b []byte) error {
+		if h.IsControl() || c.abortedBatch(h, b) {
 			return nil
 		}
-		err := forEachRecord(h, b, func(r record) bool {
-			if r.key != nil {
-				latest[string(r.key)] = r.offset
+		err := recordbatch.ForEachRecord(h, b, func(r recordbatch.RawRecord) bool {
+			if r.Key != nil {
+				latest[string(r.Key)] = r.Offset
 			}
 			return true
 		})
 		if err != nil {
 			// Its keys may be partly collected: filter keeps the batch
 			// whole, and a later record of a key it holds may still win.
-			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
+			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
 		}
 		return nil
 	})
@@ -168,7 +169,7 @@ func (l *Log) collectKeys(s *segment, size int64, c *cleaner) error {
 // walkSegment calls fn for each batch of the first size bytes of s with its
 // bytes (valid only during the call). It needs no lock: sealed segment
 // files only change by being replaced.
-func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h batchHeader, b []byte) error) error {
+func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h recordbatch.Header, b []byte) error) error {
 	cf, err := l.files.acquire(l.fs, s.path(l.dir))
 	if err != nil {
 		return err
@@ -177,19 +178,19 @@ func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h batchHead
 	br := bufio.NewReaderSize(io.NewSectionReader(cf.f, 0, size), 256<<10)
 	var buf []byte
 	for pos := int64(0); pos < size; {
-		buf = append(buf[:0], make([]byte, batchPrefixLen)...)
+		buf = append(buf[:0], make([]byte, recordbatch.PrefixLen)...)
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return err
 		}
-		n, err := batchSizeFromPrefix(buf)
+		n, err := recordbatch.SizeFromPrefix(buf)
 		if err != nil || pos+n > size {
-			return fmt.Errorf("%w: at %d in segment %d", ErrCorruptBatch, pos, s.base)
+			return fmt.Errorf("%w: at %d in segment %d", recordbatch.ErrCorruptBatch, pos, s.base)
 		}
-		buf = append(buf, make([]byte, n-batchPrefixLen)...)
-		if _, err := io.ReadFull(br, buf[batchPrefixLen:]); err != nil {
+		buf = append(buf, make([]byte, n-recordbatch.PrefixLen)...)
+		if _, err := io.ReadFull(br, buf[recordbatch.PrefixLen:]); err != nil {
 			return err
 		}
-		if err := fn(pos, parseHeader(buf), buf); err != nil {
+		if err := fn(pos, recordbatch.ParseHeader(buf), buf); err != nil {
 			return err
 		}
 		pos += n
@@ -223,10 +224,10 @@ func (l *Log) cleanSegment(s *segment, size int64, interval int32, c *cleaner) (
 	}
 	ns := segment{base: s.base, next: s.base, maxTs: -1, rollTs: -1, loaded: true}
 	changed := false
-	err = l.walkSegment(s, size, func(_ int64, h batchHeader, b []byte) error {
+	err = l.walkSegment(s, size, func(_ int64, h recordbatch.Header, b []byte) error {
 		nb, err := c.filter(h, b)
 		if err != nil {
-			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.baseOffset, "err", err)
+			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
 			nb = b
 		}
 		if len(nb) != len(b) {
@@ -238,10 +239,10 @@ func (l *Log) cleanSegment(s *segment, size int64, interval int32, c *cleaner) (
 		if _, err := out.WriteAt(nb, ns.size); err != nil {
 			return err
 		}
-		nh := parseHeader(nb)
+		nh := recordbatch.ParseHeader(nb)
 		ns.idx.add(ns.base, nh, ns.size, ns.maxTs, interval)
-		ns.maxTs, ns.next = max(ns.maxTs, nh.maxTimestamp), nh.nextOffset()
-		ns.size += nh.size
+		ns.maxTs, ns.next = max(ns.maxTs, nh.MaxTimestamp), nh.NextOffset()
+		ns.size += nh.Size
 		return nil
 	})
 	if err == nil && changed {
@@ -278,8 +279,8 @@ func (l *Log) swapSegmentLocked(s, ns *segment, tmp string) error {
 
 // filter returns the batch b without the records compaction drops: b
 // itself when all stay, nil when none does.
-func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
-	if h.isControl() {
+func (c *cleaner) filter(h recordbatch.Header, b []byte) ([]byte, error) {
+	if h.IsControl() {
 		return b, nil
 	}
 	if c.abortedBatch(h, b) {
@@ -287,23 +288,23 @@ func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
 	}
 	var kept []byte
 	n, maxTs := int32(0), int64(-1)
-	err := forEachRecord(h, b, func(r record) bool {
-		if r.key != nil {
-			if c.latest[string(r.key)] != r.offset {
+	err := recordbatch.ForEachRecord(h, b, func(r recordbatch.RawRecord) bool {
+		if r.Key != nil {
+			if c.latest[string(r.Key)] != r.Offset {
 				return true
 			}
-			if r.value == nil {
-				if r.timestamp < c.horizon {
+			if r.Value == nil {
+				if r.Timestamp < c.horizon {
 					return true
 				}
-				if due := r.timestamp + c.retention; c.due == 0 || due < c.due {
+				if due := r.Timestamp + c.retention; c.due == 0 || due < c.due {
 					c.due = due
 				}
 			}
 		}
-		kept = append(kept, r.raw...)
+		kept = append(kept, r.Raw...)
 		n++
-		maxTs = max(maxTs, r.timestamp)
+		maxTs = max(maxTs, r.Timestamp)
 		return true
 	})
 	switch {
@@ -312,42 +313,22 @@ func (c *cleaner) filter(h batchHeader, b []byte) ([]byte, error) {
 		// damaged) is kept as it is: readers name it, compaction must
 		// not fail the log over it.
 		return b, nil
-	case n == h.numRecords:
+	case n == h.NumRecords:
 		return b, nil
 	case n == 0:
 		return nil, nil
 	}
-	return rebuildBatch(h, b, kept, n, maxTs)
-}
-
-// rebuildBatch encodes a batch with the header of b (base offset, offset
-// range, first timestamp and codec unchanged, so record deltas stay valid)
-// holding the n records kept.
-func rebuildBatch(h batchHeader, b, kept []byte, n int32, maxTs int64) ([]byte, error) {
-	payload, err := compress(h.compression(), kept, h.compression() == codecSnappy && len(b) > batchHeaderLen+8 && string(b[batchHeaderLen:batchHeaderLen+8]) == string(xerialMagic))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, batchHeaderLen, batchHeaderLen+len(payload))
-	copy(out, b[:batchHeaderLen])
-	out = append(out, payload...)
-	binary.BigEndian.PutUint32(out[lengthAt:], uint32(len(out)-batchPrefixLen))
-	binary.BigEndian.PutUint32(out[numRecordsAt:], uint32(n))
-	if h.attributes&0x8 == 0 {
-		binary.BigEndian.PutUint64(out[maxTimestampAt:], uint64(maxTs))
-	}
-	binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[attrAt:], castagnoli))
-	return out, nil
+	return recordbatch.Rebuild(h, b, kept, n, maxTs)
 }
 
 // abortedBatch reports whether b belongs to an aborted transaction.
-func (c *cleaner) abortedBatch(h batchHeader, b []byte) bool {
-	if h.attributes&AttrTransactional == 0 {
+func (c *cleaner) abortedBatch(h recordbatch.Header, b []byte) bool {
+	if h.Attributes&recordbatch.AttrTransactional == 0 {
 		return false
 	}
-	pid := int64(binary.BigEndian.Uint64(b[producerIDAt:]))
+	pid := int64(binary.BigEndian.Uint64(b[recordbatch.ProducerIDAt:]))
 	for _, a := range c.aborted[pid] {
-		if a.FirstOffset <= h.baseOffset && h.baseOffset <= a.LastOffset {
+		if a.FirstOffset <= h.BaseOffset && h.BaseOffset <= a.LastOffset {
 			return true
 		}
 	}

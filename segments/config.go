@@ -7,23 +7,19 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
-// Sentinel errors; callers match them with errors.Is.
+// Sentinel errors; callers match them with errors.Is. A batch refused for
+// its bytes wraps recordbatch's errors (ErrCorruptBatch, ErrBatchTooLarge,
+// ErrInvalidRecord, ErrInflatedTooLarge).
 var (
 	ErrOffsetOutOfRange = errors.New("segments: offset out of range")
-	ErrCorruptBatch     = errors.New("segments: corrupt record batch")
-	ErrBatchTooLarge    = errors.New("segments: record batch larger than max.message.bytes")
 	ErrClosed           = errors.New("segments: log closed")
 	// ErrStorage wraps the sticky write or fsync error of a failed log
 	// (disk full, I/O error): it refuses changes until Recover or a reopen.
 	ErrStorage = errors.New("segments: storage error")
-	// ErrInvalidRecord is a well-formed record the log refuses: a record
-	// without a key on a compacted topic (Kafka's INVALID_RECORD).
-	ErrInvalidRecord = errors.New("segments: invalid record")
-	// ErrInflatedTooLarge is a batch whose records decompress past
-	// Config.MaxInflatedBytes (or, for a reader, one such record).
-	ErrInflatedTooLarge = errors.New("segments: records decompress past the limit")
 )
 
 // Config is a partition's log configuration, the segment-related topic configs.
@@ -88,8 +84,8 @@ func (c Config) normalized() (Config, error) {
 	if c.SegmentBytes <= 0 {
 		c.SegmentBytes = DefaultSegmentBytes
 	}
-	if c.SegmentBytes < batchHeaderLen {
-		return c, fmt.Errorf("segments: segment.bytes %d is below the %d-byte batch header", c.SegmentBytes, batchHeaderLen)
+	if c.SegmentBytes < recordbatch.HeaderLen {
+		return c, fmt.Errorf("segments: segment.bytes %d is below the %d-byte batch header", c.SegmentBytes, recordbatch.HeaderLen)
 	}
 	if c.SegmentBytes > math.MaxUint32 {
 		// Index positions are 32-bit.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // segmentBases returns the base offsets of l's segments.
@@ -86,9 +88,9 @@ func TestCrashCutPoints(t *testing.T) {
 	var ends []int
 	var before int64 // offsets before the last segment
 	for _, b := range batches {
-		h := parseHeader(b)
-		if h.baseOffset < lastBase {
-			before = h.nextOffset()
+		h := recordbatch.ParseHeader(b)
+		if h.BaseOffset < lastBase {
+			before = h.NextOffset()
 			continue
 		}
 		tail = append(tail, b)
@@ -123,7 +125,7 @@ func TestCrashCutPoints(t *testing.T) {
 				start = ends[len(ends)-2]
 			}
 			data = bytes.Clone(full)
-			data[start+magicAt+rng.IntN(len(full)-start-magicAt)] ^= byte(1 + rng.IntN(255))
+			data[start+recordbatch.MagicAt+rng.IntN(len(full)-start-recordbatch.MagicAt)] ^= byte(1 + rng.IntN(255))
 			keep = len(tail) - 1
 		}
 		f, _ := fs.Create(lastPath)
@@ -144,7 +146,7 @@ func TestCrashCutPoints(t *testing.T) {
 		efs.SetInjector(nil)
 		wantEnd := lastBase
 		if keep > 0 {
-			wantEnd = parseHeader(tail[keep-1]).nextOffset()
+			wantEnd = recordbatch.ParseHeader(tail[keep-1]).NextOffset()
 		}
 		if got := l2.EndOffset(); got != wantEnd {
 			t.Fatalf("case %d: end %d, want %d", i, got, wantEnd)

@@ -1,7 +1,9 @@
 // Package segments is one partition's log on disk: Kafka RecordBatch v2
 // bytes stored exactly as received, split into segment files, with sparse
 // offset and time indexes, crash recovery, retention and compaction. It
-// knows nothing of HTTP, Kafka or Raft.
+// knows nothing of HTTP, Kafka or Raft; the batch format itself (header,
+// CRC, records, compression, control batches) is package recordbatch's,
+// the one codec of it.
 //
 // # Use
 //
@@ -14,10 +16,10 @@
 // 1 MiB, whose size is known up front, is inflated whole into a pooled
 // buffer and walked in place), and assigns offsets and the leader epoch
 // in place; AppendReplicated takes a leader's batches as they are,
-// checking headers only. Readers that need records decoded use NextBatch
-// and DecodeBatch (DecodeNextBatch for the batch NextBatch just checked,
-// without checking its CRC again), which inflate no further than they
-// read. Read returns a
+// checking headers only. Readers that need records decoded use
+// recordbatch.Next and recordbatch.Decode (DecodeNext for the batch Next
+// just checked, without checking its CRC again), which inflate no further
+// than they read. Read returns a
 // Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
 // Log method is safe for concurrent use; Maintain (time roll, flush.ms,
 // retention, compaction) is meant to be called periodically by one owner.
@@ -46,7 +48,8 @@
 // # Segment files
 //
 // A segment is a sequence of Kafka RecordBatch v2 (magic 2) byte for byte,
-// with nothing between them. The 61-byte header, all integers big-endian:
+// with nothing between them (the format is recordbatch's package doc). The
+// 61-byte header, all integers big-endian, as the log uses it:
 //
 //	 0  int64  baseOffset            assigned by the log on Append
 //	 8  int32  batchLength           bytes after this field
@@ -66,8 +69,8 @@
 // A control batch (attributes bits 4 and 5) is a transaction marker
 // written by a transaction coordinator: one uncompressed record whose key is
 // int16 version 0 and int16 type (0 abort, 1 commit) and whose value is
-// int16 version 0 and int32 coordinator epoch (BuildControlBatch,
-// ParseControlBatch).
+// int16 version 0 and int32 coordinator epoch (recordbatch.BuildControl,
+// recordbatch.ParseControl).
 //
 // baseOffset and partitionLeaderEpoch lie outside the CRC, so assigning them
 // leaves the producer's bytes and CRC valid. A batch holds the offsets

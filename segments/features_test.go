@@ -5,28 +5,29 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // buildCodecBatch is buildBatch with the record section compressed.
 func buildCodecBatch(t testing.TB, recs []rec, codec int, xerialFraming bool) []byte {
 	t.Helper()
 	b := buildBatch(recs)
-	if codec == codecNone {
+	if codec == recordbatch.CodecNone {
 		return b
 	}
-	payload, err := compress(codec, b[batchHeaderLen:], xerialFraming)
+	payload, err := recordbatch.Compress(codec, b[recordbatch.HeaderLen:], xerialFraming)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := append(bytes.Clone(b[:batchHeaderLen]), payload...)
-	binary.BigEndian.PutUint16(out[attrAt:], uint16(codec))
-	binary.BigEndian.PutUint32(out[lengthAt:], uint32(len(out)-batchPrefixLen))
-	binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[attrAt:], castagnoli))
+	out := append(bytes.Clone(b[:recordbatch.HeaderLen]), payload...)
+	binary.BigEndian.PutUint16(out[recordbatch.AttrAt:], uint16(codec))
+	binary.BigEndian.PutUint32(out[recordbatch.LengthAt:], uint32(len(out)-recordbatch.PrefixLen))
+	recordbatch.SetCRC(out)
 	return out
 }
 
@@ -35,8 +36,8 @@ var codecCases = []struct {
 	codec  int
 	xerial bool
 }{
-	{"none", codecNone, false}, {"gzip", codecGzip, false}, {"snappy", codecSnappy, false},
-	{"snappy-xerial", codecSnappy, true}, {"lz4", codecLZ4, false}, {"zstd", codecZstd, false},
+	{"none", recordbatch.CodecNone, false}, {"gzip", recordbatch.CodecGzip, false}, {"snappy", recordbatch.CodecSnappy, false},
+	{"snappy-xerial", recordbatch.CodecSnappy, true}, {"lz4", recordbatch.CodecLZ4, false}, {"zstd", recordbatch.CodecZstd, false},
 }
 
 // TestCompactionCodecs compacts logs of batches in every codec: the latest
@@ -76,25 +77,25 @@ func TestCompactionCodecs(t *testing.T) {
 			got := map[string]string{}
 			b := readAll(t, l, 0, 1<<20)
 			for len(b) > 0 {
-				h, err := checkBatch(b, 0, countCompacted)
+				h, err := recordbatch.Check(b, 0, recordbatch.CountCompacted)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if h.compression() != cc.codec {
-					t.Fatalf("codec %d became %d", cc.codec, h.compression())
+				if h.Codec() != cc.codec {
+					t.Fatalf("codec %d became %d", cc.codec, h.Codec())
 				}
-				err = forEachRecord(h, b[:h.size], func(r record) bool {
-					v := string(r.value)
-					if r.value == nil {
+				err = recordbatch.ForEachRecord(h, b[:h.Size], func(r recordbatch.RawRecord) bool {
+					v := string(r.Value)
+					if r.Value == nil {
 						v = "<nil>"
 					}
-					got[fmt.Sprintf("%s@%d", r.key, r.offset)] = v
+					got[fmt.Sprintf("%s@%d", r.Key, r.Offset)] = v
 					return true
 				})
 				if err != nil {
 					t.Fatal(err)
 				}
-				b = b[h.size:]
+				b = b[h.Size:]
 			}
 			want := map[string]string{"k0@15": "v30", "k1@16": "v31", "k2@17": "v32", "k4@19": "<nil>"}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -148,11 +149,11 @@ func TestAppendReplicated(t *testing.T) {
 			t.Fatalf("epoch %d: leader %d/%d follower %d/%d", e, le, lo, fe, fo)
 		}
 	}
-	if _, err := follower.AppendReplicated(b[:len(b)/2+100]); !errors.Is(err, ErrCorruptBatch) {
+	if _, err := follower.AppendReplicated(b[:len(b)/2+100]); !errors.Is(err, recordbatch.ErrCorruptBatch) {
 		t.Fatalf("torn replicated append: %v", err)
 	}
-	first := b[:parseHeader(b).size]
-	if _, err := follower.AppendReplicated(bytes.Clone(first)); !errors.Is(err, ErrCorruptBatch) {
+	first := b[:recordbatch.ParseHeader(b).Size]
+	if _, err := follower.AppendReplicated(bytes.Clone(first)); !errors.Is(err, recordbatch.ErrCorruptBatch) {
 		t.Fatalf("replicated append below the end offset: %v", err)
 	}
 }

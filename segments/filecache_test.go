@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 func openFDs(t *testing.T) int {
@@ -120,7 +122,7 @@ func TestConcurrentUse(t *testing.T) {
 				b, err := c.Bytes()
 				c.Close()
 				if err == nil {
-					_, err = splitBatches(b, 0, countExact)
+					_, err = recordbatch.Split(b, 0, recordbatch.CountExact)
 				}
 				if err != nil {
 					errs <- err
@@ -208,7 +210,7 @@ func TestConcurrentCompaction(t *testing.T) {
 		defer c.Close()
 		b, err := c.Bytes()
 		if err == nil {
-			_, err = splitBatches(b, 0, countCompacted)
+			_, err = recordbatch.Split(b, 0, recordbatch.CountCompacted)
 		}
 		if err != nil && !errors.Is(err, io.EOF) { // a cut under an open chunk
 			return err
@@ -250,11 +252,11 @@ func TestConcurrentCompaction(t *testing.T) {
 		if len(b) == 0 {
 			break
 		}
-		hs, err := splitBatches(b, 0, countCompacted)
+		hs, err := recordbatch.Split(b, 0, recordbatch.CountCompacted)
 		if err != nil {
 			t.Fatal(err)
 		}
-		off = hs[len(hs)-1].nextOffset()
+		off = hs[len(hs)-1].NextOffset()
 	}
 	checkIndexes(t, l)
 }

@@ -3,12 +3,10 @@ package segments
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
-	"hash/crc32"
 	"path/filepath"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // seedBatches returns valid and damaged batch byte strings for fuzz corpora.
@@ -18,41 +16,6 @@ func seedBatches() [][]byte {
 	flipped := bytes.Clone(a)
 	flipped[len(flipped)-1] ^= 0xff
 	return [][]byte{a, b, append(bytes.Clone(a), b...), a[:30], flipped, append(bytes.Clone(a), 1, 2, 3)}
-}
-
-// FuzzValidateBatch checks that batch validation never panics, and that
-// whatever it accepts kmsg decodes as RecordBatch v2 with a matching CRC.
-func FuzzValidateBatch(f *testing.F) {
-	for _, s := range seedBatches() {
-		f.Add(s, int32(0))
-		f.Add(s, int32(90))
-	}
-	f.Fuzz(func(t *testing.T, data []byte, limit int32) {
-		n, _, err := ValidateBatches(data, limit)
-		if err != nil {
-			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrBatchTooLarge) && !errors.Is(err, ErrInflatedTooLarge) {
-				t.Fatalf("untyped error %v", err)
-			}
-			return
-		}
-		for i := 0; i < n; i++ {
-			var rb kmsg.RecordBatch
-			if err := rb.ReadFrom(data); err != nil {
-				t.Fatalf("accepted batch %d that kmsg cannot read: %v", i, err)
-			}
-			size := int(rb.Length) + batchPrefixLen
-			if rb.Magic != 2 || uint32(rb.CRC) != crc32.Checksum(data[attrAt:size], castagnoli) {
-				t.Fatalf("accepted batch %d with magic %d crc %x", i, rb.Magic, rb.CRC)
-			}
-			if int64(rb.NumRecords) != int64(rb.LastOffsetDelta)+1 {
-				t.Fatalf("accepted batch %d with %d records, delta %d", i, rb.NumRecords, rb.LastOffsetDelta)
-			}
-			data = data[size:]
-		}
-		if len(data) != 0 {
-			t.Fatalf("%d bytes left after %d accepted batches", len(data), n)
-		}
-	})
 }
 
 // FuzzRecoverSegment opens a log whose only segment holds arbitrary bytes
@@ -98,22 +61,22 @@ func FuzzRecoverSegment(f *testing.F) {
 // batches: errors, never panics.
 func FuzzRecords(f *testing.F) {
 	for _, s := range seedBatches() {
-		if len(s) >= batchHeaderLen {
-			h := parseHeader(s)
-			f.Add(h.attributes, h.numRecords, s[batchHeaderLen:])
+		if len(s) >= recordbatch.HeaderLen {
+			h := recordbatch.ParseHeader(s)
+			f.Add(h.Attributes, h.NumRecords, s[recordbatch.HeaderLen:])
 		}
 	}
 	for codec := int16(1); codec <= 4; codec++ {
 		f.Add(codec, int32(1), []byte{0, 1, 2, 3})
 	}
 	f.Fuzz(func(t *testing.T, attrs int16, n int32, payload []byte) {
-		buf := make([]byte, batchHeaderLen, batchHeaderLen+len(payload))
+		buf := make([]byte, recordbatch.HeaderLen, recordbatch.HeaderLen+len(payload))
 		buf = append(buf, payload...)
-		binary.BigEndian.PutUint16(buf[attrAt:], uint16(attrs))
-		binary.BigEndian.PutUint32(buf[numRecordsAt:], uint32(n))
-		binary.BigEndian.PutUint32(buf[lengthAt:], uint32(len(buf)-batchPrefixLen))
-		h := parseHeader(buf)
-		_ = forEachRecord(h, buf, func(record) bool { return true })
+		binary.BigEndian.PutUint16(buf[recordbatch.AttrAt:], uint16(attrs))
+		binary.BigEndian.PutUint32(buf[recordbatch.NumRecordsAt:], uint32(n))
+		binary.BigEndian.PutUint32(buf[recordbatch.LengthAt:], uint32(len(buf)-recordbatch.PrefixLen))
+		h := recordbatch.ParseHeader(buf)
+		_ = recordbatch.ForEachRecord(h, buf, func(recordbatch.RawRecord) bool { return true })
 		c := cleaner{latest: map[string]int64{}}
 		_, _ = c.filter(h, buf)
 	})
@@ -134,81 +97,6 @@ func FuzzCheckpoints(f *testing.F) {
 			if es2, err := decodeEpochs(encodeEpochs(es)); err != nil || len(es2) != len(es) {
 				t.Fatalf("epochs do not round-trip: %v %v %v", es, es2, err)
 			}
-		}
-	})
-}
-
-// FuzzValidateRecords feeds arbitrary record sections, counts and codecs
-// to the record validator Append uses and to the incremental decoder
-// readers use: typed errors, never a panic, and whatever the validator
-// accepts decodes to exactly the records kmsg finds.
-func FuzzValidateRecords(f *testing.F) {
-	for _, s := range seedBatches() {
-		if len(s) >= batchHeaderLen {
-			h := parseHeader(s)
-			f.Add(int16(0), h.numRecords, s[batchHeaderLen:])
-			for codec := codecGzip; codec <= codecZstd; codec++ {
-				if body, err := compress(codec, s[batchHeaderLen:], false); err == nil {
-					f.Add(int16(codec), h.numRecords, body)
-				}
-			}
-		}
-	}
-	f.Fuzz(func(t *testing.T, attrs int16, n int32, payload []byte) {
-		const limit = 1 << 20
-		header := make([]byte, batchHeaderLen)
-		binary.BigEndian.PutUint16(header[attrAt:], uint16(attrs&0x3f))
-		binary.BigEndian.PutUint32(header[numRecordsAt:], uint32(n))
-		binary.BigEndian.PutUint32(header[lastOffsetDeltaAt:], uint32(n-1))
-		header[magicAt] = 2
-		buf := reframe(header, int(attrs&7), payload)
-		h, err := checkBatch(buf, 0, countExact)
-		if err != nil {
-			return // Append stops at the header
-		}
-		err = validateRecords(h, buf, checkRules{exactOffsets: true, maxInflated: limit})
-		if err != nil {
-			if !errors.Is(err, ErrCorruptBatch) && !errors.Is(err, ErrInflatedTooLarge) {
-				t.Fatalf("untyped error %v", err)
-			}
-		}
-		it, derr := DecodeBatch(buf, limit)
-		if derr != nil {
-			if err == nil {
-				t.Fatalf("validated, but DecodeBatch: %v", derr)
-			}
-			return
-		}
-		defer it.Close()
-		var r Record
-		got := 0
-		for it.Next(&r) {
-			if err == nil && r.Offset != int64(got) {
-				t.Fatalf("record %d has offset %d", got, r.Offset)
-			}
-			got++
-		}
-		if err != nil {
-			return
-		}
-		if it.Err() != nil || got != int(n) {
-			t.Fatalf("validated %d records, decoded %d: %v", n, got, it.Err())
-		}
-		if attrs&7 != codecNone {
-			return
-		}
-		var rb kmsg.RecordBatch
-		if err := rb.ReadFrom(buf); err != nil {
-			t.Fatalf("kmsg cannot read a validated batch: %v", err)
-		}
-		recs := make([]kmsg.Record, n)
-		body := rb.Records
-		for i := range recs {
-			l, m := binary.Varint(body)
-			if err := recs[i].ReadFrom(body[:m+int(l)]); err != nil {
-				t.Fatalf("kmsg rejects validated record %d: %v", i, err)
-			}
-			body = body[m+int(l):]
 		}
 	})
 }

@@ -2,11 +2,12 @@ package segments
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"log/slog"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // rec is a record for building test batches; a nil value is a tombstone.
@@ -33,9 +34,9 @@ func buildBatch(recs []rec) []byte {
 		Magic: 2, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: first, MaxTimestamp: maxTs,
 		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(recs)), Records: body,
 	}
-	b.Length = int32(batchHeaderLen - batchPrefixLen + len(body))
+	b.Length = int32(recordbatch.HeaderLen - recordbatch.PrefixLen + len(body))
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[attrAt:], castagnoli))
+	recordbatch.SetCRC(out)
 	return out
 }
 
@@ -61,7 +62,7 @@ func decodeBatches(t testing.TB, b []byte) []kmsg.RecordBatch {
 		if err := rb.ReadFrom(b); err != nil {
 			t.Fatalf("decode batch: %v", err)
 		}
-		n := int(rb.Length) + batchPrefixLen
+		n := int(rb.Length) + recordbatch.PrefixLen
 		out = append(out, rb)
 		b = b[n:]
 	}

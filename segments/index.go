@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // indexEntry maps a batch's base offset (relative to the segment base) to the
@@ -38,16 +41,16 @@ type segIndex struct {
 
 // add records the batch h that was written at pos. maxBefore is the largest
 // timestamp of the batches before it in the segment.
-func (x *segIndex) add(base int64, h batchHeader, pos int64, maxBefore int64, interval int32) {
+func (x *segIndex) add(base int64, h recordbatch.Header, pos int64, maxBefore int64, interval int32) {
 	if len(x.offsets) == 0 || x.sinceLast >= int64(interval) {
-		rel := uint32(h.baseOffset - base)
+		rel := uint32(h.BaseOffset - base)
 		x.offsets = append(x.offsets, indexEntry{rel: rel, pos: uint32(pos)})
 		x.sinceLast = 0
 		if maxBefore >= 0 && (len(x.times) == 0 || maxBefore > x.times[len(x.times)-1].ts) {
 			x.times = append(x.times, timeEntry{ts: maxBefore, rel: rel})
 		}
 	}
-	x.sinceLast += h.size
+	x.sinceLast += h.Size
 }
 
 // lookup returns the entry of the last indexed batch with base <= rel, or
@@ -152,3 +155,6 @@ func decodeIndex(offs, times []byte, size int64) (segIndex, error) {
 	x.resume(size)
 	return x, nil
 }
+
+// fitsRelative reports whether off can be stored relative to base in a uint32.
+func fitsRelative(base, off int64) bool { return off >= base && off-base <= math.MaxUint32 }

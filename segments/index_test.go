@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"path/filepath"
 	"testing"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // TestIndexRebuild damages the index files of a sealed segment of a cleanly
@@ -66,8 +68,8 @@ func TestIndexRebuild(t *testing.T) {
 			}
 			for off := int64(0); off < l.EndOffset(); off += 7 {
 				b := readAll(t, l, off, 1)
-				if h := parseHeader(b); off < h.baseOffset || off > h.lastOffset() {
-					t.Fatalf("read %d got batch [%d, %d]", off, h.baseOffset, h.lastOffset())
+				if h := recordbatch.ParseHeader(b); off < h.BaseOffset || off > h.LastOffset() {
+					t.Fatalf("read %d got batch [%d, %d]", off, h.BaseOffset, h.LastOffset())
 				}
 			}
 			if off, ts, _, _ := l.OffsetForTimestamp(130); off != wantOff || ts != wantTs {

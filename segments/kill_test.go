@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 const killChildEnv = "RUNNEL_SEGMENTS_KILL_CHILD"
@@ -66,7 +68,7 @@ func TestKillDuringAppends(t *testing.T) {
 		}
 		for off := l.StartOffset(); off < l.EndOffset(); {
 			b := readAll(t, l, off, 1<<20)
-			if _, err := splitBatches(b, 0, countExact); err != nil {
+			if _, err := recordbatch.Split(b, 0, recordbatch.CountExact); err != nil {
 				t.Fatalf("round %d: bad batch at %d: %v", round, off, err)
 			}
 			bs := decodeBatches(t, b)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Log is one partition's log. All methods are safe for concurrent use. They
@@ -150,22 +152,22 @@ func (l *Log) failLocked(err error) error {
 // (batches is modified). A rejected call leaves the log unchanged; errors
 // wrap ErrCorruptBatch, ErrBatchTooLarge, ErrClosed or the sticky I/O error.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
-	hs, err := l.splitForAppend(batches, countExact)
+	hs, err := l.splitForAppend(batches, recordbatch.CountExact)
 	if err != nil {
 		return AppendInfo{}, err
 	}
 	next := l.end
 	for i := range hs {
-		hs[i].baseOffset = next
-		hs[i].epoch = leaderEpoch
-		next = hs[i].nextOffset()
+		hs[i].BaseOffset = next
+		hs[i].Epoch = leaderEpoch
+		next = hs[i].NextOffset()
 	}
 	info, syncTo, err := l.appendLocked(batches, hs, func() {
 		pos := 0
 		for _, h := range hs {
-			setBaseOffset(batches[pos:], h.baseOffset)
-			setEpoch(batches[pos:], leaderEpoch)
-			pos += int(h.size)
+			recordbatch.SetBaseOffset(batches[pos:], h.BaseOffset)
+			recordbatch.SetEpoch(batches[pos:], leaderEpoch)
+			pos += int(h.Size)
 		}
 	})
 	l.mu.Unlock()
@@ -174,15 +176,15 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 
 // splitForAppend validates batches outside the lock and returns their
 // headers with l.mu held, the log still usable; on error mu is not held.
-func (l *Log) splitForAppend(batches []byte, rule countRule) ([]batchHeader, error) {
+func (l *Log) splitForAppend(batches []byte, rule recordbatch.CountRule) ([]recordbatch.Header, error) {
 	l.mu.Lock()
 	limit := int64(l.cfg.MaxMessageBytes)
-	rules := checkRules{exactOffsets: true, needKeys: l.cfg.compact(), maxInflated: l.cfg.MaxInflatedBytes,
-		framingOnly: l.cfg.FramingOnly}
+	rules := recordbatch.Rules{ExactOffsets: true, NeedKeys: l.cfg.compact(), MaxInflated: l.cfg.MaxInflatedBytes,
+		FramingOnly: l.cfg.FramingOnly}
 	l.mu.Unlock()
-	hs, err := splitBatches(batches, limit, rule)
-	if err == nil && rule == countExact {
-		err = validateBatchRecords(batches, hs, rules)
+	hs, err := recordbatch.Split(batches, limit, rule)
+	if err == nil && rule == recordbatch.CountExact {
+		err = recordbatch.ValidateAll(batches, hs, rules)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("segments: append: %w", err)
@@ -214,17 +216,17 @@ func (l *Log) ackAfterSync(info AppendInfo, syncTo int64, err error) (AppendInfo
 // been compacted (fewer records than offsets). The first base offset must be
 // >= EndOffset and offsets must increase. Neither field is rewritten.
 func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
-	hs, err := l.splitForAppend(batches, countCompacted)
+	hs, err := l.splitForAppend(batches, recordbatch.CountCompacted)
 	if err != nil {
 		return AppendInfo{}, err
 	}
 	next := l.end
 	for i, h := range hs {
-		if h.baseOffset < next {
+		if h.BaseOffset < next {
 			l.mu.Unlock()
-			return AppendInfo{}, fmt.Errorf("segments: append: %w: batch %d has base offset %d below %d", ErrCorruptBatch, i, h.baseOffset, next)
+			return AppendInfo{}, fmt.Errorf("segments: append: %w: batch %d has base offset %d below %d", recordbatch.ErrCorruptBatch, i, h.BaseOffset, next)
 		}
-		next = h.nextOffset()
+		next = h.NextOffset()
 	}
 	info, syncTo, err := l.appendLocked(batches, hs, nil)
 	l.mu.Unlock()
@@ -235,8 +237,8 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 // will have) are hs; assign, when set, rewrites offsets in buf after the log
 // has rolled if needed. syncTo > 0 asks the caller to wait for an fsync up
 // to that offset (after releasing mu) before acknowledging.
-func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info AppendInfo, syncTo int64, err error) {
-	first, last := hs[0].baseOffset, hs[len(hs)-1].lastOffset()
+func (l *Log) appendLocked(buf []byte, hs []recordbatch.Header, assign func()) (info AppendInfo, syncTo int64, err error) {
+	first, last := hs[0].BaseOffset, hs[len(hs)-1].LastOffset()
 	if err := l.txnReadyLocked(); err != nil {
 		return info, 0, l.failLocked(err)
 	}
@@ -269,11 +271,11 @@ func (l *Log) appendLocked(buf []byte, hs []batchHeader, assign func()) (info Ap
 			// so batches with old timestamps do not roll every append.
 			s.rollTs = l.nowMs()
 		}
-		s.maxTs = max(s.maxTs, h.maxTimestamp)
-		info.MaxTimestamp = max(info.MaxTimestamp, h.maxTimestamp)
-		records += int64(h.numRecords)
-		pos += h.size
-		if err := l.assignEpochLocked(h.epoch, h.baseOffset); err != nil {
+		s.maxTs = max(s.maxTs, h.MaxTimestamp)
+		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
+		records += int64(h.NumRecords)
+		pos += h.Size
+		if err := l.assignEpochLocked(h.Epoch, h.BaseOffset); err != nil {
 			return info, 0, l.failLocked(err)
 		}
 	}

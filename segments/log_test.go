@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 func TestAppendReadReopen(t *testing.T) {
@@ -110,14 +112,14 @@ func TestAppendRejects(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"empty", nil, ErrCorruptBatch},
-		{"short", good[:40], ErrCorruptBatch},
-		{"torn", good[:len(good)-1], ErrCorruptBatch},
-		{"crc", flip(len(good) - 1), ErrCorruptBatch},
-		{"magic", flip(magicAt), ErrCorruptBatch},
-		{"count", flip(numRecordsAt + 3), ErrCorruptBatch},
-		{"second bad", append(bytes.Clone(good), flip(attrAt+3)...), ErrCorruptBatch},
-		{"too large", valueBatch(3, 1000, 1), ErrBatchTooLarge},
+		{"empty", nil, recordbatch.ErrCorruptBatch},
+		{"short", good[:40], recordbatch.ErrCorruptBatch},
+		{"torn", good[:len(good)-1], recordbatch.ErrCorruptBatch},
+		{"crc", flip(len(good) - 1), recordbatch.ErrCorruptBatch},
+		{"magic", flip(recordbatch.MagicAt), recordbatch.ErrCorruptBatch},
+		{"count", flip(recordbatch.NumRecordsAt + 3), recordbatch.ErrCorruptBatch},
+		{"second bad", append(bytes.Clone(good), flip(recordbatch.AttrAt+3)...), recordbatch.ErrCorruptBatch},
+		{"too large", valueBatch(3, 1000, 1), recordbatch.ErrBatchTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

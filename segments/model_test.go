@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // The randomized model test drives a Log through long random sequences of
@@ -290,32 +292,32 @@ func (r *modelRun) check(op string) {
 			break
 		}
 		for len(b) > 0 {
-			h, err := checkBatch(b, 0, countCompacted)
+			h, err := recordbatch.Check(b, 0, recordbatch.CountCompacted)
 			if err != nil {
 				t.Fatalf("after %s: bad batch read at %d: %v", op, off, err)
 			}
 			if len(want) == 0 {
-				t.Fatalf("after %s: unexpected batch at %d", op, h.baseOffset)
+				t.Fatalf("after %s: unexpected batch at %d", op, h.BaseOffset)
 			}
 			w := want[0]
 			want = want[1:]
-			if h.baseOffset != w.base || h.lastOffset() != w.last {
-				t.Fatalf("after %s: batch [%d, %d], model [%d, %d]", op, h.baseOffset, h.lastOffset(), w.base, w.last)
+			if h.BaseOffset != w.base || h.LastOffset() != w.last {
+				t.Fatalf("after %s: batch [%d, %d], model [%d, %d]", op, h.BaseOffset, h.LastOffset(), w.base, w.last)
 			}
-			if w.raw != nil && !bytes.Equal(b[:h.size], w.raw) {
+			if w.raw != nil && !bytes.Equal(b[:h.Size], w.raw) {
 				t.Fatalf("after %s: batch %d bytes differ", op, w.base)
 			}
 			var got []mRec
-			err = forEachRecord(h, b[:h.size], func(x record) bool {
+			err = recordbatch.ForEachRecord(h, b[:h.Size], func(x recordbatch.RawRecord) bool {
 				// The record's bytes are the decoder's: keep copies.
-				got = append(got, mRec{off: x.offset, key: bytes.Clone(x.key), value: bytes.Clone(x.value), ts: x.timestamp})
+				got = append(got, mRec{off: x.Offset, key: bytes.Clone(x.Key), value: bytes.Clone(x.Value), ts: x.Timestamp})
 				return true
 			})
 			if err != nil || fmt.Sprint(got) != fmt.Sprint(w.recs) {
 				t.Fatalf("after %s: batch %d records %v, model %v (%v)", op, w.base, got, w.recs, err)
 			}
-			off = h.nextOffset()
-			b = b[h.size:]
+			off = h.NextOffset()
+			b = b[h.Size:]
 		}
 	}
 	if len(want) > 0 {

@@ -89,7 +89,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 		return err
 	}
 	s.size = pos
-	s.idx.truncate(s.rel(h.baseOffset), pos)
+	s.idx.truncate(s.rel(h.BaseOffset), pos)
 	// Recompute the next offset and max timestamp of what is left.
 	s.next, s.maxTs = s.base, -1
 	if n := len(s.idx.times); n > 0 {

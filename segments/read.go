@@ -59,7 +59,7 @@ func (l *Log) readSegmentLocked(s *segment, offset int64, maxBytes int, maxOffse
 		return nil, false, fmt.Errorf("segments: read: %w", err)
 	}
 	pos, h, ok, err := s.findBatch(cf.f, offset)
-	if err == nil && ok && maxOffset >= 0 && h.baseOffset >= maxOffset {
+	if err == nil && ok && maxOffset >= 0 && h.BaseOffset >= maxOffset {
 		l.files.release(cf)
 		return emptyChunk{}, true, nil
 	}

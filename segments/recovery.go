@@ -310,7 +310,7 @@ func (l *Log) loadIndexLocked(s *segment, f File) error {
 	if len(x.offsets) > 0 {
 		e := x.offsets[len(x.offsets)-1]
 		h, err := readHeader(f, int64(e.pos), s.size)
-		if err != nil || h.baseOffset != s.base+int64(e.rel) {
+		if err != nil || h.BaseOffset != s.base+int64(e.rel) {
 			return fmt.Errorf("%w: last entry does not point at its batch", errBadIndex)
 		}
 		next, tailMax, lastPos, err := tailScan(f, int64(e.pos), s.size)
@@ -325,7 +325,7 @@ func (l *Log) loadIndexLocked(s *segment, f File) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", errBadIndex, err)
 		}
-		s.next, s.maxTs, s.rollTs = next, tailMax, first.maxTimestamp
+		s.next, s.maxTs, s.rollTs = next, tailMax, first.MaxTimestamp
 	}
 	if n := len(x.times); n > 0 {
 		s.maxTs = max(s.maxTs, x.times[n-1].ts)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 const (
@@ -59,17 +61,17 @@ func (s *segment) rel(off int64) uint32 {
 }
 
 // readHeader reads the batch header at pos.
-func readHeader(f io.ReaderAt, pos, size int64) (batchHeader, error) {
-	var b [batchHeaderLen]byte
-	if pos+batchHeaderLen > size {
-		return batchHeader{}, fmt.Errorf("%w: header at %d past the end %d", ErrCorruptBatch, pos, size)
+func readHeader(f io.ReaderAt, pos, size int64) (recordbatch.Header, error) {
+	var b [recordbatch.HeaderLen]byte
+	if pos+recordbatch.HeaderLen > size {
+		return recordbatch.Header{}, fmt.Errorf("%w: header at %d past the end %d", recordbatch.ErrCorruptBatch, pos, size)
 	}
 	if _, err := f.ReadAt(b[:], pos); err != nil {
-		return batchHeader{}, err
+		return recordbatch.Header{}, err
 	}
-	h := parseHeader(b[:])
-	if h.size < batchHeaderLen || pos+h.size > size {
-		return h, fmt.Errorf("%w: batch at %d of %d bytes past the end %d", ErrCorruptBatch, pos, h.size, size)
+	h := recordbatch.ParseHeader(b[:])
+	if h.Size < recordbatch.HeaderLen || pos+h.Size > size {
+		return h, fmt.Errorf("%w: batch at %d of %d bytes past the end %d", recordbatch.ErrCorruptBatch, pos, h.Size, size)
 	}
 	return h, nil
 }
@@ -93,29 +95,29 @@ func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scan
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
 	var buf []byte
 	for r.valid < size {
-		if size-r.valid < batchHeaderLen {
-			r.stop = fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, size-r.valid)
+		if size-r.valid < recordbatch.HeaderLen {
+			r.stop = fmt.Errorf("%w: %d trailing bytes", recordbatch.ErrCorruptBatch, size-r.valid)
 			break
 		}
-		buf = append(buf[:0], make([]byte, batchPrefixLen)...)
+		buf = append(buf[:0], make([]byte, recordbatch.PrefixLen)...)
 		if _, err := io.ReadFull(br, buf); err != nil {
 			return r, err
 		}
-		n, err := batchSizeFromPrefix(buf)
+		n, err := recordbatch.SizeFromPrefix(buf)
 		if err == nil && n > size-r.valid {
-			err = fmt.Errorf("%w: torn batch of %d bytes, %d left", ErrCorruptBatch, n, size-r.valid)
+			err = fmt.Errorf("%w: torn batch of %d bytes, %d left", recordbatch.ErrCorruptBatch, n, size-r.valid)
 		}
 		if err != nil {
 			r.stop = err
 			break
 		}
-		buf = append(buf, make([]byte, n-batchPrefixLen)...)
-		if _, err := io.ReadFull(br, buf[batchPrefixLen:]); err != nil {
+		buf = append(buf, make([]byte, n-recordbatch.PrefixLen)...)
+		if _, err := io.ReadFull(br, buf[recordbatch.PrefixLen:]); err != nil {
 			return r, err
 		}
-		h, err := checkBatch(buf, 0, countCompacted)
-		if err == nil && (h.baseOffset < r.next || !fitsRelative(base, h.lastOffset())) {
-			err = fmt.Errorf("%w: offset %d out of order (next %d, segment %d)", ErrCorruptBatch, h.baseOffset, r.next, base)
+		h, err := recordbatch.Check(buf, 0, recordbatch.CountCompacted)
+		if err == nil && (h.BaseOffset < r.next || !fitsRelative(base, h.LastOffset())) {
+			err = fmt.Errorf("%w: offset %d out of order (next %d, segment %d)", recordbatch.ErrCorruptBatch, h.BaseOffset, r.next, base)
 		}
 		if err != nil {
 			r.stop = err
@@ -123,11 +125,11 @@ func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scan
 		}
 		r.idx.add(base, h, r.valid, r.maxTs, interval)
 		if r.rollTs < 0 {
-			r.rollTs = h.maxTimestamp
+			r.rollTs = h.MaxTimestamp
 		}
-		r.maxTs = max(r.maxTs, h.maxTimestamp)
-		r.next = h.nextOffset()
-		r.valid += h.size
+		r.maxTs = max(r.maxTs, h.MaxTimestamp)
+		r.next = h.NextOffset()
+		r.valid += h.Size
 	}
 	return r, nil
 }
@@ -141,8 +143,8 @@ func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs, lastPos int64, err er
 		if err != nil {
 			return next, maxTs, lastPos, err
 		}
-		next, maxTs, lastPos = h.nextOffset(), max(maxTs, h.maxTimestamp), pos
-		pos += h.size
+		next, maxTs, lastPos = h.NextOffset(), max(maxTs, h.MaxTimestamp), pos
+		pos += h.Size
 	}
 	return next, maxTs, lastPos, nil
 }
@@ -150,26 +152,26 @@ func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs, lastPos int64, err er
 // findBatch returns the position and header of the first batch of s whose
 // last offset is >= off, scanning from the index; ok is false when the
 // segment holds none.
-func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, batchHeader, bool, error) {
+func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, recordbatch.Header, bool, error) {
 	pos := int64(s.idx.lookup(s.rel(off)).pos)
 	for pos < s.size {
 		h, err := readHeader(f, pos, s.size)
 		if err != nil {
 			return 0, h, false, err
 		}
-		if h.lastOffset() >= off {
+		if h.LastOffset() >= off {
 			return pos, h, true, nil
 		}
-		pos += h.size
+		pos += h.Size
 	}
-	return pos, batchHeader{}, false, nil
+	return pos, recordbatch.Header{}, false, nil
 }
 
 // rangeEnd returns the end of the run of whole batches that starts with the
 // batch h at pos, is at most maxBytes long (but holds h) and holds no batch
 // whose base offset is >= maxOffset (when maxOffset >= 0).
-func (s *segment) rangeEnd(f io.ReaderAt, pos int64, h batchHeader, maxBytes int, maxOffset int64) (int64, error) {
-	end := pos + h.size
+func (s *segment) rangeEnd(f io.ReaderAt, pos int64, h recordbatch.Header, maxBytes int, maxOffset int64) (int64, error) {
+	end := pos + h.Size
 	limit := s.size
 	if int64(maxBytes) < s.size-pos {
 		limit = pos + int64(maxBytes)
@@ -191,10 +193,10 @@ func (s *segment) rangeEnd(f io.ReaderAt, pos int64, h batchHeader, maxBytes int
 		if err != nil {
 			return 0, err
 		}
-		if end+h.size > limit || h.baseOffset >= maxOffset {
+		if end+h.Size > limit || h.BaseOffset >= maxOffset {
 			break
 		}
-		end += h.size
+		end += h.Size
 	}
 	return end, nil
 }

@@ -3,6 +3,8 @@ package segments
 import (
 	"fmt"
 	"sort"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // OffsetForTimestamp returns the first offset whose timestamp is >= ts and
@@ -40,17 +42,17 @@ func (l *Log) searchTimeLocked(s *segment, ts int64) (int64, int64, bool, error)
 	from := max(s.base+int64(s.idx.lookupTime(ts)), l.start)
 	pos, _, ok, err := s.findBatch(cf.f, from)
 	for ok && err == nil && pos < s.size {
-		var h batchHeader
+		var h recordbatch.Header
 		if h, err = readHeader(cf.f, pos, s.size); err != nil {
 			break
 		}
-		if h.maxTimestamp >= ts && h.lastOffset() >= l.start {
+		if h.MaxTimestamp >= ts && h.LastOffset() >= l.start {
 			off, t, found, err := l.searchBatchLocked(cf.f, pos, h, ts)
 			if err != nil || found {
 				return off, t, found, err
 			}
 		}
-		pos += h.size
+		pos += h.Size
 	}
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("segments: timestamp lookup in %s: %w", s.path(l.dir), err)
@@ -60,16 +62,16 @@ func (l *Log) searchTimeLocked(s *segment, ts int64) (int64, int64, bool, error)
 
 // searchBatchLocked finds the record with a timestamp >= ts in the batch h
 // at pos, whose max timestamp is known to be >= ts.
-func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int64, int64, bool, error) {
-	buf := make([]byte, h.size)
+func (l *Log) searchBatchLocked(f File, pos int64, h recordbatch.Header, ts int64) (int64, int64, bool, error) {
+	buf := make([]byte, h.Size)
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return 0, 0, false, err
 	}
 	var off, t int64
 	found := false
-	err := forEachRecord(h, buf, func(r record) bool {
-		if r.offset >= l.start && r.timestamp >= ts {
-			off, t, found = r.offset, r.timestamp, true
+	err := recordbatch.ForEachRecord(h, buf, func(r recordbatch.RawRecord) bool {
+		if r.Offset >= l.start && r.Timestamp >= ts {
+			off, t, found = r.Offset, r.Timestamp, true
 			return false
 		}
 		return true
@@ -77,7 +79,7 @@ func (l *Log) searchBatchLocked(f File, pos int64, h batchHeader, ts int64) (int
 	if err != nil {
 		// An undecodable batch: answer with its base, as Kafka would with a
 		// batch-level index.
-		return max(h.baseOffset, l.start), h.maxTimestamp, true, nil
+		return max(h.BaseOffset, l.start), h.MaxTimestamp, true, nil
 	}
 	// Not found: the records >= ts are below the log start offset.
 	return off, t, found, nil
@@ -134,7 +136,7 @@ func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
 	defer l.files.release(cf)
 	type cand struct {
 		pos int64
-		h   batchHeader
+		h   recordbatch.Header
 	}
 	var cands []cand
 	bestOff, bestTs := int64(-1), int64(-1) // from decoded batches
@@ -145,8 +147,8 @@ func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
 			return 0, 0, false, err
 		}
 		switch {
-		case h.lastOffset() < l.start || h.maxTimestamp < 0:
-		case h.baseOffset < l.start:
+		case h.LastOffset() < l.start || h.MaxTimestamp < 0:
+		case h.BaseOffset < l.start:
 			off, ts, err := l.maxInBatchLocked(cf.f, pos, h)
 			if err != nil {
 				return 0, 0, false, err
@@ -154,13 +156,13 @@ func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
 			if ts > bestTs {
 				bestOff, bestTs = off, ts
 			}
-		case h.maxTimestamp >= headerBest:
-			if h.maxTimestamp > headerBest {
-				cands, headerBest = cands[:0], h.maxTimestamp
+		case h.MaxTimestamp >= headerBest:
+			if h.MaxTimestamp > headerBest {
+				cands, headerBest = cands[:0], h.MaxTimestamp
 			}
 			cands = append(cands, cand{pos, h})
 		}
-		pos += h.size
+		pos += h.Size
 	}
 	if headerBest > bestTs {
 		for _, c := range cands {
@@ -182,20 +184,20 @@ func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
 // maxInBatchLocked returns the first record at or past the log start offset
 // with the batch's largest timestamp; an undecodable batch answers with its
 // header.
-func (l *Log) maxInBatchLocked(f File, pos int64, h batchHeader) (int64, int64, error) {
-	buf := make([]byte, h.size)
+func (l *Log) maxInBatchLocked(f File, pos int64, h recordbatch.Header) (int64, int64, error) {
+	buf := make([]byte, h.Size)
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return 0, 0, err
 	}
 	bestOff, bestTs := int64(-1), int64(-1)
-	err := forEachRecord(h, buf, func(r record) bool {
-		if r.offset >= l.start && r.timestamp > bestTs {
-			bestOff, bestTs = r.offset, r.timestamp
+	err := recordbatch.ForEachRecord(h, buf, func(r recordbatch.RawRecord) bool {
+		if r.Offset >= l.start && r.Timestamp > bestTs {
+			bestOff, bestTs = r.Offset, r.Timestamp
 		}
 		return true
 	})
 	if err != nil {
-		return max(h.baseOffset, l.start), h.maxTimestamp, nil
+		return max(h.BaseOffset, l.start), h.MaxTimestamp, nil
 	}
 	return bestOff, bestTs, nil
 }

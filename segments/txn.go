@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Transactions in the log: every transactional data batch opens a
@@ -55,20 +57,20 @@ type segTxns struct {
 
 // txnApply updates the open transactions ongoing with the batch b (header
 // h) and returns the aborted entry its marker makes, if any.
-func txnApply(ongoing map[int64]OngoingTxn, h batchHeader, b []byte) (AbortedTxn, bool) {
-	const transactional = AttrTransactional
-	pid := int64(binary.BigEndian.Uint64(b[producerIDAt:]))
-	if pid < 0 || h.attributes&transactional == 0 {
+func txnApply(ongoing map[int64]OngoingTxn, h recordbatch.Header, b []byte) (AbortedTxn, bool) {
+	const transactional = recordbatch.AttrTransactional
+	pid := int64(binary.BigEndian.Uint64(b[recordbatch.ProducerIDAt:]))
+	if pid < 0 || h.Attributes&transactional == 0 {
 		return AbortedTxn{}, false
 	}
-	if !h.isControl() {
+	if !h.IsControl() {
 		if _, open := ongoing[pid]; !open {
-			ongoing[pid] = OngoingTxn{ProducerID: pid, ProducerEpoch: int16(binary.BigEndian.Uint16(b[producerEpochAt:])), FirstOffset: h.baseOffset}
+			ongoing[pid] = OngoingTxn{ProducerID: pid, ProducerEpoch: int16(binary.BigEndian.Uint16(b[recordbatch.ProducerEpochAt:])), FirstOffset: h.BaseOffset}
 		}
 		return AbortedTxn{}, false
 	}
-	m, err := ParseControlBatch(b[:h.size])
-	if err != nil || (m.Type != ControlAbort && m.Type != ControlCommit) {
+	m, err := recordbatch.ParseControl(b[:h.Size])
+	if err != nil || (m.Type != recordbatch.ControlAbort && m.Type != recordbatch.ControlCommit) {
 		return AbortedTxn{}, false // Kafka skips unknown control records
 	}
 	t, open := ongoing[pid]
@@ -76,11 +78,11 @@ func txnApply(ongoing map[int64]OngoingTxn, h batchHeader, b []byte) (AbortedTxn
 		return AbortedTxn{}, false
 	}
 	delete(ongoing, pid)
-	if m.Type != ControlAbort {
+	if m.Type != recordbatch.ControlAbort {
 		return AbortedTxn{}, false
 	}
-	return AbortedTxn{ProducerID: pid, FirstOffset: t.FirstOffset, LastOffset: h.baseOffset,
-		LastStableOffset: firstUnstable(ongoing, h.nextOffset())}, true
+	return AbortedTxn{ProducerID: pid, FirstOffset: t.FirstOffset, LastOffset: h.BaseOffset,
+		LastStableOffset: firstUnstable(ongoing, h.NextOffset())}, true
 }
 
 // firstUnstable is the smallest first offset of ongoing, or end.
@@ -93,13 +95,13 @@ func firstUnstable(ongoing map[int64]OngoingTxn, end int64) int64 {
 
 // txnAppendedLocked applies appended batches (buf, headers hs) to the
 // active segment's transaction state.
-func (l *Log) txnAppendedLocked(buf []byte, hs []batchHeader) {
+func (l *Log) txnAppendedLocked(buf []byte, hs []recordbatch.Header) {
 	s := l.active()
 	pos := 0
 	for _, h := range hs {
-		b := buf[pos : pos+int(h.size)]
-		pos += int(h.size)
-		if h.attributes&AttrTransactional == 0 {
+		b := buf[pos : pos+int(h.Size)]
+		pos += int(h.Size)
+		if h.Attributes&recordbatch.AttrTransactional == 0 {
 			continue
 		}
 		if a, ok := txnApply(l.ongoing, h, b); ok {
@@ -235,14 +237,14 @@ func (l *Log) replayTxnsLocked(s *segment, base map[int64]OngoingTxn, upTo int64
 	}
 	var aborted []AbortedTxn
 	stop := errors.New("stop")
-	err := l.walkSegment(s, s.size, func(_ int64, h batchHeader, b []byte) error {
-		if upTo >= 0 && h.baseOffset >= upTo {
+	err := l.walkSegment(s, s.size, func(_ int64, h recordbatch.Header, b []byte) error {
+		if upTo >= 0 && h.BaseOffset >= upTo {
 			return stop
 		}
-		if h.attributes&AttrTransactional == 0 {
+		if h.Attributes&recordbatch.AttrTransactional == 0 {
 			return nil
 		}
-		if _, err := checkBatch(b, 0, countCompacted); err != nil {
+		if _, err := recordbatch.Check(b, 0, recordbatch.CountCompacted); err != nil {
 			return nil // recovery decides what a bad batch means
 		}
 		if a, ok := txnApply(ongoing, h, b); ok {
@@ -392,10 +394,14 @@ func encodeTxnIndex(f txnIndexFile) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, txnIndexCRC))
 }
 
 var errBadTxnIndex = errors.New("bad transaction index")
+
+// txnIndexCRC is the table of the .txnindex file's own CRC-32C (a file
+// format of this package; batch CRCs are recordbatch's alone).
+var txnIndexCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeTxnIndex parses a .txnindex file. Its counts are checked against
 // the file's length before anything is allocated.
@@ -404,7 +410,7 @@ func decodeTxnIndex(b []byte) (txnIndexFile, error) {
 		return txnIndexFile{}, fmt.Errorf("%w: bad header", errBadTxnIndex)
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	if crc32.Checksum(body, txnIndexCRC) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return txnIndexFile{}, fmt.Errorf("%w: checksum mismatch", errBadTxnIndex)
 	}
 	nb := uint64(binary.BigEndian.Uint32(b[5:]))

@@ -15,16 +15,18 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // txnBatch is a transactional data batch of n records from producer pid.
 func txnBatch(pid int64, epoch int16, n int) []byte {
 	b := valueBatch(n, 8, 1000)
-	binary.BigEndian.PutUint16(b[attrAt:], AttrTransactional)
-	binary.BigEndian.PutUint64(b[producerIDAt:], uint64(pid))
-	binary.BigEndian.PutUint16(b[producerEpochAt:], uint16(epoch))
-	binary.BigEndian.PutUint32(b[baseSequenceAt:], 0)
-	fixCRC(b)
+	binary.BigEndian.PutUint16(b[recordbatch.AttrAt:], recordbatch.AttrTransactional)
+	binary.BigEndian.PutUint64(b[recordbatch.ProducerIDAt:], uint64(pid))
+	binary.BigEndian.PutUint16(b[recordbatch.ProducerEpochAt:], uint16(epoch))
+	binary.BigEndian.PutUint32(b[recordbatch.BaseSequenceAt:], 0)
+	recordbatch.SetCRC(b)
 	return b
 }
 
@@ -51,19 +53,19 @@ func txnModel(t *testing.T, l *Log, p txnPrefix, upTo int64) txnPrefix {
 	for off := p.base; off < end; {
 		data := readAll(t, l, off, 1<<30) // one segment at a time
 		for len(data) > 0 {
-			h, err := checkBatch(data, 0, countCompacted)
+			h, err := recordbatch.Check(data, 0, recordbatch.CountCompacted)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.baseOffset >= end {
+			if h.BaseOffset >= end {
 				return m
 			}
-			if a, ok := txnApply(m.ongoing, h, data[:h.size]); ok {
+			if a, ok := txnApply(m.ongoing, h, data[:h.Size]); ok {
 				m.aborted = append(m.aborted, a)
 			}
-			off = h.nextOffset()
+			off = h.NextOffset()
 			m.base = off
-			data = data[h.size:]
+			data = data[h.Size:]
 		}
 	}
 	return m
@@ -150,8 +152,8 @@ func txnModelRun(t *testing.T, seed uint64) {
 			name = "txn data"
 		case op < 13:
 			pid := rng.Int64N(4)
-			typ := ControlType(rng.IntN(2))
-			mustAppend(t, l, BuildControlBatch(Marker{ProducerID: pid, ProducerEpoch: epochs[pid], Type: typ}, 1000), 1)
+			typ := recordbatch.ControlType(rng.IntN(2))
+			mustAppend(t, l, recordbatch.BuildControl(recordbatch.Marker{ProducerID: pid, ProducerEpoch: epochs[pid], Type: typ}, 1000), 1)
 			name = "marker " + typ.String()
 		case op < 15:
 			mustAppend(t, l, valueBatch(1+rng.IntN(2), 8, 1000), 1)
@@ -259,12 +261,12 @@ func batchBounds(t *testing.T, l *Log) []int64 {
 	for off := l.StartOffset(); off < l.EndOffset(); {
 		data := readAll(t, l, off, 1<<30)
 		for len(data) > 0 {
-			h := parseHeader(data)
-			if h.baseOffset > l.StartOffset() {
-				out = append(out, h.baseOffset)
+			h := recordbatch.ParseHeader(data)
+			if h.BaseOffset > l.StartOffset() {
+				out = append(out, h.BaseOffset)
 			}
-			off = h.nextOffset()
-			data = data[h.size:]
+			off = h.NextOffset()
+			data = data[h.Size:]
 		}
 	}
 	return out
@@ -297,10 +299,10 @@ func FuzzTxnIndex(f *testing.F) {
 // txnRecord is a transactional batch of one keyed record from pid.
 func txnRecord(pid int64, key, value string) []byte {
 	b := buildBatch([]rec{{key: []byte(key), value: []byte(value), ts: 1000}})
-	binary.BigEndian.PutUint16(b[attrAt:], AttrTransactional)
-	binary.BigEndian.PutUint64(b[producerIDAt:], uint64(pid))
-	binary.BigEndian.PutUint32(b[baseSequenceAt:], 0)
-	fixCRC(b)
+	binary.BigEndian.PutUint16(b[recordbatch.AttrAt:], recordbatch.AttrTransactional)
+	binary.BigEndian.PutUint64(b[recordbatch.ProducerIDAt:], uint64(pid))
+	binary.BigEndian.PutUint32(b[recordbatch.BaseSequenceAt:], 0)
+	recordbatch.SetCRC(b)
 	return b
 }
 
@@ -312,14 +314,14 @@ func TestCompactionWithTransactions(t *testing.T) {
 	cfg.CleanupPolicy = "compact"
 	l := mustOpen(t, "/ct", cfg, Options{FS: NewMemFS()})
 	defer l.Close()
-	marker := func(pid int64, typ ControlType) []byte {
-		return BuildControlBatch(Marker{ProducerID: pid, Type: typ}, 1000)
+	marker := func(pid int64, typ recordbatch.ControlType) []byte {
+		return recordbatch.BuildControl(recordbatch.Marker{ProducerID: pid, Type: typ}, 1000)
 	}
-	mustAppend(t, l, txnRecord(1, "k", "committed"), 0) // 0
-	mustAppend(t, l, marker(1, ControlCommit), 0)       // 1
-	mustAppend(t, l, txnRecord(2, "k", "aborted"), 0)   // 2
-	mustAppend(t, l, marker(2, ControlAbort), 0)        // 3
-	mustAppend(t, l, txnRecord(3, "j", "open"), 0)      // 4
+	mustAppend(t, l, txnRecord(1, "k", "committed"), 0)       // 0
+	mustAppend(t, l, marker(1, recordbatch.ControlCommit), 0) // 1
+	mustAppend(t, l, txnRecord(2, "k", "aborted"), 0)         // 2
+	mustAppend(t, l, marker(2, recordbatch.ControlAbort), 0)  // 3
+	mustAppend(t, l, txnRecord(3, "j", "open"), 0)            // 4
 	mustAppend(t, l, buildBatch([]rec{{key: []byte("j"), value: []byte("plain"), ts: 1000}}), 0)
 	l.Roll()
 	size := l.Size()
@@ -329,14 +331,14 @@ func TestCompactionWithTransactions(t *testing.T) {
 	if l.Size() != size {
 		t.Fatalf("a segment with an open transaction was compacted: %d -> %d bytes", size, l.Size())
 	}
-	mustAppend(t, l, marker(3, ControlCommit), 0) // 6
+	mustAppend(t, l, marker(3, recordbatch.ControlCommit), 0) // 6
 	l.Roll()
 	if err := l.Maintain(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, b := range decodeBatches(t, readAll(t, l, 0, 1<<20)) {
-		if b.Attributes&AttrControl != 0 {
+		if b.Attributes&recordbatch.AttrControl != 0 {
 			got = append(got, fmt.Sprintf("marker@%d", b.FirstOffset))
 			continue
 		}

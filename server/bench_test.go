@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
-	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/servertest"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // HTTP produce and consume throughput, each reported beside the raw
@@ -43,11 +44,11 @@ func segmentsAppendRate(b *testing.B, n int) float64 {
 		b.Fatal(err)
 	}
 	defer log.Close()
-	recs := make([]broker.NewRecord, benchBatch)
+	recs := make([]recordbatch.NewRecord, benchBatch)
 	for i := range recs {
-		recs[i] = broker.NewRecord{Key: []byte(fmt.Sprintf("key-%d", i)), Value: bytes.Repeat([]byte("v"), benchValueBytes+2), Timestamp: time.Now().UnixMilli()}
+		recs[i] = recordbatch.NewRecord{Key: []byte(fmt.Sprintf("key-%d", i)), Value: bytes.Repeat([]byte("v"), benchValueBytes+2), Timestamp: time.Now().UnixMilli()}
 	}
-	batch := broker.BuildBatch(recs)
+	batch := recordbatch.Build(recs)
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		if _, err := log.Append(batch, 0); err != nil {

@@ -152,7 +152,7 @@ func (c *apiClient) problem(method, path, ct string, body []byte, wantStatus int
 	if !strings.HasSuffix(p.Type, wantTypeSuffix) || p.Status != wantStatus {
 		c.t.Fatalf("%s %s: problem %+v, want type ...%s status %d", method, path, p, wantTypeSuffix, wantStatus)
 	}
-	for _, pkg := range []string{"api: ", "raftfsm: ", "segments: ", "kafkaproto: ", "server: "} {
+	for _, pkg := range []string{"api: ", "raftfsm: ", "segments: ", "recordbatch: ", "kafkaproto: ", "server: "} {
 		if strings.Contains(p.Detail, pkg) {
 			c.t.Errorf("%s %s: problem detail %q names an internal package", method, path, p.Detail)
 		}

@@ -18,8 +18,9 @@ import (
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/api/client"
-	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/servertest"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Transaction markers come only from brokers: a client's control batch is
@@ -31,7 +32,7 @@ func TestTxnMarkersRefusedFromClients(t *testing.T) {
 	c.json("POST", "/v1/topics", map[string]any{"name": "tx", "partitions": 1}, 201, nil)
 	conn := rawDial(t, n.KafkaAddr)
 
-	marker := segments.BuildControlBatch(segments.Marker{ProducerID: 1, ProducerEpoch: 0, Type: segments.ControlAbort}, time.Now().UnixMilli())
+	marker := recordbatch.BuildControl(recordbatch.Marker{ProducerID: 1, ProducerEpoch: 0, Type: recordbatch.ControlAbort}, time.Now().UnixMilli())
 	if r := rawProduce(t, conn, "tx", marker); r.ErrorCode != kerr.InvalidRecord.Code {
 		t.Fatalf("client control batch: %v, want INVALID_RECORD", kerr.ErrorForCode(r.ErrorCode))
 	}

@@ -10,11 +10,11 @@
 // Transactions, log side (broker/txnmarkers.go): a transaction coordinator
 // ends a transaction in a partition with
 //
-//	func (b *broker.Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (offset int64, err error)
+//	func (b *broker.Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m recordbatch.Marker) (offset int64, err error)
 //
 // on the partition's leader (acks=all), or with WriteTxnMarkers (Kafka API
-// 27) on the leader's inter-broker port; segments.BuildControlBatch and
-// segments.ParseControlBatch are the marker codec. A marker with a newer
+// 27) on the leader's inter-broker port; recordbatch.BuildControl and
+// recordbatch.ParseControl are the marker codec. A marker with a newer
 // producer epoch fences the old producer; one from an older coordinator
 // epoch is refused (broker/producerstate.go). segments.Log tracks the open
 // transactions and the aborted-transactions index of every replica, so the

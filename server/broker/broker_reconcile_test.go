@@ -6,6 +6,8 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Two goroutines apply metadata images to the partitions (the metadata
@@ -34,7 +36,7 @@ func TestReconcileIgnoresOlderImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Reconcile(old); err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // consumeMaxRecordBytes bounds one decoded record of an HTTP read (or
@@ -53,7 +55,7 @@ type ReadRequest struct {
 // copy of key, value or headers); transactional is its batch's flag;
 // marker is set (and rec holds only offset and timestamp) when the record
 // is a transaction marker (readRequest.markers).
-type emitFunc func(rec *segments.Record, transactional bool, marker *segments.Marker) error
+type emitFunc func(rec *recordbatch.Record, transactional bool, marker *recordbatch.Marker) error
 
 type readResult struct {
 	Records  []Record
@@ -205,7 +207,7 @@ type decodedReader struct {
 	markers    bool                  // return markers as records
 	each       emitFunc              // nil: collect into res.records
 	emitErr    error                 // what each returned, ending the read
-	view       segments.Record       // each's record, reused
+	view       recordbatch.Record    // each's record, reused
 }
 
 func (r *decodedReader) full() bool {
@@ -215,7 +217,7 @@ func (r *decodedReader) full() bool {
 // batches decodes the whole batches at the start of data.
 func (r *decodedReader) batches(data []byte) error {
 	for !r.full() {
-		info, ok, err := segments.NextBatch(data)
+		info, ok, err := recordbatch.Next(data)
 		if err != nil {
 			return r.corrupt(info, ok, err)
 		}
@@ -239,8 +241,8 @@ func (r *decodedReader) batches(data []byte) error {
 }
 
 // batch decodes the records of one batch until the read is full.
-func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
-	it, err := segments.DecodeNextBatch(b, info, r.p.maxRecordBytes)
+func (r *decodedReader) batch(b []byte, info recordbatch.Info) error {
+	it, err := recordbatch.DecodeNext(b, info, r.p.maxRecordBytes)
 	if err != nil {
 		return err
 	}
@@ -248,7 +250,7 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 	if r.each != nil {
 		return r.emitBatch(it, info)
 	}
-	var rec segments.Record
+	var rec recordbatch.Record
 	for !r.full() && it.Next(&rec) {
 		if rec.Offset < r.res.Next {
 			continue
@@ -276,7 +278,7 @@ func (r *decodedReader) batch(b []byte, info segments.BatchInfo) error {
 // marker returns a control batch's marker as one record at the batch's
 // offset. Marker types other than commit and abort are skipped, as Kafka
 // clients skip them.
-func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
+func (r *decodedReader) marker(b []byte, info recordbatch.Info) error {
 	if info.BaseOffset < r.res.Next {
 		return nil // already passed (the read began after it)
 	}
@@ -286,18 +288,18 @@ func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
 	}
 	// A one-record batch: its max timestamp is the record's, whatever
 	// the timestamp type.
-	m, err := segments.ParseControlBatch(b)
+	m, err := recordbatch.ParseControl(b)
 	if err != nil {
 		return err
 	}
 	r.res.Next = info.NextOffset()
-	if m.Type != segments.ControlCommit && m.Type != segments.ControlAbort {
+	if m.Type != recordbatch.ControlCommit && m.Type != recordbatch.ControlAbort {
 		return nil
 	}
 	r.res.Count++
 	r.size += info.Size
 	if r.each != nil {
-		r.view = segments.Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp}
+		r.view = recordbatch.Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp}
 		if err := r.each(&r.view, true, &m); err != nil {
 			r.emitErr = err
 			return err
@@ -310,7 +312,7 @@ func (r *decodedReader) marker(b []byte, info segments.BatchInfo) error {
 
 // emitBatch is batch for a reader with each: the records go to each
 // straight from the decoder's buffer, with no copy.
-func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo) error {
+func (r *decodedReader) emitBatch(it *recordbatch.Records, info recordbatch.Info) error {
 	rec := &r.view
 	for !r.full() && it.NextView(rec) {
 		if rec.Offset < r.res.Next {
@@ -339,7 +341,7 @@ func (r *decodedReader) emitBatch(it *segments.Records, info segments.BatchInfo)
 
 // corrupt describes an undecodable stored batch. ok says whether info
 // (and so the offset after the batch) is known.
-func (r *decodedReader) corrupt(info segments.BatchInfo, ok bool, err error) error {
+func (r *decodedReader) corrupt(info recordbatch.Info, ok bool, err error) error {
 	e := &CorruptBatchError{Topic: r.p.Topic, Partition: r.p.Index, Offset: r.res.Next, Next: -1, err: err}
 	if ok {
 		e.Offset, e.Next = max(info.BaseOffset, r.res.Next), info.NextOffset()
@@ -347,7 +349,7 @@ func (r *decodedReader) corrupt(info segments.BatchInfo, ok bool, err error) err
 	return e
 }
 
-func toRecord(r segments.Record) Record {
+func toRecord(r recordbatch.Record) Record {
 	out := Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value}
 	for _, h := range r.Headers {
 		out.Headers = append(out.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
@@ -378,7 +380,7 @@ func (e *CorruptBatchError) Unwrap() error { return e.err }
 
 // abortedBatch reports whether a read_committed reader drops the batch: it
 // belongs to a transaction its producer aborted.
-func (r *decodedReader) abortedBatch(info segments.BatchInfo) bool {
+func (r *decodedReader) abortedBatch(info recordbatch.Info) bool {
 	if !info.Transactional {
 		return false
 	}
@@ -468,7 +470,7 @@ func (p *Partition) ReadBatches(offset int64, maxBytes int, committed bool) (api
 	good := 0
 	var kept []byte // the batches served, once one was left out
 	for rest := data; ; {
-		info, ok, err := segments.NextBatch(rest)
+		info, ok, err := recordbatch.Next(rest)
 		if err != nil || (!ok && len(rest) > 0 && good == 0) {
 			if good > 0 {
 				break // the bad batch is the next read's first

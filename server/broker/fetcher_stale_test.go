@@ -15,6 +15,8 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // fakeLeader answers a follower's OffsetForLeaderEpoch and Fetch requests
@@ -173,11 +175,11 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	// one batch of five records at 5-9; the follower follows it and checks
 	// its log against it (nothing to cut: it ends at 5 too).
 	newLeader.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 3)
-	var five []NewRecord
+	var five []recordbatch.NewRecord
 	for i := range 5 {
-		five = append(five, NewRecord{Value: fmt.Appendf(nil, "e4-%d", i), Timestamp: 1})
+		five = append(five, recordbatch.NewRecord{Value: fmt.Appendf(nil, "e4-%d", i), Timestamp: 1})
 	}
-	if _, err := newLeader.append(BuildBatch(five)); err != nil {
+	if _, err := newLeader.append(recordbatch.Build(five)); err != nil {
 		t.Fatal(err)
 	}
 	follower.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 2)
@@ -237,11 +239,11 @@ func TestFetchFailureOfOnePartitionSparesTheOthers(t *testing.T) {
 	// Partition 0: the leader holds one batch of five records at 0-4, the
 	// follower three batches of its own at 0-2 under the same epoch.
 	leader0.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
-	var five []NewRecord
+	var five []recordbatch.NewRecord
 	for i := range 5 {
-		five = append(five, NewRecord{Value: fmt.Appendf(nil, "v%d", i), Timestamp: 1})
+		five = append(five, recordbatch.NewRecord{Value: fmt.Appendf(nil, "v%d", i), Timestamp: 1})
 	}
-	if _, err := leader0.append(BuildBatch(five)); err != nil {
+	if _, err := leader0.append(recordbatch.Build(five)); err != nil {
 		t.Fatal(err)
 	}
 	lead(t, follower0, 1, "mine", 3)

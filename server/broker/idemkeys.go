@@ -7,11 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Idempotent HTTP produce (Idempotency-Key). How a key is made durable and
@@ -105,12 +106,9 @@ func keyOf(b BatchView) (IdemKey, bool) {
 }
 
 // StampKey writes k into the producer fields of batch (one batch as
-// buildBatch makes it) and recomputes its CRC.
+// recordbatch.Build makes it) and recomputes its CRC.
 func StampKey(batch []byte, k IdemKey) {
-	binary.BigEndian.PutUint64(batch[43:], uint64(k.ID))
-	binary.BigEndian.PutUint16(batch[51:], uint16(k.epoch()))
-	binary.BigEndian.PutUint32(batch[53:], uint32(k.seq()))
-	binary.BigEndian.PutUint32(batch[batchCRCOffset:], crc32.Checksum(batch[batchAttrsOffset:], castagnoli))
+	recordbatch.SetProducer(batch, k.ID, k.epoch(), k.seq())
 }
 
 // refuseKeyProducerIDs refuses batches a client sent under an id of the
@@ -230,7 +228,7 @@ func (p *Partition) checkKeyLocked(k *IdemKey, views []BatchView, now time.Time)
 		return AppendResult{}, false, nil
 	}
 	if len(views) != 1 {
-		return AppendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", ErrCorruptBatch)
+		return AppendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", recordbatch.ErrCorruptBatch)
 	}
 	if err := p.loadKeysLocked(now); err != nil {
 		return AppendResult{}, false, err
@@ -379,7 +377,7 @@ func ForwardedIdemKey(ctx context.Context) *IdemKey {
 
 // PeekKeys refuses a reused key on this node's partitions before any of
 // them is written, so such a request writes nothing here.
-func PeekKeys(parts map[int32]*Partition, byPart map[int32][]NewRecord, k *IdemKey) error {
+func PeekKeys(parts map[int32]*Partition, byPart map[int32][]recordbatch.NewRecord, k *IdemKey) error {
 	if k == nil {
 		return nil
 	}

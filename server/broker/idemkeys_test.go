@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 func testKey(key, body string) IdemKey {
@@ -16,11 +18,11 @@ func testKey(key, body string) IdemKey {
 
 // keyedBatch is the batch the HTTP door builds for records under key k.
 func keyedBatch(k IdemKey, ts int64, values ...string) []byte {
-	var recs []NewRecord
+	var recs []recordbatch.NewRecord
 	for _, v := range values {
-		recs = append(recs, NewRecord{Timestamp: ts, Value: []byte(v)})
+		recs = append(recs, recordbatch.NewRecord{Timestamp: ts, Value: []byte(v)})
 	}
-	b := BuildBatch(recs)
+	b := recordbatch.Build(recs)
 	StampKey(b, k)
 	return b
 }
@@ -31,7 +33,7 @@ func keyedBatch(k IdemKey, ts int64, values ...string) []byte {
 func TestIdempotencyKeyRetry(t *testing.T) {
 	p := testPartition(t, nil)
 	now := time.Now().UnixMilli()
-	if _, err := p.append(BuildBatch([]NewRecord{{Timestamp: now, Value: []byte("before")}})); err != nil {
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Timestamp: now, Value: []byte("before")}})); err != nil {
 		t.Fatal(err)
 	}
 	k := testKey("k1", "body")
@@ -212,7 +214,7 @@ func TestIdempotencyKeyRebuildRacesWrites(t *testing.T) {
 					errs <- err
 					return
 				}
-				if _, err := p.append(BuildBatch([]NewRecord{{Timestamp: now, Value: []byte("plain")}})); err != nil {
+				if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Timestamp: now, Value: []byte("plain")}})); err != nil {
 					errs <- err
 					return
 				}

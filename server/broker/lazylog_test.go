@@ -11,6 +11,8 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 func lazyTestBroker(t *testing.T, dir string) *Broker {
@@ -60,7 +62,7 @@ func TestLazyPartitionLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
 	if dirs := partitionDirs(t, dir); !slices.Equal(dirs, []string{"a-0"}) {
@@ -174,7 +176,7 @@ func TestLazyPartitionRetentionSweep(t *testing.T) {
 	}
 	old := time.Now().Add(-time.Hour).UnixMilli()
 	for range 2 {
-		if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("old"), Timestamp: old}})); err != nil {
+		if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("old"), Timestamp: old}})); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.log().Roll(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/raftfsm"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // A produce that found this broker leader, and then met a metadata change
@@ -34,7 +36,7 @@ func TestAppendRacingLeadershipMove(t *testing.T) {
 		once.Do(func() { follow(a, 2, 11) })
 		return true
 	}
-	_, err := a.append(BuildBatch([]NewRecord{{Value: []byte("late"), Timestamp: 1}}))
+	_, err := a.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("late"), Timestamp: 1}}))
 	a.leaseValid = nil
 	if err != nil && !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append racing the move: %v", err)
@@ -46,7 +48,7 @@ func TestAppendRacingLeadershipMove(t *testing.T) {
 	// b leads at 11 and writes; a follows it and must end identical.
 	b.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 11, Replicas: []int32{1, 2}, ISR: []int32{2}}, 2)
 	for _, v := range []string{"e11-0", "e11-1"} {
-		if _, err := b.append(BuildBatch([]NewRecord{{Value: []byte(v), Timestamp: 1}})); err != nil {
+		if _, err := b.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte(v), Timestamp: 1}})); err != nil {
 			t.Fatal(err)
 		}
 	}

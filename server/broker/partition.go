@@ -10,6 +10,8 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 var (
@@ -163,7 +165,7 @@ func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (AppendResult, error
 		return AppendResult{}, err
 	}
 	if size != len(batches) || len(views) == 0 {
-		return AppendResult{}, fmt.Errorf("%w: %d trailing bytes", ErrCorruptBatch, len(batches)-size)
+		return AppendResult{}, fmt.Errorf("%w: %d trailing bytes", recordbatch.ErrCorruptBatch, len(batches)-size)
 	}
 	for _, b := range views {
 		if b.IsControl() {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Idempotent producers: the partition remembers, per producer id, its epoch
@@ -189,7 +191,7 @@ func (t *producerTable) record(b BatchView, baseOffset, at int64, now time.Time)
 // marker remembers a transaction marker written at unix ms at: a newer
 // producer epoch (the coordinator bumped it, fencing the old producer)
 // starts a new entry, and the coordinator epoch is kept for fencing.
-func (t *producerTable) marker(m segments.Marker, at int64, now time.Time) {
+func (t *producerTable) marker(m recordbatch.Marker, at int64, now time.Time) {
 	e, ok := t.lookup(m.ProducerID, now)
 	if !ok {
 		t.makeRoom(now)
@@ -363,7 +365,7 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 			case b.Idempotent() && !b.IsControl():
 				t.record(b, b.baseOffset, at, now)
 			case b.IsControl():
-				if m, err := segments.ParseControlBatch(b.Raw); err == nil {
+				if m, err := recordbatch.ParseControl(b.Raw); err == nil {
 					t.marker(m, at, now)
 				}
 			}

@@ -3,23 +3,24 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // idemBatch is one record under producer pid, epoch and sequence seq.
 func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, value string, ts int64) []byte {
 	t.Helper()
-	raw := BuildBatch([]NewRecord{{Timestamp: ts, Value: []byte(value)}})
+	raw := recordbatch.Build([]recordbatch.NewRecord{{Timestamp: ts, Value: []byte(value)}})
 	binary.BigEndian.PutUint64(raw[43:], uint64(pid))
 	binary.BigEndian.PutUint16(raw[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(raw[53:], uint32(seq))
-	binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+	recordbatch.SetCRC(raw)
 	return raw
 }
 

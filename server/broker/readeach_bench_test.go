@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // BenchmarkReadDecodedEach reads 1,000 records of 1 KiB per iteration
@@ -22,18 +24,18 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 	defer p.close()
 	p.repl.isr = []int32{0}
 	setLeader(p, 0, 1)
-	recs := make([]NewRecord, 500)
+	recs := make([]recordbatch.NewRecord, 500)
 	for i := range recs {
-		recs[i] = NewRecord{Key: []byte("key"), Value: make([]byte, 1024), Timestamp: time.Now().UnixMilli()}
+		recs[i] = recordbatch.NewRecord{Key: []byte("key"), Value: make([]byte, 1024), Timestamp: time.Now().UnixMilli()}
 	}
 	for range 2 {
-		if _, err := p.append(BuildBatch(recs)); err != nil {
+		if _, err := p.append(recordbatch.Build(recs)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	p.hwm.Store(p.log().EndOffset())
 	n := 0
-	emit := func(r *segments.Record, _ bool, _ *segments.Marker) error { n += len(r.Value); return nil }
+	emit := func(r *recordbatch.Record, _ bool, _ *recordbatch.Marker) error { n += len(r.Value); return nil }
 	var collect, stream time.Duration
 	var collectAllocs, streamAllocs float64
 	for b.Loop() {

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // TestReadDecodedEachMatchesCollect holds the streaming read (records
@@ -31,19 +32,19 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 	setLeader(p, 0, 1)
 	seq := map[int]uint32{} // per producer id
 	for txn := range 30 {
-		recs := make([]NewRecord, 5)
+		recs := make([]recordbatch.NewRecord, 5)
 		for i := range recs {
-			recs[i] = NewRecord{Key: []byte(fmt.Sprintf("k%d-%d", txn, i)), Value: bytes.Repeat([]byte{byte(i)}, 50+i),
+			recs[i] = recordbatch.NewRecord{Key: []byte(fmt.Sprintf("k%d-%d", txn, i)), Value: bytes.Repeat([]byte{byte(i)}, 50+i),
 				Headers: []kmsg.Header{{Key: "h", Value: []byte{byte(txn)}}, {Key: "n"}}, Timestamp: time.Now().UnixMilli()}
 		}
-		raw := BuildBatch(recs)
+		raw := recordbatch.Build(recs)
 		if txn%3 != 0 { // every third batch is plain, the others transactional
-			raw[batchAttrsOffset+1] |= TransactionalFlag
+			raw[recordbatch.AttrAt+1] |= recordbatch.AttrTransactional
 			binary.BigEndian.PutUint64(raw[43:], uint64(txn%5))
 			binary.BigEndian.PutUint16(raw[51:], 0)
 			binary.BigEndian.PutUint32(raw[53:], seq[txn%5])
 			seq[txn%5] += 5
-			binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+			recordbatch.SetCRC(raw)
 		}
 		if _, err := p.append(raw); err != nil {
 			t.Fatal(err)
@@ -51,11 +52,11 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 		if txn%3 == 0 {
 			continue
 		}
-		typ := segments.ControlCommit
+		typ := recordbatch.ControlCommit
 		if txn%4 == 1 {
-			typ = segments.ControlAbort
+			typ = recordbatch.ControlAbort
 		}
-		_, wait, err := p.appendMarker(segments.Marker{ProducerID: int64(txn % 5), Type: typ})
+		_, wait, err := p.appendMarker(recordbatch.Marker{ProducerID: int64(txn % 5), Type: typ})
 		if err == nil {
 			err = wait(context.Background())
 		}
@@ -69,7 +70,7 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 		txn           bool
 		marker        string
 	}
-	markerString := func(m *segments.Marker) string {
+	markerString := func(m *recordbatch.Marker) string {
 		if m == nil {
 			return ""
 		}
@@ -99,7 +100,7 @@ func TestReadDecodedEachMatchesCollect(t *testing.T) {
 				off = res.Next
 			}
 			for off := int64(0); off < p.hwm.Load(); {
-				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, markers, func(r *segments.Record, txn bool, m *segments.Marker) error {
+				res, err := p.readDecodedEach(off, lim.recs, lim.bytes, committed, markers, func(r *recordbatch.Record, txn bool, m *recordbatch.Marker) error {
 					var hs []kmsg.Header
 					for _, h := range r.Headers {
 						hs = append(hs, kmsg.Header{Key: h.Key, Value: h.Value})

@@ -249,6 +249,11 @@ func readHWMCheckpoint(log *segments.Log) (int64, bool) {
 	return off, true
 }
 
+// castagnoli is the CRC-32C table of this package's own checksums (the
+// high-watermark checkpoint line, the producer table's record fingerprint);
+// batch CRCs are recordbatch's alone.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 func hwmChecksum(off int64) uint32 {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(off))

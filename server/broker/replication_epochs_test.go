@@ -12,6 +12,8 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Leader epochs decide where a returning replica truncates, so they must be
@@ -36,7 +38,7 @@ func lead(t *testing.T, p *Partition, epoch int32, prefix string, n int) {
 	t.Helper()
 	p.setMeta(raftfsm.Partition{Leader: p.repl.self, LeaderEpoch: epoch, Replicas: []int32{1, 2}, ISR: []int32{p.repl.self}}, p.repl.self)
 	for i := range n {
-		if _, err := p.append(BuildBatch([]NewRecord{{Value: fmt.Appendf(nil, "%s-%d", prefix, i), Timestamp: 1}})); err != nil {
+		if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: fmt.Appendf(nil, "%s-%d", prefix, i), Timestamp: 1}})); err != nil {
 			t.Fatalf("append %s-%d at epoch %d: %v", prefix, i, epoch, err)
 		}
 	}
@@ -125,7 +127,7 @@ func TestLeaderRefusesEpochBelowItsLog(t *testing.T) {
 	p := epochTestPartition(t, 1)
 	lead(t, p, 6, "a", 2)
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 5, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1) // an older image
-	_, err := p.append(BuildBatch([]NewRecord{{Value: []byte("stale"), Timestamp: 1}}))
+	_, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("stale"), Timestamp: 1}}))
 	if !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append at epoch 5 after epoch 6: %v, want not leader", err)
 	}
@@ -199,7 +201,7 @@ func TestReadBetweenHighWatermarkAndLogEnd(t *testing.T) {
 	p := epochTestPartition(t, 1)
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
 	for i := range 4 {
-		if _, err := p.append(BuildBatch([]NewRecord{{Value: fmt.Appendf(nil, "r%d", i), Timestamp: 1}})); err != nil {
+		if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: fmt.Appendf(nil, "r%d", i), Timestamp: 1}})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -239,7 +241,7 @@ func TestReplicationWaitEndsWithLease(t *testing.T) {
 	valid.Store(true)
 	p.leaseValid = func(time.Time) bool { return valid.Load() }
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1, 2}}, 1)
-	_, wait, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("cut off"), Timestamp: 1}}), nil)
+	_, wait, err := p.AppendForAcks(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("cut off"), Timestamp: 1}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

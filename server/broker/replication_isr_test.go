@@ -12,6 +12,8 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // The leader's ISR and high watermark decisions, in-process: before the
@@ -25,7 +27,7 @@ func isrLeader(t *testing.T, isr []int32, n int) *Partition {
 	p := epochTestPartition(t, 1)
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: isr}, 1)
 	for range n {
-		if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+		if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,7 +74,7 @@ func TestReplicaOutsideISRDoesNotHoldHighWatermark(t *testing.T) {
 	}
 	// The ISR shrinks to the leader alone: its own log end is the mark.
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1}}, 1)
-	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 5 {
@@ -117,7 +119,7 @@ func TestWantedISR(t *testing.T) {
 	// fetching. Within lagMax nothing changes; once they lagged longer,
 	// both leave.
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
-	if _, err := p.append(BuildBatch([]NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := p.wantedISR(time.Now(), lagMax); ok {
@@ -131,7 +133,7 @@ func TestWantedISR(t *testing.T) {
 
 func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
 	p := isrLeader(t, []int32{1, 2}, 0)
-	res, wait, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil)
+	res, wait, err := p.AppendForAcks(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
 	}
 	// A write whose leadership moves before it is replicated fails with
 	// NOT_LEADER instead of waiting out its timeout.
-	_, wait, err = p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("b"), Timestamp: 1}}), nil)
+	_, wait, err = p.AppendForAcks(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("b"), Timestamp: 1}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestAcksAllRefusedBelowMinISR(t *testing.T) {
 	p := isrLeader(t, []int32{1}, 0)
 	p.applyConfig(map[string]string{"min.insync.replicas": "2"})
 	end := p.log().EndOffset()
-	if _, _, err := p.AppendForAcks(BuildBatch([]NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil); !errors.Is(err, ErrNotEnoughReplicas) {
+	if _, _, err := p.AppendForAcks(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil); !errors.Is(err, ErrNotEnoughReplicas) {
 		t.Fatalf("acks=all with 1 in-sync replica of min 2: %v, want ErrNotEnoughReplicas", err)
 	}
 	if p.log().EndOffset() != end {

@@ -11,13 +11,11 @@ import (
 	"sync"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 var ErrInvalidConfig = errors.New("invalid topic config")
-
-// recordBatchHeaderBytes is the size of a RecordBatch v2 header, the
-// smallest batch there is.
-const recordBatchHeaderBytes = 61
 
 // TopicConfigDef is one topic config runnel understands.
 type TopicConfigDef struct {
@@ -156,7 +154,7 @@ func logConfig(cfgs map[string]string) segments.Config {
 	// Kafka lets segment.bytes go down to 14; no RecordBatch v2 is
 	// smaller than its 61-byte header, so any value up to 61 rolls after
 	// every batch, which is what 61 does (segments refuses less).
-	c.SegmentBytes = max(ConfigInt(cfgs, "segment.bytes"), recordBatchHeaderBytes)
+	c.SegmentBytes = max(ConfigInt(cfgs, "segment.bytes"), recordbatch.HeaderLen) // the smallest batch there is
 	c.SegmentMs = ConfigInt(cfgs, "segment.ms")
 	c.RetentionMs = ConfigInt(cfgs, "retention.ms")
 	c.RetentionBytes = ConfigInt(cfgs, "retention.bytes")

@@ -6,11 +6,13 @@ import (
 	"fmt"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Transaction markers, the log side of Kafka's transactions: a transaction
 // coordinator ends a producer's transaction in each partition it touched by
-// writing a commit or abort marker (a control batch, segments.Marker) with
+// writing a commit or abort marker (a control batch, recordbatch.Marker) with
 // WriteTxnMarker on the partition's leader, directly when it is this
 // broker, or through WriteTxnMarkers (Kafka API 27) on the leader's
 // inter-broker port otherwise. Clients cannot write control batches
@@ -19,7 +21,7 @@ import (
 
 var (
 	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
-	errControlFromClient = fmt.Errorf("%w: clients may not write control batches (transaction markers)", segments.ErrInvalidRecord)
+	errControlFromClient = fmt.Errorf("%w: clients may not write control batches (transaction markers)", recordbatch.ErrInvalidRecord)
 )
 
 // WriteTxnMarker writes the marker m (commit or abort of producer
@@ -34,7 +36,7 @@ var (
 // A marker for a producer with no open transaction in the partition is
 // written anyway (Kafka does; a retried marker after a coordinator
 // failover is harmless). Safe for concurrent use.
-func (b *Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m segments.Marker) (int64, error) {
+func (b *Broker) WriteTxnMarker(ctx context.Context, topic string, partition int32, m recordbatch.Marker) (int64, error) {
 	p, err := b.Partition(topic, partition)
 	if err != nil {
 		return -1, err
@@ -47,9 +49,9 @@ func (b *Broker) WriteTxnMarker(ctx context.Context, topic string, partition int
 }
 
 // appendMarker is WriteTxnMarker on the partition up to the wait.
-func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.Context) error, error) {
-	if m.Type != segments.ControlAbort && m.Type != segments.ControlCommit {
-		return AppendResult{}, nil, fmt.Errorf("%w: marker type %d", segments.ErrInvalidRecord, m.Type)
+func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(context.Context) error, error) {
+	if m.Type != recordbatch.ControlAbort && m.Type != recordbatch.ControlCommit {
+		return AppendResult{}, nil, fmt.Errorf("%w: marker type %d", recordbatch.ErrInvalidRecord, m.Type)
 	}
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
 		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
@@ -70,7 +72,7 @@ func (p *Partition) appendMarker(m segments.Marker) (AppendResult, func(context.
 				ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
 		}
 	}
-	batch := segments.BuildControlBatch(m, now.UnixMilli())
+	batch := recordbatch.BuildControl(m, now.UnixMilli())
 	if err := p.mayWrite(len(batch)); err != nil {
 		return AppendResult{}, nil, err
 	}

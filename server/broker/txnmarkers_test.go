@@ -2,13 +2,11 @@ package broker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
 	"time"
 
-	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // leaderPartition is a test partition led by this broker (id 0), alone in
@@ -33,7 +31,7 @@ func batchAt(t *testing.T, p *Partition, offset int64) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, ok, err := segments.NextBatch(data)
+	info, ok, err := recordbatch.Next(data)
 	if err != nil || !ok {
 		t.Fatalf("batch at %d: %v %v", offset, ok, err)
 	}
@@ -48,7 +46,7 @@ func TestWriteTxnMarker(t *testing.T) {
 	if _, err := p.append(idemBatch(t, 5, 2, 0, "v", now)); err != nil {
 		t.Fatal(err)
 	}
-	m := segments.Marker{ProducerID: 5, ProducerEpoch: 2, CoordinatorEpoch: 4, Type: segments.ControlCommit}
+	m := recordbatch.Marker{ProducerID: 5, ProducerEpoch: 2, CoordinatorEpoch: 4, Type: recordbatch.ControlCommit}
 	res, wait, err := p.appendMarker(m)
 	if err != nil {
 		t.Fatal(err)
@@ -59,12 +57,12 @@ func TestWriteTxnMarker(t *testing.T) {
 	if res.BaseOffset != 1 || p.hwm.Load() != 2 {
 		t.Fatalf("marker at %d, high watermark %d", res.BaseOffset, p.hwm.Load())
 	}
-	got, err := segments.ParseControlBatch(batchAt(t, p, 1))
+	got, err := recordbatch.ParseControl(batchAt(t, p, 1))
 	if err != nil || got != m {
 		t.Fatalf("stored marker %+v %v, want %+v", got, err, m)
 	}
 
-	if _, err := p.append(segments.BuildControlBatch(m, now)); !errors.Is(err, segments.ErrInvalidRecord) {
+	if _, err := p.append(recordbatch.BuildControl(m, now)); !errors.Is(err, recordbatch.ErrInvalidRecord) {
 		t.Fatalf("client control batch: %v, want invalid record", err)
 	}
 	// A marker for an epoch older than the producer's is fenced.
@@ -87,8 +85,8 @@ func TestWriteTxnMarker(t *testing.T) {
 func txnDataBatch(t *testing.T, pid int64, epoch int16, seq int32, value string) []byte {
 	t.Helper()
 	raw := idemBatch(t, pid, epoch, seq, value, time.Now().UnixMilli())
-	raw[batchAttrsOffset+1] |= TransactionalFlag
-	binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+	raw[recordbatch.AttrAt+1] |= recordbatch.AttrTransactional
+	recordbatch.SetCRC(raw)
 	return raw
 }
 
@@ -105,7 +103,7 @@ func TestTxnProducerFencing(t *testing.T) {
 	if lso, err := p.LSO(); err != nil || lso != 0 {
 		t.Fatalf("LSO with an open transaction at 0: %d %v", lso, err)
 	}
-	writeMarker := func(m segments.Marker) error {
+	writeMarker := func(m recordbatch.Marker) error {
 		_, wait, err := p.appendMarker(m)
 		if err == nil {
 			err = wait(context.Background())
@@ -113,7 +111,7 @@ func TestTxnProducerFencing(t *testing.T) {
 		return err
 	}
 	// The coordinator aborts on a timeout, bumping the epoch to 1.
-	if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 5, Type: segments.ControlAbort}); err != nil {
+	if err := writeMarker(recordbatch.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 5, Type: recordbatch.ControlAbort}); err != nil {
 		t.Fatal(err)
 	}
 	if lso, err := p.LSO(); err != nil || lso != 2 {
@@ -123,7 +121,7 @@ func TestTxnProducerFencing(t *testing.T) {
 		if _, err := p.append(txnDataBatch(t, 9, 0, 1, "zombie")); !errors.Is(err, ErrInvalidProducerEpoch) {
 			t.Fatalf("round %d: zombie batch at the old epoch: %v", round, err)
 		}
-		if err := writeMarker(segments.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: segments.ControlCommit}); !errors.Is(err, ErrCoordinatorFenced) {
+		if err := writeMarker(recordbatch.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: recordbatch.ControlCommit}); !errors.Is(err, ErrCoordinatorFenced) {
 			t.Fatalf("round %d: marker from an older coordinator: %v", round, err)
 		}
 		p.producers = nil // rebuilt from the log, as after a restart
@@ -169,7 +167,7 @@ func TestTxnStateOnFollower(t *testing.T) {
 	if fuo, err := follower.log().FirstUnstableOffset(); err != nil || fuo != 1 {
 		t.Fatalf("follower's first unstable offset %d %v, want 1", fuo, err)
 	}
-	_, wait, err := leader.appendMarker(segments.Marker{ProducerID: 4, Type: segments.ControlAbort})
+	_, wait, err := leader.appendMarker(recordbatch.Marker{ProducerID: 4, Type: recordbatch.ControlAbort})
 	if err != nil {
 		t.Fatal(err)
 	}

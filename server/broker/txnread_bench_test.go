@@ -3,11 +3,12 @@ package broker
 import (
 	"context"
 	"encoding/binary"
-	"hash/crc32"
 	"testing"
 	"time"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // BenchmarkReadIsolation reads a partition of 1,000 transactions (10
@@ -24,25 +25,25 @@ func BenchmarkReadIsolation(b *testing.B) {
 	defer p.close()
 	p.repl.isr = []int32{0}
 	setLeader(p, 0, 1)
-	recs := make([]NewRecord, 10)
+	recs := make([]recordbatch.NewRecord, 10)
 	for i := range recs {
-		recs[i] = NewRecord{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}
+		recs[i] = recordbatch.NewRecord{Value: make([]byte, 100), Timestamp: time.Now().UnixMilli()}
 	}
 	for txn := range 1000 {
-		raw := BuildBatch(recs)
-		raw[batchAttrsOffset+1] |= TransactionalFlag
+		raw := recordbatch.Build(recs)
+		raw[recordbatch.AttrAt+1] |= recordbatch.AttrTransactional
 		binary.BigEndian.PutUint64(raw[43:], uint64(txn%50))
 		binary.BigEndian.PutUint16(raw[51:], 0)
 		binary.BigEndian.PutUint32(raw[53:], uint32(txn/50*10))
-		binary.BigEndian.PutUint32(raw[batchCRCOffset:], crc32.Checksum(raw[batchAttrsOffset:], castagnoli))
+		recordbatch.SetCRC(raw)
 		if _, err := p.append(raw); err != nil {
 			b.Fatal(err)
 		}
-		typ := segments.ControlCommit
+		typ := recordbatch.ControlCommit
 		if txn%10 == 0 {
-			typ = segments.ControlAbort
+			typ = recordbatch.ControlAbort
 		}
-		_, wait, err := p.appendMarker(segments.Marker{ProducerID: int64(txn % 50), Type: typ})
+		_, wait, err := p.appendMarker(recordbatch.Marker{ProducerID: int64(txn % 50), Type: typ})
 		if err == nil {
 			err = wait(context.Background())
 		}

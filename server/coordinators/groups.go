@@ -16,7 +16,6 @@ package coordinators
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +30,8 @@ import (
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/metrics"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // offsetsTopic is the group coordinator's internal topic.
@@ -90,11 +91,11 @@ func (b groupsBackend) Append(ctx context.Context, idx int32, recs []groups.Reco
 	if err != nil {
 		return fmt.Errorf("%w: %v", kafkaproto.ErrNotCoordinator, err)
 	}
-	nr := make([]broker.NewRecord, len(recs))
+	nr := make([]recordbatch.NewRecord, len(recs))
 	for i, r := range recs {
-		nr[i] = broker.NewRecord{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+		nr[i] = recordbatch.NewRecord{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	}
-	if _, err := p.Produce(ctx, broker.BuildBatch(nr), -1); err != nil {
+	if _, err := p.Produce(ctx, recordbatch.Build(nr), -1); err != nil {
 		return coordinatorAppendError(err)
 	}
 	return nil
@@ -149,7 +150,7 @@ func (l offsetsLog) ReadRecords(off int64, maxRecords, maxBytes int) ([]groups.R
 // BatchEnd returns the offset after the batch holding off, read from its
 // header alone (no CRC or record check: the batch is known to be bad).
 func (l offsetsLog) BatchEnd(off int64) (int64, error) {
-	chunk, err := l.p.Read(off, broker.BatchHeaderLen)
+	chunk, err := l.p.Read(off, recordbatch.HeaderLen)
 	if err != nil {
 		return 0, err
 	}
@@ -158,12 +159,10 @@ func (l offsetsLog) BatchEnd(off int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(data) < broker.BatchHeaderLen {
-		return 0, fmt.Errorf("%w: %d bytes at %d", broker.ErrCorruptBatch, len(data), off)
+	if len(data) < recordbatch.HeaderLen {
+		return 0, fmt.Errorf("%w: %d bytes at %d", recordbatch.ErrCorruptBatch, len(data), off)
 	}
-	base := int64(binary.BigEndian.Uint64(data[0:]))
-	last := base + int64(int32(binary.BigEndian.Uint32(data[23:])))
-	return max(last+1, off+1), nil
+	return max(recordbatch.ParseHeader(data).NextOffset(), off+1), nil
 }
 
 // Read reads one partition wherever its leader is (one forwarding hop

@@ -23,11 +23,12 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
-	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/txn"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 const (
@@ -172,8 +173,8 @@ func (l txnLog) Append(ctx context.Context, idx int32, key, value []byte) error 
 		ctx, cancel = context.WithTimeout(ctx, txnStoreTimeout)
 		defer cancel()
 	}
-	rec := broker.NewRecord{Key: key, Value: value, Timestamp: l.t.c.Now().UnixMilli()}
-	if _, err := p.Produce(ctx, broker.BuildBatch([]broker.NewRecord{rec}), -1); err != nil {
+	rec := recordbatch.NewRecord{Key: key, Value: value, Timestamp: l.t.c.Now().UnixMilli()}
+	if _, err := p.Produce(ctx, recordbatch.Build([]recordbatch.NewRecord{rec}), -1); err != nil {
 		return fmt.Errorf("store transaction state: %w", coordinatorAppendError(err))
 	}
 	return nil
@@ -311,11 +312,11 @@ func (t *Txn) appendMarker(ctx context.Context, mk txn.Marker, tp kafkaproto.Top
 	if t.c.Broker == nil {
 		return fmt.Errorf("%w: not a broker", kafkaproto.ErrNotLeader)
 	}
-	typ := segments.ControlAbort
+	typ := recordbatch.ControlAbort
 	if mk.Commit {
-		typ = segments.ControlCommit
+		typ = recordbatch.ControlCommit
 	}
-	_, err := t.c.Broker.WriteTxnMarker(ctx, tp.Topic, tp.Partition, segments.Marker{ProducerID: mk.ProducerID,
+	_, err := t.c.Broker.WriteTxnMarker(ctx, tp.Topic, tp.Partition, recordbatch.Marker{ProducerID: mk.ProducerID,
 		ProducerEpoch: mk.Epoch, CoordinatorEpoch: mk.CoordinatorEpoch, Type: typ})
 	return err
 }

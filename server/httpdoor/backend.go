@@ -18,6 +18,8 @@ import (
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
 	"github.com/runnel/runnel/server/metrics"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // acksAllTimeout bounds how long an HTTP produce with acks=all waits for the
@@ -52,11 +54,10 @@ var httpErrors = []struct{ from, to error }{
 	{raftfsm.ErrQuorumChange, api.ErrQuorumChange},
 	{raftfsm.ErrInvalidCommand, api.ErrInvalidRequest},
 	{broker.ErrTooLarge, api.ErrTooLarge},
-	{broker.ErrCorruptBatch, api.ErrInvalidRequest},
-	{segments.ErrInflatedTooLarge, api.ErrTooLarge},
-	{segments.ErrBatchTooLarge, api.ErrTooLarge},
-	{segments.ErrInvalidRecord, api.ErrInvalidRequest},
-	{segments.ErrCorruptBatch, api.ErrInvalidRequest},
+	{recordbatch.ErrInflatedTooLarge, api.ErrTooLarge},
+	{recordbatch.ErrBatchTooLarge, api.ErrTooLarge},
+	{recordbatch.ErrInvalidRecord, api.ErrInvalidRequest},
+	{recordbatch.ErrCorruptBatch, api.ErrInvalidRequest},
 	{broker.ErrOffsetOutOfRange, api.ErrOffsetOutOfRange},
 	{broker.ErrNotLeader, api.ErrNotLeader},
 	{broker.ErrNotEnoughReplicas, api.ErrNotEnoughReplicas},
@@ -338,7 +339,7 @@ func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceR
 		sticky = int32(uint64(k.ID) % uint64(n))
 	}
 	now := h.cfg.Now().UnixMilli() // the records' CreateTime
-	byPart := map[int32][]broker.NewRecord{}
+	byPart := map[int32][]recordbatch.NewRecord{}
 	where := make([]api.RecordOffset, len(records))
 	for i, r := range records {
 		var part int32
@@ -353,7 +354,7 @@ func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceR
 		default:
 			part = sticky
 		}
-		nr := broker.NewRecord{Key: r.Key, Value: r.Value, Timestamp: now}
+		nr := recordbatch.NewRecord{Key: r.Key, Value: r.Value, Timestamp: now}
 		if r.Timestamp != nil {
 			nr.Timestamp = r.Timestamp.UnixMilli()
 		}
@@ -368,7 +369,7 @@ func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceR
 	remote := map[int32]string{} // partition -> leader's HTTP address
 	maxMessage := int(broker.ConfigInt(t.Configs, "max.message.bytes"))
 	for part, recs := range byPart {
-		batch := broker.BuildBatch(recs)
+		batch := recordbatch.Build(recs)
 		if k != nil {
 			broker.StampKey(batch, *k)
 		}
@@ -503,7 +504,7 @@ func (h *Door) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each fun
 	var cr api.ConsumedRecord // reused: each sees one record at a time
 	bytes := 0
 	var marker api.ControlMarker // reused, as cr
-	emit := func(r *segments.Record, transactional bool, m *segments.Marker) error {
+	emit := func(r *recordbatch.Record, transactional bool, m *recordbatch.Marker) error {
 		cr = api.ConsumedRecord{Partition: req.Partition, Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp),
 			Key: r.Key, Value: r.Value, Headers: cr.Headers[:0], Transactional: transactional}
 		if m != nil {
@@ -527,12 +528,12 @@ func (h *Door) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each fun
 }
 
 // apiMarker is a transaction marker as HTTP readers see it (nil: none).
-func apiMarker(m *segments.Marker) *api.ControlMarker {
+func apiMarker(m *recordbatch.Marker) *api.ControlMarker {
 	if m == nil {
 		return nil
 	}
 	typ := api.ControlAbort
-	if m.Type == segments.ControlCommit {
+	if m.Type == recordbatch.ControlCommit {
 		typ = api.ControlCommit
 	}
 	return &api.ControlMarker{Type: typ, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, CoordinatorEpoch: m.CoordinatorEpoch}

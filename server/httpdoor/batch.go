@@ -8,6 +8,8 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // The HTTP door's binary batch media type (api.BatchBackend): Kafka
@@ -54,7 +56,7 @@ func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 	records := 0
 	err := broker.SplitBatches(batches, func(b broker.BatchView) error {
 		switch {
-		case b.Idempotent() || b.Attrs&broker.TransactionalFlag != 0:
+		case b.Idempotent() || b.Attrs&recordbatch.AttrTransactional != 0:
 			// HTTP has no producer ids: InitProducerId is Kafka's.
 			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(b.Raw), b.ProducerID)
 		case b.IsControl():
@@ -93,7 +95,7 @@ func (h *Door) batchPartition(ctx context.Context, topic string, partition int32
 }
 
 // ConsumeBatches implements api.BatchBackend: stored batches below the high
-// watermark, each checked (segments.NextBatch: framing, CRC) before it is
+// watermark, each checked (recordbatch.Next: framing, CRC) before it is
 // served, long-polling like Consume.
 func (h *Door) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
 	_, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)

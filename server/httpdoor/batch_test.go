@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/segments"
-	"github.com/runnel/runnel/server/broker"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // FuzzCheckHTTPBatches: whatever a record batch body holds, the header
@@ -17,7 +17,7 @@ import (
 // never panics, and allocates at most a constant (it reads headers in
 // place; the records are the log's to validate).
 func FuzzCheckHTTPBatches(f *testing.F) {
-	good := broker.BuildBatch([]broker.NewRecord{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("w")}})
+	good := recordbatch.Build([]recordbatch.NewRecord{{Key: []byte("k"), Value: []byte("v")}, {Value: []byte("w")}})
 	f.Add(good, 10)
 	f.Add(append(good, good...), 3)
 	f.Add(good[:40], 10)
@@ -51,22 +51,22 @@ func FuzzCheckHTTPBatches(f *testing.F) {
 // record for record: keys, values, headers (in order, null values kept),
 // timestamps and offsets.
 func TestBuildBatchRoundTrip(t *testing.T) {
-	recs := []broker.NewRecord{
+	recs := []recordbatch.NewRecord{
 		{Key: []byte("k"), Value: []byte("v"), Timestamp: 1000},
 		{Value: bytes.Repeat([]byte("x"), 300), Timestamp: 990, Headers: []kmsg.Header{{Key: "a", Value: []byte("1")}, {Key: "a"}}},
 		{Key: nil, Value: nil, Timestamp: 1200},
 	}
-	b := broker.BuildBatch(recs)
-	info, ok, err := segments.NextBatch(b)
+	b := recordbatch.Build(recs)
+	info, ok, err := recordbatch.Next(b)
 	if err != nil || !ok || info.Size != len(b) || info.NumRecords != 3 || info.FirstTimestamp != 990 || info.MaxTimestamp != 1200 {
 		t.Fatalf("header: %+v %v %v (%d bytes)", info, ok, err, len(b))
 	}
-	it, err := segments.DecodeBatch(b, 1<<20)
+	it, err := recordbatch.Decode(b, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
-	var r segments.Record
+	var r recordbatch.Record
 	for i := 0; it.Next(&r); i++ {
 		w := recs[i]
 		if r.Offset != int64(i) || r.Timestamp != w.Timestamp || !bytes.Equal(r.Key, w.Key) || (r.Key == nil) != (w.Key == nil) ||

@@ -17,6 +17,8 @@ import (
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/broker"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // HTTP clients may talk to any node. A produce or consume for a partition
@@ -107,7 +109,7 @@ func unb64(s *string) ([]byte, error) {
 
 // produce appends records (all for one partition) on the broker at addr and
 // returns the base offset.
-func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []broker.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
+func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []recordbatch.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
 	out := make([]wireOutRecord, len(recs))
 	for i, r := range recs {
 		ts := r.Timestamp

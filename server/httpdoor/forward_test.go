@@ -18,6 +18,8 @@ import (
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/broker"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // fakeLeader serves the forwarded requests of one test in-process: the
@@ -98,7 +100,7 @@ func TestForwarderProduce(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"offsets":[{"partition":1,"offset":10},{"partition":1,"offset":11}]}`)
 	})
-	base, err := f.produce(context.Background(), NodeHost(1), "t", 1, []broker.NewRecord{
+	base, err := f.produce(context.Background(), NodeHost(1), "t", 1, []recordbatch.NewRecord{
 		{Key: []byte("k"), Value: []byte("v"), Timestamp: 42, Headers: []kmsg.Header{{Key: "h", Value: []byte("x")}}},
 		{Value: []byte("w"), Timestamp: 43}}, api.AcksAll, &key)
 	if err != nil || base != 10 {

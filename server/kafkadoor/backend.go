@@ -40,6 +40,8 @@ import (
 	"github.com/runnel/runnel/server/metrics"
 	"github.com/runnel/runnel/server/quota"
 	"github.com/runnel/runnel/server/txn"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // Metadata is the metadata node as the Kafka door reads it; quorum.Node
@@ -135,11 +137,10 @@ var kafkaErrors = []struct{ from, to error }{
 	{admin.ErrInternalTopic, kafkaproto.ErrInvalidTopic},
 	{raftfsm.ErrPolicyViolation, kafkaproto.ErrPolicyViolation},
 	{broker.ErrTooLarge, kafkaproto.ErrMessageTooLarge},
-	{segments.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
-	{segments.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
-	{segments.ErrBatchTooLarge, kafkaproto.ErrMessageTooLarge},
-	{broker.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
-	{segments.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
+	{recordbatch.ErrInflatedTooLarge, kafkaproto.ErrInvalidRecord},
+	{recordbatch.ErrInvalidRecord, kafkaproto.ErrInvalidRecord},
+	{recordbatch.ErrBatchTooLarge, kafkaproto.ErrMessageTooLarge},
+	{recordbatch.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
 	{broker.ErrOffsetOutOfRange, kafkaproto.ErrOffsetOutOfRange},
 	{broker.ErrUnknownProducerID, kafkaproto.ErrUnknownProducerID},
 	{broker.ErrOutOfOrderSequence, kafkaproto.ErrOutOfOrderSequence},

@@ -8,9 +8,10 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
-	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+
+	"github.com/runnel/runnel/recordbatch"
 )
 
 // fakeMeta is the metadata node with a fixed image.
@@ -84,7 +85,7 @@ func TestToKafka(t *testing.T) {
 		{raftfsm.ErrTopicExists, kafkaproto.ErrTopicExists},
 		{admin.ErrInternalTopic, kafkaproto.ErrInvalidTopic},
 		{admin.ErrElectionNotNeeded, kafkaproto.ErrElectionNotNeeded},
-		{segments.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
+		{recordbatch.ErrCorruptBatch, kafkaproto.ErrCorruptMessage},
 		{context.DeadlineExceeded, kafkaproto.ErrRequestTimedOut},
 	} {
 		err := toKafka(fmt.Errorf("op: %w", c.from))

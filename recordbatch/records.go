@@ -1,4 +1,4 @@
-package segments
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -26,31 +26,31 @@ import (
 // every record with it, compaction and timestamp search walk records with
 // it, and readers that need records decoded (HTTP consumers) use Records.
 
-// record is one parsed record; key, value and headers alias the bytes it
+// RawRecord is one parsed RawRecord; key, value and headers alias the bytes it
 // was parsed from. A nil value is a tombstone.
-type record struct {
-	offset    int64 // offset delta until forEachRecord adds the base
-	timestamp int64 // timestamp delta until forEachRecord adds the base
-	key       []byte
-	value     []byte
+type RawRecord struct {
+	Offset    int64 // offset delta until ForEachRecord adds the base
+	Timestamp int64 // timestamp delta until ForEachRecord adds the base
+	Key       []byte
+	Value     []byte
 	headers   []byte // headerCount records of the header section, validated
 	nHeaders  int
-	raw       []byte // the whole encoded record, length prefix included
+	Raw       []byte // the whole encoded record, length prefix included
 }
 
-// forEachRecord calls fn with each record of the stored batch buf (header
+// ForEachRecord calls fn with each record of the stored batch buf (header
 // h) until fn returns false. Compressed records are inflated one at a time
 // into one buffer, never the whole batch: a record's slices are valid only
 // during its call.
-func forEachRecord(h batchHeader, buf []byte, fn func(r record) bool) error {
-	src, err := openRecords(h.compression(), buf[batchHeaderLen:h.size], maxDecompressed)
+func ForEachRecord(h Header, buf []byte, fn func(r RawRecord) bool) error {
+	src, err := openRecords(h.Codec(), buf[HeaderLen:h.Size], maxDecompressed)
 	if err != nil {
 		return err
 	}
 	defer src.release()
 	src.setTotalLimit(0)
-	logAppendTime := h.attributes&0x8 != 0
-	for i := int32(0); i < h.numRecords; i++ {
+	logAppendTime := h.Attributes&AttrLogAppendTime != 0
+	for i := int32(0); i < h.NumRecords; i++ {
 		raw, err := src.next()
 		if err != nil {
 			return recordErr(i, err)
@@ -59,11 +59,11 @@ func forEachRecord(h batchHeader, buf []byte, fn func(r record) bool) error {
 		if err != nil {
 			return recordErr(i, err)
 		}
-		r.offset += h.baseOffset
+		r.Offset += h.BaseOffset
 		if logAppendTime {
-			r.timestamp = h.maxTimestamp
+			r.Timestamp = h.MaxTimestamp
 		} else {
-			r.timestamp += h.firstTimestamp
+			r.Timestamp += h.FirstTimestamp
 		}
 		if !fn(r) {
 			return nil
@@ -80,30 +80,30 @@ var (
 // decodeRecord parses one record at the start of b, checking every field and
 // that the fields fill exactly the record's length (as Kafka's
 // DefaultRecord.readFrom does); offset and timestamp are the deltas.
-func decodeRecord(b []byte) (record, int, error) {
-	var r record
+func decodeRecord(b []byte) (RawRecord, int, error) {
+	var r RawRecord
 	length, n := binary.Varint(b)
 	if n <= 0 || length < 0 || int64(len(b)-n) < length {
 		return r, 0, errRecordLength
 	}
 	total := n + int(length)
-	r.raw = b[:total]
+	r.Raw = b[:total]
 	p := b[n:total]
 	if len(p) < 1 {
 		return r, 0, fmt.Errorf("short record")
 	}
 	p = p[1:] // attributes
 	var ok bool
-	if r.timestamp, p, ok = varint(p); !ok {
+	if r.Timestamp, p, ok = varint(p); !ok {
 		return r, 0, fmt.Errorf("bad timestamp delta")
 	}
-	if r.offset, p, ok = varint(p); !ok || r.offset < 0 || r.offset > math.MaxInt32 {
+	if r.Offset, p, ok = varint(p); !ok || r.Offset < 0 || r.Offset > math.MaxInt32 {
 		return r, 0, fmt.Errorf("bad offset delta")
 	}
-	if r.key, p, ok = varbytes(p); !ok {
+	if r.Key, p, ok = varbytes(p); !ok {
 		return r, 0, fmt.Errorf("bad key")
 	}
-	if r.value, p, ok = varbytes(p); !ok {
+	if r.Value, p, ok = varbytes(p); !ok {
 		return r, 0, fmt.Errorf("bad value")
 	}
 	count, p, ok := varint(p)
@@ -128,7 +128,7 @@ func decodeRecord(b []byte) (record, int, error) {
 }
 
 // eachHeader calls fn with the headers of a record decodeRecord accepted.
-func (r record) eachHeader(fn func(k, v []byte)) {
+func (r RawRecord) eachHeader(fn func(k, v []byte)) {
 	p := r.headers
 	for i := 0; i < r.nHeaders; i++ {
 		var k, v []byte
@@ -158,30 +158,30 @@ func varbytes(b []byte) ([]byte, []byte, bool) {
 	return b[:l:l], b[l:], true
 }
 
-// checkRules are what validateRecords checks beyond the format.
-type checkRules struct {
-	framingOnly  bool  // Config.FramingOnly: walk uncompressed record lengths only
-	exactOffsets bool  // offset delta i for record i (producer batches)
-	needKeys     bool  // a compacted topic: every record has a key
-	maxInflated  int64 // bound on the decompressed record section
+// Rules are what ValidateRecords checks beyond the format.
+type Rules struct {
+	FramingOnly  bool  // Config.FramingOnly: walk uncompressed record lengths only
+	ExactOffsets bool  // offset delta i for record i (producer batches)
+	NeedKeys     bool  // a compacted topic: every record has a key
+	MaxInflated  int64 // bound on the decompressed record section
 }
 
-// validateRecords checks every record of the producer batch h (the whole
+// ValidateRecords checks every record of the producer batch h (the whole
 // batch is buf) the way Kafka's log validator does: the codec's stream
 // decodes, exactly numRecords well-formed records fill it, offset deltas run
 // 0..lastOffsetDelta, timestamps do not overflow, and keys are present when
 // the topic is compacted. Compressed sections are inflated as a stream into
 // one record-sized buffer, never whole, and at most maxInflated bytes.
-func validateRecords(h batchHeader, buf []byte, rules checkRules) error {
-	if rules.framingOnly {
+func ValidateRecords(h Header, buf []byte, rules Rules) error {
+	if rules.FramingOnly {
 		return checkFraming(h, buf)
 	}
-	src, err := openRecords(h.compression(), buf[batchHeaderLen:h.size], rules.maxInflated)
+	src, err := openRecords(h.Codec(), buf[HeaderLen:h.Size], rules.MaxInflated)
 	if err != nil {
 		return err
 	}
 	defer src.release()
-	for i := int32(0); i < h.numRecords; i++ {
+	for i := int32(0); i < h.NumRecords; i++ {
 		raw, err := src.next()
 		if err != nil {
 			return recordErr(i, err)
@@ -195,7 +195,7 @@ func validateRecords(h batchHeader, buf []byte, rules checkRules) error {
 		}
 	}
 	if err := src.finish(); err != nil {
-		return fmt.Errorf("%w: after %d records: %v", ErrCorruptBatch, h.numRecords, err)
+		return fmt.Errorf("%w: after %d records: %v", ErrCorruptBatch, h.NumRecords, err)
 	}
 	return nil
 }
@@ -203,12 +203,12 @@ func validateRecords(h batchHeader, buf []byte, rules checkRules) error {
 // checkFraming is the check Append made before records were validated:
 // an uncompressed section holds exactly numRecords length-prefixed records;
 // a compressed one is not inflated.
-func checkFraming(h batchHeader, buf []byte) error {
-	if h.compression() != codecNone {
+func checkFraming(h Header, buf []byte) error {
+	if h.Codec() != CodecNone {
 		return nil
 	}
-	s := sliceSource{b: buf[batchHeaderLen:h.size]}
-	for i := int32(0); i < h.numRecords; i++ {
+	s := sliceSource{b: buf[HeaderLen:h.Size]}
+	for i := int32(0); i < h.NumRecords; i++ {
 		if _, err := s.next(); err != nil {
 			return recordErr(i, err)
 		}
@@ -220,16 +220,16 @@ func checkFraming(h batchHeader, buf []byte) error {
 }
 
 // checkRecord applies rules to the record i of h.
-func checkRecord(h batchHeader, r record, i int32, rules checkRules) error {
+func checkRecord(h Header, r RawRecord, i int32, rules Rules) error {
 	switch {
-	case rules.exactOffsets && r.offset != int64(i):
-		return fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptBatch, i, r.offset)
-	case !rules.exactOffsets && r.offset > int64(h.lastOffsetDelta):
-		return fmt.Errorf("%w: record %d has offset delta %d past the batch's %d", ErrCorruptBatch, i, r.offset, h.lastOffsetDelta)
-	case (r.timestamp > 0 && h.firstTimestamp > math.MaxInt64-r.timestamp) ||
-		(r.timestamp < 0 && h.firstTimestamp < math.MinInt64-r.timestamp):
-		return fmt.Errorf("%w: record %d timestamp delta %d overflows", ErrCorruptBatch, i, r.timestamp)
-	case rules.needKeys && r.key == nil && !h.isControl():
+	case rules.ExactOffsets && r.Offset != int64(i):
+		return fmt.Errorf("%w: record %d has offset delta %d", ErrCorruptBatch, i, r.Offset)
+	case !rules.ExactOffsets && r.Offset > int64(h.LastOffsetDelta):
+		return fmt.Errorf("%w: record %d has offset delta %d past the batch's %d", ErrCorruptBatch, i, r.Offset, h.LastOffsetDelta)
+	case (r.Timestamp > 0 && h.FirstTimestamp > math.MaxInt64-r.Timestamp) ||
+		(r.Timestamp < 0 && h.FirstTimestamp < math.MinInt64-r.Timestamp):
+		return fmt.Errorf("%w: record %d timestamp delta %d overflows", ErrCorruptBatch, i, r.Timestamp)
+	case rules.NeedKeys && r.Key == nil && !h.IsControl():
 		return fmt.Errorf("%w: record %d has no key; a compacted topic needs one", ErrInvalidRecord, i)
 	}
 	return nil
@@ -249,14 +249,14 @@ type Record struct {
 	Timestamp int64 // ms since the epoch
 	Key       []byte
 	Value     []byte
-	Headers   []Header
+	Headers   []RecordHeader
 	// Size is the record's decompressed encoded size, framing included
 	// (at least 7 bytes, so even empty records add up).
 	Size int
 }
 
-// Header is one record header.
-type Header struct {
+// RecordHeader is one record header.
+type RecordHeader struct {
 	Key   string
 	Value []byte
 }
@@ -265,19 +265,19 @@ type Header struct {
 // stops early (enough records, enough bytes) inflates no further. Not safe
 // for concurrent use; Close returns its decompressor to the pool.
 type Records struct {
-	h   batchHeader
+	h   Header
 	src recordSource
 	i   int32
 	err error
 }
 
-// BatchInfo is the header of one batch.
-type BatchInfo struct {
+// Info is the header of one batch.
+type Info struct {
 	BaseOffset     int64
 	LastOffset     int64
 	Size           int // bytes of the whole batch
 	Attributes     int16
-	Control        bool // a transaction marker (ParseControlBatch)
+	Control        bool // a transaction marker (ParseControl)
 	Transactional  bool // part of a transaction (control batches are too)
 	LogAppendTime  bool
 	FirstTimestamp int64
@@ -289,47 +289,47 @@ type BatchInfo struct {
 }
 
 // NextOffset is the offset after the batch.
-func (b BatchInfo) NextOffset() int64 { return b.LastOffset + 1 }
+func (b Info) NextOffset() int64 { return b.LastOffset + 1 }
 
-// NextBatch checks the batch at the start of data (length, magic, CRC-32C,
+// Next checks the batch at the start of data (length, magic, CRC-32C,
 // record count no more than its offsets) and returns its header, for
 // readers and for callers that split produced or replicated batches. ok is false, with no error, when
 // data holds only part of a batch (a read cut at its byte limit). A
 // corrupt batch's header is returned with the error when its length could
 // be read, so a reader can name it and move past it.
-func NextBatch(data []byte) (info BatchInfo, ok bool, err error) {
-	if len(data) < batchHeaderLen {
-		return BatchInfo{}, false, nil
+func Next(data []byte) (info Info, ok bool, err error) {
+	if len(data) < HeaderLen {
+		return Info{}, false, nil
 	}
-	size, err := batchSizeFromPrefix(data)
+	size, err := SizeFromPrefix(data)
 	if err != nil {
-		return BatchInfo{}, false, err
+		return Info{}, false, err
 	}
 	if size > int64(len(data)) {
-		return BatchInfo{}, false, nil
+		return Info{}, false, nil
 	}
-	h, err := checkBatch(data, 0, countCompacted)
-	info = BatchInfo{BaseOffset: h.baseOffset, LastOffset: h.lastOffset(), Size: int(size),
-		Attributes: h.attributes, Control: h.isControl(), Transactional: h.attributes&AttrTransactional != 0, LogAppendTime: h.attributes&0x8 != 0,
-		FirstTimestamp: h.firstTimestamp, MaxTimestamp: h.maxTimestamp, NumRecords: h.numRecords}
-	if len(data) >= batchHeaderLen {
-		info.ProducerID = int64(binary.BigEndian.Uint64(data[producerIDAt:]))
-		info.ProducerEpoch = int16(binary.BigEndian.Uint16(data[producerEpochAt:]))
-		info.BaseSequence = int32(binary.BigEndian.Uint32(data[baseSequenceAt:]))
+	h, err := Check(data, 0, CountCompacted)
+	info = Info{BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Size: int(size),
+		Attributes: h.Attributes, Control: h.IsControl(), Transactional: h.Attributes&AttrTransactional != 0, LogAppendTime: h.Attributes&AttrLogAppendTime != 0,
+		FirstTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp, NumRecords: h.NumRecords}
+	if len(data) >= HeaderLen {
+		info.ProducerID = int64(binary.BigEndian.Uint64(data[ProducerIDAt:]))
+		info.ProducerEpoch = int16(binary.BigEndian.Uint16(data[ProducerEpochAt:]))
+		info.BaseSequence = int32(binary.BigEndian.Uint32(data[BaseSequenceAt:]))
 	}
 	return info, true, err
 }
 
-// DecodeBatch starts decoding the records of the batch at the start of
-// batch, checked by NextBatch. maxInflated bounds one record's decoded size
+// Decode starts decoding the records of the batch at the start of
+// batch, checked by Next. maxInflated bounds one record's decoded size
 // (a larger one is ErrInflatedTooLarge); the stream as a whole is not
 // bounded, since a reader that stops early never inflates the rest.
-func DecodeBatch(batch []byte, maxInflated int64) (*Records, error) {
-	h, err := checkBatch(batch, 0, countCompacted)
+func Decode(batch []byte, maxInflated int64) (*Records, error) {
+	h, err := Check(batch, 0, CountCompacted)
 	if err != nil {
 		return nil, err
 	}
-	src, err := openRecords(h.compression(), batch[batchHeaderLen:h.size], maxInflated)
+	src, err := openRecords(h.Codec(), batch[HeaderLen:h.Size], maxInflated)
 	if err != nil {
 		return nil, err
 	}
@@ -337,19 +337,19 @@ func DecodeBatch(batch []byte, maxInflated int64) (*Records, error) {
 	return &Records{h: h, src: src}, nil
 }
 
-// DecodeNextBatch is DecodeBatch for the batch NextBatch has just checked
+// DecodeNext is Decode for the batch Next has just checked
 // and described as info (batch is data[:info.Size]): the header and the
 // CRC-32C are not checked a second time, which on an HTTP read of
 // uncompressed 1 KiB records was a tenth of the decoding cost.
-func DecodeNextBatch(batch []byte, info BatchInfo, maxInflated int64) (*Records, error) {
-	if len(batch) < batchHeaderLen || len(batch) != info.Size {
+func DecodeNext(batch []byte, info Info, maxInflated int64) (*Records, error) {
+	if len(batch) < HeaderLen || len(batch) != info.Size {
 		return nil, fmt.Errorf("%w: %d bytes given for a %d-byte batch", ErrCorruptBatch, len(batch), info.Size)
 	}
-	h := parseHeader(batch)
-	if h.baseOffset != info.BaseOffset || h.size != int64(info.Size) || h.numRecords != info.NumRecords {
+	h := ParseHeader(batch)
+	if h.BaseOffset != info.BaseOffset || h.Size != int64(info.Size) || h.NumRecords != info.NumRecords {
 		return nil, fmt.Errorf("%w: the batch is not the one NextBatch described", ErrCorruptBatch)
 	}
-	src, err := openRecords(h.compression(), batch[batchHeaderLen:h.size], maxInflated)
+	src, err := openRecords(h.Codec(), batch[HeaderLen:h.Size], maxInflated)
 	if err != nil {
 		return nil, err
 	}
@@ -370,23 +370,23 @@ func (it *Records) Next(rec *Record) bool {
 
 // decodeNext decodes and checks the next record; false at the end or on an
 // error (kept for Err).
-func (it *Records) decodeNext() (record, bool) {
-	if it.err != nil || it.i >= it.h.numRecords {
-		return record{}, false
+func (it *Records) decodeNext() (RawRecord, bool) {
+	if it.err != nil || it.i >= it.h.NumRecords {
+		return RawRecord{}, false
 	}
 	raw, err := it.src.next()
-	var r record
+	var r RawRecord
 	if err == nil {
 		r, _, err = decodeRecord(raw)
 	}
 	if err == nil {
-		err = checkRecord(it.h, r, it.i, checkRules{})
+		err = checkRecord(it.h, r, it.i, Rules{})
 	} else {
 		err = recordErr(it.i, err)
 	}
 	if err != nil {
 		it.err = err
-		return record{}, false
+		return RawRecord{}, false
 	}
 	it.i++
 	return r, true
@@ -404,14 +404,14 @@ func (it *Records) NextView(rec *Record) bool {
 		return false
 	}
 	hs := rec.Headers[:0]
-	*rec = Record{Offset: it.h.baseOffset + r.offset, Timestamp: it.h.firstTimestamp + r.timestamp,
-		Key: r.key, Value: r.value, Size: len(r.raw)}
-	if it.h.attributes&0x8 != 0 {
-		rec.Timestamp = it.h.maxTimestamp
+	*rec = Record{Offset: it.h.BaseOffset + r.Offset, Timestamp: it.h.FirstTimestamp + r.Timestamp,
+		Key: r.Key, Value: r.Value, Size: len(r.Raw)}
+	if it.h.Attributes&AttrLogAppendTime != 0 {
+		rec.Timestamp = it.h.MaxTimestamp
 	}
 	if r.nHeaders > 0 {
 		r.eachHeader(func(k, v []byte) {
-			hs = append(hs, Header{Key: string(k), Value: v})
+			hs = append(hs, RecordHeader{Key: string(k), Value: v})
 		})
 	}
 	rec.Headers = hs
@@ -419,26 +419,26 @@ func (it *Records) NextView(rec *Record) bool {
 }
 
 // export copies r out of the decoder's buffer.
-func (it *Records) export(r record) Record {
-	out := Record{Offset: it.h.baseOffset + r.offset, Timestamp: it.h.firstTimestamp + r.timestamp}
-	if it.h.attributes&0x8 != 0 {
-		out.Timestamp = it.h.maxTimestamp
+func (it *Records) export(r RawRecord) Record {
+	out := Record{Offset: it.h.BaseOffset + r.Offset, Timestamp: it.h.FirstTimestamp + r.Timestamp}
+	if it.h.Attributes&AttrLogAppendTime != 0 {
+		out.Timestamp = it.h.MaxTimestamp
 	}
 	// One allocation holds key and value; headers get theirs.
-	both := make([]byte, 0, len(r.key)+len(r.value))
-	if r.key != nil {
-		both = append(both, r.key...)
-		out.Key = both[:len(r.key):len(r.key)]
+	both := make([]byte, 0, len(r.Key)+len(r.Value))
+	if r.Key != nil {
+		both = append(both, r.Key...)
+		out.Key = both[:len(r.Key):len(r.Key)]
 	}
-	if r.value != nil {
-		both = append(both, r.value...)
-		out.Value = both[len(both)-len(r.value):]
+	if r.Value != nil {
+		both = append(both, r.Value...)
+		out.Value = both[len(both)-len(r.Value):]
 	}
-	out.Size = len(r.raw)
+	out.Size = len(r.Raw)
 	if r.nHeaders > 0 {
-		out.Headers = make([]Header, 0, r.nHeaders)
+		out.Headers = make([]RecordHeader, 0, r.nHeaders)
 		r.eachHeader(func(k, v []byte) {
-			h := Header{Key: string(k)}
+			h := RecordHeader{Key: string(k)}
 			if v != nil {
 				h.Value = append(make([]byte, 0, len(v)), v...)
 			}

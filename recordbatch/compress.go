@@ -1,4 +1,4 @@
-package segments
+package recordbatch
 
 import (
 	"bufio"
@@ -19,11 +19,11 @@ import (
 
 // Compression codecs of the batch attributes' low three bits.
 const (
-	codecNone   = 0
-	codecGzip   = 1
-	codecSnappy = 2
-	codecLZ4    = 3
-	codecZstd   = 4
+	CodecNone   = 0
+	CodecGzip   = 1
+	CodecSnappy = 2
+	CodecLZ4    = 3
+	CodecZstd   = 4
 )
 
 // maxDecompressed bounds one record the log decodes from a stored batch
@@ -69,13 +69,13 @@ var (
 // one: no stream, no copy of each record out of it.
 func openRecords(codec int, data []byte, limit int64) (recordSource, error) {
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return &sliceSource{b: data}, nil
-	case codecSnappy:
+	case CodecSnappy:
 		if !bytes.HasPrefix(data, xerialMagic) {
 			return openSnappyBlock(data, limit)
 		}
-	case codecZstd:
+	case CodecZstd:
 		if src, ok := openZstdWhole(data, limit); ok {
 			return src, nil
 		}
@@ -85,16 +85,16 @@ func openRecords(codec int, data []byte, limit int64) (recordSource, error) {
 	var r io.Reader
 	var err error
 	switch codec {
-	case codecGzip:
+	case CodecGzip:
 		r, err = s.openGzip(data)
-	case codecSnappy:
+	case CodecSnappy:
 		r, err = openXerial(data, limit) // raw blocks: above
-	case codecLZ4:
+	case CodecLZ4:
 		zr := lz4Pool.Get().(*lz4.Reader)
 		zr.Reset(bytes.NewReader(data))
 		s.put = func() { zr.Reset(nil); lz4Pool.Put(zr) }
 		r = zr
-	case codecZstd:
+	case CodecZstd:
 		r, err = s.openZstd(data)
 	default:
 		err = fmt.Errorf("%w: unknown compression codec %d", ErrCorruptBatch, codec)
@@ -350,24 +350,24 @@ func (s *streamSource) release() {
 	sourcePool.Put(s)
 }
 
-// compress encodes data with codec; xerialFraming keeps snappy batches in
+// Compress encodes data with codec; xerialFraming keeps snappy batches in
 // the framing the producer used.
-func compress(codec int, data []byte, xerialFraming bool) ([]byte, error) {
+func Compress(codec int, data []byte, xerialFraming bool) ([]byte, error) {
 	var buf bytes.Buffer
 	var w io.WriteCloser
 	switch codec {
-	case codecNone:
+	case CodecNone:
 		return data, nil
-	case codecSnappy:
+	case CodecSnappy:
 		if xerialFraming {
 			return xerial.Encode(nil, data), nil
 		}
 		return snappy.Encode(nil, data), nil
-	case codecGzip:
+	case CodecGzip:
 		w = gzip.NewWriter(&buf)
-	case codecLZ4:
+	case CodecLZ4:
 		w = lz4.NewWriter(&buf)
-	case codecZstd:
+	case CodecZstd:
 		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
 		if err != nil {
 			return nil, err

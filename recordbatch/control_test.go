@@ -1,9 +1,7 @@
-package segments
+package recordbatch
 
 import (
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,8 +12,8 @@ import (
 func TestControlBatchRoundTrip(t *testing.T) {
 	for _, typ := range []ControlType{ControlAbort, ControlCommit} {
 		m := Marker{ProducerID: 4242, ProducerEpoch: 7, CoordinatorEpoch: 3, Type: typ}
-		b := BuildControlBatch(m, 1700000000000)
-		info, ok, err := NextBatch(b)
+		b := BuildControl(m, 1700000000000)
+		info, ok, err := Next(b)
 		if err != nil || !ok || !info.Control || !info.Transactional || info.ProducerID != 4242 || info.ProducerEpoch != 7 || info.BaseSequence != -1 || info.Size != len(b) {
 			t.Fatalf("%v: NextBatch = %+v %v %v", typ, info, ok, err)
 		}
@@ -38,7 +36,7 @@ func TestControlBatchRoundTrip(t *testing.T) {
 		if err := val.ReadFrom(rec.Value); err != nil || val.Version != 0 || val.CoordinatorEpoch != 3 {
 			t.Fatalf("value %+v %v", val, err)
 		}
-		got, err := ParseControlBatch(b)
+		got, err := ParseControl(b)
 		if err != nil || got != m {
 			t.Fatalf("ParseControlBatch = %+v, %v; want %+v", got, err, m)
 		}
@@ -46,14 +44,10 @@ func TestControlBatchRoundTrip(t *testing.T) {
 }
 
 func TestParseControlBatchRefusesData(t *testing.T) {
-	b := BuildControlBatch(Marker{ProducerID: 1, Type: ControlCommit}, 0)
-	b[attrAt+1] &^= AttrControl // now a data batch; CRC fixed below
-	fixCRC(b)
-	if _, err := ParseControlBatch(b); !errors.Is(err, ErrCorruptBatch) {
+	b := BuildControl(Marker{ProducerID: 1, Type: ControlCommit}, 0)
+	b[AttrAt+1] &^= AttrControl // now a data batch; CRC fixed below
+	SetCRC(b)
+	if _, err := ParseControl(b); !errors.Is(err, ErrCorruptBatch) {
 		t.Fatalf("data batch parsed as a marker: %v", err)
 	}
-}
-
-func fixCRC(b []byte) {
-	binary.BigEndian.PutUint32(b[crcAt:], crc32.Checksum(b[attrAt:], castagnoli))
 }

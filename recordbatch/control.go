@@ -1,4 +1,4 @@
-package segments
+package recordbatch
 
 import (
 	"encoding/binary"
@@ -16,12 +16,6 @@ import (
 //	value: int16 version (0), int32 coordinator epoch
 //
 // Readers that find a control batch never hand its record to a consumer.
-
-// Attribute bits of a batch header.
-const (
-	AttrTransactional = 0x10
-	AttrControl       = 0x20
-)
 
 // ControlType is the type of a control record.
 type ControlType int16
@@ -51,9 +45,9 @@ type Marker struct {
 	Type             ControlType // ControlAbort or ControlCommit
 }
 
-// BuildControlBatch encodes m as a control batch with base offset 0 (the
+// BuildControl encodes m as a control batch with base offset 0 (the
 // log assigns the real one) and timestamp ts (ms), CRC included.
-func BuildControlBatch(m Marker, ts int64) []byte {
+func BuildControl(m Marker, ts int64) []byte {
 	var key, value [6]byte
 	binary.BigEndian.PutUint16(key[2:], uint16(m.Type)) // version 0
 	binary.BigEndian.PutUint32(value[2:], uint32(m.CoordinatorEpoch))
@@ -66,42 +60,42 @@ func BuildControlBatch(m Marker, ts int64) []byte {
 	rec = append(rec, value[:]...)
 	rec = binary.AppendVarint(rec, 0) // headers
 
-	b := make([]byte, batchHeaderLen, batchHeaderLen+binary.MaxVarintLen64+len(rec))
+	b := make([]byte, HeaderLen, HeaderLen+binary.MaxVarintLen64+len(rec))
 	b = binary.AppendVarint(b, int64(len(rec)))
 	b = append(b, rec...)
-	binary.BigEndian.PutUint32(b[lengthAt:], uint32(len(b)-batchPrefixLen))
-	binary.BigEndian.PutUint32(b[epochAt:], 0xffffffff) // -1 until appended
-	b[magicAt] = 2
-	binary.BigEndian.PutUint16(b[attrAt:], AttrControl|AttrTransactional)
-	binary.BigEndian.PutUint64(b[firstTimestampAt:], uint64(ts))
-	binary.BigEndian.PutUint64(b[maxTimestampAt:], uint64(ts))
-	binary.BigEndian.PutUint64(b[producerIDAt:], uint64(m.ProducerID))
-	binary.BigEndian.PutUint16(b[producerEpochAt:], uint16(m.ProducerEpoch))
-	binary.BigEndian.PutUint32(b[baseSequenceAt:], 0xffffffff)
-	binary.BigEndian.PutUint32(b[numRecordsAt:], 1)
-	binary.BigEndian.PutUint32(b[crcAt:], crc32.Checksum(b[attrAt:], castagnoli))
+	binary.BigEndian.PutUint32(b[LengthAt:], uint32(len(b)-PrefixLen))
+	binary.BigEndian.PutUint32(b[EpochAt:], 0xffffffff) // -1 until appended
+	b[MagicAt] = 2
+	binary.BigEndian.PutUint16(b[AttrAt:], AttrControl|AttrTransactional)
+	binary.BigEndian.PutUint64(b[FirstTimestampAt:], uint64(ts))
+	binary.BigEndian.PutUint64(b[MaxTimestampAt:], uint64(ts))
+	binary.BigEndian.PutUint64(b[ProducerIDAt:], uint64(m.ProducerID))
+	binary.BigEndian.PutUint16(b[ProducerEpochAt:], uint16(m.ProducerEpoch))
+	binary.BigEndian.PutUint32(b[BaseSequenceAt:], 0xffffffff)
+	binary.BigEndian.PutUint32(b[NumRecordsAt:], 1)
+	binary.BigEndian.PutUint32(b[CRCAt:], crc32.Checksum(b[AttrAt:], castagnoli))
 	return b
 }
 
-// ParseControlBatch decodes the marker of the control batch at the start
-// of batch (checked as NextBatch does). A batch that is not a control
+// ParseControl decodes the marker of the control batch at the start
+// of batch (checked as Next does). A batch that is not a control
 // batch, or whose record is not a version 0 marker, is ErrCorruptBatch;
 // Kafka ignores unknown control types, so callers may skip a batch whose
 // Type is neither abort nor commit.
-func ParseControlBatch(batch []byte) (Marker, error) {
-	h, err := checkBatch(batch, 0, countCompacted)
+func ParseControl(batch []byte) (Marker, error) {
+	h, err := Check(batch, 0, CountCompacted)
 	if err != nil {
 		return Marker{}, err
 	}
-	if !h.isControl() {
+	if !h.IsControl() {
 		return Marker{}, fmt.Errorf("%w: not a control batch", ErrCorruptBatch)
 	}
-	m := Marker{ProducerID: int64(binary.BigEndian.Uint64(batch[producerIDAt:])),
-		ProducerEpoch: int16(binary.BigEndian.Uint16(batch[producerEpochAt:]))}
-	if h.compression() != codecNone || h.numRecords != 1 {
-		return m, fmt.Errorf("%w: a control batch holds one uncompressed record, not %d (codec %d)", ErrCorruptBatch, h.numRecords, h.compression())
+	m := Marker{ProducerID: int64(binary.BigEndian.Uint64(batch[ProducerIDAt:])),
+		ProducerEpoch: int16(binary.BigEndian.Uint16(batch[ProducerEpochAt:]))}
+	if h.Codec() != CodecNone || h.NumRecords != 1 {
+		return m, fmt.Errorf("%w: a control batch holds one uncompressed record, not %d (codec %d)", ErrCorruptBatch, h.NumRecords, h.Codec())
 	}
-	s := sliceSource{b: batch[batchHeaderLen:h.size]}
+	s := sliceSource{b: batch[HeaderLen:h.Size]}
 	raw, err := s.next()
 	if err != nil {
 		return m, fmt.Errorf("%w: control record: %v", ErrCorruptBatch, err)
@@ -110,12 +104,12 @@ func ParseControlBatch(batch []byte) (Marker, error) {
 	if err != nil {
 		return m, fmt.Errorf("%w: control record: %v", ErrCorruptBatch, err)
 	}
-	if len(r.key) < 4 || binary.BigEndian.Uint16(r.key) != 0 {
-		return m, fmt.Errorf("%w: control record key of %d bytes, version 0 wanted", ErrCorruptBatch, len(r.key))
+	if len(r.Key) < 4 || binary.BigEndian.Uint16(r.Key) != 0 {
+		return m, fmt.Errorf("%w: control record key of %d bytes, version 0 wanted", ErrCorruptBatch, len(r.Key))
 	}
-	m.Type = ControlType(binary.BigEndian.Uint16(r.key[2:]))
-	if len(r.value) >= 6 {
-		m.CoordinatorEpoch = int32(binary.BigEndian.Uint32(r.value[2:]))
+	m.Type = ControlType(binary.BigEndian.Uint16(r.Key[2:]))
+	if len(r.Value) >= 6 {
+		m.CoordinatorEpoch = int32(binary.BigEndian.Uint32(r.Value[2:]))
 	}
 	return m, nil
 }
