@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -65,13 +66,11 @@ func TestKafkaHTTPCrossProtocol(t *testing.T) {
 	t.Run("http to kafka", func(t *testing.T) {
 		httpCreateTopic(t, n, "from-http", 2)
 		recs := randomRecords(200, 2)
-		var body struct {
-			Records []map[string]any `json:"records"`
-		}
+		var body client.ProduceRequest
 		for _, r := range recs {
-			body.Records = append(body.Records, map[string]any{"partition": r.partition, "timestamp": r.timestamp,
-				"key": base64.StdEncoding.EncodeToString(r.key), "value": base64.StdEncoding.EncodeToString(r.value),
-				"headers": map[string]string{"h": base64.StdEncoding.EncodeToString(r.header)}})
+			key, value, h := b64(r.key), b64(r.value), b64(r.header)
+			body.Records = append(body.Records, client.ProduceRecord{Partition: &r.partition, Timestamp: &r.timestamp,
+				Key: &key, Value: value, Headers: &map[string]*string{"h": &h}})
 		}
 		b, _ := json.Marshal(body)
 		resp, err := http.Post(n.URL+"/v1/topics/from-http/records?encoding=base64", "application/json", bytes.NewReader(b))
@@ -126,23 +125,15 @@ func TestKafkaHTTPCrossProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		for p := range int32(2) {
-			var got struct {
-				Records []struct {
-					Offset    int64             `json:"offset"`
-					Timestamp int64             `json:"timestamp"`
-					Key       string            `json:"key"`
-					Value     string            `json:"value"`
-					Headers   map[string]string `json:"headers"`
-				} `json:"records"`
-			}
+			var got consumePage
 			httpGetJSON(t, fmt.Sprintf("%s/v1/topics/from-kafka/partitions/%d/records?offset=earliest&max_records=1000&encoding=base64", n.URL, p), &got)
 			if len(got.Records) != 100 {
 				t.Fatalf("partition %d: HTTP read %d records", p, len(got.Records))
 			}
 			for i, r := range got.Records {
 				want := recs[2*i+int(p)]
-				if r.Offset != int64(i) || r.Key != b64(want.key) || r.Value != b64(want.value) ||
-					r.Headers["h"] != b64(want.header) || r.Timestamp != want.timestamp {
+				if r.Offset != int64(i) || r.Key == nil || *r.Key != b64(want.key) || r.Value != b64(want.value) ||
+					r.Headers["h"] == nil || *r.Headers["h"] != b64(want.header) || r.Timestamp != want.timestamp {
 					t.Fatalf("partition %d offset %d differs from what Kafka produced: %+v", p, r.Offset, r)
 				}
 			}
