@@ -81,9 +81,7 @@ func TestACLsBothDoors(t *testing.T) {
 	must(resp, body, http.StatusForbidden)
 	resp, body = as("alice", "alice-pw", http.MethodDelete, "/v1/topics/orders", nil)
 	must(resp, body, http.StatusForbidden)
-	var list struct {
-		Topics []struct{ Name string } `json:"topics"`
-	}
+	var list api.TopicList
 	resp, body = as("alice", "alice-pw", http.MethodGet, "/v1/topics", nil)
 	must(resp, body, http.StatusOK)
 	_ = json.Unmarshal(body, &list)

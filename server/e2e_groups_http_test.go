@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/api/client"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -206,15 +207,12 @@ func startHTTPMember(t *testing.T, n *servertest.Node, group, topic string, seen
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
-			var res struct {
-				Records []struct {
-					Value string `json:"value"`
-				} `json:"records"`
-			}
+			var res client.GroupPollResponse
 			c.json(http.MethodGet, m.path+"/records?wait_ms=200&encoding=string", nil, http.StatusOK, &res)
 			m.polls.Add(1)
 			for _, r := range res.Records {
-				seen.add("http", []byte(r.Value))
+				v, _ := r.Value.(string) // encoding=string
+				seen.add("http", []byte(v))
 			}
 			if len(res.Records) > 0 {
 				c.json(http.MethodPost, m.path+"/offsets", nil, http.StatusOK, nil)

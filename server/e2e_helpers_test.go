@@ -127,6 +127,9 @@ type consumed struct {
 
 type problem = api.Problem
 
+// topicDetail is GET /v1/topics/{topic}.
+type topicDetail = api.TopicDetail
+
 // consumePage is GET .../partitions/{p}/records as the client generated
 // from openapi.yaml reads it (values of any JSON type, headers as sent).
 type consumePage = client.ConsumeResponse

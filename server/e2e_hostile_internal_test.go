@@ -112,9 +112,7 @@ func TestHostileInternalTopics(t *testing.T) {
 	if d.Offsets[0].CommittedOffset != 60 {
 		t.Fatalf("after a restart g1 is at %d, want 60", d.Offsets[0].CommittedOffset)
 	}
-	var topic struct {
-		Configs map[string]string `json:"configs"`
-	}
+	var topic topicDetail
 	c.json("GET", "/v1/topics/__consumer_offsets", nil, 200, &topic)
 	if topic.Configs["cleanup.policy"] != "compact" {
 		t.Fatalf("__consumer_offsets configs %v", topic.Configs)

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -102,9 +101,7 @@ func TestQuorumRecoveredAfterMajorityLost(t *testing.T) {
 	if len(v.Controllers) != 1 || v.LeaderID != 1 {
 		t.Fatalf("after recovery: %+v", v)
 	}
-	var td struct {
-		Partitions []json.RawMessage `json:"partitions"`
-	}
+	var td topicDetail
 	api.json("GET", "/v1/topics/before-loss", nil, 200, &td)
 	if len(td.Partitions) != 2 {
 		t.Fatalf("topic before the loss: %d partitions", len(td.Partitions))

@@ -21,9 +21,7 @@ import (
 type partitionView = api.PartitionDetail
 
 func describe(n *servertest.Node, topic string) ([]partitionView, bool) {
-	var d struct {
-		Partitions []partitionView `json:"partitions"`
-	}
+	var d topicDetail
 	client := &http.Client{Timeout: 3 * time.Second}
 	resp, err := client.Get(n.URL + "/v1/topics/" + topic)
 	if err != nil {
@@ -336,9 +334,7 @@ func TestPreferredLeaderElectionOnRequest(t *testing.T) {
 	if ps, _ := describe(other, "pref"); ps[0].Leader == preferred {
 		t.Fatalf("leadership returned with the automatic rebalance disabled")
 	}
-	var after struct {
-		Partitions []partitionView `json:"partitions"`
-	}
+	var after topicDetail
 	newAPIClient(t, other).json("POST", "/v1/topics/pref/elect-leaders", nil, 200, &after)
 	if after.Partitions[0].Leader != preferred {
 		t.Fatalf("after elect-leaders: leader %d, preferred %d", after.Partitions[0].Leader, preferred)
