@@ -432,6 +432,7 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 	}
 	cfg := logConfig(t.Configs)
 	cfg.MaxInflatedBytes, cfg.FramingOnly = b.maxInflated, b.framingOnly
+	pc := partitionConfigOf(t.Configs)
 	for i, pm := range t.Partitions {
 		idx := int32(i)
 		if !containsID(pm.Replicas, b.id) {
@@ -440,7 +441,7 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 		}
 		p, ok := ht.parts[idx]
 		if !ok {
-			p = newPartition(t.Name, idx, t.ID, nil, t.Configs)
+			p = newPartitionWith(t.Name, idx, t.ID, nil, pc)
 			p.lazy.owner = b
 			p.lazy.cfg.Store(&cfg)
 			p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
@@ -456,7 +457,7 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 		if p.setMeta(pm, b.id) {
 			b.roleChanged(p)
 		}
-		p.applyConfig(t.Configs)
+		p.setConfig(pc)
 		if err := p.setLogConfig(&cfg); err != nil {
 			return fmt.Errorf("partition %d config: %w", idx, err)
 		}

@@ -88,6 +88,12 @@ type Partition struct {
 // newPartition makes a partition replica whose log is open already (log
 // not nil) or is opened on first use by the broker (lazylog.go).
 func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfgs map[string]string) *Partition {
+	return newPartitionWith(topic, index, id, log, partitionConfigOf(cfgs))
+}
+
+// newPartitionWith is newPartition with the topic's configs read already
+// (once per topic, not per partition: a restart hosts a million).
+func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
 	p := &Partition{Topic: topic, Index: index, topicID: id,
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
@@ -97,7 +103,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 		p.loadHWM(log)
 		p.lazy.log.Store(log)
 	}
-	p.applyConfig(cfgs)
+	p.setConfig(pc)
 	return p
 }
 
@@ -110,10 +116,27 @@ func (p *Partition) loadHWM(log *segments.Log) {
 	p.hwmSaved.Store(hw) // nothing to write until it moves
 }
 
-func (p *Partition) applyConfig(cfgs map[string]string) {
-	p.maxMessage.Store(int32(ConfigInt(cfgs, "max.message.bytes")))
-	p.tsAppend.Store(EffectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime")
-	p.minISR.Store(int32(ConfigInt(cfgs, "min.insync.replicas")))
+// partitionConfig is the topic configs a partition reads on its hot paths.
+type partitionConfig struct {
+	maxMessage int32 // max.message.bytes
+	tsAppend   bool  // message.timestamp.type=LogAppendTime
+	minISR     int32 // min.insync.replicas
+}
+
+func partitionConfigOf(cfgs map[string]string) partitionConfig {
+	return partitionConfig{
+		maxMessage: int32(ConfigInt(cfgs, "max.message.bytes")),
+		tsAppend:   EffectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime",
+		minISR:     int32(ConfigInt(cfgs, "min.insync.replicas")),
+	}
+}
+
+func (p *Partition) applyConfig(cfgs map[string]string) { p.setConfig(partitionConfigOf(cfgs)) }
+
+func (p *Partition) setConfig(pc partitionConfig) {
+	p.maxMessage.Store(pc.maxMessage)
+	p.tsAppend.Store(pc.tsAppend)
+	p.minISR.Store(pc.minISR)
 }
 
 // Changed returns a channel closed at the next high watermark advance.
