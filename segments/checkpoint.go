@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 const (
@@ -138,7 +140,7 @@ func decodeEpochs(b []byte) ([]epochEntry, error) {
 
 // writeFileAtomic replaces dir/name with data durably: write a temporary
 // file, fsync it, rename it over name, fsync the directory.
-func writeFileAtomic(fs FS, dir, name string, data []byte) error {
+func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	if err := writeFileAtomicNoDirSync(fs, dir, name, data); err != nil {
 		return err
 	}
@@ -147,7 +149,7 @@ func writeFileAtomic(fs FS, dir, name string, data []byte) error {
 
 // writeFileAtomicNoDirSync is writeFileAtomic but the directory fsync, for
 // a caller that writes several files and fsyncs the directory once after.
-func writeFileAtomicNoDirSync(fs FS, dir, name string, data []byte) error {
+func writeFileAtomicNoDirSync(fs vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	if err := writeFileSync(fs, tmp, data); err != nil {
 		return err
@@ -156,7 +158,7 @@ func writeFileAtomicNoDirSync(fs FS, dir, name string, data []byte) error {
 }
 
 // writeFileSync creates path with data and fsyncs it.
-func writeFileSync(fs FS, path string, data []byte) error {
+func writeFileSync(fs vfs.FS, path string, data []byte) error {
 	f, err := fs.Create(path)
 	if err != nil {
 		return err
@@ -173,7 +175,7 @@ func writeFileSync(fs FS, path string, data []byte) error {
 }
 
 // readFile returns the content of path; a missing file is (nil, nil).
-func readFile(fs FS, path string) ([]byte, error) {
+func readFile(fs vfs.FS, path string) ([]byte, error) {
 	f, err := fs.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Sentinel errors; callers match them with errors.Is. A batch refused for
@@ -125,7 +127,7 @@ func (c Config) deleteOld() bool { return strings.Contains(c.CleanupPolicy, "del
 
 // Options carries a log's dependencies.
 type Options struct {
-	FS     FS               // nil: the operating system's filesystem
+	FS     vfs.FS           // nil: the operating system's filesystem
 	Files  *FileCache       // nil: a private cache
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
@@ -133,7 +135,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.FS == nil {
-		o.FS = OSFS()
+		o.FS = vfs.OSFS()
 	}
 	if o.Files == nil {
 		o.Files = NewFileCache(8)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // segmentBases returns the base offsets of l's segments.
@@ -64,7 +66,7 @@ func TestCrashCutPoints(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 8 << 10
 	cfg.IndexIntervalBytes = 300
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, dir, cfg, Options{FS: mem})
 	rng := rand.New(rand.NewPCG(7, 11))
 	var batches [][]byte
@@ -133,9 +135,9 @@ func TestCrashCutPoints(t *testing.T) {
 		f.Sync()
 		f.Close()
 		// Opening must not read segments below the recovery point.
-		efs := NewErrorFS(fs, func(op Op, path string) error {
-			if (op == OpRead || op == OpOpen) && strings.HasSuffix(path, logSuffix) && path != lastPath {
-				return ErrInjected
+		efs := vfs.NewErrorFS(fs, func(op vfs.Op, path string) error {
+			if (op == vfs.OpRead || op == vfs.OpOpen) && strings.HasSuffix(path, logSuffix) && path != lastPath {
+				return vfs.ErrInjected
 			}
 			return nil
 		})
@@ -177,7 +179,7 @@ func TestCleanOpenReadsNoSegment(t *testing.T) {
 	const dir = "/data/p1"
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 2048
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, dir, cfg, Options{FS: mem})
 	for i := 0; i < 40; i++ {
 		mustAppend(t, l, valueBatch(2, 60, int64(i)), 0)
@@ -186,9 +188,9 @@ func TestCleanOpenReadsNoSegment(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	efs := NewErrorFS(mem, func(op Op, path string) error {
-		if (op == OpRead || op == OpOpen) && strings.HasSuffix(path, logSuffix) {
-			return ErrInjected
+	efs := vfs.NewErrorFS(mem, func(op vfs.Op, path string) error {
+		if (op == vfs.OpRead || op == vfs.OpOpen) && strings.HasSuffix(path, logSuffix) {
+			return vfs.ErrInjected
 		}
 		return nil
 	})

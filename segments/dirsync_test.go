@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // TestSegmentDirOpsAreSynced records the filesystem operations of each
@@ -18,7 +20,7 @@ import (
 func TestSegmentDirOpsAreSynced(t *testing.T) {
 	var mu sync.Mutex
 	var ops []string
-	efs := NewErrorFS(NewMemFS(), func(op Op, path string) error {
+	efs := vfs.NewErrorFS(vfs.NewMemFS(), func(op vfs.Op, path string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		ops = append(ops, fmt.Sprintf("%v %s", op, path))
@@ -95,7 +97,7 @@ func TestSegmentDirOpsAreSynced(t *testing.T) {
 // reopened, its first write is as durable as a new log's, directory entry
 // included.
 func TestNeverWrittenLogStaysBare(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	dir := "/p"
 	for range 3 {
 		l := mustOpen(t, dir, Config{}, Options{FS: mem})
@@ -126,7 +128,7 @@ func TestNeverWrittenLogStaysBare(t *testing.T) {
 // first write durable, directory entry included, through a crash), and
 // refuses a directory that exists, on the OS filesystem and on MemFS.
 func TestCreate(t *testing.T) {
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	for name, opts := range map[string]Options{"os": {}, "mem": {FS: mem}} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "p")

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // TestFsyncFailureIsSticky: with fsync before acknowledging, a failed fsync
@@ -15,8 +17,8 @@ import (
 // acknowledged record is still there.
 func TestFsyncFailureIsSticky(t *testing.T) {
 	const dir = "/d/fsync"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.FlushMessages = 1
 	cfg.SegmentBytes = 4096
@@ -26,7 +28,7 @@ func TestFsyncFailureIsSticky(t *testing.T) {
 		info := mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
 		acked = info.LastOffset + 1
 	}
-	efs.SetInjector(FailAfter(OpSync, 0, syscall.EIO))
+	efs.SetInjector(vfs.FailAfter(vfs.OpSync, 0, syscall.EIO))
 	if _, err := l.Append(valueBatch(2, 100, 1), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("append with failing fsync: %v", err)
 	}
@@ -61,8 +63,8 @@ func TestENOSPC(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			const dir = "/d/enospc"
-			mem := NewMemFS()
-			efs := NewErrorFS(mem, nil)
+			mem := vfs.NewMemFS()
+			efs := vfs.NewErrorFS(mem, nil)
 			cfg := DefaultConfig()
 			cfg.FlushMessages = 1
 			l := mustOpen(t, dir, cfg, Options{FS: efs})
@@ -70,11 +72,11 @@ func TestENOSPC(t *testing.T) {
 				mustAppend(t, l, valueBatch(3, 100, int64(i)), 0)
 			}
 			end, size := l.EndOffset(), l.Size()
-			efs.SetInjector(func(op Op, path string) error {
+			efs.SetInjector(func(op vfs.Op, path string) error {
 				switch {
-				case op == OpWrite && strings.HasSuffix(path, logSuffix):
+				case op == vfs.OpWrite && strings.HasSuffix(path, logSuffix):
 					return syscall.ENOSPC
-				case op == OpTruncate && truncateFails:
+				case op == vfs.OpTruncate && truncateFails:
 					return syscall.EIO
 				}
 				return nil
@@ -91,7 +93,7 @@ func TestENOSPC(t *testing.T) {
 				t.Fatalf("append after ENOSPC: %v", err)
 			}
 			l.Close()
-			for _, fs := range []FS{mem, mem.Crash(rand.New(rand.NewPCG(1, 2)))} {
+			for _, fs := range []vfs.FS{mem, mem.Crash(rand.New(rand.NewPCG(1, 2)))} {
 				l2 := mustOpen(t, dir, cfg, Options{FS: fs})
 				if l2.EndOffset() != end || l2.Size() != size {
 					t.Fatalf("reopen: end %d size %d, want %d %d", l2.EndOffset(), l2.Size(), end, size)
@@ -107,19 +109,19 @@ func TestENOSPC(t *testing.T) {
 // of a workload and checks the log either reports the error or carries on,
 // and that a reopen after a crash keeps every acknowledged record.
 func TestFaultsEverywhere(t *testing.T) {
-	ops := []Op{OpCreate, OpOpen, OpRemove, OpRename, OpSyncDir, OpRead, OpWrite, OpTruncate, OpSync}
+	ops := []vfs.Op{vfs.OpCreate, vfs.OpOpen, vfs.OpRemove, vfs.OpRename, vfs.OpSyncDir, vfs.OpRead, vfs.OpWrite, vfs.OpTruncate, vfs.OpSync}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, op := range ops {
 		for trial := 0; trial < 12; trial++ {
 			const dir = "/d/faults"
-			mem := NewMemFS()
-			efs := NewErrorFS(mem, nil)
+			mem := vfs.NewMemFS()
+			efs := vfs.NewErrorFS(mem, nil)
 			cfg := DefaultConfig()
 			cfg.FlushMessages = 1
 			cfg.SegmentBytes = 2048
 			cfg.RetentionBytes = 6000
 			l := mustOpen(t, dir, cfg, Options{FS: efs})
-			efs.SetInjector(FailAfter(op, int64(rng.IntN(40)), nil))
+			efs.SetInjector(vfs.FailAfter(op, int64(rng.IntN(40)), nil))
 			var acked int64 = -1
 			failed := false
 			for i := 0; i < 60; i++ {
@@ -154,13 +156,13 @@ func TestFaultsEverywhere(t *testing.T) {
 // acknowledged record survives a power cut.
 func TestConcurrentFsyncFailure(t *testing.T) {
 	const dir = "/d/group"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.FlushMessages = 1
 	cfg.SegmentBytes = 16 << 10
 	l := mustOpen(t, dir, cfg, Options{FS: efs})
-	efs.SetInjector(FailAfter(OpSync, 120, syscall.EIO))
+	efs.SetInjector(vfs.FailAfter(vfs.OpSync, 120, syscall.EIO))
 	var mu sync.Mutex
 	var acked []int64
 	var failed atomic.Bool
@@ -206,8 +208,8 @@ func TestConcurrentFsyncFailure(t *testing.T) {
 // still on disk) reopens as the reset log, never below the new start.
 func TestResetInterrupted(t *testing.T) {
 	const dir = "/d/reset"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 1024
 	cfg.FlushMessages = 1
@@ -215,7 +217,7 @@ func TestResetInterrupted(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
 	}
-	efs.SetInjector(FailAfter(OpRemove, 2, nil))
+	efs.SetInjector(vfs.FailAfter(vfs.OpRemove, 2, nil))
 	if err := l.Reset(5000); err == nil {
 		t.Fatal("reset with failing removals succeeded")
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // buildCodecBatch is buildBatch with the record section compressed.
@@ -50,7 +52,7 @@ func TestCompactionCodecs(t *testing.T) {
 			cfg.CleanupPolicy = "compact"
 			cfg.DeleteRetentionMs = 1000
 			now := int64(1_000_000)
-			l := mustOpen(t, "/t", cfg, Options{FS: NewMemFS(), Now: func() time.Time { return time.UnixMilli(now) }})
+			l := mustOpen(t, "/t", cfg, Options{FS: vfs.NewMemFS(), Now: func() time.Time { return time.UnixMilli(now) }})
 			defer l.Close()
 			// Keys k0..k4 written 4 times; k3 ends with an old tombstone,
 			// k4 with a recent one.
@@ -112,7 +114,7 @@ func TestCompactionCodecs(t *testing.T) {
 // TestOffsetForTimestampCompressed finds records inside compressed batches.
 func TestOffsetForTimestampCompressed(t *testing.T) {
 	for _, cc := range codecCases {
-		l := mustOpen(t, "/t", DefaultConfig(), Options{FS: NewMemFS()})
+		l := mustOpen(t, "/t", DefaultConfig(), Options{FS: vfs.NewMemFS()})
 		for i := 0; i < 10; i++ {
 			recs := []rec{{key: []byte("a"), value: []byte("x"), ts: int64(100*i + 10)}, {key: []byte("b"), value: []byte("y"), ts: int64(100*i + 20)}}
 			mustAppend(t, l, buildCodecBatch(t, recs, cc.codec, cc.xerial), 0)
@@ -251,7 +253,7 @@ func TestMaxTimestamp(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		cfg := DefaultConfig()
 		cfg.SegmentBytes = 600
-		l := mustOpen(t, "/mt", cfg, Options{FS: NewMemFS()})
+		l := mustOpen(t, "/mt", cfg, Options{FS: vfs.NewMemFS()})
 		if _, _, ok, _ := l.MaxTimestamp(); ok {
 			t.Fatal("empty log has a max timestamp")
 		}
@@ -305,7 +307,7 @@ func TestMaxTimestamp(t *testing.T) {
 func TestCompactionDroppedWhenSegmentsChange(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CleanupPolicy = "compact"
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, "/cd", cfg, Options{FS: mem})
 	defer l.Close()
 	for i := 0; i < 30; i++ {

@@ -3,6 +3,8 @@ package segments
 import (
 	"container/list"
 	"sync"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // FileCache bounds the open file descriptors shared by all logs of a process.
@@ -22,7 +24,7 @@ type FileCache struct {
 }
 
 type fileKey struct {
-	fs   FS
+	fs   vfs.FS
 	path string
 }
 
@@ -30,7 +32,7 @@ type fileKey struct {
 // key are guarded by FileCache.mu.
 type cachedFile struct {
 	key       fileKey
-	f         File
+	f         vfs.File
 	refs      int
 	elem      *list.Element // in idle while refs == 0 and not forgotten
 	forgotten bool          // no longer in entries; closed at refs == 0
@@ -52,7 +54,7 @@ func (c *FileCache) OpenFiles() int {
 }
 
 // acquire returns path opened for reading and writing, pinned until release.
-func (c *FileCache) acquire(fs FS, path string) (*cachedFile, error) {
+func (c *FileCache) acquire(fs vfs.FS, path string) (*cachedFile, error) {
 	k := fileKey{fs, path}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,7 +74,7 @@ func (c *FileCache) acquire(fs FS, path string) (*cachedFile, error) {
 }
 
 // create creates (or truncates) path and returns it pinned.
-func (c *FileCache) create(fs FS, path string) (*cachedFile, error) {
+func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	k := fileKey{fs, path}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,7 +86,7 @@ func (c *FileCache) create(fs FS, path string) (*cachedFile, error) {
 	return c.insertLocked(k, f), nil
 }
 
-func (c *FileCache) insertLocked(k fileKey, f File) *cachedFile {
+func (c *FileCache) insertLocked(k fileKey, f vfs.File) *cachedFile {
 	e := &cachedFile{key: k, f: f, refs: 1}
 	c.entries[k] = e
 	c.open++
@@ -124,7 +126,7 @@ func (c *FileCache) release(e *cachedFile) {
 
 // forget drops path from the cache (before it is removed, renamed over or
 // recreated); a pinned handle stays usable until its last release.
-func (c *FileCache) forget(fs FS, path string) {
+func (c *FileCache) forget(fs vfs.FS, path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgetLocked(fileKey{fs, path})
@@ -145,7 +147,7 @@ func (c *FileCache) forgetLocked(k fileKey) {
 }
 
 // forgetAll forgets paths of fs; Close uses it so a closed log holds nothing.
-func (c *FileCache) forgetAll(fs FS, paths []string) {
+func (c *FileCache) forgetAll(fs vfs.FS, paths []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, p := range paths {

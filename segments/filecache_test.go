@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 func openFDs(t *testing.T) int {
@@ -172,7 +174,7 @@ func TestConcurrentCompaction(t *testing.T) {
 	cfg.SegmentBytes = 2048
 	cfg.CleanupPolicy = "compact"
 	cfg.DeleteRetentionMs = 0
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, "/cc", cfg, Options{FS: mem})
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

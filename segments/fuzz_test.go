@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // seedBatches returns valid and damaged batch byte strings for fuzz corpora.
@@ -28,7 +30,7 @@ func FuzzRecoverSegment(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xff}, 100))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const dir = "/f"
-		mem := NewMemFS()
+		mem := vfs.NewMemFS()
 		mem.MkdirAll(dir)
 		path := filepath.Join(dir, segmentName(0, logSuffix))
 		w, _ := mem.Create(path)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // TestIndexRebuild damages the index files of a sealed segment of a cleanly
@@ -41,7 +43,7 @@ func TestIndexRebuild(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mem := NewMemFS()
+			mem := vfs.NewMemFS()
 			l := mustOpen(t, dir, cfg, Options{FS: mem})
 			for i := 0; i < 60; i++ {
 				mustAppend(t, l, valueBatch(2, 80, int64(100+i)), 0)

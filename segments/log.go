@@ -3,6 +3,7 @@ package segments
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sort"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Log is one partition's log. All methods are safe for concurrent use. They
@@ -19,7 +22,7 @@ import (
 // returned by Read is used without it.
 type Log struct {
 	dir    string
-	fs     FS
+	fs     vfs.FS
 	files  *FileCache
 	logger *slog.Logger
 	now    func() time.Time
@@ -824,4 +827,17 @@ func (l *Log) Delete() error {
 		return fmt.Errorf("segments: delete %s: %w", l.dir, err)
 	}
 	return nil
+}
+
+// mkdirNew creates dir, which must not exist (fs.ErrExist), and not its
+// parents: with the optional Mkdir of an FS that has one (one call), else
+// by Stat and MkdirAll.
+func mkdirNew(fsys vfs.FS, dir string) error {
+	if m, ok := fsys.(interface{ Mkdir(dir string) error }); ok {
+		return m.Mkdir(dir)
+	}
+	if _, err := fsys.Stat(dir); err == nil {
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
+	}
+	return fsys.MkdirAll(dir)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 func TestAppendReadReopen(t *testing.T) {
@@ -136,7 +138,7 @@ func TestAppendRejects(t *testing.T) {
 func TestTruncate(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 1000
-	l := mustOpen(t, "/t", cfg, Options{FS: NewMemFS()})
+	l := mustOpen(t, "/t", cfg, Options{FS: vfs.NewMemFS()})
 	defer l.Close()
 	for i := 0; i < 30; i++ {
 		mustAppend(t, l, valueBatch(2, 100, int64(i)), int32(i/10))
@@ -172,7 +174,7 @@ func TestOffsetForTimestamp(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 800
 	cfg.IndexIntervalBytes = 100
-	l := mustOpen(t, "/t", cfg, Options{FS: NewMemFS()})
+	l := mustOpen(t, "/t", cfg, Options{FS: vfs.NewMemFS()})
 	defer l.Close()
 	// Batch i holds offsets 3i..3i+2 with timestamps 100i, 100i+1, 100i+2.
 	for i := 0; i < 40; i++ {
@@ -201,7 +203,7 @@ func TestDeleteRecordsAndRetention(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 1000
 	now := time.UnixMilli(1_000_000)
-	l := mustOpen(t, "/t", cfg, Options{FS: NewMemFS(), Now: func() time.Time { return now }})
+	l := mustOpen(t, "/t", cfg, Options{FS: vfs.NewMemFS(), Now: func() time.Time { return now }})
 	defer l.Close()
 	for i := 0; i < 30; i++ {
 		mustAppend(t, l, valueBatch(2, 100, now.UnixMilli()+int64(i)), 0)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // The randomized model test drives a Log through long random sequences of
@@ -146,7 +148,7 @@ func (m *model) compact(bases []int64, nowMs, deleteRetentionMs int64) {
 type modelRun struct {
 	t       *testing.T
 	rng     *rand.Rand
-	mem     *MemFS
+	mem     *vfs.MemFS
 	l       *Log
 	m       model
 	cfg     Config
@@ -158,7 +160,7 @@ type modelRun struct {
 
 func (r *modelRun) now() time.Time { return time.UnixMilli(r.clock) }
 
-func (r *modelRun) open(fs FS) {
+func (r *modelRun) open(fs vfs.FS) {
 	r.l = mustOpen(r.t, r.dir, r.cfg, Options{FS: fs, Now: r.now})
 }
 
@@ -366,7 +368,7 @@ func TestModel(t *testing.T) {
 				if compact {
 					cfg.CleanupPolicy = "compact"
 				}
-				r := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 99)), mem: NewMemFS(), cfg: cfg, clock: 1_000_000, compact: compact, dir: "/m/p"}
+				r := &modelRun{t: t, rng: rand.New(rand.NewPCG(seed, 99)), mem: vfs.NewMemFS(), cfg: cfg, clock: 1_000_000, compact: compact, dir: "/m/p"}
 				r.open(r.mem)
 				var ops []string
 				for i := 0; i < steps; i++ {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Chunk is a byte range of whole record batches read from a log. It pins the
@@ -21,7 +23,7 @@ type Chunk interface {
 // byte range, for callers doing their own zero-copy I/O. The file stays valid
 // until the chunk is closed.
 type FileRange interface {
-	FileRange() (f File, offset, length int64)
+	FileRange() (f vfs.File, offset, length int64)
 }
 
 // Read returns whole batches starting with the one containing offset, at most
@@ -95,7 +97,7 @@ type fileChunk struct {
 
 func (c *fileChunk) Len() int { return int(c.n) }
 
-func (c *fileChunk) FileRange() (File, int64, int64) { return c.cf.f, c.off, c.n }
+func (c *fileChunk) FileRange() (vfs.File, int64, int64) { return c.cf.f, c.off, c.n }
 
 func (c *fileChunk) Bytes() ([]byte, error) {
 	b := make([]byte, c.n)

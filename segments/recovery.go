@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // openLocked reads the directory and the checkpoints and, unless the last
@@ -240,7 +242,7 @@ func (l *Log) removeIndexFilesLocked(s *segment) error {
 	return nil
 }
 
-func removeIfExists(fs FS, path string) error {
+func removeIfExists(fs vfs.FS, path string) error {
 	if err := fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -285,7 +287,7 @@ func (l *Log) loadLocked(s *segment) error {
 // loadIndexLocked reads the index files of s and checks them against the
 // segment: the last indexed batch must sit where the index says, and the
 // batches after it must end exactly at the end of the file.
-func (l *Log) loadIndexLocked(s *segment, f File) error {
+func (l *Log) loadIndexLocked(s *segment, f vfs.File) error {
 	offs, err := readFile(l.fs, filepath.Join(l.dir, segmentName(s.base, indexSuffix)))
 	if err != nil {
 		return err

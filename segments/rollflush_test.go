@@ -9,15 +9,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // gatedSync returns an injector that holds the first fsync of a segment
 // file until release is closed, saying on entered that it started; later
 // fsyncs run at once.
-func gatedSync(entered chan<- string, release <-chan struct{}) Injector {
+func gatedSync(entered chan<- string, release <-chan struct{}) vfs.Injector {
 	var once sync.Once
-	return func(op Op, path string) error {
-		if op != OpSync || !strings.HasSuffix(path, ".log") {
+	return func(op vfs.Op, path string) error {
+		if op != vfs.OpSync || !strings.HasSuffix(path, ".log") {
 			return nil
 		}
 		first := false
@@ -52,8 +54,8 @@ func fillToRoll(t *testing.T, l *Log) int64 {
 // and a power cut at that moment loses nothing below the recovery point.
 func TestRollFsyncOutsideLock(t *testing.T) {
 	const dir = "/d/rollflush"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 8192
 	l := mustOpen(t, dir, cfg, Options{FS: efs})
@@ -141,15 +143,15 @@ func TestRollFsyncOutsideLock(t *testing.T) {
 // never passes the segment it could not flush.
 func TestRollFsyncFailureIsSticky(t *testing.T) {
 	const dir = "/d/rollfail"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 8192
 	l := mustOpen(t, dir, cfg, Options{FS: efs})
 	defer l.Close()
 	end := fillToRoll(t, l) // nothing fsynced yet: the recovery point is 0
-	efs.SetInjector(func(op Op, path string) error {
-		if op == OpSync && strings.HasSuffix(path, ".log") {
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
 			return syscall.EIO
 		}
 		return nil
@@ -183,7 +185,7 @@ func TestMaintainFlushOutsideLock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const dir = "/d/maintainflush"
-			efs := NewErrorFS(NewMemFS(), nil)
+			efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
 			cfg := DefaultConfig()
 			cfg.SegmentMs = tc.segmentMs
 			cfg.FlushMs = 1_000
@@ -256,7 +258,7 @@ func TestMaintainRollThenRetention(t *testing.T) {
 	cfg.SegmentMs = 60_000
 	cfg.RetentionMs = 60_000
 	clock := fakeClock()
-	l := mustOpen(t, "/d/rollretain", cfg, Options{FS: NewMemFS(), Now: clock.now})
+	l := mustOpen(t, "/d/rollretain", cfg, Options{FS: vfs.NewMemFS(), Now: clock.now})
 	defer l.Close()
 	for range 10 {
 		mustAppend(t, l, valueBatch(4, 200, clock.now().UnixMilli()), 0)
@@ -294,11 +296,11 @@ func (c *testClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 // the log's lock: reads of the log go on meanwhile.
 func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
 	const dir = "/d/createdflush"
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	if err := mem.MkdirAll("/d"); err != nil {
 		t.Fatal(err)
 	}
-	efs := NewErrorFS(mem, nil)
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	l, err := Create(dir, cfg, Options{FS: efs, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -307,8 +309,8 @@ func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
 	mustAppend(t, l, valueBatch(1, 10, 1), 0) // no fsync yet (no flush.messages)
 	entered, release := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
-	efs.SetInjector(func(op Op, path string) error {
-		if op == OpSyncDir && path == dir {
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSyncDir && path == dir {
 			once.Do(func() {
 				entered <- struct{}{}
 				<-release

@@ -3,6 +3,8 @@ package segments
 import (
 	"errors"
 	"testing"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // A side file written through the log survives a crash right after the
@@ -10,7 +12,7 @@ import (
 // could hit the log's own files are refused.
 func TestSideFileSurvivesCrash(t *testing.T) {
 	const dir = "/data/p0"
-	mem := NewMemFS()
+	mem := vfs.NewMemFS()
 	l := mustOpen(t, dir, DefaultConfig(), Options{FS: mem})
 	if err := l.WriteSideFile("high-watermark", []byte("1 2\n")); err != nil {
 		t.Fatal(err)
@@ -38,8 +40,8 @@ func TestSideFileSurvivesCrash(t *testing.T) {
 func TestSideFileReportsDirSyncFailure(t *testing.T) {
 	const dir = "/data/p0"
 	fail := false
-	efs := NewErrorFS(NewMemFS(), func(op Op, path string) error {
-		if fail && op == OpSyncDir {
+	efs := vfs.NewErrorFS(vfs.NewMemFS(), func(op vfs.Op, path string) error {
+		if fail && op == vfs.OpSyncDir {
 			return errors.New("injected: directory fsync failed")
 		}
 		return nil

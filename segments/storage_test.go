@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // TestRecoverAfterENOSPC: a full disk fails appends with ErrStorage; Recover
@@ -18,8 +20,8 @@ func TestRecoverAfterENOSPC(t *testing.T) {
 	for _, truncateFails := range []bool{false, true} {
 		t.Run(map[bool]string{false: "cut back", true: "cut back fails"}[truncateFails], func(t *testing.T) {
 			const dir = "/d/recover"
-			mem := NewMemFS()
-			efs := NewErrorFS(mem, nil)
+			mem := vfs.NewMemFS()
+			efs := vfs.NewErrorFS(mem, nil)
 			cfg := DefaultConfig()
 			cfg.SegmentBytes = 4096
 			l := mustOpen(t, dir, cfg, Options{FS: efs})
@@ -28,11 +30,11 @@ func TestRecoverAfterENOSPC(t *testing.T) {
 				mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
 			}
 			acked := l.EndOffset()
-			efs.SetInjector(func(op Op, path string) error {
+			efs.SetInjector(func(op vfs.Op, path string) error {
 				switch {
-				case op == OpWrite || op == OpCreate:
+				case op == vfs.OpWrite || op == vfs.OpCreate:
 					return syscall.ENOSPC
-				case op == OpTruncate && truncateFails:
+				case op == vfs.OpTruncate && truncateFails:
 					return syscall.EIO
 				}
 				return nil
@@ -86,8 +88,8 @@ func TestRecoverAfterENOSPC(t *testing.T) {
 // keeps everything the log holds.
 func TestRecoverAfterFsyncFailure(t *testing.T) {
 	const dir = "/d/resync"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.FlushMessages = 1
 	cfg.SegmentBytes = 4096
@@ -96,7 +98,7 @@ func TestRecoverAfterFsyncFailure(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
 	}
-	efs.SetInjector(FailAfter(OpSync, 0, syscall.EIO))
+	efs.SetInjector(vfs.FailAfter(vfs.OpSync, 0, syscall.EIO))
 	if _, err := l.Append(valueBatch(2, 100, 1), 0); !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.EIO) {
 		t.Fatalf("append with a failing fsync: %v", err)
 	}
@@ -115,7 +117,7 @@ func TestRecoverAfterFsyncFailure(t *testing.T) {
 
 // TestRecoverClosed: Recover on a closed log says so.
 func TestRecoverClosed(t *testing.T) {
-	l := mustOpen(t, "/d/closed", DefaultConfig(), Options{FS: NewMemFS()})
+	l := mustOpen(t, "/d/closed", DefaultConfig(), Options{FS: vfs.NewMemFS()})
 	l.Close()
 	if err := l.Recover(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("recover after close: %v", err)
@@ -127,8 +129,8 @@ func TestRecoverClosed(t *testing.T) {
 // record is lost and the log reads back whole (run with -race).
 func TestRecoverConcurrent(t *testing.T) {
 	const dir = "/d/concurrent"
-	mem := NewMemFS()
-	efs := NewErrorFS(mem, nil)
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 8192
 	l := mustOpen(t, dir, cfg, Options{FS: efs})
@@ -158,8 +160,8 @@ func TestRecoverConcurrent(t *testing.T) {
 			}
 		}()
 	}
-	full := func(op Op, path string) error {
-		if op == OpWrite || op == OpCreate {
+	full := func(op vfs.Op, path string) error {
+		if op == vfs.OpWrite || op == vfs.OpCreate {
 			return syscall.ENOSPC
 		}
 		return nil

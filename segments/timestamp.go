@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // OffsetForTimestamp returns the first offset whose timestamp is >= ts and
@@ -62,7 +64,7 @@ func (l *Log) searchTimeLocked(s *segment, ts int64) (int64, int64, bool, error)
 
 // searchBatchLocked finds the record with a timestamp >= ts in the batch h
 // at pos, whose max timestamp is known to be >= ts.
-func (l *Log) searchBatchLocked(f File, pos int64, h recordbatch.Header, ts int64) (int64, int64, bool, error) {
+func (l *Log) searchBatchLocked(f vfs.File, pos int64, h recordbatch.Header, ts int64) (int64, int64, bool, error) {
 	buf := make([]byte, h.Size)
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return 0, 0, false, err
@@ -184,7 +186,7 @@ func (l *Log) maxInSegmentLocked(s *segment) (int64, int64, bool, error) {
 // maxInBatchLocked returns the first record at or past the log start offset
 // with the batch's largest timestamp; an undecodable batch answers with its
 // header.
-func (l *Log) maxInBatchLocked(f File, pos int64, h recordbatch.Header) (int64, int64, error) {
+func (l *Log) maxInBatchLocked(f vfs.File, pos int64, h recordbatch.Header) (int64, int64, error) {
 	buf := make([]byte, h.Size)
 	if _, err := f.ReadAt(buf, pos); err != nil {
 		return 0, 0, err

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // txnBatch is a transactional data batch of n records from producer pid.
@@ -135,7 +137,7 @@ func TestTxnStateModel(t *testing.T) {
 
 func txnModelRun(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 16))
-	fs := NewMemFS()
+	fs := vfs.NewMemFS()
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 600
 	dir := "/p"
@@ -312,7 +314,7 @@ func txnRecord(pid int64, key, value string) []byte {
 func TestCompactionWithTransactions(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.CleanupPolicy = "compact"
-	l := mustOpen(t, "/ct", cfg, Options{FS: NewMemFS()})
+	l := mustOpen(t, "/ct", cfg, Options{FS: vfs.NewMemFS()})
 	defer l.Close()
 	marker := func(pid int64, typ recordbatch.ControlType) []byte {
 		return recordbatch.BuildControl(recordbatch.Marker{ProducerID: pid, Type: typ}, 1000)

@@ -38,7 +38,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // TestFaults are the test-only fault knobs (hidden flags --test-faults,
@@ -135,12 +135,12 @@ func (f *testFaults) now() time.Time {
 
 // fs is the partitions' filesystem: the OS's, with the fsync delay when
 // faults are on.
-func (f *testFaults) fs() segments.FS {
+func (f *testFaults) fs() vfs.FS {
 	if f == nil {
 		return nil
 	}
-	return segments.NewErrorFS(segments.OSFS(), func(op segments.Op, _ string) error {
-		if op == segments.OpSync || op == segments.OpSyncDir {
+	return vfs.NewErrorFS(vfs.OSFS(), func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync || op == vfs.OpSyncDir {
 			if d := time.Duration(f.fsyncDelay.Load()); d > 0 {
 				time.Sleep(d)
 			}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Broker hosts partition replicas: it follows the metadata image, opens the
@@ -148,7 +150,7 @@ type Config struct {
 	// timestamps (nil: time.Now); FS is the partitions' filesystem (nil:
 	// the OS's). Both are the test-fault hooks (server/testfaults.go).
 	Now func() time.Time
-	FS  segments.FS
+	FS  vfs.FS
 }
 
 // newBroker prepares a broker following meta's images; start opens the

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Lazy partition logs (issue 19). A hosted partition is a Partition from
@@ -307,11 +309,11 @@ func (b *Broker) sweepUnopened(now time.Time) {
 }
 
 // fs is the partitions' filesystem.
-func (b *Broker) fs() segments.FS {
+func (b *Broker) fs() vfs.FS {
 	if b.logOpts.FS != nil {
 		return b.logOpts.FS
 	}
-	return segments.OSFS()
+	return vfs.OSFS()
 }
 
 // removeStrayDirs deletes partition directories of topics deleted while

@@ -11,6 +11,8 @@ import (
 	"github.com/runnel/runnel/segments"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // idemBatch is one record under producer pid, epoch and sequence seq.
@@ -192,7 +194,7 @@ func splitBatchesUnchecked(raw []byte, v *BatchView) {
 // acknowledged as the duplicate it is, at the batch's offset, not written a
 // second time.
 func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
-	efs := segments.NewErrorFS(segments.OSFS(), nil)
+	efs := vfs.NewErrorFS(vfs.OSFS(), nil)
 	cfg := segments.DefaultConfig()
 	cfg.FlushMessages = 1 // fsync before acknowledging each append
 	log, err := segments.Open(t.TempDir(), cfg, segments.Options{FS: efs})
@@ -206,7 +208,7 @@ func TestProducerStateRebuiltAfterStorageRecovery(t *testing.T) {
 	if _, err := p.append(idemBatch(t, 7, 0, 0, "v0", now)); err != nil {
 		t.Fatal(err)
 	}
-	efs.SetInjector(segments.FailAfter(segments.OpSync, 0, syscall.EIO))
+	efs.SetInjector(vfs.FailAfter(vfs.OpSync, 0, syscall.EIO))
 	if _, err := p.append(idemBatch(t, 7, 0, 1, "v1", now)); err == nil {
 		t.Fatal("append with a failing fsync succeeded")
 	}

@@ -1,15 +1,24 @@
-package segments
+// Package vfs is the filesystem the log in package segments reaches the disk
+// through (shaped after pebble's vfs): the FS and File interfaces, the
+// operating system's implementation (OSFS, files 0600 and directories 0700),
+// and two for tests and fault injection: MemFS, in memory, whose Crash keeps
+// only what was synced (and a random part of the rest), and ErrorFS, which
+// fails chosen operations (an fsync, a torn write, ENOSPC) through an
+// Injector. It imports no runnel package and starts no goroutine; every FS
+// here is safe for concurrent use. It is apart from segments so that the
+// log's format and logic read without the test filesystems beside them,
+// and the broker and the server's test faults reach it without the log.
+package vfs
 
 import (
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 )
 
-// FS is the small filesystem interface the package reaches the disk through,
-// shaped after pebble's vfs. Implementations must be safe for concurrent use
+// FS is the small filesystem interface package segments reaches the disk
+// through, shaped after pebble's vfs. Implementations must be safe for concurrent use
 // by many goroutines. Paths are slash- or OS-separated absolute or relative
 // paths as the caller gives them.
 type FS interface {
@@ -43,19 +52,6 @@ type File interface {
 	Truncate(size int64) error
 	Sync() error
 	Size() (int64, error)
-}
-
-// mkdirNew creates dir, which must not exist (fs.ErrExist), and not its
-// parents: with the optional Mkdir of an FS that has one (one call), else
-// by Stat and MkdirAll.
-func mkdirNew(fsys FS, dir string) error {
-	if m, ok := fsys.(interface{ Mkdir(dir string) error }); ok {
-		return m.Mkdir(dir)
-	}
-	if _, err := fsys.Stat(dir); err == nil {
-		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
-	}
-	return fsys.MkdirAll(dir)
 }
 
 // OSFS returns the operating system's filesystem.

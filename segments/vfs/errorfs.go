@@ -1,4 +1,4 @@
-package segments
+package vfs
 
 import (
 	"errors"
