@@ -180,9 +180,12 @@
 // and a segment.ms roll's flush is done before retention may delete that
 // segment. A failed flush is sticky like a failed append fsync. Anything that fsyncs later
 // data (flush.messages, flush.ms, Sync, Close) or changes sealed segments
-// (Truncate, Reset, DeleteRecordsBefore, retention) first waits for or
-// does the pending flushes, so the recovery point never passes a sealed
-// segment that is not durable, and a crash at any point rescans from it.
+// (Truncate, Reset, DeleteRecordsBefore) first waits for or does the
+// pending flushes, so the recovery point never passes a sealed segment
+// that is not durable, and a crash at any point rescans from it.
+// Retention flushes, without the lock, the rolls pending when it starts
+// and leaves alone the segments of rolls queued meanwhile (flushing those
+// under the lock held a slow disk's appends every maintenance pass).
 // The directory is fsynced after a segment file is renamed or removed, and
 // after one is created before any of its bytes are fsynced.
 //

@@ -530,9 +530,10 @@ func (l *Log) sealDoneLocked(p *pendingSeal, st logState, err error) error {
 }
 
 // lockQuiet takes syncMu and mu with no roll's flush pending or running,
-// for changes to sealed segments' files (truncation, deletion, retention,
-// close): pending flushes run first without mu, one queued meanwhile under
-// it. A failed flush is sticky, for the caller's usableLocked to see.
+// for changes to sealed segments' files (truncation, deletion, close):
+// pending flushes run first without mu, one queued meanwhile under it.
+// Retention (Maintain, every pass) does not: it leaves a segment whose
+// flush is queued alone instead of flushing it under mu. A failed flush is sticky, for the caller's usableLocked to see.
 func (l *Log) lockQuiet() {
 	l.syncMu.Lock()
 	_ = l.flushSeals()

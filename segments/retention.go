@@ -44,11 +44,11 @@ func (l *Log) Maintain(now time.Time) error {
 
 // rollForTime rolls the active segment when segment.ms says so, and
 // returns the end offset when flush.ms asks for an fsync up to it (0:
-// none). It holds mu only to decide and to roll: the roll's flush is
-// sealLoop's (or the next lockQuiet's), without mu.
+// none). It holds mu only, as an append that rolls does: the roll's flush
+// is sealLoop's (or retain's), without mu.
 func (l *Log) rollForTime(now time.Time) (flushTo int64, err error) {
-	l.lockQuiet()
-	defer l.unlockQuiet()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
@@ -69,12 +69,17 @@ func (l *Log) rollForTime(now time.Time) (flushTo int64, err error) {
 	return 0, nil
 }
 
-// retain applies retention. lockQuiet first flushes, without mu, the
-// segment a segment.ms roll just sealed: retention may delete that very
-// segment, and a flush left pending would then fail the log over a file
-// it removed.
+// retain applies retention. It first flushes, without mu, the rolls
+// pending when it starts (the segment a segment.ms roll just sealed among
+// them: retention may delete that very segment, and a flush left pending
+// would then fail the log over a file it removed). A roll queued meanwhile
+// stays sealLoop's: retainLocked leaves its segment alone, and it is not
+// flushed under mu (lockQuiet would: with a slow disk and appends rolling
+// every second, each pass held the partition's appends for a flush).
 func (l *Log) retain(now time.Time) error {
-	l.lockQuiet()
+	l.syncMu.Lock()
+	_ = l.flushSeals() // a failure is sticky: usableLocked sees it
+	l.mu.Lock()
 	defer l.unlockQuiet()
 	if err := l.usableLocked(); err != nil {
 		return err
@@ -103,7 +108,14 @@ func (l *Log) retainLocked(now time.Time) error {
 		}
 		excess = total - l.cfg.RetentionBytes
 	}
-	for ; n < len(l.segs)-1; n++ {
+	last := len(l.segs) - 1 // the active segment stays
+	if len(l.unsealed) > 0 {
+		// Neither a segment whose roll is not flushed yet nor the one
+		// before it (it would become the oldest, its transaction index
+		// rewritten while the flush writes its own) goes.
+		last = max(l.segmentForLocked(l.unsealed[0].s.base)-1, 0)
+	}
+	for ; n < last; n++ {
 		s := l.segs[n]
 		if excess >= s.size {
 			excess -= s.size

@@ -363,3 +363,68 @@ func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
 		t.Fatalf("after a power cut end %d, want 1", got)
 	}
 }
+
+// TestMaintainFlushesNoRollUnderLock: Maintain flushes the rolls pending
+// when it starts without the log's lock, and leaves a roll queued while it
+// does so to the log's flusher: it used to flush that one holding the lock
+// (lockQuiet's "rest under mu"), and with a slow disk and appends rolling
+// every second or so, each maintenance pass held the partition's appends
+// and reads for a whole flush (the slow-disk chaos scenario's 2.5 s gap).
+func TestMaintainFlushesNoRollUnderLock(t *testing.T) {
+	const dir = "/d/maintainroll"
+	efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 8192
+	clock := fakeClock()
+	l := mustOpen(t, dir, cfg, Options{FS: efs, Now: clock.now})
+	// No flusher goroutine: the rolls stay queued for Maintain to find.
+	l.mu.Lock()
+	l.sealRunning = true
+	l.mu.Unlock()
+	fillToRoll(t, l)
+	mustAppend(t, l, valueBatch(4, 200, clock.now().UnixMilli()), 0) // rolls: one flush pending
+	fillToRoll(t, l)
+	var (
+		rolled   atomic.Bool
+		underMu  atomic.Int32
+		appendCh = make(chan error, 1)
+	)
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op != vfs.OpSync || !strings.HasSuffix(path, ".log") {
+			return nil
+		}
+		if !l.mu.TryLock() {
+			underMu.Add(1) // nobody else takes mu here: the flush holds it
+			return nil
+		}
+		l.mu.Unlock()
+		if rolled.CompareAndSwap(false, true) {
+			// An append that rolls while the pending flush runs.
+			_, err := l.Append(valueBatch(4, 200, clock.now().UnixMilli()), 0)
+			appendCh <- err
+		}
+		return nil
+	})
+	if err := l.Maintain(clock.now()); err != nil {
+		t.Fatalf("maintain: %v", err)
+	}
+	if err := <-appendCh; err != nil {
+		t.Fatalf("append during the flush: %v", err)
+	}
+	if n := underMu.Load(); n > 0 {
+		t.Fatalf("Maintain fsynced %d rolled segments holding the log's lock", n)
+	}
+	efs.SetInjector(nil)
+	l.mu.Lock()
+	l.sealRunning = false
+	l.mu.Unlock()
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if rp, end := l.RecoveryPoint(), l.EndOffset(); rp != end {
+		t.Fatalf("after Sync recovery point %d, end %d", rp, end)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
