@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,5 +232,51 @@ func BenchmarkHostPartitions(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/parts, "heap-B/partition")
 		runtime.KeepAlive(img)
 		br.Close()
+	}
+}
+
+// First uses racing each other, a config change and the topic's deletion:
+// the log opens once, and once deleted nothing makes its directory again
+// (run with -race).
+func TestLazyPartitionOpenRaces(t *testing.T) {
+	dir := t.TempDir()
+	b := lazyTestBroker(t, dir)
+	defer b.Close()
+	for round := range 20 {
+		name := "race" + strconv.Itoa(round)
+		img := &raftfsm.Image{Index: uint64(3*round + 1), Topics: raftfsm.TopicMapOf(lazyTopic(name, byte(round+1), 1, map[string]string{}))}
+		if err := b.Reconcile(img); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		logs := make([]*segments.Log, 4)
+		for i := range logs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if p, err := b.lookup(name, 0); err == nil && p.ensureOpen() == nil {
+					logs[i] = p.log()
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			changed := lazyTopic(name, byte(round+1), 1, map[string]string{"retention.ms": "1000"})
+			b.Reconcile(&raftfsm.Image{Index: uint64(3*round + 2), Topics: raftfsm.TopicMapOf(changed)})
+			b.Reconcile(&raftfsm.Image{Index: uint64(3*round + 3), Topics: raftfsm.TopicMapOf()})
+		}()
+		wg.Wait()
+		for _, l := range logs {
+			if l != nil && l != logs[slices.IndexFunc(logs, func(x *segments.Log) bool { return x != nil })] {
+				t.Fatalf("round %d: the log was opened twice", round)
+			}
+		}
+		if dirs := partitionDirs(t, dir); len(dirs) != 0 {
+			t.Fatalf("round %d: directories after the topic's deletion: %v", round, dirs)
+		}
+	}
+	if n := len(b.opened()); n != 0 {
+		t.Fatalf("%d deleted partitions still counted open", n)
 	}
 }
