@@ -242,20 +242,25 @@ func (c *change) changePartition(cmd *ChangePartition) (any, error) {
 	if err := c.checkPartitionChange(t, cmd); err != nil {
 		return nil, err
 	}
-	t = t.clone()
+	old := t
+	t = t.withPartitions()
 	p := setPartition(t, cmd)
-	c.putTopic(t)
+	c.putTopicChanged(old, t, []int32{cmd.Partition})
 	res := p.clone()
 	return &res, nil
 }
 
+// changePartitions costs time in the changes (plus one copy of the
+// topic's partition structs and its encoding): the controller moves
+// thousands of leaders with it when a broker shuts down.
 func (c *change) changePartitions(cmd *ChangePartitions) (any, error) {
 	t, err := c.topic(cmd.Topic)
 	if err != nil {
 		return nil, err
 	}
-	t = t.clone()
-	applied := int64(0)
+	old := t
+	t = t.withPartitions()
+	var changed []int32
 	for i := range cmd.Changes {
 		ch := cmd.Changes[i]
 		ch.Topic = cmd.Topic
@@ -263,10 +268,11 @@ func (c *change) changePartitions(cmd *ChangePartitions) (any, error) {
 			continue
 		}
 		setPartition(t, &ch)
-		applied++
+		changed = append(changed, ch.Partition)
 	}
+	applied := int64(len(changed))
 	if applied > 0 {
-		c.putTopic(t)
+		c.putTopicChanged(old, t, changed)
 	}
 	return applied, nil
 }

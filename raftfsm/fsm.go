@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
@@ -215,6 +216,24 @@ func (c *change) putTopic(t *Topic) {
 	if c.img.load != nil {
 		c.img.load.add(c.img.Topics.Get(t.Name), -1)
 		c.img.load.add(t, 1)
+	}
+	c.img.Topics = c.img.Topics.With(t)
+	c.topics = append(c.topics, t.Name)
+	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
+}
+
+// putTopicChanged is putTopic for t, a version of old that differs only in
+// the partitions at changed (which it may reorder): the load moves by those
+// partitions alone.
+func (c *change) putTopicChanged(old, t *Topic, changed []int32) {
+	if c.img.load != nil {
+		// A partition changed twice in one command counts once.
+		slices.Sort(changed)
+		changed = slices.Compact(changed)
+		for _, i := range changed {
+			c.img.load.addPartition(old.Partitions[i], -1)
+			c.img.load.addPartition(t.Partitions[i], 1)
+		}
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)

@@ -90,6 +90,17 @@ func (t *Topic) clone() *Topic {
 	return &c
 }
 
+// withPartitions returns a copy of t whose Partitions slice is its own, for
+// changing partitions by replacing them: the replica lists and the configs
+// stay shared with t, so the caller must replace them, never modify them
+// (setPartition does). A leader move then costs one copy of the partition
+// structs instead of four slice allocations per partition of the topic.
+func (t *Topic) withPartitions() *Topic {
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	return &c
+}
+
 func (p Partition) clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)

@@ -33,17 +33,23 @@ func (l *partitionLoad) add(t *Topic, sign int64) {
 	}
 	l.partitions += sign * int64(len(t.Partitions))
 	for _, p := range t.Partitions {
-		if p.Leader >= 0 {
-			l.leaders[p.Leader] += sign
-			if l.leaders[p.Leader] == 0 {
-				delete(l.leaders, p.Leader)
-			}
+		l.addPartition(p, sign)
+	}
+}
+
+// addPartition counts p's leader and replicas once more or once less (not
+// the partition itself: a changed partition is removed and added again).
+func (l *partitionLoad) addPartition(p Partition, sign int64) {
+	if p.Leader >= 0 {
+		l.leaders[p.Leader] += sign
+		if l.leaders[p.Leader] == 0 {
+			delete(l.leaders, p.Leader)
 		}
-		for _, id := range p.Replicas {
-			l.replicas[id] += sign
-			if l.replicas[id] == 0 {
-				delete(l.replicas, id)
-			}
+	}
+	for _, id := range p.Replicas {
+		l.replicas[id] += sign
+		if l.replicas[id] == 0 {
+			delete(l.replicas, id)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -38,6 +39,11 @@ func scalePartitions(b *testing.B) int {
 // broker leading a third of them, a controller failover (leader closed
 // until a survivor applies a command) and the restart of the closed node
 // until it is ready and caught up.
+//
+// RUNNEL_BENCH_SHUTDOWN_CPUPROFILE=file writes a CPU profile of the
+// controlled shutdown alone; RUNNEL_BENCH_ELECTION_TIMEOUT=duration sets
+// the raft election timeout (Config.ElectionTimeout) to measure failover
+// against it.
 func BenchmarkControllerScale(b *testing.B) {
 	total := scalePartitions(b)
 	for range b.N {
@@ -51,6 +57,13 @@ func runScale(b *testing.B, total int) {
 		c.SessionTimeout = 5 * time.Second
 		c.SnapshotThreshold = 1 << 20 // snapshots only when asked
 		c.SnapshotInterval = time.Hour
+		if v := os.Getenv("RUNNEL_BENCH_ELECTION_TIMEOUT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				b.Fatalf("RUNNEL_BENCH_ELECTION_TIMEOUT=%q", v)
+			}
+			c.ElectionTimeout = d
+		}
 	})
 	defer func() {
 		for i := range q.nodes {
@@ -81,11 +94,13 @@ func runScale(b *testing.B, total int) {
 	snapBytes := dirBytes(b, filepath.Join(q.cfgs[lead].Dir, "snapshots"))
 
 	broker := (lead + 1) % 3
+	stopProfile := startProfile(b, os.Getenv("RUNNEL_BENCH_SHUTDOWN_CPUPROFILE"))
 	start = time.Now()
 	if err := q.nodes[broker].ControlledShutdown(ctx); err != nil {
 		b.Fatal(err)
 	}
 	shutdown := time.Since(start)
+	stopProfile()
 	img, _ := q.nodes[broker].Image()
 	led := 0
 	for _, t := range img.Topics.All() {
@@ -120,6 +135,27 @@ func runScale(b *testing.B, total int) {
 	b.ReportMetric(shutdown.Seconds(), "controlled_shutdown_s")
 	b.ReportMetric(failover.Seconds(), "failover_s")
 	b.ReportMetric(restart.Seconds(), "restart_s")
+}
+
+// startProfile starts a CPU profile into file (nothing when file is "")
+// and returns what stops it.
+func startProfile(b *testing.B, file string) func() {
+	if file == "" {
+		return func() {}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func dirBytes(b *testing.B, dir string) int64 {
