@@ -219,7 +219,7 @@ func (c *change) putTopic(t *Topic) {
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)
-	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
+	c.writes = append(c.writes, write{topicKey(t.Name), topicJSON(t)})
 }
 
 // putTopicChanged is putTopic for t, a version of old that differs only in
@@ -237,7 +237,7 @@ func (c *change) putTopicChanged(old, t *Topic, changed []int32) {
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)
-	c.writes = append(c.writes, write{topicKey(t.Name), mustJSON(t)})
+	c.writes = append(c.writes, write{topicKey(t.Name), topicJSON(t)})
 }
 
 func (c *change) putBroker(b *Broker) {
