@@ -37,18 +37,19 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"segments":    {"recordbatch"}, // one partition's log, over the codec
 		"api/rest":    {"api"},         // the HTTP handler over the api contract
 		"kafkaproto":  {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
-		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
-		"raftfsm":            nil,                      // the metadata state machine: a leaf
-		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port
-		"server/groups":      {"api", "kafkaproto", "raftfsm", "internode"},
-		"server/broker":      {"api", "kafkaproto", "raftfsm", "internode", "segments", "recordbatch", "internal/warnlimit"}, // the data plane: never server
-		"server/access":      {"api", "raftfsm", "server/auth"},                                                              // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
-		"server/auth":        nil,                                                                                            // the one authorizer: a leaf
-		"server/quota":       {"api", "raftfsm"},                                                                             // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)
-		"server/connrate":    nil,                                                                                            // the connection creation rate limiter: a leaf
-		"server/admin":       {"raftfsm", "server/broker", "server/groups"},                                                  // both doors' metadata changes and elections; never server
-		"server/metrics":     {"api", "raftfsm"},                                                                             // the Prometheus collectors and the UI's series
-		"server/tlsreload":   nil,                                                                                            // the client-facing certificate, reloaded: a leaf
+		"internal/warnlimit":        nil,                      // rate-limited WARN lines: a leaf
+		"raftfsm":                   nil,                      // the metadata state machine: a leaf
+		"raftfsm/quorum":            {"raftfsm", "internode"}, // the raft node running it on the inter-node port
+		"server/groups":             {"api", "kafkaproto", "raftfsm", "internode"},
+		"server/broker":             {"api", "kafkaproto", "raftfsm", "internode", "segments", "recordbatch", "internal/warnlimit"}, // the data plane: never server
+		"server/broker/topicconfig": {"kafkaproto", "segments", "recordbatch"},                                                      // the topic config table: a leaf of the data plane
+		"server/access":             {"api", "raftfsm", "server/auth"},                                                              // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
+		"server/auth":               nil,                                                                                            // the one authorizer: a leaf
+		"server/quota":              {"api", "raftfsm"},                                                                             // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)
+		"server/connrate":           nil,                                                                                            // the connection creation rate limiter: a leaf
+		"server/admin":              {"raftfsm", "server/broker", "server/groups"},                                                  // both doors' metadata changes and elections; never server
+		"server/metrics":            {"api", "raftfsm"},                                                                             // the Prometheus collectors and the UI's series
+		"server/tlsreload":          nil,                                                                                            // the client-facing certificate, reloaded: a leaf
 		// The coordinators on a broker (their backends): never server.
 		"server/coordinators": {"api", "kafkaproto", "raftfsm", "recordbatch", "segments", "server/admin", "server/broker",
 			"server/groups", "server/metrics", "server/txn"},

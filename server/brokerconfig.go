@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/server/admin"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 	"github.com/runnel/runnel/server/kafkadoor"
 )
 
@@ -74,7 +74,7 @@ var brokerConfigDefs = []brokerConfigDef{
 
 // topicDefault is the value a topic config has when a topic does not set it.
 func topicDefault(name string) func(*Config) string {
-	return func(*Config) string { return broker.EffectiveConfig(nil, name) }
+	return func(*Config) string { return topicconfig.Effective(nil, name) }
 }
 
 func joinRoles(roles []Role) string {

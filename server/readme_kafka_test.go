@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/runnel/runnel/kafkaproto"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
 // README's Kafka section lists every API key the listener serves with its
@@ -31,7 +31,7 @@ func readmeKafkaAPIs() string {
 func readmeTopicConfigs() string {
 	var b strings.Builder
 	b.WriteString("| config | default | accepted | runnel |\n|---|---|---|---|\n")
-	for _, d := range broker.TopicConfigDefs() {
+	for _, d := range topicconfig.Defs() {
 		def := d.Def
 		switch def {
 		case "":
@@ -71,7 +71,7 @@ func TestREADMEKafkaTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(raw)
-	for _, d := range broker.TopicConfigDefs() {
+	for _, d := range topicconfig.Defs() {
 		if d.Check != nil && d.Allowed == "" {
 			t.Errorf("topic config %s has a check but no allowed text", d.Name)
 		}

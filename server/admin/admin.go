@@ -29,6 +29,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
 // Metadata is the metadata node as admin uses it; quorum.Node implements it.
@@ -147,7 +148,7 @@ func checkTopicSpec(spec TopicSpec, limits raftfsm.Limits) (TopicSpec, error) {
 	if err := limits.CheckTopic(spec.Partitions, spec.ReplicationFactor); err != nil {
 		return spec, err
 	}
-	if err := broker.ValidateTopicConfigs(spec.Configs); err != nil {
+	if err := topicconfig.ValidateAll(spec.Configs); err != nil {
 		return spec, err
 	}
 	return spec, nil
@@ -234,13 +235,13 @@ func (a *Admin) AlterTopicConfigs(ctx context.Context, name string, changes map[
 	cmd := &raftfsm.AlterConfigs{Topic: name, Set: map[string]string{}, ListOps: listOps}
 	for k, v := range changes {
 		if v == nil {
-			if _, ok := broker.LookupTopicConfig(k); !ok {
-				return nil, fmt.Errorf("%w: unknown config %q", broker.ErrInvalidConfig, k)
+			if _, ok := topicconfig.Lookup(k); !ok {
+				return nil, fmt.Errorf("%w: unknown config %q", topicconfig.ErrInvalid, k)
 			}
 			cmd.Delete = append(cmd.Delete, k)
 			continue
 		}
-		if err := broker.ValidateTopicConfig(k, *v); err != nil {
+		if err := topicconfig.Validate(k, *v); err != nil {
 			return nil, err
 		}
 		cmd.Set[k] = *v

@@ -9,6 +9,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
 // Leader elections the active controller runs beyond what fencing does:
@@ -185,7 +186,7 @@ func election(img *raftfsm.Image, t *raftfsm.Topic, i int32, mode ElectionMode) 
 	p := t.Partitions[i]
 	ch := raftfsm.ChangePartition{Topic: t.Name, Partition: i, Leader: -1,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, ISR: p.ISR}
-	unclean := broker.EffectiveConfig(t.Configs, "unclean.leader.election.enable") == "true"
+	unclean := topicconfig.Effective(t.Configs, "unclean.leader.election.enable") == "true"
 	preferredOK := len(p.Replicas) > 0 && alive(p.Replicas[0]) && slices.Contains(p.ISR, p.Replicas[0])
 	switch {
 	case len(p.Replicas) == 0:

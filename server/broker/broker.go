@@ -20,6 +20,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -432,7 +433,7 @@ func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
 	if ht.applied == t {
 		return nil // images share unchanged topics: nothing to do
 	}
-	cfg := logConfig(t.Configs)
+	cfg := topicconfig.LogConfig(t.Configs)
 	cfg.MaxInflatedBytes, cfg.FramingOnly = b.maxInflated, b.framingOnly
 	pc := partitionConfigOf(t.Configs)
 	for i, pm := range t.Partitions {

@@ -16,9 +16,10 @@
 // the leader tracks their log end offsets, advances the high watermark over
 // the ISR (replication.go) and proposes ISR changes to the controller
 // (isrLoop). Producer state (idempotence, transactions, producerstate.go),
-// idempotency keys of HTTP produce (idemkeys.go), the topic config table
-// (topicconfig*.go), the disk reserve (diskguard.go) and the recovery of
-// logs whose disk failed (storage.go) live here too.
+// idempotency keys of HTTP produce (idemkeys.go), the disk reserve
+// (diskguard.go) and the recovery of logs whose disk failed (storage.go)
+// live here too; the topic config table is the subpackage topicconfig,
+// which the doors and server/admin use as well.
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
-	"github.com/runnel/runnel/segments"
-
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
 var (
@@ -125,9 +125,9 @@ type partitionConfig struct {
 
 func partitionConfigOf(cfgs map[string]string) partitionConfig {
 	return partitionConfig{
-		maxMessage: int32(ConfigInt(cfgs, "max.message.bytes")),
-		tsAppend:   EffectiveConfig(cfgs, "message.timestamp.type") == "LogAppendTime",
-		minISR:     int32(ConfigInt(cfgs, "min.insync.replicas")),
+		maxMessage: int32(topicconfig.Int(cfgs, "max.message.bytes")),
+		tsAppend:   topicconfig.Effective(cfgs, "message.timestamp.type") == "LogAppendTime",
+		minISR:     int32(topicconfig.Int(cfgs, "min.insync.replicas")),
 	}
 }
 

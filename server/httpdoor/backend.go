@@ -17,6 +17,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 	"github.com/runnel/runnel/server/metrics"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -43,7 +44,7 @@ var httpErrors = []struct{ from, to error }{
 	{broker.ErrUnknownPartition, api.ErrUnknownPartition},
 	{raftfsm.ErrTopicExists, api.ErrTopicExists},
 	{admin.ErrInvalidTopicName, api.ErrInvalidTopicName},
-	{broker.ErrInvalidConfig, api.ErrInvalidConfig},
+	{topicconfig.ErrInvalid, api.ErrInvalidConfig},
 	{admin.ErrInvalidPartitions, api.ErrInvalidPartitions},
 	{admin.ErrInvalidReplicas, api.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidConfig, api.ErrInvalidConfig},
@@ -367,7 +368,7 @@ func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceR
 	batches := map[int32][]byte{}
 	parts := map[int32]*broker.Partition{}
 	remote := map[int32]string{} // partition -> leader's HTTP address
-	maxMessage := int(broker.ConfigInt(t.Configs, "max.message.bytes"))
+	maxMessage := int(topicconfig.Int(t.Configs, "max.message.bytes"))
 	for part, recs := range byPart {
 		batch := recordbatch.Build(recs)
 		if k != nil {

@@ -36,6 +36,7 @@ import (
 	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/metrics"
 	"github.com/runnel/runnel/server/quota"
@@ -129,7 +130,7 @@ var kafkaErrors = []struct{ from, to error }{
 	{broker.ErrUnknownPartition, kafkaproto.ErrUnknownTopicOrPartition},
 	{raftfsm.ErrTopicExists, kafkaproto.ErrTopicExists},
 	{admin.ErrInvalidTopicName, kafkaproto.ErrInvalidTopic},
-	{broker.ErrInvalidConfig, kafkaproto.ErrInvalidConfig},
+	{topicconfig.ErrInvalid, kafkaproto.ErrInvalidConfig},
 	{admin.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{raftfsm.ErrInvalidPartitions, kafkaproto.ErrInvalidPartitions},
 	{admin.ErrInvalidReplicas, kafkaproto.ErrInvalidReplicationFactor},
@@ -433,7 +434,7 @@ func (k *Backend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigReso
 		return nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, res.Name)
 	}
 	var out []kafkaproto.ConfigEntry
-	for _, def := range broker.TopicConfigDefs() {
+	for _, def := range topicconfig.Defs() {
 		v, set := t.Configs[def.Name]
 		src := kafkaproto.SourceTopic
 		if !set {
@@ -444,7 +445,7 @@ func (k *Backend) DescribeConfigs(ctx context.Context, res kafkaproto.ConfigReso
 		if def.NotApplied != "" {
 			e.ReadOnly, e.Doc = true, "accepted and stored, not applied: "+def.NotApplied
 		}
-		e.Synonyms = broker.TopicConfigSynonyms(def, t.Configs)
+		e.Synonyms = topicconfig.Synonyms(def, t.Configs)
 		out = append(out, e)
 	}
 	return out, nil

@@ -8,7 +8,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
 // listConfigOp checks an IncrementalAlterConfigs APPEND or SUBTRACT on a
@@ -18,7 +18,7 @@ import (
 // when the topic does not set it, as in Kafka. Any other config is
 // INVALID_CONFIG.
 func listConfigOp(op kafkaproto.ConfigOp) (raftfsm.ConfigListOp, error) {
-	def, ok := broker.LookupTopicConfig(op.Name)
+	def, ok := topicconfig.Lookup(op.Name)
 	if !ok {
 		return raftfsm.ConfigListOp{}, fmt.Errorf("%w: unknown config %q", kafkaproto.ErrInvalidConfig, op.Name)
 	}
@@ -37,7 +37,7 @@ func listConfigOp(op kafkaproto.ConfigOp) (raftfsm.ConfigListOp, error) {
 	// Each value must be one the config takes, so that any list of them is
 	// (the state machine cannot run the config's check).
 	for _, v := range lo.Values {
-		if err := broker.ValidateTopicConfig(op.Name, v); err != nil {
+		if err := topicconfig.Validate(op.Name, v); err != nil {
 			return lo, toKafka(err)
 		}
 	}
@@ -89,7 +89,7 @@ func (k *Backend) topicConfigChanges(ctx context.Context, topic string, ops []ka
 			if !ok {
 				return nil, nil, fmt.Errorf("%w: %s", kafkaproto.ErrUnknownTopicOrPartition, topic)
 			}
-			current = broker.EffectiveConfig(t.Configs, op.Name)
+			current = topicconfig.Effective(t.Configs, op.Name)
 		}
 		joined := raftfsm.ApplyListOp(current, lo)
 		changes[op.Name] = &joined

@@ -1,4 +1,4 @@
-package broker
+package topicconfig
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 // Terraform providers, kafka-configs.sh, Cruise Control) set these, so they
 // are accepted with Kafka's types and bounds, stored and described, but
 // runnel does not act on them: DescribeConfigs reports them read-only with
-// the reason in their documentation (notApplied). The bounds are Kafka's
+// the reason in their documentation (NotApplied). The bounds are Kafka's
 // (LogConfig, 3.x); a value out of them is INVALID_CONFIG as in Kafka.
-func kafkaOnlyTopicConfigs() []TopicConfigDef {
+func kafkaOnlyTopicConfigs() []Def {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
-	return []TopicConfigDef{
+	return []Def{
 		{Name: "compression.type", Allowed: "uncompressed, zstd, lz4, snappy, gzip or producer", Def: "producer", Kind: 2, Check: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
 			NotApplied: "batches are stored as the producer compressed them (producer)"},
 		{Name: "compression.gzip.level", Allowed: "1 to 9, or -1", Def: "-1", Kind: 3, Check: intIn(1, 9, -1), NotApplied: "runnel does not recompress"},
@@ -103,7 +103,7 @@ func checkFormatVersion(v string) error {
 	return nil
 }
 
-// brokerSynonyms names the broker config (brokerconfig.go) that gives a
+// brokerSynonyms names the broker config (server/brokerconfig.go) that gives a
 // topic config its default, as Kafka names them.
 var brokerSynonyms = map[string]string{
 	"segment.bytes":                  "log.segment.bytes",
@@ -116,10 +116,10 @@ var brokerSynonyms = map[string]string{
 	"unclean.leader.election.enable": "unclean.leader.election.enable",
 }
 
-// TopicConfigSynonyms lists where a topic config's value comes from, most
+// Synonyms lists where a topic config's value comes from, most
 // specific first: the topic's own value when it sets one, then the
 // broker-wide default (under the broker config's name when there is one).
-func TopicConfigSynonyms(def TopicConfigDef, cfgs map[string]string) []kafkaproto.ConfigSynonym {
+func Synonyms(def Def, cfgs map[string]string) []kafkaproto.ConfigSynonym {
 	var out []kafkaproto.ConfigSynonym
 	if v, ok := cfgs[def.Name]; ok {
 		out = append(out, kafkaproto.ConfigSynonym{Name: def.Name, Value: &v, Source: kafkaproto.SourceTopic})

@@ -1,4 +1,4 @@
-package broker
+package topicconfig
 
 import (
 	"errors"
@@ -15,10 +15,10 @@ import (
 	"github.com/runnel/runnel/recordbatch"
 )
 
-var ErrInvalidConfig = errors.New("invalid topic config")
+var ErrInvalid = errors.New("invalid topic config")
 
-// TopicConfigDef is one topic config runnel understands.
-type TopicConfigDef struct {
+// Def is one topic config runnel understands.
+type Def struct {
 	Name  string
 	Def   string // default value as Kafka prints it
 	Kind  int8   // Kafka ConfigType: 2 STRING, 3 INT, 5 LONG, 7 LIST
@@ -29,27 +29,27 @@ type TopicConfigDef struct {
 	Allowed string
 	Doc     string
 	// NotApplied, when set, says why runnel accepts the config but does
-	// not act on it (topicconfig_kafka.go); it is described read-only.
+	// not act on it (kafka.go); it is described read-only.
 	NotApplied string
 }
 
-// TopicConfigDefs is every topic config runnel accepts, sorted by name:
+// Defs is every topic config runnel accepts, sorted by name:
 // the ones it honours and the rest of Kafka's set.
-func TopicConfigDefs() []TopicConfigDef { return slices.Clone(topicConfigDefs()) }
+func Defs() []Def { return slices.Clone(sortedDefs()) }
 
-// topicConfigDefs is the table, sorted once: LookupTopicConfig runs for
+// sortedDefs is the table, sorted once: Lookup runs for
 // every hosted partition a reconcile applies (a million at a restart), and
 // building and sorting it each time was most of that work.
-var topicConfigDefs = sync.OnceValue(func() []TopicConfigDef {
+var sortedDefs = sync.OnceValue(func() []Def {
 	defs := append(honouredTopicConfigs(), kafkaOnlyTopicConfigs()...)
 	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
 	return defs
 })
 
 // honouredTopicConfigs are the topic configs runnel acts on.
-func honouredTopicConfigs() []TopicConfigDef {
+func honouredTopicConfigs() []Def {
 	maxLong := strconv.FormatInt(math.MaxInt64, 10)
-	return []TopicConfigDef{
+	return []Def{
 		{Name: "cleanup.policy", Allowed: "delete, compact or compact,delete", Def: "delete", Kind: 7, Check: checkCleanupPolicy, Doc: "delete, compact, or compact,delete"},
 		{Name: "delete.retention.ms", Def: strconv.Itoa(segments.DefaultDeleteRetentionMs), Kind: 5, Min: 0, Doc: "how long tombstones survive compaction"},
 		{Name: "flush.messages", Def: maxLong, Kind: 5, Min: 1, Doc: "fsync after this many messages; 1 fsyncs before every acknowledgement"},
@@ -66,13 +66,13 @@ func honouredTopicConfigs() []TopicConfigDef {
 	}
 }
 
-func LookupTopicConfig(name string) (TopicConfigDef, bool) {
-	defs := topicConfigDefs()
+func Lookup(name string) (Def, bool) {
+	defs := sortedDefs()
 	i := sort.Search(len(defs), func(i int) bool { return defs[i].Name >= name })
 	if i < len(defs) && defs[i].Name == name {
 		return defs[i], true
 	}
-	return TopicConfigDef{}, false
+	return Def{}, false
 }
 
 func checkCleanupPolicy(v string) error {
@@ -99,15 +99,15 @@ func checkBool(v string) error {
 	return nil
 }
 
-// ValidateTopicConfig checks one name=value pair.
-func ValidateTopicConfig(name, value string) error {
-	def, ok := LookupTopicConfig(name)
+// Validate checks one name=value pair.
+func Validate(name, value string) error {
+	def, ok := Lookup(name)
 	if !ok {
-		return fmt.Errorf("%w: unknown config %q", ErrInvalidConfig, name)
+		return fmt.Errorf("%w: unknown config %q", ErrInvalid, name)
 	}
 	if def.Check != nil {
 		if err := def.Check(value); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, name, err)
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, name, err)
 		}
 		return nil
 	}
@@ -117,52 +117,52 @@ func ValidateTopicConfig(name, value string) error {
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, bits)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %q is not an integer", ErrInvalidConfig, name, value)
+		return fmt.Errorf("%w: %s: %q is not an integer", ErrInvalid, name, value)
 	}
 	if n < def.Min {
-		return fmt.Errorf("%w: %s: %d is below the minimum %d", ErrInvalidConfig, name, n, def.Min)
+		return fmt.Errorf("%w: %s: %d is below the minimum %d", ErrInvalid, name, n, def.Min)
 	}
 	return nil
 }
 
-func ValidateTopicConfigs(cfgs map[string]string) error {
+func ValidateAll(cfgs map[string]string) error {
 	for k, v := range cfgs {
-		if err := ValidateTopicConfig(k, v); err != nil {
+		if err := Validate(k, v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// EffectiveConfig returns name's value for a topic: its own or the default.
-func EffectiveConfig(cfgs map[string]string, name string) string {
+// Effective returns name's value for a topic: its own or the default.
+func Effective(cfgs map[string]string, name string) string {
 	if v, ok := cfgs[name]; ok {
 		return v
 	}
-	def, _ := LookupTopicConfig(name)
+	def, _ := Lookup(name)
 	return def.Def
 }
 
-func ConfigInt(cfgs map[string]string, name string) int64 {
-	n, _ := strconv.ParseInt(strings.TrimSpace(EffectiveConfig(cfgs, name)), 10, 64)
+func Int(cfgs map[string]string, name string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(Effective(cfgs, name)), 10, 64)
 	return n
 }
 
-// logConfig turns validated topic configs into a segments.Config.
-func logConfig(cfgs map[string]string) segments.Config {
+// LogConfig turns validated topic configs into a segments.Config.
+func LogConfig(cfgs map[string]string) segments.Config {
 	c := segments.DefaultConfig()
 	// Kafka lets segment.bytes go down to 14; no RecordBatch v2 is
 	// smaller than its 61-byte header, so any value up to 61 rolls after
 	// every batch, which is what 61 does (segments refuses less).
-	c.SegmentBytes = max(ConfigInt(cfgs, "segment.bytes"), recordbatch.HeaderLen) // the smallest batch there is
-	c.SegmentMs = ConfigInt(cfgs, "segment.ms")
-	c.RetentionMs = ConfigInt(cfgs, "retention.ms")
-	c.RetentionBytes = ConfigInt(cfgs, "retention.bytes")
-	c.CleanupPolicy = EffectiveConfig(cfgs, "cleanup.policy")
-	c.MaxMessageBytes = int32(ConfigInt(cfgs, "max.message.bytes"))
-	c.IndexIntervalBytes = int32(ConfigInt(cfgs, "index.interval.bytes"))
-	c.FlushMessages = ConfigInt(cfgs, "flush.messages")
-	c.FlushMs = ConfigInt(cfgs, "flush.ms")
-	c.DeleteRetentionMs = ConfigInt(cfgs, "delete.retention.ms")
+	c.SegmentBytes = max(Int(cfgs, "segment.bytes"), recordbatch.HeaderLen) // the smallest batch there is
+	c.SegmentMs = Int(cfgs, "segment.ms")
+	c.RetentionMs = Int(cfgs, "retention.ms")
+	c.RetentionBytes = Int(cfgs, "retention.bytes")
+	c.CleanupPolicy = Effective(cfgs, "cleanup.policy")
+	c.MaxMessageBytes = int32(Int(cfgs, "max.message.bytes"))
+	c.IndexIntervalBytes = int32(Int(cfgs, "index.interval.bytes"))
+	c.FlushMessages = Int(cfgs, "flush.messages")
+	c.FlushMs = Int(cfgs, "flush.ms")
+	c.DeleteRetentionMs = Int(cfgs, "delete.retention.ms")
 	return c
 }
