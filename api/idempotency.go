@@ -12,7 +12,7 @@ import (
 // the same key is still being served on this node, and hands the rest to a
 // backend implementing IdempotentProduceBackend; the backend makes the
 // memory of a key durable and replicated (runnel keeps it in the record
-// log, see server/idemkeys.go) and returns ErrIdempotencyKeyReused for the
+// log, see server/broker/producers/keys.go) and returns ErrIdempotencyKeyReused for the
 // same key with a different request.
 
 // IdempotencyKeyHeader is the request header naming a retryable produce.

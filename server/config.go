@@ -15,7 +15,7 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/raftfsm/quorum"
 	"github.com/runnel/runnel/segments"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/tlsreload"
 	"github.com/runnel/runnel/server/txn"
 )
@@ -200,14 +200,14 @@ func DefaultConfig() Config {
 		// Connection creation rate per address.
 		KafkaMaxConnectionRatePerIP: DefaultMaxConnectionRatePerIP,
 		HTTPMaxConnectionRatePerIP:  DefaultMaxConnectionRatePerIP,
-		ProducerIDExpiration:        broker.DefaultProducerIDExpiration,
-		MaxProducerIDsPerPartition:  broker.DefaultMaxProducerIDsPerPartition,
+		ProducerIDExpiration:        producers.DefaultIDExpiration,
+		MaxProducerIDsPerPartition:  producers.DefaultMaxIDsPerPartition,
 		HTTPLimits:                  rest.DefaultLimits,
 		MaxDecompressedBatchBytes:   segments.DefaultMaxInflatedBytes,
 
 		// Idempotent HTTP produce.
-		IdempotencyKeyExpiration:       broker.DefaultIdempotencyKeyExpiration,
-		MaxIdempotencyKeysPerPartition: broker.DefaultMaxIdempotencyKeysPerPartition,
+		IdempotencyKeyExpiration:       producers.DefaultKeyExpiration,
+		MaxIdempotencyKeysPerPartition: producers.DefaultMaxKeysPerPartition,
 
 		TopicLimits: raftfsm.Limits{
 			MaxPartitionsPerTopic: 10_000,

@@ -16,7 +16,7 @@
 // 27) on the leader's inter-broker port; recordbatch.BuildControl and
 // recordbatch.ParseControl are the marker codec. A marker with a newer
 // producer epoch fences the old producer; one from an older coordinator
-// epoch is refused (broker/producerstate.go). segments.Log tracks the open
+// epoch is refused (broker/producers/table.go). segments.Log tracks the open
 // transactions and the aborted-transactions index of every replica, so the
 // last stable offset (broker/txnread.go) is right on a new leader too; Kafka
 // read_committed Fetch and ListOffsets and HTTP reads with
@@ -76,7 +76,7 @@
 // coordinator, and the group coordinator holds none of its locks while it
 // calls back (groups.Backend).
 //
-// Idempotent HTTP produce (Idempotency-Key) lives in broker/idemkeys.go: the key
+// Idempotent HTTP produce (Idempotency-Key) lives in broker/producers/keys.go: the key
 // travels in the producer fields of the batches a request writes, so it is
 // replicated and survives failover with the log; partition leaders index it.
 package server
@@ -113,6 +113,7 @@ import (
 	"github.com/runnel/runnel/server/access"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/coordinators"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/httpdoor"
@@ -512,17 +513,17 @@ func (s *Server) startBroker(ctx context.Context) error {
 		MaxInflated: s.cfg.MaxDecompressedBatchBytes, FramingOnly: s.cfg.BenchSkipRecordValidation,
 		Lease: s.meta.BrokerLeaseValid, MinFreeDisk: s.cfg.MinFreeDisk,
 		Now: s.faults.now, FS: s.faults.fs(),
-		Producers: &broker.ProducerPolicy{
-			Expiration: cmp.Or(s.cfg.ProducerIDExpiration, broker.DefaultProducerIDExpiration),
-			MaxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, broker.DefaultMaxProducerIDsPerPartition),
+		Producers: &producers.Policy{
+			Expiration: cmp.Or(s.cfg.ProducerIDExpiration, producers.DefaultIDExpiration),
+			MaxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, producers.DefaultMaxIDsPerPartition),
 			Allocated: func() (int64, <-chan struct{}) {
 				img, changed := s.meta.Image()
 				return img.NextProducerID, changed
 			},
 		},
-		Keys: &broker.KeyPolicy{
-			Expiration: cmp.Or(s.cfg.IdempotencyKeyExpiration, broker.DefaultIdempotencyKeyExpiration),
-			MaxKeys:    cmp.Or(s.cfg.MaxIdempotencyKeysPerPartition, broker.DefaultMaxIdempotencyKeysPerPartition),
+		Keys: &producers.KeyPolicy{
+			Expiration: cmp.Or(s.cfg.IdempotencyKeyExpiration, producers.DefaultKeyExpiration),
+			MaxKeys:    cmp.Or(s.cfg.MaxIdempotencyKeysPerPartition, producers.DefaultMaxKeysPerPartition),
 		},
 	}, s.meta)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/broker/topicconfig"
 
 	"github.com/runnel/runnel/segments/vfs"
@@ -47,9 +48,9 @@ type Broker struct {
 	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline)
 
 	// producers is given to every partition; nil: the default.
-	producers *ProducerPolicy
+	producers *producers.Policy
 	// keys is given to every partition (idempotency keys); nil: the default.
-	keys *KeyPolicy
+	keys *producers.KeyPolicy
 	// lease is given to every partition (partition.leaseValid); set before
 	// start, nil: always valid.
 	lease func(time.Time) bool
@@ -145,8 +146,8 @@ type Config struct {
 	MinFreeDisk int64
 	// Producers and Keys bound the producer and idempotency-key tables
 	// (nil: the defaults).
-	Producers *ProducerPolicy
-	Keys      *KeyPolicy
+	Producers *producers.Policy
+	Keys      *producers.KeyPolicy
 	// Now is the node's wall clock for retention, segment.ms and record
 	// timestamps (nil: time.Now); FS is the partitions' filesystem (nil:
 	// the OS's). Both are the test-fault hooks (server/testfaults.go).

@@ -15,11 +15,13 @@
 // from its leader over the inter-broker Kafka port (fetcher.go, kafkaconn.go);
 // the leader tracks their log end offsets, advances the high watermark over
 // the ISR (replication.go) and proposes ISR changes to the controller
-// (isrLoop). Producer state (idempotence, transactions, producerstate.go),
-// idempotency keys of HTTP produce (idemkeys.go), the disk reserve
-// (diskguard.go) and the recovery of logs whose disk failed (storage.go)
-// live here too; the topic config table is the subpackage topicconfig,
-// which the doors and server/admin use as well.
+// (isrLoop). The disk reserve (diskguard.go) and the recovery of logs
+// whose disk failed (storage.go) live here too. Two leaf subpackages hold
+// what needs no partition: producers (the producer table of idempotent
+// and transactional producers and the index of HTTP idempotency keys,
+// which a partition checks and records each append against under its
+// appendMu: producerstate.go, idemkeys.go) and topicconfig (the topic
+// config table, which the doors and server/admin use as well).
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so

@@ -1,23 +1,22 @@
 package broker
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/server/broker/producers"
 )
 
-func testKey(key, body string) IdemKey {
-	return NewIdemKey("", key, sha256.Sum256([]byte(body)))
+func testKey(key, body string) producers.Key {
+	return producers.NewKey("", key, sha256.Sum256([]byte(body)))
 }
 
 // keyedBatch is the batch the HTTP door builds for records under key k.
-func keyedBatch(k IdemKey, ts int64, values ...string) []byte {
+func keyedBatch(k producers.Key, ts int64, values ...string) []byte {
 	var recs []recordbatch.NewRecord
 	for _, v := range values {
 		recs = append(recs, recordbatch.NewRecord{Timestamp: ts, Value: []byte(v)})
@@ -70,14 +69,11 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 // Keys derived producer ids never reach the Kafka producer table, and the
 // Kafka door cannot write under them.
 func TestIdempotencyKeyIDsApart(t *testing.T) {
-	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 1,
+	p := testPartition(t, &producers.Policy{Expiration: time.Hour, MaxIDs: 1,
 		Allocated: func() (int64, <-chan struct{}) { return 10, make(chan struct{}) }})
 	now := time.Now().UnixMilli()
 	for i := range 5 {
 		k := testKey(fmt.Sprint("key", i), "b")
-		if !isKeyProducerID(k.ID) {
-			t.Fatalf("key id %d outside the key range", k.ID)
-		}
 		if _, err := p.appendKeyed(keyedBatch(k, now, "v"), &k); err != nil {
 			t.Fatalf("keyed append with an unallocated id: %v", err)
 		}
@@ -86,7 +82,7 @@ func TestIdempotencyKeyIDsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.appendMu.Lock()
-	n := len(p.producers.byID)
+	n := p.producers.Len()
 	p.appendMu.Unlock()
 	if n != 1 {
 		t.Fatalf("producer table holds %d ids, want the Kafka producer alone", n)
@@ -96,36 +92,13 @@ func TestIdempotencyKeyIDsApart(t *testing.T) {
 	if _, err := p.append(raw); !errors.Is(err, ErrUnknownProducerID) {
 		t.Fatalf("a Kafka batch under a key's id: %v, want unknown producer id", err)
 	}
-	if !isKeyProducerID(keyProducerIDBase) || isKeyProducerID(keyProducerIDBase-1) || isKeyProducerID(-1) {
-		t.Fatal("key range bounds")
-	}
 }
 
-// Keys expire after the window (by the batch's time, also when rebuilt
-// from the log) and an index never holds more than maxKeys.
-func TestIdempotencyKeyIndexBounded(t *testing.T) {
-	policy := &KeyPolicy{Expiration: time.Hour, MaxKeys: 100}
-	x := newKeyIndex(policy)
+// A key expires after the window by its batch's time, also when the
+// index is rebuilt from the log (the index's own bounds: package producers).
+func TestIdempotencyKeyExpiresInRebuild(t *testing.T) {
+	policy := &producers.KeyPolicy{Expiration: time.Hour, MaxKeys: 100}
 	now := time.Now()
-	var keys []IdemKey
-	for i := range 10_000 {
-		k := testKey(fmt.Sprint(i), "b")
-		keys = append(keys, k)
-		x.record(k, int64(i), 1, now.UnixMilli()+int64(i), now)
-		if len(x.byID) > policy.MaxKeys {
-			t.Fatalf("%d keys held, max %d", len(x.byID), policy.MaxKeys)
-		}
-	}
-	if _, ok := x.lookup(keys[9_999].ID, now); !ok {
-		t.Fatal("the newest key was dropped")
-	}
-	if _, ok := x.lookup(keys[0].ID, now); ok {
-		t.Fatal("the oldest key was kept")
-	}
-	if _, ok := x.lookup(keys[9_999].ID, now.Add(2*time.Hour)); ok {
-		t.Fatal("a key outlived the expiration")
-	}
-
 	p := testPartition(t, nil)
 	p.keyPolicyCfg = policy
 	old := now.Add(-2 * time.Hour).UnixMilli()
@@ -142,9 +115,9 @@ func TestIdempotencyKeyIndexBounded(t *testing.T) {
 	}
 }
 
-// The fields a key puts into a batch read back as the same key, and keys
-// forwarded between nodes survive their text form.
-func TestIdempotencyKeyRoundTrip(t *testing.T) {
+// The fields StampKey puts into a batch read back as the same key, and
+// the batch is no Kafka idempotent batch.
+func TestIdempotencyKeyStampRoundTrip(t *testing.T) {
 	for i := range 1000 {
 		k := testKey(fmt.Sprint("k", i), fmt.Sprint("body", i))
 		var v BatchView
@@ -155,38 +128,6 @@ func TestIdempotencyKeyRoundTrip(t *testing.T) {
 		if !ok || got != k || v.Idempotent() {
 			t.Fatalf("key %+v read back as %+v %v (idempotent %v)", k, got, ok, v.Idempotent())
 		}
-		if f := ForwardedIdemKey(WithForwardedIdemKey(context.Background(), k.String())); f == nil || *f != k {
-			t.Fatalf("forwarded %q read back as %v", k.String(), f)
-		}
-	}
-	for _, bad := range []string{"", "1.2", "x.y", fmt.Sprintf("%d.%d", keyProducerIDBase, uint64(1)<<45)} {
-		if ForwardedIdemKey(WithForwardedIdemKey(context.Background(), bad)) != nil {
-			t.Fatalf("forwarded %q taken as a key", bad)
-		}
-	}
-}
-
-// The memory one remembered key costs (reported; asserted loosely, so the
-// README's figure stays true).
-func TestIdempotencyKeyMemory(t *testing.T) {
-	const keys = 100_000
-	ids := make([]IdemKey, keys)
-	for i := range ids {
-		ids[i] = testKey(fmt.Sprint(i), "b")
-	}
-	used, keep := heapAfter(func() any {
-		x := newKeyIndex(&KeyPolicy{Expiration: time.Hour, MaxKeys: keys + 1})
-		now := time.Now()
-		for i, k := range ids {
-			x.record(k, int64(i), 1, now.UnixMilli(), now)
-		}
-		return x
-	})
-	runtime.KeepAlive(keep)
-	per := used / keys
-	t.Logf("%d keys: %d KiB, %d bytes per key", keys, used>>10, per)
-	if per > 200 {
-		t.Fatalf("%d bytes per key", per)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
@@ -20,8 +21,9 @@ var (
 	ErrNotLeader            = errors.New("not the leader of this partition")
 	ErrOffsetOutOfRange     = errors.New("offset out of range")
 	ErrTooLarge             = errors.New("record batch larger than max.message.bytes")
-	ErrOutOfOrderSequence   = errors.New("out of order sequence number")
-	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	ErrOutOfOrderSequence   = producers.ErrOutOfOrderSequence
+	ErrInvalidProducerEpoch = producers.ErrInvalidProducerEpoch
+	ErrIdempotencyKeyReused = producers.ErrIdempotencyKeyReused
 	ErrUnknownProducerID    = errors.New("unknown producer id")
 	ErrNotReady             = errors.New("node not ready")
 	ErrShuttingDown         = errors.New("node shutting down")
@@ -51,16 +53,16 @@ type Partition struct {
 	minISR   atomic.Int32 // min.insync.replicas
 	repl     replicaSet
 
-	appendMu  sync.Mutex     // serializes appends and guards producers and keys
-	producers *producerTable // nil until the first idempotent batch
-	keys      *keyIndex      // idempotency keys; nil until the first keyed batch
-	keysGen   uint64         // counts resets of keys (resetKeysLocked)
+	appendMu  sync.Mutex          // serializes appends and guards producers and keys
+	producers *producers.Table    // nil until the first idempotent batch
+	keys      *producers.KeyIndex // idempotency keys; nil until the first keyed batch
+	keysGen   uint64              // counts resets of keys (resetKeysLocked)
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
-	keyPolicyCfg *KeyPolicy
+	keyPolicyCfg *producers.KeyPolicy
 	// producerPolicy bounds the producer table and checks producer ids;
 	// set by the broker before the partition serves, nil: the default.
-	producerPolicy *ProducerPolicy
+	producerPolicy *producers.Policy
 	maxMessage     atomic.Int32 // max.message.bytes
 	tsAppend       atomic.Bool  // message.timestamp.type=LogAppendTime
 
@@ -173,9 +175,9 @@ type AppendResult struct {
 func (p *Partition) append(batches []byte) (AppendResult, error) { return p.appendKeyed(batches, nil) }
 
 // appendKeyed is append; with k (one batch stamped by stampKey) the batch is
-// checked against the key index instead (idemkeys.go). Without k, batches
+// checked against the key index instead (idemkeys.go, producers.KeyIndex). Without k, batches
 // under ids of the key range are refused.
-func (p *Partition) appendKeyed(batches []byte, k *IdemKey) (AppendResult, error) {
+func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult, error) {
 	var views []BatchView
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
@@ -373,7 +375,7 @@ func (p *Partition) Produce(ctx context.Context, batches []byte, acks int) (Appe
 }
 
 // ProduceKeyed is produce with an idempotency key (appendKeyed).
-func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, k *IdemKey) (AppendResult, error) {
+func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, k *producers.Key) (AppendResult, error) {
 	if acks != -1 {
 		return p.appendKeyed(batches, k)
 	}
@@ -387,7 +389,7 @@ func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, 
 // AppendForAcks is an acks=all produce up to the wait: it refuses the write
 // when the ISR is below min.insync.replicas, appends, and returns the wait
 // for the in-sync replicas.
-func (p *Partition) AppendForAcks(batches []byte, k *IdemKey) (AppendResult, func(context.Context) error, error) {
+func (p *Partition) AppendForAcks(batches []byte, k *producers.Key) (AppendResult, func(context.Context) error, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
 		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)

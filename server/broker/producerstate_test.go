@@ -3,16 +3,14 @@ package broker
 import (
 	"encoding/binary"
 	"errors"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/runnel/runnel/segments"
-
 	"github.com/runnel/runnel/recordbatch"
-
+	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/segments/vfs"
+	"github.com/runnel/runnel/server/broker/producers"
 )
 
 // idemBatch is one record under producer pid, epoch and sequence seq.
@@ -26,7 +24,7 @@ func idemBatch(t *testing.T, pid int64, epoch int16, seq int32, value string, ts
 	return raw
 }
 
-func testPartition(t *testing.T, policy *ProducerPolicy) *Partition {
+func testPartition(t *testing.T, policy *producers.Policy) *Partition {
 	t.Helper()
 	log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
 	if err != nil {
@@ -74,7 +72,7 @@ func TestProducerDuplicateNeedsSameRecords(t *testing.T) {
 // metadata had its chance to catch up; allocated ids pass.
 func TestProducerIDMustBeAllocated(t *testing.T) {
 	never := make(chan struct{})
-	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 10,
+	p := testPartition(t, &producers.Policy{Expiration: time.Hour, MaxIDs: 10,
 		Allocated: func() (int64, <-chan struct{}) { return 100, never }})
 	now := time.Now().UnixMilli()
 	if _, err := p.append(idemBatch(t, 99, 0, 0, "ok", now)); err != nil {
@@ -88,43 +86,10 @@ func TestProducerIDMustBeAllocated(t *testing.T) {
 	}
 }
 
-// Idle producers expire, and the table never holds more than maxIDs.
-func TestProducerTableBounded(t *testing.T) {
-	policy := &ProducerPolicy{Expiration: time.Hour, MaxIDs: 100}
-	tbl := newProducerTable(policy)
-	now := time.Now()
-	view := func(pid int64) BatchView {
-		var v BatchView
-		SplitBatches(idemBatch(t, pid, 0, 0, "x", now.UnixMilli()), func(b BatchView) error { v = b; return nil })
-		return v
-	}
-	for pid := range int64(10_000) {
-		tbl.record(view(pid), pid, now.UnixMilli()+pid, now)
-		if len(tbl.byID) > policy.MaxIDs {
-			t.Fatalf("%d ids held, max %d", len(tbl.byID), policy.MaxIDs)
-		}
-	}
-	if _, ok := tbl.lookup(9_999, now); !ok {
-		t.Fatal("the most recent producer was dropped")
-	}
-	if _, ok := tbl.lookup(0, now); ok {
-		t.Fatal("the longest idle producer was kept")
-	}
-	// An hour later every one of them has expired.
-	later := now.Add(2 * time.Hour)
-	if _, ok := tbl.lookup(9_999, later); ok {
-		t.Fatal("an idle producer outlived producer.id.expiration")
-	}
-	tbl.record(view(1), 1, later.UnixMilli(), later)
-	if len(tbl.byID) != 1 {
-		t.Fatalf("%d ids after expiry, want 1", len(tbl.byID))
-	}
-}
-
 // Rebuilding the table from the log skips producers that expired: a
 // sequence gap from one of them is no longer refused.
 func TestProducerRebuildSkipsExpired(t *testing.T) {
-	p := testPartition(t, &ProducerPolicy{Expiration: time.Hour, MaxIDs: 100})
+	p := testPartition(t, &producers.Policy{Expiration: time.Hour, MaxIDs: 100})
 	old := time.Now().Add(-2 * time.Hour).UnixMilli()
 	if _, err := p.append(idemBatch(t, 3, 0, 0, "old", old)); err != nil {
 		t.Fatal(err)
@@ -135,56 +100,6 @@ func TestProducerRebuildSkipsExpired(t *testing.T) {
 	if _, err := p.append(idemBatch(t, 3, 0, 40, "gap", time.Now().UnixMilli())); err != nil {
 		t.Fatalf("producer expired before the rebuild: %v", err)
 	}
-}
-
-// heapAfter is the live heap after fn, with its result kept alive.
-func heapAfter(fn func() any) (uint64, any) {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	keep := fn()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return after.HeapAlloc - min(before.HeapAlloc, after.HeapAlloc), keep
-}
-
-// A flood of producer ids costs the bounded table a fixed amount of
-// memory; the same flood into an unbounded table (the baseline, measured
-// in the same run) grows with every id.
-func TestProducerTableMemoryBounded(t *testing.T) {
-	const ids = 200_000
-	raw := idemBatch(t, 0, 0, 0, "x", time.Now().UnixMilli())
-	flood := func(maxIDs int) func() any {
-		return func() any {
-			tbl := newProducerTable(&ProducerPolicy{Expiration: time.Hour, MaxIDs: maxIDs})
-			now := time.Now()
-			for pid := range int64(ids) {
-				binary.BigEndian.PutUint64(raw[43:], uint64(pid))
-				var v BatchView
-				splitBatchesUnchecked(raw, &v)
-				tbl.record(v, pid, now.UnixMilli(), now)
-			}
-			return tbl
-		}
-	}
-	unbounded, keep1 := heapAfter(flood(ids + 1))
-	bounded, keep2 := heapAfter(flood(DefaultMaxProducerIDsPerPartition))
-	runtime.KeepAlive(keep1)
-	runtime.KeepAlive(keep2)
-	t.Logf("%d producer ids: unbounded table %d KiB (%d B/id), bounded table %d KiB; ratio %.1fx",
-		ids, unbounded>>10, unbounded/ids, bounded>>10, float64(unbounded)/float64(max(bounded, 1)))
-	if bounded*5 > unbounded {
-		t.Fatalf("bounded table holds %d bytes, unbounded %d: not bounded", bounded, unbounded)
-	}
-}
-
-// splitBatchesUnchecked reads one batch header without the CRC check (the
-// test rewrites the producer id in place).
-func splitBatchesUnchecked(raw []byte, v *BatchView) {
-	*v = BatchView{Raw: raw, lastDelta: int32(binary.BigEndian.Uint32(raw[23:])),
-		ProducerID: int64(binary.BigEndian.Uint64(raw[43:])),
-		epoch:      int16(binary.BigEndian.Uint16(raw[51:])),
-		firstSeq:   int32(binary.BigEndian.Uint32(raw[53:]))}
 }
 
 // After storage recovery the producer table is rebuilt from the log. An

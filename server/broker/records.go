@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/server/broker/producers"
 )
 
 // Record batches are Kafka's RecordBatch v2 on disk and on the wire. This file
@@ -44,7 +45,7 @@ type BatchView struct {
 
 func (b BatchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
 func (b BatchView) IsControl() bool     { return b.Attrs&recordbatch.AttrControl != 0 }
-func (b BatchView) Idempotent() bool    { return b.ProducerID >= 0 && !isKeyProducerID(b.ProducerID) }
+func (b BatchView) Idempotent() bool    { return b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID) }
 func (b BatchView) records() []byte     { return b.Raw[recordbatch.HeaderLen:] }
 func (b BatchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
 

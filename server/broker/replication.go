@@ -249,8 +249,7 @@ func readHWMCheckpoint(log *segments.Log) (int64, bool) {
 	return off, true
 }
 
-// castagnoli is the CRC-32C table of this package's own checksums (the
-// high-watermark checkpoint line, the producer table's record fingerprint);
+// castagnoli is the CRC-32C table of the high-watermark checkpoint line;
 // batch CRCs are recordbatch's alone.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

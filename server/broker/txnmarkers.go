@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producers"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -20,7 +21,7 @@ import (
 // WriteTxnMarkers.
 
 var (
-	ErrCoordinatorFenced = errors.New("transaction coordinator fenced")
+	ErrCoordinatorFenced = producers.ErrCoordinatorFenced
 	errControlFromClient = fmt.Errorf("%w: clients may not write control batches (transaction markers)", recordbatch.ErrInvalidRecord)
 )
 
@@ -62,15 +63,8 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	if err := p.loadProducersLocked(now); err != nil {
 		return AppendResult{}, nil, err
 	}
-	if e, ok := p.producers.lookup(m.ProducerID, now); ok {
-		switch {
-		case e.epoch > m.ProducerEpoch:
-			return AppendResult{}, nil, fmt.Errorf("%w: marker for producer %d epoch %d, the partition has seen epoch %d",
-				ErrInvalidProducerEpoch, m.ProducerID, m.ProducerEpoch, e.epoch)
-		case e.coordEpoch > m.CoordinatorEpoch:
-			return AppendResult{}, nil, fmt.Errorf("%w: marker for producer %d from coordinator epoch %d, the partition has seen %d",
-				ErrCoordinatorFenced, m.ProducerID, m.CoordinatorEpoch, e.coordEpoch)
-		}
+	if err := p.producers.CheckMarker(m, now); err != nil {
+		return AppendResult{}, nil, err
 	}
 	batch := recordbatch.BuildControl(m, now.UnixMilli())
 	if err := p.mayWrite(len(batch)); err != nil {
@@ -87,7 +81,7 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	if err != nil {
 		return AppendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.Topic, p.Index, err)
 	}
-	p.producers.marker(m, now.UnixMilli(), now)
+	p.producers.Marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
 	res := AppendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
 	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/broker/topicconfig"
 	"github.com/runnel/runnel/server/metrics"
 
@@ -305,20 +306,20 @@ func (h *Door) AlterTopicConfigs(ctx context.Context, name string, set map[strin
 
 // Produce groups records by partition, encodes one batch per partition and
 // checks every batch before appending any. A request another node forwarded
-// may carry an idempotency key (forwardedIdemKey).
+// may carry an idempotency key (producers.ForwardedKey).
 func (h *Door) Produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int) ([]api.RecordOffset, error) {
-	return h.produce(ctx, topic, records, acks, broker.ForwardedIdemKey(ctx))
+	return h.produce(ctx, topic, records, acks, producers.ForwardedKey(ctx))
 }
 
-// ProduceIdempotent implements api.IdempotentProduceBackend (idemkeys.go).
+// ProduceIdempotent implements api.IdempotentProduceBackend (server/broker/producers/keys.go).
 func (h *Door) ProduceIdempotent(ctx context.Context, topic string, records []api.ProduceRecord, acks int, key api.IdempotencyKey) ([]api.RecordOffset, error) {
-	k := broker.NewIdemKey(key.Principal, key.Key, key.Digest)
+	k := producers.NewKey(key.Principal, key.Key, key.Digest)
 	return h.produce(ctx, topic, records, acks, &k)
 }
 
 // produce is Produce; with k every partition's batch carries the key, and a
 // partition that already holds the key's batch answers with its offsets.
-func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *broker.IdemKey) ([]api.RecordOffset, error) {
+func (h *Door) produce(ctx context.Context, topic string, records []api.ProduceRecord, acks int, k *producers.Key) ([]api.RecordOffset, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -39,7 +39,7 @@ func MarkForwarded(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inter, _ := r.Context().Value(interNodeKey{}).(bool); inter && r.Header.Get(forwardedHeader) != "" {
 			ctx := context.WithValue(r.Context(), forwardedKey{}, true)
-			r = r.WithContext(broker.WithForwardedIdemKey(ctx, r.Header.Get(broker.IdemKeyHeader)))
+			r = r.WithContext(producers.WithForwardedKey(ctx, r.Header.Get(producers.KeyHeader)))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -109,7 +109,7 @@ func unb64(s *string) ([]byte, error) {
 
 // produce appends records (all for one partition) on the broker at addr and
 // returns the base offset.
-func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []recordbatch.NewRecord, acks int, k *broker.IdemKey) (int64, error) {
+func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32, recs []recordbatch.NewRecord, acks int, k *producers.Key) (int64, error) {
 	out := make([]wireOutRecord, len(recs))
 	for i, r := range recs {
 		ts := r.Timestamp
@@ -132,7 +132,7 @@ func (f *Forwarder) produce(ctx context.Context, addr, topic string, part int32,
 	}
 	var hdr http.Header
 	if k != nil {
-		hdr = http.Header{broker.IdemKeyHeader: {k.String()}}
+		hdr = http.Header{producers.KeyHeader: {k.String()}}
 	}
 	if err := f.doWith(ctx, http.MethodPost, u, body, hdr, &res); err != nil {
 		return 0, err

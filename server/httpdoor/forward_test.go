@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -82,7 +82,7 @@ func TestForwarderConsume(t *testing.T) {
 // partition and CreateTime, and the idempotency key in its header; the
 // leader's first offset is the batch's base.
 func TestForwarderProduce(t *testing.T) {
-	key := broker.NewIdemKey("User:alice", "retry-1", [32]byte{1})
+	key := producers.NewKey("User:alice", "retry-1", [32]byte{1})
 	f, _ := fakeLeader(t, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Records []wireOutRecord `json:"records"`
@@ -91,8 +91,8 @@ func TestForwarderProduce(t *testing.T) {
 		if err := json.Unmarshal(raw, &body); err != nil || len(body.Records) != 2 {
 			t.Errorf("body %s: %v", raw, err)
 		}
-		if q := r.URL.Query(); q.Get("encoding") != "base64" || q.Get("acks") != "all" || r.Header.Get(broker.IdemKeyHeader) != key.String() {
-			t.Errorf("query %v, key header %q", q, r.Header.Get(broker.IdemKeyHeader))
+		if q := r.URL.Query(); q.Get("encoding") != "base64" || q.Get("acks") != "all" || r.Header.Get(producers.KeyHeader) != key.String() {
+			t.Errorf("query %v, key header %q", q, r.Header.Get(producers.KeyHeader))
 		}
 		if rec := body.Records[0]; rec.Partition != 1 || *rec.Key != b64s("k") || *rec.Value != b64s("v") ||
 			*rec.Timestamp != 42 || *rec.Headers["h"] != b64s("x") {

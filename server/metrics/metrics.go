@@ -42,7 +42,7 @@ type Metrics struct {
 	consumedRecords *prometheus.CounterVec
 	consumedBytes   *prometheus.CounterVec
 	// idemReplays counts partition batches answered from an
-	// Idempotency-Key (a retry: nothing written); idemkeys.go.
+	// Idempotency-Key (a retry: nothing written); server/broker/producers/keys.go.
 	idemReplays *prometheus.CounterVec
 
 	mu   sync.Mutex

@@ -1,0 +1,66 @@
+package producers
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// sweepEvery is how often a table or key index drops expired ids when it
+// is not full.
+const sweepEvery = time.Minute
+
+// bounded is the id map of a producer table or a key index, with the one
+// expiry and eviction rule both follow: an entry expires when its last
+// write is older than the expiration, and the map holds at most a maximum
+// number of ids, dropping the longest idle first.
+type bounded[V any] struct {
+	byID      map[int64]V
+	at        func(V) int64 // unix ms of an entry's last write
+	lastSweep time.Time
+}
+
+func newBounded[V any](at func(V) int64) bounded[V] {
+	return bounded[V]{byID: map[int64]V{}, at: at}
+}
+
+// lookup returns the live entry of id; an expired one is dropped.
+func (b *bounded[V]) lookup(id int64, now time.Time, expiration time.Duration) (V, bool) {
+	e, ok := b.byID[id]
+	if ok && now.UnixMilli()-b.at(e) > expiration.Milliseconds() {
+		delete(b.byID, id)
+		var zero V
+		return zero, false
+	}
+	return e, ok
+}
+
+// makeRoom drops expired ids (at most once per sweepEvery, or when full)
+// and, when the map is still full, the longest idle tenth, so that a flood
+// of new ids costs amortized O(log n) per id.
+func (b *bounded[V]) makeRoom(now time.Time, expiration time.Duration, maxIDs int) {
+	full := len(b.byID) >= maxIDs
+	if !full && now.Sub(b.lastSweep) < sweepEvery {
+		return
+	}
+	b.lastSweep = now
+	limit := now.UnixMilli() - expiration.Milliseconds()
+	for id, e := range b.byID {
+		if b.at(e) < limit {
+			delete(b.byID, id)
+		}
+	}
+	if len(b.byID) < maxIDs {
+		return
+	}
+	type idle struct{ id, last int64 }
+	all := make([]idle, 0, len(b.byID))
+	for id, e := range b.byID {
+		all = append(all, idle{id, b.at(e)})
+	}
+	slices.SortFunc(all, func(x, y idle) int { return cmp.Compare(x.last, y.last) })
+	drop := len(all) - maxIDs + 1 + maxIDs/10
+	for _, x := range all[:min(drop, len(all))] {
+		delete(b.byID, x.id)
+	}
+}
