@@ -207,7 +207,7 @@ type decodedReader struct {
 	markers    bool                  // return markers as records
 	each       emitFunc              // nil: collect into res.records
 	emitErr    error                 // what each returned, ending the read
-	view       recordbatch.Record    // each's record, reused
+	view       recordbatch.Record    // the record being decoded, reused
 }
 
 func (r *decodedReader) full() bool {
@@ -247,21 +247,17 @@ func (r *decodedReader) batch(b []byte, info recordbatch.Info) error {
 		return err
 	}
 	defer it.Close()
-	if r.each != nil {
-		return r.emitBatch(it, info)
-	}
-	var rec recordbatch.Record
-	for !r.full() && it.Next(&rec) {
+	rec := &r.view
+	for !r.full() && r.next(it, rec) {
 		if rec.Offset < r.res.Next {
 			continue
 		}
-		if r.size+rec.Size > r.maxBytes && r.res.Count > 0 {
-			r.size = r.maxBytes // full: the record is the next read's first
-			return nil
+		if !r.fits(rec.Size) {
+			return nil // the record is the next read's first
 		}
-		out := toRecord(rec)
-		out.Transactional = info.Transactional
-		r.res.Records = append(r.res.Records, out)
+		if err := r.take(rec, info.Transactional); err != nil {
+			return err
+		}
 		r.res.Count++
 		r.size += rec.Size
 		r.res.Next = rec.Offset + 1
@@ -275,6 +271,42 @@ func (r *decodedReader) batch(b []byte, info recordbatch.Info) error {
 	return nil
 }
 
+// next decodes the next record of it: for a reader with each, a view into
+// the decoder's buffer (each sees it before the buffer moves on: no copy);
+// for one that collects, a record of its own.
+func (r *decodedReader) next(it *recordbatch.Records, rec *recordbatch.Record) bool {
+	if r.each != nil {
+		return it.NextView(rec)
+	}
+	return it.Next(rec)
+}
+
+// take hands rec to each, or collects it.
+func (r *decodedReader) take(rec *recordbatch.Record, transactional bool) error {
+	if r.each == nil {
+		out := toRecord(*rec)
+		out.Transactional = transactional
+		r.res.Records = append(r.res.Records, out)
+		return nil
+	}
+	if err := r.each(rec, transactional, nil); err != nil {
+		r.emitErr = err
+		return err
+	}
+	return nil
+}
+
+// fits reports whether size more bytes fit the read. A read that holds a
+// record already is full otherwise (marked so: what did not fit is the
+// next read's first); the first record is taken whatever its size.
+func (r *decodedReader) fits(size int) bool {
+	if r.size+size > r.maxBytes && r.res.Count > 0 {
+		r.size = r.maxBytes
+		return false
+	}
+	return true
+}
+
 // marker returns a control batch's marker as one record at the batch's
 // offset. Marker types other than commit and abort are skipped, as Kafka
 // clients skip them.
@@ -282,9 +314,8 @@ func (r *decodedReader) marker(b []byte, info recordbatch.Info) error {
 	if info.BaseOffset < r.res.Next {
 		return nil // already passed (the read began after it)
 	}
-	if r.size+info.Size > r.maxBytes && r.res.Count > 0 {
-		r.size = r.maxBytes // full: the marker is the next read's first
-		return nil
+	if !r.fits(info.Size) {
+		return nil // the marker is the next read's first
 	}
 	// A one-record batch: its max timestamp is the record's, whatever
 	// the timestamp type.
@@ -307,35 +338,6 @@ func (r *decodedReader) marker(b []byte, info recordbatch.Info) error {
 		return nil
 	}
 	r.res.Records = append(r.res.Records, Record{Offset: info.BaseOffset, Timestamp: info.MaxTimestamp, Transactional: true, Control: &m})
-	return nil
-}
-
-// emitBatch is batch for a reader with each: the records go to each
-// straight from the decoder's buffer, with no copy.
-func (r *decodedReader) emitBatch(it *recordbatch.Records, info recordbatch.Info) error {
-	rec := &r.view
-	for !r.full() && it.NextView(rec) {
-		if rec.Offset < r.res.Next {
-			continue
-		}
-		if r.size+rec.Size > r.maxBytes && r.res.Count > 0 {
-			r.size = r.maxBytes // full: the record is the next read's first
-			return nil
-		}
-		if err := r.each(rec, info.Transactional, nil); err != nil {
-			r.emitErr = err
-			return err
-		}
-		r.res.Count++
-		r.size += rec.Size
-		r.res.Next = rec.Offset + 1
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if !r.full() {
-		r.res.Next = max(r.res.Next, info.NextOffset())
-	}
 	return nil
 }
 
