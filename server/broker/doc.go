@@ -12,16 +12,18 @@
 // long-polls), wait-replicated (the waits acks=all returns) and notify
 // (Partition.Changed: closed when the log or high watermark moves).
 // Replication is leader-driven by the followers: each follower fetches
-// from its leader over the inter-broker Kafka port (fetcher.go, kafkaconn.go);
-// the leader tracks their log end offsets, advances the high watermark over
-// the ISR (replication.go) and proposes ISR changes to the controller
-// (isrLoop). The disk reserve (diskguard.go) and the recovery of logs
-// whose disk failed (storage.go) live here too. Two leaf subpackages hold
-// what needs no partition: producers (the producer table of idempotent
-// and transactional producers and the index of HTTP idempotency keys,
-// which a partition checks and records each append against under its
-// appendMu: producerstate.go, idemkeys.go) and topicconfig (the topic
-// config table, which the doors and server/admin use as well).
+// from its leader over the inter-broker Kafka port (fetcher.go, with the
+// client of the leaf subpackage kafkaconn); the leader tracks their log
+// end offsets, advances the high watermark over the ISR (replication.go)
+// and proposes ISR changes to the controller (isrLoop). The disk reserve
+// (diskguard.go) and the recovery of logs whose disk failed (storage.go)
+// live here too. Leaf subpackages hold what needs no partition: producers
+// (the producer table of idempotent and transactional producers and the
+// index of HTTP idempotency keys, which a partition checks and records
+// each append against under its appendMu: producerstate.go, idemkeys.go)
+// and topicconfig (the topic config table, which the doors and
+// server/admin use as well). A door reads a partition only through its
+// methods (Offsets, LogStart, Read..., Produce...), never its log.
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/broker/kafkaconn"
 )
 
 // Followers pull from leaders: one goroutine and one connection per leader
@@ -133,7 +135,7 @@ func (f *leaderFetcher) snapshot() map[*Partition]*followState {
 
 func (f *leaderFetcher) run() {
 	defer f.m.wg.Done()
-	var conn *KafkaConn
+	var conn *kafkaconn.Conn
 	defer func() {
 		if conn != nil {
 			conn.Close()
@@ -155,7 +157,7 @@ func (f *leaderFetcher) run() {
 				f.sleep(replicaRetryBackoff)
 				continue
 			}
-			conn = NewKafkaConn(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
+			conn = kafkaconn.New(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
 		}
 		err := f.truncate(conn, parts)
 		if err == nil {
@@ -182,7 +184,7 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 
 // truncate asks the leader where each new follower's log diverged and cuts
 // the local log there.
-func (f *leaderFetcher) truncate(conn *KafkaConn, parts map[*Partition]*followState) error {
+func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
 	for p, st := range parts {
 		if st.truncated {
 			continue
@@ -263,7 +265,7 @@ func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 
 // fetch sends one Fetch for every partition ready to replicate and appends
 // what comes back.
-func (f *leaderFetcher) fetch(conn *KafkaConn, parts map[*Partition]*followState) error {
+func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12)
 	req.ReplicaID = f.m.self

@@ -17,6 +17,7 @@ import (
 	"github.com/runnel/runnel/segments"
 
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/server/broker/kafkaconn"
 )
 
 // fakeLeader answers a follower's OffsetForLeaderEpoch and Fetch requests
@@ -134,11 +135,11 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 }
 
 // connectFake returns a follower-side connection to a fake leader.
-func connectFake(t *testing.T, l *fakeLeader) *KafkaConn {
+func connectFake(t *testing.T, l *fakeLeader) *kafkaconn.Conn {
 	client, server := net.Pipe()
 	go l.serve(t, server)
 	t.Cleanup(func() { client.Close() })
-	return NewKafkaConn(client, "test-follower")
+	return kafkaconn.New(client, "test-follower")
 }
 
 // A fetch response from a previous leader that arrives after the follower

@@ -24,7 +24,7 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/server/admin"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/kafkaconn"
 	"github.com/runnel/runnel/server/groups"
 	"github.com/runnel/runnel/server/txn"
 
@@ -337,7 +337,7 @@ func (t *Txn) sendMarkers(ctx context.Context, leader int32, mk txn.Marker, part
 	if err != nil {
 		return fail(fmt.Errorf("%w: broker %d: %v", kafkaproto.ErrNotLeader, leader, err))
 	}
-	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", t.c.NodeID))
+	kc := kafkaconn.New(nc, fmt.Sprintf("runnel-txn-%d", t.c.NodeID))
 	defer kc.Close()
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1

@@ -14,7 +14,7 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
-	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/kafkaconn"
 )
 
 // GET /v1/transactions: each alive broker describes the transactional ids
@@ -85,7 +85,7 @@ func (h *Door) remoteTransactions(ctx context.Context, id int32, state string) (
 	if err != nil {
 		return nil, err
 	}
-	kc := broker.NewKafkaConn(nc, fmt.Sprintf("runnel-txn-%d", h.cfg.NodeID))
+	kc := kafkaconn.New(nc, fmt.Sprintf("runnel-txn-%d", h.cfg.NodeID))
 	defer kc.Close()
 	lreq := kmsg.NewPtrListTransactionsRequest()
 	lreq.Version = 0

@@ -1,4 +1,4 @@
-package broker
+package kafkaconn
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// KafkaConn is a minimal client connection speaking the Kafka protocol to
+// Conn is a minimal client connection speaking the Kafka protocol to
 // another broker: followers use it to fetch from leaders, with kmsg's
 // request and response types. One request at a time.
-type KafkaConn struct {
+type Conn struct {
 	conn   net.Conn
 	r      *bufio.Reader
 	format *kmsg.RequestFormatter
@@ -23,15 +23,18 @@ type KafkaConn struct {
 	buf    []byte
 }
 
+// maxReplicaResponse bounds one response frame before it is allocated.
 const maxReplicaResponse = 256 << 20
 
-func NewKafkaConn(conn net.Conn, clientID string) *KafkaConn {
-	return &KafkaConn{conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
+// New speaks Kafka over conn (a connection to a broker's inter-broker
+// port), naming itself clientID.
+func New(conn net.Conn, clientID string) *Conn {
+	return &Conn{conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
 		format: kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))}
 }
 
 // Do sends req (with its version set) and decodes the answer into resp.
-func (c *KafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+func (c *Conn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(dl)
 	} else {
@@ -81,4 +84,4 @@ func (c *KafkaConn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response
 	return nil
 }
 
-func (c *KafkaConn) Close() error { return c.conn.Close() }
+func (c *Conn) Close() error { return c.conn.Close() }
