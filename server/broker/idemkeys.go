@@ -14,7 +14,7 @@ import (
 // the log, and the batch fields a key is stamped into.
 
 // keyOf reads the key a batch carries; ok false for other batches.
-func keyOf(b BatchView) (producers.Key, bool) {
+func keyOf(b batchView) (producers.Key, bool) {
 	return producers.KeyOf(b.ProducerID, b.epoch, b.firstSeq, b.IsControl())
 }
 
@@ -26,7 +26,7 @@ func StampKey(batch []byte, k producers.Key) {
 
 // refuseKeyProducerIDs refuses batches a client sent under an id of the
 // key range (only the HTTP door writes those).
-func refuseKeyProducerIDs(views []BatchView) error {
+func refuseKeyProducerIDs(views []batchView) error {
 	for _, b := range views {
 		if producers.IsKeyID(b.ProducerID) {
 			return fmt.Errorf("%w: producer ids from %d up are reserved (HTTP Idempotency-Key); get one with InitProducerId",
@@ -46,7 +46,7 @@ func (p *Partition) keyPolicy() *producers.KeyPolicy {
 // checkKeyLocked answers a keyed append that repeats one already stored.
 // The caller loaded the index (loadKeys) before taking appendMu; if it was
 // reset since, it is rebuilt here, under the lock.
-func (p *Partition) checkKeyLocked(k *producers.Key, views []BatchView, now time.Time) (AppendResult, bool, error) {
+func (p *Partition) checkKeyLocked(k *producers.Key, views []batchView, now time.Time) (AppendResult, bool, error) {
 	if k == nil {
 		return AppendResult{}, false, nil
 	}
@@ -64,7 +64,7 @@ func (p *Partition) checkKeyLocked(k *producers.Key, views []BatchView, now time
 }
 
 // recordKeyLocked remembers the keyed batch just appended at base.
-func (p *Partition) recordKeyLocked(k *producers.Key, views []BatchView, base int64, now time.Time) {
+func (p *Partition) recordKeyLocked(k *producers.Key, views []batchView, base int64, now time.Time) {
 	if k == nil || p.keys == nil {
 		return
 	}
@@ -124,8 +124,8 @@ func (p *Partition) loadKeysLocked(now time.Time) error {
 }
 
 // rebuildKeys records in x the keyed batches a log scan meets.
-func rebuildKeys(x *producers.KeyIndex, now time.Time) func(BatchView) {
-	return func(b BatchView) {
+func rebuildKeys(x *producers.KeyIndex, now time.Time) func(batchView) {
+	return func(b batchView) {
 		if k, ok := keyOf(b); ok {
 			// The batch's own time, capped: a client clock in the
 			// future must not keep a key forever.
@@ -136,7 +136,7 @@ func rebuildKeys(x *producers.KeyIndex, now time.Time) func(BatchView) {
 
 // scanLog calls fn for every batch below end from the first one with a
 // timestamp at or after since (and at or after from[0] when given).
-func (p *Partition) scanLog(since time.Time, end int64, fn func(BatchView), from ...int64) error {
+func (p *Partition) scanLog(since time.Time, end int64, fn func(batchView), from ...int64) error {
 	off, _, ok, err := p.log().OffsetForTimestamp(since.UnixMilli())
 	if err != nil || !ok {
 		return err
@@ -155,7 +155,7 @@ func (p *Partition) scanLog(since time.Time, end int64, fn func(BatchView), from
 			return fmt.Errorf("at %d: %w", off, err)
 		}
 		next := off
-		err = SplitBatches(data, func(b BatchView) error {
+		err = splitBatches(data, func(b batchView) error {
 			fn(b)
 			next = b.lastOffset() + 1
 			return nil

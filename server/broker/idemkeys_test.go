@@ -120,8 +120,8 @@ func TestIdempotencyKeyExpiresInRebuild(t *testing.T) {
 func TestIdempotencyKeyStampRoundTrip(t *testing.T) {
 	for i := range 1000 {
 		k := testKey(fmt.Sprint("k", i), fmt.Sprint("body", i))
-		var v BatchView
-		if err := SplitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b BatchView) error { v = b; return nil }); err != nil {
+		var v batchView
+		if err := splitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b batchView) error { v = b; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		got, ok := keyOf(v)

@@ -212,7 +212,7 @@ func (p *Partition) SizeBytes() int64 {
 	}
 	lp, err := p.peekLog()
 	if err != nil {
-		if log := p.Log(); log != nil {
+		if log := p.openLog(); log != nil {
 			return log.Size()
 		}
 		return 0

@@ -178,10 +178,10 @@ func (p *Partition) append(batches []byte) (AppendResult, error) { return p.appe
 // checked against the key index instead (idemkeys.go, producers.KeyIndex). Without k, batches
 // under ids of the key range are refused.
 func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult, error) {
-	var views []BatchView
+	var views []batchView
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
-	err := SplitBatches(batches, func(b BatchView) error {
+	err := splitBatches(batches, func(b batchView) error {
 		size += len(b.Raw)
 		views = append(views, b)
 		return nil
@@ -423,16 +423,39 @@ func (p *Partition) MaxTimestamp() (int64, int64, error) {
 	return off, ts, nil
 }
 
-// Log is the partition's log (safe for concurrent use; see segments.Log).
-// A partition returned by Broker.Partition or Lookup has it open; one from
-// PartitionsOf or AllPartitions may not (SizeBytes and Offsets read those
-// without opening an empty log), and then Log opens it: nil when that
-// fails.
-func (p *Partition) Log() *segments.Log {
+// openLog is the partition's log, opened now if it was not: a partition
+// returned by Broker.Partition or Lookup has it open; one from PartitionsOf
+// or AllPartitions may not (SizeBytes and Offsets read those without
+// opening an empty log). nil when opening fails.
+func (p *Partition) openLog() *segments.Log {
 	if p.ensureOpen() != nil {
 		return nil
 	}
 	return p.log()
+}
+
+// LogStart is the first offset the log holds and LogEnd the offset after
+// its last record (safe for concurrent use). The partition must be one
+// Broker.Partition or Lookup returned, its log open.
+func (p *Partition) LogStart() int64 { return p.openLog().StartOffset() }
+func (p *Partition) LogEnd() int64   { return p.openLog().EndOffset() }
+
+// OffsetForTimestamp is the first offset whose record has a timestamp at or
+// after ts, with that timestamp (segments.Log.OffsetForTimestamp; ok
+// false: none). Its log must be open, as for LogStart.
+func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool, err error) {
+	return p.openLog().OffsetForTimestamp(ts)
+}
+
+// DeleteRecordsBefore moves the log start up to offset (Kafka's
+// DeleteRecords; the caller bounds offset by the high watermark) and
+// returns the new log start. Its log must be open, as for LogStart.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	log := p.openLog()
+	if err := log.DeleteRecordsBefore(offset); err != nil {
+		return -1, err
+	}
+	return log.StartOffset(), nil
 }
 
 // HighWatermark is the offset below which records are replicated as

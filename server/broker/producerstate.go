@@ -25,14 +25,14 @@ import (
 const producerIDWait = 5 * time.Second
 
 // producerBatch is what the producer table needs of an idempotent batch.
-func (b BatchView) producerBatch() producers.Batch {
+func (b batchView) producerBatch() producers.Batch {
 	return producers.Batch{ProducerID: b.ProducerID, Epoch: b.epoch, FirstSeq: b.firstSeq,
 		LastDelta: b.lastDelta, Records: b.records()}
 }
 
 // checkProducersLocked checks every idempotent batch of an append. When the
 // whole append is one duplicate batch it returns the original result.
-func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (AppendResult, bool, error) {
+func (p *Partition) checkProducersLocked(views []batchView, now time.Time) (AppendResult, bool, error) {
 	idempotent := false
 	for _, b := range views {
 		idempotent = idempotent || b.Idempotent()
@@ -63,7 +63,7 @@ func (p *Partition) checkProducersLocked(views []BatchView, now time.Time) (Appe
 }
 
 // recordProducersLocked remembers the idempotent batches just appended at base.
-func (p *Partition) recordProducersLocked(views []BatchView, base int64, now time.Time) {
+func (p *Partition) recordProducersLocked(views []batchView, base int64, now time.Time) {
 	if p.producers == nil {
 		return
 	}
@@ -89,7 +89,7 @@ func (p *Partition) policy() *producers.Policy {
 // of this broker's metadata, so a write waits (up to producerIDWait) for
 // the metadata to catch up before it is refused. Called before appendMu is
 // taken: the wait holds up only this request.
-func (p *Partition) checkProducerIDs(views []BatchView) error {
+func (p *Partition) checkProducerIDs(views []batchView) error {
 	alloc := p.policy().Allocated
 	if alloc == nil {
 		return nil
@@ -130,7 +130,7 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 	}
 	policy := p.policy()
 	t := producers.NewTable(policy)
-	err := p.scanLog(now.Add(-policy.Expiration), p.log().EndOffset(), func(b BatchView) {
+	err := p.scanLog(now.Add(-policy.Expiration), p.log().EndOffset(), func(b batchView) {
 		// The batch's own time, capped: a client's clock in the future
 		// must not keep an id forever.
 		at := min(b.maxTS, now.UnixMilli())

@@ -29,8 +29,8 @@ type Record struct {
 	Control *recordbatch.Marker
 }
 
-// BatchView is the header of one batch in a byte stream of concatenated batches.
-type BatchView struct {
+// batchView is the header of one batch in a byte stream of concatenated batches.
+type batchView struct {
 	Raw        []byte // the whole batch
 	baseOffset int64
 	Attrs      int16
@@ -43,37 +43,44 @@ type BatchView struct {
 	NumRecords int32
 }
 
-func (b BatchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
-func (b BatchView) IsControl() bool     { return b.Attrs&recordbatch.AttrControl != 0 }
-func (b BatchView) Idempotent() bool    { return b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID) }
-func (b BatchView) records() []byte     { return b.Raw[recordbatch.HeaderLen:] }
-func (b BatchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
+func (b batchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
+func (b batchView) IsControl() bool     { return b.Attrs&recordbatch.AttrControl != 0 }
+func (b batchView) Idempotent() bool    { return b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID) }
+func (b batchView) records() []byte     { return b.Raw[recordbatch.HeaderLen:] }
+func (b batchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
 
-// SplitBatches walks concatenated batches, checking their framing, CRC and
-// header counts (recordbatch.Next). A partial batch at the end (as a fetch
-// response may carry) is dropped.
-func SplitBatches(data []byte, fn func(BatchView) error) error {
+// WalkBatches calls fn with each whole batch of concatenated batches and
+// its header, checking their framing, CRC and header counts
+// (recordbatch.Next; errors wrap recordbatch.ErrCorruptBatch). A partial
+// batch at the end (as a fetch response may carry) is dropped.
+func WalkBatches(data []byte, fn func(raw []byte, info recordbatch.Info) error) error {
 	for {
 		info, ok, err := recordbatch.Next(data)
 		if err != nil {
-			return err // wraps recordbatch.ErrCorruptBatch
+			return err
 		}
 		if !ok {
 			return nil
 		}
-		v := BatchView{Raw: data[:info.Size], baseOffset: info.BaseOffset, Attrs: info.Attributes,
-			lastDelta: int32(info.LastOffset - info.BaseOffset), firstTS: info.FirstTimestamp, maxTS: info.MaxTimestamp,
-			ProducerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence, NumRecords: info.NumRecords}
-		if err := fn(v); err != nil {
+		if err := fn(data[:info.Size], info); err != nil {
 			return err
 		}
 		data = data[info.Size:]
 	}
 }
 
+// splitBatches is WalkBatches with each batch's header as a batchView.
+func splitBatches(data []byte, fn func(batchView) error) error {
+	return WalkBatches(data, func(raw []byte, info recordbatch.Info) error {
+		return fn(batchView{Raw: raw, baseOffset: info.BaseOffset, Attrs: info.Attributes,
+			lastDelta: int32(info.LastOffset - info.BaseOffset), firstTS: info.FirstTimestamp, maxTS: info.MaxTimestamp,
+			ProducerID: info.ProducerID, epoch: info.ProducerEpoch, firstSeq: info.BaseSequence, NumRecords: info.NumRecords})
+	})
+}
+
 // setLogAppendTime stamps batches with the broker's time, as Kafka does for
 // message.timestamp.type=LogAppendTime, and recomputes their CRCs.
-func setLogAppendTime(views []BatchView, ts int64) {
+func setLogAppendTime(views []batchView, ts int64) {
 	for _, b := range views {
 		recordbatch.SetLogAppendTime(b.Raw, ts)
 	}

@@ -284,7 +284,7 @@ func (p *Partition) checkpointHWM() error {
 func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	whole := 0
 	first := int32(-1) // the leader epoch of the first batch
-	if err := SplitBatches(data, func(b BatchView) error {
+	if err := splitBatches(data, func(b batchView) error {
 		if whole == 0 {
 			first = batchLeaderEpoch(b.Raw)
 		}

@@ -111,7 +111,7 @@ func logBytes(t *testing.T, p *Partition) []byte {
 func batchEpochs(t *testing.T, p *Partition) []int32 {
 	t.Helper()
 	var out []int32
-	if err := SplitBatches(logBytes(t, p), func(b BatchView) error {
+	if err := splitBatches(logBytes(t, p), func(b batchView) error {
 		out = append(out, batchLeaderEpoch(b.Raw))
 		return nil
 	}); err != nil {

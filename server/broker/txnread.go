@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/segments"
 )
 
@@ -49,14 +48,6 @@ func (p *Partition) ReadCommitted(offset int64, maxBytes int) (segments.Chunk, i
 		return nil, 0, nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
 	return c, lso, aborted, err
-}
-
-func ToKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
-	out := make([]kafkaproto.AbortedTransaction, len(in))
-	for i, a := range in {
-		out[i] = kafkaproto.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
-	}
-	return out
 }
 
 // committedRange is what a read_committed read from offset may return: up

@@ -133,8 +133,8 @@ func (b groupsBackend) OffsetsLog(idx int32) (groups.Log, error) {
 // offsetsLog is an offsets partition as the coordinator's loader reads it.
 type offsetsLog struct{ p *broker.Partition }
 
-func (l offsetsLog) StartOffset() int64       { return l.p.Log().StartOffset() }
-func (l offsetsLog) EndOffset() int64         { return l.p.Log().EndOffset() }
+func (l offsetsLog) StartOffset() int64       { return l.p.LogStart() }
+func (l offsetsLog) EndOffset() int64         { return l.p.LogEnd() }
 func (l offsetsLog) HighWatermark() int64     { return l.p.HighWatermark() }
 func (l offsetsLog) Changed() <-chan struct{} { return l.p.Changed() }
 

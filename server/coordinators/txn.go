@@ -191,15 +191,15 @@ func (l txnLog) Load(ctx context.Context, idx int32, fn func(key, value []byte))
 	}
 	// As for groups: below the high watermark an acknowledged record may
 	// be missing, so wait for the followers (the caller retries).
-	for deadline := time.Now().Add(txnLoadWait); p.HighWatermark() < p.Log().EndOffset(); {
+	for deadline := time.Now().Add(txnLoadWait); p.HighWatermark() < p.LogEnd(); {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", admin.TransactionStateTopic, idx, p.HighWatermark(), p.Log().EndOffset())
+			return fmt.Errorf("%s-%d: high watermark %d below the log end %d", admin.TransactionStateTopic, idx, p.HighWatermark(), p.LogEnd())
 		}
 		if !sleepOrDone(ctx, txnLoadPoll) {
 			return ctx.Err()
 		}
 	}
-	for off := p.Log().StartOffset(); ; {
+	for off := p.LogStart(); ; {
 		res, err := p.ReadDecoded(off, 1000, 4<<20, false)
 		for _, r := range res.Records {
 			fn(r.Key, r.Value)

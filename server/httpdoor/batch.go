@@ -8,6 +8,7 @@ import (
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/server/admin"
 	"github.com/runnel/runnel/server/broker"
+	"github.com/runnel/runnel/server/broker/producers"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -54,12 +55,15 @@ func (h *Door) ProduceBatches(ctx context.Context, topic string, partition int32
 // most maxRecords records. It returns the record count.
 func checkHTTPBatches(batches []byte, maxRecords int) (int, error) {
 	records := 0
-	err := broker.SplitBatches(batches, func(b broker.BatchView) error {
+	err := broker.WalkBatches(batches, func(raw []byte, b recordbatch.Info) error {
+		// Ids of the idempotency key range are refused by the append
+		// (only the HTTP door's keyed produce writes under them).
+		idempotent := b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID)
 		switch {
-		case b.Idempotent() || b.Attrs&recordbatch.AttrTransactional != 0:
+		case idempotent || b.Transactional:
 			// HTTP has no producer ids: InitProducerId is Kafka's.
-			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(b.Raw), b.ProducerID)
-		case b.IsControl():
+			return fmt.Errorf("%w: batch at byte %d has producer id %d or is transactional; HTTP batches carry producer id -1", api.ErrInvalidRequest, len(batches)-len(raw), b.ProducerID)
+		case b.Control:
 			return fmt.Errorf("%w: clients may not write control batches (transaction markers)", api.ErrInvalidRequest)
 		}
 		records += int(b.NumRecords)

@@ -282,18 +282,18 @@ func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafka
 		// end; it reads up to ours.
 		if err := p.FollowerFetched(req.ReplicaID, req.Offset, req.CurrentLeaderEpoch); err != nil {
 			hwm := p.HighWatermark()
-			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset()}, toKafka(err)
+			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.LogStart()}, toKafka(err)
 		}
 		chunk, err = p.ReadReplica(req.Offset, req.MaxBytes)
 	} else if req.ReadCommitted {
 		var aborted []segments.AbortedTxn
 		chunk, _, aborted, err = p.ReadCommitted(req.Offset, req.MaxBytes)
-		abortedList = broker.ToKafkaAborted(aborted)
+		abortedList = toKafkaAborted(aborted)
 	} else {
 		chunk, err = p.Read(req.Offset, req.MaxBytes)
 	}
 	hwm := p.HighWatermark()
-	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.Log().StartOffset(),
+	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.LogStart(),
 		AbortedTransactions: abortedList}
 	if lso, lerr := p.LSO(); lerr == nil {
 		res.LastStableOffset = min(lso, hwm)
@@ -327,7 +327,7 @@ func (k *Backend) ListOffset(ctx context.Context, topic string, partition int32,
 	epoch := p.LeaderEpoch()
 	switch timestamp {
 	case -2:
-		return p.Log().StartOffset(), -1, epoch, nil
+		return p.LogStart(), -1, epoch, nil
 	case -1:
 		if readCommitted {
 			lso, err := p.LSO()
@@ -338,7 +338,7 @@ func (k *Backend) ListOffset(ctx context.Context, topic string, partition int32,
 		off, ts, err := p.MaxTimestamp()
 		return off, ts, epoch, toKafka(err)
 	}
-	off, ts, ok, err := p.Log().OffsetForTimestamp(timestamp)
+	off, ts, ok, err := p.OffsetForTimestamp(timestamp)
 	if err != nil {
 		return -1, -1, -1, toKafka(err)
 	}
@@ -384,10 +384,11 @@ func (k *Backend) DeleteRecords(ctx context.Context, topic string, partition int
 	if offset < 0 || offset > hwm {
 		return -1, fmt.Errorf("%w: %d above the high watermark %d", kafkaproto.ErrOffsetOutOfRange, offset, hwm)
 	}
-	if err := p.Log().DeleteRecordsBefore(offset); err != nil {
+	start, err := p.DeleteRecordsBefore(offset)
+	if err != nil {
 		return -1, toKafka(err)
 	}
-	return p.Log().StartOffset(), nil
+	return start, nil
 }
 
 func (k *Backend) CreateTopic(ctx context.Context, spec kafkaproto.TopicSpec, validateOnly bool) error {
@@ -527,4 +528,14 @@ func (k *Backend) CatchUpMetadata(ctx context.Context) bool {
 func (k *Backend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
 	return toKafka(k.cfg.Txn.WriteMarker(ctx, txn.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch,
 		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, kafkaproto.TopicPartition{Topic: topic, Partition: partition}))
+}
+
+// toKafkaAborted is the aborted transactions of a read_committed read as
+// Fetch returns them.
+func toKafkaAborted(in []segments.AbortedTxn) []kafkaproto.AbortedTransaction {
+	out := make([]kafkaproto.AbortedTransaction, len(in))
+	for i, a := range in {
+		out[i] = kafkaproto.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out
 }
