@@ -255,7 +255,7 @@ func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartition: &raftfsm.ChangePartition{
-		Topic: p.Topic, Partition: p.Index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
+		Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
 		Leader: b.id, ISR: isr,
 	}})
 	switch {
@@ -263,10 +263,10 @@ func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
 		// The metadata moved on (new leader or ISR, a broker fenced since
 		// this image); the next image tells us.
 	case err != nil:
-		b.logger.Warn("propose ISR change", "topic", p.Topic, "partition", p.Index, "isr", isr, "err", err)
+		b.logger.Warn("propose ISR change", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
 		return
 	default:
-		b.logger.Info("ISR changed", "topic", p.Topic, "partition", p.Index, "isr", isr)
+		b.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "isr", isr)
 	}
 	img, _ = b.meta.Image()
 	b.Reconcile(img)
@@ -319,10 +319,10 @@ func (b *Broker) maintain(now time.Time) {
 			continue // its disk failed: storageLoop reports and recovers it
 		}
 		if err := p.log().Maintain(now); err != nil {
-			b.logger.Warn("log maintenance", "topic", p.Topic, "partition", p.Index, "err", err)
+			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
 		}
 		if err := p.checkpointHWM(); err != nil {
-			b.logger.Warn("checkpoint high watermark", "topic", p.Topic, "partition", p.Index, "err", err)
+			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 }
@@ -408,7 +408,7 @@ func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 			b.fetches.forget(p)
 			p.wake()
 			if err := p.deleteLog(); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.Index, err))
+				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.index, err))
 			}
 		}
 		delete(b.topics, name)
@@ -656,7 +656,7 @@ func (b *Broker) PartitionsOf(topic string) []*Partition {
 	for _, p := range ht.parts {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
 	return out
 }
 

@@ -177,7 +177,7 @@ func (p *Partition) readDecodedEach(offset int64, maxRecords, maxBytes int, comm
 		data, err := chunkBytes(chunk, buf)
 		chunk.Close()
 		if err != nil {
-			return res, fmt.Errorf("read %s-%d at %d: %w", p.Topic, p.Index, res.Next, err)
+			return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, res.Next, err)
 		}
 		before := res.Next
 		if err := r.batches(data); err != nil {
@@ -344,7 +344,7 @@ func (r *decodedReader) marker(b []byte, info recordbatch.Info) error {
 // corrupt describes an undecodable stored batch. ok says whether info
 // (and so the offset after the batch) is known.
 func (r *decodedReader) corrupt(info recordbatch.Info, ok bool, err error) error {
-	e := &CorruptBatchError{Topic: r.p.Topic, Partition: r.p.Index, Offset: r.res.Next, Next: -1, err: err}
+	e := &CorruptBatchError{Topic: r.p.topic, Partition: r.p.index, Offset: r.res.Next, Next: -1, err: err}
 	if ok {
 		e.Offset, e.Next = max(info.BaseOffset, r.res.Next), info.NextOffset()
 	}
@@ -467,7 +467,7 @@ func (p *Partition) ReadBatches(offset int64, maxBytes int, committed bool) (api
 	data, err := chunk.Bytes()
 	chunk.Close()
 	if err != nil {
-		return res, fmt.Errorf("read %s-%d at %d: %w", p.Topic, p.Index, offset, err)
+		return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, offset, err)
 	}
 	good := 0
 	var kept []byte // the batches served, once one was left out
@@ -480,7 +480,7 @@ func (p *Partition) ReadBatches(offset int64, maxBytes int, committed bool) (api
 			if err == nil {
 				err = errors.New("truncated batch")
 			}
-			e := &CorruptBatchError{Topic: p.Topic, Partition: p.Index, Offset: res.NextOffset, Next: -1, err: err}
+			e := &CorruptBatchError{Topic: p.topic, Partition: p.index, Offset: res.NextOffset, Next: -1, err: err}
 			if ok {
 				e.Offset, e.Next = max(info.BaseOffset, res.NextOffset), info.NextOffset()
 			}

@@ -204,10 +204,10 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*fol
 		req.SetVersion(4)
 		req.ReplicaID = f.m.self
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = p.Topic
+		rt.Topic = p.topic
 		askEpoch := p.leaderEpoch.Load()
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.Index, askEpoch, lastEpoch
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, askEpoch, lastEpoch
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
 		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
@@ -228,7 +228,7 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*fol
 		if err != nil {
 			return err
 		}
-		f.m.logger.Debug("follower truncation", "topic", p.Topic, "partition", p.Index, "leader", f.leader,
+		f.m.logger.Debug("follower truncation", "topic", p.topic, "partition", p.index, "leader", f.leader,
 			"leader_epoch", askEpoch, "last_epoch", lastEpoch, "log_end", p.log().EndOffset(),
 			"answer_epoch", r.LeaderEpoch, "answer_end", r.EndOffset, "cut_to", end, "done", done)
 		if err := p.truncateAsFollower(end, askEpoch); err != nil {
@@ -284,23 +284,23 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*follow
 		if !st.truncated || p.log().Err() != nil || p.disk.isLow() {
 			continue
 		}
-		i, ok := byTopic[p.Topic]
+		i, ok := byTopic[p.topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.Topic
+			t.Topic = p.topic
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			byTopic[p.Topic] = i
+			byTopic[p.topic] = i
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.Index
+		rp.Partition = p.index
 		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
 		epochs[p] = rp.CurrentLeaderEpoch
 		rp.FetchOffset = p.log().EndOffset()
 		rp.LogStartOffset = p.log().StartOffset()
 		rp.PartitionMaxBytes = replicaPartitionMax
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		index[[2]any{p.Topic, p.Index}] = p
+		index[[2]any{p.topic, p.index}] = p
 	}
 	if len(index) == 0 {
 		f.sleep(replicaRetryBackoff)
@@ -332,7 +332,7 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*follow
 				// stop every partition fetched from its leader, out of
 				// the ISR with it), and it checks its divergence from
 				// the leader again before fetching on.
-				f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.Topic, "partition", p.Index, "err", err)
+				f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.topic, "partition", p.index, "err", err)
 				parts[p].truncated = false
 			}
 		}

@@ -34,7 +34,7 @@ type fakeLeader struct {
 // part is the partition the fake leads with index i.
 func (l *fakeLeader) part(i int32) *Partition {
 	for _, p := range l.others {
-		if p.Index == i {
+		if p.index == i {
 			return p
 		}
 	}

@@ -104,7 +104,7 @@ func (p *Partition) loadKeys(now time.Time) error {
 		return p.loadKeysLocked(now)
 	}
 	if err := p.scanLog(time.UnixMilli(0), p.log().EndOffset(), rebuildKeys(x, now), end); err != nil {
-		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
 	}
 	p.keys = x
 	return nil
@@ -117,7 +117,7 @@ func (p *Partition) loadKeysLocked(now time.Time) error {
 	}
 	x := producers.NewKeyIndex(p.keyPolicy())
 	if err := p.scanLog(now.Add(-x.Expiration()), p.log().EndOffset(), rebuildKeys(x, now)); err != nil {
-		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
 	}
 	p.keys = x
 	return nil

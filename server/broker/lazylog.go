@@ -83,21 +83,21 @@ func (p *Partition) ensureOpen() error {
 		return nil
 	}
 	if p.lazy.gone != nil {
-		return fmt.Errorf("%w: %s-%d", p.lazy.gone, p.Topic, p.Index)
+		return fmt.Errorf("%w: %s-%d", p.lazy.gone, p.topic, p.index)
 	}
 	b := p.lazy.owner
 	cfg := p.lazy.cfg.Load()
-	log, err := b.openLog(p.Topic, p.topicID, p.Index, *cfg)
+	log, err := b.openLog(p.topic, p.topicID, p.index, *cfg)
 	if err != nil {
-		b.logger.Warn("open partition log", "topic", p.Topic, "partition", p.Index, "err", err)
-		return storageErr(p.Topic, p.Index, err)
+		b.logger.Warn("open partition log", "topic", p.topic, "partition", p.index, "err", err)
+		return storageErr(p.topic, p.index, err)
 	}
 	p.loadHWM(log)
 	p.lazy.log.Store(log)
 	// A config reconcile stored while this opened was meant for this log.
 	if now := p.lazy.cfg.Load(); now != cfg {
 		if err := log.SetConfig(*now); err != nil {
-			b.logger.Warn("partition config", "topic", p.Topic, "partition", p.Index, "err", err)
+			b.logger.Warn("partition config", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 	b.addOpened(p)
@@ -126,7 +126,7 @@ func (p *Partition) deleteLog() error {
 	if log := p.log(); log != nil {
 		return log.Delete()
 	}
-	dir, err := p.lazy.owner.partitionDir(p.Topic, p.Index)
+	dir, err := p.lazy.owner.partitionDir(p.topic, p.index)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (p *Partition) peekLog() (*logPeek, error) {
 	if lp := p.lazy.peeked.Load(); lp != nil {
 		return lp, nil
 	}
-	dir, err := p.lazy.owner.partitionDir(p.Topic, p.Index)
+	dir, err := p.lazy.owner.partitionDir(p.topic, p.index)
 	if err != nil {
 		return nil, err
 	}

@@ -34,8 +34,8 @@ var (
 // Lock order: Broker.mu, then lazy.mu, then appendMu, then repl.mu, then
 // notifyMu.
 type Partition struct {
-	Topic   string
-	Index   int32
+	topic   string
+	index   int32
 	topicID [16]byte
 	// lazy holds the log, opened on first use (lazylog.go): read it with
 	// p.log(), which is nil until then.
@@ -96,7 +96,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 // newPartitionWith is newPartition with the topic's configs read already
 // (once per topic, not per partition: a restart hosts a million).
 func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
-	p := &Partition{Topic: topic, Index: index, topicID: id,
+	p := &Partition{topic: topic, index: index, topicID: id,
 		maxRecordBytes: consumeMaxRecordBytes}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
@@ -238,10 +238,10 @@ func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult,
 	}
 	info, err := p.log().Append(batches, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return AppendResult{}, storageErr(p.Topic, p.Index, err)
+		return AppendResult{}, storageErr(p.topic, p.index, err)
 	}
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.Topic, p.Index, err)
+		return AppendResult{}, fmt.Errorf("append to %s-%d: %w", p.topic, p.index, err)
 	}
 	p.recordProducersLocked(views, info.BaseOffset, now)
 	p.recordKeyLocked(k, views, info.BaseOffset, now)
@@ -265,7 +265,7 @@ func (p *Partition) wallNow() time.Time {
 // disk is kept for the metadata.
 func (p *Partition) mayWrite(n int) error {
 	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
-		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", ErrNotLeader, p.Topic, p.Index)
+		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", ErrNotLeader, p.topic, p.index)
 	}
 	return p.disk.admit(n)
 }
@@ -294,7 +294,7 @@ func (p *Partition) leadership() (leader, epoch int32) {
 func (p *Partition) leaderTermLocked() (int32, error) {
 	leader, epoch := p.leadership()
 	if self := p.selfID(); leader != self {
-		return 0, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.Topic, p.Index, leader)
+		return 0, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, p.topic, p.index, leader)
 	}
 	return epoch, p.epochCheckLocked(epoch)
 }
@@ -314,7 +314,7 @@ func (p *Partition) selfID() int32 {
 // appendMu held.
 func (p *Partition) epochCheckLocked(epoch int32) error {
 	if last := p.log().LeaderEpoch(); epoch < last {
-		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", ErrNotLeader, p.Topic, p.Index, epoch, last)
+		return fmt.Errorf("%w: %s-%d leader epoch %d is below the log's %d", ErrNotLeader, p.topic, p.index, epoch, last)
 	}
 	return nil
 }
@@ -392,7 +392,7 @@ func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, 
 func (p *Partition) AppendForAcks(batches []byte, k *producers.Key) (AppendResult, func(context.Context) error, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
+		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.topic, p.index, n, min)
 	}
 	res, err := p.appendKeyed(batches, k)
 	if err != nil {
@@ -464,3 +464,9 @@ func (p *Partition) HighWatermark() int64 { return p.hwm.Load() }
 
 // LeaderEpoch is the leader epoch this replica last applied.
 func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
+
+// Topic is the name of the topic this replica belongs to; fixed at creation.
+func (p *Partition) Topic() string { return p.topic }
+
+// Index is the partition's number in its topic; fixed at creation.
+func (p *Partition) Index() int32 { return p.index }

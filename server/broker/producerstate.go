@@ -144,7 +144,7 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
 	}
 	p.producers = t
 	return nil

@@ -42,8 +42,8 @@ func (b *Broker) dropReplicaLocked(ht *hostedTopic, idx int32) {
 	b.fetches.forget(p)
 	p.wake()
 	if err := p.deleteLog(); err != nil {
-		b.logger.Warn("delete reassigned replica", "topic", p.Topic, "partition", idx, "err", err)
+		b.logger.Warn("delete reassigned replica", "topic", p.topic, "partition", idx, "err", err)
 		return
 	}
-	b.logger.Info("replica reassigned away, deleted", "topic", p.Topic, "partition", idx)
+	b.logger.Info("replica reassigned away, deleted", "topic", p.topic, "partition", idx)
 }

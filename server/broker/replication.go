@@ -124,13 +124,13 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 	if !ok {
 		p.repl.mu.Unlock()
 		if leaderEpoch >= 0 {
-			return fmt.Errorf("%w: broker %d is no follower of %s-%d", kafkaproto.ErrUnknownLeaderEpoch, id, p.Topic, p.Index)
+			return fmt.Errorf("%w: broker %d is no follower of %s-%d", kafkaproto.ErrUnknownLeaderEpoch, id, p.topic, p.index)
 		}
-		return fmt.Errorf("%w: broker %d is no follower of %s-%d", ErrNotLeader, id, p.Topic, p.Index)
+		return fmt.Errorf("%w: broker %d is no follower of %s-%d", ErrNotLeader, id, p.topic, p.index)
 	}
 	if end := p.log().EndOffset(); offset > end || offset < 0 {
 		p.repl.mu.Unlock()
-		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.Topic, p.Index, offset, end)
+		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.topic, p.index, offset, end)
 	}
 	f.leo = offset
 	if offset >= p.log().EndOffset() {
@@ -213,16 +213,16 @@ func (p *Partition) waitReplicated(ctx context.Context, offset int64, epoch int3
 			return nil
 		}
 		if p.leader.Load() != p.repl.self || p.leaderEpoch.Load() != epoch {
-			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", ErrNotLeader, p.Topic, p.Index)
+			return fmt.Errorf("%w: leadership of %s-%d moved before the write was replicated", ErrNotLeader, p.topic, p.index)
 		}
 		if p.leaseValid != nil && !p.leaseValid(time.Now()) {
-			return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout before the write was replicated", ErrNotLeader, p.Topic, p.Index)
+			return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout before the write was replicated", ErrNotLeader, p.topic, p.index)
 		}
 		select {
 		case <-ch:
 		case <-leaseCheck:
 		case <-ctx.Done():
-			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.Topic, p.Index, ctx.Err())
+			return fmt.Errorf("wait for the in-sync replicas of %s-%d: %w", p.topic, p.index, ctx.Err())
 		}
 	}
 }
@@ -291,7 +291,7 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 		whole += len(b.Raw)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("replicate %s-%d: %w", p.Topic, p.Index, err)
+		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
 	}
 	if whole == 0 {
 		return nil
@@ -308,10 +308,10 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	// epoch below the last one here means this log holds a tail the
 	// leader never had, so it must be truncated again first.
 	if last := p.log().LeaderEpoch(); first >= 0 && first < last {
-		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.Topic, p.Index, first, last)
+		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.topic, p.index, first, last)
 	}
 	if _, err := p.log().AppendReplicated(data[:whole]); err != nil {
-		return fmt.Errorf("replicate %s-%d (fetched epoch %d, local epoch %d): %w", p.Topic, p.Index, first, p.log().LeaderEpoch(), err)
+		return fmt.Errorf("replicate %s-%d (fetched epoch %d, local epoch %d): %w", p.topic, p.index, first, p.log().LeaderEpoch(), err)
 	}
 	p.producers = nil // rebuilt from the log if this replica becomes leader
 	p.resetKeysLocked()
@@ -378,7 +378,7 @@ func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 		return nil
 	}
 	if err := p.log().Truncate(end); err != nil {
-		return fmt.Errorf("truncate %s-%d to %d: %w", p.Topic, p.Index, end, err)
+		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
 	}
 	p.producers = nil
 	p.resetKeysLocked()
@@ -398,7 +398,7 @@ func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 		return nil
 	}
 	if err := p.log().Reset(offset); err != nil {
-		return fmt.Errorf("reset %s-%d to %d: %w", p.Topic, p.Index, offset, err)
+		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
 	p.producers = nil
 	p.resetKeysLocked()

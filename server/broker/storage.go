@@ -139,11 +139,11 @@ func (b *Broker) recoverPartitions(failed []*Partition, round int) bool {
 			if errors.Is(err, segments.ErrClosed) {
 				continue // deleted or moved meanwhile
 			}
-			b.logger.Warn("partition storage still failing; retrying", "topic", p.Topic, "partition", p.Index, "err", err)
+			b.logger.Warn("partition storage still failing; retrying", "topic", p.topic, "partition", p.index, "err", err)
 			return false
 		}
 		p.recovered()
-		b.logger.Info("partition storage recovered; writes accepted again", "topic", p.Topic, "partition", p.Index)
+		b.logger.Info("partition storage recovered; writes accepted again", "topic", p.topic, "partition", p.index)
 	}
 	return true
 }
@@ -156,7 +156,7 @@ func (b *Broker) publishStorage(failed []*Partition) {
 	}
 	names := make([]string, len(failed))
 	for i, p := range failed {
-		names[i] = fmt.Sprintf("%s-%d", p.Topic, p.Index)
+		names[i] = fmt.Sprintf("%s-%d", p.topic, p.index)
 	}
 	sort.Strings(names)
 	b.storage.set(names, storageReason(failed[0].log().Err()))

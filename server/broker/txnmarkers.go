@@ -55,7 +55,7 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 		return AppendResult{}, nil, fmt.Errorf("%w: marker type %d", recordbatch.ErrInvalidRecord, m.Type)
 	}
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.Topic, p.Index, n, min)
+		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.topic, p.index, n, min)
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
@@ -76,10 +76,10 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	}
 	info, err := p.log().Append(batch, epoch)
 	if errors.Is(err, segments.ErrStorage) {
-		return AppendResult{}, nil, storageErr(p.Topic, p.Index, err)
+		return AppendResult{}, nil, storageErr(p.topic, p.index, err)
 	}
 	if err != nil {
-		return AppendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.Topic, p.Index, err)
+		return AppendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.topic, p.index, err)
 	}
 	p.producers.Marker(m, now.UnixMilli(), now)
 	p.leaderAppended()

@@ -22,10 +22,10 @@ func (p *Partition) LSO() (int64, error) {
 	hw := p.hwm.Load()
 	fuo, err := p.log().FirstUnstableOffset()
 	if errors.Is(err, segments.ErrStorage) {
-		return 0, storageErr(p.Topic, p.Index, err)
+		return 0, storageErr(p.topic, p.index, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("last stable offset of %s-%d: %w", p.Topic, p.Index, err)
+		return 0, fmt.Errorf("last stable offset of %s-%d: %w", p.topic, p.index, err)
 	}
 	return min(hw, fuo), nil
 }
@@ -64,7 +64,7 @@ func (p *Partition) committedRange(offset, hw int64) (int64, []segments.AbortedT
 	}
 	aborted, err := p.log().AbortedTxns(offset, limit)
 	if err != nil {
-		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.Topic, p.Index, err)
+		return 0, nil, fmt.Errorf("aborted transactions of %s-%d: %w", p.topic, p.index, err)
 	}
 	return limit, aborted, nil
 }

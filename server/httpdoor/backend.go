@@ -256,7 +256,7 @@ func (h *Door) detail(t *raftfsm.Topic) api.TopicDetail {
 	}
 	hosted := map[int32]*broker.Partition{}
 	for _, p := range h.cfg.Broker().PartitionsOf(t.Name) {
-		hosted[p.Index] = p
+		hosted[p.Index()] = p
 	}
 	for i, pm := range t.Partitions {
 		pd := api.PartitionDetail{Partition: int32(i), Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch,

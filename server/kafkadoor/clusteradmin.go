@@ -71,7 +71,7 @@ func (k *Backend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 		if _, end, hwm, err := p.Offsets(); err == nil {
 			lag = max(hwm-end, 0)
 		}
-		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.Topic, Partition: p.Index,
+		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.Topic(), Partition: p.Index(),
 			Size: p.SizeBytes(), OffsetLag: lag})
 	}
 	slices.SortFunc(d.Partitions, func(a, b kafkaproto.LogDirPartition) int {
