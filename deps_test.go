@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -23,72 +24,126 @@ import (
 // (server/coordinators) and the shared metadata changes (server/admin)
 // build on those packages, never on server; only server composes them
 // (docs/architecture.md).
+//
+// Every package has a rule: its own, or (outside server/) its parent's,
+// as kafkaproto's subpackages share kafkaproto's. An allowed package X
+// admits X's subpackages too, but not one with a rule of its own: that
+// one is named (raftfsm admits raftfsm's model, not raftfsm/quorum). So
+// the raft node and the HTTP handler are wired by the composition root
+// alone (wiredOnlyBy); a package below it reaches them through its own
+// narrow interfaces (admin.Metadata, broker.Metadata, ...). Test files
+// are not checked: a test may build what it exercises from anything.
 func TestPackageDependencyDirection(t *testing.T) {
 	const mod = "github.com/runnel/runnel"
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	// Each checked package and the project packages it may import (its own
-	// subpackages always).
+	// Each package and the project packages it may import (its own
+	// subpackages always). nil: a leaf.
 	allowed := map[string][]string{
+		".":   nil, // the module root: the embedded openapi.yaml
 		"api": nil, "web": nil,
-		"recordbatch": nil,             // the one RecordBatch codec: a leaf
-		"segments":    {"recordbatch"}, // one partition's log, over the codec
-		"api/rest":    {"api"},         // the HTTP handler over the api contract
-		"kafkaproto":  {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
-		"internal/warnlimit":        nil,                      // rate-limited WARN lines: a leaf
-		"raftfsm":                   nil,                      // the metadata state machine: a leaf
-		"raftfsm/quorum":            {"raftfsm", "internode"}, // the raft node running it on the inter-node port
-		"server/groups":             {"api", "kafkaproto", "raftfsm", "internode"},
-		"server/broker":             {"api", "kafkaproto", "raftfsm", "internode", "segments", "recordbatch", "internal/warnlimit"}, // the data plane: never server
-		"server/broker/topicconfig": {"kafkaproto", "segments", "recordbatch"},                                                      // the topic config table: a leaf of the data plane
-		"server/access":             {"api", "raftfsm", "server/auth"},                                                              // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
-		"server/auth":               nil,                                                                                            // the one authorizer: a leaf
-		"server/quota":              {"api", "raftfsm"},                                                                             // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)
-		"server/connrate":           nil,                                                                                            // the connection creation rate limiter: a leaf
-		"server/admin":              {"raftfsm", "server/broker", "server/groups"},                                                  // both doors' metadata changes and elections; never server
-		"server/metrics":            {"api", "raftfsm"},                                                                             // the Prometheus collectors and the UI's series
-		"server/tlsreload":          nil,                                                                                            // the client-facing certificate, reloaded: a leaf
+		"api/client":   nil,             // the generated HTTP client
+		"api/rest":     {"api", "."},    // the HTTP handler over the api contract and the embedded spec it validates against
+		"recordbatch":  nil,             // the one RecordBatch codec: a leaf
+		"segments":     {"recordbatch"}, // one partition's log, over the codec
+		"segments/vfs": nil,             // the filesystem the log writes through
+		"kafkaproto":   {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
+		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
+		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
+		"raftfsm":            nil,                      // the metadata state machine: a leaf
+		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port
+		"server/groups":      {"api", "kafkaproto", "raftfsm"},
+		"server/txn":         {"kafkaproto"}, // the transaction coordinator
+		"server/broker": {"api", "kafkaproto", "raftfsm", "segments", "segments/vfs", "recordbatch", "internal/warnlimit",
+			"server/broker/producers", "server/broker/topicconfig", "server/broker/kafkaconn"}, // the data plane: never server
+		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
+		"server/broker/topicconfig": {"kafkaproto", "segments", "recordbatch"},                                  // the topic config table: a leaf of the data plane
+		"server/broker/kafkaconn":   nil,                                                                        // the Kafka client to another broker: a leaf
+		"server/access":             {"api", "raftfsm", "server/auth"},                                          // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
+		"server/auth":               nil,                                                                        // the one authorizer: a leaf
+		"server/quota":              {"api", "raftfsm"},                                                         // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)
+		"server/connrate":           nil,                                                                        // the connection creation rate limiter: a leaf
+		"server/admin":              {"raftfsm", "server/broker", "server/broker/topicconfig", "server/groups"}, // both doors' metadata changes and elections; never server
+		"server/metrics":            {"api", "raftfsm"},                                                         // the Prometheus collectors and the UI's series
+		"server/tlsreload":          nil,                                                                        // the client-facing certificate, reloaded: a leaf
+		"server/servertest":         {"internal/testport"},                                                      // the harness running real runnel processes
 		// The coordinators on a broker (their backends): never server.
 		"server/coordinators": {"api", "kafkaproto", "raftfsm", "recordbatch", "segments", "server/admin", "server/broker",
-			"server/groups", "server/metrics", "server/txn"},
+			"server/broker/kafkaconn", "server/groups", "server/metrics", "server/txn"},
 		// The Kafka door's adapter: never server.
 		"server/kafkadoor": {"kafkaproto", "raftfsm", "recordbatch", "segments", "server/access", "server/admin",
-			"server/auth", "server/broker", "server/groups", "server/metrics", "server/quota", "server/txn"},
+			"server/auth", "server/broker", "server/broker/topicconfig", "server/groups", "server/metrics", "server/quota", "server/txn"},
 		// The HTTP door's adapter: never server (which wires it).
 		"server/httpdoor": {"api", "kafkaproto", "raftfsm", "recordbatch", "segments", "server/access", "server/admin",
-			"server/auth", "server/broker", "server/groups", "server/metrics", "server/quota"},
+			"server/auth", "server/broker", "server/broker/kafkaconn", "server/broker/producers", "server/broker/topicconfig",
+			"server/groups", "server/metrics", "server/quota"},
+		// The composition root: config, lifecycle, wiring; its subpackages
+		// always, and what it wires them with.
+		"server": {"api", "api/rest", "internal/warnlimit", "internode", "kafkaproto", "raftfsm", "raftfsm/quorum",
+			"recordbatch", "segments", "segments/vfs", "web"},
+		// The binary: its commands, and the configuration types its flags
+		// fill (rest.Limits, raftfsm.Limits, internode's certificates).
+		"cmd/runnel":         {"api", "api/client", "api/rest", "internode", "raftfsm", "server"},
+		"scripts/chaostable": nil, // rewrites README's chaos table: a leaf
+	}
+	// The raft node and the HTTP handler are wired, not used: only these
+	// packages import them.
+	wiredOnlyBy := map[string][]string{
+		"raftfsm/quorum": {"server"},
+		"api/rest":       {"server", "cmd/runnel"},
 	}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		fields := strings.Fields(line)
-		pkg := strings.TrimPrefix(fields[0], mod+"/")
+		pkg := relPkg(mod, fields[0])
 		top := checkedRoot(pkg, allowed)
-		if top == "" {
+		if top == "" || top == "server" && pkg != "server" {
+			t.Errorf("%s has no rule: give it one in this test and docs/architecture.md", fields[0])
 			continue
 		}
 		checked++
 		for _, imp := range fields[1:] {
-			if !strings.HasPrefix(imp, mod+"/") {
+			if imp != mod && !strings.HasPrefix(imp, mod+"/") {
 				continue
 			}
-			rel := strings.TrimPrefix(imp, mod+"/")
+			rel := relPkg(mod, imp)
 			if checkedRoot(rel, map[string][]string{top: nil}) == top {
 				continue
 			}
-			ok := false
-			for _, a := range allowed[top] {
-				ok = ok || rel == a || strings.HasPrefix(rel, a+"/")
-			}
-			if !ok {
+			if !mayImport(rel, allowed[top], allowed) {
 				t.Errorf("%s imports %s: %s may import only %v of the project", fields[0], imp, top, allowed[top])
+			}
+			if by, ok := wiredOnlyBy[rel]; ok && !slices.Contains(by, top) {
+				t.Errorf("%s imports %s, which only %v wire", fields[0], imp, by)
 			}
 		}
 	}
 	if checked < len(allowed) {
 		t.Fatalf("checked %d packages, expected at least %d", checked, len(allowed))
 	}
+}
+
+// relPkg is path relative to the module ("." for the module root).
+func relPkg(mod, path string) string {
+	if path == mod {
+		return "."
+	}
+	return strings.TrimPrefix(path, mod+"/")
+}
+
+// mayImport reports whether rel is one of list or under one, unless the
+// package rel is or is under has a rule of its own that is not in list:
+// a subpackage with its own rule is admitted only by name.
+func mayImport(rel string, list []string, rules map[string][]string) bool {
+	owner := checkedRoot(rel, rules)
+	for _, a := range list {
+		if rel == a || strings.HasPrefix(rel, a+"/") && (owner == "" || len(owner) <= len(a)) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkedRoot is the key of roots that pkg is or is under ("" for none),
