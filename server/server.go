@@ -57,6 +57,9 @@
 //   - the transaction and group coordinators' own goroutines, with the
 //     transaction coordinator's leadership follower (server/coordinators;
 //     txn.Close, groups.Close: loads and appends in flight end);
+//   - the HTTP door forwarder's pooled connections to other nodes (two
+//     net/http goroutines each), closed by forward.Close once nothing
+//     forwards;
 //   - the broker's (storage, fetchers, ISR changes, maintenance; see
 //     package server/broker), broker.Close;
 //   - the metadata node's (raft, heartbeats, the port mux), meta.Close;
@@ -602,6 +605,11 @@ func (s *Server) Close() error {
 	}
 	if s.groups != nil {
 		s.groups.Close()
+	}
+	// Nothing forwards any more (the HTTP servers and the coordinators
+	// stopped): the forwarder's pooled connections to other nodes close.
+	if s.forward != nil {
+		s.forward.Close()
 	}
 	if s.broker != nil {
 		if err := s.broker.Close(); err != nil {

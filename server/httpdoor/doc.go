@@ -29,8 +29,10 @@
 // Goroutines: a Door starts none of its own. Requests run on the HTTP
 // server's goroutines; ListTransactions asks the brokers in parallel, one
 // goroutine each, and waits for them all (each bounded by txnListTimeout)
-// before it returns. The forwarder's idle connections belong to its
-// http.Transport and close with their idle timeout.
+// before it returns. The forwarder owns the connections it dials (its
+// http.Transport runs two goroutines on each, idle ones included):
+// Forwarder.Close, which the server calls once nothing forwards, closes
+// them all.
 //
 // Lock order: the Door holds no lock of its own (the sticky partition is an
 // atomic); ListTransactions's mu is a leaf guarding its result. The locks of

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runnel/runnel/api"
@@ -53,9 +54,22 @@ func IsForwarded(ctx context.Context) bool {
 
 // Forwarder sends HTTP requests to other nodes over the inter-node port.
 // Safe for concurrent use.
+//
+// It owns the connections it dials: its transport keeps them idle between
+// requests (and runs two goroutines on each), and Close closes every one,
+// so a stopped node holds no socket on its peers.
 type Forwarder struct {
-	client *http.Client
+	client    *http.Client
+	transport *http.Transport
+
+	mu     sync.Mutex // guards conns and closed; held for no I/O
+	conns  map[*forwardConn]struct{}
+	closed bool
 }
+
+// errForwarderClosed is the dial error of a closed forwarder: the node is
+// stopping.
+var errForwarderClosed = errors.New("forward: the node is shutting down")
 
 // Forwarded requests travel between nodes over the raft port (protoHTTP),
 // the one address nodes are sure to reach each other on, whatever they
@@ -79,9 +93,66 @@ func NewForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)
 		}
 		return direct.DialContext(ctx, network, addr)
 	}
-	return &Forwarder{client: &http.Client{Transport: &http.Transport{
-		DialContext: dial, MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute,
-	}}}
+	f := &Forwarder{conns: map[*forwardConn]struct{}{}}
+	f.transport = &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return f.track(c)
+		},
+		MaxIdleConnsPerHost: 32, IdleConnTimeout: time.Minute,
+	}
+	f.client = &http.Client{Transport: f.transport}
+	return f
+}
+
+// track registers a new connection, or closes it when the forwarder has
+// closed meanwhile.
+func (f *Forwarder) track(c net.Conn) (net.Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		c.Close()
+		return nil, errForwarderClosed
+	}
+	fc := &forwardConn{Conn: c, f: f}
+	f.conns[fc] = struct{}{}
+	return fc, nil
+}
+
+// Close closes every connection the forwarder opened, idle or not, and
+// refuses to dial again; a request still in flight fails. The server calls
+// it once nothing forwards any more (its HTTP servers and coordinators
+// stopped). The transport's goroutines on a connection end when it closes.
+func (f *Forwarder) Close() {
+	f.mu.Lock()
+	f.closed = true
+	conns := f.conns
+	f.conns = map[*forwardConn]struct{}{}
+	f.mu.Unlock()
+	f.transport.CloseIdleConnections()
+	for c := range conns {
+		c.Close()
+	}
+}
+
+// forwardConn is a connection of the forwarder, which forgets it when the
+// transport closes it.
+type forwardConn struct {
+	net.Conn
+	f    *Forwarder
+	once sync.Once
+}
+
+func (c *forwardConn) Close() error {
+	c.once.Do(func() {
+		c.f.mu.Lock()
+		delete(c.f.conns, c)
+		c.f.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 type wireOutRecord struct {

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +176,79 @@ func TestGroupOfPath(t *testing.T) {
 		if got, ok := groupOfPath(u); got != want || ok != (want != "") {
 			t.Errorf("%s: %q %v, want %q", path, got, ok, want)
 		}
+	}
+}
+
+// closeCountingConn records its Close, as the forwarder's pool would not
+// show it.
+type closeCountingConn struct {
+	net.Conn
+	closed *atomic.Int32
+	once   sync.Once
+}
+
+func (c *closeCountingConn) Close() error {
+	c.once.Do(func() { c.closed.Add(1) })
+	return c.Conn.Close()
+}
+
+// A forwarder owns the connections it dialed: Close closes them all, the
+// idle ones in its pool included (they would otherwise hold a socket on
+// the peer, and two goroutines here, for the pool's idle timeout after the
+// node stopped), and it dials no new one afterwards.
+func TestForwarderCloseClosesIdleConnections(t *testing.T) {
+	var peerOpen atomic.Int32 // connections the peer holds open
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"records":[],"next_offset":0,"high_watermark":0}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			peerOpen.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			peerOpen.Add(-1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	var dialed, closed atomic.Int32
+	f := NewForwarder(func(ctx context.Context, id int32) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", srv.Listener.Addr().String())
+		if err != nil {
+			return nil, err
+		}
+		dialed.Add(1)
+		return &closeCountingConn{Conn: c, closed: &closed}, nil
+	})
+	// Two requests at once leave two connections idle in the pool.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := f.Consume(context.Background(), NodeHost(2), api.ConsumeRequest{Topic: "t", MaxRecords: 1, MaxBytes: 1}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if dialed.Load() == 0 || closed.Load() != 0 {
+		t.Fatalf("before Close: %d dialed, %d closed", dialed.Load(), closed.Load())
+	}
+	f.Close()
+	if n, c := dialed.Load(), closed.Load(); c != n {
+		t.Fatalf("after Close: %d of the %d connections the forwarder dialed are still open", n-c, n)
+	}
+	// The peer sees them go (it notices on its own goroutines: bounded wait).
+	for deadline := time.Now().Add(10 * time.Second); peerOpen.Load() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the peer still holds %d connections from a closed forwarder", peerOpen.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := f.Consume(context.Background(), NodeHost(2), api.ConsumeRequest{Topic: "t", MaxRecords: 1, MaxBytes: 1}); err == nil {
+		t.Fatal("a closed forwarder forwarded a request")
+	}
+	if n, c := dialed.Load(), closed.Load(); c != n {
+		t.Fatalf("a closed forwarder left %d connections open", n-c)
 	}
 }
