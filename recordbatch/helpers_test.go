@@ -12,10 +12,13 @@ import (
 type rec struct {
 	key, value []byte
 	ts         int64
+	headers    []kmsg.Header
 }
 
 // buildBatch encodes an uncompressed producer RecordBatch v2 (base offset 0)
-// with a valid CRC-32C, through kmsg.
+// with a valid CRC-32C, through kmsg's whole-batch encoder: the reference
+// the package's own Build is checked against (TestBuildMatchesKmsg), and
+// the other packages' tests build with Build.
 func buildBatch(recs []rec) []byte {
 	first, maxTs := recs[0].ts, recs[0].ts
 	for _, r := range recs {
@@ -23,7 +26,7 @@ func buildBatch(recs []rec) []byte {
 	}
 	var body []byte
 	for i, r := range recs {
-		kr := kmsg.Record{TimestampDelta64: r.ts - first, OffsetDelta: int32(i), Key: r.key, Value: r.value}
+		kr := kmsg.Record{TimestampDelta64: r.ts - first, OffsetDelta: int32(i), Key: r.key, Value: r.value, Headers: r.headers}
 		enc := kr.AppendTo(nil)[1:] // drop the placeholder length varint 0
 		body = binary.AppendVarint(body, int64(len(enc)))
 		body = append(body, enc...)

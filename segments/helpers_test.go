@@ -1,7 +1,6 @@
 package segments
 
 import (
-	"encoding/binary"
 	"log/slog"
 	"testing"
 
@@ -17,27 +16,13 @@ type rec struct {
 }
 
 // buildBatch encodes an uncompressed producer RecordBatch v2 (base offset 0)
-// with a valid CRC-32C, through kmsg.
+// with a valid CRC-32C, through the one codec (recordbatch.Build).
 func buildBatch(recs []rec) []byte {
-	first, maxTs := recs[0].ts, recs[0].ts
-	for _, r := range recs {
-		first, maxTs = min(first, r.ts), max(maxTs, r.ts)
-	}
-	var body []byte
+	nr := make([]recordbatch.NewRecord, len(recs))
 	for i, r := range recs {
-		kr := kmsg.Record{TimestampDelta64: r.ts - first, OffsetDelta: int32(i), Key: r.key, Value: r.value}
-		enc := kr.AppendTo(nil)[1:] // drop the placeholder length varint 0
-		body = binary.AppendVarint(body, int64(len(enc)))
-		body = append(body, enc...)
+		nr[i] = recordbatch.NewRecord{Key: r.key, Value: r.value, Timestamp: r.ts}
 	}
-	b := kmsg.RecordBatch{
-		Magic: 2, LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: first, MaxTimestamp: maxTs,
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(len(recs)), Records: body,
-	}
-	b.Length = int32(recordbatch.HeaderLen - recordbatch.PrefixLen + len(body))
-	out := b.AppendTo(nil)
-	recordbatch.SetCRC(out)
-	return out
+	return recordbatch.Build(nr)
 }
 
 // valueBatch builds n records of size bytes each with timestamps ts, ts+1...
