@@ -50,6 +50,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"segments":     {"recordbatch"}, // one partition's log, over the codec
 		"segments/vfs": nil,             // the filesystem the log writes through
 		"kafkaproto":   {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
+		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"raftfsm":            nil,                      // the metadata state machine: a leaf

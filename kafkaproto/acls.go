@@ -1,32 +1,11 @@
 package kafkaproto
 
 import (
-	"context"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ACLs over Kafka (CreateAcls, DescribeAcls, DeleteAcls): the wire's enums
 // become the lower-case names of the broker's ACL model, and back.
-
-// ACLAdmin is optionally implemented by a Broker that keeps ACLs; without
-// it the ACL APIs answer SECURITY_DISABLED, as Kafka without an
-// authorizer does. Safe for concurrent use. Errors wrap the sentinels of
-// errors.go (ErrInvalidRequest for a bad ACL).
-type ACLAdmin interface {
-	CreateACLs(ctx context.Context, acls []ACL) error
-	DescribeACLs(ctx context.Context, f ACL) ([]ACL, error)
-	// DeleteACLs removes the ACLs f selects and returns them.
-	DeleteACLs(ctx context.Context, f ACL) ([]ACL, error)
-}
-
-// ACL is one entry, or a filter where "" matches any value. Names are
-// lower case: topic, group, cluster, transactional_id; literal, prefixed;
-// read, write, ..., all; allow, deny.
-type ACL struct {
-	ResourceType, ResourceName, PatternType string
-	Principal, Host, Operation, Permission  string
-}
 
 var (
 	aclResourceNames = map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeTopic: "topic", kmsg.ACLResourceTypeGroup: "group",

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AddOffsetsToTxn, key 25: versions 0-3 (flexible from 3). v4 only adds
@@ -18,11 +20,11 @@ const (
 func (s *Server) addOffsetsToTxn(ctx context.Context, req *kmsg.AddOffsetsToTxnRequest) *kmsg.AddOffsetsToTxnResponse {
 	tc := s.txnCoordinator()
 	if tc == nil {
-		return addOffsetsToTxnError(req, txnErr(errNoTxnCoordinator, false))
+		return addOffsetsToTxnError(req, kapi.TxnErr(errNoTxnCoordinator, false))
 	}
 	err := tc.AddOffsetsToTxn(ctx, TxnProducer{TxnID: req.TransactionalID, ID: req.ProducerID, Epoch: req.ProducerEpoch}, req.Group)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	resp.ErrorCode = txnErr(err, req.Version < 2)
+	resp.ErrorCode = kapi.TxnErr(err, req.Version < 2)
 	return resp
 }
 

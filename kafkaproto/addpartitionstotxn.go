@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AddPartitionsToTxn, key 24: versions 0-3 (flexible from 3), the client's
@@ -19,7 +21,7 @@ const (
 func (s *Server) addPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) *kmsg.AddPartitionsToTxnResponse {
 	tc := s.txnCoordinator()
 	if tc == nil {
-		return addPartitionsToTxnError(req, txnErr(errNoTxnCoordinator, false))
+		return addPartitionsToTxnError(req, kapi.TxnErr(errNoTxnCoordinator, false))
 	}
 	var parts []TopicPartition
 	for _, t := range req.Topics {
@@ -30,7 +32,7 @@ func (s *Server) addPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitions
 	legacy := req.Version < 2
 	errs, err := tc.AddPartitionsToTxn(ctx, TxnProducer{TxnID: req.TransactionalID, ID: req.ProducerID, Epoch: req.ProducerEpoch}, parts)
 	if err != nil {
-		return addPartitionsToTxnError(req, txnErr(err, legacy))
+		return addPartitionsToTxnError(req, kapi.TxnErr(err, legacy))
 	}
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	i := 0
@@ -41,7 +43,7 @@ func (s *Server) addPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitions
 			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 			rp.Partition = p
 			if i < len(errs) {
-				rp.ErrorCode = txnErr(errs[i], legacy)
+				rp.ErrorCode = kapi.TxnErr(errs[i], legacy)
 			}
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AlterClientQuotas, key 49: versions 0-1 (flexible from 1). Needs
@@ -38,7 +40,7 @@ func (s *Server) alterClientQuotas(ctx context.Context, req *kmsg.AlterClientQuo
 			}
 		}
 		if err := admin.AlterClientQuota(ctx, entity, set, remove, req.ValidateOnly); err != nil {
-			re.ErrorCode, re.ErrorMessage = kafkaErr(err), errMessage(err)
+			re.ErrorCode, re.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		}
 		resp.Entries = append(resp.Entries, re)
 	}

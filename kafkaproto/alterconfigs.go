@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AlterConfigs, key 33: versions 0-2 (flexible from 2). Kafka's legacy
@@ -25,7 +27,7 @@ func (s *Server) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest
 		r := kmsg.NewAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		err := s.replaceConfigs(ctx, rr, req.ValidateOnly)
-		r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+		r.ErrorCode, r.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AlterPartitionReassignments, key 45: versions 0-1 (flexible; v1 may
@@ -28,8 +30,8 @@ func (s *Server) alterPartitionReassignments(ctx context.Context, req *kmsg.Alte
 		err = s.checkAdminTopics(len(req.Topics))
 	}
 	if err != nil {
-		resp := alterPartitionReassignmentsError(req, kafkaErr(err))
-		resp.ErrorMessage = errMessage(err)
+		resp := alterPartitionReassignmentsError(req, kapi.KafkaErr(err))
+		resp.ErrorMessage = kapi.ErrMessage(err)
 		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
@@ -49,7 +51,7 @@ func (s *Server) alterPartitionReassignments(ctx context.Context, req *kmsg.Alte
 			if err == nil {
 				err = s.reassignOne(ctx, ca, rt.Topic, rp)
 			}
-			p.ErrorCode, p.ErrorMessage = kafkaErr(err), errMessage(err)
+			p.ErrorCode, p.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // AlterReplicaLogDirs, key 34: versions 0-2 (flexible from 2). A runnel
@@ -25,7 +27,7 @@ func (s *Server) alterReplicaLogDirs(ctx context.Context, req *kmsg.AlterReplica
 		dirs, err = ca.LogDirs(ctx)
 	}
 	if err != nil {
-		return alterReplicaLogDirsError(req, kafkaErr(err))
+		return alterReplicaLogDirsError(req, kapi.KafkaErr(err))
 	}
 	held := map[string]map[string]bool{} // dir -> "topic/partition"
 	for _, d := range dirs {
@@ -44,9 +46,9 @@ func (s *Server) alterReplicaLogDirs(ctx context.Context, req *kmsg.AlterReplica
 				p.Partition = idx
 				switch in, known := held[rd.Dir]; {
 				case !known:
-					p.ErrorCode = kafkaErr(ErrLogDirNotFound)
+					p.ErrorCode = kapi.KafkaErr(ErrLogDirNotFound)
 				case !in[fmt.Sprintf("%s/%d", rt.Topic, idx)]:
-					p.ErrorCode = kafkaErr(ErrReplicaNotAvailable)
+					p.ErrorCode = kapi.KafkaErr(ErrReplicaNotAvailable)
 				}
 				t.Partitions = append(t.Partitions, p)
 			}

@@ -21,7 +21,7 @@ func TestDecodeMemoryBoundedByFrame(t *testing.T) {
 	worst := 0.0
 	for _, key := range sweepOrder {
 		h := handlerTable()[key]
-		for v := h.min; v <= h.max; v++ {
+		for v := h.Min; v <= h.Max; v++ {
 			req := sweepRequest(key, v)
 			req.SetVersion(v)
 			body := req.AppendTo(nil)

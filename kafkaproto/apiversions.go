@@ -31,7 +31,7 @@ func (s *Server) apiVersionsError(code int16) *kmsg.ApiVersionsResponse {
 	resp.ErrorCode = code
 	for _, h := range s.handlers {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = h.key, h.min, h.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = h.Key, h.Min, h.Max
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	slices.SortFunc(resp.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })

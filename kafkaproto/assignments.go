@@ -13,14 +13,6 @@ import (
 // replication factor for all, no broker twice in a partition); the Broker
 // checks the brokers exist and are alive (ErrInvalidReplicaAssignment).
 
-// PartitionAssigner is an optional extension of a Broker: CreatePartitions
-// with the replicas of each new partition given (assignments[i] for
-// partition current+i). Without it such requests are INVALID_REQUEST.
-// Safe for concurrent use.
-type PartitionAssigner interface {
-	CreateAssignedPartitions(ctx context.Context, topic string, count int32, assignments [][]int32, validateOnly bool) error
-}
-
 // topicAssignments turns CreateTopics' ReplicaAssignment into one replica
 // list per partition, in partition order.
 func topicAssignments(rt kmsg.CreateTopicsRequestTopic) ([][]int32, error) {

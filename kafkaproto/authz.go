@@ -17,15 +17,6 @@ import (
 // not describe. Connections on the peer door are not authorized (the
 // raft port authenticated them as brokers).
 
-// KafkaAuthorizer is optionally implemented by a Broker that enforces
-// ACLs; without it every request is allowed. Safe for concurrent use.
-type KafkaAuthorizer interface {
-	// Authorize reports whether principal, connected from host, may do op
-	// (read, write, create, ...) on the resource (topic, group, cluster,
-	// transactional_id; the cluster is named "kafka-cluster").
-	Authorize(principal, host, resourceType, name, op string) bool
-}
-
 const kafkaCluster = "kafka-cluster"
 
 // perm is one permission a request needs, and the code it fails with.

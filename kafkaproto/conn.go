@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Framing errors; each closes the connection it happened on.
@@ -224,7 +226,7 @@ func (c *conn) handle(frame []byte) error {
 	if err := c.checkAuth(h.key); err != nil {
 		return err
 	}
-	supported := h.version >= api.min && h.version <= api.max
+	supported := h.version >= api.Min && h.version <= api.Max
 	if h.key == apiVersionsKey && !supported {
 		// Answer in v0 so that the client can pick a version it shares.
 		resp := c.s.apiVersionsError(kerr.UnsupportedVersion.Code)
@@ -259,16 +261,16 @@ func (c *conn) handle(frame []byte) error {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {
-			ctx = withClient(ctx, deref(h.clientID), c.nc.RemoteAddr())
+			ctx = kapi.WithClient(ctx, deref(h.clientID), c.nc.RemoteAddr())
 		}
 		if fr, ok := req.(*kmsg.FetchRequest); ok && fr.Version >= 13 {
 			// Fetch 13+ names topics by id: authorization needs the names.
 			c.s.resolveFetchTopicIDs(ctx, fr)
 		}
 		if code := c.authorize(req); code != 0 {
-			resp = api.fail(req, code)
+			resp = api.Fail(req, code)
 		} else {
-			resp = api.serve(c.s, ctx, req)
+			resp = api.Serve(c.s, ctx, req)
 		}
 		if mr, ok := req.(*kmsg.MetadataRequest); ok {
 			if r, ok := resp.(*kmsg.MetadataResponse); ok {
@@ -278,7 +280,7 @@ func (c *conn) handle(frame []byte) error {
 		c.chargeQuota(h, len(frame), resp, time.Since(start))
 		c.audit(h, req, resp)
 	} else {
-		resp = api.fail(req, kerr.UnsupportedVersion.Code)
+		resp = api.Fail(req, kerr.UnsupportedVersion.Code)
 	}
 	if c.s.log.Enabled(c.s.ctx, slog.LevelDebug) {
 		c.s.log.Debug("kafka request", "api", kmsg.NameForKey(h.key), "version", h.version,

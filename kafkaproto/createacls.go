@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // CreateAcls, key 30: versions 0-3 (flexible from 2; v0 names are literal).
@@ -30,7 +32,7 @@ func (s *Server) createACLs(ctx context.Context, req *kmsg.CreateACLsRequest) *k
 			msg := "unknown or ANY resource type, pattern type, operation or permission"
 			r.ErrorMessage = &msg
 		} else if err := admin.CreateACLs(ctx, []ACL{a}); err != nil {
-			r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+			r.ErrorCode, r.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		}
 		resp.Results = append(resp.Results, r)
 	}

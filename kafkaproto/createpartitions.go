@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // CreatePartitions, key 37: versions 0-3 (flexible from 2). An assignment
@@ -20,9 +22,9 @@ func (s *Server) createPartitions(ctx context.Context, req *kmsg.CreatePartition
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
 	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
-		resp := createPartitionsError(req, kafkaErr(err))
+		resp := createPartitionsError(req, kapi.KafkaErr(err))
 		for i := range resp.Topics {
-			resp.Topics[i].ErrorMessage = errMessage(err)
+			resp.Topics[i].ErrorMessage = kapi.ErrMessage(err)
 		}
 		return resp
 	}
@@ -36,7 +38,7 @@ func (s *Server) createPartitions(ctx context.Context, req *kmsg.CreatePartition
 		} else {
 			err = s.broker.CreatePartitions(ctx, rt.Topic, rt.Count, req.ValidateOnly)
 		}
-		t.ErrorCode, t.ErrorMessage = kafkaErr(err), errMessage(err)
+		t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // CreateTopics, key 19: versions 2-7 (flexible from 5; v5+ responses carry
@@ -23,9 +25,9 @@ func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 	ctx, cancel := adminContext(ctx, req.TimeoutMillis)
 	defer cancel()
 	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
-		resp := createTopicsError(req, kafkaErr(err))
+		resp := createTopicsError(req, kapi.KafkaErr(err))
 		for i := range resp.Topics {
-			resp.Topics[i].ErrorMessage = errMessage(err)
+			resp.Topics[i].ErrorMessage = kapi.ErrMessage(err)
 		}
 		return resp
 	}
@@ -45,7 +47,7 @@ func (s *Server) createTopics(ctx context.Context, req *kmsg.CreateTopicsRequest
 			err = s.broker.CreateTopic(ctx, spec, req.ValidateOnly)
 		}
 		if err != nil {
-			t.ErrorCode, t.ErrorMessage = kafkaErr(err), errMessage(err)
+			t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 			t.NumPartitions, t.ReplicationFactor = -1, -1
 		} else if req.Version >= 5 {
 			s.describeCreated(ctx, &t, spec, req.ValidateOnly)
@@ -95,7 +97,7 @@ func (s *Server) describeCreated(ctx context.Context, t *kmsg.CreateTopicsRespon
 	}
 	entries, err := s.broker.DescribeConfigs(ctx, ConfigResource{Type: ResourceTopic, Name: spec.Name})
 	if err != nil {
-		t.ConfigErrorCode = kafkaErr(err)
+		t.ConfigErrorCode = kapi.KafkaErr(err)
 		return
 	}
 	for _, e := range entries {

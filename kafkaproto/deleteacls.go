@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DeleteAcls, key 31: versions 0-3 (flexible from 2). Needs alter on the
@@ -32,7 +34,7 @@ func (s *Server) deleteACLs(ctx context.Context, req *kmsg.DeleteACLsRequest) *k
 		}
 		deleted, err := admin.DeleteACLs(ctx, filter)
 		if err != nil {
-			r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+			r.ErrorCode, r.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		}
 		for _, a := range deleted {
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()

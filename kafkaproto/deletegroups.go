@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DeleteGroups, key 42: versions 0-2 (flexible from 2). Only empty groups
@@ -21,9 +23,9 @@ func (s *Server) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = name
 		if gc == nil {
-			rg.ErrorCode = groupErr(errNoCoordinator)
+			rg.ErrorCode = kapi.GroupErr(errNoCoordinator)
 		} else {
-			rg.ErrorCode = groupErr(gc.DeleteGroup(ctx, name))
+			rg.ErrorCode = kapi.GroupErr(gc.DeleteGroup(ctx, name))
 		}
 		resp.Groups = append(resp.Groups, rg)
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DeleteRecords, key 21: versions 0-2 (flexible from 2). Offset -1 means
@@ -30,7 +32,7 @@ func (s *Server) deleteRecords(ctx context.Context, req *kmsg.DeleteRecordsReque
 			p.Partition = rp.Partition
 			low, err := s.broker.DeleteRecords(ctx, rt.Topic, rp.Partition, rp.Offset)
 			if err != nil {
-				p.ErrorCode, p.LowWatermark = kafkaErr(err), -1
+				p.ErrorCode, p.LowWatermark = kapi.KafkaErr(err), -1
 			} else {
 				p.LowWatermark = low
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DeleteTopics, key 20: versions 1-6 (flexible from 4; v6 names topics by
@@ -39,7 +41,7 @@ func (s *Server) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsRequest
 			t.Topic = &ti.Name
 			err = s.broker.DeleteTopic(ctx, ti.Name)
 		}
-		t.ErrorCode, t.ErrorMessage = kafkaErr(err), errMessage(err)
+		t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeAcls, key 29: versions 0-3 (flexible from 2). Needs describe on
@@ -27,8 +29,8 @@ func (s *Server) describeACLs(ctx context.Context, req *kmsg.DescribeACLsRequest
 	}
 	acls, err := admin.DescribeACLs(ctx, f)
 	if err != nil {
-		resp := describeACLsError(req, kafkaErr(err))
-		resp.ErrorMessage = errMessage(err)
+		resp := describeACLsError(req, kapi.KafkaErr(err))
+		resp.ErrorMessage = kapi.ErrMessage(err)
 		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeClientQuotas, key 48: versions 0-1 (flexible from 1). Needs
@@ -31,7 +33,7 @@ func (s *Server) describeClientQuotas(ctx context.Context, req *kmsg.DescribeCli
 	qs, err := admin.DescribeClientQuotas(ctx, fs, req.Strict)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = kafkaErr(err), errMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		return resp
 	}
 	for _, q := range qs {

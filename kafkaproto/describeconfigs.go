@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeConfigs, key 32: versions 1-4 (flexible from 4). Topic, broker
@@ -24,7 +26,7 @@ func (s *Server) describeConfigs(ctx context.Context, req *kmsg.DescribeConfigsR
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		entries, err := s.describeResource(ctx, rr)
 		if err != nil {
-			r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+			r.ErrorCode, r.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		}
 		for _, e := range entries {
 			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeGroups, key 15: versions 0-5 (flexible from 5; v4+ instance ids).
@@ -21,12 +23,12 @@ func (s *Server) describeGroups(ctx context.Context, req *kmsg.DescribeGroupsReq
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = name
 		if gc == nil {
-			rg.ErrorCode = groupErr(errNoCoordinator)
+			rg.ErrorCode = kapi.GroupErr(errNoCoordinator)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
 		d, err := gc.DescribeGroup(ctx, name)
-		rg.ErrorCode = groupErr(err)
+		rg.ErrorCode = kapi.GroupErr(err)
 		if err == nil {
 			rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
 			for _, m := range d.Members {

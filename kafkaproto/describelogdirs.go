@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeLogDirs, key 35: versions 0-5 (flexible from 2; total and
@@ -29,7 +31,7 @@ func (s *Server) describeLogDirs(ctx context.Context, req *kmsg.DescribeLogDirsR
 		dirs, err = ca.LogDirs(ctx)
 	}
 	if err != nil {
-		return describeLogDirsError(req, kafkaErr(err))
+		return describeLogDirsError(req, kapi.KafkaErr(err))
 	}
 	want := wantedPartitions(req.Topics)
 	for _, d := range dirs {
@@ -52,7 +54,7 @@ func wantedPartitions(topics []kmsg.DescribeLogDirsRequestTopic) map[string][]in
 
 func logDir(d LogDir, want map[string][]int32) kmsg.DescribeLogDirsResponseDir {
 	rd := kmsg.NewDescribeLogDirsResponseDir()
-	rd.Dir, rd.ErrorCode = d.Path, kafkaErr(d.Err)
+	rd.Dir, rd.ErrorCode = d.Path, kapi.KafkaErr(d.Err)
 	rd.TotalBytes, rd.UsableBytes = d.TotalBytes, d.FreeBytes
 	for _, p := range d.Partitions { // sorted by topic, then partition
 		if want != nil && !slices.Contains(want[p.Topic], p.Partition) {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeProducers, key 61: version 0 (flexible). The idempotent
@@ -18,35 +20,13 @@ const (
 	describeProducersMax = 0
 )
 
-// ProducerStates is an optional extension of a Broker: the producer state
-// of a partition this broker leads (ErrNotLeader otherwise,
-// ErrUnknownTopicOrPartition when it does not exist). Safe for concurrent
-// use.
-type ProducerStates interface {
-	ActiveProducers(ctx context.Context, topic string, partition int32) ([]ActiveProducer, error)
-}
-
-// ActiveProducer is one idempotent producer a partition remembers.
-type ActiveProducer struct {
-	ID            int64
-	Epoch         int16
-	LastSequence  int32 // -1: none
-	LastTimestamp int64 // unix ms of its last write; -1: unknown
-	// CoordinatorEpoch is the epoch of the transaction coordinator that
-	// wrote the producer's last marker here, -1 when none did.
-	CoordinatorEpoch int32
-	// TxnStartOffset is the first offset of the producer's open
-	// transaction in the partition, -1 when none is open.
-	TxnStartOffset int64
-}
-
 func (s *Server) describeProducers(ctx context.Context, req *kmsg.DescribeProducersRequest) *kmsg.DescribeProducersResponse {
 	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
-		return describeProducersError(req, kafkaErr(err))
+		return describeProducersError(req, kapi.KafkaErr(err))
 	}
 	ps, ok := s.broker.(ProducerStates)
 	if !ok {
-		return describeProducersError(req, kafkaErr(errNoClusterAdmin))
+		return describeProducersError(req, kapi.KafkaErr(errNoClusterAdmin))
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, rt := range req.Topics {
@@ -65,7 +45,7 @@ func producersOf(ctx context.Context, ps ProducerStates, topic string, idx int32
 	p.Partition = idx
 	active, err := ps.ActiveProducers(ctx, topic, idx)
 	if err != nil {
-		p.ErrorCode, p.ErrorMessage = kafkaErr(err), errMessage(err)
+		p.ErrorCode, p.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		return p
 	}
 	for _, a := range active {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeQuorum, key 55: versions 0-2 (flexible; fetch and caught-up
@@ -35,8 +37,8 @@ func (s *Server) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReq
 		q, err = ca.Quorum(ctx)
 	}
 	if err != nil {
-		resp := describeQuorumError(req, kafkaErr(err))
-		resp.ErrorMessage = errMessage(err)
+		resp := describeQuorumError(req, kapi.KafkaErr(err))
+		resp.ErrorMessage = kapi.ErrMessage(err)
 		return resp
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
@@ -48,7 +50,7 @@ func (s *Server) describeQuorum(ctx context.Context, req *kmsg.DescribeQuorumReq
 			p := kmsg.NewDescribeQuorumResponseTopicPartition()
 			p.Partition = rp.Partition
 			if rt.Topic != metadataTopicName || rp.Partition != 0 {
-				p.ErrorCode = kafkaErr(ErrUnknownTopicOrPartition)
+				p.ErrorCode = kapi.KafkaErr(ErrUnknownTopicOrPartition)
 			} else {
 				quorumPartition(&p, q)
 			}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeTopicPartitions, key 75: version 0 (flexible). Metadata of
@@ -27,7 +29,7 @@ const describeTopicPartitionsLimit = 2000
 func (s *Server) describeTopicPartitions(ctx context.Context, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
-		return describeTopicPartitionsError(req, kafkaErr(err))
+		return describeTopicPartitionsError(req, kapi.KafkaErr(err))
 	}
 	cl := s.clusterFor(ctx, req)
 	budget := int(req.ResponsePartitionLimit)
@@ -116,9 +118,9 @@ func topicPartitions(ctx context.Context, cl *Cluster, t *TopicInfo, first int32
 
 func unknownTopicPartitions(name string) kmsg.DescribeTopicPartitionsResponseTopic {
 	rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
-	rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kafkaErr(ErrUnknownTopicOrPartition)
+	rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kapi.KafkaErr(ErrUnknownTopicOrPartition)
 	if !validTopicName(name) {
-		rt.ErrorCode = kafkaErr(ErrInvalidTopic)
+		rt.ErrorCode = kapi.KafkaErr(ErrInvalidTopic)
 	}
 	return rt
 }

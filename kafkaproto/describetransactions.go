@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // DescribeTransactions, key 65: version 0 (flexible). Each id is answered
@@ -18,12 +20,12 @@ const (
 func (s *Server) describeTransactions(ctx context.Context, req *kmsg.DescribeTransactionsRequest) *kmsg.DescribeTransactionsResponse {
 	tc := s.txnCoordinator()
 	if tc == nil {
-		return describeTransactionsError(req, txnErr(errNoTxnCoordinator, false))
+		return describeTransactionsError(req, kapi.TxnErr(errNoTxnCoordinator, false))
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, d := range tc.DescribeTransactions(ctx, req.TransactionalIDs) {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
-		st.TransactionalID, st.ErrorCode = d.TxnID, txnErr(d.Err, false)
+		st.TransactionalID, st.ErrorCode = d.TxnID, kapi.TxnErr(d.Err, false)
 		st.State, st.TimeoutMillis, st.StartTimestamp = d.State, int32(d.Timeout.Milliseconds()), d.StartMS
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.Epoch
 		if d.Err != nil {

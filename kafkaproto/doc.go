@@ -1,14 +1,18 @@
 // Package kafkaproto is runnel's Kafka wire-protocol listener: framing,
 // connection handling and one file per API key, each a function from a kmsg
 // request to a kmsg response. It talks to the rest of runnel only through the
-// Broker interface (broker.go), which the server package implements; errors
-// cross that boundary as the sentinels in errors.go, mapped to Kafka error
-// codes by the one table there.
+// Broker interface, which the server package implements; errors cross that
+// boundary as sentinels, mapped to Kafka error codes by one table. Both live
+// in kafkaproto/kapi, the contract this package shares with its API
+// families; contract.go gives them their kafkaproto names for everyone else.
 //
 // # Files
 //
-//	broker.go     the Broker interface (MetadataSource, Partitions, Admin) and its types
-//	errors.go     sentinel errors and their Kafka codes
+//	kapi/         the contract: Broker and its optional parts, their types, the
+//	              sentinel errors and their Kafka codes, the handler entry (kapi.Handler)
+//	              and what a handler reaches (kapi.Env)
+//	contract.go   aliases of kapi's names (kafkaproto.Broker is kapi.Broker)
+//	env.go        the Server as every handler's kapi.Env; endpoints by listener
 //	server.go     Options, Server: accept loop, the two doors (Serve for
 //	              clients, ServePeers for brokers) and their connection caps, Close
 //	conn.go       one connection: framing, request header, dispatch, response header
@@ -19,14 +23,12 @@
 //	features.go   feature levels (metadata.version, ...) for ApiVersions v3+
 //	admin.go      helpers shared by the admin APIs
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
-//	groups.go     the optional GroupCoordinator interface for the group APIs
-//	txn.go        the optional TxnCoordinator interface for the transaction
-//	              APIs, their sentinels and error table (txnErr)
-//	clusteradmin.go the optional ClusterAdmin interface for elections,
-//	              reassignments, log dirs and the quorum
-//	sasl.go       the optional Authenticator interface, connection principals,
-//	              RequireAuth's gate (SaslHandshake and SaslAuthenticate files below)
-//	quotas.go     the optional QuotaAdmin and QuotaEnforcer interfaces: throttle_time_ms
+//	groups.go     the group APIs' access to the optional GroupCoordinator
+//	txn.go        the transaction APIs' access to the optional TxnCoordinator
+//	clusteradmin.go the cluster admin APIs' access to the optional ClusterAdmin
+//	sasl.go       connection principals, RequireAuth's gate (SaslHandshake and
+//	              SaslAuthenticate files below)
+//	quotas.go     client quota enforcement (kapi.QuotaEnforcer): throttle_time_ms
 //	              and the muted connection (KIP-219)
 //	audit.go      the audit log lines of requests that change the cluster
 //	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,

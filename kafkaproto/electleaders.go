@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // ElectLeaders, key 43: versions 0-2 (flexible from 2; election type from
@@ -38,7 +40,7 @@ func (s *Server) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest
 	defer cancel()
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	if err := s.checkElection(req); err != nil {
-		return electLeadersError(req, kafkaErr(err))
+		return electLeadersError(req, kapi.KafkaErr(err))
 	}
 	ca, _ := s.clusterAdmin()
 	topics := req.Topics
@@ -80,7 +82,7 @@ func (s *Server) electTopic(ctx context.Context, ca ClusterAdmin, rt kmsg.ElectL
 		if perr == nil {
 			perr = results[p]
 		}
-		rp.ErrorCode, rp.ErrorMessage = kafkaErr(perr), errMessage(perr)
+		rp.ErrorCode, rp.ErrorMessage = kapi.KafkaErr(perr), kapi.ErrMessage(perr)
 		t.Partitions = append(t.Partitions, rp)
 	}
 	return t

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // EndTxn, key 26: versions 0-4 (flexible from 3). v5 bumps the producer's
@@ -18,11 +20,11 @@ const (
 func (s *Server) endTxn(ctx context.Context, req *kmsg.EndTxnRequest) *kmsg.EndTxnResponse {
 	tc := s.txnCoordinator()
 	if tc == nil {
-		return endTxnError(req, txnErr(errNoTxnCoordinator, false))
+		return endTxnError(req, kapi.TxnErr(errNoTxnCoordinator, false))
 	}
 	err := tc.EndTxn(ctx, TxnProducer{TxnID: req.TransactionalID, ID: req.ProducerID, Epoch: req.ProducerEpoch}, req.Commit)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-	resp.ErrorCode = txnErr(err, req.Version < 2)
+	resp.ErrorCode = kapi.TxnErr(err, req.Version < 2)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1 // v5+
 	return resp
 }

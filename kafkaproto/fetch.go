@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Fetch, key 1: versions 4-17 (flexible from 12; from 13 topics are named by
@@ -56,7 +58,7 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply 
 		fr := newFetchReply(req)
 		for i := range fr.Topics {
 			for j := range fr.Topics[i].Partitions {
-				fr.Topics[i].Partitions[j].ErrorCode = kafkaErr(err)
+				fr.Topics[i].Partitions[j].ErrorCode = kapi.KafkaErr(err)
 			}
 		}
 		return fr
@@ -179,7 +181,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 		}
 		if err != nil {
 			closeChunk(res.Records)
-			t.errCode = kafkaErr(err)
+			t.errCode = kapi.KafkaErr(err)
 			if t.errCode == kerr.UnknownServerError.Code {
 				s.log.Warn("fetch failed", "topic", t.topic, "partition", t.partition, "err", err)
 			}

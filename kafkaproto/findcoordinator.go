@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // FindCoordinator, key 10: versions 0-4 (flexible from 3; v4 batches keys).
@@ -25,16 +27,16 @@ func (s *Server) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorR
 			c.Key = key
 			var err error
 			c.NodeID, c.Host, c.Port, err = s.lookupCoordinator(ctx, key, req.CoordinatorType)
-			c.ErrorCode, c.ErrorMessage = txnErr(err, false), errMessage(err)
+			c.ErrorCode, c.ErrorMessage = kapi.TxnErr(err, false), kapi.ErrMessage(err)
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
 	var err error
 	resp.NodeID, resp.Host, resp.Port, err = s.lookupCoordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
-	resp.ErrorCode = txnErr(err, false)
+	resp.ErrorCode = kapi.TxnErr(err, false)
 	if req.Version >= 1 {
-		resp.ErrorMessage = errMessage(err)
+		resp.ErrorMessage = kapi.ErrMessage(err)
 	}
 	return resp
 }

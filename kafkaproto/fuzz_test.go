@@ -68,7 +68,7 @@ func checkFuzzResponse(t *testing.T, frame, out []byte) {
 	req := kmsg.RequestForKey(h.key)
 	req.SetVersion(h.version)
 	api := handlerTable()[h.key]
-	if h.key == apiVersionsKey && (h.version < api.min || h.version > api.max) {
+	if h.key == apiVersionsKey && (h.version < api.Min || h.version > api.Max) {
 		req.SetVersion(0)
 	}
 	decodeResponse(t, req, out[4:], h.correlationID)

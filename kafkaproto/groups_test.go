@@ -1,7 +1,6 @@
 package kafkaproto
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -96,7 +95,7 @@ func TestGroupAPIsWithoutCoordinator(t *testing.T) {
 	c := dial(t, addr)
 	for _, key := range groupSweepKeys {
 		h := s.handlers[key]
-		for v := h.min; v <= h.max; v++ {
+		for v := h.Min; v <= h.Max; v++ {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				req := groupSweepRequest(key, v, "g")
 				req.SetVersion(v)
@@ -117,23 +116,6 @@ func TestGroupAPIsWithoutCoordinator(t *testing.T) {
 					}
 				}
 			})
-		}
-	}
-}
-
-func TestGroupErrCodes(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want *kerr.Error
-	}{
-		{fmt.Errorf("x: %w", ErrRebalanceInProgress), kerr.RebalanceInProgress},
-		{ErrNotCoordinator, kerr.NotCoordinator},
-		{ErrMemberIDRequired, kerr.MemberIDRequired},
-		{fmt.Errorf("wrapped: %w", ErrUnknownTopicOrPartition), kerr.UnknownTopicOrPartition},
-		{context.DeadlineExceeded, kerr.RequestTimedOut},
-	} {
-		if got := groupErr(tc.err); got != tc.want.Code {
-			t.Errorf("groupErr(%v) = %d, want %d", tc.err, got, tc.want.Code)
 		}
 	}
 }

@@ -4,39 +4,32 @@ import (
 	"context"
 	"slices"
 
+	"github.com/runnel/runnel/kafkaproto/kapi"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// apiHandler serves one API key over a range of versions.
-type apiHandler struct {
-	key      int16
-	min, max int16
-	// serve answers a decoded request of a supported version.
-	serve func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response
-	// fail answers a decoded request with code in every error field; it
-	// is used for versions outside [min, max] that kmsg can still encode.
-	fail func(req kmsg.Request, code int16) kmsg.Response
-}
-
-// handle adapts a typed handler pair to apiHandler.
+// handle adapts a typed handler of this package (a method on *Server) to a
+// kapi.Handler. The Server is the kapi.Env its handlers are called with, so
+// the adapter is one type assertion, not an allocation.
 func handle[Req kmsg.Request, Resp kmsg.Response](key, minV, maxV int16,
 	serve func(*Server, context.Context, Req) Resp, fail func(Req, int16) Resp,
-) apiHandler {
-	return apiHandler{
-		key: key, min: minV, max: maxV,
-		serve: func(s *Server, ctx context.Context, req kmsg.Request) kmsg.Response {
-			return serve(s, ctx, req.(Req))
+) kapi.Handler {
+	return kapi.Handler{
+		Key: key, Min: minV, Max: maxV,
+		Serve: func(env kapi.Env, ctx context.Context, req kmsg.Request) kmsg.Response {
+			return serve(env.(*Server), ctx, req.(Req))
 		},
-		fail: func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(Req), code) },
+		Fail: func(req kmsg.Request, code int16) kmsg.Response { return fail(req.(Req), code) },
 	}
 }
 
 // handlerTable lists every API the listener implements, with the version
 // range it advertises. Each entry's constants and functions live in the
 // file named after the API.
-func handlerTable() map[int16]apiHandler {
-	t := make(map[int16]apiHandler)
-	for _, h := range []apiHandler{
+func handlerTable() map[int16]kapi.Handler {
+	t := make(map[int16]kapi.Handler)
+	for _, h := range []kapi.Handler{
 		handle(produceKey, produceMin, produceMax, (*Server).produce, produceError),
 		handle(fetchKey, fetchMin, fetchMax, (*Server).fetch, fetchError),
 		handle(listOffsetsKey, listOffsetsMin, listOffsetsMax, (*Server).listOffsets, listOffsetsError),
@@ -92,7 +85,7 @@ func handlerTable() map[int16]apiHandler {
 		handle(describeClientQuotasKey, describeClientQuotasMin, describeClientQuotasMax, (*Server).describeClientQuotas, describeClientQuotasError),
 		handle(alterClientQuotasKey, alterClientQuotasMin, alterClientQuotasMax, (*Server).alterClientQuotas, alterClientQuotasError),
 	} {
-		t[h.key] = h
+		t[h.Key] = h
 	}
 	return t
 }
@@ -110,7 +103,7 @@ type APIVersion struct {
 func SupportedVersions() []APIVersion {
 	var out []APIVersion
 	for _, h := range handlerTable() {
-		out = append(out, APIVersion{Key: h.key, Name: kmsg.NameForKey(h.key), MinVersion: h.min, MaxVersion: h.max})
+		out = append(out, APIVersion{Key: h.Key, Name: kmsg.NameForKey(h.Key), MinVersion: h.Min, MaxVersion: h.Max})
 	}
 	slices.SortFunc(out, func(a, b APIVersion) int { return int(a.Key) - int(b.Key) })
 	return out

@@ -2,7 +2,6 @@ package kafkaproto
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -10,21 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-func TestErrorTable(t *testing.T) {
-	for _, e := range errorTable {
-		wrapped := fmt.Errorf("server: partition 3: %w", e.err)
-		if got := kafkaErr(wrapped); got != e.code.Code {
-			t.Errorf("%v: code %d, want %d", e.err, got, e.code.Code)
-		}
-	}
-	if got := kafkaErr(errors.New("disk on fire")); got != kerr.UnknownServerError.Code {
-		t.Errorf("unmatched error: code %d", got)
-	}
-	if kafkaErr(nil) != 0 {
-		t.Error("nil error has a code")
-	}
-}
 
 func newHandlerServer(t *testing.T, opts Options) (*memBroker, *Server) {
 	t.Helper()

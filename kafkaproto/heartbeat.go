@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Heartbeat, key 12: versions 0-4 (flexible from 4).
@@ -16,10 +18,10 @@ const (
 func (s *Server) heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
 	gc := s.coordinator()
 	if gc == nil {
-		return heartbeatError(req, groupErr(errNoCoordinator))
+		return heartbeatError(req, kapi.GroupErr(errNoCoordinator))
 	}
 	err := gc.Heartbeat(ctx, MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation})
-	return heartbeatError(req, groupErr(err))
+	return heartbeatError(req, kapi.GroupErr(err))
 }
 
 func heartbeatError(req *kmsg.HeartbeatRequest, code int16) *kmsg.HeartbeatResponse {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // IncrementalAlterConfigs, key 44: versions 0-1 (flexible from 1). Each
@@ -21,7 +23,7 @@ func (s *Server) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incremen
 		r := kmsg.NewIncrementalAlterConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
 		err := s.alterResource(ctx, rr, req.ValidateOnly)
-		r.ErrorCode, r.ErrorMessage = kafkaErr(err), errMessage(err)
+		r.ErrorCode, r.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
 		resp.Resources = append(resp.Resources, r)
 	}
 	return resp

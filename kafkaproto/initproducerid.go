@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // InitProducerId, key 22: versions 0-5 (flexible from 2; v3+ lets an
@@ -26,7 +28,7 @@ func (s *Server) initProducerID(ctx context.Context, req *kmsg.InitProducerIDReq
 	id, ep, err := s.broker.InitProducerID(ctx, req.TransactionalID,
 		time.Duration(req.TransactionTimeoutMillis)*time.Millisecond, pid, epoch)
 	if err != nil {
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = txnErr(err, req.Version < 4), -1, -1
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = kapi.TxnErr(err, req.Version < 4), -1, -1
 		return resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, ep

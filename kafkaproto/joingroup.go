@@ -5,6 +5,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // JoinGroup, key 11: versions 0-9 (flexible from 6). v4+ requires a known
@@ -19,13 +21,13 @@ func (s *Server) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kms
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	gc := s.coordinator()
 	if gc == nil {
-		return joinGroupError(req, groupErr(errNoCoordinator))
+		return joinGroupError(req, kapi.GroupErr(errNoCoordinator))
 	}
-	client := clientOf(ctx)
+	client := kapi.ClientOf(ctx)
 	jr := JoinRequest{
 		MemberRef:            MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: -1},
-		ClientID:             client.id,
-		ClientHost:           client.host,
+		ClientID:             client.ID,
+		ClientHost:           client.Host,
 		SessionTimeout:       req.SessionTimeoutMillis,
 		RebalanceTimeout:     req.RebalanceTimeoutMillis,
 		ProtocolType:         req.ProtocolType,
@@ -43,7 +45,7 @@ func (s *Server) joinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kms
 		jr.Protocols = append(jr.Protocols, GroupProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	res, err := gc.JoinGroup(ctx, jr)
-	resp.ErrorCode = groupErr(err)
+	resp.ErrorCode = kapi.GroupErr(err)
 	resp.MemberID = res.MemberID
 	if err != nil {
 		resp.Generation = -1

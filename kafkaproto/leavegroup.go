@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // LeaveGroup, key 13: versions 0-5 (flexible from 4). v0-2 name one member;
@@ -18,7 +20,7 @@ func (s *Server) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *k
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	gc := s.coordinator()
 	if gc == nil {
-		return leaveGroupError(req, groupErr(errNoCoordinator))
+		return leaveGroupError(req, kapi.GroupErr(errNoCoordinator))
 	}
 	var refs []MemberRef
 	if req.Version < 3 {
@@ -33,11 +35,11 @@ func (s *Server) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *k
 	}
 	errs, err := gc.LeaveGroup(ctx, req.Group, refs)
 	if err != nil {
-		return leaveGroupError(req, groupErr(err))
+		return leaveGroupError(req, kapi.GroupErr(err))
 	}
 	if req.Version < 3 {
 		if len(errs) > 0 {
-			resp.ErrorCode = groupErr(errs[0])
+			resp.ErrorCode = kapi.GroupErr(errs[0])
 		}
 		return resp
 	}
@@ -45,7 +47,7 @@ func (s *Server) leaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) *k
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = m.MemberID, m.InstanceID
 		if i < len(errs) {
-			rm.ErrorCode = groupErr(errs[i])
+			rm.ErrorCode = kapi.GroupErr(errs[i])
 		}
 		resp.Members = append(resp.Members, rm)
 	}

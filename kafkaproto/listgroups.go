@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // ListGroups, key 16: versions 0-4 (flexible from 3; v4 filters by state).
@@ -23,7 +25,7 @@ func (s *Server) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) *k
 	}
 	groups, err := gc.ListGroups(ctx)
 	if err != nil {
-		return listGroupsError(req, groupErr(err))
+		return listGroupsError(req, kapi.GroupErr(err))
 	}
 	for _, g := range groups {
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(st string) bool { return strings.EqualFold(st, g.State) }) {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // ListOffsets, key 2: versions 1-11 (flexible from 6; TimeoutMillis from 10,
@@ -44,7 +46,7 @@ func (s *Server) listOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) 
 				rp.CurrentLeaderEpoch, req.IsolationLevel == 1)
 			switch {
 			case err != nil:
-				p.ErrorCode, p.Offset, p.Timestamp = kafkaErr(err), -1, -1
+				p.ErrorCode, p.Offset, p.Timestamp = kapi.KafkaErr(err), -1, -1
 			case noOffset:
 				p.Offset, p.Timestamp, p.LeaderEpoch = -1, -1, -1 // nothing is tiered or pending upload
 			default:

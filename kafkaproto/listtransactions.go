@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // ListTransactions, key 66: versions 0-1 (flexible; v1 filters by
@@ -16,10 +18,6 @@ const (
 	listTransactionsMin = 0
 	listTransactionsMax = 1
 )
-
-// TxnStates are Kafka's names of transaction states, as ListTransactions
-// and DescribeTransactions use them.
-var TxnStates = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
 
 func (s *Server) listTransactions(ctx context.Context, req *kmsg.ListTransactionsRequest) *kmsg.ListTransactionsResponse {
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
@@ -43,7 +41,7 @@ func (s *Server) listTransactions(ctx context.Context, req *kmsg.ListTransaction
 	}
 	list, err := tc.ListTransactions(ctx, f)
 	if err != nil {
-		resp.ErrorCode = txnErr(err, false)
+		resp.ErrorCode = kapi.TxnErr(err, false)
 		return resp
 	}
 	for _, l := range list {

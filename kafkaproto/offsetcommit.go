@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // OffsetCommit, key 8: versions 2-9 (flexible from 8; v7+ static members).
@@ -18,7 +20,7 @@ const (
 func (s *Server) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	gc := s.coordinator()
 	if gc == nil {
-		return offsetCommitError(req, groupErr(errNoCoordinator))
+		return offsetCommitError(req, kapi.GroupErr(errNoCoordinator))
 	}
 	var offsets []CommitOffset
 	for _, t := range req.Topics {
@@ -30,7 +32,7 @@ func (s *Server) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest
 	ref := MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation}
 	errs, err := gc.CommitOffsets(ctx, ref, offsets)
 	if err != nil {
-		return offsetCommitError(req, groupErr(err))
+		return offsetCommitError(req, kapi.GroupErr(err))
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	i := 0
@@ -41,7 +43,7 @@ func (s *Server) offsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			if i < len(errs) {
-				rp.ErrorCode = groupErr(errs[i])
+				rp.ErrorCode = kapi.GroupErr(errs[i])
 			}
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // OffsetDelete, key 47: version 0. Offsets of topics the group still
@@ -17,7 +19,7 @@ const (
 func (s *Server) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
 	gc := s.coordinator()
 	if gc == nil {
-		return offsetDeleteError(req, groupErr(errNoCoordinator))
+		return offsetDeleteError(req, kapi.GroupErr(errNoCoordinator))
 	}
 	var parts []TopicPartition
 	for _, t := range req.Topics {
@@ -27,7 +29,7 @@ func (s *Server) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest
 	}
 	errs, err := gc.DeleteOffsets(ctx, req.Group, parts)
 	if err != nil {
-		return offsetDeleteError(req, groupErr(err))
+		return offsetDeleteError(req, kapi.GroupErr(err))
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	i := 0
@@ -38,7 +40,7 @@ func (s *Server) offsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
 			if i < len(errs) {
-				rp.ErrorCode = groupErr(errs[i])
+				rp.ErrorCode = kapi.GroupErr(errs[i])
 			}
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

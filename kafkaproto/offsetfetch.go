@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // OffsetFetch, key 9: versions 1-9 (flexible from 6; v2+ null topics mean
@@ -34,7 +36,7 @@ func (s *Server) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) 
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.Group
 			offs, err := fetchOffsets(ctx, gc, g.Group, parts)
-			rg.ErrorCode = groupErr(err)
+			rg.ErrorCode = kapi.GroupErr(err)
 			for _, t := range groupByTopic(offs) {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = t[0].Topic
@@ -63,7 +65,7 @@ func (s *Server) offsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) 
 	}
 	offs, err := fetchOffsets(ctx, gc, req.Group, parts)
 	if err != nil {
-		return offsetFetchError(req, groupErr(err))
+		return offsetFetchError(req, kapi.GroupErr(err))
 	}
 	for _, t := range groupByTopic(offs) {
 		rt := kmsg.NewOffsetFetchResponseTopic()

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // OffsetForLeaderEpoch, key 23: versions 2-4 (flexible from 4). Consumers
@@ -19,7 +21,7 @@ func (s *Server) offsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLe
 	// follower's request is only taken from that follower (see fetch).
 	if req.Version >= 3 {
 		if err := s.checkReplica(ctx, req.ReplicaID, "OffsetForLeaderEpoch"); err != nil {
-			return offsetForLeaderEpochError(req, kafkaErr(err))
+			return offsetForLeaderEpochError(req, kapi.KafkaErr(err))
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
@@ -31,7 +33,7 @@ func (s *Server) offsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLe
 			p.Partition = rp.Partition
 			epoch, end, err := s.broker.EndOffsetForEpoch(ctx, rt.Topic, rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch)
 			if err != nil {
-				p.ErrorCode, p.LeaderEpoch, p.EndOffset = kafkaErr(err), -1, -1
+				p.ErrorCode, p.LeaderEpoch, p.EndOffset = kapi.KafkaErr(err), -1, -1
 			} else {
 				p.LeaderEpoch, p.EndOffset = epoch, end
 			}

@@ -17,15 +17,6 @@ import (
 // pipelined requests then share one replication round trip instead of
 // queueing for one each.
 
-// ReplicatedProducer is optionally implemented by a Broker that can split an
-// acks=all produce in two: AppendForAcks does what Produce does up to the
-// wait (validation, min.insync.replicas, append) and returns the wait, which
-// blocks until the in-sync replicas hold the records or ctx ends. Safe for
-// concurrent use.
-type ReplicatedProducer interface {
-	AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, func(context.Context) error, error)
-}
-
 // maxPipelined bounds the responses a connection holds while earlier ones
 // wait for replication.
 const maxPipelined = 16

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Produce, key 0: versions 3-12 (flexible from 9). Records are passed to
@@ -155,8 +157,8 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topic string,
 }
 
 func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error) {
-	p.ErrorCode = kafkaErr(err)
-	p.ErrorMessage = errMessage(err)
+	p.ErrorCode = kapi.KafkaErr(err)
+	p.ErrorMessage = kapi.ErrMessage(err)
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 }
 

@@ -1,7 +1,6 @@
 package kafkaproto
 
 import (
-	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,49 +13,6 @@ import (
 // throttle_time_ms and its connection is muted for that time: the next
 // request is not read until the throttle ends (KIP-219), so a client that
 // ignores throttle_time_ms is slowed all the same.
-
-// QuotaEntityPart is one part of a quota entity: Type "user" or
-// "client-id"; a nil Name is the default entity of that type.
-type QuotaEntityPart struct {
-	Type string
-	Name *string
-}
-
-// ClientQuota is one entity's quota values (producer_byte_rate,
-// consumer_byte_rate, request_percentage).
-type ClientQuota struct {
-	Entity []QuotaEntityPart
-	Values map[string]float64
-}
-
-// QuotaFilter is one DescribeClientQuotas component: Match 0 exact (Name),
-// 1 the default, 2 any.
-type QuotaFilter struct {
-	Type  string
-	Match int8
-	Name  string
-}
-
-// QuotaAdmin is optionally implemented by a Broker that keeps client
-// quotas; without it the quota APIs answer UNSUPPORTED_VERSION. Safe for
-// concurrent use. Errors wrap the sentinels of errors.go
-// (ErrInvalidRequest for a bad entity or key).
-type QuotaAdmin interface {
-	DescribeClientQuotas(ctx context.Context, fs []QuotaFilter, strict bool) ([]ClientQuota, error)
-	// AlterClientQuota sets the keys of set and removes those of remove
-	// in one entity's quota (nothing when validateOnly).
-	AlterClientQuota(ctx context.Context, entity []QuotaEntityPart, set map[string]float64, remove []string, validateOnly bool) error
-}
-
-// QuotaEnforcer is optionally implemented by a Broker that enforces client
-// quotas. ChargeQuota is told, after each request from a client
-// connection, who sent it and what it cost (the produce request's bytes,
-// the fetch response's bytes, the time spent serving it) and returns how
-// long the client is throttled (0: not). Safe for concurrent use; called
-// on every request, so it must be cheap when there are no quotas.
-type QuotaEnforcer interface {
-	ChargeQuota(principal, clientID string, produceBytes, fetchBytes int, elapsed time.Duration) time.Duration
-}
 
 func (s *Server) quotaAdmin() (QuotaAdmin, bool) {
 	a, ok := s.broker.(QuotaAdmin)

@@ -31,25 +31,6 @@ import (
 // connection, as Kafka does, so a deleted user or a changed password stops
 // working on open connections within MaxReauth.
 
-// Authenticator is optionally implemented by a Broker that keeps users:
-// without it SaslHandshake lists no mechanism and refuses every one. Safe
-// for concurrent use.
-type Authenticator interface {
-	// ScramCredential returns user's stored credential for mechanism
-	// (SCRAM-SHA-256 or SCRAM-SHA-512); ok is false when there is none.
-	ScramCredential(mechanism, user string) (cred ScramCredential, ok bool)
-	// CheckPassword reports whether password is user's (SASL PLAIN).
-	CheckPassword(user, password string) bool
-}
-
-// ScramCredential is RFC 5802's stored form of a password.
-type ScramCredential struct {
-	Salt       []byte
-	Iterations int
-	StoredKey  []byte
-	ServerKey  []byte
-}
-
 // SASL mechanism names.
 const (
 	mechPlain     = "PLAIN"

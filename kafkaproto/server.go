@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/internal/warnlimit"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Defaults for zero Options fields.
@@ -99,7 +101,7 @@ type Server struct {
 	broker   Broker
 	opts     Options
 	log      *slog.Logger
-	handlers map[int16]apiHandler
+	handlers map[int16]kapi.Handler
 	slots    chan struct{}      // one token per open client connection
 	peers    chan struct{}      // one token per open inter-broker connection
 	refused  *warnlimit.Limiter // refused connections and replica requests

@@ -5,6 +5,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // SyncGroup, key 14: versions 0-5 (flexible from 4; v5 checks the protocol
@@ -19,7 +21,7 @@ func (s *Server) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	gc := s.coordinator()
 	if gc == nil {
-		return syncGroupError(req, groupErr(errNoCoordinator))
+		return syncGroupError(req, kapi.GroupErr(errNoCoordinator))
 	}
 	sr := SyncRequest{
 		MemberRef:    MemberRef{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation},
@@ -33,7 +35,7 @@ func (s *Server) syncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		}
 	}
 	res, err := gc.SyncGroup(ctx, sr)
-	resp.ErrorCode = groupErr(err)
+	resp.ErrorCode = kapi.GroupErr(err)
 	if err != nil {
 		return resp
 	}

@@ -1,109 +1,6 @@
 package kafkaproto
 
-import (
-	"context"
-	"errors"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-)
-
-// TxnCoordinator is the optional part of a Broker that coordinates
-// transactions (transactional producers and their offset commits). The
-// listener finds it with a type assertion on its Broker; without it the
-// transaction APIs answer COORDINATOR_NOT_AVAILABLE (FindCoordinator) or
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (the rest): never a retriable code
-// a client would retry forever.
-//
-// Every method is safe for concurrent use and returns once its change is
-// durable (acks=all in __transaction_state) or ctx is done. Errors are
-// matched with errors.Is against the sentinels below, errors.go and
-// groups.go. InitProducerId with a transactional id goes to Admin's
-// InitProducerID like any other.
-type TxnCoordinator interface {
-	// TxnCoordinatorID returns the node id of the broker coordinating
-	// txnID: the leader of the __transaction_state partition it hashes
-	// to. It may create that topic.
-	TxnCoordinatorID(ctx context.Context, txnID string) (int32, error)
-	// AddPartitionsToTxn adds partitions to the producer's transaction;
-	// the result holds one error per partition (nil when added).
-	AddPartitionsToTxn(ctx context.Context, p TxnProducer, parts []TopicPartition) ([]error, error)
-	// AddOffsetsToTxn adds group's offsets partition to the transaction.
-	AddOffsetsToTxn(ctx context.Context, p TxnProducer, group string) error
-	// EndTxn commits (commit) or aborts the producer's transaction.
-	EndTxn(ctx context.Context, p TxnProducer, commit bool) error
-	// TxnCommitOffsets stages offsets of a group in the producer's
-	// transaction (served by the group's coordinator): they become the
-	// group's committed offsets when the transaction commits and are
-	// dropped when it aborts. The result holds one error per offset.
-	TxnCommitOffsets(ctx context.Context, p TxnProducer, m MemberRef, offsets []CommitOffset) ([]error, error)
-	// DescribeTransactions describes transactional ids this broker
-	// coordinates, one answer per id in order.
-	DescribeTransactions(ctx context.Context, ids []string) []TxnDescription
-	// ListTransactions lists the transactions this broker coordinates
-	// that pass the filter.
-	ListTransactions(ctx context.Context, f TxnFilter) ([]TxnListing, error)
-	// PendingTxnOffset reports whether an open transaction has staged an
-	// offset of group for t (OffsetFetch with RequireStable answers
-	// UNSTABLE_OFFSET_COMMIT for it).
-	PendingTxnOffset(group string, t TopicPartition) bool
-}
-
-// TxnProducer names a transactional producer as a request gives it.
-type TxnProducer struct {
-	TxnID string
-	ID    int64
-	Epoch int16
-}
-
-// TxnDescription is one transaction in DescribeTransactions; Err is set
-// (and the rest zero) when the id is not coordinated here or unknown.
-type TxnDescription struct {
-	TxnID      string
-	Err        error
-	State      string // Kafka's names: Empty, Ongoing, PrepareCommit, ...
-	Timeout    time.Duration
-	StartMS    int64 // -1 when no transaction is open
-	ProducerID int64
-	Epoch      int16
-	Partitions []TopicPartition
-}
-
-// TxnFilter selects transactions in ListTransactions: empty fields
-// select all.
-type TxnFilter struct {
-	States      []string
-	ProducerIDs []int64
-	MinDuration time.Duration // open at least this long (v1+), 0: any
-}
-
-// TxnListing is one transaction in ListTransactions.
-type TxnListing struct {
-	TxnID      string
-	ProducerID int64
-	State      string
-}
-
-// Transaction sentinels (their Kafka codes are in errorTable).
-var (
-	ErrProducerFenced            = errors.New("kafkaproto: producer fenced")
-	ErrInvalidProducerIDMapping  = errors.New("kafkaproto: invalid producer id mapping")
-	ErrInvalidTxnState           = errors.New("kafkaproto: invalid transaction state")
-	ErrConcurrentTransactions    = errors.New("kafkaproto: concurrent transactions")
-	ErrInvalidTransactionTimeout = errors.New("kafkaproto: invalid transaction timeout")
-	ErrTransactionalIDNotFound   = errors.New("kafkaproto: transactional id not found")
-	ErrOperationNotAttempted     = errors.New("kafkaproto: operation not attempted")
-)
-
-// txnErr is groupErr for the transaction APIs (their sentinels are in
-// errorTable). Clients of request versions older than KIP-588 know
-// INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED: legacy says which to answer.
-func txnErr(err error, legacy bool) int16 {
-	if legacy && errors.Is(err, ErrProducerFenced) {
-		return kerr.InvalidProducerEpoch.Code
-	}
-	return groupErr(err)
-}
+import "context"
 
 // txnCoordinator returns the broker's TxnCoordinator, or nil.
 func (s *Server) txnCoordinator() TxnCoordinator {
@@ -124,10 +21,5 @@ func (s *Server) pendingTxnOffset(group string, t TopicPartition) bool {
 // mayDescribeTxn reports whether the connection's principal may describe
 // txnID (ListTransactions leaves out the others, as Kafka does).
 func (s *Server) mayDescribeTxn(ctx context.Context, txnID string) bool {
-	az, ok := s.broker.(KafkaAuthorizer)
-	st, _ := ctx.Value(connStateKey{}).(*connState)
-	if !ok || !s.opts.RequireAuth || st == nil || st.door == peerDoor {
-		return true
-	}
-	return az.Authorize(st.principal, clientOf(ctx).host, "transactional_id", txnID, "describe")
+	return s.Authorized(ctx, "transactional_id", txnID, "describe")
 }

@@ -124,7 +124,7 @@ func TestTxnAPIsEveryVersion(t *testing.T) {
 	s := NewServer(b, Options{})
 	for _, key := range txnSweepKeys {
 		h := s.handlers[key]
-		for v := h.min; v <= h.max; v++ {
+		for v := h.Min; v <= h.Max; v++ {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				req := txnSweepRequest(key)
 				req.SetVersion(v)
@@ -173,7 +173,7 @@ func TestTxnUnsupportedVersions(t *testing.T) {
 	s := NewServer(b, Options{})
 	for _, key := range txnSweepKeys {
 		h := s.handlers[key]
-		for v := h.max + 1; v <= kmsg.RequestForKey(key).MaxVersion(); v++ {
+		for v := h.Max + 1; v <= kmsg.RequestForKey(key).MaxVersion(); v++ {
 			req := txnSweepRequest(key)
 			req.SetVersion(v)
 			codes := errorCodes(roundTrip(t, c, req))
@@ -202,7 +202,7 @@ func TestTxnAPIsWithoutCoordinator(t *testing.T) {
 	c := dial(t, addr)
 	for _, key := range txnSweepKeys {
 		h := s.handlers[key]
-		for v := h.min; v <= h.max; v++ {
+		for v := h.Min; v <= h.Max; v++ {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				req := txnSweepRequest(key)
 				req.SetVersion(v)

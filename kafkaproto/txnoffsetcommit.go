@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // TxnOffsetCommit, key 28: versions 0-3 (flexible from 3; v2 adds leader
@@ -19,7 +21,7 @@ const (
 func (s *Server) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	tc := s.txnCoordinator()
 	if tc == nil {
-		return txnOffsetCommitError(req, txnErr(errNoTxnCoordinator, false))
+		return txnOffsetCommitError(req, kapi.TxnErr(errNoTxnCoordinator, false))
 	}
 	var offsets []CommitOffset
 	for _, t := range req.Topics {
@@ -40,7 +42,7 @@ func (s *Server) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitR
 	errs, err := tc.TxnCommitOffsets(ctx, p, ref, offsets)
 	legacy := req.Version < 3
 	if err != nil {
-		return txnOffsetCommitError(req, txnErr(err, legacy))
+		return txnOffsetCommitError(req, kapi.TxnErr(err, legacy))
 	}
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	i := 0
@@ -51,7 +53,7 @@ func (s *Server) txnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitR
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			if i < len(errs) {
-				rp.ErrorCode = txnErr(errs[i], legacy)
+				rp.ErrorCode = kapi.TxnErr(errs[i], legacy)
 			}
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

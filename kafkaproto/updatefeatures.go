@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // UpdateFeatures, key 57: versions 0-2 (flexible; ValidateOnly and
@@ -77,10 +79,10 @@ func checkFeatureUpdate(version int16, u kmsg.UpdateFeaturesRequestFeatureUpdate
 // updateFeaturesResult answers every update with err's code (0 for nil).
 func updateFeaturesResult(req *kmsg.UpdateFeaturesRequest, err error) *kmsg.UpdateFeaturesResponse {
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
-	code := kafkaErr(err)
+	code := kapi.KafkaErr(err)
 	var msg *string
 	if err != nil {
-		msg = errMessage(err)
+		msg = kapi.ErrMessage(err)
 	}
 	resp.ErrorCode, resp.ErrorMessage = code, msg
 	for _, u := range req.FeatureUpdates {

@@ -179,7 +179,7 @@ func TestEveryVersion(t *testing.T) {
 	c := dial(t, addr)
 	for _, key := range sweepOrder {
 		h := s.handlers[key]
-		for v := h.min; v <= h.max; v++ {
+		for v := h.Min; v <= h.Max; v++ {
 			t.Run(fmt.Sprintf("%s/v%d", kmsg.NameForKey(key), v), func(t *testing.T) {
 				req := sweepRequest(key, v)
 				req.SetVersion(v)
@@ -266,7 +266,7 @@ func TestUnsupportedVersions(t *testing.T) {
 	for _, key := range sweepOrder {
 		h := s.handlers[key]
 		maxV := kmsg.RequestForKey(key).MaxVersion()
-		for _, v := range []int16{h.min - 1, h.max + 1} {
+		for _, v := range []int16{h.Min - 1, h.Max + 1} {
 			if v < 0 || v > maxV {
 				continue
 			}

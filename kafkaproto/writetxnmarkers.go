@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // WriteTxnMarkers, key 27: versions 0-1 (flexible from 1). Inter-broker
@@ -23,29 +25,10 @@ const (
 	writeTxnMarkersMax = 1
 )
 
-// TxnMarkerWriter is an optional extension of a Broker: it writes one
-// transaction marker to a partition this broker leads and returns once the
-// in-sync replicas hold it (acks=all). Errors: ErrNotLeader,
-// ErrUnknownTopicOrPartition, ErrNotEnoughReplicas,
-// ErrInvalidProducerEpoch (the partition knows a newer producer epoch),
-// ErrTransactionCoordinatorFenced (it knows a newer coordinator epoch for
-// the producer), ErrRequestTimedOut. Safe for concurrent use.
-type TxnMarkerWriter interface {
-	WriteTxnMarker(ctx context.Context, topic string, partition int32, m TxnMarker) error
-}
-
-// TxnMarker is the end of one producer's transaction.
-type TxnMarker struct {
-	ProducerID       int64
-	ProducerEpoch    int16
-	CoordinatorEpoch int32
-	Commit           bool // false: abort
-}
-
 func (s *Server) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
 	if st, _ := ctx.Value(connStateKey{}).(*connState); st == nil || st.door != peerDoor {
 		s.refused.Warn("WriteTxnMarkers on the client port refused")
-		return writeTxnMarkersError(req, kafkaErr(ErrMarkerNotAuthorized))
+		return writeTxnMarkersError(req, kapi.KafkaErr(ErrMarkerNotAuthorized))
 	}
 	w, ok := s.broker.(TxnMarkerWriter)
 	if !ok {
@@ -65,7 +48,7 @@ func (s *Server) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersR
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					p.ErrorCode = kafkaErr(w.WriteTxnMarker(ctx, rt.Topic, idx, m))
+					p.ErrorCode = kapi.KafkaErr(w.WriteTxnMarker(ctx, rt.Topic, idx, m))
 				}()
 			}
 		}

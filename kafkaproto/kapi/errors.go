@@ -1,4 +1,4 @@
-package kafkaproto
+package kapi
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 
 // Sentinel errors the Broker implementation wraps (fmt.Errorf("...: %w",
 // kafkaproto.ErrX)) so the listener can answer with the Kafka error code in
-// errorTable. Any other error is sent as UNKNOWN_SERVER_ERROR.
+// errorTable (groupErrorTable first for the group and transaction APIs).
+// Any other error is sent as UNKNOWN_SERVER_ERROR.
 var (
 	ErrUnknownTopicOrPartition  = errors.New("kafkaproto: unknown topic or partition")
 	ErrUnknownTopicID           = errors.New("kafkaproto: unknown topic id")
@@ -44,7 +45,7 @@ var (
 	ErrUnknownLeaderEpoch       = errors.New("kafkaproto: unknown leader epoch")
 	ErrStorage                  = errors.New("kafkaproto: storage error")
 	ErrReassignmentInProgress   = errors.New("kafkaproto: reassignment in progress")
-	// Cluster admin (clusteradmin.go).
+	// Cluster admin (admin.go).
 	ErrNoReassignmentInProgress    = errors.New("kafkaproto: no reassignment in progress")
 	ErrInvalidReplicaAssignment    = errors.New("kafkaproto: invalid replica assignment")
 	ErrElectionNotNeeded           = errors.New("kafkaproto: leader election not needed")
@@ -65,12 +66,79 @@ var (
 	ErrTransactionCoordinatorFenced = errors.New("kafkaproto: transaction coordinator fenced")
 )
 
+// Transaction sentinels (their Kafka codes are in errorTable).
+var (
+	ErrProducerFenced            = errors.New("kafkaproto: producer fenced")
+	ErrInvalidProducerIDMapping  = errors.New("kafkaproto: invalid producer id mapping")
+	ErrInvalidTxnState           = errors.New("kafkaproto: invalid transaction state")
+	ErrConcurrentTransactions    = errors.New("kafkaproto: concurrent transactions")
+	ErrInvalidTransactionTimeout = errors.New("kafkaproto: invalid transaction timeout")
+	ErrTransactionalIDNotFound   = errors.New("kafkaproto: transactional id not found")
+	ErrOperationNotAttempted     = errors.New("kafkaproto: operation not attempted")
+)
+
+// TxnErr is GroupErr for the transaction APIs (their sentinels are in
+// errorTable). Clients of request versions older than KIP-588 know
+// INVALID_PRODUCER_EPOCH, not PRODUCER_FENCED: legacy says which to answer.
+func TxnErr(err error, legacy bool) int16 {
+	if legacy && errors.Is(err, ErrProducerFenced) {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return GroupErr(err)
+}
+
+// Group coordination sentinels, mapped to Kafka codes by GroupErr (groupErrorTable).
+var (
+	ErrCoordinatorNotAvailable   = errors.New("kafkaproto: coordinator not available")
+	ErrNotCoordinator            = errors.New("kafkaproto: not coordinator")
+	ErrCoordinatorLoading        = errors.New("kafkaproto: coordinator load in progress")
+	ErrIllegalGeneration         = errors.New("kafkaproto: illegal generation")
+	ErrUnknownMemberID           = errors.New("kafkaproto: unknown member id")
+	ErrRebalanceInProgress       = errors.New("kafkaproto: rebalance in progress")
+	ErrMemberIDRequired          = errors.New("kafkaproto: member id required")
+	ErrInconsistentGroupProtocol = errors.New("kafkaproto: inconsistent group protocol")
+	ErrInvalidSessionTimeout     = errors.New("kafkaproto: invalid session timeout")
+	ErrInvalidGroupID            = errors.New("kafkaproto: invalid group id")
+	ErrGroupIDNotFound           = errors.New("kafkaproto: group id not found")
+	ErrNonEmptyGroup             = errors.New("kafkaproto: non-empty group")
+	ErrFencedInstanceID          = errors.New("kafkaproto: fenced instance id")
+	ErrOffsetMetadataTooLarge    = errors.New("kafkaproto: offset metadata too large")
+	ErrGroupSubscribedToTopic    = errors.New("kafkaproto: group subscribed to topic")
+)
+
+var groupErrorTable = []errorCode{
+	{ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
+	{ErrNotCoordinator, kerr.NotCoordinator},
+	{ErrCoordinatorLoading, kerr.CoordinatorLoadInProgress},
+	{ErrIllegalGeneration, kerr.IllegalGeneration},
+	{ErrUnknownMemberID, kerr.UnknownMemberID},
+	{ErrRebalanceInProgress, kerr.RebalanceInProgress},
+	{ErrMemberIDRequired, kerr.MemberIDRequired},
+	{ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol},
+	{ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
+	{ErrInvalidGroupID, kerr.InvalidGroupID},
+	{ErrGroupIDNotFound, kerr.GroupIDNotFound},
+	{ErrNonEmptyGroup, kerr.NonEmptyGroup},
+	{ErrFencedInstanceID, kerr.FencedInstanceID},
+	{ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge},
+	{ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
+}
+
+// GroupErr is KafkaErr with the group sentinels first: the code of the
+// group and transaction APIs.
+func GroupErr(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	if code, ok := lookup(groupErrorTable, err); ok {
+		return code
+	}
+	return KafkaErr(err)
+}
+
 // errorTable maps each sentinel to its Kafka error. It is the only place
-// that does; kafkaErr walks it in order, so more specific errors come first.
-var errorTable = []struct {
-	err  error
-	code *kerr.Error
-}{
+// that does; KafkaErr walks it in order, so more specific errors come first.
+var errorTable = []errorCode{
 	{ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
 	{ErrUnknownTopicID, kerr.UnknownTopicID},
 	{ErrNotLeader, kerr.NotLeaderForPartition},
@@ -125,22 +193,36 @@ var errorTable = []struct {
 	{context.DeadlineExceeded, kerr.RequestTimedOut},
 }
 
-// kafkaErr returns the Kafka error code for err: 0 for nil, the table's code
+// KafkaErr returns the Kafka error code for err: 0 for nil, the table's code
 // for a wrapped sentinel, UNKNOWN_SERVER_ERROR otherwise.
-func kafkaErr(err error) int16 {
+func KafkaErr(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			return e.code.Code
-		}
+	if code, ok := lookup(errorTable, err); ok {
+		return code
 	}
 	return kerr.UnknownServerError.Code
 }
 
-// errMessage returns the message to put in a response's ErrorMessage field.
-func errMessage(err error) *string {
+// errorCode pairs a sentinel with its Kafka error.
+type errorCode struct {
+	err  error
+	code *kerr.Error
+}
+
+// lookup returns the code of the first entry of table that err wraps.
+func lookup(table []errorCode, err error) (int16, bool) {
+	for _, e := range table {
+		if errors.Is(err, e.err) {
+			return e.code.Code, true
+		}
+	}
+	return 0, false
+}
+
+// ErrMessage returns the message to put in a response's ErrorMessage field.
+func ErrMessage(err error) *string {
 	if err == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package kafkaproto
+package kapi
 
 import (
 	"context"
@@ -69,15 +69,6 @@ type BrokerInfo struct {
 	SSLHost string
 	SSLPort int32
 	Rack    string // empty: no rack
-}
-
-// endpoint is b's address on the listener the request's connection came
-// through; ok is false when b has no such listener.
-func endpoint(ctx context.Context, b *BrokerInfo) (host string, port int32, ok bool) {
-	if st, _ := ctx.Value(connStateKey{}).(*connState); st != nil && st.tls {
-		return b.SSLHost, b.SSLPort, b.SSLPort != 0
-	}
-	return b.Host, b.Port, b.Port != 0
 }
 
 // TopicInfo is one topic's metadata.
@@ -384,14 +375,4 @@ type ConfigOp struct {
 // ago is found. It reports whether the metadata changed.
 type MetadataCatchUp interface {
 	CatchUpMetadata(ctx context.Context) bool
-}
-
-// advertisesBrokers: responses of these APIs carry broker endpoints, which
-// depend on the listener (see endpoint).
-func advertisesBrokers(key int16) bool {
-	switch key {
-	case metadataKey, findCoordinatorKey, describeClusterKey, produceKey:
-		return true
-	}
-	return false
 }
