@@ -53,6 +53,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
+		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf
 		"raftfsm":            nil,                      // the metadata state machine: a leaf
 		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port
 		"server/groups":      {"api", "kafkaproto", "raftfsm"},

@@ -3,20 +3,19 @@ package api
 import (
 	"bytes"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/runnel/runnel/internal/alloctest"
 )
 
-// The produce decoder's memory contract: it allocates at most allocFactor
-// times the body, plus allocPerRecord for each record (its fixed-size entry,
-// ~90 bytes, twice: collected, then one exact slice), plus a fixed
-// allocSlack (the decoder's own buffers). The record cap bounds the
-// per-record part: 10000 records, 1.7 MiB.
+// The produce decoder's memory contract: it allocates at most
+// alloctest.Factor times the body, plus allocPerRecord for each record (its
+// fixed-size entry, ~90 bytes, twice: collected, then one exact slice),
+// plus a fixed alloctest.Slack (the decoder's own buffers). The record cap
+// bounds the per-record part: 10000 records, 1.7 MiB.
 const (
-	allocFactor    = 8
 	allocPerRecord = 2 * 88
-	allocSlack     = 64 << 10
 	// fuzzMaxRecords is the record cap under fuzzing: each record costs a
 	// fixed-size entry whatever its bytes ("{}" is 3 bytes, its entry 88),
 	// so the slack must cover cap entries; the cap, not the factor, bounds
@@ -24,25 +23,15 @@ const (
 	fuzzMaxRecords = 64
 )
 
-// allocated runs fn and returns the bytes it allocated (TotalAlloc delta;
-// cumulative, so no GC is needed first).
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 func checkAllocBound(t *testing.T, what string, body []byte, records int, n uint64) {
 	t.Helper()
-	if limit := uint64(allocFactor*len(body) + allocPerRecord*records + allocSlack); n > limit {
+	if limit := alloctest.Limit(len(body), allocPerRecord*records); n > limit {
 		t.Fatalf("%s: decoding %d bytes (%d records) allocated %d, over %d", what, len(body), records, n, limit)
 	}
 }
 
 // FuzzDecodeProduceAlloc: whatever the body, JSON or NDJSON, decoding
-// allocates within allocFactor x body + allocSlack; under the fuzzing cap
+// allocates within alloctest.Factor x body + alloctest.Slack; under the fuzzing cap
 // the per-record entries fit in the slack, so this is 8x the input plus a
 // constant.
 func FuzzDecodeProduceAlloc(f *testing.F) {
@@ -57,7 +46,7 @@ func FuzzDecodeProduceAlloc(f *testing.F) {
 		if sel&4 != 0 {
 			ctype = "application/x-ndjson"
 		}
-		n := allocated(func() { _, _ = DecodeProduce(ctype, body, enc, fuzzMaxRecords) })
+		n := alloctest.Bytes(func() { _, _ = DecodeProduce(ctype, body, enc, fuzzMaxRecords) })
 		checkAllocBound(t, ctype+" "+enc, body, 0, n)
 	})
 }
@@ -67,7 +56,7 @@ func FuzzDecodeProduceAlloc(f *testing.F) {
 func TestDecodeProduceEmptyRecordsRefusedEarly(t *testing.T) {
 	body := []byte(`{"records":[` + strings.Repeat(`{},`, (16<<20)/3-10) + `{}]}`)
 	var err error
-	n := allocated(func() { _, err = DecodeProduce("application/json", body, EncodingJSON, DefaultMaxProduceRecords) })
+	n := alloctest.Bytes(func() { _, err = DecodeProduce("application/json", body, EncodingJSON, DefaultMaxProduceRecords) })
 	if !errors.Is(err, ErrTooManyRecords) || KindOf(err).Status != 413 {
 		t.Fatalf("err %v, want 413 too many records", err)
 	}
@@ -75,7 +64,7 @@ func TestDecodeProduceEmptyRecordsRefusedEarly(t *testing.T) {
 		t.Fatalf("refusing %d bytes allocated %d", len(body), n)
 	}
 	nd := bytes.Repeat([]byte("{}\n"), (16<<20)/3)
-	n = allocated(func() { _, err = DecodeProduce("application/x-ndjson", nd, EncodingJSON, DefaultMaxProduceRecords) })
+	n = alloctest.Bytes(func() { _, err = DecodeProduce("application/x-ndjson", nd, EncodingJSON, DefaultMaxProduceRecords) })
 	if !errors.Is(err, ErrTooManyRecords) || n > uint64(len(nd)/4) {
 		t.Fatalf("ndjson: err %v, allocated %d", err, n)
 	}
@@ -99,7 +88,7 @@ func TestDecodeProduceAllocBound(t *testing.T) {
 	for _, c := range cases {
 		var recs []ProduceRecord
 		var err error
-		n := allocated(func() { recs, err = DecodeProduce(c.ctype, c.body, c.enc, DefaultMaxProduceRecords) })
+		n := alloctest.Bytes(func() { recs, err = DecodeProduce(c.ctype, c.body, c.enc, DefaultMaxProduceRecords) })
 		if err != nil || len(recs) == 0 {
 			t.Fatalf("%s: %d records, %v", c.name, len(recs), err)
 		}

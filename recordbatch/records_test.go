@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/runnel/runnel/internal/alloctest"
 )
 
 func TestDecodeBatchStopsEarly(t *testing.T) {
@@ -41,13 +42,11 @@ func TestDecodeBatchStopsEarly(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	cheapest := uint64(1 << 62)
 	for range 5 {
-		var ms1, ms2 runtimeMem
-		ms1.read()
-		it, _ := Decode(big, 1<<20)
-		it.Next(&r)
-		it.Close()
-		ms2.read()
-		cheapest = min(cheapest, ms2.total-ms1.total)
+		cheapest = min(cheapest, alloctest.Bytes(func() {
+			it, _ := Decode(big, 1<<20)
+			it.Next(&r)
+			it.Close()
+		}))
 	}
 	t.Logf("cheapest read: %d bytes", cheapest)
 	if cheapest > 4<<20 {
@@ -63,14 +62,6 @@ func TestDecodeBatchStopsEarly(t *testing.T) {
 		t.Fatalf("2 MiB record with a 1 MiB bound: %v", it.Err())
 	}
 	it.Close()
-}
-
-type runtimeMem struct{ total uint64 }
-
-func (m *runtimeMem) read() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	m.total = ms.TotalAlloc
 }
 
 // BenchmarkValidateRecords is the per-batch cost of record validation

@@ -5,33 +5,16 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internal/alloctest"
 )
-
-// The allocation bound of a decoder of untrusted bytes: allocFactor x its
-// input + allocSlack (api's codec_alloc_test.go holds the same for the
-// produce decoders).
-const (
-	allocFactor = 8
-	allocSlack  = 64 << 10
-)
-
-// allocated is what fn allocated, in bytes.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // FuzzDecodeOctetRecord: whatever the Runnel-* headers and partition, the
 // octet-stream record decoder answers a record or a 400 naming the header
-// or query field, and allocates within allocFactor x its input + allocSlack.
+// or query field, and allocates within alloctest.Limit of its input.
 func FuzzDecodeOctetRecord(f *testing.F) {
 	f.Add("k%20ey", "a=1,b,c=%E2%82%AC", "1700000000000", "1", []byte("value"))
 	f.Add("%zz", "=,,=%", "-1", "x", []byte{})
@@ -46,8 +29,8 @@ func FuzzDecodeOctetRecord(f *testing.F) {
 		q := url.Values{"partition": {part}}
 		var rec api.ProduceRecord
 		var err error
-		n := allocated(func() { rec, err = decodeOctetRecord(h, q, body) })
-		if limit := uint64(allocFactor*(len(key)+2*len(header)+len(ts)+len(part)) + allocSlack); n > limit {
+		n := alloctest.Bytes(func() { rec, err = decodeOctetRecord(h, q, body) })
+		if limit := alloctest.Limit(len(key)+2*len(header)+len(ts)+len(part), 0); n > limit {
 			t.Fatalf("allocated %d, over %d", n, limit)
 		}
 		if err != nil {

@@ -2,12 +2,12 @@ package httpdoor
 
 import (
 	"bytes"
-	"runtime"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internal/alloctest"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -28,11 +28,7 @@ func FuzzCheckHTTPBatches(f *testing.F) {
 		maxRecords = max(maxRecords%20000, 1)
 		var n int
 		var err error
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		n, err = checkHTTPBatches(body, maxRecords)
-		runtime.ReadMemStats(&after)
-		if a := after.TotalAlloc - before.TotalAlloc; a > 16<<10 {
+		if a := alloctest.Bytes(func() { n, err = checkHTTPBatches(body, maxRecords) }); a > 16<<10 {
 			t.Fatalf("allocated %d checking %d bytes", a, len(body))
 		}
 		if err != nil {
