@@ -11,19 +11,6 @@ import (
 // TestElectionsAsked: the outcome of each partition of an ElectLeaders
 // request, preferred and unclean, with Kafka's errors.
 func TestElectionsAsked(t *testing.T) {
-	brokers := func(alive ...int32) map[int32]*raftfsm.Broker {
-		m := map[int32]*raftfsm.Broker{}
-		for _, id := range []int32{1, 2, 3} {
-			m[id] = &raftfsm.Broker{ID: id, State: raftfsm.BrokerFenced}
-		}
-		for _, id := range alive {
-			m[id].State = raftfsm.BrokerAlive
-		}
-		return m
-	}
-	part := func(leader int32, isr ...int32) raftfsm.Partition {
-		return raftfsm.Partition{Leader: leader, Replicas: []int32{1, 2, 3}, ISR: isr, LeaderEpoch: 4, PartitionEpoch: 9}
-	}
 	for _, tc := range []struct {
 		name       string
 		mode       ElectionMode
@@ -33,22 +20,18 @@ func TestElectionsAsked(t *testing.T) {
 		wantLeader int32 // -1: no change
 		wantErr    error
 	}{
-		{"preferred leads", ElectPreferred, brokers(1, 2, 3), part(1, 1, 2, 3), false, -1, ErrElectionNotNeeded},
-		{"preferred back", ElectPreferred, brokers(1, 2, 3), part(2, 1, 2, 3), false, 1, nil},
-		{"preferred out of sync", ElectPreferred, brokers(1, 2, 3), part(2, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
-		{"preferred fenced", ElectPreferred, brokers(2, 3), part(2, 1, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
-		{"unclean, has a leader", ElectUnclean, brokers(1, 2, 3), part(2, 2), true, -1, ErrElectionNotNeeded},
-		{"unclean, in-sync replica alive", ElectUnclean, brokers(2, 3), part(-1, 1, 2), false, 2, nil},
-		{"unclean, topic forbids", ElectUnclean, brokers(3), part(-1, 1), false, -1, ErrEligibleLeadersNotAvailable},
-		{"unclean, topic allows", ElectUnclean, brokers(3), part(-1, 1), true, 3, nil},
-		{"unclean, nobody alive", ElectUnclean, brokers(), part(-1, 1), true, -1, ErrEligibleLeadersNotAvailable},
+		{"preferred leads", ElectPreferred, threeBrokers(1, 2, 3), onThree(1, 1, 2, 3), false, -1, ErrElectionNotNeeded},
+		{"preferred back", ElectPreferred, threeBrokers(1, 2, 3), onThree(2, 1, 2, 3), false, 1, nil},
+		{"preferred out of sync", ElectPreferred, threeBrokers(1, 2, 3), onThree(2, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
+		{"preferred fenced", ElectPreferred, threeBrokers(2, 3), onThree(2, 1, 2, 3), false, -1, ErrPreferredLeaderNotAvailable},
+		{"unclean, has a leader", ElectUnclean, threeBrokers(1, 2, 3), onThree(2, 2), true, -1, ErrElectionNotNeeded},
+		{"unclean, in-sync replica alive", ElectUnclean, threeBrokers(2, 3), onThree(-1, 1, 2), false, 2, nil},
+		{"unclean, topic forbids", ElectUnclean, threeBrokers(3), onThree(-1, 1), false, -1, ErrEligibleLeadersNotAvailable},
+		{"unclean, topic allows", ElectUnclean, threeBrokers(3), onThree(-1, 1), true, 3, nil},
+		{"unclean, nobody alive", ElectUnclean, threeBrokers(), onThree(-1, 1), true, -1, ErrEligibleLeadersNotAvailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			topic := &raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{tc.p}, Configs: map[string]string{}}
-			if tc.unclean {
-				topic.Configs["unclean.leader.election.enable"] = "true"
-			}
-			img := &raftfsm.Image{Brokers: tc.brokers, Topics: raftfsm.TopicMapOf(topic)}
+			img, topic := oneTopic(tc.brokers, tc.p, tc.unclean)
 			changes, results := elections(img, topic, []int32{0, 5}, tc.mode)
 			if err := results[0]; !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("partition 0: %v, want %v", err, tc.wantErr)

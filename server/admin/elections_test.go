@@ -7,19 +7,6 @@ import (
 )
 
 func TestLeaderChanges(t *testing.T) {
-	alive := func(ids ...int32) map[int32]*raftfsm.Broker {
-		m := map[int32]*raftfsm.Broker{}
-		for _, id := range []int32{1, 2, 3} {
-			m[id] = &raftfsm.Broker{ID: id, State: raftfsm.BrokerFenced}
-		}
-		for _, id := range ids {
-			m[id].State = raftfsm.BrokerAlive
-		}
-		return m
-	}
-	part := func(leader int32, isr ...int32) raftfsm.Partition {
-		return raftfsm.Partition{Leader: leader, Replicas: []int32{1, 2, 3}, ISR: isr, LeaderEpoch: 4, PartitionEpoch: 9}
-	}
 	for _, tc := range []struct {
 		name       string
 		brokers    map[int32]*raftfsm.Broker
@@ -28,21 +15,17 @@ func TestLeaderChanges(t *testing.T) {
 		wantLeader int32 // -2: no change
 		wantISR    []int32
 	}{
-		{"preferred leads already", alive(1, 2, 3), part(1, 1, 2, 3), false, -2, nil},
-		{"preferred back in sync", alive(1, 2, 3), part(2, 1, 2, 3), false, 1, []int32{1, 2, 3}},
-		{"preferred alive, not in sync", alive(1, 2, 3), part(2, 2, 3), false, -2, nil},
-		{"preferred fenced", alive(2, 3), part(2, 1, 2, 3), false, -2, nil},
-		{"offline, clean only", alive(3), part(-1, 1), false, -2, nil},
-		{"offline, unclean allowed", alive(3), part(-1, 1), true, 3, []int32{3}},
-		{"offline, ISR member alive again", alive(1, 3), part(-1, 1), true, 1, []int32{1}},
-		{"offline, nobody alive", alive(), part(-1, 1), true, -2, nil},
+		{"preferred leads already", threeBrokers(1, 2, 3), onThree(1, 1, 2, 3), false, -2, nil},
+		{"preferred back in sync", threeBrokers(1, 2, 3), onThree(2, 1, 2, 3), false, 1, []int32{1, 2, 3}},
+		{"preferred alive, not in sync", threeBrokers(1, 2, 3), onThree(2, 2, 3), false, -2, nil},
+		{"preferred fenced", threeBrokers(2, 3), onThree(2, 1, 2, 3), false, -2, nil},
+		{"offline, clean only", threeBrokers(3), onThree(-1, 1), false, -2, nil},
+		{"offline, unclean allowed", threeBrokers(3), onThree(-1, 1), true, 3, []int32{3}},
+		{"offline, ISR member alive again", threeBrokers(1, 3), onThree(-1, 1), true, 1, []int32{1}},
+		{"offline, nobody alive", threeBrokers(), onThree(-1, 1), true, -2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			topic := &raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{tc.p}, Configs: map[string]string{}}
-			if tc.unclean {
-				topic.Configs["unclean.leader.election.enable"] = "true"
-			}
-			img := &raftfsm.Image{Brokers: tc.brokers, Topics: raftfsm.TopicMapOf(topic)}
+			img, topic := oneTopic(tc.brokers, tc.p, tc.unclean)
 			got := leaderChanges(img, topic)
 			if tc.wantLeader == -2 {
 				if len(got) != 0 {
