@@ -13,23 +13,92 @@ import (
 	"github.com/runnel/runnel/segments/vfs"
 )
 
-// gatedSync returns an injector that holds the first fsync of a segment
-// file until release is closed, saying on entered that it started; later
-// fsyncs run at once.
-func gatedSync(entered chan<- string, release <-chan struct{}) vfs.Injector {
-	var once sync.Once
-	return func(op vfs.Op, path string) error {
-		if op != vfs.OpSync || !strings.HasSuffix(path, ".log") {
-			return nil
-		}
-		first := false
-		once.Do(func() { first = true })
-		if first {
-			entered <- path
-			<-release
+// heldSync holds the first fsync that its selector picks (a slow disk)
+// until let is called; later ones run at once. Callers defer let, so a
+// failing test does not leave a goroutine or a Close waiting on it.
+type heldSync struct {
+	entered chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// holdFirstSync installs a heldSync as efs's injector.
+func holdFirstSync(efs *vfs.ErrorFS, pick func(op vfs.Op, path string) bool) *heldSync {
+	h := &heldSync{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var first atomic.Bool
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if pick(op, path) && first.CompareAndSwap(false, true) {
+			h.entered <- struct{}{}
+			<-h.release
 		}
 		return nil
+	})
+	return h
+}
+
+// segmentSync picks the fsync of a segment file.
+func segmentSync(op vfs.Op, path string) bool {
+	return op == vfs.OpSync && strings.HasSuffix(path, ".log")
+}
+
+// waitHeld waits for the held fsync to start; what names it.
+func (h *heldSync) waitHeld(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %s", what)
 	}
+}
+
+// let releases the held fsync (once; later calls do nothing).
+func (h *heldSync) let() { h.once.Do(func() { close(h.release) }) }
+
+// goesOn runs fn while an fsync is held and fails t when fn fails or does
+// not return. The deadline only keeps a failing run from hanging; it times
+// nothing.
+func goesOn(t *testing.T, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s waited for the held fsync", what)
+	}
+}
+
+// readFrom0 reads the log from its first offset.
+func readFrom0(l *Log) error {
+	c, err := l.Read(0, 1<<20, -1)
+	if err == nil {
+		c.Close()
+	}
+	return err
+}
+
+// appendAndRead appends one small batch at ts, then reads the log.
+func appendAndRead(l *Log, ts int64) error {
+	if _, err := l.Append(valueBatch(1, 10, ts), 0); err != nil {
+		return err
+	}
+	return readFrom0(l)
+}
+
+// openFaulty opens a log on an ErrorFS over mem with segments of
+// segmentBytes (0: the default).
+func openFaulty(t *testing.T, dir string, mem *vfs.MemFS, segmentBytes int64, opts Options) (*Log, *vfs.ErrorFS, Config) {
+	t.Helper()
+	efs := vfs.NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	if segmentBytes > 0 {
+		cfg.SegmentBytes = segmentBytes
+	}
+	opts.FS = efs
+	return mustOpen(t, dir, cfg, opts), efs, cfg
 }
 
 // fillToRoll appends until the next append of valueBatch(4, 200, …) rolls
@@ -55,56 +124,22 @@ func fillToRoll(t *testing.T, l *Log) int64 {
 func TestRollFsyncOutsideLock(t *testing.T) {
 	const dir = "/d/rollflush"
 	mem := vfs.NewMemFS()
-	efs := vfs.NewErrorFS(mem, nil)
-	cfg := DefaultConfig()
-	cfg.SegmentBytes = 8192
-	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	l, efs, cfg := openFaulty(t, dir, mem, 8192, Options{})
 	end := fillToRoll(t, l)
 	if err := l.Sync(); err != nil { // recovery point at end before the roll
 		t.Fatal(err)
 	}
-	entered, release := make(chan string, 1), make(chan struct{})
-	efs.SetInjector(gatedSync(entered, release))
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	held := holdFirstSync(efs, segmentSync)
+	defer held.let()
 
 	rolled := make(chan error, 1)
 	go func() {
 		_, err := l.Append(valueBatch(4, 200, 2), 0) // rolls
 		rolled <- err
 	}()
-	select { // the sealed segment's fsync has started and is held
-	case <-entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no fsync of the segment sealed by the roll")
-	}
-
+	held.waitHeld(t, "fsync of the segment sealed by the roll")
 	// With the fsync held, another append and a read must not wait for it.
-	// The deadline only keeps a failing run from hanging; it times nothing.
-	done := make(chan error, 1)
-	go func() {
-		if _, err := l.Append(valueBatch(1, 10, 3), 0); err != nil {
-			done <- err
-			return
-		}
-		c, err := l.Read(0, 1<<20, -1)
-		if err == nil {
-			c.Close()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("append or read during the roll's fsync: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("an append or read waited for the fsync of a segment sealed by a roll")
-	}
+	goesOn(t, "an append and a read during the roll's fsync", func() error { return appendAndRead(l, 3) })
 	if rp := l.RecoveryPoint(); rp > end {
 		t.Fatalf("recovery point %d moved past the sealed segment (end %d) before its fsync", rp, end)
 	}
@@ -116,8 +151,7 @@ func TestRollFsyncOutsideLock(t *testing.T) {
 	}
 	l2.Close()
 
-	close(release)
-	released = true
+	held.let()
 	if err := <-rolled; err != nil {
 		t.Fatalf("rolling append: %v", err)
 	}
@@ -142,16 +176,11 @@ func TestRollFsyncOutsideLock(t *testing.T) {
 // roll fails the log as a failed append fsync does, and the recovery point
 // never passes the segment it could not flush.
 func TestRollFsyncFailureIsSticky(t *testing.T) {
-	const dir = "/d/rollfail"
-	mem := vfs.NewMemFS()
-	efs := vfs.NewErrorFS(mem, nil)
-	cfg := DefaultConfig()
-	cfg.SegmentBytes = 8192
-	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	l, efs, _ := openFaulty(t, "/d/rollfail", vfs.NewMemFS(), 8192, Options{})
 	defer l.Close()
 	end := fillToRoll(t, l) // nothing fsynced yet: the recovery point is 0
 	efs.SetInjector(func(op vfs.Op, path string) error {
-		if op == vfs.OpSync && strings.HasSuffix(path, ".log") {
+		if segmentSync(op, path) {
 			return syscall.EIO
 		}
 		return nil
@@ -184,55 +213,25 @@ func TestMaintainFlushOutsideLock(t *testing.T) {
 		{"segment.ms and flush.ms", 60_000, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const dir = "/d/maintainflush"
 			efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
 			cfg := DefaultConfig()
 			cfg.SegmentMs = tc.segmentMs
 			cfg.FlushMs = 1_000
 			clock := fakeClock()
-			l := mustOpen(t, dir, cfg, Options{FS: efs, Now: clock.now})
+			l := mustOpen(t, "/d/maintainflush", cfg, Options{FS: efs, Now: clock.now})
 			for range 10 {
 				mustAppend(t, l, valueBatch(4, 200, clock.now().UnixMilli()), 0)
 			}
 			clock.add(2 * time.Minute) // flush.ms (and segment.ms) due, nothing past retention
-			entered, release := make(chan string, 1), make(chan struct{})
-			efs.SetInjector(gatedSync(entered, release))
-			released := false
-			defer func() {
-				if !released {
-					close(release)
-				}
-			}()
+			held := holdFirstSync(efs, segmentSync)
+			defer held.let()
 			maintained := make(chan error, 1)
 			go func() { maintained <- l.Maintain(clock.now()) }()
-			select { // the flush's fsync has started and is held
-			case <-entered:
-			case <-time.After(20 * time.Second):
-				t.Fatal("no fsync in the Maintain pass")
-			}
-			// The deadline only keeps a failing run from hanging; it times nothing.
-			done := make(chan error, 1)
-			go func() {
-				if _, err := l.Append(valueBatch(1, 10, clock.now().UnixMilli()), 0); err != nil {
-					done <- err
-					return
-				}
-				c, err := l.Read(0, 1<<20, -1)
-				if err == nil {
-					c.Close()
-				}
-				done <- err
-			}()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("append or read during the flush: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("an append or read waited for the fsync of Maintain's flush")
-			}
-			close(release)
-			released = true
+			held.waitHeld(t, "fsync in the Maintain pass")
+			goesOn(t, "an append and a read during Maintain's flush", func() error {
+				return appendAndRead(l, clock.now().UnixMilli())
+			})
+			held.let()
 			if err := <-maintained; err != nil {
 				t.Fatalf("maintain: %v", err)
 			}
@@ -307,49 +306,13 @@ func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, l, valueBatch(1, 10, 1), 0) // no fsync yet (no flush.messages)
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var once sync.Once
-	efs.SetInjector(func(op vfs.Op, path string) error {
-		if op == vfs.OpSyncDir && path == dir {
-			once.Do(func() {
-				entered <- struct{}{}
-				<-release
-			})
-		}
-		return nil
-	})
-	released := false
-	defer func() {
-		if !released {
-			close(release)
-		}
-	}()
+	held := holdFirstSync(efs, func(op vfs.Op, path string) bool { return op == vfs.OpSyncDir && path == dir })
+	defer held.let()
 	synced := make(chan error, 1)
 	go func() { synced <- l.Sync() }() // the log's first flush
-	select {
-	case <-entered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the first flush of a created log did not fsync its directory")
-	}
-	// The deadline only keeps a failing run from hanging; it times nothing.
-	done := make(chan error, 1)
-	go func() {
-		c, err := l.Read(0, 1<<20, -1)
-		if err == nil {
-			c.Close()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("read during the directory fsync: %v", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("a read waited for the first flush's directory fsync")
-	}
-	close(release)
-	released = true
+	held.waitHeld(t, "directory fsync in the first flush of a created log")
+	goesOn(t, "a read during the first flush's directory fsync", func() error { return readFrom0(l) })
+	held.let()
 	if err := <-synced; err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -371,12 +334,8 @@ func TestFirstFlushOfCreatedLogOutsideLock(t *testing.T) {
 // every second or so, each maintenance pass held the partition's appends
 // and reads for a whole flush (the slow-disk chaos scenario's 2.5 s gap).
 func TestMaintainFlushesNoRollUnderLock(t *testing.T) {
-	const dir = "/d/maintainroll"
-	efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
-	cfg := DefaultConfig()
-	cfg.SegmentBytes = 8192
 	clock := fakeClock()
-	l := mustOpen(t, dir, cfg, Options{FS: efs, Now: clock.now})
+	l, efs, _ := openFaulty(t, "/d/maintainroll", vfs.NewMemFS(), 8192, Options{Now: clock.now})
 	// No flusher goroutine: the rolls stay queued for Maintain to find.
 	l.mu.Lock()
 	l.sealRunning = true
@@ -390,7 +349,7 @@ func TestMaintainFlushesNoRollUnderLock(t *testing.T) {
 		appendCh = make(chan error, 1)
 	)
 	efs.SetInjector(func(op vfs.Op, path string) error {
-		if op != vfs.OpSync || !strings.HasSuffix(path, ".log") {
+		if !segmentSync(op, path) {
 			return nil
 		}
 		if !l.mu.TryLock() {
