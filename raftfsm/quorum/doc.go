@@ -62,7 +62,9 @@
 // # On disk (under Config.Dir)
 //
 //	raft/       badger, SyncWrites: the raft log ("l"+index) and stable store ("s"+key)
-//	state/      badger, SyncWrites: the state machine (raftfsm's state.go)
+//	state/      badger, no syncs: the state machine (raftfsm's state.go),
+//	            rebuilt from the newest snapshot and the log after it when a
+//	            machine crash left it behind (node.go's open)
 //	snapshots/  raft's file snapshot store (format in raftfsm's snapshot.go)
 //
 // # Untrusted commands
