@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/server/servertest"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // BenchmarkNodeScale measures one node holding many partitions (issue 19):
@@ -45,12 +49,13 @@ func BenchmarkNodeScale(b *testing.B) {
 	node := servertest.Start(b, servertest.Options{Args: []string{
 		"--max-partitions", limit, "--max-broker-partitions", limit,
 	}})
+	client := keepAliveClient(b, 4)
 	// One measurement whatever b.N: the node keeps what it created. It takes
 	// seconds, so the testing package does not ask for more.
 	{
 		create := timed(func() {
 			parallel(b, topics, 4, func(i int) {
-				scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"scale-%05d","partitions":%d}`, i, perTopic), http.StatusCreated)
+				scalePost(b, client, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"scale-%05d","partitions":%d}`, i, perTopic), http.StatusCreated)
 			})
 		})
 		rss, _ := node.RSS()
@@ -65,13 +70,13 @@ func BenchmarkNodeScale(b *testing.B) {
 		produce := timed(func() {
 			parallel(b, 1000, 4, func(int) {
 				t, p := rand.IntN(topics), rand.IntN(perTopic)
-				scalePost(b, fmt.Sprintf("%s/v1/topics/scale-%05d/records", node.URL, t),
+				scalePost(b, client, fmt.Sprintf("%s/v1/topics/scale-%05d/records", node.URL, t),
 					fmt.Sprintf(`{"records":[{"value":"x","partition":%d}]}`, p), http.StatusOK)
 			})
 		})
 		bulk := timed(func() {
 			parallel(b, oneTopics, 4, func(i int) {
-				scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"one-%05d","partitions":1}`, i), http.StatusCreated)
+				scalePost(b, client, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"one-%05d","partitions":1}`, i), http.StatusCreated)
 			})
 		})
 
@@ -113,8 +118,20 @@ func parallel(b *testing.B, n, workers int, f func(i int)) {
 	wg.Wait()
 }
 
-func scalePost(b *testing.B, url, body string, want int) {
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+// keepAliveClient is an HTTP client that keeps one idle connection per
+// worker, as any client pool does. net/http's default keeps 2 per host: with
+// more workers, all but 2 of them would connect anew for every request
+// (and leave a socket in TIME_WAIT), and the benchmark would measure the
+// client's connection churn rather than the node.
+func keepAliveClient(b *testing.B, workers int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = workers
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func scalePost(b *testing.B, client *http.Client, url, body string, want int) {
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		b.Errorf("POST %s: %v", url, err)
 		return
@@ -149,25 +166,80 @@ func diskUsage(b *testing.B, dir string) int64 {
 	return total
 }
 
-// BenchmarkTopicCreateRate: one-partition topics created over HTTP on one
-// node by 4 and by 16 concurrent clients (issue 19's bulk admin writes),
-// reported as topics/s; RUNNEL_BENCH=1 creates 5,000 per case, else 400.
+// BenchmarkTopicCreateRate: one-partition topics created on one node
+// (issue 19's bulk admin writes), reported as topics/s: over HTTP by 4 and
+// by 16 concurrent clients (one topic per request), and over Kafka with
+// franz-go's kadm, in CreateTopics requests of up to 1,000 topics sent one
+// at a time ("kafka-one-request") and by 4 clients at once
+// ("kafka-clients=4"). RUNNEL_BENCH=1 creates 5,000 per case, else 400.
+// RUNNEL_BENCH_CASES, a comma-separated list of case names, runs only those.
 func BenchmarkTopicCreateRate(b *testing.B) {
 	n := 400
 	if os.Getenv("RUNNEL_BENCH") == "1" {
 		n = 5000
 	}
 	node := servertest.Start(b, servertest.Options{Args: []string{"--pprof"}})
-	for _, clients := range []int{4, 16} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+	run := func(name string, create func(round int)) {
+		if cases := os.Getenv("RUNNEL_BENCH_CASES"); cases != "" && !slices.Contains(strings.Split(cases, ","), name) {
+			return
+		}
+		b.Run(name, func(b *testing.B) {
 			for round := range b.N {
-				took := timed(func() {
-					parallel(b, n, clients, func(i int) {
-						scalePost(b, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"rate-%d-%d-%05d","partitions":1}`, clients, round, i), http.StatusCreated)
-					})
-				})
+				took := timed(func() { create(round) })
 				b.ReportMetric(float64(n)/took.Seconds(), "topics/s")
 			}
 		})
+	}
+	for _, clients := range []int{4, 16} {
+		client := keepAliveClient(b, clients)
+		run(fmt.Sprintf("clients=%d", clients), func(round int) {
+			parallel(b, n, clients, func(i int) {
+				scalePost(b, client, node.URL+"/v1/topics", fmt.Sprintf(`{"name":"rate-%d-%d-%05d","partitions":1}`, clients, round, i), http.StatusCreated)
+			})
+		})
+	}
+	for _, clients := range []int{1, 4} {
+		name := "kafka-one-request"
+		if clients > 1 {
+			name = fmt.Sprintf("kafka-clients=%d", clients)
+		}
+		adms := make([]*kadm.Client, clients)
+		for i := range adms {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(node.KafkaAddr), kgo.RequestTimeoutOverhead(time.Minute))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(cl.Close)
+			adms[i] = kadm.NewClient(cl)
+			adms[i].SetTimeoutMillis(60_000)
+		}
+		run(name, func(round int) {
+			// Each client sends its share in requests of up to 1,000 topics
+			// (the default --max-topics-per-request).
+			per := (n + clients - 1) / clients
+			parallel(b, clients, clients, func(c int) {
+				for lo := c * per; lo < min(n, (c+1)*per); lo += 1000 {
+					var names []string
+					for i := lo; i < min(n, (c+1)*per, lo+1000); i++ {
+						names = append(names, fmt.Sprintf("k-%d-%d-%05d", clients, round, i))
+					}
+					kafkaCreate(b, adms[c], names)
+				}
+			})
+		})
+	}
+}
+
+// kafkaCreate creates one-partition topics in one CreateTopics request.
+func kafkaCreate(b *testing.B, adm *kadm.Client, names []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := adm.CreateTopics(ctx, 1, 1, nil, names...)
+	if err != nil {
+		b.Errorf("CreateTopics of %d topics: %v", len(names), err)
+		return
+	}
+	if err := res.Error(); err != nil {
+		b.Errorf("CreateTopics of %d topics: %v", len(names), err)
 	}
 }
