@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,58 +95,37 @@ func TestConcurrentUse(t *testing.T) {
 	cfg.IndexIntervalBytes = 512
 	l := mustOpen(t, t.TempDir(), cfg, Options{Files: NewFileCache(4)})
 	defer l.Close()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for r := 0; r < 3; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				start, end := l.StartOffset(), l.EndOffset()
-				if end == start {
-					continue
-				}
-				c, err := l.Read(start+int64(i)%(end-start), 4096, -1)
-				if errors.Is(err, ErrOffsetOutOfRange) {
-					continue // retention moved the start
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				b, err := c.Bytes()
-				c.Close()
-				if err == nil {
-					_, err = recordbatch.Split(b, 0, recordbatch.CountExact)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
+	w := newWorkers()
+	defer w.halt()
+	for range 3 {
+		w.loop(func(i int) error {
+			start, end := l.StartOffset(), l.EndOffset()
+			if end == start {
+				return nil
 			}
-		}()
+			c, err := l.Read(start+int64(i)%(end-start), 4096, -1)
+			if errors.Is(err, ErrOffsetOutOfRange) {
+				return nil // retention moved the start
+			}
+			if err != nil {
+				return err
+			}
+			b, err := c.Bytes()
+			c.Close()
+			if err == nil {
+				_, err = recordbatch.Split(b, 0, recordbatch.CountExact)
+			}
+			return err
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-				if err := l.Maintain(time.Now()); err != nil {
-					errs <- err
-					return
-				}
-			}
+	w.loop(func(int) error {
+		select { // a pass a millisecond
+		case <-w.stop:
+			return nil
+		case <-time.After(time.Millisecond):
+			return l.Maintain(time.Now())
 		}
-	}()
+	})
 	// At least 1500 appends, and on until retention has run beside them
 	// (bounded): on a loaded machine the maintenance goroutine may not have
 	// had its turn by the 1500th.
@@ -155,10 +133,7 @@ func TestConcurrentUse(t *testing.T) {
 	for i := 0; i < 1500 || (l.StartOffset() == 0 && time.Now().Before(deadline)); i++ {
 		mustAppend(t, l, valueBatch(2, 100, int64(i)), 0)
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := w.halt(); err != nil {
 		t.Error(err)
 	}
 	if l.StartOffset() == 0 {
@@ -176,28 +151,10 @@ func TestConcurrentCompaction(t *testing.T) {
 	cfg.DeleteRetentionMs = 0
 	mem := vfs.NewMemFS()
 	l := mustOpen(t, "/cc", cfg, Options{FS: mem})
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	loop := func(fn func(i int) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := fn(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	loop(func(int) error { return l.Maintain(time.Now()) })
-	loop(func(i int) error {
+	w := newWorkers()
+	defer w.halt()
+	w.loop(func(int) error { return l.Maintain(time.Now()) })
+	w.loop(func(i int) error {
 		start, end := l.StartOffset(), l.EndOffset()
 		if end == start {
 			return nil
@@ -236,10 +193,7 @@ func TestConcurrentCompaction(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := w.halt(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Maintain(time.Now()); err != nil {

@@ -1,7 +1,9 @@
 package segments
 
 import (
+	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -87,4 +89,46 @@ func readAll(t testing.TB, l *Log, off int64, maxBytes int) []byte {
 		t.Fatalf("bytes: %v", err)
 	}
 	return b
+}
+
+// workers runs loops beside a test's own work (for the race detector):
+// each loop calls its function with i = 0, 1, ... on a goroutine of its
+// own until halt, or until the function fails. Tests defer halt, so a
+// failing test stops its loops before the log they use closes.
+type workers struct {
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	mu       sync.Mutex // guards errs
+	errs     []error
+}
+
+func newWorkers() *workers { return &workers{stop: make(chan struct{})} }
+
+// loop starts fn's loop.
+func (w *workers) loop(fn func(i int) error) {
+	w.wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if err := fn(i); err != nil {
+				w.mu.Lock()
+				w.errs = append(w.errs, err)
+				w.mu.Unlock()
+				return
+			}
+		}
+	})
+}
+
+// halt stops the loops, waits for them and returns what they failed with.
+func (w *workers) halt() error {
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return errors.Join(w.errs...)
 }

@@ -2,6 +2,7 @@ package segments
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -136,29 +137,20 @@ func TestRecoverConcurrent(t *testing.T) {
 	l := mustOpen(t, dir, cfg, Options{FS: efs})
 	defer l.Close()
 	var acked sync.Map // base offset -> record count
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if info, err := l.Append(valueBatch(2, 60, int64(i)), 0); err == nil {
-					acked.Store(info.BaseOffset, 2)
-				} else if !errors.Is(err, ErrStorage) {
-					t.Errorf("append: %v", err)
-					return
-				}
-				if c, err := l.Read(l.StartOffset(), 4096, -1); err == nil {
-					c.Close()
-				}
+	w := newWorkers()
+	defer w.halt()
+	for range 2 {
+		w.loop(func(i int) error {
+			if info, err := l.Append(valueBatch(2, 60, int64(i)), 0); err == nil {
+				acked.Store(info.BaseOffset, 2)
+			} else if !errors.Is(err, ErrStorage) {
+				return fmt.Errorf("append: %w", err)
 			}
-		}()
+			if c, err := l.Read(l.StartOffset(), 4096, -1); err == nil {
+				c.Close()
+			}
+			return nil
+		})
 	}
 	full := func(op vfs.Op, path string) error {
 		if op == vfs.OpWrite || op == vfs.OpCreate {
@@ -176,8 +168,9 @@ func TestRecoverConcurrent(t *testing.T) {
 			t.Fatalf("round %d: recover: %v", round, err)
 		}
 	}
-	close(stop)
-	wg.Wait()
+	if err := w.halt(); err != nil {
+		t.Error(err)
+	}
 	got := map[int64]bool{}
 	for off := l.StartOffset(); off < l.EndOffset(); {
 		for _, b := range decodeBatches(t, readAll(t, l, off, 1<<30)) {
