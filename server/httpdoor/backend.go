@@ -438,15 +438,32 @@ func (h *Door) route(ctx context.Context, img *raftfsm.Image, t *raftfsm.Topic, 
 	return nil, NodeHost(leader), nil
 }
 
-func (h *Door) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
-	img, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
+// topicPartition looks topic up (catching up with the controller when this
+// node does not know it yet) and checks that partition is one of its.
+func (h *Door) topicPartition(ctx context.Context, topic string, partition int32) (*raftfsm.Image, *raftfsm.Topic, error) {
+	img, t, ok := h.cfg.Admin.LookupTopic(ctx, topic)
 	if !ok {
-		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
+		return nil, nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
 	}
-	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
-		return api.ConsumeResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return nil, nil, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, topic, len(t.Partitions)-1, partition)
 	}
-	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
+	return img, t, nil
+}
+
+// consumeRoute is where a consume is served: "" here, or the node host of
+// the partition's leader.
+func (h *Door) consumeRoute(ctx context.Context, req api.ConsumeRequest) (string, error) {
+	img, t, err := h.topicPartition(ctx, req.Topic, req.Partition)
+	if err != nil {
+		return "", err
+	}
+	_, addr, err := h.route(ctx, img, t, req.Partition)
+	return addr, err
+}
+
+func (h *Door) Consume(ctx context.Context, req api.ConsumeRequest) (api.ConsumeResult, error) {
+	if addr, err := h.consumeRoute(ctx, req); err != nil {
 		return api.ConsumeResult{}, err
 	} else if addr != "" {
 		return h.forward.Consume(ctx, addr, req)
@@ -481,14 +498,7 @@ var _ api.ConsumeStreamer = (*Door)(nil)
 // copies of keys and values per response. Forwarded reads come back
 // whole from the leader and are handed over one by one.
 func (h *Door) ConsumeEach(ctx context.Context, req api.ConsumeRequest, each func(*api.ConsumedRecord) error) (api.ConsumeResult, error) {
-	img, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
-	if !ok {
-		return api.ConsumeResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
-	}
-	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
-		return api.ConsumeResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
-	}
-	if _, addr, err := h.route(ctx, img, t, req.Partition); err != nil {
+	if addr, err := h.consumeRoute(ctx, req); err != nil {
 		return api.ConsumeResult{}, err
 	} else if addr != "" {
 		res, err := h.forward.Consume(ctx, addr, req)

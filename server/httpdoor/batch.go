@@ -81,12 +81,9 @@ func (h *Door) batchPartition(ctx context.Context, topic string, partition int32
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
 		return nil, toHTTPError(err)
 	}
-	img, t, ok := h.cfg.Admin.LookupTopic(ctx, topic)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", api.ErrUnknownTopic, topic)
-	}
-	if partition < 0 || int(partition) >= len(t.Partitions) {
-		return nil, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, topic, len(t.Partitions)-1, partition)
+	img, t, err := h.topicPartition(ctx, topic, partition)
+	if err != nil {
+		return nil, err
 	}
 	p, addr, err := h.route(ctx, img, t, partition)
 	if err != nil {
@@ -102,12 +99,8 @@ func (h *Door) batchPartition(ctx context.Context, topic string, partition int32
 // watermark, each checked (recordbatch.Next: framing, CRC) before it is
 // served, long-polling like Consume.
 func (h *Door) ConsumeBatches(ctx context.Context, req api.ConsumeRequest) (api.BatchResult, error) {
-	_, t, ok := h.cfg.Admin.LookupTopic(ctx, req.Topic)
-	if !ok {
-		return api.BatchResult{}, fmt.Errorf("%w: %s", api.ErrUnknownTopic, req.Topic)
-	}
-	if req.Partition < 0 || int(req.Partition) >= len(t.Partitions) {
-		return api.BatchResult{}, fmt.Errorf("%w: %s has partitions 0..%d, not %d", api.ErrUnknownPartition, req.Topic, len(t.Partitions)-1, req.Partition)
+	if _, _, err := h.topicPartition(ctx, req.Topic, req.Partition); err != nil {
+		return api.BatchResult{}, err
 	}
 	p, err := h.cfg.Broker().Partition(req.Topic, req.Partition)
 	if err != nil {
