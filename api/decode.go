@@ -210,26 +210,13 @@ func (d *produceDecoder) record() error {
 	d.hs = d.hs[:0]
 	headersSet := false
 	for first := true; ; first = false {
-		d.ws()
-		if d.peek() == '}' {
-			d.i++
-			break
-		}
-		if !first {
-			if !d.consume(',') {
-				return d.syntax(recField, "expected , or } after object value")
-			}
-			d.ws()
-		}
-		name, err := d.stringValue(recField)
+		name, done, err := d.objectKey(recField, first)
 		if err != nil {
 			return err
 		}
-		d.ws()
-		if !d.consume(':') {
-			return d.syntax(recField, "expected : after object key")
+		if done {
+			break
 		}
-		d.ws()
 		switch {
 		case bytes.EqualFold(name, []byte("value")):
 			rec.Value, err = d.bytesValue(".value", true)
@@ -381,26 +368,10 @@ func (d *produceDecoder) headers() error {
 	}
 	d.i++
 	for first := true; ; first = false {
-		d.ws()
-		if d.peek() == '}' {
-			d.i++
-			return nil
-		}
-		if !first {
-			if !d.consume(',') {
-				return d.syntax(recField, "expected , or } after object value")
-			}
-			d.ws()
-		}
-		name, err := d.stringValue(recField)
-		if err != nil {
+		name, done, err := d.objectKey(recField, first)
+		if err != nil || done {
 			return err
 		}
-		d.ws()
-		if !d.consume(':') {
-			return d.syntax(recField, "expected : after object key")
-		}
-		d.ws()
 		var val []byte
 		switch d.peek() {
 		case '"':
@@ -581,6 +552,33 @@ func (d *produceDecoder) timestamp(t time.Time) *time.Time {
 	}
 	d.times = append(d.times, t)
 	return &d.times[len(d.times)-1]
+}
+
+// objectKey reads the next key of an object whose '{' is consumed: the
+// comma before it (none before the first), the key and the colon after it,
+// and the white space up to its value. done: the object's '}' came instead
+// (consumed). field names the object in errors.
+func (d *produceDecoder) objectKey(field string, first bool) (name []byte, done bool, err error) {
+	d.ws()
+	if d.peek() == '}' {
+		d.i++
+		return nil, true, nil
+	}
+	if !first {
+		if !d.consume(',') {
+			return nil, false, d.syntax(field, "expected , or } after object value")
+		}
+		d.ws()
+	}
+	if name, err = d.stringValue(field); err != nil {
+		return nil, false, err
+	}
+	d.ws()
+	if !d.consume(':') {
+		return nil, false, d.syntax(field, "expected : after object key")
+	}
+	d.ws()
+	return name, false, nil
 }
 
 func (d *produceDecoder) ws() {
