@@ -68,7 +68,7 @@ func benchFSM(b *testing.B, n int) (*FSM, uint64) {
 }
 
 func commandLog(b *testing.B, index uint64, cmd Command) *raft.Log {
-	cmd.Version = CommandVersion
+	// Version 0: EncodeCommand writes the lowest version that expresses cmd.
 	data, err := EncodeCommand(cmd)
 	if err != nil {
 		b.Fatal(err)

@@ -361,3 +361,32 @@ func (c *change) initCluster(cmd *InitCluster) (any, error) {
 	c.writes = append(c.writes, write{keyClusterID, []byte(cmd.ClusterID)})
 	return cmd.ClusterID, nil
 }
+
+// changePartitionsBatch applies each topic's changes as ChangePartitions
+// does; a topic deleted since the batch was proposed is skipped, as a
+// stale change is.
+func (c *change) changePartitionsBatch(cmd *ChangePartitionsBatch) (any, error) {
+	var applied int64
+	for i := range cmd.Topics {
+		if _, ok := c.img.Topics.Lookup(cmd.Topics[i].Topic); !ok {
+			continue
+		}
+		n, err := c.changePartitions(&cmd.Topics[i])
+		if err != nil {
+			return nil, err
+		}
+		applied += n.(int64)
+	}
+	return applied, nil
+}
+
+// setCommandVersion raises the cluster's command version; a version at or
+// below the current one changes nothing (the controller may propose it
+// twice across a leader change).
+func (c *change) setCommandVersion(cmd *SetCommandVersion) (any, error) {
+	if cmd.Version > c.img.CommandVersion {
+		c.img.CommandVersion = cmd.Version
+		c.writes = append(c.writes, write{keyCommandVersion, []byte{cmd.Version}})
+	}
+	return int64(max(c.img.CommandVersion, 1)), nil
+}

@@ -24,7 +24,8 @@
 //	limits.go     hard bounds the FSM applies to every command,
 //	              ValidateTopicName, Limits (checked by the active
 //	              controller before proposing) and ImageLoad
-//	command.go    the command envelope's encoding (JSON) and checks
+//	command.go    the command envelopes (JSON; binary for the batched
+//	              leader moves), command versions and their rules, checks
 //	fsm.go        the raft.FSM: decode, skip applied indexes, one switch,
 //	              commit to badger, publish the image
 //	commands.go   one handler per command: validation and changes
@@ -39,9 +40,11 @@
 //	topicmap.go   TopicMap: the topics as a persistent radix tree (hashicorp's
 //	              go-immutable-radix), so a batch costs O(change), not O(topics)
 //	topicchanges.go  which topics changed between two images
+//	topicbinary.go   a topic's binary stored form (command version 2)
 //	load.go       the partitions and replicas per broker, kept in every image
 //	state.go      badger layout of the state machine, loading an image
-//	snapshot.go   snapshot format, Persist and Restore
+//	snapshot.go   snapshot format, Persist and Restore (streamed into
+//	              badger record by record)
 //	placement.go  replica placement for CreateTopic/CreatePartitions
 //	badger.go     badger options (the state store and quorum's raft log)
 //
@@ -56,6 +59,19 @@
 // Apply is deterministic: what needs randomness or the current cluster view
 // (topic ids, replica placement, the cluster id) is decided before proposing,
 // and nothing at apply depends on the node's configuration.
+//
+// # Versions and rolling upgrades
+//
+// Every command carries a version (command.go has the rules). A proposer
+// writes the lowest version that expresses a command, and nothing above
+// the cluster's version (Image.CommandVersion), which the active
+// controller raises only once every node reports it applies the new one;
+// what a newer version stores (binary topics) is likewise written only
+// from then on. A node that meets a command it does not understand (a
+// newer version, a field or kind it does not know) stops with a panic
+// naming the index, never skips it or drops the unknown part: skipping
+// would leave its metadata silently different from its peers'. A state
+// store written by a newer version refuses to load.
 //
 // # Untrusted commands
 //

@@ -25,6 +25,9 @@ type FSM struct {
 	log     *slog.Logger
 	images  imageHolder
 	applied atomic.Uint64
+	// broken: a snapshot restore began replacing the state and did not
+	// complete; nothing applies until one does. FSM goroutine only.
+	broken error
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -62,6 +65,11 @@ func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
 // changes nothing, not even the applied index: replayed, it is rejected again
 // (Apply is deterministic).
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	if f.broken != nil {
+		// raft applies entries only after a restore succeeded; should it
+		// not, applying on a half-replaced state would persist it.
+		panic(fmt.Sprintf("raftfsm: apply after a failed snapshot restore: %v", f.broken))
+	}
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
 	base, _ := f.images.load()
@@ -72,6 +80,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			continue
 		}
 		cmd, err := DecodeCommand(l.Data)
+		if errors.Is(err, ErrUnsupportedCommand) {
+			f.stopAt(ch, last, l.Index, err)
+		}
 		if err != nil {
 			f.log.Warn("raftfsm: refusing an invalid command", "index", l.Index, "err", err)
 			out[i] = err
@@ -87,6 +98,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if last == 0 {
 		return out
 	}
+	f.commit(ch, base, last)
+	return out
+}
+
+// commit makes the batch applied through last durable and publishes it.
+func (f *FSM) commit(ch *change, base *Image, last uint64) {
 	if err := ch.commit(f.db); err != nil {
 		// The state machine cannot skip committed commands and stay
 		// consistent with its peers: stop here, a restart replays the log.
@@ -95,7 +112,23 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.applied.Store(last)
 	ch.img.noteTopicChanges(base, ch.topics)
 	f.images.publish(ch.img)
-	return out
+}
+
+// stopAt stops the node at a command it cannot apply (ErrUnsupportedCommand:
+// written by a newer version). What the batch applied before it is
+// committed first, so that the node, upgraded and restarted, resumes at
+// this command. Skipping it, as an invalid command is skipped, would leave
+// this node's metadata different from its upgraded peers'; a panic is the
+// one stop raft's FSM interface allows (ApplyBatch cannot fail).
+func (f *FSM) stopAt(ch *change, last, index uint64, err error) {
+	if last != 0 {
+		base, _ := f.images.load()
+		f.commit(ch, base, last)
+	}
+	msg := fmt.Sprintf("raftfsm: cannot apply the metadata log at index %d (%v): "+
+		"a newer runnel wrote it; upgrade this node to the version of the others and restart it", index, err)
+	f.log.Error(msg)
+	panic(msg)
 }
 
 func isError(v any) bool {
@@ -208,6 +241,10 @@ func (c *change) apply(cmd Command) (any, error) {
 		return c.deleteToken(cmd.DeleteToken)
 	case cmd.SetQuotas != nil:
 		return c.setQuotas(cmd.SetQuotas)
+	case cmd.SetCommandVersion != nil:
+		return c.setCommandVersion(cmd.SetCommandVersion)
+	case cmd.ChangePartitionsBatch != nil:
+		return c.changePartitionsBatch(cmd.ChangePartitionsBatch)
 	}
 	return nil, fmt.Errorf("%w: empty envelope", ErrInvalidCommand)
 }
@@ -219,7 +256,16 @@ func (c *change) putTopic(t *Topic) {
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)
-	c.writes = append(c.writes, write{topicKey(t.Name), topicJSON(t)})
+	c.writes = append(c.writes, write{topicKey(t.Name), c.topicValue(t)})
+}
+
+// topicValue is t's stored form: binary once the cluster's command version
+// is 2 (every node reads it), JSON before.
+func (c *change) topicValue(t *Topic) []byte {
+	if c.img.CommandVersion >= 2 {
+		return appendTopicBinary(nil, t)
+	}
+	return topicJSON(t)
 }
 
 // putTopicChanged is putTopic for t, a version of old that differs only in
@@ -237,7 +283,7 @@ func (c *change) putTopicChanged(old, t *Topic, changed []int32) {
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)
-	c.writes = append(c.writes, write{topicKey(t.Name), topicJSON(t)})
+	c.writes = append(c.writes, write{topicKey(t.Name), c.topicValue(t)})
 }
 
 func (c *change) putBroker(b *Broker) {

@@ -29,7 +29,7 @@ func newTestFSM(t *testing.T, dir string) *FSM {
 // applyAt applies cmd at index through the raft log encoding.
 func applyAt(t *testing.T, f *FSM, index uint64, cmd Command) any {
 	t.Helper()
-	cmd.Version = CommandVersion
+	// Version 0: EncodeCommand writes the lowest version that expresses cmd.
 	data, err := EncodeCommand(cmd)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,8 @@ func (img *Image) Digest() string {
 		ACLs           map[string]ACLEntry `json:",omitempty"`
 		Tokens         map[string]*Token   `json:",omitempty"`
 		Quotas         map[string]Quota    `json:",omitempty"`
-	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs, img.Tokens, img.Quotas})
+		CommandVersion uint8               `json:",omitempty"` // omitted: digests before versioning stay as they were
+	}{img.ClusterID, img.Brokers, img.Topics, img.NextProducerID, img.Users, img.ACLs, img.Tokens, img.Quotas, img.CommandVersion})
 	if err != nil {
 		// Only plain data types: cannot happen.
 		panic("raftfsm: digest: " + err.Error())
@@ -41,6 +42,7 @@ func (img *Image) next(index uint64) *Image {
 		Brokers:        make(map[int32]*Broker, len(img.Brokers)),
 		Topics:         img.Topics,
 		NextProducerID: img.NextProducerID,
+		CommandVersion: img.CommandVersion,
 		changes:        img.changes,
 		changesFrom:    img.changesFrom,
 		tracked:        img.tracked,

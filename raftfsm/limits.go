@@ -153,6 +153,20 @@ func checkCommand(cmd *Command) error {
 		return checkACLs(cmd.DeleteACLs.ACLs)
 	case cmd.SetQuotas != nil:
 		return checkQuotas(cmd.SetQuotas.Quotas)
+	case cmd.SetCommandVersion != nil:
+		v := cmd.SetCommandVersion.Version
+		if int(v) > CommandVersion {
+			return unsupported(int(v))
+		}
+		if v < MinCommandVersion {
+			return fmt.Errorf("%w: command version %d", ErrInvalidCommand, v)
+		}
+	case cmd.ChangePartitionsBatch != nil:
+		for _, t := range cmd.ChangePartitionsBatch.Topics {
+			if err := checkNameLen(t.Topic); err != nil {
+				return err
+			}
+		}
 	case cmd.AllocateProducerIDs != nil:
 		if n := cmd.AllocateProducerIDs.Count; n < 1 || n > maxProducerIDBlock {
 			return fmt.Errorf("%w: producer id count %d (want 1 to %d)", ErrInvalidCommand, n, maxProducerIDBlock)

@@ -35,6 +35,9 @@ type fsmSnapshot struct {
 
 func (f *FSM) snapshot() (raft.FSMSnapshot, error) {
 	// Called on the FSM goroutine: txn and applied index agree.
+	if f.broken != nil {
+		return nil, f.broken
+	}
 	return &fsmSnapshot{txn: f.db.NewTransaction(false), applied: f.applied.Load()}, nil
 }
 
@@ -90,6 +93,9 @@ func (s *fsmSnapshot) Release() { s.txn.Discard() }
 // restore replaces the state with the snapshot's, unless this state machine
 // has already applied the snapshot's index (raft restores the newest snapshot
 // on every start; the badger state is durable and usually ahead of it).
+// The records stream from r into badger, one at a time: a snapshot of
+// 2,000,000 partitions is never held in memory beside the image loaded
+// from it.
 func (f *FSM) restore(r io.Reader) error {
 	sr, applied, err := newSnapshotReader(r)
 	if err != nil {
@@ -99,31 +105,24 @@ func (f *FSM) restore(r io.Reader) error {
 		f.log.Debug("raftfsm: state already past snapshot", "snapshot", applied, "applied", f.applied.Load())
 		return nil
 	}
-	recs, err := sr.records()
-	if err != nil {
-		return err
-	}
-	if err := replaceState(f.db, applied, recs); err != nil {
+	// From here the state store is being replaced: until a restore
+	// completes, the FSM applies nothing (raft retries the snapshot, or
+	// the node fails to start and restores it again on the next start).
+	f.broken = fmt.Errorf("raftfsm: a snapshot restore did not complete")
+	if err := streamState(f.db, applied, sr); err != nil {
+		f.broken = fmt.Errorf("raftfsm: snapshot restore failed: %w", err)
 		return err
 	}
 	img, idx, err := loadImage(f.db)
 	if err != nil {
+		f.broken = err
 		return err
 	}
+	f.broken = nil
 	f.applied.Store(idx)
 	f.images.publish(img)
 	f.log.Info("raftfsm: restored snapshot", "index", idx, "topics", img.Topics.Len(), "brokers", len(img.Brokers))
 	return nil
-}
-
-// readSnapshot reads and checks a whole snapshot (metadata is small).
-func readSnapshot(r io.Reader) (uint64, []write, error) {
-	sr, applied, err := newSnapshotReader(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	recs, err := sr.records()
-	return applied, recs, err
 }
 
 // snapshotReader reads a snapshot: the header first, so that a snapshot the
@@ -145,33 +144,35 @@ func newSnapshotReader(r io.Reader) (*snapshotReader, uint64, error) {
 	return sr, binary.BigEndian.Uint64(hdr[len(snapMagic):]), nil
 }
 
-// records reads the records and checks the trailing checksum.
-func (sr *snapshotReader) records() ([]write, error) {
+// each calls fn with every record (fresh slices fn may keep) as it is
+// read, then checks the trailing checksum.
+func (sr *snapshotReader) each(fn func(key, val []byte) error) error {
 	bre := byteReader{sr.tr}
-	var recs []write
 	for {
 		key, err := readChunk(bre, sr.tr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if key == nil {
 			break
 		}
 		val, err := readChunk(bre, sr.tr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if val == nil {
 			val = []byte{}
 		}
-		recs = append(recs, write{string(key), val})
+		if err := fn(key, val); err != nil {
+			return err
+		}
 	}
 	want := sr.crc.Sum32()
 	var sum [4]byte
 	if _, err := io.ReadFull(sr.br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
-		return nil, fmt.Errorf("%w: checksum", errBadSnapshot)
+		return fmt.Errorf("%w: checksum", errBadSnapshot)
 	}
-	return recs, nil
+	return nil
 }
 
 // maxChunk bounds one key or value in a snapshot.
@@ -201,27 +202,45 @@ func (b byteReader) ReadByte() (byte, error) {
 	return p[0], err
 }
 
-// replaceState swaps the whole badger state for recs. The applied index is
-// removed first and written last, so a crash in between leaves applied 0 and
-// raft restores the snapshot again on the next start.
-func replaceState(db *badger.DB, applied uint64, recs []write) error {
+// streamState swaps the whole badger state for the snapshot's records,
+// read one at a time. The applied index is removed first and written
+// last, after the snapshot's checksum is checked, so a crash or a corrupt
+// snapshot in between leaves no applied index and raft restores a
+// snapshot again.
+func streamState(db *badger.DB, applied uint64, sr *snapshotReader) error {
 	err := db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(keyApplied)) })
 	if err != nil {
 		return fmt.Errorf("raftfsm: restore: %w", err)
 	}
-	keep := make(map[string]bool, len(recs))
-	for _, w := range recs {
-		keep[w.key] = true
+	if err := clearState(db); err != nil {
+		return fmt.Errorf("raftfsm: restore: clear state: %w", err)
 	}
 	wb := db.NewWriteBatch()
 	defer wb.Cancel()
-	err = db.View(func(txn *badger.Txn) error {
+	err = sr.each(func(key, val []byte) error {
+		if string(key) == keyApplied {
+			return fmt.Errorf("%w: %s among the records", errBadSnapshot, keyApplied)
+		}
+		return wb.Set(key, val)
+	})
+	if err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("raftfsm: restore: %w", err)
+	}
+	return commitWrites(db, applied, nil)
+}
+
+// clearState deletes every key (a write batch of its own, flushed before
+// the snapshot's records are written).
+func clearState(db *badger.DB) error {
+	wb := db.NewWriteBatch()
+	defer wb.Cancel()
+	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
-			if keep[string(it.Item().Key())] {
-				continue
-			}
 			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
 				return err
 			}
@@ -229,15 +248,7 @@ func replaceState(db *badger.DB, applied uint64, recs []write) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("raftfsm: restore: clear state: %w", err)
+		return err
 	}
-	for _, w := range recs {
-		if err := wb.Set([]byte(w.key), w.val); err != nil {
-			return fmt.Errorf("raftfsm: restore: %w", err)
-		}
-	}
-	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("raftfsm: restore: %w", err)
-	}
-	return commitWrites(db, applied, nil)
+	return wb.Flush()
 }

@@ -2,6 +2,7 @@ package raftfsm
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"testing"
 )
@@ -40,4 +41,24 @@ func newFSMForFuzz(f *testing.F) []byte {
 		f.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// readSnapshot reads and checks a whole snapshot (what the fuzz target checks).
+func readSnapshot(r io.Reader) (uint64, []write, error) {
+	sr, applied, err := newSnapshotReader(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	recs, err := sr.records()
+	return applied, recs, err
+}
+
+// records reads the records and checks the trailing checksum.
+func (sr *snapshotReader) records() ([]write, error) {
+	var recs []write
+	err := sr.each(func(key, val []byte) error {
+		recs = append(recs, write{string(key), val})
+		return nil
+	})
+	return recs, err
 }

@@ -16,8 +16,10 @@ import (
 //	meta/applied          8-byte big-endian: last applied raft index
 //	meta/cluster_id       the cluster id
 //	meta/next_producer_id 8-byte big-endian
+//	meta/command_version  1 byte: the cluster's command version (absent: 1)
 //	brokers/<id>          JSON Broker, id zero-padded to 10 digits
-//	topics/<name>         JSON Topic
+//	topics/<name>         Topic: JSON ('{'), or binary (topicbinary.go)
+//	                      once the cluster's command version is 2
 //	users/<name>          JSON User (SCRAM credentials, no password)
 //	acls/<ACLEntry.Key>   JSON ACLEntry
 //	tokens/<id>           JSON Token (a hash of the secret, never the token)
@@ -26,6 +28,7 @@ const (
 	keyApplied        = "meta/applied"
 	keyClusterID      = "meta/cluster_id"
 	keyNextProducerID = "meta/next_producer_id"
+	keyCommandVersion = "meta/command_version"
 	prefixBrokers     = "brokers/"
 	prefixTopics      = "topics/"
 )
@@ -84,6 +87,16 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 		}
 	case key == keyClusterID:
 		img.ClusterID = string(v)
+	case key == keyCommandVersion:
+		if len(v) != 1 {
+			return fmt.Errorf("%w: %s has %d bytes", errBadState, key, len(v))
+		}
+		if v[0] > CommandVersion {
+			// Written by a newer version: what else it wrote may be
+			// in a form this one cannot read.
+			return fmt.Errorf("%w: %s is %d, this node applies versions up to %d: upgrade it", errBadState, key, v[0], CommandVersion)
+		}
+		img.CommandVersion = v[0]
 	case strings.HasPrefix(key, prefixBrokers):
 		var b Broker
 		if err := json.Unmarshal(v, &b); err != nil {
@@ -91,11 +104,11 @@ func loadKey(img *Image, applied *uint64, key string, v []byte) error {
 		}
 		img.Brokers[b.ID] = &b
 	case strings.HasPrefix(key, prefixTopics):
-		var t Topic
-		if err := json.Unmarshal(v, &t); err != nil {
+		t, err := decodeTopic(v)
+		if err != nil {
 			return fmt.Errorf("%w: %s: %v", errBadState, key, err)
 		}
-		img.Topics = img.Topics.With(&t)
+		img.Topics = img.Topics.With(t)
 	case strings.HasPrefix(key, prefixUsers):
 		var u User
 		if err := json.Unmarshal(v, &u); err != nil {

@@ -52,6 +52,8 @@
 //	status.go     Image, WaitReady, Status, timeout tuning
 //	catchup.go    CatchUp: waiting for the leader's metadata index
 //	propagate.go  WaitBrokersApplied: how far the brokers have applied
+//	version.go    raising the cluster's command version once every node
+//	              applies it (versionLoop)
 //	membership.go local AddVoter/AddNonvoter/RemoveVoter, Snapshot
 //	voters.go     membership safety: probe, non-voter first, catch-up,
 //	              refusing changes that lose the majority (ErrQuorumChange)
@@ -80,7 +82,8 @@
 // Raft owns its goroutines; Close shuts raft down first, which resolves every
 // pending future. The Node owns the leader loop (proposes InitCluster when it
 // leads a cluster without id), the controller loop (fences and moves leaders
-// while it leads), the join loop of a new non-voter, the heartbeat loop of a
+// while it leads), the version loop (raises the cluster's command version
+// while it leads, until it is this binary's), the join loop of a new non-voter, the heartbeat loop of a
 // registered broker and one waiter per Apply in flight; Close cancels and
 // waits for them. The internode.Mux owns its accept loop and one goroutine
 // per connection while it is dispatched (an RPC connection is served on

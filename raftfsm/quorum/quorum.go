@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
@@ -120,6 +121,7 @@ func (n *Node) startQuorum(ctx context.Context, joinNeeded bool) {
 	n.q.ctx = ctx
 	n.q.mux.Start()
 	n.spawn(func() { n.controllerLoop(ctx) })
+	n.spawn(func() { n.versionLoop(ctx) })
 	if joinNeeded {
 		n.spawn(func() { n.joinLoop(ctx) })
 	}
@@ -222,7 +224,13 @@ func (n *Node) DialNode(ctx context.Context, id int32, proto byte) (net.Conn, er
 // rpcMethods is the controller RPC's method table.
 func (n *Node) rpcMethods() map[string]rpcMethod {
 	return map[string]rpcMethod{
-		"apply": method(true, func(ctx context.Context, cmd raftfsm.Command) (any, error) {
+		"apply": method(true, func(ctx context.Context, body json.RawMessage) (any, error) {
+			// Strictly: a field this version does not know, forwarded by a
+			// newer node, refuses the command instead of being dropped.
+			cmd, err := raftfsm.UnmarshalCommand(body)
+			if err != nil {
+				return nil, err
+			}
 			res, err := n.applyLocal(ctx, cmd)
 			if err != nil {
 				return nil, err

@@ -42,7 +42,8 @@ func scalePartitions(b *testing.B) int {
 // until it is ready and caught up.
 //
 // RUNNEL_BENCH_SHUTDOWN_CPUPROFILE=file writes a CPU profile of the
-// controlled shutdown alone; RUNNEL_BENCH_ELECTION_TIMEOUT=duration sets
+// controlled shutdown alone, RUNNEL_BENCH_RESTART_CPUPROFILE of the
+// restart; RUNNEL_BENCH_ELECTION_TIMEOUT=duration sets
 // the raft election timeout (Config.ElectionTimeout) to measure failover
 // against it.
 func BenchmarkControllerScale(b *testing.B) {
@@ -120,6 +121,7 @@ func runScale(b *testing.B, total int) {
 	q.applyOn(broker, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	failover := time.Since(start)
 
+	stopProfile = startProfile(b, os.Getenv("RUNNEL_BENCH_RESTART_CPUPROFILE"))
 	start = time.Now()
 	q.start(lead)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -128,6 +130,7 @@ func runScale(b *testing.B, total int) {
 		b.Fatal(err)
 	}
 	restart := time.Since(start)
+	stopProfile()
 
 	b.ReportMetric(float64(total), "partitions")
 	b.ReportMetric(create.Seconds(), "create_s")

@@ -306,22 +306,91 @@ func (n *Node) reconcile(ctx context.Context) {
 	if len(cmds) == 0 {
 		return
 	}
+	if img.CommandVersion >= 2 {
+		cmds = batchMoves(img, cmds)
+	}
 	res, errs := n.applyAll(ctx, cmds)
 	moved, want := 0, 0
 	for i, err := range errs {
-		want += len(cmds[i].ChangePartitions.Changes)
+		topics := []raftfsm.ChangePartitions{}
+		if cp := cmds[i].ChangePartitions; cp != nil {
+			topics = append(topics, *cp)
+		} else {
+			topics = cmds[i].ChangePartitionsBatch.Topics
+		}
+		for _, t := range topics {
+			want += len(t.Changes)
+		}
 		if err != nil {
-			n.log.Warn("raftfsm: cannot move partition leaders", "topic", cmds[i].ChangePartitions.Topic, "err", err)
+			n.log.Warn("raftfsm: cannot move partition leaders", "topic", topics[0].Topic, "topics", len(topics), "err", err)
 			continue
 		}
 		moved += int(res[i].(int64))
 	}
-	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want)
+	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want, "commands", len(cmds))
 }
 
 // maxMovesPerCommand keeps a ChangePartitions command well under
 // maxCommandBytes (a change encodes to about 100 bytes).
 const maxMovesPerCommand = 4096
+
+// Bounds of one ChangePartitionsBatch: its changes (about 10 bytes each
+// in the binary envelope, so well under maxCommandBytes), and the stored
+// bytes of the topics it rewrites, which the FSM commits in one badger
+// transaction with the command (at most 2.4 MiB, see raftfsm.OpenBadger).
+const (
+	maxBatchMoves      = 32 << 10
+	maxBatchTopicBytes = 1 << 20
+)
+
+// batchMoves packs leaderMoves' per-topic commands into
+// ChangePartitionsBatch commands (command version 2), as KRaft batches its
+// partition change records: a controlled shutdown at 2,000,000 partitions
+// is then a few dozen raft entries, not one per topic.
+func batchMoves(img *raftfsm.Image, cmds []raftfsm.Command) []raftfsm.Command {
+	var out []raftfsm.Command
+	var cur *raftfsm.ChangePartitionsBatch
+	moves, bytes := 0, 0
+	for _, c := range cmds {
+		cp := *c.ChangePartitions
+		size := 0
+		if cur == nil || cur.Topics[len(cur.Topics)-1].Topic != cp.Topic {
+			size = storedTopicBytes(img.Topics.Get(cp.Topic)) // counted once per topic
+		}
+		if cur != nil && (moves+len(cp.Changes) > maxBatchMoves || bytes+size > maxBatchTopicBytes) {
+			out = append(out, raftfsm.Command{ChangePartitionsBatch: cur})
+			cur = nil
+			size = storedTopicBytes(img.Topics.Get(cp.Topic))
+		}
+		if cur == nil {
+			cur, moves, bytes = &raftfsm.ChangePartitionsBatch{}, 0, 0
+		}
+		cur.Topics = append(cur.Topics, cp)
+		moves, bytes = moves+len(cp.Changes), bytes+size
+	}
+	if cur != nil {
+		out = append(out, raftfsm.Command{ChangePartitionsBatch: cur})
+	}
+	return out
+}
+
+// storedTopicBytes overestimates a topic's stored binary size (raftfsm's
+// topicbinary.go): a partition's three integers and four replica lists
+// take up to 5 bytes per varint, 2 for the small ones usual here.
+func storedTopicBytes(t *raftfsm.Topic) int {
+	if t == nil {
+		return 0
+	}
+	n := 64 + len(t.Name)
+	for k, v := range t.Configs {
+		n += 10 + len(k) + len(v)
+	}
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
+		n += 16 + 3*(len(p.Replicas)+len(p.ISR)+len(p.AddingReplicas)+len(p.RemovingReplicas))
+	}
+	return n
+}
 
 // leaderMoves lists the ChangePartitions commands that reconcile proposes,
 // in topic order. A partition led by a broker that is not alive moves to the

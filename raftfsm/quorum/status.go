@@ -120,7 +120,8 @@ func (n *Node) Status() raftfsm.Status {
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
 
-		MetadataIndex: metadataIndex(n),
+		MetadataIndex:  metadataIndex(n),
+		CommandVersion: raftfsm.CommandVersion,
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
