@@ -85,25 +85,7 @@ type ackedRecord struct {
 }
 
 // chaosResult is one scenario's line in the README table.
-type chaosResult struct {
-	Scenario      string  `json:"scenario"`
-	Seconds       float64 `json:"seconds"`
-	Faults        int     `json:"faults"`
-	Acked         int     `json:"acked"`
-	Lost          int     `json:"lost"`
-	Duplicated    int     `json:"duplicated"`
-	OrderBroken   int     `json:"order_broken"`
-	AckedOne      int     `json:"acked_acks1"`
-	LostOne       int     `json:"lost_acks1"`
-	ConsumerGaps  int     `json:"consumer_gaps"`
-	ConsumerDups  int     `json:"consumer_dups"`
-	DirtyReads    int     `json:"dirty_reads"`
-	DataLossSeen  int     `json:"data_loss_reports"`
-	ReplicasEqual bool    `json:"replicas_identical"`
-	EpochsOrdered bool    `json:"epochs_non_decreasing"`
-	DigestsEqual  bool    `json:"metadata_digests_equal"`
-	Unavailable   float64 `json:"max_unavailable_seconds"`
-}
+type chaosResult = servertest.ChaosResult
 
 func runChaos(t *testing.T, s chaosScenario) {
 	d := s.short

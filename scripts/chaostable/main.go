@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/runnel/runnel/server/servertest"
 )
 
 const (
@@ -26,25 +28,7 @@ const (
 )
 
 // result is one scenario run, as the scenarios write it.
-type result struct {
-	Scenario      string  `json:"scenario"`
-	Seconds       float64 `json:"seconds"`
-	Faults        int     `json:"faults"`
-	Acked         int     `json:"acked"`
-	Lost          int     `json:"lost"`
-	Duplicated    int     `json:"duplicated"`
-	OrderBroken   int     `json:"order_broken"`
-	AckedOne      int     `json:"acked_acks1"`
-	LostOne       int     `json:"lost_acks1"`
-	ConsumerGaps  int     `json:"consumer_gaps"`
-	ConsumerDups  int     `json:"consumer_dups"`
-	DirtyReads    int     `json:"dirty_reads"`
-	DataLossSeen  int     `json:"data_loss_reports"`
-	ReplicasEqual bool    `json:"replicas_identical"`
-	EpochsOrdered bool    `json:"epochs_non_decreasing"`
-	DigestsEqual  bool    `json:"metadata_digests_equal"`
-	Unavailable   float64 `json:"max_unavailable_seconds"`
-}
+type result = servertest.ChaosResult
 
 // row sums the runs of one scenario.
 type row struct {
