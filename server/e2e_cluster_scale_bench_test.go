@@ -1,0 +1,230 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// BenchmarkClusterScale measures a 3-node cluster holding many partitions
+// with replication factor 3 (issue 19): creation over HTTP (topics of 1,000
+// partitions, 4 clients), RSS and idle CPU per node (CPU seconds the node
+// used while nothing was produced: the followers' fetches of idle
+// partitions), then kill -9 of the broker leading the most partitions and
+// the time until every partition is led again and until every partition
+// accepted an acks=all Kafka produce; the killed broker's restart and the
+// time until every ISR is whole again; then a controlled shutdown (SIGTERM)
+// of the broker leading the most, and the time until none is led by it.
+//
+// Sizes: RUNNEL_BENCH_PARTITIONS (make bench-cluster-scale), else 30,000
+// under RUNNEL_BENCH=1, with the default broker session timeout (9 s) and a
+// 30 s idle window; else (make bench-short) 1,000 partitions, a 2 s session
+// timeout and a 2 s idle window.
+func BenchmarkClusterScale(b *testing.B) {
+	partitions, idle, session := 1000, 2*time.Second, []string{"--broker-heartbeat-interval", "200ms", "--broker-session-timeout", "2s"}
+	if os.Getenv("RUNNEL_BENCH") == "1" {
+		partitions, idle, session = 30_000, 30*time.Second, nil
+	}
+	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
+		}
+		partitions = n
+	}
+	perTopic := min(partitions, 1000)
+	topics := partitions / perTopic
+	limit := strconv.Itoa(4*partitions + 1000)
+	c := servertest.StartCluster(b, servertest.ClusterOptions{Combined: 3, Args: append([]string{
+		"--max-partitions", limit, "--max-broker-partitions", limit,
+	}, session...)})
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("scale-%05d", i)
+	}
+	create := timed(func() {
+		parallel(b, topics, 4, func(i int) {
+			scalePost(b, c.Node(1).URL+"/v1/topics", fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3}`, names[i], perTopic), http.StatusCreated)
+		})
+	})
+	b.ReportMetric(float64(partitions), "partitions")
+	b.ReportMetric(create.Seconds(), "create-s")
+	for i, n := range c.Nodes {
+		rss, _ := n.RSS()
+		b.ReportMetric(float64(rss)/(1<<20), fmt.Sprintf("rss-node%d-MiB", i+1))
+	}
+	cpu0 := nodeCPUs(b, c.Nodes)
+	time.Sleep(idle) // the measurement window: nothing is produced in it
+	cpu1 := nodeCPUs(b, c.Nodes)
+	for i := range c.Nodes {
+		b.ReportMetric((cpu1[i]-cpu0[i]).Seconds()/idle.Seconds()*30, fmt.Sprintf("idle-cpu-node%d-s/30s", i+1))
+	}
+
+	// kill -9 of the broker leading the most partitions.
+	victimID := busiestLeader(b, c.Node(1), names)
+	victim := c.Node(int(victimID))
+	var alive []*servertest.Node
+	for _, n := range c.Nodes {
+		if n != victim {
+			alive = append(alive, n)
+		}
+	}
+	start := time.Now()
+	victim.Kill()
+	produced := make(chan time.Duration, 1)
+	go func() { produced <- produceEvery(b, alive, names, perTopic, start) }()
+	led := waitLedWithout(b, alive[0], names, victimID, start)
+	b.ReportMetric(led.Seconds(), "kill9-led-again-s")
+	b.ReportMetric((<-produced).Seconds(), "kill9-all-writable-s")
+
+	restart := timed(func() { victim.StartNoWait(); victim.WaitReady(10 * time.Minute) })
+	b.ReportMetric(restart.Seconds(), "restart-s")
+	isr := timed(func() {
+		servertest.WaitFor(b, 10*time.Minute, "every ISR whole again", func() bool {
+			return countPartitions(b, alive[0], names, func(p partitionView) bool { return len(p.ISR) < 3 }) == 0
+		})
+	})
+	b.ReportMetric(isr.Seconds(), "isr-whole-after-restart-s")
+
+	// Controlled shutdown of the broker leading the most.
+	leavingID := busiestLeader(b, c.Node(1), names)
+	leaving := c.Node(int(leavingID))
+	var stayer *servertest.Node
+	for _, n := range c.Nodes {
+		if n != leaving {
+			stayer = n
+			break
+		}
+	}
+	start = time.Now()
+	stopped := make(chan time.Duration, 1)
+	go func() { leaving.Stop(); stopped <- time.Since(start) }()
+	moved := waitLedWithout(b, stayer, names, leavingID, start)
+	b.ReportMetric(moved.Seconds(), "controlled-shutdown-moved-s")
+	b.ReportMetric((<-stopped).Seconds(), "controlled-shutdown-exit-s")
+	if dir := os.Getenv("RUNNEL_BENCH_LOGS"); dir != "" { // to see where the time went
+		for i, n := range c.Nodes {
+			os.WriteFile(fmt.Sprintf("%s/node%d.log", dir, i+1), []byte(n.Logs()), 0o644)
+		}
+	}
+}
+
+// nodeCPUs is the CPU time (user + system) each node's process used so far.
+func nodeCPUs(b *testing.B, nodes []*servertest.Node) []time.Duration {
+	out := make([]time.Duration, len(nodes))
+	for i, n := range nodes {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.PID()))
+		if err != nil {
+			b.Fatalf("cpu of node %d: %v", i+1, err)
+		}
+		// Fields after the command (in parentheses): state is 3, utime 14, stime 15.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		out[i] = time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	}
+	return out
+}
+
+// scaleDescribe is every partition of the named topics as node n sees them.
+func scaleDescribe(b *testing.B, n *servertest.Node, names []string) ([]partitionView, bool) {
+	var mu sync.Mutex
+	var all []partitionView
+	ok := true
+	parallel(b, len(names), 4, func(i int) {
+		ps, good := describe(n, names[i])
+		mu.Lock()
+		defer mu.Unlock()
+		all = append(all, ps...)
+		ok = ok && good
+	})
+	return all, ok
+}
+
+func countPartitions(b *testing.B, n *servertest.Node, names []string, match func(partitionView) bool) int {
+	ps, ok := scaleDescribe(b, n, names)
+	if !ok {
+		return -1
+	}
+	count := 0
+	for _, p := range ps {
+		if match(p) {
+			count++
+		}
+	}
+	return count
+}
+
+// busiestLeader is the broker leading the most partitions of names.
+func busiestLeader(b *testing.B, n *servertest.Node, names []string) int32 {
+	ps, ok := scaleDescribe(b, n, names)
+	if !ok {
+		b.Fatalf("describe the topics on %s", n.URL)
+	}
+	counts := map[int32]int{}
+	for _, p := range ps {
+		counts[p.Leader]++
+	}
+	best := int32(-1)
+	for id, k := range counts {
+		if id >= 0 && (best < 0 || k > counts[best]) {
+			best = id
+		}
+	}
+	b.Logf("leaders: %v; busiest %d", counts, best)
+	return best
+}
+
+// waitLedWithout waits until node n reports every partition of names led
+// by a broker other than gone, and returns the time since start.
+func waitLedWithout(b *testing.B, n *servertest.Node, names []string, gone int32, start time.Time) time.Duration {
+	servertest.WaitFor(b, 10*time.Minute, fmt.Sprintf("no partition led by %d", gone), func() bool {
+		return countPartitions(b, n, names, func(p partitionView) bool { return p.Leader == gone || p.Leader < 0 }) == 0
+	})
+	return time.Since(start)
+}
+
+// produceEvery sends one acks=all record to every partition through the
+// given nodes and returns the time from start until the last was
+// acknowledged (the client retries partitions whose leader is gone).
+func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTopic int, start time.Time) time.Duration {
+	var seeds []string
+	for _, n := range nodes {
+		seeds = append(seeds, n.KafkaAddr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(len(names)*perTopic+1),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.RecordDeliveryTimeout(5*time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, name := range names {
+		for p := range perTopic {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Topic: name, Partition: int32(p), Value: []byte("x")}, func(_ *kgo.Record, err error) {
+				if err != nil && failed.Add(1) == 1 {
+					b.Errorf("produce after kill -9: %v", err)
+				}
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	return time.Since(start)
+}
