@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -222,54 +221,13 @@ func (b *Broker) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			for _, p := range b.opened() { // an unopened log has no follower fetching it
-				b.updateISR(ctx, p, now)
-			}
+			b.updateISRs(ctx, b.opened(), now) // an unopened log has no follower fetching it
 		}
 	}
 }
 
 func isrCheckInterval(lagMax time.Duration) time.Duration {
 	return min(max(lagMax/4, 50*time.Millisecond), time.Second)
-}
-
-func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
-	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
-	if !ok {
-		return
-	}
-	// Only alive brokers may join (KIP-841; the controller refuses the
-	// rest): a fenced follower still fetching is left out, quietly.
-	img, _ := b.meta.Image()
-	cur := p.currentISR()
-	isr = slices.DeleteFunc(isr, func(id int32) bool {
-		if id == b.id || slices.Contains(cur, id) {
-			return false
-		}
-		br, ok := img.Brokers[id]
-		return !ok || br.State != raftfsm.BrokerAlive
-	})
-	if slices.Equal(isr, cur) {
-		return
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartition: &raftfsm.ChangePartition{
-		Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: epoch,
-		Leader: b.id, ISR: isr,
-	}})
-	switch {
-	case errors.Is(err, raftfsm.ErrStaleEpoch), errors.Is(err, raftfsm.ErrIneligibleReplica):
-		// The metadata moved on (new leader or ISR, a broker fenced since
-		// this image); the next image tells us.
-	case err != nil:
-		b.logger.Warn("propose ISR change", "topic", p.topic, "partition", p.index, "isr", isr, "err", err)
-		return
-	default:
-		b.logger.Info("ISR changed", "topic", p.topic, "partition", p.index, "isr", isr)
-	}
-	img, _ = b.meta.Image()
-	b.Reconcile(img)
 }
 
 func (b *Broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {

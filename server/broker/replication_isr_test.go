@@ -175,6 +175,7 @@ type fakeMeta struct {
 	mu       sync.Mutex
 	img      *raftfsm.Image
 	proposed []raftfsm.ChangePartition
+	commands int   // ISR commands applied
 	err      error // Apply's answer
 }
 
@@ -188,7 +189,15 @@ func (m *fakeMeta) Apply(_ context.Context, cmd raftfsm.Command) (any, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cmd.ChangePartition != nil {
+		m.commands++
 		m.proposed = append(m.proposed, *cmd.ChangePartition)
+	}
+	if cmd.ChangePartitions != nil {
+		m.commands++
+		for _, ch := range cmd.ChangePartitions.Changes {
+			ch.Topic = cmd.ChangePartitions.Topic
+			m.proposed = append(m.proposed, ch)
+		}
 	}
 	return nil, m.err
 }
@@ -224,5 +233,45 @@ func TestUpdateISRProposesToController(t *testing.T) {
 	b.updateISR(context.Background(), p, time.Now())
 	if len(meta.proposed) != 1 {
 		t.Fatalf("proposed %d changes, want still 1", len(meta.proposed))
+	}
+}
+
+// A broker that leads many partitions whose followers all caught up (a
+// broker back after a restart, issue 19) proposes their ISR changes in one
+// command per topic, not one Raft round trip each: at thousands of
+// partitions the restarted broker stayed out of the ISR for minutes.
+func TestUpdateISRsOneCommandPerTopic(t *testing.T) {
+	meta := &fakeMeta{img: &raftfsm.Image{Index: 1, Brokers: map[int32]*raftfsm.Broker{
+		1: {ID: 1, State: raftfsm.BrokerAlive}, 2: {ID: 2, State: raftfsm.BrokerAlive}, 3: {ID: 3, State: raftfsm.BrokerAlive},
+	}}}
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
+		ReplicaLagMax: 10 * time.Second}, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var parts []*Partition
+	for _, topic := range []string{"a", "b"} {
+		for i := range int32(20) {
+			log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := newPartition(topic, i, [16]byte{1}, log, nil)
+			t.Cleanup(func() { p.close() })
+			p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 1)
+			fetched(t, p, 2, 0)
+			fetched(t, p, 3, 0)
+			parts = append(parts, p)
+		}
+	}
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 2 || len(meta.proposed) != 40 {
+		t.Fatalf("%d commands proposing %d changes, want 2 (one per topic) proposing 40", meta.commands, len(meta.proposed))
+	}
+	for _, ch := range meta.proposed {
+		if ch.Leader != 1 || ch.LeaderEpoch != 1 || ch.PartitionEpoch != 4 || !slices.Equal(ch.ISR, []int32{1, 2, 3}) {
+			t.Fatalf("proposed %+v, want leader 1 epochs 1/4 ISR [1 2 3]", ch)
+		}
 	}
 }
