@@ -71,7 +71,8 @@
 // (Fetch and OffsetForLeaderEpoch with ReplicaID >= 0) are refused with
 // TOPIC_AUTHORIZATION_FAILED on the client door, and on the peer door when
 // the connection (a PeerConn) claimed another node id. Refusals are logged
-// at most once per 10 s.
+// at most once per 10 s. A follower's fetch session may hold up to
+// Options.MaxReplicaSessionPartitions partitions, a client's 10,000.
 //
 // # Limits
 //

@@ -1,6 +1,7 @@
 package kafkaproto
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"time"
@@ -20,8 +21,17 @@ import (
 // starts over with a full fetch, as clients do after any session error.
 // Only the connection's goroutine touches them, so they need no lock.
 
-// maxSessionPartitions bounds a session; a larger fetch runs sessionless.
+// maxSessionPartitions bounds a client's session; a larger fetch runs
+// sessionless. A follower's session (a replica fetch through the
+// inter-broker door) is bounded by Options.MaxReplicaSessionPartitions
+// instead: a follower fetches every partition it follows from a leader in
+// one session, and without one an idle follower lists them all twice a
+// second (issue 19).
 const maxSessionPartitions = 10_000
+
+// DefaultMaxReplicaSessionPartitions is Options.MaxReplicaSessionPartitions
+// when zero.
+const DefaultMaxReplicaSessionPartitions = 100_000
 
 // connState is per-connection state that handlers reach through the
 // request context.
@@ -62,6 +72,7 @@ type fetchSession struct {
 	id    int32
 	epoch int32 // the epoch the next request must carry
 	full  bool  // the current request (re)created the session: answer every partition
+	limit int   // the most partitions it may hold
 	parts []*sessionPart
 	index map[topicPartition]*sessionPart
 }
@@ -87,10 +98,12 @@ func fetchTargets(ctx context.Context, s *Server, req *kmsg.FetchRequest) (*fetc
 	case req.SessionEpoch == 0: // full fetch, (re)creating the session
 		st.session = nil
 		targets := requestTargets(req)
-		if len(targets) > maxSessionPartitions {
+		limit := s.sessionLimit(req, st)
+		if len(targets) > limit {
 			return nil, targets, 0
 		}
 		st.session = newFetchSession(s.sessionIDs.Add(1)&math.MaxInt32|1, targets)
+		st.session.limit = limit
 		return st.session, targets, 0
 	}
 	sess := st.session
@@ -105,6 +118,16 @@ func fetchTargets(ctx context.Context, s *Server, req *kmsg.FetchRequest) (*fetc
 		return nil, nil, kerr.FetchSessionIDNotFound.Code
 	}
 	return sess, sess.targets(), 0
+}
+
+// sessionLimit bounds the session req opens: a replica's (fetch checks
+// the replica id came through the inter-broker door before this) or a
+// client's.
+func (s *Server) sessionLimit(req *kmsg.FetchRequest, st *connState) int {
+	if req.ReplicaID >= 0 && st.door == peerDoor {
+		return cmp.Or(s.opts.MaxReplicaSessionPartitions, DefaultMaxReplicaSessionPartitions)
+	}
+	return maxSessionPartitions
 }
 
 func newFetchSession(id int32, targets []*fetchTarget) *fetchSession {
@@ -128,7 +151,7 @@ func (sess *fetchSession) put(t *fetchTarget) {
 }
 
 // update applies an incremental request; false when the session would grow
-// past maxSessionPartitions.
+// past its limit.
 func (sess *fetchSession) update(req *kmsg.FetchRequest) bool {
 	sess.full = false
 	for _, t := range requestTargets(req) {
@@ -154,7 +177,7 @@ func (sess *fetchSession) update(req *kmsg.FetchRequest) bool {
 		clear(sess.parts[len(kept):])
 		sess.parts = kept
 	}
-	return len(sess.parts) <= maxSessionPartitions
+	return len(sess.parts) <= sess.limit
 }
 
 func (sess *fetchSession) targets() []*fetchTarget {

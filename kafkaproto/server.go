@@ -79,6 +79,10 @@ type Options struct {
 	// verified TLS client certificate) before any request but ApiVersions,
 	// SaslHandshake and SaslAuthenticate; see sasl.go.
 	RequireAuth bool
+	// MaxReplicaSessionPartitions bounds a follower's fetch session
+	// (fetchsession.go); the server sets it to the most partitions a
+	// broker hosts. 0: DefaultMaxReplicaSessionPartitions.
+	MaxReplicaSessionPartitions int
 	// MaxReauth is Kafka's connections.max.reauth.ms (KIP-368): when > 0 a
 	// SASL login lasts this long (SaslAuthenticate v1+ says so in
 	// SessionLifetimeMs), the client may log in again on the same

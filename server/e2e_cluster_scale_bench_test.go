@@ -53,9 +53,10 @@ func BenchmarkClusterScale(b *testing.B) {
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%05d", i)
 	}
+	client := keepAliveClient(b, 4)
 	create := timed(func() {
 		parallel(b, topics, 4, func(i int) {
-			scalePost(b, c.Node(1).URL+"/v1/topics", fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3}`, names[i], perTopic), http.StatusCreated)
+			scalePost(b, client, c.Node(1).URL+"/v1/topics", fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3}`, names[i], perTopic), http.StatusCreated)
 		})
 	})
 	b.ReportMetric(float64(partitions), "partitions")

@@ -442,6 +442,9 @@ func (s *Server) open() (err error) {
 			MaxAdminTopics:      s.cfg.MaxTopicsPerRequest,
 			RequireAuth:         s.cfg.Auth.Mode == AuthRequired,
 			MaxReauth:           s.cfg.Auth.MaxReauth,
+			// A follower fetches all it follows from a leader in one
+			// session: at most what a broker hosts.
+			MaxReplicaSessionPartitions: int(s.cfg.TopicLimits.MaxBrokerPartitions),
 		})
 		s.serveKafka(s.interBroker, s.kafka.ServePeers)
 		if kafkaLn != nil {

@@ -13,9 +13,11 @@
 // (Partition.Changed: closed when the log or high watermark moves).
 // Replication is leader-driven by the followers: each follower fetches
 // from its leader over the inter-broker Kafka port (fetcher.go, with the
-// client of the leaf subpackage kafkaconn); the leader tracks their log
-// end offsets, advances the high watermark over the ISR (replication.go)
-// and proposes ISR changes to the controller (isrLoop). The disk reserve
+// client of the leaf subpackage kafkaconn) in a KIP-227 fetch session that
+// lists only partitions whose position changed (fetchsession.go); the
+// leader tracks their log end offsets, advances the high watermark over the
+// ISR (replication.go) and proposes ISR changes to the controller (isrLoop,
+// one command per topic). The disk reserve
 // (diskguard.go) and the recovery of logs whose disk failed (storage.go)
 // live here too. Leaf subpackages hold what needs no partition: producers
 // (the producer table of idempotent and transactional producers and the

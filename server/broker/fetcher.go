@@ -50,6 +50,8 @@ type leaderFetcher struct {
 
 	mu    sync.Mutex
 	parts map[*Partition]*followState // guarded by mu
+
+	session replicaSession // the run goroutine's own
 }
 
 type followState struct {
@@ -169,6 +171,7 @@ func (f *leaderFetcher) run() {
 			}
 			conn.Close()
 			conn = nil
+			f.session.reset() // the leader's session lived in that connection
 			f.sleep(replicaRetryBackoff)
 		}
 	}
@@ -261,86 +264,6 @@ func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 		return min(leaderEnd, p.log().EndOffset()), true, nil
 	}
 	return min(leaderEnd, mine), epoch == leaderEpoch, nil
-}
-
-// fetch sends one Fetch for every partition ready to replicate and appends
-// what comes back.
-func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
-	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = f.m.self
-	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = replicaFetchMaxBytes
-	req.SessionEpoch = -1
-	byTopic := map[string]int{}
-	index := map[[2]any]*Partition{}
-	epochs := map[*Partition]int32{} // each partition's leader epoch in this request
-	for p, st := range parts {
-		// A log that refuses writes (or a disk below --min-free-disk)
-		// fetches nothing: the leader then sees
-		// this replica fall behind and drops it from the ISR, instead of
-		// counting a replica in sync that cannot store what it is sent.
-		if !st.truncated || p.log().Err() != nil || p.disk.isLow() {
-			continue
-		}
-		i, ok := byTopic[p.topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			byTopic[p.topic] = i
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.index
-		rp.CurrentLeaderEpoch = p.leaderEpoch.Load()
-		epochs[p] = rp.CurrentLeaderEpoch
-		rp.FetchOffset = p.log().EndOffset()
-		rp.LogStartOffset = p.log().StartOffset()
-		rp.PartitionMaxBytes = replicaPartitionMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		index[[2]any{p.topic, p.index}] = p
-	}
-	if len(index) == 0 {
-		f.sleep(replicaRetryBackoff)
-		return nil
-	}
-	resp := kmsg.NewPtrFetchResponse()
-	ctx, cancel := context.WithTimeout(f.m.ctx, replicaFetchWait+30*time.Second)
-	defer cancel()
-	if err := conn.Do(ctx, req, resp); err != nil {
-		return err
-	}
-	if resp.ErrorCode != 0 {
-		return fmt.Errorf("fetch from leader %d: %w", f.leader, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	backoff := false
-	for _, t := range resp.Topics {
-		for _, rp := range t.Partitions {
-			p := index[[2]any{t.Topic, rp.Partition}]
-			if p == nil {
-				continue
-			}
-			if err := f.applyFetched(p, parts[p], &rp, epochs[p]); err != nil {
-				backoff = true
-				if errors.Is(err, errRetryLater) {
-					continue
-				}
-				// This partition's failure is its own: the others in
-				// the answer are applied (one stuck partition used to
-				// stop every partition fetched from its leader, out of
-				// the ISR with it), and it checks its divergence from
-				// the leader again before fetching on.
-				f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.topic, "partition", p.index, "err", err)
-				parts[p].truncated = false
-			}
-		}
-	}
-	if backoff {
-		f.sleep(replicaRetryBackoff)
-	}
-	return nil
 }
 
 var errRetryLater = errors.New("retry later")

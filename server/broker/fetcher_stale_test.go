@@ -29,6 +29,11 @@ type fakeLeader struct {
 	others  []*Partition // more partitions it leads, by index
 	hold    chan struct{}
 	fetched chan struct{}
+	// sessionID, when set, is the fetch session the fake grants (it keeps
+	// none: it answers the partitions a request lists); requests is told
+	// of every Fetch.
+	sessionID int32
+	requests  chan *kmsg.FetchRequest
 }
 
 // part is the partition the fake leads with index i.
@@ -95,7 +100,13 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 			if l.hold != nil {
 				<-l.hold
 			}
+			if l.requests != nil {
+				l.requests <- req
+			}
 			out := req.ResponseKind().(*kmsg.FetchResponse)
+			if req.SessionEpoch >= 0 {
+				out.SessionID = l.sessionID
+			}
 			for _, rt := range req.Topics {
 				ot := kmsg.NewFetchResponseTopic()
 				ot.Topic = rt.Topic
