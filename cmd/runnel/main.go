@@ -1,9 +1,24 @@
-// Command runnel is the event log server (`runnel serve`), its command-line
-// client (`runnel topic|produce|consume|group|cluster|user|acl|quota|token
-// ...`, talking to the REST API; `topic reassign` moves replicas) and the operator's tools: `runnel dev cluster` (a local
-// cluster), `runnel certs create` (a CA and node certificates for TLS and
-// inter-node mTLS), `runnel recover-quorum` (a new voter set on a stopped
-// node) and `runnel version`.
+// Command runnel is the event log server, its command-line client and the
+// operator's tools. Its commands (`runnel COMMAND --help` tells more):
+//
+//   - serve: run a node (controller, broker or both)
+//   - topic: create, list, describe, alter-config, delete, reassign (move replicas online)
+//   - produce: one record per input line (stdin or a file)
+//   - consume: records as JSON lines (--group: as a member of a consumer group)
+//   - group: list, describe, reset, delete
+//   - cluster: the cluster id, the controller quorum and the brokers
+//   - user: create, list, delete
+//   - acl: create, list, delete
+//   - quota: set, list, delete
+//   - token: create, delete
+//   - dev: cluster (a local cluster of child processes)
+//   - certs: create (a CA and node certificates for TLS and inter-node mTLS)
+//   - recover-quorum: a new voter set on a stopped node
+//   - version
+//
+// The client commands (topic to token) talk to the REST API: human tables
+// by default, -o json for the server's JSON (TestPackageDocListsCommands
+// keeps this list whole).
 package main
 
 import (
