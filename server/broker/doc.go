@@ -25,7 +25,8 @@
 // each append against under its appendMu: producerstate.go, idemkeys.go)
 // and topicconfig (the topic config table, which the doors and
 // server/admin use as well). A door reads a partition only through its
-// methods (Offsets, LogStart, Read..., Produce...), never its log.
+// methods (Topic, Index, Offsets, LogStart, Read..., Produce...), never
+// its fields or its log.
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so

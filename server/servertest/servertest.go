@@ -1,6 +1,8 @@
 // Package servertest starts real runnel processes for integration tests: the
 // binary is built once per test process, each node gets free loopback ports
 // and a temporary data directory, and every node is stopped when its test ends.
+// It also holds the chaos scenarios' result line (chaos.go), which
+// scripts/chaostable reads.
 package servertest
 
 import (
