@@ -82,14 +82,15 @@ func (n *Node) applyLocal(ctx context.Context, cmd raftfsm.Command) (any, error)
 		return nil, fmt.Errorf("%w: %d bytes encoded, at most %d", raftfsm.ErrInvalidCommand, len(data), maxCommandBytes)
 	}
 	f := n.raft.Apply(data, timeout)
-	// raft's timeout only bounds enqueueing: wait for the outcome in an owned
-	// goroutine so that ctx also bounds commit and apply.
-	waited := make(chan error, 1)
-	if !n.spawn(func() { waited <- n.await(f) }) {
-		return nil, raftfsm.ErrClosed
-	}
+	// raft's timeout only bounds enqueueing: ctx also bounds commit and
+	// apply, and Close ends the wait (see await). The caller waits on raft's
+	// answer itself, not through a second goroutine: every wake-up between
+	// the state machine and the caller is a scheduling delay on a loaded
+	// machine, paid by every admin write (issue 19).
 	select {
-	case err = <-waited:
+	case err = <-futureError(f):
+	case <-n.done:
+		return nil, raftfsm.ErrClosed
 	case <-ctx.Done():
 		return nil, fmt.Errorf("raftfsm: apply (outcome unknown): %w", ctx.Err())
 	}
@@ -323,12 +324,18 @@ func fill(errs []error, err error) []error {
 // every SIGTERM) forever. The helper goroutine returns once raft answers; in
 // the rare case it never does, it ends with the process.
 func (n *Node) await(f raft.Future) error {
-	res := make(chan error, 1)
-	go func() { res <- f.Error() }()
 	select {
-	case err := <-res:
+	case err := <-futureError(f):
 		return err
 	case <-n.done:
 		return raftfsm.ErrClosed
 	}
+}
+
+// futureError delivers f's outcome on a channel, from a goroutine that
+// returns once raft answers (see await for when it never does).
+func futureError(f raft.Future) <-chan error {
+	res := make(chan error, 1)
+	go func() { res <- f.Error() }()
+	return res
 }
