@@ -51,6 +51,9 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"segments/vfs": nil,             // the filesystem the log writes through
 		"kafkaproto":   {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
 		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
+		"kafkaproto/admin":   {"kafkaproto/kapi"},      // the Kafka admin APIs, over the listener's contract
+		"kafkaproto/groups":  {"kafkaproto/kapi"},      // the Kafka consumer group APIs, likewise
+		"kafkaproto/txn":     {"kafkaproto/kapi"},      // the Kafka transaction APIs, likewise
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // ApiVersions, key 18: versions 0-4 (flexible from 3; feature levels from 3,
@@ -20,7 +22,7 @@ func (s *Server) apiVersions(_ context.Context, req *kmsg.ApiVersionsRequest) *k
 	resp := s.apiVersionsError(0)
 	resp.SetVersion(req.Version)
 	if req.Version >= 3 {
-		addFeatures(resp) // features.go
+		addFeatures(resp) // kapi/features.go
 	}
 	return resp
 }
@@ -42,4 +44,19 @@ func apiVersionsFail(req *kmsg.ApiVersionsRequest, code int16) *kmsg.ApiVersions
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ErrorCode = code
 	return resp
+}
+
+// addFeatures fills the feature fields of an ApiVersions v3+ response.
+func addFeatures(resp *kmsg.ApiVersionsResponse) {
+	resp.FinalizedFeaturesEpoch = kapi.FinalizedFeaturesEpoch
+	for _, f := range kapi.Features() {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.Name, f.Min, f.Max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		if f.FinalizedLevel > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.Name, f.FinalizedLevel, f.FinalizedLevel
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+		}
+	}
 }

@@ -91,9 +91,9 @@ func (b *memBroker) ActiveProducers(_ context.Context, topic string, partition i
 // adminSweepRequest returns a valid request of a cluster admin key.
 func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 	switch key {
-	case listConfigResourcesKey:
+	case int16(kmsg.ListConfigResources):
 		return kmsg.NewPtrListConfigResourcesRequest()
-	case alterConfigsKey:
+	case int16(kmsg.AlterConfigs):
 		r := kmsg.NewPtrAlterConfigsRequest()
 		res := kmsg.NewAlterConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
@@ -102,16 +102,16 @@ func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 		res.Configs = append(res.Configs, c)
 		r.Resources = append(r.Resources, res)
 		return r
-	case describeLogDirsKey:
+	case int16(kmsg.DescribeLogDirs):
 		return kmsg.NewPtrDescribeLogDirsRequest()
-	case electLeadersKey:
+	case int16(kmsg.ElectLeaders):
 		r := kmsg.NewPtrElectLeadersRequest()
 		r.TimeoutMillis = 5000
 		t := kmsg.NewElectLeadersRequestTopic()
 		t.Topic, t.Partitions = topic, []int32{0, 1}
 		r.Topics = append(r.Topics, t)
 		return r
-	case alterPartitionReassignmentsKey:
+	case int16(kmsg.AlterPartitionAssignments):
 		r := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 		r.TimeoutMillis = 5000
 		t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
@@ -121,31 +121,31 @@ func adminSweepRequest(key, _ int16, topic string) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	case listPartitionReassignmentsKey:
+	case int16(kmsg.ListPartitionReassignments):
 		r := kmsg.NewPtrListPartitionReassignmentsRequest()
 		r.TimeoutMillis = 5000
 		return r
-	case describeQuorumKey:
+	case int16(kmsg.DescribeQuorum):
 		r := kmsg.NewPtrDescribeQuorumRequest()
 		t := kmsg.NewDescribeQuorumRequestTopic()
-		t.Topic = metadataTopicName
+		t.Topic = "__cluster_metadata"
 		t.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
 		r.Topics = append(r.Topics, t)
 		return r
-	case updateFeaturesKey:
+	case int16(kmsg.UpdateFeatures):
 		r := kmsg.NewPtrUpdateFeaturesRequest()
 		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
 		u.Feature, u.MaxVersionLevel, u.UpgradeType = "metadata.version", 21, 1 // the finalized level: a no-op
 		r.FeatureUpdates = append(r.FeatureUpdates, u)
 		return r
-	case alterReplicaLogDirsKey:
+	case int16(kmsg.AlterReplicaLogDirs):
 		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
 		d := kmsg.NewAlterReplicaLogDirsRequestDir()
 		d.Dir = "/data/partitions"
 		d.Topics = []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: topic, Partitions: []int32{0}}}
 		r.Dirs = append(r.Dirs, d)
 		return r
-	case describeProducersKey:
+	case int16(kmsg.DescribeProducers):
 		r := kmsg.NewPtrDescribeProducersRequest()
 		r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: topic, Partitions: []int32{0}}}
 		return r
@@ -188,7 +188,7 @@ func TestClusterAdminAnswers(t *testing.T) {
 		t.Fatalf("second page %+v", page)
 	}
 
-	q := adminSweepRequest(describeQuorumKey, 0, "").(*kmsg.DescribeQuorumRequest)
+	q := adminSweepRequest(int16(kmsg.DescribeQuorum), 0, "").(*kmsg.DescribeQuorumRequest)
 	q.Topics[0].Partitions = append(q.Topics[0].Partitions, kmsg.DescribeQuorumRequestTopicPartition{Partition: 1})
 	qr := roundTrip(t, c, q).(*kmsg.DescribeQuorumResponse)
 	if p := qr.Topics[0].Partitions; p[0].LeaderID != 1 || len(p[0].CurrentVoters) != 1 ||
@@ -196,7 +196,7 @@ func TestClusterAdminAnswers(t *testing.T) {
 		t.Fatalf("quorum %+v", qr)
 	}
 
-	ar := adminSweepRequest(alterPartitionReassignmentsKey, 0, "a").(*kmsg.AlterPartitionAssignmentsRequest)
+	ar := adminSweepRequest(int16(kmsg.AlterPartitionAssignments), 0, "a").(*kmsg.AlterPartitionAssignmentsRequest)
 	ar.Topics[0].Partitions[0].Replicas = []int32{}
 	ar.Topics[0].Partitions = append(ar.Topics[0].Partitions, kmsg.AlterPartitionAssignmentsRequestTopicPartition{Partition: 1})
 	arr := roundTrip(t, c, ar).(*kmsg.AlterPartitionAssignmentsResponse)
@@ -206,7 +206,7 @@ func TestClusterAdminAnswers(t *testing.T) {
 	}
 
 	// v1 without a replication factor change allowed: 2 replicas for RF 1.
-	ar = adminSweepRequest(alterPartitionReassignmentsKey, 0, "a").(*kmsg.AlterPartitionAssignmentsRequest)
+	ar = adminSweepRequest(int16(kmsg.AlterPartitionAssignments), 0, "a").(*kmsg.AlterPartitionAssignmentsRequest)
 	ar.Version, ar.AllowReplicationFactorChange = 1, false
 	ar.Topics[0].Partitions[0].Replicas = []int32{1, 2}
 	arr = roundTrip(t, c, ar).(*kmsg.AlterPartitionAssignmentsResponse)
@@ -218,7 +218,7 @@ func TestClusterAdminAnswers(t *testing.T) {
 		t.Fatalf("v1 same RF: %+v", p)
 	}
 
-	el := adminSweepRequest(electLeadersKey, 0, "a").(*kmsg.ElectLeadersRequest)
+	el := adminSweepRequest(int16(kmsg.ElectLeaders), 0, "a").(*kmsg.ElectLeadersRequest)
 	el.SetVersion(1)
 	el.ElectionType = 7
 	if er := roundTrip(t, c, el).(*kmsg.ElectLeadersResponse); er.ErrorCode != kerr.InvalidRequest.Code {
@@ -240,7 +240,7 @@ func TestClusterAdminWithoutBroker(t *testing.T) {
 	go func() { done <- s.Serve(context.Background(), ln) }()
 	t.Cleanup(func() { s.Close(); <-done })
 	c := dial(t, ln.Addr().String())
-	for _, key := range []int16{describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey, describeQuorumKey} {
+	for _, key := range []int16{int16(kmsg.DescribeLogDirs), int16(kmsg.ElectLeaders), int16(kmsg.AlterPartitionAssignments), int16(kmsg.DescribeQuorum)} {
 		resp := roundTrip(t, c, adminSweepRequest(key, 0, "a"))
 		codes := errorCodes(resp)
 		if len(codes) == 0 || codes[0] != kerr.InvalidRequest.Code {

@@ -333,3 +333,8 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// isGroupKey reports the API keys whose handlers read kapi.ClientOf.
+func isGroupKey(key int16) bool {
+	return key == int16(kmsg.JoinGroup) || key == int16(kmsg.DescribeGroups) || key == int16(kmsg.ListTransactions)
+}

@@ -28,7 +28,7 @@ const describeTopicPartitionsLimit = 2000
 
 func (s *Server) describeTopicPartitions(ctx context.Context, req *kmsg.DescribeTopicPartitionsRequest) *kmsg.DescribeTopicPartitionsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	if err := s.checkAdminTopics(len(req.Topics)); err != nil {
+	if err := kapi.CheckAdminTopics(s, len(req.Topics)); err != nil {
 		return describeTopicPartitionsError(req, kapi.KafkaErr(err))
 	}
 	cl := s.clusterFor(ctx, req)
@@ -119,7 +119,7 @@ func topicPartitions(ctx context.Context, cl *Cluster, t *TopicInfo, first int32
 func unknownTopicPartitions(name string) kmsg.DescribeTopicPartitionsResponseTopic {
 	rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	rt.Topic, rt.ErrorCode = kmsg.StringPtr(name), kapi.KafkaErr(ErrUnknownTopicOrPartition)
-	if !validTopicName(name) {
+	if !kapi.ValidTopicName(name) {
 		rt.ErrorCode = kapi.KafkaErr(ErrInvalidTopic)
 	}
 	return rt

@@ -11,39 +11,31 @@
 //	kapi/         the contract: Broker and its optional parts, their types, the
 //	              sentinel errors and their Kafka codes, the handler entry (kapi.Handler)
 //	              and what a handler reaches (kapi.Env)
+//	admin/        the admin APIs: topics, configs, records, ACLs, client quotas,
+//	              cluster admin (elections, reassignments, log dirs, quorum, features)
+//	groups/       the consumer group APIs: FindCoordinator, membership, offsets, listings
+//	txn/          the transaction coordinator's APIs (AddPartitionsToTxn, EndTxn, ...)
 //	contract.go   aliases of kapi's names (kafkaproto.Broker is kapi.Broker)
 //	env.go        the Server as every handler's kapi.Env; endpoints by listener
 //	server.go     Options, Server: accept loop, the two doors (Serve for
 //	              clients, ServePeers for brokers) and their connection caps, Close
 //	conn.go       one connection: framing, request header, dispatch, response header
-//	handlers.go   the handler table (API key -> versions, handler) and SupportedVersions
+//	handlers.go   the handler table (API key -> versions, handler): this package's
+//	              entries and the families'; SupportedVersions
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
 //	fetchsession.go fetch sessions (KIP-227), kept per connection
 //	fetchids.go   Fetch v13+ topic ids resolved to names (UNKNOWN_TOPIC_ID)
-//	features.go   feature levels (metadata.version, ...) for ApiVersions v3+
-//	admin.go      helpers shared by the admin APIs
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
-//	groups.go     the group APIs' access to the optional GroupCoordinator
-//	txn.go        the transaction APIs' access to the optional TxnCoordinator
-//	clusteradmin.go the cluster admin APIs' access to the optional ClusterAdmin
+//	authz.go      authorization of each request (Options.RequireAuth, kapi.KafkaAuthorizer)
 //	sasl.go       connection principals, RequireAuth's gate (SaslHandshake and
 //	              SaslAuthenticate files below)
 //	quotas.go     client quota enforcement (kapi.QuotaEnforcer): throttle_time_ms
 //	              and the muted connection (KIP-219)
 //	audit.go      the audit log lines of requests that change the cluster
-//	<api>.go      one per API key: apiversions, metadata, produce, fetch, listoffsets,
-//	              createtopics, deletetopics, createpartitions, describeconfigs,
-//	              incrementalalterconfigs, deleterecords, initproducerid,
-//	              offsetforleaderepoch, describecluster, findcoordinator, joingroup,
-//	              syncgroup, heartbeat, leavegroup, offsetcommit, offsetfetch,
-//	              listgroups, describegroups, deletegroups, offsetdelete,
-//	              alterconfigs, describelogdirs, electleaders,
-//	              alterpartitionreassignments, listpartitionreassignments,
-//	              describequorum, updatefeatures, describetopicpartitions, describeproducers,
-//	              alterreplicalogdirs, writetxnmarkers (inter-broker only),
-//	              addpartitionstotxn, addoffsetstotxn, endtxn, txnoffsetcommit,
-//	              describetransactions, listtransactions,
-//	              saslhandshake, saslauthenticate, describeclientquotas, alterclientquotas
+//	<api>.go      one per API key: apiversions (and the feature levels of v3+),
+//	              metadata, describetopicpartitions, produce, fetch, listoffsets,
+//	              offsetforleaderepoch, initproducerid, writetxnmarkers (inter-broker
+//	              only), saslhandshake, saslauthenticate
 //
 // # Goroutines and locks
 //
@@ -58,7 +50,10 @@
 // handlers see the server's context cancelled. Server.mu guards only the
 // listener and connection sets and is never held while calling the Broker.
 // Per-connection state (fetch sessions) is reached through the request
-// context and touched only by the connection's goroutine.
+// context and touched only by the connection's goroutine. The API families
+// (admin, groups, txn) start no goroutine and hold no lock: their handlers
+// run on the connection's reader like this package's, and reach the Broker
+// and the connection only through kapi.Env (env.go).
 //
 // # Doors
 //

@@ -3,6 +3,8 @@ package kafkaproto
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
@@ -48,7 +50,7 @@ func endpoint(ctx context.Context, b *BrokerInfo) (host string, port int32, ok b
 // depend on the listener (see endpoint).
 func advertisesBrokers(key int16) bool {
 	switch key {
-	case metadataKey, findCoordinatorKey, describeClusterKey, produceKey:
+	case metadataKey, int16(kmsg.FindCoordinator), int16(kmsg.DescribeCluster), produceKey:
 		return true
 	}
 	return false

@@ -13,40 +13,40 @@ import (
 // here a broker without a GroupCoordinator must answer each of them at
 // every version with COORDINATOR_NOT_AVAILABLE (or, for the listing APIs,
 // an empty answer) rather than drop the connection.
-var groupSweepKeys = []int16{findCoordinatorKey, joinGroupKey, syncGroupKey, heartbeatKey, leaveGroupKey,
-	offsetCommitKey, offsetFetchKey, listGroupsKey, describeGroupsKey, deleteGroupsKey, offsetDeleteKey}
+var groupSweepKeys = []int16{int16(kmsg.FindCoordinator), int16(kmsg.JoinGroup), int16(kmsg.SyncGroup), int16(kmsg.Heartbeat), int16(kmsg.LeaveGroup),
+	int16(kmsg.OffsetCommit), int16(kmsg.OffsetFetch), int16(kmsg.ListGroups), int16(kmsg.DescribeGroups), int16(kmsg.DeleteGroups), int16(kmsg.OffsetDelete)}
 
 // groupSweepRequest returns a valid request of a group API key at version v
 // for group g.
 func groupSweepRequest(key, v int16, g string) kmsg.Request {
 	switch key {
-	case findCoordinatorKey:
+	case int16(kmsg.FindCoordinator):
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.CoordinatorKey, r.CoordinatorKeys = g, []string{g}
 		return r
-	case joinGroupKey:
+	case int16(kmsg.JoinGroup):
 		r := kmsg.NewPtrJoinGroupRequest()
 		r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = g, 10000, 10000, "consumer"
 		p := kmsg.NewJoinGroupRequestProtocol()
 		p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
 		r.Protocols = append(r.Protocols, p)
 		return r
-	case syncGroupKey:
+	case int16(kmsg.SyncGroup):
 		r := kmsg.NewPtrSyncGroupRequest()
 		r.Group, r.Generation, r.MemberID = g, 1, "m"
 		return r
-	case heartbeatKey:
+	case int16(kmsg.Heartbeat):
 		r := kmsg.NewPtrHeartbeatRequest()
 		r.Group, r.Generation, r.MemberID = g, 1, "m"
 		return r
-	case leaveGroupKey:
+	case int16(kmsg.LeaveGroup):
 		r := kmsg.NewPtrLeaveGroupRequest()
 		r.Group, r.MemberID = g, "m"
 		m := kmsg.NewLeaveGroupRequestMember()
 		m.MemberID = "m"
 		r.Members = append(r.Members, m)
 		return r
-	case offsetCommitKey:
+	case int16(kmsg.OffsetCommit):
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Group, r.Generation = g, -1
 		t := kmsg.NewOffsetCommitRequestTopic()
@@ -56,7 +56,7 @@ func groupSweepRequest(key, v int16, g string) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	case offsetFetchKey:
+	case int16(kmsg.OffsetFetch):
 		r := kmsg.NewPtrOffsetFetchRequest()
 		r.Group = g
 		t := kmsg.NewOffsetFetchRequestTopic()
@@ -66,17 +66,17 @@ func groupSweepRequest(key, v int16, g string) kmsg.Request {
 		rg.Group = g
 		r.Groups = append(r.Groups, rg)
 		return r
-	case listGroupsKey:
+	case int16(kmsg.ListGroups):
 		return kmsg.NewPtrListGroupsRequest()
-	case describeGroupsKey:
+	case int16(kmsg.DescribeGroups):
 		r := kmsg.NewPtrDescribeGroupsRequest()
 		r.Groups = []string{g}
 		return r
-	case deleteGroupsKey:
+	case int16(kmsg.DeleteGroups):
 		r := kmsg.NewPtrDeleteGroupsRequest()
 		r.Groups = []string{g}
 		return r
-	case offsetDeleteKey:
+	case int16(kmsg.OffsetDelete):
 		r := kmsg.NewPtrOffsetDeleteRequest()
 		r.Group = g
 		t := kmsg.NewOffsetDeleteRequestTopic()
@@ -101,7 +101,7 @@ func TestGroupAPIsWithoutCoordinator(t *testing.T) {
 				req.SetVersion(v)
 				resp := roundTrip(t, c, req)
 				codes := errorCodes(resp)
-				if key == listGroupsKey {
+				if key == int16(kmsg.ListGroups) {
 					if len(codes) != 0 {
 						t.Fatalf("list groups: codes %v", codes)
 					}

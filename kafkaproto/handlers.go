@@ -4,9 +4,12 @@ import (
 	"context"
 	"slices"
 
-	"github.com/runnel/runnel/kafkaproto/kapi"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/admin"
+	"github.com/runnel/runnel/kafkaproto/groups"
+	"github.com/runnel/runnel/kafkaproto/kapi"
+	"github.com/runnel/runnel/kafkaproto/txn"
 )
 
 // handle adapts a typed handler of this package (a method on *Server) to a
@@ -24,70 +27,43 @@ func handle[Req kmsg.Request, Resp kmsg.Response](key, minV, maxV int16,
 	}
 }
 
-// handlerTable lists every API the listener implements, with the version
-// range it advertises. Each entry's constants and functions live in the
-// file named after the API.
+// handlerTable indexes handlerList by API key.
 func handlerTable() map[int16]kapi.Handler {
 	t := make(map[int16]kapi.Handler)
-	for _, h := range []kapi.Handler{
+	for _, h := range handlerList() {
+		t[h.Key] = h
+	}
+	return t
+}
+
+// handlerList lists every API the listener implements, with the version
+// range it advertises: the data path and the connection's own APIs here,
+// then the API families (kafkaproto/admin, groups, txn), each listing its
+// keys in its handlers.go. Each entry's constants and functions live in the
+// file named after the API. A key is listed once
+// (TestHandlerKeysListedOnce).
+func handlerList() []kapi.Handler {
+	own := []kapi.Handler{
 		handle(produceKey, produceMin, produceMax, (*Server).produce, produceError),
 		handle(fetchKey, fetchMin, fetchMax, (*Server).fetch, fetchError),
 		handle(listOffsetsKey, listOffsetsMin, listOffsetsMax, (*Server).listOffsets, listOffsetsError),
 		handle(metadataKey, metadataMin, metadataMax, (*Server).metadata, metadataError),
 		handle(apiVersionsKey, apiVersionsMin, apiVersionsMax, (*Server).apiVersions, apiVersionsFail),
-		handle(createTopicsKey, createTopicsMin, createTopicsMax, (*Server).createTopics, createTopicsError),
-		handle(deleteTopicsKey, deleteTopicsMin, deleteTopicsMax, (*Server).deleteTopics, deleteTopicsError),
-		handle(deleteRecordsKey, deleteRecordsMin, deleteRecordsMax, (*Server).deleteRecords, deleteRecordsError),
 		handle(initProducerIDKey, initProducerIDMin, initProducerIDMax, (*Server).initProducerID, initProducerIDError),
 		handle(offsetForLeaderEpochKey, offsetForLeaderEpochMin, offsetForLeaderEpochMax, (*Server).offsetForLeaderEpoch, offsetForLeaderEpochError),
-		handle(describeConfigsKey, describeConfigsMin, describeConfigsMax, (*Server).describeConfigs, describeConfigsError),
-		handle(createPartitionsKey, createPartitionsMin, createPartitionsMax, (*Server).createPartitions, createPartitionsError),
-		handle(incrementalAlterConfigsKey, incrementalAlterConfigsMin, incrementalAlterConfigsMax, (*Server).incrementalAlterConfigs, incrementalAlterConfigsError),
-		handle(describeClusterKey, describeClusterMin, describeClusterMax, (*Server).describeCluster, describeClusterError),
-		handle(offsetCommitKey, offsetCommitMin, offsetCommitMax, (*Server).offsetCommit, offsetCommitError),
-		handle(offsetFetchKey, offsetFetchMin, offsetFetchMax, (*Server).offsetFetch, offsetFetchError),
-		handle(findCoordinatorKey, findCoordinatorMin, findCoordinatorMax, (*Server).findCoordinator, findCoordinatorError),
-		handle(joinGroupKey, joinGroupMin, joinGroupMax, (*Server).joinGroup, joinGroupError),
-		handle(heartbeatKey, heartbeatMin, heartbeatMax, (*Server).heartbeat, heartbeatError),
-		handle(leaveGroupKey, leaveGroupMin, leaveGroupMax, (*Server).leaveGroup, leaveGroupError),
-		handle(syncGroupKey, syncGroupMin, syncGroupMax, (*Server).syncGroup, syncGroupError),
-		handle(describeGroupsKey, describeGroupsMin, describeGroupsMax, (*Server).describeGroups, describeGroupsError),
-		handle(listGroupsKey, listGroupsMin, listGroupsMax, (*Server).listGroups, listGroupsError),
-		handle(deleteGroupsKey, deleteGroupsMin, deleteGroupsMax, (*Server).deleteGroups, deleteGroupsError),
-		handle(offsetDeleteKey, offsetDeleteMin, offsetDeleteMax, (*Server).offsetDelete, offsetDeleteError),
-		// Cluster admin (issue 18).
-		handle(alterConfigsKey, alterConfigsMin, alterConfigsMax, (*Server).alterConfigs, alterConfigsError),
-		handle(describeLogDirsKey, describeLogDirsMin, describeLogDirsMax, (*Server).describeLogDirs, describeLogDirsError),
-		handle(electLeadersKey, electLeadersMin, electLeadersMax, (*Server).electLeaders, electLeadersError),
-		handle(alterPartitionReassignmentsKey, alterPartitionReassignmentsMin, alterPartitionReassignmentsMax, (*Server).alterPartitionReassignments, alterPartitionReassignmentsError),
-		handle(listPartitionReassignmentsKey, listPartitionReassignmentsMin, listPartitionReassignmentsMax, (*Server).listPartitionReassignments, listPartitionReassignmentsError),
-		handle(describeQuorumKey, describeQuorumMin, describeQuorumMax, (*Server).describeQuorum, describeQuorumError),
-		handle(updateFeaturesKey, updateFeaturesMin, updateFeaturesMax, (*Server).updateFeatures, updateFeaturesError),
+		// Metadata's successor (KIP-966).
 		handle(describeTopicPartitionsKey, describeTopicPartitionsMin, describeTopicPartitionsMax, (*Server).describeTopicPartitions, describeTopicPartitionsError),
-		handle(alterReplicaLogDirsKey, alterReplicaLogDirsMin, alterReplicaLogDirsMax, (*Server).alterReplicaLogDirs, alterReplicaLogDirsError),
-		handle(listConfigResourcesKey, listConfigResourcesMin, listConfigResourcesMax, (*Server).listConfigResources, listConfigResourcesError),
-		// Transactions (issue 16).
-		handle(addPartitionsToTxnKey, addPartitionsToTxnMin, addPartitionsToTxnMax, (*Server).addPartitionsToTxn, addPartitionsToTxnError),
-		handle(addOffsetsToTxnKey, addOffsetsToTxnMin, addOffsetsToTxnMax, (*Server).addOffsetsToTxn, addOffsetsToTxnError),
-		handle(endTxnKey, endTxnMin, endTxnMax, (*Server).endTxn, endTxnError),
-		handle(txnOffsetCommitKey, txnOffsetCommitMin, txnOffsetCommitMax, (*Server).txnOffsetCommit, txnOffsetCommitError),
-		handle(describeTransactionsKey, describeTransactionsMin, describeTransactionsMax, (*Server).describeTransactions, describeTransactionsError),
-		handle(listTransactionsKey, listTransactionsMin, listTransactionsMax, (*Server).listTransactions, listTransactionsError),
-		handle(describeProducersKey, describeProducersMin, describeProducersMax, (*Server).describeProducers, describeProducersError),
+		// Authentication (sasl.go).
 		handle(saslHandshakeKey, saslHandshakeMin, saslHandshakeMax, (*Server).saslHandshake, saslHandshakeError),
 		handle(saslAuthenticateKey, saslAuthenticateMin, saslAuthenticateMax, (*Server).saslAuthenticate, saslAuthenticateError),
-		handle(describeACLsKey, describeACLsMin, describeACLsMax, (*Server).describeACLs, describeACLsError),
-		handle(createACLsKey, createACLsMin, createACLsMax, (*Server).createACLs, createACLsError),
-		handle(deleteACLsKey, deleteACLsMin, deleteACLsMax, (*Server).deleteACLs, deleteACLsError),
 		// Transactions, log side.
 		handle(writeTxnMarkersKey, writeTxnMarkersMin, writeTxnMarkersMax, (*Server).writeTxnMarkers, writeTxnMarkersError),
-		// Client quotas (issue 15; quotas.go).
-		handle(describeClientQuotasKey, describeClientQuotasMin, describeClientQuotasMax, (*Server).describeClientQuotas, describeClientQuotasError),
-		handle(alterClientQuotasKey, alterClientQuotasMin, alterClientQuotasMax, (*Server).alterClientQuotas, alterClientQuotasError),
-	} {
-		t[h.Key] = h
 	}
-	return t
+	return slices.Concat(own,
+		admin.Handlers(),  // topics, configs, records, ACLs, quotas, cluster admin
+		groups.Handlers(), // coordinator lookup, membership, offsets, group listings
+		txn.Handlers(),    // the transaction coordinator's APIs
+	)
 }
 
 // APIVersion is one supported API key and its version range.

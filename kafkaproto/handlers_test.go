@@ -10,6 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// serve calls the handler of req's key as the connection would once the
+// request is decoded and authorized.
+func serve[Resp kmsg.Response](s *Server, ctx context.Context, req kmsg.Request) Resp {
+	return s.handlers[req.Key()].Serve(s, ctx, req).(Resp)
+}
+
 func newHandlerServer(t *testing.T, opts Options) (*memBroker, *Server) {
 	t.Helper()
 	b := newMemBroker()
@@ -168,7 +174,7 @@ func TestMetadataAutoCreate(t *testing.T) {
 
 func createReq(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsRequest {
 	req := kmsg.NewPtrCreateTopicsRequest()
-	req.Version, req.ValidateOnly, req.Topics = createTopicsMax, validateOnly, topics
+	req.Version, req.ValidateOnly, req.Topics = handlerTable()[int16(kmsg.CreateTopics)].Max, validateOnly, topics
 	return req
 }
 
@@ -212,23 +218,23 @@ func TestCreateTopics(t *testing.T) {
 		{"assignment empty", assigned(-1, []int32{}), kerr.InvalidReplicaAssignment},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := s.createTopics(ctx, createReq(false, tc.topic)).Topics[0]
+			got := serve[*kmsg.CreateTopicsResponse](s, ctx, createReq(false, tc.topic)).Topics[0]
 			if got.ErrorCode != tc.want.Code || got.ErrorMessage == nil {
 				t.Fatalf("code %d message %v, want %s", got.ErrorCode, got.ErrorMessage, tc.want.Message)
 			}
 		})
 	}
-	dup := s.createTopics(ctx, createReq(false, newTopic("d", 1, 1), newTopic("d", 1, 1)))
+	dup := serve[*kmsg.CreateTopicsResponse](s, ctx, createReq(false, newTopic("d", 1, 1), newTopic("d", 1, 1)))
 	if dup.Topics[0].ErrorCode != kerr.InvalidRequest.Code || dup.Topics[1].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("duplicate names: %+v", dup.Topics)
 	}
-	if got := s.createTopics(ctx, createReq(true, newTopic("v", 4, 1))).Topics[0]; got.ErrorCode != 0 || got.NumPartitions != 4 {
+	if got := serve[*kmsg.CreateTopicsResponse](s, ctx, createReq(true, newTopic("v", 4, 1))).Topics[0]; got.ErrorCode != 0 || got.NumPartitions != 4 {
 		t.Fatalf("validate only: %+v", got)
 	}
 	if _, ok := b.topics["v"]; ok {
 		t.Fatal("validate only created the topic")
 	}
-	got := s.createTopics(ctx, createReq(false, newTopic("n", 3, -1, "retention.ms", "5"))).Topics[0]
+	got := serve[*kmsg.CreateTopicsResponse](s, ctx, createReq(false, newTopic("n", 3, -1, "retention.ms", "5"))).Topics[0]
 	if got.ErrorCode != 0 || got.NumPartitions != 3 || got.ReplicationFactor != 1 || got.TopicID != b.topics["n"].id {
 		t.Fatalf("created: %+v", got)
 	}
@@ -245,7 +251,7 @@ func TestDeleteTopicsAndPartitions(t *testing.T) {
 	req := kmsg.NewPtrDeleteTopicsRequest()
 	req.Version = 6
 	req.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("t")}, {TopicID: id}, {Topic: kmsg.StringPtr("gone")}, {TopicID: [16]byte{7}}}
-	got := s.deleteTopics(ctx, req).Topics
+	got := serve[*kmsg.DeleteTopicsResponse](s, ctx, req).Topics
 	want := []int16{0, 0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicID.Code}
 	for i, code := range want {
 		if got[i].ErrorCode != code {
@@ -258,9 +264,9 @@ func TestDeleteTopicsAndPartitions(t *testing.T) {
 
 	mustCreate(t, b, "grow", 2)
 	cp := kmsg.NewPtrCreatePartitionsRequest()
-	cp.Version = createPartitionsMax
+	cp.Version = handlerTable()[int16(kmsg.CreatePartitions)].Max
 	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "grow", Count: 1}, {Topic: "grow", Count: 5}, {Topic: "none", Count: 5}}
-	codes := s.createPartitions(ctx, cp).Topics
+	codes := serve[*kmsg.CreatePartitionsResponse](s, ctx, cp).Topics
 	if codes[0].ErrorCode != kerr.InvalidPartitions.Code || codes[1].ErrorCode != 0 ||
 		codes[2].ErrorCode != kerr.UnknownTopicOrPartition.Code || len(b.topics["grow"].parts) != 5 {
 		t.Fatalf("create partitions: %+v", codes)
@@ -288,7 +294,7 @@ func TestConfigs(t *testing.T) {
 		r.ResourceType, r.ResourceName = tc.typ, tc.res
 		r.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: tc.cfg, Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("42")}}
 		alter.Resources = []kmsg.IncrementalAlterConfigsRequestResource{r}
-		if got := s.incrementalAlterConfigs(ctx, alter).Resources[0].ErrorCode; got != tc.want {
+		if got := serve[*kmsg.IncrementalAlterConfigsResponse](s, ctx, alter).Resources[0].ErrorCode; got != tc.want {
 			t.Errorf("%s: code %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -301,7 +307,7 @@ func TestConfigs(t *testing.T) {
 	missing := r
 	missing.ResourceName = "zz"
 	desc.Resources = []kmsg.DescribeConfigsRequestResource{r, filtered, missing}
-	got := s.describeConfigs(ctx, desc).Resources
+	got := serve[*kmsg.DescribeConfigsResponse](s, ctx, desc).Resources
 	if len(got[0].Configs) != 2 || *got[0].Configs[1].Value != "42" || got[0].Configs[1].Source != kmsg.ConfigSourceDynamicTopicConfig ||
 		got[0].Configs[0].Source != kmsg.ConfigSourceDefaultConfig || !got[0].Configs[0].IsDefault {
 		t.Errorf("describe: %+v", got[0].Configs)
@@ -320,7 +326,7 @@ func TestDeleteRecordsAndListOffsets(t *testing.T) {
 	del := kmsg.NewPtrDeleteRecordsRequest()
 	del.Version = 2
 	del.Topics = []kmsg.DeleteRecordsRequestTopic{{Topic: "t", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 4}, {Partition: 1, Offset: 99}}}}
-	got := s.deleteRecords(ctx, del).Topics[0].Partitions
+	got := serve[*kmsg.DeleteRecordsResponse](s, ctx, del).Topics[0].Partitions
 	if got[0].ErrorCode != 0 || got[0].LowWatermark != 4 || got[1].ErrorCode != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("delete records: %+v", got)
 	}
@@ -349,7 +355,7 @@ func TestInitProducerIDAndDescribeCluster(t *testing.T) {
 	}
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dc.Version, dc.EndpointType = 1, 2
-	if got := s.describeCluster(ctx, dc); got.ErrorCode != kerr.UnsupportedEndpointType.Code {
+	if got := serve[*kmsg.DescribeClusterResponse](s, ctx, dc); got.ErrorCode != kerr.UnsupportedEndpointType.Code {
 		t.Fatalf("controllers endpoint: %+v", got)
 	}
 }
@@ -488,5 +494,24 @@ func TestMetadataLeaderNotListed(t *testing.T) {
 	dp := s.describeTopicPartitions(ctx, dreq).Topics[0].Partitions
 	if dp[0].ErrorCode != 0 || dp[1].ErrorCode != kerr.LeaderNotAvailable.Code || dp[1].LeaderID != -1 {
 		t.Errorf("DescribeTopicPartitions: %+v", dp)
+	}
+}
+
+// TestHandlerKeysListedOnce: the families' lists and this package's do not
+// name a key twice (the table would keep one of them silently), and every
+// entry's versions are ones kmsg can decode.
+func TestHandlerKeysListedOnce(t *testing.T) {
+	seen := map[int16]bool{}
+	for _, h := range handlerList() {
+		if seen[h.Key] {
+			t.Errorf("%s (key %d) listed twice", kmsg.NameForKey(h.Key), h.Key)
+		}
+		seen[h.Key] = true
+		if req := kmsg.RequestForKey(h.Key); req == nil || h.Min < 0 || h.Min > h.Max || h.Max > req.MaxVersion() {
+			t.Errorf("%s: versions %d-%d", kmsg.NameForKey(h.Key), h.Min, h.Max)
+		}
+	}
+	if len(seen) != len(handlerTable()) {
+		t.Fatalf("table has %d keys, list %d", len(handlerTable()), len(seen))
 	}
 }

@@ -18,7 +18,7 @@ const (
 )
 
 func (s *Server) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
-	ctx, cancel := adminContext(ctx, 0)
+	ctx, cancel := kapi.AdminContext(ctx, 0)
 	defer cancel()
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	pid, epoch := int64(-1), int16(-1)

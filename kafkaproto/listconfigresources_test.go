@@ -12,6 +12,13 @@ import (
 // asked), nothing for client metrics (v0) or groups, and refuses an unknown
 // type.
 func TestListConfigResources(t *testing.T) {
+	// Kafka's config resource types.
+	const (
+		configResourceTopic         int8 = 2
+		configResourceBroker        int8 = 4
+		configResourceClientMetrics int8 = 16
+		configResourceGroup         int8 = 32
+	)
 	b := newMemBroker()
 	addr, _ := startServer(t, b, Options{})
 	mustCreate(t, b, "cfg-a", 1)

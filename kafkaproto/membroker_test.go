@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // memBroker is a small in-memory Broker for the listener's unit tests. It
@@ -254,7 +256,7 @@ func (b *memBroker) DeleteRecords(_ context.Context, topic string, partition int
 func (b *memBroker) CreateTopic(_ context.Context, spec TopicSpec, validateOnly bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !validTopicName(spec.Name) {
+	if !kapi.ValidTopicName(spec.Name) {
 		return fmt.Errorf("mem: %q: %w", spec.Name, ErrInvalidTopic)
 	}
 	if _, ok := b.topics[spec.Name]; ok {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
 )
 
 // Metadata, key 3: versions 0-13 (flexible from 9; topic ids from 10; a
@@ -80,7 +82,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 		if !ok {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.ErrorCode = rt.Topic, kerr.UnknownTopicOrPartition.Code
-			if rt.Topic != nil && !validTopicName(*rt.Topic) {
+			if rt.Topic != nil && !kapi.ValidTopicName(*rt.Topic) {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, mt)
@@ -97,7 +99,7 @@ func missingTopics(cl *Cluster, req *kmsg.MetadataRequest) bool {
 	for _, rt := range req.Topics {
 		switch {
 		case rt.Topic != nil:
-			if _, ok := cl.Topic(*rt.Topic); !ok && validTopicName(*rt.Topic) {
+			if _, ok := cl.Topic(*rt.Topic); !ok && kapi.ValidTopicName(*rt.Topic) {
 				return true
 			}
 		case rt.TopicID != [16]byte{}:
@@ -114,7 +116,7 @@ func missingTopics(cl *Cluster, req *kmsg.MetadataRequest) bool {
 func (s *Server) autoCreate(ctx context.Context, cl *Cluster, req *kmsg.MetadataRequest) map[string]bool {
 	var created map[string]bool
 	for _, rt := range req.Topics {
-		if rt.Topic == nil || !validTopicName(*rt.Topic) {
+		if rt.Topic == nil || !kapi.ValidTopicName(*rt.Topic) {
 			continue
 		}
 		if _, ok := cl.Topic(*rt.Topic); ok {
@@ -175,22 +177,6 @@ func orEmpty(s []int32) []int32 {
 		return []int32{}
 	}
 	return s
-}
-
-// validTopicName applies Kafka's topic name rules: 1-249 characters of
-// [a-zA-Z0-9._-], not "." or "..".
-func validTopicName(name string) bool {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return false
-	}
-	for _, c := range []byte(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func metadataError(req *kmsg.MetadataRequest, code int16) *kmsg.MetadataResponse {

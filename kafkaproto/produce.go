@@ -39,7 +39,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 	switch {
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		pre = fmt.Errorf("%w: acks %d", ErrInvalidRequiredAcks, req.Acks)
-	case req.TransactionID != nil && s.txnCoordinator() == nil:
+	case req.TransactionID != nil && !s.transactional():
 		pre = ErrTransactionsUnsupported
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
@@ -176,4 +176,10 @@ func produceError(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
+}
+
+// transactional reports whether the Broker coordinates transactions.
+func (s *Server) transactional() bool {
+	_, ok := s.broker.(TxnCoordinator)
+	return ok
 }

@@ -7,17 +7,13 @@ import (
 )
 
 // Client quotas (Kafka's KIP-13/KIP-124/KIP-546): the admin APIs
-// DescribeClientQuotas and AlterClientQuotas, and their enforcement. After a
+// DescribeClientQuotas and AlterClientQuotas (kafkaproto/admin), and their
+// enforcement, here. After a
 // request is served the broker is told what it cost (QuotaEnforcer); a
 // client over its quota gets the throttle in the response's
 // throttle_time_ms and its connection is muted for that time: the next
 // request is not read until the throttle ends (KIP-219), so a client that
 // ignores throttle_time_ms is slowed all the same.
-
-func (s *Server) quotaAdmin() (QuotaAdmin, bool) {
-	a, ok := s.broker.(QuotaAdmin)
-	return a, ok
-}
 
 // chargeQuota runs after a client request is served: it charges the
 // request, puts the throttle into the response and mutes the connection.

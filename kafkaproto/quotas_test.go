@@ -12,7 +12,7 @@ import (
 )
 
 // quotaSweepKeys are covered by TestClientQuotaAPIs.
-var quotaSweepKeys = []int16{describeClientQuotasKey, alterClientQuotasKey}
+var quotaSweepKeys = []int16{int16(kmsg.DescribeClientQuotas), int16(kmsg.AlterClientQuotas)}
 
 // quotaBroker keeps one value per user in memory and throttles every
 // produce request by throttle.
@@ -33,7 +33,7 @@ func (b *quotaBroker) DescribeClientQuotas(_ context.Context, fs []QuotaFilter, 
 			continue
 		}
 		vals := map[string]float64{}
-		for _, k := range quotaKeyOrder {
+		for _, k := range []string{"producer_byte_rate", "consumer_byte_rate", "request_percentage"} {
 			if v, ok := b.values[user+"/"+k]; ok {
 				vals[k] = v
 			}

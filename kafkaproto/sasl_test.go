@@ -44,7 +44,7 @@ func (b *memBroker) CheckPassword(user, password string) bool {
 }
 
 // saslSweepKeys are covered by TestSASL and TestACLAPIs.
-var saslSweepKeys = []int16{saslHandshakeKey, saslAuthenticateKey, createACLsKey, describeACLsKey, deleteACLsKey}
+var saslSweepKeys = []int16{saslHandshakeKey, saslAuthenticateKey, int16(kmsg.CreateACLs), int16(kmsg.DescribeACLs), int16(kmsg.DeleteACLs)}
 
 func saslHandshakeReq(mech string) *kmsg.SASLHandshakeRequest {
 	r := kmsg.NewPtrSASLHandshakeRequest()

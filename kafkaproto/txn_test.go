@@ -15,27 +15,27 @@ import (
 // TxnCoordinator (every version decodes and answers) and without one
 // (every version answers a non-retriable error). The real coordinator's
 // tests are in server/txn and server/e2e_txn_test.go.
-var txnSweepKeys = []int16{addPartitionsToTxnKey, addOffsetsToTxnKey, endTxnKey, txnOffsetCommitKey,
-	describeTransactionsKey, listTransactionsKey}
+var txnSweepKeys = []int16{int16(kmsg.AddPartitionsToTxn), int16(kmsg.AddOffsetsToTxn), int16(kmsg.EndTxn), int16(kmsg.TxnOffsetCommit),
+	int16(kmsg.DescribeTransactions), int16(kmsg.ListTransactions)}
 
 func txnSweepRequest(key int16) kmsg.Request {
 	switch key {
-	case addPartitionsToTxnKey:
+	case int16(kmsg.AddPartitionsToTxn):
 		r := kmsg.NewPtrAddPartitionsToTxnRequest()
 		r.TransactionalID, r.ProducerID, r.ProducerEpoch = "tx", 7, 1
 		t := kmsg.NewAddPartitionsToTxnRequestTopic()
 		t.Topic, t.Partitions = "sweep", []int32{0, 1}
 		r.Topics = append(r.Topics, t)
 		return r
-	case addOffsetsToTxnKey:
+	case int16(kmsg.AddOffsetsToTxn):
 		r := kmsg.NewPtrAddOffsetsToTxnRequest()
 		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", 7, 1, "g"
 		return r
-	case endTxnKey:
+	case int16(kmsg.EndTxn):
 		r := kmsg.NewPtrEndTxnRequest()
 		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = "tx", 7, 1, true
 		return r
-	case txnOffsetCommitKey:
+	case int16(kmsg.TxnOffsetCommit):
 		r := kmsg.NewPtrTxnOffsetCommitRequest()
 		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "tx", "g", 7, 1
 		r.Generation, r.MemberID = 3, "m"
@@ -46,11 +46,11 @@ func txnSweepRequest(key int16) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	case describeTransactionsKey:
+	case int16(kmsg.DescribeTransactions):
 		r := kmsg.NewPtrDescribeTransactionsRequest()
 		r.TransactionalIDs = []string{"tx"}
 		return r
-	case listTransactionsKey:
+	case int16(kmsg.ListTransactions):
 		return kmsg.NewPtrListTransactionsRequest()
 	}
 	panic(fmt.Sprintf("no txn sweep request for key %d", key))
@@ -133,17 +133,17 @@ func TestTxnAPIsEveryVersion(t *testing.T) {
 					t.Fatalf("error codes %v in %+v", codes, resp)
 				}
 				want := map[int16]string{
-					addPartitionsToTxnKey:   "add {TxnID:tx ID:7 Epoch:1} [{sweep 0} {sweep 1}]",
-					addOffsetsToTxnKey:      "offsets {TxnID:tx ID:7 Epoch:1} g",
-					endTxnKey:               "end {TxnID:tx ID:7 Epoch:1} true",
-					txnOffsetCommitKey:      "commit {TxnID:tx ID:7 Epoch:1} g//-1 [{TopicPartition:{Topic:sweep Partition:1} Offset:42 LeaderEpoch:-1 Metadata:<nil>}]",
-					describeTransactionsKey: "describe [tx]",
-					listTransactionsKey:     "list {States:[] ProducerIDs:[] MinDuration:0s}",
+					int16(kmsg.AddPartitionsToTxn):   "add {TxnID:tx ID:7 Epoch:1} [{sweep 0} {sweep 1}]",
+					int16(kmsg.AddOffsetsToTxn):      "offsets {TxnID:tx ID:7 Epoch:1} g",
+					int16(kmsg.EndTxn):               "end {TxnID:tx ID:7 Epoch:1} true",
+					int16(kmsg.TxnOffsetCommit):      "commit {TxnID:tx ID:7 Epoch:1} g//-1 [{TopicPartition:{Topic:sweep Partition:1} Offset:42 LeaderEpoch:-1 Metadata:<nil>}]",
+					int16(kmsg.DescribeTransactions): "describe [tx]",
+					int16(kmsg.ListTransactions):     "list {States:[] ProducerIDs:[] MinDuration:0s}",
 				}[key]
-				if key == txnOffsetCommitKey && v >= 2 {
+				if key == int16(kmsg.TxnOffsetCommit) && v >= 2 {
 					want = "commit {TxnID:tx ID:7 Epoch:1} g//-1 [{TopicPartition:{Topic:sweep Partition:1} Offset:42 LeaderEpoch:5 Metadata:<nil>}]"
 				}
-				if key == txnOffsetCommitKey && v >= 3 {
+				if key == int16(kmsg.TxnOffsetCommit) && v >= 3 {
 					want = "commit {TxnID:tx ID:7 Epoch:1} g/m/3 [{TopicPartition:{Topic:sweep Partition:1} Offset:42 LeaderEpoch:5 Metadata:<nil>}]"
 				}
 				if got := b.last(); got != want {
@@ -207,7 +207,7 @@ func TestTxnAPIsWithoutCoordinator(t *testing.T) {
 				req := txnSweepRequest(key)
 				req.SetVersion(v)
 				codes := errorCodes(roundTrip(t, c, req))
-				if key == listTransactionsKey {
+				if key == int16(kmsg.ListTransactions) {
 					if len(codes) != 0 {
 						t.Fatalf("list transactions: codes %v", codes)
 					}
@@ -224,7 +224,7 @@ func TestTxnAPIsWithoutCoordinator(t *testing.T) {
 			})
 		}
 	}
-	for v := int16(1); v <= findCoordinatorMax; v++ {
+	for v := int16(1); v <= handlerTable()[int16(kmsg.FindCoordinator)].Max; v++ {
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.CoordinatorType, r.CoordinatorKey, r.CoordinatorKeys = 1, "tx", []string{"tx"}
 		r.SetVersion(v)
@@ -248,12 +248,12 @@ func TestTxnProducerFencedByVersion(t *testing.T) {
 		v    int16
 		want *kerr.Error
 	}{
-		{endTxnKey, 1, kerr.InvalidProducerEpoch},
-		{endTxnKey, 2, kerr.ProducerFenced},
-		{addOffsetsToTxnKey, 0, kerr.InvalidProducerEpoch},
-		{addOffsetsToTxnKey, 3, kerr.ProducerFenced},
-		{addPartitionsToTxnKey, 1, kerr.InvalidProducerEpoch},
-		{addPartitionsToTxnKey, 2, kerr.ProducerFenced},
+		{int16(kmsg.EndTxn), 1, kerr.InvalidProducerEpoch},
+		{int16(kmsg.EndTxn), 2, kerr.ProducerFenced},
+		{int16(kmsg.AddOffsetsToTxn), 0, kerr.InvalidProducerEpoch},
+		{int16(kmsg.AddOffsetsToTxn), 3, kerr.ProducerFenced},
+		{int16(kmsg.AddPartitionsToTxn), 1, kerr.InvalidProducerEpoch},
+		{int16(kmsg.AddPartitionsToTxn), 2, kerr.ProducerFenced},
 	} {
 		req := txnSweepRequest(tc.key)
 		req.SetVersion(tc.v)
@@ -272,12 +272,12 @@ func TestTxnRequestPerms(t *testing.T) {
 		key  int16
 		want string
 	}{
-		{addPartitionsToTxnKey, "[{transactional_id tx write 53} {topic sweep write 29}]"},
-		{addOffsetsToTxnKey, "[{transactional_id tx write 53} {group g read 30}]"},
-		{endTxnKey, "[{transactional_id tx write 53}]"},
-		{txnOffsetCommitKey, "[{transactional_id tx write 53} {group g read 30} {topic sweep read 29}]"},
-		{describeTransactionsKey, "[{transactional_id tx describe 53}]"},
-		{listTransactionsKey, "[]"},
+		{int16(kmsg.AddPartitionsToTxn), "[{transactional_id tx write 53} {topic sweep write 29}]"},
+		{int16(kmsg.AddOffsetsToTxn), "[{transactional_id tx write 53} {group g read 30}]"},
+		{int16(kmsg.EndTxn), "[{transactional_id tx write 53}]"},
+		{int16(kmsg.TxnOffsetCommit), "[{transactional_id tx write 53} {group g read 30} {topic sweep read 29}]"},
+		{int16(kmsg.DescribeTransactions), "[{transactional_id tx describe 53}]"},
+		{int16(kmsg.ListTransactions), "[]"},
 	} {
 		if got := fmt.Sprint(requestPerms(txnSweepRequest(tc.key))); got != tc.want {
 			t.Errorf("%s: %s, want %s", kmsg.NameForKey(tc.key), got, tc.want)

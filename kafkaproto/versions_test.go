@@ -86,36 +86,36 @@ func sweepRequest(key, v int16) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	case createTopicsKey:
+	case int16(kmsg.CreateTopics):
 		r := kmsg.NewPtrCreateTopicsRequest()
 		r.TimeoutMillis = 5000
 		t := kmsg.NewCreateTopicsRequestTopic()
 		t.Topic, t.NumPartitions, t.ReplicationFactor = perVersion, 2, 1
 		r.Topics = append(r.Topics, t)
 		return r
-	case deleteTopicsKey:
+	case int16(kmsg.DeleteTopics):
 		r := kmsg.NewPtrDeleteTopicsRequest()
 		r.TimeoutMillis = 5000
-		name := fmt.Sprintf("sweep-%d-%d", createTopicsKey, v+1)
+		name := fmt.Sprintf("sweep-%d-%d", int16(kmsg.CreateTopics), v+1)
 		r.TopicNames = []string{name}
 		t := kmsg.NewDeleteTopicsRequestTopic()
 		t.Topic = &name
 		r.Topics = append(r.Topics, t)
 		return r
-	case createPartitionsKey:
+	case int16(kmsg.CreatePartitions):
 		r := kmsg.NewPtrCreatePartitionsRequest()
 		r.TimeoutMillis = 5000
 		t := kmsg.NewCreatePartitionsRequestTopic()
 		t.Topic, t.Count = "grow", int32(3+v)
 		r.Topics = append(r.Topics, t)
 		return r
-	case describeConfigsKey:
+	case int16(kmsg.DescribeConfigs):
 		r := kmsg.NewPtrDescribeConfigsRequest()
 		res := kmsg.NewDescribeConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
 		r.Resources = append(r.Resources, res)
 		return r
-	case incrementalAlterConfigsKey:
+	case int16(kmsg.IncrementalAlterConfigs):
 		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		res := kmsg.NewIncrementalAlterConfigsRequestResource()
 		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, topic
@@ -124,7 +124,7 @@ func sweepRequest(key, v int16) kmsg.Request {
 		res.Configs = append(res.Configs, c)
 		r.Resources = append(r.Resources, res)
 		return r
-	case deleteRecordsKey:
+	case int16(kmsg.DeleteRecords):
 		r := kmsg.NewPtrDeleteRecordsRequest()
 		r.TimeoutMillis = 5000
 		t := kmsg.NewDeleteRecordsRequestTopic()
@@ -146,19 +146,19 @@ func sweepRequest(key, v int16) kmsg.Request {
 		t.Partitions = append(t.Partitions, p)
 		r.Topics = append(r.Topics, t)
 		return r
-	case describeClusterKey:
+	case int16(kmsg.DescribeCluster):
 		return kmsg.NewPtrDescribeClusterRequest()
 	}
 	return adminSweepRequest(key, v, topic)
 }
 
 // sweepOrder runs creations before deletions.
-var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, listOffsetsKey, createTopicsKey,
-	deleteTopicsKey, createPartitionsKey, describeConfigsKey, incrementalAlterConfigsKey, deleteRecordsKey,
-	initProducerIDKey, offsetForLeaderEpochKey, describeClusterKey,
-	alterConfigsKey, describeLogDirsKey, electLeadersKey, alterPartitionReassignmentsKey,
-	listPartitionReassignmentsKey, describeQuorumKey, updateFeaturesKey, describeTopicPartitionsKey, describeProducersKey,
-	alterReplicaLogDirsKey, listConfigResourcesKey}
+var sweepOrder = []int16{apiVersionsKey, metadataKey, produceKey, fetchKey, listOffsetsKey, int16(kmsg.CreateTopics),
+	int16(kmsg.DeleteTopics), int16(kmsg.CreatePartitions), int16(kmsg.DescribeConfigs), int16(kmsg.IncrementalAlterConfigs), int16(kmsg.DeleteRecords),
+	initProducerIDKey, offsetForLeaderEpochKey, int16(kmsg.DescribeCluster),
+	int16(kmsg.AlterConfigs), int16(kmsg.DescribeLogDirs), int16(kmsg.ElectLeaders), int16(kmsg.AlterPartitionAssignments),
+	int16(kmsg.ListPartitionReassignments), int16(kmsg.DescribeQuorum), int16(kmsg.UpdateFeatures), describeTopicPartitionsKey, int16(kmsg.DescribeProducers),
+	int16(kmsg.AlterReplicaLogDirs), int16(kmsg.ListConfigResources)}
 
 // TestEveryVersion sends a valid request of every advertised key and
 // version, flexible and not, over one connection, and checks that the

@@ -1,6 +1,6 @@
 // Package kapi is the contract of runnel's Kafka listener, shared by the
 // listener (package kafkaproto), its API families (kafkaproto/admin,
-// kafkaproto/groups, kafkaproto/txns) and the server that implements it:
+// kafkaproto/groups, kafkaproto/txn) and the server that implements it:
 //
 //	broker.go   the Broker interface (MetadataSource, Partitions, Admin) and its types
 //	optional.go optional data-path parts: ReplicatedProducer, TxnMarkerWriter, QuotaEnforcer
@@ -12,7 +12,11 @@
 //	errors.go   sentinel errors and THE table mapping them to Kafka codes
 //	            (KafkaErr; GroupErr and TxnErr for the group and transaction APIs)
 //	handler.go  Handler, one entry of the handler table, and Env, what a
-//	            handler reaches besides its request
+//	            handler reaches besides its request; helpers handlers of
+//	            several packages share (AdminContext, CheckAdminTopics,
+//	            ValidTopicName)
+//	features.go the feature levels (KIP-584) ApiVersions advertises and
+//	            UpdateFeatures checks
 //
 // Outside kafkaproto these names are used through kafkaproto's aliases
 // (kafkaproto.Broker, kafkaproto.ErrNotLeader, ...), so callers keep one

@@ -2,6 +2,8 @@ package kapi
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -53,4 +55,44 @@ type Env interface {
 	// resource (true when authorization is off, on the inter-broker door,
 	// or when ctx carries no connection).
 	Authorized(ctx context.Context, resourceType, name, op string) bool
+}
+
+// What handlers in several packages share.
+
+// defaultAdminTimeout bounds admin requests whose timeout is not positive.
+const defaultAdminTimeout = 30 * time.Second
+
+// AdminContext derives the context of an admin request from its timeout.
+func AdminContext(ctx context.Context, timeoutMillis int32) (context.Context, context.CancelFunc) {
+	d := time.Duration(timeoutMillis) * time.Millisecond
+	if d <= 0 {
+		d = defaultAdminTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// ValidTopicName applies Kafka's topic name rules: 1-249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func ValidTopicName(name string) bool {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return false
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckAdminTopics bounds the topics of one admin request (CreateTopics,
+// CreatePartitions, ...) by env.MaxAdminTopics: each costs a metadata
+// proposal, so a request naming many could hold the controller for long.
+func CheckAdminTopics(env Env, n int) error {
+	if limit := env.MaxAdminTopics(); n > limit {
+		return fmt.Errorf("%w: %d topics in one request, at most %d", ErrInvalidRequest, n, limit)
+	}
+	return nil
 }

@@ -1,0 +1,119 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/kafkaproto/kapi"
+)
+
+// CreateTopics, key 19: versions 2-7 (flexible from 5; v5+ responses carry
+// the partitions, replication factor and configs of the new topic, v7 its
+// id). A replica assignment (with partitions and replication factor -1)
+// places the partitions (assignments.go); a topic named twice in one
+// request is rejected, and so is a request naming more than
+// Options.MaxAdminTopics topics.
+const (
+	createTopicsKey = 19
+	createTopicsMin = 2
+	createTopicsMax = 7
+)
+
+func createTopics(env kapi.Env, ctx context.Context, req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	ctx, cancel := kapi.AdminContext(ctx, req.TimeoutMillis)
+	defer cancel()
+	if err := kapi.CheckAdminTopics(env, len(req.Topics)); err != nil {
+		resp := createTopicsError(req, kapi.KafkaErr(err))
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = kapi.ErrMessage(err)
+		}
+		return resp
+	}
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	seen := make(map[string]int, len(req.Topics))
+	for _, rt := range req.Topics {
+		seen[rt.Topic]++
+	}
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic = rt.Topic
+		spec, err := topicSpec(rt)
+		if err == nil && seen[rt.Topic] > 1 {
+			err = fmt.Errorf("%w: topic %q named more than once", kapi.ErrInvalidRequest, rt.Topic)
+		}
+		if err == nil {
+			err = env.Broker().CreateTopic(ctx, spec, req.ValidateOnly)
+		}
+		if err != nil {
+			t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
+			t.NumPartitions, t.ReplicationFactor = -1, -1
+		} else if req.Version >= 5 {
+			describeCreated(env, ctx, &t, spec, req.ValidateOnly)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
+
+func topicSpec(rt kmsg.CreateTopicsRequestTopic) (kapi.TopicSpec, error) {
+	spec := kapi.TopicSpec{
+		Name:              rt.Topic,
+		Partitions:        rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+		Configs:           make(map[string]string, len(rt.Configs)),
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		as, err := topicAssignments(rt)
+		if err != nil {
+			return spec, err
+		}
+		spec.Assignments, spec.Partitions, spec.ReplicationFactor = as, int32(len(as)), int16(len(as[0]))
+	}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			return spec, fmt.Errorf("%w: config %q has a null value", kapi.ErrInvalidConfig, c.Name)
+		}
+		spec.Configs[c.Name] = *c.Value
+	}
+	return spec, nil
+}
+
+// describeCreated fills the v5+ fields describing a created (or validated)
+// topic.
+func describeCreated(env kapi.Env, ctx context.Context, t *kmsg.CreateTopicsResponseTopic, spec kapi.TopicSpec, validateOnly bool) {
+	t.NumPartitions, t.ReplicationFactor = spec.Partitions, spec.ReplicationFactor
+	cl, _ := env.Broker().Cluster()
+	if ti, ok := cl.Topic(spec.Name); ok && !validateOnly {
+		t.TopicID = ti.ID
+		t.NumPartitions = int32(len(ti.Partitions))
+		if len(ti.Partitions) > 0 {
+			t.ReplicationFactor = int16(len(ti.Partitions[0].Replicas))
+		}
+	}
+	if validateOnly {
+		return
+	}
+	entries, err := env.Broker().DescribeConfigs(ctx, kapi.ConfigResource{Type: kapi.ResourceTopic, Name: spec.Name})
+	if err != nil {
+		t.ConfigErrorCode = kapi.KafkaErr(err)
+		return
+	}
+	for _, e := range entries {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
+		t.Configs = append(t.Configs, c)
+	}
+}
+
+func createTopicsError(req *kmsg.CreateTopicsRequest, code int16) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic, t.ErrorCode = rt.Topic, code
+		t.NumPartitions, t.ReplicationFactor = -1, -1
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}
