@@ -125,6 +125,20 @@ func writeJSON(w io.Writer, raw []byte) error {
 	return err
 }
 
+// show sends req and prints its answer: with -o json as the server sent
+// it, else decoded into out and written by human (to the command's
+// stdout, w).
+func (g *globalFlags) show(ctx context.Context, cmd *cobra.Command, c *apiClient, req apiRequest, out any, human func(w io.Writer) error) error {
+	raw, err := c.getJSON(ctx, req, out)
+	if err != nil {
+		return err
+	}
+	if g.json() {
+		return writeJSON(cmd.OutOrStdout(), raw)
+	}
+	return human(cmd.OutOrStdout())
+}
+
 // writeValueJSON marshals v indented, with a trailing newline.
 func writeValueJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

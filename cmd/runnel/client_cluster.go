@@ -28,14 +28,8 @@ func newClusterCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
 		ci := clusterInfo{LeaderID: -1} // -1 also when a server leaves it out
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/cluster"}, &ci)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		return writeCluster(cmd.OutOrStdout(), ci)
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodGet, path: "/v1/cluster"}, &ci,
+			func(w io.Writer) error { return writeCluster(w, ci) })
 	})
 	return cmd
 }

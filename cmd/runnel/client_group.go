@@ -72,14 +72,8 @@ func newGroupDescribeCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "describe GROUP", Aliases: []string{"get"}, Short: "Show a group's members, offsets and lag", Args: cobra.ExactArgs(1)}
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
 		var d groupDetail
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: groupPath(args[0])}, &d)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		return writeGroupDetail(cmd.OutOrStdout(), d)
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodGet, path: groupPath(args[0])}, &d,
+			func(w io.Writer) error { return writeGroupDetail(w, d) })
 	})
 	return cmd
 }
@@ -190,30 +184,26 @@ func newGroupResetCommand(g *globalFlags) *cobra.Command {
 				NewOffset     int64  `json:"new_offset"`
 			} `json:"offsets"`
 		}
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodPost, path: groupPath(args[0]) + "/offsets/reset", body: body}, &res)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		t := newTable(cmd.OutOrStdout(), "TOPIC", "PARTITION", "CURRENT", "NEW")
-		for _, p := range res.Offsets {
-			cur := fmt.Sprint(p.CurrentOffset)
-			if p.CurrentOffset < 0 {
-				cur = "-"
+		req := apiRequest{method: http.MethodPost, path: groupPath(args[0]) + "/offsets/reset", body: body}
+		return g.show(ctx, cmd, c, req, &res, func(w io.Writer) error {
+			t := newTable(w, "TOPIC", "PARTITION", "CURRENT", "NEW")
+			for _, p := range res.Offsets {
+				cur := fmt.Sprint(p.CurrentOffset)
+				if p.CurrentOffset < 0 {
+					cur = "-"
+				}
+				t.row(p.Topic, fmt.Sprint(p.Partition), cur, fmt.Sprint(p.NewOffset))
 			}
-			t.row(p.Topic, fmt.Sprint(p.Partition), cur, fmt.Sprint(p.NewOffset))
-		}
-		if err := t.flush(); err != nil {
-			return err
-		}
-		if res.DryRun {
-			fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: nothing committed (add --execute).")
-		} else {
-			fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s.\n", plural(len(res.Offsets), "offset"))
-		}
-		return nil
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if res.DryRun {
+				fmt.Fprintln(cmd.ErrOrStderr(), "Dry run: nothing committed (add --execute).")
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Committed %s.\n", plural(len(res.Offsets), "offset"))
+			}
+			return nil
+		})
 	})
 	return cmd
 }

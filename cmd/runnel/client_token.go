@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -30,17 +31,13 @@ func newTokenCreateCommand(g *globalFlags) *cobra.Command {
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
 		var tok api.NewToken
 		req := api.TokenRequest{Description: desc, ExpiresInSeconds: int64(expires / time.Second)}
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodPost, path: "/v1/tokens", body: req}, &tok)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		fmt.Fprintln(cmd.OutOrStdout(), tok.Token)
-		fmt.Fprintf(cmd.ErrOrStderr(), "Token %s acts as %s until %s; it is shown only now (use it as RUNNEL_TOKEN).\n",
-			tok.ID, tok.Principal, tok.ExpiresAt.Format(time.RFC3339))
-		return nil
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodPost, path: "/v1/tokens", body: req}, &tok,
+			func(w io.Writer) error {
+				fmt.Fprintln(w, tok.Token)
+				fmt.Fprintf(cmd.ErrOrStderr(), "Token %s acts as %s until %s; it is shown only now (use it as RUNNEL_TOKEN).\n",
+					tok.ID, tok.Principal, tok.ExpiresAt.Format(time.RFC3339))
+				return nil
+			})
 	})
 	return cmd
 }

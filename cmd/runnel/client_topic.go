@@ -72,16 +72,12 @@ func newTopicCreateCommand(g *globalFlags) *cobra.Command {
 			return err
 		}
 		var created topicDetail
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodPost, path: "/v1/topics", body: req}, &created)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		_, err = fmt.Fprintf(cmd.OutOrStdout(), "Created topic %q with %d partition(s), replication factor %d.\n",
-			req.Name, len(created.Partitions), created.ReplicationFactor)
-		return err
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodPost, path: "/v1/topics", body: req}, &created,
+			func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "Created topic %q with %d partition(s), replication factor %d.\n",
+					req.Name, len(created.Partitions), created.ReplicationFactor)
+				return err
+			})
 	})
 	return cmd
 }
@@ -223,14 +219,8 @@ func newTopicDescribeCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, args []string) error {
 		var d topicDetail
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: topicPath(args[0])}, &d)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		return writeTopicDetail(cmd.OutOrStdout(), d)
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodGet, path: topicPath(args[0])}, &d,
+			func(w io.Writer) error { return writeTopicDetail(w, d) })
 	})
 	return cmd
 }

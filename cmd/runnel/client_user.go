@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -43,15 +44,10 @@ func newUserCreateCommand(g *globalFlags) *cobra.Command {
 		}
 		var u api.User
 		req := apiRequest{method: http.MethodPost, path: "/v1/users", body: api.UserRequest{Name: args[0], Password: pwd, Mechanism: mechanism}}
-		raw, err := c.getJSON(ctx, req, &u)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "User %s has credentials for %s.\n", u.Name, strings.Join(u.Mechanisms, ", "))
-		return nil
+		return g.show(ctx, cmd, c, req, &u, func(io.Writer) error {
+			fmt.Fprintf(cmd.ErrOrStderr(), "User %s has credentials for %s.\n", u.Name, strings.Join(u.Mechanisms, ", "))
+			return nil
+		})
 	})
 	return cmd
 }
@@ -82,18 +78,13 @@ func newUserListCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List users and their SCRAM mechanisms", Args: cobra.NoArgs}
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
 		var res api.UserList
-		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: "/v1/users"}, &res)
-		if err != nil {
-			return err
-		}
-		if g.json() {
-			return writeJSON(cmd.OutOrStdout(), raw)
-		}
-		t := newTable(cmd.OutOrStdout(), "USER", "MECHANISMS")
-		for _, u := range res.Users {
-			t.row(u.Name, strings.Join(u.Mechanisms, ","))
-		}
-		return t.flush()
+		return g.show(ctx, cmd, c, apiRequest{method: http.MethodGet, path: "/v1/users"}, &res, func(w io.Writer) error {
+			t := newTable(w, "USER", "MECHANISMS")
+			for _, u := range res.Users {
+				t.row(u.Name, strings.Join(u.Mechanisms, ","))
+			}
+			return t.flush()
+		})
 	})
 	return cmd
 }
