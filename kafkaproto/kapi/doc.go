@@ -17,6 +17,8 @@
 //	            ValidTopicName)
 //	features.go the feature levels (KIP-584) ApiVersions advertises and
 //	            UpdateFeatures checks
+//	kapitest/   an Env without a listener, to test the families' handlers
+//	            in-process
 //
 // Outside kafkaproto these names are used through kafkaproto's aliases
 // (kafkaproto.Broker, kafkaproto.ErrNotLeader, ...), so callers keep one
