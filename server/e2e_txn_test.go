@@ -110,6 +110,35 @@ func rawListLatest(t *testing.T, conn net.Conn, topic string, iso int8) int64 {
 	return p.Offset
 }
 
+// beginTxn begins a transaction on tx and produces values to its default
+// topic, one record each, in order.
+func beginTxn(ctx context.Context, t testing.TB, tx *kgo.Client, values ...string) {
+	t.Helper()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// endTxn commits (or aborts) tx's transaction.
+func endTxn(ctx context.Context, t testing.TB, tx *kgo.Client, commit bool) {
+	t.Helper()
+	if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runTxn is one whole transaction of values, committed or aborted.
+func runTxn(ctx context.Context, t testing.TB, tx *kgo.Client, commit bool, values ...string) {
+	t.Helper()
+	beginTxn(ctx, t, tx, values...)
+	endTxn(ctx, t, tx, commit)
+}
+
 // read_committed over a real node with franz-go's transactional
 // producer: the last stable offset stops readers at an open transaction
 // (Fetch and ListOffsets), Fetch names the aborted transaction, and
@@ -129,22 +158,8 @@ func TestTxnReadCommittedKafkaAndHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Close()
-	produceTxn := func(commit bool, values ...string) {
-		t.Helper()
-		if err := tx.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range values {
-			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	produceTxn(true, "c1", "c2", "c3")
-	produceTxn(false, "a1", "a2")
+	runTxn(ctx, t, tx, true, "c1", "c2", "c3")
+	runTxn(ctx, t, tx, false, "a1", "a2")
 	// An open transaction, then a plain record after it.
 	if err := tx.BeginTransaction(); err != nil {
 		t.Fatal(err)

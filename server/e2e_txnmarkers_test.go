@@ -61,22 +61,8 @@ func TestTxnMarkersOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Close()
-	txn := func(commit bool, values ...string) {
-		t.Helper()
-		if err := tx.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range values {
-			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	txn(true, "c1", "c2")
-	txn(false, "a1")
+	runTxn(ctx, t, tx, true, "c1", "c2")
+	runTxn(ctx, t, tx, false, "a1")
 	c.json("POST", "/v1/topics/txm/records?encoding=string", map[string]any{"records": []map[string]any{{"value": "p1"}}}, 200, nil)
 
 	withMarkers := []string{"0:c1", "1:c2", "2:commit", "3:a1", "4:abort", "5:p1"}

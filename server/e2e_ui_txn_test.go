@@ -34,28 +34,9 @@ func TestUITransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Close()
-	begin := func(values ...string) {
-		t.Helper()
-		if err := tx.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range values {
-			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	end := func(commit bool) {
-		t.Helper()
-		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	begin("c1", "c2")
-	end(true)
-	begin("a1")
-	end(false)
-	begin("o1") // left open until the end
+	runTxn(ctx, t, tx, true, "c1", "c2")
+	runTxn(ctx, t, tx, false, "a1")
+	beginTxn(ctx, t, tx, "o1") // left open until the end
 	uiProduce(t, n, "txu", "string", "k", "p1")
 	// Offsets: c1 c2 0-1, commit 2, a1 3, abort 4, o1 5, p1 6.
 
@@ -116,6 +97,6 @@ func TestUITransactions(t *testing.T) {
 	uiDo(t, bctx, "read uncommitted without markers", chromedp.Click(chromedp.CSS(`[data-test=load-records]`)))
 	uiWait(t, bctx, "read uncommitted rows, no markers", rows+` === '0:c1,1:c2,3:a1,5:o1,6:p1'`)
 
-	end(true)
+	endTxn(ctx, t, tx, true)
 	uiWait(t, bctx, "no open transaction listed", txns+` === null`)
 }
