@@ -21,7 +21,8 @@
 //     HTTP authentication, audit and authorization middleware);
 //   - quotas.go: the client quota API (enforcement is quota.Node.HTTP);
 //   - forward.go: produce and consume forwarded to a partition's leader over
-//     the inter-node port (one hop), MarkForwarded;
+//     the inter-node port (one hop) by the Forwarder, which owns the
+//     connections it dials (Close), MarkForwarded;
 //   - hostcheck.go: which requests arrived over the inter-node port (exempt
 //     from the Host check, counted node-wide by the per-client limits);
 //   - partitioner.go: Kafka's key partitioner (murmur2).
@@ -35,7 +36,9 @@
 // them all.
 //
 // Lock order: the Door holds no lock of its own (the sticky partition is an
-// atomic); ListTransactions's mu is a leaf guarding its result. The locks of
+// atomic); ListTransactions's mu is a leaf guarding its result, and so is
+// the Forwarder's mu, guarding the set of its connections (held for no
+// dial, close or request). The locks of
 // the packages it calls are taken inside them, and none is held while it
 // forwards a request to another node.
 package httpdoor
