@@ -111,14 +111,17 @@ func NewForwarder(dialNode func(ctx context.Context, id int32) (net.Conn, error)
 // track registers a new connection, or closes it when the forwarder has
 // closed meanwhile.
 func (f *Forwarder) track(c net.Conn) (net.Conn, error) {
+	fc := &forwardConn{Conn: c, f: f}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
+	closed := f.closed
+	if !closed {
+		f.conns[fc] = struct{}{}
+	}
+	f.mu.Unlock()
+	if closed {
 		c.Close()
 		return nil, errForwarderClosed
 	}
-	fc := &forwardConn{Conn: c, f: f}
-	f.conns[fc] = struct{}{}
 	return fc, nil
 }
 
