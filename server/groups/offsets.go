@@ -17,14 +17,21 @@ func (g *group) commit(ctx context.Context, ref kafkaproto.MemberRef, offsets []
 	if err != nil || written == nil {
 		return errs, err
 	}
+	if err := awaitWrite(ctx, written); err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// awaitWrite waits for a write to the offsets topic (a channel of
+// enqueueWaitLocked) or for ctx: a write given up on still applies when it
+// completes.
+func awaitWrite(ctx context.Context, written <-chan error) error {
 	select {
 	case err := <-written:
-		if err != nil {
-			return nil, err
-		}
-		return errs, nil
+		return err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -173,15 +180,10 @@ func (g *group) deleteOffsets(ctx context.Context, parts []tp) ([]error, error) 
 		}
 	})
 	g.mu.Unlock()
-	select {
-	case err := <-written:
-		if err != nil {
-			return nil, err
-		}
-		return errs, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := awaitWrite(ctx, written); err != nil {
+		return nil, err
 	}
+	return errs, nil
 }
 
 // deleteGroup writes tombstones for an empty group and its offsets. The

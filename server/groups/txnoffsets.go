@@ -347,10 +347,5 @@ func (c *Coordinator) completeGroupTxn(ctx context.Context, g *group, pid int64,
 		c.txn.mu.Unlock()
 	})
 	g.mu.Unlock()
-	select {
-	case err := <-written:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return awaitWrite(ctx, written)
 }
