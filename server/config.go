@@ -53,6 +53,10 @@ type Config struct {
 	// whose heartbeats lapse for the session timeout is fenced.
 	BrokerHeartbeatInterval time.Duration
 	BrokerSessionTimeout    time.Duration
+	// ControllerElectionTimeout is the controllers' raft heartbeat and
+	// election timeout (--controller-election-timeout); 0: quorum's
+	// defaults (1s with several voters).
+	ControllerElectionTimeout time.Duration
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower not caught up
 	// for this long leaves the ISR.
 	ReplicaLagMax time.Duration

@@ -297,6 +297,7 @@ func (s *Server) open() (err error) {
 		Logger:             s.logger.With("component", "raft"),
 		HeartbeatInterval:  s.cfg.BrokerHeartbeatInterval,
 		SessionTimeout:     s.cfg.BrokerSessionTimeout,
+		ElectionTimeout:    s.cfg.ControllerElectionTimeout,
 		ClusterSecret:      s.cfg.ClusterSecret,
 		Limits:             s.cfg.TopicLimits,
 		PeerTLS:            s.cfg.PeerTLS,

@@ -41,6 +41,7 @@ type serveFlags struct {
 	autoCreate bool
 	heartbeat  time.Duration
 	session    time.Duration
+	election   time.Duration
 	lagMax     time.Duration
 	rebalance  time.Duration
 	offsetsTP  int32
@@ -171,6 +172,8 @@ func newServeCommand() *cobra.Command {
 	fs.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&f.heartbeat, "broker-heartbeat-interval", def.BrokerHeartbeatInterval, "how often a broker heartbeats to the active controller")
 	fs.DurationVar(&f.session, "broker-session-timeout", def.BrokerSessionTimeout, "a broker whose heartbeats lapse this long is fenced")
+	// controller failover (issue 19)
+	fs.DurationVar(&f.election, "controller-election-timeout", 0, "raft heartbeat and election timeout of the controllers, the same on every node (0: 1s with several controllers, 100ms for one): a failover takes one to two of it; too short for the network or the machine's load and leaders change needlessly")
 	fs.DurationVar(&f.lagMax, "replica-lag-time-max", def.ReplicaLagMax, "a follower not caught up for this long leaves the in-sync replicas")
 	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
 	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
@@ -251,6 +254,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.Rack = f.rack
 	cfg.KafkaAutoCreateTopics = f.autoCreate
 	cfg.BrokerHeartbeatInterval, cfg.BrokerSessionTimeout = f.heartbeat, f.session
+	cfg.ControllerElectionTimeout = f.election
 	cfg.ReplicaLagMax = f.lagMax
 	cfg.LeaderRebalanceInterval = f.rebalance
 	cfg.OffsetsTopicPartitions = f.offsetsTP
