@@ -257,7 +257,7 @@ func (c *conn) handle(frame []byte) error {
 			}
 			ctx = withAckWaits(ctx, acks)
 		}
-		if h.key == fetchKey || h.key == offsetForLeaderEpochKey || h.key == writeTxnMarkersKey || advertisesBrokers(h.key) || h.key == saslHandshakeKey || h.key == saslAuthenticateKey {
+		if readsConn(h.key) {
 			ctx = withConnState(ctx, &c.state)
 		}
 		if isGroupKey(h.key) {
@@ -337,4 +337,16 @@ func deref(s *string) string {
 // isGroupKey reports the API keys whose handlers read kapi.ClientOf.
 func isGroupKey(key int16) bool {
 	return key == int16(kmsg.JoinGroup) || key == int16(kmsg.DescribeGroups) || key == int16(kmsg.ListTransactions)
+}
+
+// readsConn reports the API keys whose handlers read the connection (its
+// door, TLS, principal) from the request context; putting it there costs
+// an allocation the other requests go without. ListTransactions checks the
+// principal may describe each transaction it lists (kapi.Env.Authorized).
+func readsConn(key int16) bool {
+	switch key {
+	case fetchKey, offsetForLeaderEpochKey, writeTxnMarkersKey, saslHandshakeKey, saslAuthenticateKey, int16(kmsg.ListTransactions):
+		return true
+	}
+	return advertisesBrokers(key)
 }

@@ -27,7 +27,7 @@ func (s *Server) Endpoint(ctx context.Context, b *BrokerInfo) (host string, port
 // Authorized reports whether the request's principal may do op on the
 // resource: true without a KafkaAuthorizer, without Options.RequireAuth,
 // on the peer door, or when ctx carries no connection (the listener puts
-// it there only for some APIs; see conn.handle).
+// it there only for the APIs readsConn lists, conn.go).
 func (s *Server) Authorized(ctx context.Context, resourceType, name, op string) bool {
 	az, ok := s.broker.(KafkaAuthorizer)
 	st, _ := ctx.Value(connStateKey{}).(*connState)

@@ -284,3 +284,28 @@ func TestTxnRequestPerms(t *testing.T) {
 		}
 	}
 }
+
+// txnDescribeDenied is a txnBroker whose ACLs let nobody describe the
+// transactional id "tx" (and allow everything else).
+type txnDescribeDenied struct{ *txnBroker }
+
+func (txnDescribeDenied) Authorize(principal, host, resourceType, name, op string) bool {
+	return resourceType != "transactional_id" || name != "tx" || op != "describe"
+}
+
+// TestListTransactionsFiltersByPrincipal: with authorization on,
+// ListTransactions leaves out the transactions the connection's principal
+// may not describe, as Kafka does (the handler's check needs the
+// connection, which the listener must hand it).
+func TestListTransactionsFiltersByPrincipal(t *testing.T) {
+	b := txnDescribeDenied{&txnBroker{memBroker: newMemBroker()}}
+	c := dial(t, startBroker(t, b, Options{RequireAuth: true}))
+	roundTrip(t, c, saslHandshakeReq(mechPlain))
+	if resp := saslAuth(t, c, 2, []byte("\x00alice\x00"+testPassword)); resp.ErrorCode != 0 {
+		t.Fatalf("login: %+v", resp)
+	}
+	resp := roundTrip(t, c, kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse)
+	if resp.ErrorCode != 0 || len(resp.TransactionStates) != 0 {
+		t.Fatalf("listed %+v to a principal that may not describe them", resp.TransactionStates)
+	}
+}
