@@ -43,16 +43,9 @@ func newGroupCommand(g *globalFlags) *cobra.Command {
 
 func newGroupListCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Aliases: []string{"ls"}, Short: "List consumer groups", Args: cobra.NoArgs}
-	prefix := cmd.Flags().String("prefix", "", "only groups whose name starts with this")
-	pageSize := cmd.Flags().Int("page-size", 0, "groups asked per request (0: the server's default)")
+	query := pageFlags(cmd, "groups")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
-		q := url.Values{}
-		if *prefix != "" {
-			q.Set("prefix", *prefix)
-		}
-		if *pageSize > 0 {
-			q.Set("limit", strconv.Itoa(*pageSize))
-		}
+		q := query()
 		t := newTable(cmd.OutOrStdout(), "GROUP", "STATE", "PROTOCOL", "MEMBERS", "COORDINATOR", "LAG")
 		return listPages(ctx, cmd, g, c, "/v1/groups", "groups", q, func(raw []byte) error {
 			var res api.GroupList

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -137,16 +138,9 @@ func newTopicListCommand(g *globalFlags) *cobra.Command {
 			"(rows are printed as each page arrives; -o json prints one document).",
 		Args: cobra.NoArgs,
 	}
-	prefix := cmd.Flags().String("prefix", "", "only topics whose name starts with this")
-	pageSize := cmd.Flags().Int("page-size", 0, "topics asked per request (0: the server's default)")
+	query := pageFlags(cmd, "topics")
 	cmd.RunE = runE(g, func(ctx context.Context, cmd *cobra.Command, c *apiClient, _ []string) error {
-		q := url.Values{}
-		if *prefix != "" {
-			q.Set("prefix", *prefix)
-		}
-		if *pageSize > 0 {
-			q.Set("limit", fmt.Sprint(*pageSize))
-		}
+		q := query()
 		t := newTable(cmd.OutOrStdout(), "NAME", "PARTITIONS", "REPLICATION", "SIZE")
 		return listPages(ctx, cmd, g, c, "/v1/topics", "topics", q, func(raw []byte) error {
 			var list topicList
@@ -158,6 +152,23 @@ func newTopicListCommand(g *globalFlags) *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+// pageFlags gives a list command of what (topics, groups) --prefix and
+// --page-size, and returns the query they make for listPages.
+func pageFlags(cmd *cobra.Command, what string) func() url.Values {
+	prefix := cmd.Flags().String("prefix", "", "only "+what+" whose name starts with this")
+	pageSize := cmd.Flags().Int("page-size", 0, what+" asked per request (0: the server's default)")
+	return func() url.Values {
+		q := url.Values{}
+		if *prefix != "" {
+			q.Set("prefix", *prefix)
+		}
+		if *pageSize > 0 {
+			q.Set("limit", strconv.Itoa(*pageSize))
+		}
+		return q
+	}
 }
 
 // listPages walks the pages of a list endpoint (GET path with prefix,
