@@ -316,7 +316,7 @@ func (s *Server) open() (err error) {
 			if s.broker == nil {
 				return 0
 			}
-			return len(s.broker.AllPartitions())
+			return s.broker.HostedCount()
 		},
 		StorageFailed: func() int { return s.storage.Count() },
 	})

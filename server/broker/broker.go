@@ -12,15 +12,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker/producers"
-	"github.com/runnel/runnel/server/broker/topicconfig"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -63,9 +62,17 @@ type Broker struct {
 	// buffers HTTP reads load stored batches into.
 	readBufs readBufPool
 
-	mu     sync.RWMutex
-	topics map[string]*hostedTopic // guarded by mu
-	closed bool                    // guarded by mu
+	mu sync.RWMutex
+	// img is the newest image reconcile applied (guarded by mu): the
+	// truth about the partitions placed here, made into a Partition on
+	// first use (hosting.go).
+	img *raftfsm.Image
+	// topics is the topics with partitions made (guarded by mu).
+	topics map[string]*hostedTopic
+	// hostedCount is how many partitions img places here; -1: not
+	// counted since img changed.
+	hostedCount atomic.Int64
+	closed      bool // guarded by mu
 	// applied is the index of the newest image reconcile applied (guarded
 	// by mu): several goroutines reconcile (the metadata loop, the ISR
 	// loop after its own change, a request that found a topic newer than
@@ -80,21 +87,14 @@ type Broker struct {
 	// guarded by openMu (taken after a partition's lazyLog.mu).
 	openMu sync.Mutex
 	open   map[*Partition]struct{}
-	// sweep is what is left of the retention sweep's pass over the
-	// unopened logs; the run goroutine's own.
-	sweep []*Partition
+	// sweepDir is the retention sweep's listing of the partitions
+	// directory, nil between passes; the run goroutine's own.
+	sweepDir *os.File
 
 	cancel      context.CancelFunc
 	done        chan struct{}
 	isrDone     chan struct{}
 	storageDone chan struct{}
-}
-
-// hostedTopic is the partitions of one topic that live on this broker.
-type hostedTopic struct {
-	id      [16]byte
-	parts   map[int32]*Partition
-	applied *raftfsm.Topic // the metadata last applied to parts
 }
 
 // A partition directory records the id of its topic in the name of an
@@ -177,6 +177,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
 		lease: cfg.Lease, producers: cfg.Producers, keys: cfg.Keys,
 	}
+	b.hostedCount.Store(-1)
 	b.disk = newDiskGuard(dir, cfg.MinFreeDisk)
 	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, cfg.Logger.With("component", "replica-fetcher"))
 	return b, nil
@@ -285,24 +286,33 @@ func (b *Broker) maintain(now time.Time) {
 	}
 }
 
-// AllPartitions returns every hosted partition, its log open or not.
+// AllPartitions returns every hosted partition, its log open or not. It
+// makes a Partition of each one placed here that had none yet (hosting.go):
+// only an admin listing of every log (Kafka's DescribeLogDirs) asks.
 func (b *Broker) AllPartitions() []*Partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	var out []*Partition
-	for _, t := range b.topics {
-		for _, p := range t.parts {
-			out = append(out, p)
+	if b.img == nil || b.closed {
+		return out
+	}
+	for _, t := range b.img.Topics.All() {
+		for i, pm := range t.Partitions {
+			if containsID(pm.Replicas, b.id) {
+				out = append(out, b.partitionLocked(t, int32(i)))
+			}
 		}
 	}
 	return out
 }
 
-// Reconcile makes the hosted partitions match img: open what is placed here,
-// close and delete what is gone, apply config changes. After the first, it
-// looks only at the topics changed since the image it applied last (and at
-// those that failed then), when img remembers that far back: its cost
-// follows the change, not the number of topics.
+// Reconcile makes the hosted partitions match img: delete what is gone,
+// apply leadership and config changes to the partitions made already, make
+// the ones this broker follows (their fetchers start). The rest are made on
+// first use, from the image (hosting.go). After the first, it looks only at
+// the topics changed since the image it applied last (and at those that
+// failed then), when img remembers that far back: its cost follows the
+// change, not the number of topics.
 func (b *Broker) Reconcile(img *raftfsm.Image) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -314,16 +324,18 @@ func (b *Broker) Reconcile(img *raftfsm.Image) error {
 	if img.Index < b.applied {
 		return nil
 	}
+	old := b.img
 	changed, ok := img.TopicsChangedSince(b.applied)
-	if b.applied == 0 || !ok {
-		changed = b.everyTopicLocked(img)
+	if old == nil || !ok {
+		changed = b.everyTopicLocked(old, img)
 	}
-	b.applied = img.Index
+	b.applied, b.img = img.Index, img
+	b.hostedCount.Store(-1) // counted again when asked
 	retry := b.retry
 	b.retry = map[string]bool{}
 	var errs []error
 	reconcileOne := func(name string) {
-		if err := b.reconcileTopicLocked(img, name); err != nil {
+		if err := b.reconcileTopicLocked(old, img, name); err != nil {
 			errs = append(errs, err)
 			b.retry[name] = true
 		}
@@ -338,13 +350,21 @@ func (b *Broker) Reconcile(img *raftfsm.Image) error {
 	return errors.Join(errs...)
 }
 
-// everyTopicLocked yields the names of every hosted topic and every topic
-// of img: what a full reconcile looks at.
-func (b *Broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
+// everyTopicLocked yields the names of every topic of old and of img and
+// every topic with partitions made: what a full reconcile looks at.
+func (b *Broker) everyTopicLocked(old, img *raftfsm.Image) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for name := range b.topics {
 			if _, ok := img.Topics.Lookup(name); !ok && !yield(name) {
 				return
+			}
+		}
+		if old != nil {
+			for name := range old.Topics.All() {
+				_, made := b.topics[name]
+				if _, ok := img.Topics.Lookup(name); !ok && !made && !yield(name) {
+					return
+				}
 			}
 		}
 		for name := range img.Topics.All() {
@@ -357,11 +377,15 @@ func (b *Broker) everyTopicLocked(img *raftfsm.Image) iter.Seq[string] {
 
 // reconcileTopicLocked makes the hosted partitions of the topic called name
 // match img: deleted (or deleted and created again under a new id), or
-// hosted as img places it. A name may come more than once.
-func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
+// hosted as img places it. old is the image applied before (nil at the
+// first reconcile): where its topic of that name placed partitions here
+// that were never made, their directories are deleted with the topic. A
+// name may come more than once.
+func (b *Broker) reconcileTopicLocked(old, img *raftfsm.Image, name string) error {
 	t, ok := img.Topics.Lookup(name)
 	var errs []error
-	if ht, hosted := b.topics[name]; hosted && (!ok || t.ID != ht.id) {
+	ht, hosted := b.topics[name]
+	if hosted && (!ok || t.ID != ht.id) {
 		for _, p := range ht.parts {
 			b.fetches.forget(p)
 			p.wake()
@@ -371,60 +395,83 @@ func (b *Broker) reconcileTopicLocked(img *raftfsm.Image, name string) error {
 		}
 		delete(b.topics, name)
 	}
+	var was *raftfsm.Topic
+	if old != nil {
+		was, _ = old.Topics.Lookup(name)
+	}
+	if was != nil && (!ok || t.ID != was.ID) {
+		for i, pm := range was.Partitions {
+			if !containsID(pm.Replicas, b.id) || hosted && ht.id == was.ID && ht.parts[int32(i)] != nil {
+				continue // not here, or deleted above
+			}
+			if err := b.removeUnmadeLocked(name, int32(i)); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, i, err))
+			}
+		}
+		was = nil
+	}
 	if ok {
-		if err := b.hostTopicLocked(t); err != nil {
+		if err := b.hostTopicLocked(was, t); err != nil {
 			errs = append(errs, fmt.Errorf("host topic %s: %w", name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// hostTopicLocked hosts the partitions of t placed on this broker and
-// applies t's metadata and config to them. It touches no disk: a new
-// partition's log is created by its first use (lazylog.go), so creating
-// topics never holds b.mu across filesystem calls.
-func (b *Broker) hostTopicLocked(t *raftfsm.Topic) error {
-	ht, ok := b.topics[t.Name]
-	if !ok {
-		ht = &hostedTopic{id: t.ID, parts: map[int32]*Partition{}}
-		b.topics[t.Name] = ht
-	}
-	if ht.applied == t {
+// hostTopicLocked applies t's metadata and config to the partitions of t
+// made already, makes those this broker follows (their fetchers start),
+// and deletes the replicas moved away. was is the same topic as the image
+// applied before had it (nil: none, or another topic of that name). It
+// touches no disk but to delete: a log is created by its first use
+// (lazylog.go), so creating topics never holds b.mu across filesystem
+// calls.
+func (b *Broker) hostTopicLocked(was, t *raftfsm.Topic) error {
+	ht := b.topics[t.Name]
+	if ht != nil && ht.applied == t || ht == nil && was == t {
 		return nil // images share unchanged topics: nothing to do
 	}
-	cfg := topicconfig.LogConfig(t.Configs)
-	cfg.MaxInflatedBytes, cfg.FramingOnly = b.maxInflated, b.framingOnly
-	pc := partitionConfigOf(t.Configs)
+	if ht != nil {
+		ht.setConfigs(t, b)
+	}
 	for i, pm := range t.Partitions {
 		idx := int32(i)
+		var p *Partition
+		if ht != nil {
+			p = ht.parts[idx]
+		}
 		if !containsID(pm.Replicas, b.id) {
-			b.dropReplicaLocked(ht, idx) // reassigned away
+			if p != nil {
+				b.dropReplicaLocked(ht, idx) // reassigned away
+			} else if was != nil && i < len(was.Partitions) && containsID(was.Partitions[i].Replicas, b.id) {
+				if err := b.removeUnmadeLocked(t.Name, idx); err != nil {
+					b.logger.Warn("delete reassigned replica", "topic", t.Name, "partition", idx, "err", err)
+				} else {
+					b.logger.Info("replica reassigned away, deleted", "topic", t.Name, "partition", idx)
+				}
+			}
 			continue
 		}
-		p, ok := ht.parts[idx]
-		if !ok {
-			p = newPartitionWith(t.Name, idx, t.ID, nil, pc)
-			p.lazy.owner = b
-			p.lazy.cfg.Store(&cfg)
-			p.maxRecordBytes = max(consumeMaxRecordBytes, b.maxInflated)
-			p.producerPolicy, p.keyPolicyCfg = b.producers, b.keys
-			p.leaseValid, p.now = b.lease, b.now
-			p.disk = b.disk
-			p.readBufs = &b.readBufs
-			p.setMeta(pm, b.id)
-			ht.parts[idx] = p
-			b.roleChanged(p)
+		if p == nil {
+			// A replica this broker follows is made now: its fetcher
+			// replicates from the leader whether anyone asks or not. A
+			// leader's (or a leaderless one's) waits for its first use.
+			if pm.Leader >= 0 && pm.Leader != b.id {
+				b.partitionLocked(t, idx)
+				ht = b.topics[t.Name]
+			}
 			continue
 		}
 		if p.setMeta(pm, b.id) {
 			b.roleChanged(p)
 		}
-		p.setConfig(pc)
-		if err := p.setLogConfig(&cfg); err != nil {
+		p.setConfig(ht.pc)
+		if err := p.setLogConfig(ht.cfg); err != nil {
 			return fmt.Errorf("partition %d config: %w", idx, err)
 		}
 	}
-	ht.applied = t
+	if ht != nil {
+		ht.applied = t // not before: a failure is retried in full
+	}
 	return nil
 }
 
@@ -576,48 +623,6 @@ func (b *Broker) Lookup(topic string, idx int32) (*Partition, error) {
 	return p, nil
 }
 
-func (b *Broker) lookup(topic string, idx int32) (*Partition, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, ErrShuttingDown
-	}
-	ht, ok := b.topics[topic]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
-	}
-	p, ok := ht.parts[idx]
-	if !ok {
-		img, _ := b.meta.Image()
-		if t, ok := img.Topics.Lookup(topic); ok && idx >= 0 && int(idx) < len(t.Partitions) {
-			return nil, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, topic, idx, t.Partitions[idx].Leader)
-		}
-		return nil, fmt.Errorf("%w: %s has no partition %d", ErrUnknownPartition, topic, idx)
-	}
-	return p, nil
-}
-
-// PartitionsOf returns the hosted partitions of a topic sorted by index,
-// their logs open or not (SizeBytes and Offsets read them without opening
-// an empty one).
-func (b *Broker) PartitionsOf(topic string) []*Partition {
-	if b == nil { // a controller-only node hosts nothing
-		return nil
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	ht, ok := b.topics[topic]
-	if !ok {
-		return nil
-	}
-	out := make([]*Partition, 0, len(ht.parts))
-	for _, p := range ht.parts {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].index < out[j].index })
-	return out
-}
-
 // Close stops the follower and closes every log (flushing it and writing
 // its recovery checkpoint).
 func (b *Broker) Close() error {
@@ -628,6 +633,7 @@ func (b *Broker) Close() error {
 		<-b.storageDone
 	}
 	b.fetches.close()
+	b.endSweep() // run has returned: the sweep is nobody's now
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true

@@ -43,12 +43,8 @@ func TestReconcileIgnoresOlderImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	hosted := func(name string) *Partition {
-		b.mu.RLock()
-		defer b.mu.RUnlock()
-		if ht, ok := b.topics[name]; ok {
-			return ht.parts[0]
-		}
-		return nil
+		p, _ := b.lookup(name, 0) // made from the applied image if not yet
+		return p
 	}
 	pb := hosted("b")
 	if pb == nil {

@@ -3,10 +3,13 @@
 //
 // It hosts the partitions placed on this node (reconcile, the one image
 // apply), deletes those of deleted topics and replicas moved away, and
-// serves both front doors. A hosted partition's log is opened, or created,
-// only at its first use (lazylog.go): hosting a million partitions, or
-// restarting with them, opens none, and creating topics does no filesystem
-// call under Broker.mu. The front doors: produce (Partition.Produce, ProduceKeyed:
+// serves both front doors. The image reconcile applied last is the truth
+// about the partitions placed here: a Partition is made from it only at
+// its first use, or at reconcile for a replica this broker follows
+// (hosting.go), and its log is opened, or created, only at its first use
+// (lazylog.go): hosting a million partitions, or restarting with them,
+// makes few Partitions and opens no log, and creating topics does no
+// filesystem call under Broker.mu. The front doors: produce (Partition.Produce, ProduceKeyed:
 // acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
 // (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
 // long-polls), wait-replicated (the waits acks=all returns) and notify

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/topicconfig"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -156,6 +157,16 @@ func (p *Partition) peekLog() (*logPeek, error) {
 	if err != nil {
 		return nil, err
 	}
+	lp, err := peekDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	p.lazy.peeked.Store(lp)
+	return lp, nil
+}
+
+// peekDir is what a listing of a log's directory tells.
+func peekDir(dir string) (*logPeek, error) {
 	lp := &logPeek{base: -1}
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -193,7 +204,6 @@ func (p *Partition) peekLog() (*logPeek, error) {
 	case lp.segments == 1 && lp.size == 0 && lp.base == 0:
 		lp = &emptyLogDir
 	}
-	p.lazy.peeked.Store(lp)
 	return lp, nil
 }
 
@@ -277,34 +287,92 @@ func (b *Broker) opened() []*Partition {
 }
 
 // sweepUnopened is one maintenance round's share of the retention sweep
-// (see the top of this file). It runs on the run goroutine only, which owns
-// b.sweep.
+// (see the top of this file). It walks the partitions directory, a batch
+// of entries per round: a log that has no directory holds nothing to
+// delete, and a partition not made since the start (hosting.go) is looked
+// at without making it. It runs on the run goroutine only (or once Start's
+// goroutines stopped), which owns b.sweepDir.
 func (b *Broker) sweepUnopened(now time.Time) {
-	if len(b.sweep) == 0 {
-		b.sweep = b.AllPartitions() // one pass over every hosted partition
+	if b.sweepDir == nil {
+		d, err := os.Open(b.dir)
+		if err != nil {
+			b.logger.Warn("retention sweep: list partitions", "err", err)
+			return
+		}
+		b.sweepDir = d
+	}
+	entries, err := b.sweepDir.ReadDir(sweepDirsPerRound)
+	if err != nil || len(entries) < sweepDirsPerRound {
+		b.endSweep() // the next round starts a new pass
 	}
 	opens := 0
-	n := min(len(b.sweep), sweepDirsPerRound)
-	for _, p := range b.sweep[:n] {
-		if p.log() != nil || opens >= sweepOpensPerRound {
+	for _, e := range entries {
+		if opens >= sweepOpensPerRound {
+			// The batch's remaining logs that need opening are seen
+			// next pass; start that pass over now rather than after
+			// every other log.
+			b.endSweep()
+			return
+		}
+		if !e.IsDir() {
 			continue
 		}
-		lp, err := p.peekLog()
-		if err != nil || !lp.retentionDue(*p.lazy.cfg.Load(), now) {
-			continue
+		if b.sweepOne(e.Name(), now) {
+			opens++
 		}
-		opens++
-		if err := p.ensureOpen(); err != nil {
-			continue // a partition deleted meanwhile, or a failing disk (logged)
-		}
-		p.lazy.peeked.Store(nil)
 	}
-	clear(b.sweep[:n])
-	b.sweep = b.sweep[n:]
-	if opens >= sweepOpensPerRound {
-		// The batch's remaining logs that need opening are seen next pass;
-		// start that pass over now rather than after every other log.
-		b.sweep = nil
+}
+
+// sweepOne opens the log in the partition directory name if it is hosted
+// here, not open, and retention or a time roll could act on it; it
+// reports whether it tried.
+func (b *Broker) sweepOne(name string, now time.Time) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return false
+	}
+	idx, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil {
+		return false
+	}
+	topic := name[:i]
+	b.mu.RLock()
+	p, err := b.madeLocked(topic, int32(idx))
+	var cfg segments.Config
+	if err == nil && p == nil {
+		t, _ := b.img.Topics.Lookup(topic)
+		cfg = topicconfig.LogConfig(t.Configs)
+	}
+	b.mu.RUnlock()
+	var lp *logPeek
+	switch {
+	case err != nil:
+		return false // not hosted here: removeStrayDirs' business
+	case p != nil && p.log() != nil:
+		return false // open: Maintain runs on it
+	case p != nil:
+		cfg = *p.lazy.cfg.Load()
+		lp, err = p.peekLog()
+	default:
+		lp, err = peekDir(filepath.Join(b.dir, name))
+	}
+	if err != nil || !lp.retentionDue(cfg, now) {
+		return false
+	}
+	p, err = b.Lookup(topic, int32(idx)) // made and opened now
+	if err != nil {
+		return true // deleted meanwhile, or a failing disk (logged)
+	}
+	p.lazy.peeked.Store(nil)
+	return true
+}
+
+// endSweep closes the retention sweep's listing: the next round lists the
+// partitions directory from its start.
+func (b *Broker) endSweep() {
+	if b.sweepDir != nil {
+		b.sweepDir.Close()
+		b.sweepDir = nil
 	}
 }
 
@@ -359,10 +427,8 @@ func (b *Broker) removeIfStray(name string) error {
 		return nil
 	}
 	if i := strings.LastIndexByte(name, '-'); i > 0 {
-		if ht, ok := b.topics[name[:i]]; ok {
-			if idx, err := strconv.ParseInt(name[i+1:], 10, 32); err == nil && ht.parts[int32(idx)] != nil {
-				return nil
-			}
+		if idx, err := strconv.ParseInt(name[i+1:], 10, 32); err == nil && b.placedLocked(name[:i], int32(idx)) {
+			return nil
 		}
 	}
 	b.logger.Info("removing partition directory not in the metadata", "dir", name)
