@@ -192,9 +192,15 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*fol
 		if st.truncated {
 			continue
 		}
-		// Following a partition opens its log (lazylog.go), here on the
-		// fetcher's goroutine; one that fails to open is not fetched and
-		// is tried again next round.
+		// A log never written has nothing to cut, and stays unopened
+		// until the leader sends it records (applyFetched). Following any
+		// other opens its log (lazylog.go), here on the fetcher's
+		// goroutine; one that fails to open is not fetched and is tried
+		// again next round.
+		if _, empty := unopenedEmpty(p); empty {
+			st.truncated = true
+			continue
+		}
 		if err := p.ensureOpen(); err != nil {
 			continue
 		}
@@ -274,6 +280,17 @@ var errRetryLater = errors.New("retry later")
 func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
 	if p.leaderEpoch.Load() != fetchEpoch {
 		return nil
+	}
+	if base, empty := unopenedEmpty(p); empty {
+		switch {
+		case rp.ErrorCode != 0 && rp.ErrorCode != kerr.OffsetOutOfRange.Code:
+			return errRetryLater // as below, without opening the log
+		case rp.ErrorCode == 0 && len(rp.RecordBatches) == 0 && rp.HighWatermark <= base && rp.LogStartOffset <= base:
+			return nil // nothing to store: the log stays unopened
+		}
+		if err := p.ensureOpen(); err != nil {
+			return err
+		}
 	}
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:

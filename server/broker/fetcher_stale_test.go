@@ -100,8 +100,9 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 			if l.hold != nil {
 				<-l.hold
 			}
-			if l.requests != nil {
-				l.requests <- req
+			select { // nil or full: the test stopped listening
+			case l.requests <- req:
+			default:
 			}
 			out := req.ResponseKind().(*kmsg.FetchResponse)
 			if req.SessionEpoch >= 0 {

@@ -78,7 +78,39 @@ func (s *replicaSession) drop(p *Partition) {
 // sees this replica fall behind and drops it from the ISR, instead of
 // counting a replica in sync that cannot store what it is sent.
 func readyToFetch(p *Partition, st *followState) bool {
-	return st.truncated && p.log().Err() == nil && !p.disk.isLow()
+	if !st.truncated || p.disk.isLow() {
+		return false
+	}
+	if log := p.log(); log != nil {
+		return log.Err() == nil
+	}
+	_, empty := unopenedEmpty(p)
+	return empty
+}
+
+// unopenedEmpty reports whether p's log is unopened and holds no record,
+// and where it starts and ends then. A follower leaves such a log unopened
+// (issue 19: every follower opened every log it followed, so lazy logs
+// saved nothing in a replicated cluster) and fetches it from its base
+// until the leader sends records.
+func unopenedEmpty(p *Partition) (base int64, ok bool) {
+	if p.log() != nil || p.lazy.owner == nil {
+		return 0, false
+	}
+	lp, err := p.peekLog()
+	if err != nil || !lp.empty() {
+		return 0, false
+	}
+	return max(lp.base, 0), true
+}
+
+// fetchPosition is where p's log ends and starts, for a ready partition.
+func fetchPosition(p *Partition) (end, start int64) {
+	if log := p.log(); log != nil {
+		return log.EndOffset(), log.StartOffset()
+	}
+	base, _ := unopenedEmpty(p)
+	return base, base
 }
 
 // fetch sends one Fetch for the partitions ready to replicate (those whose
@@ -168,7 +200,8 @@ func (f *leaderFetcher) fetchRequest(parts map[*Partition]*followState) (req *km
 			continue
 		}
 		ready++
-		pos := sentFetch{leaderEpoch: p.leaderEpoch.Load(), offset: p.log().EndOffset(), logStart: p.log().StartOffset()}
+		end, start := fetchPosition(p)
+		pos := sentFetch{leaderEpoch: p.leaderEpoch.Load(), offset: end, logStart: start}
 		if old, ok := s.sent[p]; ok && old == pos {
 			continue // the leader's session has it where it is
 		}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"log/slog"
+	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,4 +95,45 @@ func epochTestPartitionAt(t *testing.T, i, self int32) *Partition {
 	p.repl.self = self
 	t.Cleanup(func() { p.close() })
 	return p
+}
+
+// A follower leaves the logs it follows unopened while they hold no record
+// (issue 19: it opened every one, so in a replicated cluster lazy logs
+// saved nothing: every node held every log open). The first records the
+// leader sends open (and create) the log.
+func TestFollowerLeavesEmptyLogsUnopened(t *testing.T) {
+	const n = 20
+	leader := &fakeLeader{sessionID: 9, requests: make(chan *kmsg.FetchRequest, 100)}
+	for i := range int32(n) {
+		lp := epochTestPartitionAt(t, i, 2)
+		lp.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}}, 2)
+		leader.others = append(leader.others, lp)
+	}
+	leader.p = leader.others[0]
+	dir := t.TempDir()
+	b, err := New(Config{NodeID: 1, DataDir: dir, Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
+		DialLeader: func(context.Context, int32) (net.Conn, error) {
+			client, server := net.Pipe()
+			go leader.serve(t, server)
+			return client, nil
+		}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
+	for range n {
+		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
+	}
+	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
+		t.Fatal(err)
+	}
+	// Two fetches: the one opening the session (every partition checked
+	// against the leader before it) and an idle one.
+	for range 2 {
+		<-leader.requests
+	}
+	if dirs := partitionDirs(t, dir); len(dirs) != 0 || len(b.opened()) != 0 {
+		t.Fatalf("following %d empty partitions opened %d logs and created directories %v, want none", n, len(b.opened()), dirs)
+	}
 }
