@@ -51,7 +51,9 @@
 // listener and connection sets and is never held while calling the Broker.
 // Per-connection state (fetch sessions) is reached through the request
 // context and touched only by the connection's goroutine. The API families
-// (admin, groups, txn) start no goroutine and hold no lock: their handlers
+// (admin, groups, txn) hold no lock and start no goroutine that outlives a
+// request (admin's CreateTopics creates the topics of a request from
+// short-lived ones it waits for): their handlers
 // run on the connection's reader like this package's, and reach the Broker
 // and the connection only through kapi.Env (env.go).
 //

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -36,25 +37,49 @@ func createTopics(env kapi.Env, ctx context.Context, req *kmsg.CreateTopicsReque
 	for _, rt := range req.Topics {
 		seen[rt.Topic]++
 	}
-	for _, rt := range req.Topics {
-		t := kmsg.NewCreateTopicsResponseTopic()
-		t.Topic = rt.Topic
-		spec, err := topicSpec(rt)
-		if err == nil && seen[rt.Topic] > 1 {
-			err = fmt.Errorf("%w: topic %q named more than once", kapi.ErrInvalidRequest, rt.Topic)
-		}
-		if err == nil {
-			err = env.Broker().CreateTopic(ctx, spec, req.ValidateOnly)
-		}
-		if err != nil {
-			t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
-			t.NumPartitions, t.ReplicationFactor = -1, -1
-		} else if req.Version >= 5 {
-			describeCreated(env, ctx, &t, spec, req.ValidateOnly)
-		}
-		resp.Topics = append(resp.Topics, t)
+	// The topics are created at the same time (at most createParallel at
+	// once): each is its own metadata proposal, and proposals made together
+	// share the controller's log appends and syncs. One after the other, a
+	// request of 1,000 topics waited for 1,000 syncs in a row (issue 19).
+	// Each topic keeps its own answer, in the request's order.
+	resp.Topics = make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	slots := make(chan struct{}, createParallel)
+	var wg sync.WaitGroup
+	for i, rt := range req.Topics {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			resp.Topics[i] = createTopic(env, ctx, req, rt, seen[rt.Topic] > 1)
+		}()
 	}
+	wg.Wait()
 	return resp
+}
+
+// createParallel bounds the creations of one request in flight: as many
+// as one raft append takes (hashicorp/raft's MaxAppendEntries default).
+const createParallel = 64
+
+// createTopic creates one topic of a request (twice: named more than once
+// in it) and returns its answer.
+func createTopic(env kapi.Env, ctx context.Context, req *kmsg.CreateTopicsRequest, rt kmsg.CreateTopicsRequestTopic, twice bool) kmsg.CreateTopicsResponseTopic {
+	t := kmsg.NewCreateTopicsResponseTopic()
+	t.Topic = rt.Topic
+	spec, err := topicSpec(rt)
+	if err == nil && twice {
+		err = fmt.Errorf("%w: topic %q named more than once", kapi.ErrInvalidRequest, rt.Topic)
+	}
+	if err == nil {
+		err = env.Broker().CreateTopic(ctx, spec, req.ValidateOnly)
+	}
+	if err != nil {
+		t.ErrorCode, t.ErrorMessage = kapi.KafkaErr(err), kapi.ErrMessage(err)
+		t.NumPartitions, t.ReplicationFactor = -1, -1
+	} else if req.Version >= 5 {
+		describeCreated(env, ctx, &t, spec, req.ValidateOnly)
+	}
+	return t
 }
 
 func topicSpec(rt kmsg.CreateTopicsRequestTopic) (kapi.TopicSpec, error) {

@@ -23,8 +23,11 @@
 //
 // # Goroutines and locks
 //
-// None of its own: handlers run on the connection's goroutine that calls
-// them, hold no lock and keep no state between requests; what they wait
+// Handlers run on the connection's goroutine that calls them, hold no
+// lock and keep no state between requests. CreateTopics creates a
+// request's topics from at most createParallel short-lived goroutines that
+// it waits for (their proposals share the controller's log appends); no
+// other handler starts one. What they wait
 // for (the controller, through the Broker) is bounded by the request's
 // timeout (kapi.AdminContext) or the listener's context. It imports only
 // kafkaproto/kapi of the project.
