@@ -10,7 +10,7 @@ import (
 )
 
 // ApiVersions, key 18: versions 0-4 (flexible from 3; feature levels from 3,
-// features.go). An unsupported version is answered with UNSUPPORTED_VERSION
+// kapi/features.go). An unsupported version is answered with UNSUPPORTED_VERSION
 // in a v0 response (conn.go).
 const (
 	apiVersionsKey = 18

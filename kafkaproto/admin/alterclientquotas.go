@@ -10,7 +10,7 @@ import (
 )
 
 // AlterClientQuotas, key 49: versions 0-1 (flexible from 1). Needs
-// alter_configs on the cluster (authz.go). Each entry is applied on its
+// alter_configs on the cluster (kafkaproto/authz.go). Each entry is applied on its
 // own and answered with its own error code: INVALID_REQUEST for an entity
 // type other than user and client-id, a repeated type, or an unknown key.
 const (

@@ -10,7 +10,7 @@ import (
 )
 
 // CreateAcls, key 30: versions 0-3 (flexible from 2; v0 names are literal).
-// Needs alter on the cluster (authz.go).
+// Needs alter on the cluster (kafkaproto/authz.go).
 const (
 	createACLsKey = 30
 	createACLsMin = 0

@@ -10,7 +10,7 @@ import (
 )
 
 // DeleteAcls, key 31: versions 0-3 (flexible from 2). Needs alter on the
-// cluster (authz.go). Each filter deletes what it selects (MATCH refused,
+// cluster (kafkaproto/authz.go). Each filter deletes what it selects (MATCH refused,
 // as in DescribeAcls) and lists it.
 const (
 	deleteACLsKey = 31

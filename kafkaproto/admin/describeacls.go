@@ -10,7 +10,7 @@ import (
 )
 
 // DescribeAcls, key 29: versions 0-3 (flexible from 2). Needs describe on
-// the cluster (authz.go). The MATCH pattern filter is refused
+// the cluster (kafkaproto/authz.go). The MATCH pattern filter is refused
 // (INVALID_REQUEST): ANY, LITERAL and PREFIXED select by equality.
 const (
 	describeACLsKey = 29

@@ -10,7 +10,7 @@ import (
 )
 
 // DescribeClientQuotas, key 48: versions 0-1 (flexible from 1). Needs
-// describe_configs on the cluster (authz.go). Entity types user and
+// describe_configs on the cluster (kafkaproto/authz.go). Entity types user and
 // client-id; a component of another type matches nothing.
 const (
 	describeClientQuotasKey = 48

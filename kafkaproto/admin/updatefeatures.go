@@ -13,7 +13,7 @@ import (
 // UpgradeType from 1, no per-feature results from 2). Kafka applies a
 // request atomically: the first failing update is the top-level error and
 // (before v2) every feature's result. runnel's levels are fixed
-// (features.go), so a request succeeds only when it asks for each named
+// (kapi/features.go), so a request succeeds only when it asks for each named
 // feature's finalized level (a no-op, with or without ValidateOnly);
 // anything else is INVALID_UPDATE_VERSION naming the supported level, a
 // duplicate feature or a bad upgrade type INVALID_REQUEST.

@@ -14,9 +14,9 @@ import (
 //
 // Every method is safe for concurrent use and returns once its change is
 // durable (acks=all in __transaction_state) or ctx is done. Errors are
-// matched with errors.Is against the sentinels below, errors.go and
-// groups.go. InitProducerId with a transactional id goes to Admin's
-// InitProducerID like any other.
+// matched with errors.Is against the sentinels in errors.go (TxnErr).
+// InitProducerId with a transactional id goes to Admin's InitProducerID
+// like any other.
 type TxnCoordinator interface {
 	// TxnCoordinatorID returns the node id of the broker coordinating
 	// txnID: the leader of the __transaction_state partition it hashes
