@@ -27,6 +27,8 @@ const (
 	// maxStoredReplicas bounds one stored replica list: a target and the
 	// replicas a reassignment removes.
 	maxStoredReplicas = 2 * HardMaxReplicationFactor
+	// idChunk is the size of the arrays decoded replica lists share.
+	idChunk = 4096
 )
 
 func appendTopicBinary(b []byte, t *Topic) []byte {
@@ -110,10 +112,11 @@ func decodeTopicBinary(v []byte) (*Topic, error) {
 			r.fail("%d partitions", n)
 		} else {
 			t.Partitions = make([]Partition, n)
-			// One backing array for every replica list of the topic: the
-			// lists are replaced, never modified, once published, and each
-			// is clipped so that an append copies.
-			ids := make([]int32, 0, len(r.b))
+			// The replica lists share backing arrays of idChunk ids (a
+			// list is replaced, never modified, once published, and each
+			// is clipped so that an append copies): two small allocations
+			// per partition would be most of a load's garbage.
+			var ids []int32
 			for i := range t.Partitions {
 				p := &t.Partitions[i]
 				p.Leader = r.int32()
@@ -149,6 +152,9 @@ func (r *reader) idsInto(buf []int32) ([]int32, []int32) {
 	}
 	if n == 0 {
 		return []int32{}, buf
+	}
+	if cap(buf)-len(buf) < int(n) {
+		buf = make([]int32, 0, max(idChunk, int(n)))
 	}
 	start := len(buf)
 	for range n {

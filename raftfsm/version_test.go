@@ -248,3 +248,39 @@ func TestSnapshotRestoreBinaryTopics(t *testing.T) {
 		t.Fatal("restored image differs")
 	}
 }
+
+// A restore that fails once it has begun replacing the state (here a
+// corrupt checksum, found at the end of the stream) leaves an FSM that
+// applies nothing and snapshots nothing until a restore completes: the
+// state store is half replaced and has no applied index.
+func TestFailedStreamingRestoreStopsApplies(t *testing.T) {
+	src := newTestFSM(t, t.TempDir())
+	setup(t, src)
+	data := snapshotBytes(t, src)
+	bad := bytes.Clone(data)
+	bad[len(bad)-1] ^= 0xff // the checksum
+	dst := newTestFSM(t, t.TempDir())
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, errBadSnapshot) {
+		t.Fatalf("corrupt snapshot: %v", err)
+	}
+	if _, err := dst.Snapshot(); err == nil {
+		t.Fatal("snapshot of a half-restored state")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("applied on a half-restored state")
+			}
+		}()
+		dst.ApplyBatch([]*raft.Log{commandLogAt(t, 9, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 1}})})
+	}()
+	if err := dst.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := src.Image()
+	b, _ := dst.Image()
+	if a.Digest() != b.Digest() || dst.AppliedIndex() != 4 {
+		t.Fatal("state after a good restore differs")
+	}
+	applyAt(t, dst, 5, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 1}})
+}
