@@ -28,6 +28,7 @@ type quorum struct {
 	incarnation string           // this process's broker incarnation id
 	sessions    sessions         // leader side, sessions.go
 	reconcileMu sync.Mutex       // serialises partition leader moves (reconcile)
+	reconciled  string           // term and broker states of the last reconcile; guarded by reconcileMu
 
 	hbMu       sync.Mutex             // guards the broker-side fields below
 	registered *raftfsm.Broker        // this node's broker as last registered; nil: none

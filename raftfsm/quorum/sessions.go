@@ -263,12 +263,28 @@ func (n *Node) controllerLoop(ctx context.Context) {
 		img, _ = n.Image()
 		idle++
 		sick := n.q.sessions.unhealthy(term)
-		if states := brokerStates(img, sick); states != seen || idle >= reconcileEvery {
+		states := brokerStates(img, sick)
+		switch {
+		case states == seen && idle < reconcileEvery:
+		case idle < reconcileEvery && n.reconciledWith(term, states):
+			// A controlled shutdown's reconcile ran with these states
+			// already: scanning every partition again finds nothing.
+			seen = states
+		default:
 			n.reconcile(ctx)
 			seen, idle = states, 0
 		}
 	}
 }
+
+// reconciledWith: the last reconcile ran in term with these broker states.
+func (n *Node) reconciledWith(term uint64, states string) bool {
+	n.q.reconcileMu.Lock()
+	defer n.q.reconcileMu.Unlock()
+	return n.q.reconciled == reconciledKey(term, states)
+}
+
+func reconciledKey(term uint64, states string) string { return fmt.Sprintf("%d|%s", term, states) }
 
 // brokerStates summarises the brokers' states, epochs and storage health.
 func brokerStates(img *raftfsm.Image, sick map[int32]bool) string {
@@ -302,7 +318,10 @@ func (n *Node) reconcile(ctx context.Context) {
 	n.q.reconcileMu.Lock()
 	defer n.q.reconcileMu.Unlock()
 	img, _ := n.Image()
-	cmds := leaderMoves(img, n.q.sessions.unhealthy(n.raft.CurrentTerm()))
+	term := n.raft.CurrentTerm()
+	sick := n.q.sessions.unhealthy(term)
+	n.q.reconciled = reconciledKey(term, brokerStates(img, sick))
+	cmds := leaderMoves(img, sick)
 	if len(cmds) == 0 {
 		return
 	}
@@ -412,8 +431,13 @@ func leaderMoves(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
 	}
 	healthy := func(id int32) bool { return alive(id) && !sick[id] }
 	var out []raftfsm.Command
+	// One slice for every topic's changes (each command holds a clipped
+	// part of it): a slice per topic grown from nil was a quarter of a
+	// controlled shutdown's CPU at 2,000,000 partitions.
+	var all []raftfsm.ChangePartition
 	for name, t := range img.Topics.All() {
-		var changes []raftfsm.ChangePartition
+		start := len(all)
+		changes := all // appended to below; all takes it back
 		for i, p := range t.Partitions {
 			if p.Leader != -1 && sick[p.Leader] && alive(p.Leader) {
 				if ch, ok := leaderMove(img, p, healthy); ok && ch.Leader != -1 {
@@ -438,6 +462,8 @@ func leaderMoves(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
 				changes = append(changes, ch)
 			}
 		}
+		all = changes
+		changes = all[start:len(all):len(all)]
 		for len(changes) > 0 {
 			k := min(len(changes), maxMovesPerCommand)
 			out = append(out, raftfsm.Command{ChangePartitions: &raftfsm.ChangePartitions{Topic: name, Changes: changes[:k]}})
@@ -473,7 +499,7 @@ func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool)
 			break
 		}
 	}
-	isr := p.ISR
+	var isr []int32
 	switch {
 	case leader != -1:
 		isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
@@ -481,9 +507,11 @@ func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool)
 		return raftfsm.ChangePartition{}, false // still no candidate
 	case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == raftfsm.BrokerShuttingDown:
 		return raftfsm.ChangePartition{}, false
+	default:
+		isr = slices.Clone(p.ISR)
 	}
 	return raftfsm.ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-		Leader: leader, ISR: slices.Clone(isr)}, true
+		Leader: leader, ISR: isr}, true
 }
 
 // shutdownRequest asks the leader to move a broker's leaderships away.
