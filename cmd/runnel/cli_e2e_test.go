@@ -7,6 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,5 +296,95 @@ func TestCLIFollow(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "Consumed ") {
 		t.Fatalf("no summary on stderr: %q", stderr.String())
+	}
+}
+
+// TestCLITopicListStreamsPages: `topic list` prints each page before it
+// asks for the next, in the table and with -o json, so a list of 100,000
+// topics starts printing at once and is never held whole. A proxy in front
+// of a real node holds every request for a later page until the CLI's
+// output shows the previous page's topic (bounded: a CLI that collects
+// everything first never shows it, and the proxy gives up with an error).
+func TestCLITopicListStreamsPages(t *testing.T) {
+	node := servertest.Start(t, servertest.Options{})
+	bin := servertest.Binary(t)
+	names := []string{"st-a", "st-b", "st-c"}
+	for _, name := range names {
+		cli{t: t, bin: bin, server: node.URL}.ok(nil, "topic", "create", name, "-p", "1")
+	}
+	target, err := url.Parse(node.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"-o", "json"}} {
+		var (
+			mu  sync.Mutex
+			out bytes.Buffer
+		)
+		printed := func(s string) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Contains(out.String(), s)
+		}
+		var held []string // what each later page's request waited for
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("cursor") != "" {
+				// The page before this one ended with the topic it names.
+				n := len(held)
+				held = append(held, names[n])
+				deadline := time.Now().Add(30 * time.Second)
+				for !printed(names[n]) {
+					if time.Now().After(deadline) {
+						http.Error(w, "the previous page was not printed", http.StatusTeapot)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		cmd := exec.Command(bin, append([]string{"--server", srv.URL, "topic", "list", "--prefix", "st-", "--page-size", "1"}, args...)...)
+		cmd.Env = append(os.Environ(), "RUNNEL_SERVER=")
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 4096)
+		for {
+			n, err := stdout.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				break
+			}
+		}
+		err = cmd.Wait()
+		srv.Close()
+		if err != nil {
+			t.Fatalf("topic list %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out.String(), errOut.String())
+		}
+		if len(held) != len(names)-1 {
+			t.Fatalf("topic list %v asked %d later pages, want %d", args, len(held), len(names)-1)
+		}
+		for _, name := range names {
+			if !printed(name) {
+				t.Fatalf("topic list %v printed no %s:\n%s", args, name, out.String())
+			}
+		}
+		if len(args) > 0 {
+			var doc struct {
+				Topics []struct{ Name string } `json:"topics"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Topics) != len(names) {
+				t.Fatalf("topic list -o json: %+v, %v\n%s", doc, err, out.String())
+			}
+		}
 	}
 }

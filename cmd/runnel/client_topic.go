@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,23 +174,33 @@ func pageFlags(cmd *cobra.Command, what string) func() url.Values {
 
 // listPages walks the pages of a list endpoint (GET path with prefix,
 // limit and cursor, answering next_cursor). Each page goes to onPage as it
-// arrives; with -o json the items under key of every page are printed at
-// the end as one document instead.
+// arrives; with -o json the items under key of every page are printed as
+// they arrive too, as the elements of one document's array (the same
+// document, indented, that one response holding every item would print):
+// a list of 100,000 topics is never held whole.
 func listPages(ctx context.Context, cmd *cobra.Command, g *globalFlags, c *apiClient, path, key string, q url.Values, onPage func(raw []byte) error) error {
-	all := []json.RawMessage{}
+	var arr *jsonArrayWriter
+	if g.json() {
+		arr = &jsonArrayWriter{w: cmd.OutOrStdout(), key: key}
+		onPage = func(raw []byte) error {
+			var page map[string]json.RawMessage
+			var items []json.RawMessage
+			if err := json.Unmarshal(raw, &page); err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			if err := json.Unmarshal(page[key], &items); err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			return arr.write(items)
+		}
+	}
 	for {
 		var page map[string]json.RawMessage
 		raw, err := c.getJSON(ctx, apiRequest{method: http.MethodGet, path: path, query: q}, &page)
 		if err != nil {
 			return err
 		}
-		if g.json() {
-			var items []json.RawMessage
-			if err := json.Unmarshal(page[key], &items); err != nil {
-				return fmt.Errorf("reading %s: %w", path, err)
-			}
-			all = append(all, items...)
-		} else if err := onPage(raw); err != nil {
+		if err := onPage(raw); err != nil {
 			return err
 		}
 		var next string
@@ -198,14 +209,45 @@ func listPages(ctx context.Context, cmd *cobra.Command, g *globalFlags, c *apiCl
 		}
 		q.Set("cursor", next)
 	}
-	if !g.json() {
-		return nil
+	if arr != nil {
+		return arr.close()
 	}
-	raw, err := json.Marshal(map[string]any{key: all})
-	if err != nil {
-		return err
+	return nil
+}
+
+// jsonArrayWriter prints {"key": [items...]} indented as writeJSON would,
+// item by item, so the document streams.
+type jsonArrayWriter struct {
+	w       io.Writer
+	key     string
+	started bool
+	buf     bytes.Buffer
+}
+
+func (a *jsonArrayWriter) write(items []json.RawMessage) error {
+	a.buf.Reset()
+	for _, it := range items {
+		if !a.started {
+			a.started = true
+			fmt.Fprintf(&a.buf, "{\n  %q: [\n    ", a.key)
+		} else {
+			a.buf.WriteString(",\n    ")
+		}
+		if err := json.Indent(&a.buf, bytes.TrimSpace(it), "    ", "  "); err != nil {
+			return fmt.Errorf("reading %s: %w", a.key, err)
+		}
 	}
-	return writeJSON(cmd.OutOrStdout(), raw)
+	_, err := a.w.Write(a.buf.Bytes())
+	return err
+}
+
+func (a *jsonArrayWriter) close() error {
+	end := "\n  ]\n}\n"
+	if !a.started {
+		end = fmt.Sprintf("{\n  %q: []\n}\n", a.key)
+	}
+	_, err := io.WriteString(a.w, end)
+	return err
 }
 
 // writeTopicRows adds one page of topics, sorted by name, to t.
