@@ -120,18 +120,24 @@ func (n *Node) spawn(fn func()) bool {
 }
 
 // prepare fills in what must be decided before proposing, so that applying
-// stays deterministic: version, topic id, replica placement. It checks the
+// stays deterministic: version (never above the cluster's), topic id,
+// replica placement. It checks the
 // command as the FSM will (checkCommand) and against Config.Limits before
 // anything is allocated for it, and reserves the partitions it creates
 // (release the reservation, possibly nil, once the outcome is known).
 func (n *Node) prepare(cmd raftfsm.Command) (raftfsm.Command, *reservation, error) {
 	if cmd.Version == 0 {
-		cmd.Version = raftfsm.CommandVersion
+		// The lowest version that expresses it: in a rolling upgrade the
+		// nodes not yet upgraded apply it too.
+		cmd.Version = cmd.MinVersion()
 	}
 	if err := cmd.Check(); err != nil { // what the FSM checks again at apply
 		return cmd, nil, err
 	}
 	img, _ := n.Image()
+	if err := clusterApplies(img, cmd); err != nil {
+		return cmd, nil, err
+	}
 	var as [][]int32
 	switch {
 	case cmd.CreateTopic != nil:
@@ -178,6 +184,16 @@ func (n *Node) prepare(cmd raftfsm.Command) (raftfsm.Command, *reservation, erro
 	}
 	res, err := n.reserved.reserve(n.cfg.Limits, img, as)
 	return cmd, res, err
+}
+
+// clusterApplies refuses a command of a version above the cluster's
+// (SetCommandVersion aside: it raises it).
+func clusterApplies(img *raftfsm.Image, cmd raftfsm.Command) error {
+	if cv := max(img.CommandVersion, 1); cmd.Version > cv && cmd.SetCommandVersion == nil {
+		return fmt.Errorf("%w: a command of version %d, the cluster applies version %d until every node is upgraded",
+			raftfsm.ErrInvalidCommand, cmd.Version, cv)
+	}
+	return nil
 }
 
 // prepareCurrent is prepare, tried again after a barrier when it refused

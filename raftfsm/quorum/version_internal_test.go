@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/runnel/runnel/internal/testport"
 	"github.com/runnel/runnel/raftfsm"
@@ -61,5 +64,45 @@ func TestForwardedCommandWithUnknownFieldRefused(t *testing.T) {
 	}
 	if _, err := apply(ctx, json.RawMessage(`{"AllocateProducerIDs":{"Count":5}}`)); err != nil {
 		t.Fatalf("forwarded command: %v", err)
+	}
+}
+
+// Proposals are written in the lowest version that expresses them, so that
+// the nodes of a rolling upgrade still on the older release apply them,
+// and nothing above the cluster's version is proposed. Before, every
+// proposal was written at the newest version the leader knew.
+func TestProposalsWrittenInTheirLowestVersion(t *testing.T) {
+	n, err := Open(Config{NodeID: 1, Dir: t.TempDir(), BindAddr: testport.FreeAddr(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Apply(ctx, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	last, err := n.logs.LastIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l raft.Log
+	if err := n.logs.GetLog(last, &l); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(l.Data), `{"Version":1,`) {
+		t.Fatalf("a version 1 command was written as %s", l.Data)
+	}
+	batch := raftfsm.Command{Version: 2, ChangePartitionsBatch: &raftfsm.ChangePartitionsBatch{}}
+	raise := raftfsm.Command{Version: 2, SetCommandVersion: &raftfsm.SetCommandVersion{Version: 2}}
+	v1, v2 := &raftfsm.Image{}, &raftfsm.Image{CommandVersion: 2}
+	if err := clusterApplies(v1, batch); !errors.Is(err, raftfsm.ErrInvalidCommand) {
+		t.Fatalf("a version 2 command in a version 1 cluster: %v", err)
+	}
+	if clusterApplies(v1, raise) != nil || clusterApplies(v2, batch) != nil {
+		t.Fatal("refused a command the cluster applies")
 	}
 }
