@@ -49,6 +49,13 @@ func BenchmarkClusterScale(b *testing.B) {
 	c := servertest.StartCluster(b, servertest.ClusterOptions{Combined: 3, Args: append([]string{
 		"--max-partitions", limit, "--max-broker-partitions", limit,
 	}, session...)})
+	if dir := os.Getenv("RUNNEL_BENCH_LOGS"); dir != "" { // to see where the time went, even after a failure
+		b.Cleanup(func() {
+			for i, n := range c.Nodes {
+				os.WriteFile(fmt.Sprintf("%s/node%d.log", dir, i+1), []byte(n.Logs()), 0o644)
+			}
+		})
+	}
 	names := make([]string, topics)
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%05d", i)
@@ -92,8 +99,14 @@ func BenchmarkClusterScale(b *testing.B) {
 	restart := timed(func() { victim.StartNoWait(); victim.WaitReady(10 * time.Minute) })
 	b.ReportMetric(restart.Seconds(), "restart-s")
 	isr := timed(func() {
+		last := time.Now()
 		servertest.WaitFor(b, 10*time.Minute, "every ISR whole again", func() bool {
-			return countPartitions(b, alive[0], names, func(p partitionView) bool { return len(p.ISR) < 3 }) == 0
+			short := countPartitions(b, alive[0], names, func(p partitionView) bool { return len(p.ISR) < 3 })
+			if time.Since(last) > 30*time.Second {
+				b.Logf("%d partitions with an ISR short of a replica", short)
+				last = time.Now()
+			}
+			return short == 0
 		})
 	})
 	b.ReportMetric(isr.Seconds(), "isr-whole-after-restart-s")
@@ -114,11 +127,6 @@ func BenchmarkClusterScale(b *testing.B) {
 	moved := waitLedWithout(b, stayer, names, leavingID, start)
 	b.ReportMetric(moved.Seconds(), "controlled-shutdown-moved-s")
 	b.ReportMetric((<-stopped).Seconds(), "controlled-shutdown-exit-s")
-	if dir := os.Getenv("RUNNEL_BENCH_LOGS"); dir != "" { // to see where the time went
-		for i, n := range c.Nodes {
-			os.WriteFile(fmt.Sprintf("%s/node%d.log", dir, i+1), []byte(n.Logs()), 0o644)
-		}
-	}
 }
 
 // nodeCPUs is the CPU time (user + system) each node's process used so far.
