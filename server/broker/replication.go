@@ -129,12 +129,13 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 		}
 		return fmt.Errorf("%w: broker %d is no follower of %s-%d", ErrNotLeader, id, p.topic, p.index)
 	}
-	if end := p.log().EndOffset(); offset > end || offset < 0 {
+	end := p.leaderEnd() // an unopened empty log's base (lazyreplica.go)
+	if offset > end || offset < 0 {
 		p.repl.mu.Unlock()
 		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.topic, p.index, offset, end)
 	}
 	f.leo = offset
-	if offset >= p.log().EndOffset() {
+	if offset >= end {
 		f.caughtUpAt = time.Now()
 	}
 	advanced := p.advanceHWMLocked()

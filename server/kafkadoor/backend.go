@@ -267,6 +267,14 @@ func (k *Backend) AppendForAcks(ctx context.Context, topic string, partition int
 }
 
 func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
+	if req.ReplicaID >= 0 {
+		// A follower's fetch of an idle, never-written log leaves it
+		// unopened (issue 19).
+		base, ok, err := k.cfg.Broker.FollowerFetchUnopened(req.Topic, req.Partition, req.ReplicaID, req.Offset, req.CurrentLeaderEpoch)
+		if ok {
+			return kafkaproto.FetchResult{HighWatermark: base, LastStableOffset: base, LogStartOffset: base}, toKafka(err)
+		}
+	}
 	p, err := k.cfg.Broker.Partition(req.Topic, req.Partition)
 	if err != nil {
 		return kafkaproto.FetchResult{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}, toKafka(err)
@@ -309,7 +317,7 @@ func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafka
 }
 
 func (k *Backend) Notify(topic string, partition int32) <-chan struct{} {
-	p, err := k.cfg.Broker.Lookup(topic, partition)
+	p, err := k.cfg.Broker.Hosted(topic, partition) // a wait needs no open log
 	if err != nil {
 		return nil
 	}
