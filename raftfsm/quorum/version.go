@@ -26,12 +26,16 @@ const versionCheckEvery = time.Second
 func (n *Node) versionLoop(ctx context.Context) {
 	tick := time.NewTicker(versionCheckEvery)
 	defer tick.Stop()
+	var blocked string // why it was not raised last, logged when it changes
 	for {
 		if img, _ := n.Image(); img.CommandVersion >= raftfsm.CommandVersion {
 			return
 		}
 		if n.isLeader() {
-			n.raiseCommandVersion(ctx)
+			if why := n.raiseCommandVersion(ctx); why != blocked && why != "" {
+				n.log.Info("raftfsm: command version not raised yet", "version", raftfsm.CommandVersion, "waiting_for", why)
+				blocked = why
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -42,20 +46,24 @@ func (n *Node) versionLoop(ctx context.Context) {
 }
 
 // raiseCommandVersion proposes SetCommandVersion when every server
-// supports this binary's version.
-func (n *Node) raiseCommandVersion(ctx context.Context) {
+// supports this binary's version; else it says what it waits for.
+func (n *Node) raiseCommandVersion(ctx context.Context) string {
 	want := uint8(raftfsm.CommandVersion)
 	statuses, ok := n.serverStatuses(ctx)
-	if !ok || !allApply(statuses, want) {
-		return
+	if !ok {
+		return "a node of the raft configuration to answer"
+	}
+	if !allApply(statuses, want) {
+		return "every node to run a release that applies it"
 	}
 	actx, cancel := context.WithTimeout(ctx, defaultApplyTimeout)
 	defer cancel()
 	if _, err := n.applyLocal(actx, raftfsm.Command{SetCommandVersion: &raftfsm.SetCommandVersion{Version: want}}); err != nil {
 		n.log.Warn("raftfsm: cannot raise the command version", "version", want, "err", err)
-		return
+		return ""
 	}
 	n.log.Info("raftfsm: every node applies the command version, raised", "version", want, "nodes", len(statuses))
+	return ""
 }
 
 // allApply: every status reports a command version of at least v.
