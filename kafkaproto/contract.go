@@ -31,6 +31,7 @@ type (
 	ConfigOpType       = kapi.ConfigOpType
 	ConfigOp           = kapi.ConfigOp
 	MetadataCatchUp    = kapi.MetadataCatchUp
+	TopicLookup        = kapi.TopicLookup
 )
 
 // Constants of kapi/broker.go.

@@ -109,8 +109,7 @@ func topicSpec(rt kmsg.CreateTopicsRequestTopic) (kapi.TopicSpec, error) {
 // topic.
 func describeCreated(env kapi.Env, ctx context.Context, t *kmsg.CreateTopicsResponseTopic, spec kapi.TopicSpec, validateOnly bool) {
 	t.NumPartitions, t.ReplicationFactor = spec.Partitions, spec.ReplicationFactor
-	cl, _ := env.Broker().Cluster()
-	if ti, ok := cl.Topic(spec.Name); ok && !validateOnly {
+	if ti, ok := kapi.LookupTopic(env.Broker(), spec.Name); ok && !validateOnly {
 		t.TopicID = ti.ID
 		t.NumPartitions = int32(len(ti.Partitions))
 		if len(ti.Partitions) > 0 {

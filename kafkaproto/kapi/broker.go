@@ -367,6 +367,28 @@ type ConfigOp struct {
 	Value *string
 }
 
+// TopicLookup is an optional extension of a Broker: one topic as its
+// Cluster shows it, without building a Cluster. A node rebuilds its Cluster,
+// which holds every topic, after each metadata change; CreateTopics
+// describes each topic right after creating it, and through Cluster that
+// cost work in the number of topics for every creation (issue 19).
+// LookupTopic is safe for concurrent use.
+type TopicLookup interface {
+	LookupTopic(name string) (TopicInfo, bool)
+}
+
+// LookupTopic finds one topic through b's TopicLookup, else in its Cluster.
+func LookupTopic(b Broker, name string) (TopicInfo, bool) {
+	if l, ok := b.(TopicLookup); ok {
+		return l.LookupTopic(name)
+	}
+	cl, _ := b.Cluster()
+	if ti, ok := cl.Topic(name); ok {
+		return *ti, true
+	}
+	return TopicInfo{}, false
+}
+
 // MetadataCatchUp is an optional extension of a Broker. A node's metadata
 // can trail the cluster's by a few milliseconds; before answering that a
 // topic is unknown, the listener calls CatchUpMetadata, which waits (bounded

@@ -2,7 +2,8 @@
 // listener (package kafkaproto), its API families (kafkaproto/admin,
 // kafkaproto/groups, kafkaproto/txn) and the server that implements it:
 //
-//	broker.go   the Broker interface (MetadataSource, Partitions, Admin) and its types
+//	broker.go   the Broker interface (MetadataSource, Partitions, Admin) and its types;
+//	            the optional MetadataCatchUp and TopicLookup (one topic, no Cluster)
 //	optional.go optional data-path parts: ReplicatedProducer, TxnMarkerWriter, QuotaEnforcer
 //	admin.go    optional admin parts: ClusterAdmin, ACLAdmin, QuotaAdmin,
 //	            ProducerStates, PartitionAssigner

@@ -102,6 +102,7 @@ var (
 	_ kafkaproto.ReplicatedProducer = (*Backend)(nil)
 	_ kafkaproto.TxnMarkerWriter    = (*Backend)(nil)
 	_ kafkaproto.MetadataCatchUp    = (*Backend)(nil)
+	_ kafkaproto.TopicLookup        = (*Backend)(nil)
 )
 
 // New returns the Kafka door's backend over cfg.
@@ -193,10 +194,9 @@ func (k *Backend) Cluster() (*kafkaproto.Cluster, <-chan struct{}) {
 
 func (k *Backend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 	c := &kafkaproto.Cluster{ClusterID: img.ClusterID, ControllerID: k.cfg.Meta.Status().LeaderID, Self: k.cfg.NodeID}
-	down := map[int32]bool{}
+	down := fencedBrokers(img)
 	for _, b := range img.Brokers {
-		if b.State == raftfsm.BrokerFenced {
-			down[b.ID] = true
+		if down[b.ID] {
 			continue
 		}
 		bi := kafkaproto.BrokerInfo{ID: b.ID, Rack: b.Rack}
@@ -209,22 +209,49 @@ func (k *Backend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 	}
 	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
 	for _, t := range img.Topics.All() {
-		ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name)}
-		for i, p := range t.Partitions {
-			pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
-			for _, r := range p.Replicas {
-				if down[r] {
-					pi.Offline = append(pi.Offline, r)
-				}
-			}
-			ti.Partitions = append(ti.Partitions, pi)
-		}
-		c.Topics = append(c.Topics, ti)
+		c.Topics = append(c.Topics, topicInfo(t, down))
 	}
 	sort.Slice(c.Topics, func(i, j int) bool { return c.Topics[i].Name < c.Topics[j].Name })
 	c.IndexTopicIDs()
 	return c
+}
+
+// LookupTopic implements kafkaproto.TopicLookup: one topic of the current
+// image, converted alone (Cluster converts every topic after each change).
+func (k *Backend) LookupTopic(name string) (kafkaproto.TopicInfo, bool) {
+	img, _ := k.cfg.Meta.Image()
+	t, ok := img.Topics.Lookup(name)
+	if !ok {
+		return kafkaproto.TopicInfo{}, false
+	}
+	return topicInfo(t, fencedBrokers(img)), true
+}
+
+// fencedBrokers is the set of img's fenced brokers.
+func fencedBrokers(img *raftfsm.Image) map[int32]bool {
+	down := map[int32]bool{}
+	for _, b := range img.Brokers {
+		if b.State == raftfsm.BrokerFenced {
+			down[b.ID] = true
+		}
+	}
+	return down
+}
+
+// topicInfo converts one topic; down are the fenced brokers.
+func topicInfo(t *raftfsm.Topic, down map[int32]bool) kafkaproto.TopicInfo {
+	ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name)}
+	for i, p := range t.Partitions {
+		pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
+		for _, r := range p.Replicas {
+			if down[r] {
+				pi.Offline = append(pi.Offline, r)
+			}
+		}
+		ti.Partitions = append(ti.Partitions, pi)
+	}
+	return ti
 }
 
 func (k *Backend) Produce(ctx context.Context, topic string, partition int32, batches []byte, acks int16) (kafkaproto.ProduceResult, error) {
