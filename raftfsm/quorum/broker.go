@@ -55,9 +55,15 @@ func (n *Node) register(ctx context.Context, rb raftfsm.RegisterBroker) (*raftfs
 	return b, nil
 }
 
-// waitUnfenced waits until this node's image shows b's epoch no longer fenced.
+// waitUnfenced waits until this node's image shows b's epoch no longer
+// fenced and a heartbeat answer gave the broker its lease. The image that
+// unfences the broker is published before the answer of the heartbeat that
+// unfenced it sets the lease, so it also wakes at the lease: it used to
+// wait for the next image or heartbeat then (2 s by default, in about half
+// the restarts of a node; issue 19).
 func (n *Node) waitUnfenced(ctx context.Context, b *raftfsm.Broker) (*raftfsm.Broker, error) {
 	for {
+		leased := n.leaseWait() // before the checks: a lease set after them closes it
 		img, changed := n.Image()
 		cur, ok := img.Brokers[b.ID]
 		if ok && cur.Epoch != b.Epoch {
@@ -74,9 +80,31 @@ func (n *Node) waitUnfenced(ctx context.Context, b *raftfsm.Broker) (*raftfsm.Br
 		case <-n.done:
 			return nil, raftfsm.ErrClosed
 		case <-changed:
+		case <-leased:
 		case <-time.After(n.heartbeatInterval()):
 		}
 	}
+}
+
+// setLeaseLocked sets the broker's lease and wakes waitUnfenced. Called
+// with hbMu held.
+func (n *Node) setLeaseLocked(until time.Time) {
+	n.q.leaseUntil = until
+	if n.q.leaseSet != nil {
+		close(n.q.leaseSet)
+		n.q.leaseSet = nil
+	}
+}
+
+// leaseWait returns a channel closed when a heartbeat answer next sets the
+// broker's lease.
+func (n *Node) leaseWait() <-chan struct{} {
+	n.q.hbMu.Lock()
+	defer n.q.hbMu.Unlock()
+	if n.q.leaseSet == nil {
+		n.q.leaseSet = make(chan struct{})
+	}
+	return n.q.leaseSet
 }
 
 // startHeartbeats starts the heartbeat goroutine unless it runs.
@@ -151,7 +179,7 @@ func (n *Node) sendHeartbeat(ctx context.Context, interval time.Duration) {
 	}
 	n.q.hbMu.Lock()
 	if !reply.Stale && reply.State != raftfsm.BrokerFenced && n.q.registered == b {
-		n.q.leaseUntil = sent.Add(n.sessionTimeout())
+		n.setLeaseLocked(sent.Add(n.sessionTimeout()))
 	} else {
 		n.q.leaseUntil = time.Time{}
 	}

@@ -41,6 +41,9 @@ type quorum struct {
 	// controller fences no earlier than a session timeout after it
 	// received that heartbeat, so the lease lapses first.
 	leaseUntil time.Time
+	// leaseSet is closed when a heartbeat answer sets leaseUntil (and
+	// replaced by the next waiter): waitUnfenced waits on it.
+	leaseSet chan struct{}
 }
 
 // Default broker session tuning (Kafka's).
