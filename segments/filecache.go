@@ -3,6 +3,7 @@ package segments
 import (
 	"container/list"
 	"sync"
+	"time"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -13,13 +14,15 @@ import (
 // descriptor once other logs have pushed its files out. Files in use
 // ("pinned", for example by an unclosed Chunk) are never closed under their
 // user, so the bound can be exceeded while more files are pinned than max.
+// CloseIdle closes the files no one has used for a while, so a log left
+// idle gives its descriptors back even when other logs never push them out.
 // A FileCache is safe for concurrent use.
 type FileCache struct {
 	max int
 
 	mu      sync.Mutex // guards the fields below; taken after any Log.mu
 	entries map[fileKey]*cachedFile
-	idle    *list.List // unpinned entries, least recently used first
+	idle    *list.List // unpinned entries, least recently used first (by idleSince)
 	open    int        // open files, including forgotten ones still pinned
 }
 
@@ -36,6 +39,7 @@ type cachedFile struct {
 	refs      int
 	elem      *list.Element // in idle while refs == 0 and not forgotten
 	forgotten bool          // no longer in entries; closed at refs == 0
+	idleSince time.Time     // when refs last fell to 0 (monotonic clock)
 }
 
 // NewFileCache returns a cache holding at most max open files (at least 1).
@@ -120,8 +124,33 @@ func (c *FileCache) release(e *cachedFile) {
 		c.closeLocked(e)
 		return
 	}
+	e.idleSince = time.Now()
 	e.elem = c.idle.PushBack(e)
 	c.evictLocked()
+}
+
+// CloseIdle closes the cached files unused since before cutoff (a time
+// from time.Now, whose monotonic clock it compares) and reports how many.
+// A file in use (pinned) is never closed: it becomes idle at its last
+// release. The next use of a closed file opens it again, as after an
+// eviction. The idle list is in release order, so this looks at the files
+// it closes and one more.
+func (c *FileCache) CloseIdle(cutoff time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for c.idle.Len() > 0 {
+		e := c.idle.Front().Value.(*cachedFile)
+		if !e.idleSince.Before(cutoff) {
+			break
+		}
+		c.idle.Remove(e.elem)
+		e.elem = nil
+		delete(c.entries, e.key)
+		c.closeLocked(e)
+		n++
+	}
+	return n
 }
 
 // forget drops path from the cache (before it is removed, renamed over or

@@ -216,3 +216,52 @@ func TestConcurrentCompaction(t *testing.T) {
 	}
 	checkIndexes(t, l)
 }
+
+// TestCloseIdle: CloseIdle closes the files of logs no one used since the
+// cutoff, never a file pinned by a reader (it closes at its last release
+// and a later CloseIdle), and the logs read and append as before: their
+// next use opens the files again.
+func TestCloseIdle(t *testing.T) {
+	files := NewFileCache(64)
+	root := t.TempDir()
+	var logs []*Log
+	for i := range 4 {
+		l := mustOpen(t, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), Options{Files: files})
+		defer l.Close()
+		mustAppend(t, l, valueBatch(2, 10, 1), 0)
+		logs = append(logs, l)
+	}
+	if files.OpenFiles() == 0 {
+		t.Fatal("no file open after appends")
+	}
+	pinned, err := logs[0].Read(0, 1<<20, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := files.CloseIdle(time.Now().Add(-time.Hour)); n != 0 {
+		t.Fatalf("closed %d files used within the hour", n)
+	}
+	before := openFDs(t)
+	closed := files.CloseIdle(time.Now())
+	if closed == 0 || files.OpenFiles() != 1 {
+		t.Fatalf("closed %d, %d left open; want all but the pinned one", closed, files.OpenFiles())
+	}
+	if got := before - openFDs(t); got != closed {
+		t.Fatalf("%d descriptors closed, CloseIdle said %d", got, closed)
+	}
+	if b, err := pinned.Bytes(); err != nil || len(b) == 0 {
+		t.Fatalf("pinned chunk after CloseIdle: %d bytes, %v", len(b), err)
+	}
+	pinned.Close()
+	if n := files.CloseIdle(time.Now()); n != 1 || files.OpenFiles() != 0 {
+		t.Fatalf("after the release: closed %d, %d open", n, files.OpenFiles())
+	}
+	for _, l := range logs {
+		first := readAll(t, l, 0, 1<<20)
+		more := valueBatch(1, 10, 1)
+		mustAppend(t, l, more, 0)
+		if got := readAll(t, l, 0, 1<<20); len(first) == 0 || len(got) != len(first)+len(more) {
+			t.Fatalf("read %d then %d bytes after reopening, want %d more", len(first), len(got), len(more))
+		}
+	}
+}

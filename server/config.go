@@ -67,7 +67,11 @@ type Config struct {
 	// Pprof serves Go's profiler at /debug/pprof/ on the HTTP listener.
 	Pprof bool
 
-	MaxOpenFiles     int           // segment file handles shared by all partitions
+	MaxOpenFiles int // segment file handles shared by all partitions
+	// Idle logs (issue 19): LogIdleTimeout closes the segment files of a
+	// partition no one read or wrote for this long (0: kept until
+	// --max-open-files needs room), checked by the maintenance round.
+	LogIdleTimeout   time.Duration
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks
 	ShutdownTimeout  time.Duration
 	MaxBodyBytes     int64
@@ -192,6 +196,7 @@ func DefaultConfig() Config {
 		ReplicaLagMax:           30 * time.Second,
 		LeaderRebalanceInterval: 30 * time.Second,
 		MaxOpenFiles:            1024,
+		LogIdleTimeout:          10 * time.Minute,
 		MaintainInterval:        5 * time.Second,
 		StorageRetryInterval:    time.Second,
 		MinFreeDisk:             64 << 20,

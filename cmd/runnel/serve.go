@@ -38,6 +38,7 @@ type serveFlags struct {
 	logLevel   string
 	logFormat  string
 	maxFiles   int
+	logIdle    time.Duration
 	autoCreate bool
 	heartbeat  time.Duration
 	session    time.Duration
@@ -179,6 +180,8 @@ func newServeCommand() *cobra.Command {
 	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP listener")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
+	// idle logs (issue 19)
+	fs.DurationVar(&f.logIdle, "log-idle-timeout", def.LogIdleTimeout, "a partition's segment files not read or written for this long are closed (the next use opens them again); 0: kept until --max-open-files needs room")
 	// storage (disk full, I/O errors)
 	fs.DurationVar(&f.storageRetry, "storage-retry-interval", def.StorageRetryInterval, "how often partitions whose disk failed (full, I/O error) are looked for and retried; retries back off to 30s")
 	fs.Int64Var(&f.minFreeDisk, "min-free-disk", def.MinFreeDisk, "bytes kept free on the partitions' filesystem (at most a tenth of it): appends are refused below it, so the metadata store on the same disk never runs out (0: none)")
@@ -260,6 +263,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.OffsetsTopicPartitions = f.offsetsTP
 	cfg.Pprof = f.pprof
 	cfg.MaxOpenFiles = f.maxFiles
+	cfg.LogIdleTimeout = f.logIdle
 	// Connection budgets and producer state (hostile input, h2).
 	cfg.KafkaMaxConnections = f.kafkaMaxConns
 	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP

@@ -44,6 +44,8 @@ type Broker struct {
 	storage       *StorageHealth // what storageLoop last saw (shared with Server)
 	maxInflated   int64          // segments.Config.MaxInflatedBytes
 	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline)
+	// logIdleTimeout: files unused this long are closed (lazylog.go).
+	logIdleTimeout time.Duration
 
 	// producers is given to every partition; nil: the default.
 	producers *producers.Policy
@@ -152,6 +154,9 @@ type Config struct {
 	// the OS's). Both are the test-fault hooks (server/testfaults.go).
 	Now func() time.Time
 	FS  vfs.FS
+	// LogIdleTimeout: each maintenance round closes the Files (when
+	// given) no partition used for this long (0: never; lazylog.go).
+	LogIdleTimeout time.Duration
 }
 
 // newBroker prepares a broker following meta's images; start opens the
@@ -176,6 +181,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
 		lease: cfg.Lease, producers: cfg.Producers, keys: cfg.Keys,
+		logIdleTimeout: cfg.LogIdleTimeout,
 	}
 	b.hostedCount.Store(-1)
 	b.disk = newDiskGuard(dir, cfg.MinFreeDisk)
@@ -273,6 +279,8 @@ func (b *Broker) wallNow() time.Time {
 
 func (b *Broker) maintain(now time.Time) {
 	b.sweepUnopened(now)
+	// Last: the files the round itself used are not idle.
+	defer b.closeIdleFiles()
 	for _, p := range b.opened() {
 		if p.log().Err() != nil {
 			continue // its disk failed: storageLoop reports and recovers it

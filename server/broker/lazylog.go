@@ -32,7 +32,14 @@ import (
 // recovered by segments.Open at its first use (from its recovery point, as
 // before). An unopened log holds no descriptor, index or segment state;
 // once opened, a log stays open until its partition goes away or the broker
-// closes (segments.FileCache bounds the descriptors of open ones).
+// closes. Its descriptors do not: segments.FileCache bounds those of all
+// open logs (--max-open-files), and each maintenance round closes the
+// files no one used for Config.LogIdleTimeout (closeIdleFiles), so a log
+// read once and left idle gives its descriptors back. A file pinned by a
+// reader, writer or follower in flight is never closed under it (the
+// cache's pin count), and the next use opens it again. The log's indexes
+// and offsets stay in memory: they are what lets that next use skip
+// recovery.
 //
 // The loops that walk partitions (maintenance, ISR, storage) walk the open
 // ones only (Broker.opened): nothing can change in a log nobody opened.
@@ -257,6 +264,19 @@ func (lp *logPeek) retentionDue(cfg segments.Config, now time.Time) bool {
 		return cfg.SegmentMs > 0 && now.Sub(lp.modTime).Milliseconds() >= cfg.SegmentMs
 	}
 	return false
+}
+
+// closeIdleFiles closes the partitions' files unused for logIdleTimeout
+// (see the top of this file). It runs on the maintenance round and takes
+// no broker lock: the FileCache has its own, held only to close files no
+// one has pinned.
+func (b *Broker) closeIdleFiles() {
+	if b.logIdleTimeout <= 0 || b.logOpts.Files == nil {
+		return
+	}
+	if n := b.logOpts.Files.CloseIdle(time.Now().Add(-b.logIdleTimeout)); n > 0 {
+		b.logger.Debug("closed idle partition files", "files", n, "idle", b.logIdleTimeout)
+	}
 }
 
 // addOpened and removeOpened keep the set of partitions with an open log.
