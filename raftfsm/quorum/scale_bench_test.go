@@ -120,9 +120,12 @@ func runScale(b *testing.B, total int) {
 	// others (its connections through the proxies dropped) until a
 	// survivor takes a write; closing it (what a SIGTERM adds) is timed
 	// apart.
+	// The leader now: on a loaded machine it may have changed since.
+	lead = q.leader()
+	survivor := (lead + 1) % 3
 	start = time.Now()
 	q.isolate(lead, true)
-	q.applyOn(broker, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	failover := time.Since(start)
 	start = time.Now()
 	q.stop(lead)
