@@ -600,7 +600,21 @@ func (b *Broker) Partition(topic string, idx int32) (*Partition, error) {
 
 // replica returns a hosted partition replica, leader or follower.
 func (b *Broker) replica(topic string, idx int32) (*Partition, error) {
-	if p, err := b.Lookup(topic, idx); err == nil || !errors.Is(err, ErrUnknownTopic) {
+	p, err := b.hostedReconciled(topic, idx)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.ensureOpen(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// hostedReconciled is replica without opening the log: a topic this broker
+// has not applied yet (another may have applied it first) is caught up
+// with and reconciled now.
+func (b *Broker) hostedReconciled(topic string, idx int32) (*Partition, error) {
+	if p, err := b.lookup(topic, idx); err == nil || !errors.Is(err, ErrUnknownTopic) {
 		return p, err
 	}
 	img, _ := b.meta.Image()
@@ -615,7 +629,7 @@ func (b *Broker) replica(topic string, idx int32) (*Partition, error) {
 	if err := b.Reconcile(img); err != nil {
 		return nil, err
 	}
-	return b.Lookup(topic, idx)
+	return b.lookup(topic, idx)
 }
 
 // Lookup returns a hosted partition replica with its log open (opened now,

@@ -1,6 +1,9 @@
 package broker
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // A leader answers its followers' fetches of a log that is unopened and
 // holds no record without opening it (issue 19): with replication, every
@@ -15,22 +18,28 @@ import "slices"
 func (b *Broker) Hosted(topic string, idx int32) (*Partition, error) { return b.lookup(topic, idx) }
 
 // FollowerFetchUnopened answers follower replicaID's fetch at offset
-// (leader epoch leaderEpoch) of a partition led here whose log is unopened
-// and empty, at base, its start and end and high watermark, without
-// opening it. ok is false when the fetch must be served as usual (the log
-// is open or holds records, the partition is unknown or led elsewhere, the
-// epoch does not match): that path opens the log and reports the errors.
+// (leader epoch leaderEpoch) of a partition hosted here whose log is
+// unopened and empty: at base, its start and end and high watermark, or
+// with the error the usual path would give (not the leader, a fenced or
+// unknown epoch), without opening it. ok is false when the fetch must be
+// served as usual (the log is open or holds records, the partition is not
+// hosted, the follower is outside the ISR): that path opens the log.
 func (b *Broker) FollowerFetchUnopened(topic string, idx, replicaID int32, offset int64, leaderEpoch int32) (base int64, ok bool, err error) {
-	p, err := b.lookup(topic, idx)
-	if err != nil || p.leader.Load() != b.id || p.CheckLeaderEpoch(leaderEpoch) != nil || !p.inISR(replicaID) {
-		// A follower outside the ISR is served by the usual path, which
-		// opens the log: the ISR loop that takes it back looks at open
-		// logs only.
+	p, err := b.hostedReconciled(topic, idx)
+	if err != nil {
 		return 0, false, nil
 	}
 	base, empty := unopenedEmpty(p)
-	if !empty {
+	// A follower outside the ISR is served by the usual path, which opens
+	// the log: the ISR loop that takes it back looks at open logs only.
+	if !empty || !p.inISR(replicaID) {
 		return 0, false, nil
+	}
+	if leader := p.leader.Load(); leader != b.id {
+		return base, true, fmt.Errorf("%w: %s-%d is led by broker %d", ErrNotLeader, topic, idx, leader)
+	}
+	if err := p.CheckLeaderEpoch(leaderEpoch); err != nil {
+		return base, true, err
 	}
 	return base, true, p.FollowerFetched(replicaID, offset, leaderEpoch)
 }
