@@ -186,8 +186,13 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 }
 
 // truncate asks the leader where each new follower's log diverged and cuts
-// the local log there.
+// the local log there: one OffsetForLeaderEpoch request for all of them
+// (up to maxFetchPartitions each), as Kafka's fetcher batches them. One
+// request per partition, each a round trip during which nothing was
+// fetched from this leader, kept thousands of partitions out of the ISR
+// after a leader moved many at once (issue 19).
 func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
+	var asks []epochAsk
 	for p, st := range parts {
 		if st.truncated {
 			continue
@@ -209,41 +214,79 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*fol
 			st.truncated = true
 			continue
 		}
-		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.SetVersion(4)
-		req.ReplicaID = f.m.self
-		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = p.topic
-		askEpoch := p.leaderEpoch.Load()
+		asks = append(asks, epochAsk{p: p, st: st, askEpoch: p.leaderEpoch.Load(), lastEpoch: lastEpoch})
+	}
+	for len(asks) > 0 {
+		k := min(len(asks), maxFetchPartitions)
+		if err := f.askEpochs(conn, asks[:k]); err != nil {
+			return err
+		}
+		asks = asks[k:]
+	}
+	return nil
+}
+
+// epochAsk is one partition's question to the leader: where does my last
+// epoch end in your log, asked at leader epoch askEpoch.
+type epochAsk struct {
+	p                   *Partition
+	st                  *followState
+	askEpoch, lastEpoch int32
+}
+
+// askEpochs sends one OffsetForLeaderEpoch for asks and cuts each log
+// where it diverged.
+func (f *leaderFetcher) askEpochs(conn *kafkaconn.Conn, asks []epochAsk) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(4)
+	req.ReplicaID = f.m.self
+	byTopic := map[string]int{}
+	byKey := make(map[topicPartition]*epochAsk, len(asks))
+	for i := range asks {
+		a := &asks[i]
+		ti, ok := byTopic[a.p.topic]
+		if !ok {
+			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			rt.Topic = a.p.topic
+			req.Topics = append(req.Topics, rt)
+			ti = len(req.Topics) - 1
+			byTopic[a.p.topic] = ti
+		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = p.index, askEpoch, lastEpoch
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
-		ctx, cancel := context.WithTimeout(f.m.ctx, 10*time.Second)
-		err := conn.Do(ctx, req, resp)
-		cancel()
-		if err != nil {
-			return err
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = a.p.index, a.askEpoch, a.lastEpoch
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
+		byKey[topicPartition{a.p.topic, a.p.index}] = a
+	}
+	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	ctx, cancel := context.WithTimeout(f.m.ctx, 10*time.Second)
+	err := conn.Do(ctx, req, resp)
+	cancel()
+	if err != nil {
+		return err
+	}
+	for _, rt := range resp.Topics {
+		for _, r := range rt.Partitions {
+			a := byKey[topicPartition{rt.Topic, r.Partition}]
+			if a == nil {
+				return fmt.Errorf("offset for leader epoch: answer for %s-%d, not asked", rt.Topic, r.Partition)
+			}
+			delete(byKey, topicPartition{rt.Topic, r.Partition}) // answered once
+			if r.ErrorCode != 0 {
+				continue // the leader is not ready for us yet; try again next round
+			}
+			p := a.p
+			end, done, err := divergence(p, r.LeaderEpoch, r.EndOffset)
+			if err != nil {
+				return err
+			}
+			f.m.logger.Debug("follower truncation", "topic", p.topic, "partition", p.index, "leader", f.leader,
+				"leader_epoch", a.askEpoch, "last_epoch", a.lastEpoch, "log_end", p.log().EndOffset(),
+				"answer_epoch", r.LeaderEpoch, "answer_end", r.EndOffset, "cut_to", end, "done", done)
+			if err := p.truncateAsFollower(end, a.askEpoch); err != nil {
+				return err
+			}
+			a.st.truncated = done
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return fmt.Errorf("offset for leader epoch: malformed response")
-		}
-		r := resp.Topics[0].Partitions[0]
-		if r.ErrorCode != 0 {
-			continue // the leader is not ready for us yet; try again next round
-		}
-		end, done, err := divergence(p, r.LeaderEpoch, r.EndOffset)
-		if err != nil {
-			return err
-		}
-		f.m.logger.Debug("follower truncation", "topic", p.topic, "partition", p.index, "leader", f.leader,
-			"leader_epoch", askEpoch, "last_epoch", lastEpoch, "log_end", p.log().EndOffset(),
-			"answer_epoch", r.LeaderEpoch, "answer_end", r.EndOffset, "cut_to", end, "done", done)
-		if err := p.truncateAsFollower(end, askEpoch); err != nil {
-			return err
-		}
-		st.truncated = done
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,6 +35,7 @@ type fakeLeader struct {
 	// of every Fetch.
 	sessionID int32
 	requests  chan *kmsg.FetchRequest
+	epochAsks atomic.Int32 // OffsetForLeaderEpoch requests answered
 }
 
 // part is the partition the fake leads with index i.
@@ -76,6 +78,7 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 		var resp kmsg.Response
 		switch req := req.(type) {
 		case *kmsg.OffsetForLeaderEpochRequest:
+			l.epochAsks.Add(1)
 			out := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 			for _, rt := range req.Topics {
 				ot := kmsg.NewOffsetForLeaderEpochResponseTopic()

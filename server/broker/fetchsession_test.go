@@ -137,3 +137,41 @@ func TestFollowerLeavesEmptyLogsUnopened(t *testing.T) {
 		t.Fatalf("following %d empty partitions opened %d logs and created directories %v, want none", n, len(b.opened()), dirs)
 	}
 }
+
+// A follower checks all the partitions it starts following from a leader
+// against the leader's epochs in one OffsetForLeaderEpoch request, not one
+// round trip each (issue 19: after a leader moved 10,000 partitions, the
+// follower spent minutes asking one by one, fetching nothing meanwhile,
+// and every partition of that leader fell out of the ISR).
+func TestFollowerAsksEpochsInOneRequest(t *testing.T) {
+	const n = 30
+	leader := &fakeLeader{}
+	parts := map[*Partition]*followState{}
+	for i := range int32(n) {
+		lp := epochTestPartitionAt(t, i, 1)
+		lead(t, lp, 1, "v", 2)
+		leader.others = append(leader.others, lp)
+		fp := epochTestPartitionAt(t, i, 2)
+		follow(fp, 1, 1)
+		replicate(t, lp, fp)
+		follow(fp, 1, 2) // a new leader epoch: check the log again
+		parts[fp] = &followState{}
+	}
+	leader.p = leader.others[0]
+	for _, lp := range leader.others {
+		lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
+	}
+	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
+	if err := f.truncate(connectFake(t, leader), parts); err != nil {
+		t.Fatal(err)
+	}
+	if got := leader.epochAsks.Load(); got != 1 {
+		t.Fatalf("%d OffsetForLeaderEpoch requests for %d partitions, want 1", got, n)
+	}
+	for p, st := range parts {
+		if !st.truncated {
+			t.Fatalf("partition %d not checked against the leader", p.index)
+		}
+	}
+}
