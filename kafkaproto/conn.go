@@ -318,6 +318,11 @@ func (c *conn) write(h header, resp kmsg.Response, flexibleHeader bool) error {
 		c.out, err = fr.writeTo(c.nc, out)
 		return err
 	}
+	if mr, ok := resp.(*metadataReply); ok {
+		var err error
+		c.out, err = mr.writeTo(c.nc, out)
+		return err
+	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
 	c.out = out

@@ -47,7 +47,7 @@ func handlerList() []kapi.Handler {
 		handle(produceKey, produceMin, produceMax, (*Server).produce, produceError),
 		handle(fetchKey, fetchMin, fetchMax, (*Server).fetch, fetchError),
 		handle(listOffsetsKey, listOffsetsMin, listOffsetsMax, (*Server).listOffsets, listOffsetsError),
-		handle(metadataKey, metadataMin, metadataMax, (*Server).metadata, metadataError),
+		handle(metadataKey, metadataMin, metadataMax, (*Server).serveMetadata, metadataFail),
 		handle(apiVersionsKey, apiVersionsMin, apiVersionsMax, (*Server).apiVersions, apiVersionsFail),
 		handle(initProducerIDKey, initProducerIDMin, initProducerIDMax, (*Server).initProducerID, initProducerIDError),
 		handle(offsetForLeaderEpochKey, offsetForLeaderEpochMin, offsetForLeaderEpochMax, (*Server).offsetForLeaderEpoch, offsetForLeaderEpochError),

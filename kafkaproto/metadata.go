@@ -14,7 +14,8 @@ import (
 // top-level error code from 13, KIP-1102, which is 0 unless the request is
 // refused as a whole: runnel never asks a client to rebootstrap).
 // Missing topics are created only when both the request allows it and
-// Options.AutoCreateTopics is set.
+// Options.AutoCreateTopics is set. The answer for every topic is streamed
+// (metadatawrite.go).
 const (
 	metadataKey = 3
 	metadataMin = 0
@@ -33,21 +34,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 	if s.opts.AutoCreateTopics && (req.AllowAutoTopicCreation || req.Version < 4) {
 		created = s.autoCreate(ctx, cl, req)
 	}
-	resp.ClusterID = &cl.ClusterID
-	resp.ControllerID = cl.ControllerID
-	for i := range cl.Brokers {
-		b := &cl.Brokers[i]
-		host, port, ok := endpoint(ctx, b)
-		if !ok {
-			continue
-		}
-		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = b.ID, host, port
-		if b.Rack != "" {
-			rb.Rack = &b.Rack
-		}
-		resp.Brokers = append(resp.Brokers, rb)
-	}
+	metadataBrokers(ctx, cl, resp)
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
 		for i := range cl.Topics {
@@ -91,6 +78,26 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 		resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, t))
 	}
 	return resp
+}
+
+// metadataBrokers fills in the cluster id, controller and the brokers
+// with an endpoint on the connection's listener.
+func metadataBrokers(ctx context.Context, cl *Cluster, resp *kmsg.MetadataResponse) {
+	resp.ClusterID = &cl.ClusterID
+	resp.ControllerID = cl.ControllerID
+	for i := range cl.Brokers {
+		b := &cl.Brokers[i]
+		host, port, ok := endpoint(ctx, b)
+		if !ok {
+			continue
+		}
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = b.ID, host, port
+		if b.Rack != "" {
+			rb.Rack = &b.Rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
 }
 
 // missingTopics reports whether req names a topic (by name or id) that cl

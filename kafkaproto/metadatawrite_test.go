@@ -1,0 +1,76 @@
+package kafkaproto
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestMetadataReplyMatchesKmsg: the streamed answer for every topic is,
+// byte for byte, the frame kmsg encodes from metadata's structs, at every
+// version, for topics of every shape (names of 1 and 300 bytes, 0 to 5,000
+// partitions, so array lengths of one and two varint bytes and a response
+// written in several chunks; several replicas, offline ones, leaders
+// unknown, fenced or without this listener; internal topics; none at all).
+func TestMetadataReplyMatchesKmsg(t *testing.T) {
+	mb := newMemBroker()
+	base := *mb.cluster
+	base.Brokers = append(base.Brokers, BrokerInfo{ID: 2, Host: "h2", Port: 9, Rack: "r2"}, BrokerInfo{ID: 3, SSLHost: "h3", SSLPort: 10})
+	shapes := []TopicInfo{
+		{Name: "a", ID: [16]byte{1}},
+		{Name: strings.Repeat("n", 300), ID: [16]byte{2}, Internal: true, Partitions: []PartitionInfo{
+			{Partition: 0, Leader: 1, LeaderEpoch: 7, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Offline: []int32{3}},
+			{Partition: 1, Leader: -1, Replicas: []int32{4}},
+			{Partition: 2, Leader: 3, Replicas: []int32{3}, ISR: []int32{3}},
+			{Partition: 3, Leader: 9, Replicas: []int32{9}, ISR: []int32{9}},
+		}},
+		{Name: "big", ID: [16]byte{3}},
+	}
+	for p := range 5000 {
+		shapes[2].Partitions = append(shapes[2].Partitions, PartitionInfo{Partition: int32(p), Leader: int32(p%2 + 1), LeaderEpoch: int32(p), Replicas: []int32{1, 2}, ISR: []int32{int32(p%2 + 1)}})
+	}
+	s := NewServer(mb, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	for _, topics := range [][]TopicInfo{nil, shapes[:1], shapes} {
+		cl := base
+		cl.Topics = topics
+		mb.mu.Lock()
+		mb.cluster = &cl
+		mb.mu.Unlock()
+		for v := int16(metadataMin); v <= metadataMax; v++ {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version = v
+			name := fmt.Sprintf("v%d, %d topics", v, len(topics))
+			reply, ok := s.serveMetadata(context.Background(), req).(*metadataReply)
+			if !ok {
+				t.Fatalf("%s: not streamed", name)
+			}
+			prefix := []byte{0, 0, 0, 0, 0, 0, 0, 42}
+			want := s.metadata(context.Background(), req).AppendTo(append([]byte(nil), prefix...))
+			binary.BigEndian.PutUint32(want, uint32(len(want)-4))
+			var got bytes.Buffer
+			if _, err := reply.writeTo(&got, append([]byte(nil), prefix...)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%s: streamed %d bytes, kmsg encodes %d, first difference at %d", name, got.Len(), len(want), firstDiff(got.Bytes(), want))
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
