@@ -104,11 +104,12 @@ quota-check:
 
 # One node holding many partitions (issue 19): creation over HTTP, disk,
 # RSS, restart after a clean stop and after kill -9, produce afterwards, and
-# the one-partition topic creation rate. PARTITIONS=1000000 is the issue's
+# the one-partition topic creation rate; then Kafka Metadata for every topic
+# of a node holding as many (size, time, RSS). PARTITIONS=1000000 is the issue's
 # goal; it needs lazy partition logs (every log holds open files today).
 PARTITIONS ?= 100000
 bench-scale:
-	RUNNEL_BENCH=1 RUNNEL_BENCH_PARTITIONS=$(PARTITIONS) $(GO) test -run '^$$' -bench 'NodeScale' -benchtime 1x -count=1 -timeout 120m ./server/
+	RUNNEL_BENCH=1 RUNNEL_BENCH_PARTITIONS=$(PARTITIONS) $(GO) test -run '^$$' -bench 'NodeScale|MetadataAllTopics' -benchtime 1x -count=1 -timeout 120m ./server/
 
 # Three nodes holding PARTITIONS with replication factor 3 (issue 19):
 # creation, RSS and idle CPU per node, kill -9 of the busiest leader (time
