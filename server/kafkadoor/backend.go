@@ -208,6 +208,7 @@ func (k *Backend) convert(img *raftfsm.Image) *kafkaproto.Cluster {
 		c.Brokers = append(c.Brokers, bi)
 	}
 	sort.Slice(c.Brokers, func(i, j int) bool { return c.Brokers[i].ID < c.Brokers[j].ID })
+	c.Topics = make([]kafkaproto.TopicInfo, 0, img.Topics.Len()) // sized: growth by appends is garbage at 1,000,000 partitions
 	for _, t := range img.Topics.All() {
 		c.Topics = append(c.Topics, topicInfo(t, down))
 	}
@@ -240,7 +241,8 @@ func fencedBrokers(img *raftfsm.Image) map[int32]bool {
 
 // topicInfo converts one topic; down are the fenced brokers.
 func topicInfo(t *raftfsm.Topic, down map[int32]bool) kafkaproto.TopicInfo {
-	ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name)}
+	ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name),
+		Partitions: make([]kafkaproto.PartitionInfo, 0, len(t.Partitions))}
 	for i, p := range t.Partitions {
 		pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
