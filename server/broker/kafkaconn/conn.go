@@ -34,12 +34,28 @@ func New(conn net.Conn, clientID string) *Conn {
 }
 
 // Do sends req (with its version set) and decodes the answer into resp.
+// It returns when ctx ends too (its error then wraps ctx.Err()): closing
+// a broker must not wait out a slow leader's answer. After any error the
+// connection's framing is lost: close it.
 func (c *Conn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("send %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		c.conn.SetDeadline(dl)
 	} else {
 		c.conn.SetDeadline(time.Now().Add(30 * time.Second))
 	}
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Now()) }) // wakes the read below
+	defer stop()
+	err := c.do(req, resp)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", kmsg.NameForKey(req.Key()), ctx.Err())
+	}
+	return err
+}
+
+func (c *Conn) do(req kmsg.Request, resp kmsg.Response) error {
 	c.corr++
 	c.buf = c.format.AppendRequest(c.buf[:0], req, c.corr)
 	if _, err := c.conn.Write(c.buf); err != nil {
