@@ -66,17 +66,17 @@ func BenchmarkClusterScale(b *testing.B) {
 			scalePost(b, client, c.Node(1).URL+"/v1/topics", fmt.Sprintf(`{"name":%q,"partitions":%d,"replication_factor":3}`, names[i], perTopic), http.StatusCreated)
 		})
 	})
-	b.ReportMetric(float64(partitions), "partitions")
-	b.ReportMetric(create.Seconds(), "create-s")
+	report(b, float64(partitions), "partitions")
+	report(b, create.Seconds(), "create-s")
 	for i, n := range c.Nodes {
 		rss, _ := n.RSS()
-		b.ReportMetric(float64(rss)/(1<<20), fmt.Sprintf("rss-node%d-MiB", i+1))
+		report(b, float64(rss)/(1<<20), fmt.Sprintf("rss-node%d-MiB", i+1))
 	}
 	cpu0 := nodeCPUs(b, c.Nodes)
 	time.Sleep(idle) // the measurement window: nothing is produced in it
 	cpu1 := nodeCPUs(b, c.Nodes)
 	for i := range c.Nodes {
-		b.ReportMetric((cpu1[i]-cpu0[i]).Seconds()/idle.Seconds()*30, fmt.Sprintf("idle-cpu-node%d-s/30s", i+1))
+		report(b, (cpu1[i]-cpu0[i]).Seconds()/idle.Seconds()*30, fmt.Sprintf("idle-cpu-node%d-s/30s", i+1))
 	}
 
 	// kill -9 of the broker leading the most partitions.
@@ -93,11 +93,11 @@ func BenchmarkClusterScale(b *testing.B) {
 	produced := make(chan time.Duration, 1)
 	go func() { produced <- produceEvery(b, alive, names, perTopic, start) }()
 	led := waitLedWithout(b, alive[0], names, victimID, start)
-	b.ReportMetric(led.Seconds(), "kill9-led-again-s")
-	b.ReportMetric((<-produced).Seconds(), "kill9-all-writable-s")
+	report(b, led.Seconds(), "kill9-led-again-s")
+	report(b, (<-produced).Seconds(), "kill9-all-writable-s")
 
 	restart := timed(func() { victim.StartNoWait(); victim.WaitReady(10 * time.Minute) })
-	b.ReportMetric(restart.Seconds(), "restart-s")
+	report(b, restart.Seconds(), "restart-s")
 	isr := timed(func() {
 		last := time.Now()
 		servertest.WaitFor(b, 10*time.Minute, "every ISR whole again", func() bool {
@@ -109,7 +109,7 @@ func BenchmarkClusterScale(b *testing.B) {
 			return short == 0
 		})
 	})
-	b.ReportMetric(isr.Seconds(), "isr-whole-after-restart-s")
+	report(b, isr.Seconds(), "isr-whole-after-restart-s")
 
 	// Controlled shutdown of the broker leading the most.
 	leavingID := busiestLeader(b, c.Node(1), names)
@@ -125,8 +125,8 @@ func BenchmarkClusterScale(b *testing.B) {
 	stopped := make(chan time.Duration, 1)
 	go func() { leaving.Stop(); stopped <- time.Since(start) }()
 	moved := waitLedWithout(b, stayer, names, leavingID, start)
-	b.ReportMetric(moved.Seconds(), "controlled-shutdown-moved-s")
-	b.ReportMetric((<-stopped).Seconds(), "controlled-shutdown-exit-s")
+	report(b, moved.Seconds(), "controlled-shutdown-moved-s")
+	report(b, (<-stopped).Seconds(), "controlled-shutdown-exit-s")
 }
 
 // nodeCPUs is the CPU time (user + system) each node's process used so far.
@@ -236,4 +236,11 @@ func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTop
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// report reports a figure and logs it at once: a later step that fails
+// keeps the figures measured before it.
+func report(b *testing.B, v float64, unit string) {
+	b.ReportMetric(v, unit)
+	b.Logf("%s %.3f", unit, v)
 }
