@@ -106,7 +106,7 @@ quota-check:
 # RSS, restart after a clean stop and after kill -9, produce afterwards, and
 # the one-partition topic creation rate; then Kafka Metadata for every topic
 # of a node holding as many (size, time, RSS). PARTITIONS=1000000 is the issue's
-# goal (about 20 minutes here; partition logs open on first use, so memory and
+# goal (partition logs open on first use, so its memory and
 # disk stay small). CI runs a 2,000-partition version through bench-short.
 PARTITIONS ?= 100000
 bench-scale:
