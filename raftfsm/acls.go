@@ -54,7 +54,7 @@ func checkACLs(as []ACLEntry) error {
 
 func (c *change) createACLs(cmd *CreateACLs) (any, error) {
 	for _, a := range cmd.ACLs {
-		c.img.ACLs[a.Key()] = a
+		c.img.acls()[a.Key()] = a
 		c.writes = append(c.writes, write{aclKey(a), mustJSON(a)})
 	}
 	return nil, nil
@@ -63,7 +63,7 @@ func (c *change) createACLs(cmd *CreateACLs) (any, error) {
 func (c *change) deleteACLs(cmd *DeleteACLs) (any, error) {
 	for _, a := range cmd.ACLs {
 		if _, ok := c.img.ACLs[a.Key()]; ok {
-			delete(c.img.ACLs, a.Key())
+			delete(c.img.acls(), a.Key())
 			c.writes = append(c.writes, write{key: aclKey(a)})
 		}
 	}

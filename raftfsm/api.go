@@ -100,6 +100,12 @@ type Image struct {
 
 	load *partitionLoad // counts kept by the FSM (load.go); nil in images built elsewhere
 
+	// The access maps a change has copied (image.go: the others are
+	// shared with the previous image), and the ACL map's number
+	// (SameACLs; 0 in images built elsewhere).
+	owned       ownedMaps
+	aclsVersion uint64
+
 	// The topics changed by recent batches (topicchanges.go), complete
 	// after the image at changesFrom; tracked only in the FSM's images.
 	changes     *topicChanges

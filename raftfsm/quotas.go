@@ -135,7 +135,7 @@ func (c *change) setQuotas(cmd *SetQuotas) (any, error) {
 		}
 		if len(q.Values) == 0 {
 			if _, ok := c.img.Quotas[k]; ok {
-				delete(c.img.Quotas, k)
+				delete(c.img.quotas(), k)
 				c.writes = append(c.writes, write{key: quotaKey(q.Entity)})
 			}
 			continue
@@ -145,7 +145,7 @@ func (c *change) setQuotas(cmd *SetQuotas) (any, error) {
 			vals[vk] = v
 		}
 		q.Values = vals
-		c.img.Quotas[k] = q
+		c.img.quotas()[k] = q
 		c.writes = append(c.writes, write{quotaKey(q.Entity), mustJSON(q)})
 	}
 	return nil, nil

@@ -53,7 +53,7 @@ func checkCreateToken(c *CreateToken) error {
 
 func (c *change) createToken(cmd *CreateToken) (any, error) {
 	t := cmd.Token
-	c.img.Tokens[t.ID] = &t
+	c.img.tokens()[t.ID] = &t
 	c.writes = append(c.writes, write{tokenKey(t.ID), mustJSON(&t)})
 	return nil, nil
 }
@@ -62,7 +62,7 @@ func (c *change) deleteToken(cmd *DeleteToken) (any, error) {
 	if _, ok := c.img.Tokens[cmd.ID]; !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownToken, cmd.ID)
 	}
-	delete(c.img.Tokens, cmd.ID)
+	delete(c.img.tokens(), cmd.ID)
 	c.writes = append(c.writes, write{key: tokenKey(cmd.ID)})
 	return nil, nil
 }

@@ -92,7 +92,7 @@ func (c *change) upsertUserScram(cmd *UpsertUserScram) (any, error) {
 		}
 	}
 	u.Scram[cmd.Mechanism] = cmd.Credential
-	c.img.Users[u.Name] = u
+	c.img.users()[u.Name] = u
 	c.writes = append(c.writes, write{userKey(u.Name), mustJSON(u)})
 	return nil, nil
 }
@@ -101,7 +101,7 @@ func (c *change) deleteUser(cmd *DeleteUser) (any, error) {
 	if _, ok := c.img.Users[cmd.Name]; !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownUser, cmd.Name)
 	}
-	delete(c.img.Users, cmd.Name)
+	delete(c.img.users(), cmd.Name)
 	c.writes = append(c.writes, write{key: userKey(cmd.Name)})
 	return nil, nil
 }

@@ -39,15 +39,17 @@ func toEntry(a auth.ACL) raftfsm.ACLEntry {
 // authorizer returns the authorizer of the current metadata. Every
 // metadata command publishes a new image (a partition's leader or ISR
 // changes, a producer id block, a topic): the index is rebuilt only when
-// the image's ACLs differ from those it was built from, a comparison that
-// costs what the FSM's copy of them into the new image already cost.
+// the image's ACLs differ from those it was built from. The state machine
+// shares one ACL map between images until a command changes the ACLs, so
+// SameACLs answers that at once; the entry-by-entry comparison is left for
+// images that do not share it (a restore, images built elsewhere).
 func (a *Access) authorizer() *auth.Authorizer {
 	img := a.cfg.Meta.Image()
 	e := a.authz.cur.Load()
 	if e != nil && e.img == img {
 		return e.a
 	}
-	if e != nil && sameACLs(e.acls, img.ACLs) {
+	if e != nil && (img.SameACLs(e.img) || sameACLs(e.acls, img.ACLs)) {
 		a.authz.cur.Store(&authzEntry{img: img, acls: img.ACLs, a: e.a})
 		return e.a
 	}
