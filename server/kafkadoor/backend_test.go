@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/runnel/runnel/kafkaproto"
@@ -96,5 +97,60 @@ func TestToKafka(t *testing.T) {
 	other := errors.New("other")
 	if toKafka(other) != other || toKafka(nil) != nil {
 		t.Error("an error the table does not name changed")
+	}
+}
+
+// The view after each change equals a fresh conversion of the new image,
+// while a topic the change left alone keeps its previous conversion: a
+// changed, an added and a deleted topic, then a fenced broker (which marks
+// replicas offline in every topic, so nothing may be kept).
+func TestClusterReconvertsOnlyChangedTopics(t *testing.T) {
+	brokers := func(fenced int32) map[int32]*raftfsm.Broker {
+		m := map[int32]*raftfsm.Broker{}
+		for id := int32(1); id <= 3; id++ {
+			st := raftfsm.BrokerAlive
+			if id == fenced {
+				st = raftfsm.BrokerFenced
+			}
+			m[id] = &raftfsm.Broker{ID: id, State: st, KafkaAddr: fmt.Sprintf("h%d:9092", id)}
+		}
+		return m
+	}
+	topic := func(name string, epoch int32) *raftfsm.Topic {
+		return &raftfsm.Topic{Name: name, ID: [16]byte{name[0]}, Partitions: []raftfsm.Partition{
+			{Leader: 1, LeaderEpoch: epoch, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}},
+			{Leader: 2, LeaderEpoch: epoch, Replicas: []int32{2, 3, 1}, ISR: []int32{2, 3}},
+		}}
+	}
+	a, b, c := topic("a", 1), topic("b", 1), topic("c", 1)
+	meta := &fakeMeta{img: &raftfsm.Image{ClusterID: "x", Brokers: brokers(0), Topics: raftfsm.TopicMapOf(a, b, c)}}
+	k := New(Config{NodeID: 1, Meta: meta})
+	first, _ := k.Cluster()
+	kept := &first.Topics[0].Partitions[0] // topic a's conversion
+
+	steps := []struct {
+		name string
+		next func(img raftfsm.Image) raftfsm.Image
+		keep bool // topic a's conversion is kept
+	}{
+		{"b changed", func(img raftfsm.Image) raftfsm.Image { img.Topics = img.Topics.With(topic("b", 2)); return img }, true},
+		{"d added", func(img raftfsm.Image) raftfsm.Image { img.Topics = img.Topics.With(topic("d", 1)); return img }, true},
+		{"c deleted", func(img raftfsm.Image) raftfsm.Image { img.Topics = img.Topics.Without("c"); return img }, true},
+		{"broker 3 fenced", func(img raftfsm.Image) raftfsm.Image { img.Brokers = brokers(3); return img }, false},
+	}
+	for _, st := range steps {
+		next := st.next(*meta.img)
+		meta.img = &next
+		got, _ := k.Cluster()
+		want, _ := New(Config{NodeID: 1, Meta: meta}).Cluster()
+		if !reflect.DeepEqual(got.Topics, want.Topics) {
+			t.Fatalf("%s: topics\n%+v\nwant\n%+v", st.name, got.Topics, want.Topics)
+		}
+		if again, _ := k.Cluster(); again != got {
+			t.Fatalf("%s: converted twice for one image", st.name)
+		}
+		if reused := &got.Topics[0].Partitions[0] == kept; reused != st.keep {
+			t.Fatalf("%s: topic a's conversion kept = %v, want %v", st.name, reused, st.keep)
+		}
 	}
 }
