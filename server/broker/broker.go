@@ -657,15 +657,43 @@ func (b *Broker) Close() error {
 	b.fetches.close()
 	b.endSweep() // run has returned: the sweep is nobody's now
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
-	var errs []error
+	var parts []*Partition
 	for _, ht := range b.topics {
 		for _, p := range ht.parts {
-			if err := p.close(); err != nil {
-				errs = append(errs, err)
-			}
+			parts = append(parts, p)
 		}
 	}
+	b.mu.Unlock()
+	return closePartitions(parts)
+}
+
+// closeParallelism is how many logs Close closes at once. A log's clean
+// close is about a dozen fsyncs (its data, index files, state and
+// high-watermark checkpoints, each file and its directory): one after the
+// other, 20,000 logs took minutes; concurrent fsyncs share the
+// filesystem journal's commits.
+const closeParallelism = 16
+
+// closePartitions closes parts, closeParallelism at a time (an unopened
+// log costs nothing), and joins their errors.
+func closePartitions(parts []*Partition) error {
+	work := make(chan *Partition)
+	errs := make([]error, closeParallelism)
+	var wg sync.WaitGroup
+	for w := range closeParallelism {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				errs[w] = errors.Join(errs[w], p.close())
+			}
+		}()
+	}
+	for _, p := range parts {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
 	return errors.Join(errs...)
 }
