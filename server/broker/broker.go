@@ -294,26 +294,6 @@ func (b *Broker) maintain(now time.Time) {
 	}
 }
 
-// AllPartitions returns every hosted partition, its log open or not. It
-// makes a Partition of each one placed here that had none yet (hosting.go):
-// only an admin listing of every log (Kafka's DescribeLogDirs) asks.
-func (b *Broker) AllPartitions() []*Partition {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []*Partition
-	if b.img == nil || b.closed {
-		return out
-	}
-	for _, t := range b.img.Topics.All() {
-		for i, pm := range t.Partitions {
-			if containsID(pm.Replicas, b.id) {
-				out = append(out, b.partitionLocked(t, int32(i)))
-			}
-		}
-	}
-	return out
-}
-
 // Reconcile makes the hosted partitions match img: delete what is gone,
 // apply leadership and config changes to the partitions made already, make
 // the ones this broker follows (their fetchers start). The rest are made on

@@ -218,12 +218,9 @@ func (h *Door) ListTopics(ctx context.Context, q api.ListQuery) (api.TopicPage, 
 	out := api.TopicPage{Topics: make([]api.TopicSummary, 0, len(names)), More: more}
 	for _, name := range names {
 		t := img.Topics.Get(name)
-		var size int64
-		for _, p := range h.cfg.Broker().PartitionsOf(t.Name) {
-			size += p.SizeBytes() // opens no log
-		}
 		out.Topics = append(out.Topics, api.TopicSummary{Name: t.Name, Partitions: int32(len(t.Partitions)),
-			ReplicationFactor: admin.ReplicationFactor(t), Internal: admin.IsInternal(t.Name), SizeBytes: size})
+			ReplicationFactor: admin.ReplicationFactor(t), Internal: admin.IsInternal(t.Name),
+			SizeBytes: h.cfg.Broker().TopicSizeBytes(t.Name)}) // makes no partition, opens no log
 	}
 	return out, nil
 }

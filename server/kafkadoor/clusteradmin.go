@@ -65,18 +65,14 @@ func (k *Backend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 	if syscall.Statfs(dir, &st) == nil {
 		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
 	}
-	for _, p := range b.AllPartitions() {
-		// Sizes and lags without opening an empty log (issue 19).
-		var lag int64
-		if _, end, hwm, err := p.Offsets(); err == nil {
-			lag = max(hwm-end, 0)
-		}
-		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: p.Topic(), Partition: p.Index(),
-			Size: p.SizeBytes(), OffsetLag: lag})
+	// Sizes and lags without opening an empty log or making a partition
+	// not used since the start (issue 19); in topic and index order.
+	logs := b.HostedLogs()
+	d.Partitions = make([]kafkaproto.LogDirPartition, 0, len(logs))
+	for _, l := range logs {
+		d.Partitions = append(d.Partitions, kafkaproto.LogDirPartition{Topic: l.Topic, Partition: l.Partition,
+			Size: l.Size, OffsetLag: l.OffsetLag})
 	}
-	slices.SortFunc(d.Partitions, func(a, b kafkaproto.LogDirPartition) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
 	return []kafkaproto.LogDir{d}, nil
 }
 
