@@ -425,8 +425,8 @@ func (p *Partition) MaxTimestamp() (int64, int64, error) {
 
 // openLog is the partition's log, opened now if it was not: a partition
 // returned by Broker.Partition or Lookup has it open; one from PartitionsOf
-// or AllPartitions may not (SizeBytes and Offsets read those without
-// opening an empty log). nil when opening fails.
+// may not (SizeBytes and Offsets read those without opening an empty log).
+// nil when opening fails.
 func (p *Partition) openLog() *segments.Log {
 	if p.ensureOpen() != nil {
 		return nil
