@@ -20,6 +20,7 @@ import (
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker/producers"
+	"github.com/runnel/runnel/server/broker/storage"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -59,7 +60,7 @@ type Broker struct {
 	now func() time.Time
 	// disk is given to every partition (partition.disk); set before
 	// start, nil: no reserve.
-	disk *diskGuard
+	disk *storage.Guard
 	// readBufs is given to every partition (partition.readBufs): the
 	// buffers HTTP reads load stored batches into.
 	readBufs readBufPool
@@ -184,7 +185,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logIdleTimeout: cfg.LogIdleTimeout,
 	}
 	b.hostedCount.Store(-1)
-	b.disk = newDiskGuard(dir, cfg.MinFreeDisk)
+	b.disk = storage.NewGuard(dir, cfg.MinFreeDisk)
 	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, cfg.Logger.With("component", "replica-fetcher"))
 	return b, nil
 }

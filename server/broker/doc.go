@@ -20,16 +20,18 @@
 // lists only partitions whose position changed (fetchsession.go); the
 // leader tracks their log end offsets, advances the high watermark over the
 // ISR (replication.go) and proposes ISR changes to the controller (isrLoop,
-// one command per topic). The disk reserve
-// (diskguard.go) and the recovery of logs whose disk failed (storage.go)
-// live here too. Leaf subpackages hold what needs no partition: producers
-// (the producer table of idempotent and transactional producers and the
-// index of HTTP idempotency keys, which a partition checks and records
-// each append against under its appendMu: producerstate.go, idemkeys.go)
-// and topicconfig (the topic config table, which the doors and
-// server/admin use as well). A door reads a partition only through its
-// methods (Topic, Index, Offsets, LogStart, Read..., Produce...), never
-// its fields or its log.
+// one command per topic). Subpackages hold what needs no partition, or
+// reaches one through a narrow interface: producers (the producer table of
+// idempotent and transactional producers and the index of HTTP
+// idempotency keys, which a partition checks and records each append
+// against under its appendMu: producerstate.go, idemkeys.go), producerlog
+// (their rebuild from the partition's log, and the key index's load
+// outside appendMu), storage (the disk reserve, the storage error, the
+// health the doors report and the recovery loop of failed logs, which
+// storage.go feeds the failed partitions) and topicconfig (the topic
+// config table, which the doors and server/admin use as well). A door
+// reads a partition only through its methods (Topic, Index, Offsets,
+// LogStart, Read..., Produce...), never its fields or its log.
 //
 // The broker reaches the rest of the node only through Config (dial a leader,
 // the broker lease, policies) and Metadata (image, propose, catch up), so
@@ -43,14 +45,17 @@
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
 // (follows the metadata image, runs log maintenance), isrLoop (ISR changes
-// of the partitions led here), storageLoop (reports and recovers failed
-// logs), and the fetch manager's one goroutine per leader followed
+// of the partitions led here), storageLoop (runs storage.Recovery:
+// reports and recovers failed logs), and the fetch manager's one
+// goroutine per leader followed
 // (leaderFetcher.run; stopped by Close or when no partition follows that
 // leader any more).
 //
 // Lock order: Broker.mu, then a partition's lazyLog.mu (opening, closing,
 // deleting its log), then Broker.openMu (the set of open logs), then its
-// appendMu, then its replica set (repl.mu), then its notifyMu. No lock is
+// appendMu, then its replica set (repl.mu), then its notifyMu; the disk
+// reserve's lock (storage.Guard, taken by an append's admit) and the
+// storage health's are taken last. No lock is
 // held across a wait for replication or new data; reconcile holds
 // Broker.mu for writing while it deletes logs (and waits for a log being
 // opened at that moment), but opens and creates none.

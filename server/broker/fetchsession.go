@@ -78,7 +78,7 @@ func (s *replicaSession) drop(p *Partition) {
 // sees this replica fall behind and drops it from the ISR, instead of
 // counting a replica in sync that cannot store what it is sent.
 func readyToFetch(p *Partition, st *followState) bool {
-	if !st.truncated || p.disk.isLow() {
+	if !st.truncated || p.disk.IsLow() {
 		return false
 	}
 	if log := p.log(); log != nil {

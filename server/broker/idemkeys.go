@@ -10,13 +10,9 @@ import (
 
 // The partition's side of idempotent HTTP produce (Idempotency-Key; how a
 // key is carried and why, in package producers' keys.go): the key index of
-// a partition leader, checked and updated by keyed appends and rebuilt from
-// the log, and the batch fields a key is stamped into.
-
-// keyOf reads the key a batch carries; ok false for other batches.
-func keyOf(b batchView) (producers.Key, bool) {
-	return producers.KeyOf(b.ProducerID, b.epoch, b.firstSeq, b.IsControl())
-}
+// a partition leader (producerlog.Keys, rebuilt from the log), checked and
+// updated by keyed appends under appendMu, and the batch fields a key is
+// stamped into.
 
 // StampKey writes k into the producer fields of batch (one batch as
 // recordbatch.Build makes it) and recomputes its CRC.
@@ -53,8 +49,8 @@ func (p *Partition) checkKeyLocked(k *producers.Key, views []batchView, now time
 	if len(views) != 1 {
 		return AppendResult{}, false, fmt.Errorf("%w: a keyed append is one batch", recordbatch.ErrCorruptBatch)
 	}
-	if err := p.loadKeysLocked(now); err != nil {
-		return AppendResult{}, false, err
+	if err := p.keys.LoadLocked(p.log(), p.keyPolicy(), now); err != nil {
+		return AppendResult{}, false, p.keysErr(err)
 	}
 	base, last, dup, err := p.keys.Check(*k, views[0].lastDelta+1, now)
 	if !dup {
@@ -65,108 +61,25 @@ func (p *Partition) checkKeyLocked(k *producers.Key, views []batchView, now time
 
 // recordKeyLocked remembers the keyed batch just appended at base.
 func (p *Partition) recordKeyLocked(k *producers.Key, views []batchView, base int64, now time.Time) {
-	if k == nil || p.keys == nil {
-		return
+	if k != nil {
+		p.keys.Record(*k, base, views[0].lastDelta+1, now)
 	}
-	p.keys.Record(*k, base, views[0].lastDelta+1, now.UnixMilli(), now)
 }
 
 // resetKeysLocked drops the key index when the log changed under it (a
 // follower's append, truncation or reset); the next leader write rebuilds it.
-func (p *Partition) resetKeysLocked() {
-	p.keys = nil
-	p.keysGen++
-}
+func (p *Partition) resetKeysLocked() { p.keys.Reset() }
 
 // loadKeys rebuilds the key index from the log the first time a keyed
 // write reaches this partition since it was opened or last followed a
-// leader: it reads the batches younger than the expiration. The bulk of
-// the read runs without appendMu, so other writes to the partition go on;
-// only the batches appended meanwhile are read under it.
+// leader (producerlog.Keys.Load: most of the read without appendMu).
 func (p *Partition) loadKeys(now time.Time) error {
-	p.appendMu.Lock()
-	loaded, gen, end := p.keys != nil, p.keysGen, p.log().EndOffset()
-	p.appendMu.Unlock()
-	if loaded {
-		return nil
-	}
-	x := producers.NewKeyIndex(p.keyPolicy())
-	since := now.Add(-x.Expiration())
-	err := p.scanLog(since, end, rebuildKeys(x, now))
-	p.appendMu.Lock()
-	defer p.appendMu.Unlock()
-	switch {
-	case p.keys != nil:
-		return nil // another write loaded it meanwhile
-	case err != nil || gen != p.keysGen:
-		// The log changed under the read (or it failed): read it
-		// again, whole, under the lock.
-		return p.loadKeysLocked(now)
-	}
-	if err := p.scanLog(time.UnixMilli(0), p.log().EndOffset(), rebuildKeys(x, now), end); err != nil {
+	return p.keysErr(p.keys.Load(&p.appendMu, p.log(), p.keyPolicy(), now))
+}
+
+func (p *Partition) keysErr(err error) error {
+	if err != nil {
 		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
-	}
-	p.keys = x
-	return nil
-}
-
-// loadKeysLocked is loadKeys with appendMu held throughout.
-func (p *Partition) loadKeysLocked(now time.Time) error {
-	if p.keys != nil {
-		return nil
-	}
-	x := producers.NewKeyIndex(p.keyPolicy())
-	if err := p.scanLog(now.Add(-x.Expiration()), p.log().EndOffset(), rebuildKeys(x, now)); err != nil {
-		return fmt.Errorf("rebuild idempotency keys of %s-%d: %w", p.topic, p.index, err)
-	}
-	p.keys = x
-	return nil
-}
-
-// rebuildKeys records in x the keyed batches a log scan meets.
-func rebuildKeys(x *producers.KeyIndex, now time.Time) func(batchView) {
-	return func(b batchView) {
-		if k, ok := keyOf(b); ok {
-			// The batch's own time, capped: a client clock in the
-			// future must not keep a key forever.
-			x.Record(k, b.baseOffset, b.lastDelta+1, min(b.maxTS, now.UnixMilli()), now)
-		}
-	}
-}
-
-// scanLog calls fn for every batch below end from the first one with a
-// timestamp at or after since (and at or after from[0] when given).
-func (p *Partition) scanLog(since time.Time, end int64, fn func(batchView), from ...int64) error {
-	off, _, ok, err := p.log().OffsetForTimestamp(since.UnixMilli())
-	if err != nil || !ok {
-		return err
-	}
-	for _, f := range from {
-		off = max(off, f)
-	}
-	for off = max(off, p.log().StartOffset()); off < end; {
-		chunk, err := p.log().Read(off, 1<<20, end)
-		if err != nil {
-			return fmt.Errorf("at %d: %w", off, err)
-		}
-		data, err := chunk.Bytes()
-		chunk.Close()
-		if err != nil {
-			return fmt.Errorf("at %d: %w", off, err)
-		}
-		next := off
-		err = splitBatches(data, func(b batchView) error {
-			fn(b)
-			next = b.lastOffset() + 1
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if next <= off {
-			break
-		}
-		off = next
 	}
 	return nil
 }
@@ -191,8 +104,8 @@ func (p *Partition) peekKey(k producers.Key, count int32, now time.Time) error {
 	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if err := p.loadKeysLocked(now); err != nil {
-		return err
+	if err := p.keys.LoadLocked(p.log(), p.keyPolicy(), now); err != nil {
+		return p.keysErr(err)
 	}
 	_, _, _, err := p.keys.Check(k, count, now)
 	return err

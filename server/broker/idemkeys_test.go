@@ -43,7 +43,7 @@ func TestIdempotencyKeyRetry(t *testing.T) {
 	for _, drop := range []bool{false, true} {
 		if drop {
 			p.appendMu.Lock()
-			p.keys = nil // rebuilt from the log
+			p.keys.Reset() // rebuilt from the log
 			p.appendMu.Unlock()
 		}
 		// A retry's records get a new timestamp: only the key and the
@@ -107,7 +107,7 @@ func TestIdempotencyKeyExpiresInRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.appendMu.Lock()
-	p.keys = nil
+	p.keys.Reset()
 	p.appendMu.Unlock()
 	res, err := p.appendKeyed(keyedBatch(k, now.UnixMilli(), "v"), &k)
 	if err != nil || res.Duplicate {
@@ -124,7 +124,7 @@ func TestIdempotencyKeyStampRoundTrip(t *testing.T) {
 		if err := splitBatches(keyedBatch(k, 1, "x", "y", "z"), func(b batchView) error { v = b; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		got, ok := keyOf(v)
+		got, ok := producers.KeyOf(v.ProducerID, v.epoch, v.firstSeq, v.IsControl())
 		if !ok || got != k || v.Idempotent() {
 			t.Fatalf("key %+v read back as %+v %v (idempotent %v)", k, got, ok, v.Idempotent())
 		}

@@ -11,7 +11,9 @@ import (
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producerlog"
 	"github.com/runnel/runnel/server/broker/producers"
+	"github.com/runnel/runnel/server/broker/storage"
 	"github.com/runnel/runnel/server/broker/topicconfig"
 )
 
@@ -53,10 +55,9 @@ type Partition struct {
 	minISR   atomic.Int32 // min.insync.replicas
 	repl     replicaSet
 
-	appendMu  sync.Mutex          // serializes appends and guards producers and keys
-	producers *producers.Table    // nil until the first idempotent batch
-	keys      *producers.KeyIndex // idempotency keys; nil until the first keyed batch
-	keysGen   uint64              // counts resets of keys (resetKeysLocked)
+	appendMu  sync.Mutex       // serializes appends and guards producers and keys
+	producers *producers.Table // nil until the first idempotent batch
+	keys      producerlog.Keys // idempotency keys; loaded at the first keyed batch
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
 	keyPolicyCfg *producers.KeyPolicy
@@ -69,7 +70,7 @@ type Partition struct {
 	maxRecordBytes int64 // bound on one record decoded for HTTP; set at creation
 	// disk refuses appends while the partitions' filesystem is below
 	// --min-free-disk; set at creation, nil: no reserve.
-	disk *diskGuard
+	disk *storage.Guard
 	// readBufs recycles HTTP reads' buffers; set at creation, nil: each
 	// read allocates its own.
 	readBufs *readBufPool
@@ -267,7 +268,7 @@ func (p *Partition) mayWrite(n int) error {
 	if p.leaseValid != nil && !p.leaseValid(time.Now()) {
 		return fmt.Errorf("%w: %s-%d: this broker's heartbeats went unanswered for a session timeout", ErrNotLeader, p.topic, p.index)
 	}
-	return p.disk.admit(n)
+	return p.disk.Admit(n)
 }
 
 // packTerm packs a leader and its epoch into one word (Partition.term).

@@ -1,23 +1,20 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
-	"github.com/runnel/runnel/recordbatch"
-	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producerlog"
 	"github.com/runnel/runnel/server/broker/producers"
 )
 
 // The partition's side of idempotent and transactional producers: the
 // table itself (what is a duplicate, what is out of order, what expires)
-// is package producers'; this file checks and records an append's batches
-// against it, refuses ids the controller never allocated, and rebuilds the
-// table from the log.
+// is package producers', its rebuild from the log package producerlog's;
+// this file checks and records an append's batches against it under
+// appendMu and refuses ids the controller never allocated.
 
 // producerIDWait bounds how long a write waits for this broker's metadata
 // to show an id the controller allocated moments ago (through another
@@ -121,28 +118,12 @@ func (p *Partition) checkProducerIDs(views []batchView) error {
 
 // loadProducersLocked rebuilds the producer table from the log the first
 // time an idempotent producer writes to this partition since it was opened
-// (or since it last followed another leader), so duplicates are caught
-// across restarts. Producers idle longer than the expiration are expired
-// anyway, so the scan starts at the first batch younger than that.
+// (or since it last followed another leader; producerlog.LoadTable).
 func (p *Partition) loadProducersLocked(now time.Time) error {
 	if p.producers != nil {
 		return nil
 	}
-	policy := p.policy()
-	t := producers.NewTable(policy)
-	err := p.scanLog(now.Add(-policy.Expiration), p.log().EndOffset(), func(b batchView) {
-		// The batch's own time, capped: a client's clock in the future
-		// must not keep an id forever.
-		at := min(b.maxTS, now.UnixMilli())
-		switch {
-		case b.Idempotent() && !b.IsControl():
-			t.Record(b.producerBatch(), b.baseOffset, at, now)
-		case b.IsControl():
-			if m, err := recordbatch.ParseControl(b.Raw); err == nil {
-				t.Marker(m, at, now)
-			}
-		}
-	})
+	t, err := producerlog.LoadTable(p.log(), p.policy(), now)
 	if err != nil {
 		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
 	}
@@ -151,17 +132,12 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 }
 
 // ActiveProducers copies the producer table (in memory; appendMu is held
-// only for the copy), with the transactions open in the log; a producer
-// with an open transaction that the table does not hold (not loaded yet)
-// is listed with what the log knows.
+// only for the copy), with the transactions open in the log
+// (producerlog.Active).
 func (p *Partition) ActiveProducers() ([]kafkaproto.ActiveProducer, error) {
 	open, err := p.log().OngoingTxns()
 	if err != nil {
 		return nil, err
-	}
-	start := make(map[int64]segments.OngoingTxn, len(open))
-	for _, t := range open {
-		start[t.ProducerID] = t
 	}
 	var held []producers.Producer
 	p.appendMu.Lock()
@@ -169,20 +145,5 @@ func (p *Partition) ActiveProducers() ([]kafkaproto.ActiveProducer, error) {
 		held = p.producers.Producers()
 	}
 	p.appendMu.Unlock()
-	out := []kafkaproto.ActiveProducer{}
-	for _, e := range held {
-		a := kafkaproto.ActiveProducer{ID: e.ID, Epoch: e.Epoch, LastSequence: e.LastSequence, LastTimestamp: e.LastTimestamp,
-			CoordinatorEpoch: e.CoordinatorEpoch, TxnStartOffset: -1}
-		if t, ok := start[e.ID]; ok {
-			a.TxnStartOffset = t.FirstOffset
-			delete(start, e.ID)
-		}
-		out = append(out, a)
-	}
-	for _, t := range start {
-		out = append(out, kafkaproto.ActiveProducer{ID: t.ProducerID, Epoch: t.ProducerEpoch, LastSequence: -1,
-			LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: t.FirstOffset})
-	}
-	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return producerlog.Active(held, open), nil
 }

@@ -298,7 +298,7 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	if whole == 0 {
 		return nil
 	}
-	if err := p.disk.admit(whole); err != nil {
+	if err := p.disk.Admit(whole); err != nil {
 		return err
 	}
 	p.appendMu.Lock()

@@ -2,164 +2,57 @@ package broker
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/storage"
 )
 
-// errStorage: a partition's log refuses writes after a write or fsync
-// failed (disk full, I/O error). Both front doors map it in their one error
-// table (HTTP 507, Kafka KAFKA_STORAGE_ERROR).
-var ErrStorage = errors.New("storage error")
+// The partitions' side of a disk that stops taking writes: the reserve,
+// the storage error, what the node reports and the recovery loop are
+// package storage's; this file lists the failed logs for it and brings a
+// partition in line with its log once the log recovered.
 
-// maxStorageBackoff bounds the wait between two recovery attempts while a
-// disk stays full.
-const maxStorageBackoff = 30 * time.Second
+// ErrStorage: a partition's log refuses writes (storage.ErrStorage).
+var ErrStorage = storage.ErrStorage
 
-// storageErr turns a log's sticky error into the message clients see: the
-// partition and the system's reason, no file paths.
+// StorageHealth is what the storage loop last saw (storage.Health).
+type StorageHealth = storage.Health
+
+// storageErr is the error clients see for a log's sticky error.
 func storageErr(topic string, index int32, err error) error {
-	return fmt.Errorf("%w on %s-%d: %s; writes resume by themselves once the disk takes them again",
-		ErrStorage, topic, index, storageReason(err))
+	return storage.PartitionErr(topic, index, err)
 }
 
-// storageReason is the system's reason for a storage error ("no space left
-// on device"), without the paths the full error names.
-func storageReason(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno.Error()
-	}
-	return "I/O error"
-}
-
-// StorageHealth is what the storage loop last saw: the partitions whose log
-// failed and the first one's error.
-type StorageHealth struct {
-	mu     sync.Mutex
-	failed []string // "topic-partition", sorted
-	cause  string   // storageReason of the first
-	disk   error    // diskGuard.err: below --min-free-disk
-}
-
-func (h *StorageHealth) setDisk(err error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.disk = err
-}
-
-func (h *StorageHealth) set(failed []string, cause string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.failed, h.cause = failed, cause
-}
-
-// Count is the number of failed partitions.
-func (h *StorageHealth) Count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.failed)
-}
-
-// Err returns nil when no partition failed, otherwise an errStorage naming
-// (a few of) them.
-func (h *StorageHealth) Err() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.failed) == 0 {
-		return h.disk
-	}
-	names := h.failed
-	more := ""
-	if len(names) > 5 {
-		names, more = names[:5], fmt.Sprintf(" and %d more", len(h.failed)-5)
-	}
-	return fmt.Errorf("%w: %d partition(s) refuse writes (%s%s): %s", ErrStorage, len(h.failed),
-		strings.Join(names, ", "), more, h.cause)
-}
-
-// storageLoop watches the logs for a sticky storage error and recovers them
-// in place once the disk takes writes again (segments.Log.Recover probes
-// first), backing off while it does not. Started by start, stopped by close.
+// storageLoop runs the recovery of failed logs (storage.Recovery) on its
+// own goroutine. Started by Start, stopped by Close.
 func (b *Broker) storageLoop(ctx context.Context, every time.Duration) {
 	defer close(b.storageDone)
-	backoff := every
-	var next time.Time
-	round := 0
-	t := time.NewTimer(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		b.disk.measure(true)
-		failed := b.failedPartitions()
-		if now := time.Now(); len(failed) > 0 && !now.Before(next) {
-			round++
-			if b.recoverPartitions(failed, round) {
-				backoff = every
-			} else {
-				backoff = min(backoff*2, maxStorageBackoff)
-				next = now.Add(backoff)
-			}
-			failed = b.failedPartitions()
-		}
-		b.publishStorage(failed)
-		t.Reset(every)
-	}
+	r := storage.Recovery{Guard: b.disk, Health: b.storage, Logger: b.logger, Failed: b.failedPartitions}
+	r.Run(ctx, every)
 }
 
 // failedPartitions returns the hosted partitions whose log has failed.
-func (b *Broker) failedPartitions() []*Partition {
-	var out []*Partition
+func (b *Broker) failedPartitions() []storage.Replica {
+	var out []storage.Replica
 	for _, p := range b.opened() { // an unopened log has not failed
 		if p.log().Err() != nil {
-			out = append(out, p)
+			out = append(out, failedReplica{p})
 		}
 	}
 	return out
 }
 
-// recoverPartitions tries to recover every failed log; it stops at the
-// first failure (they share the disk) and reports whether all recovered.
-// Each round starts at another partition, so one whose directory stays
-// broken cannot keep the others from recovering.
-func (b *Broker) recoverPartitions(failed []*Partition, round int) bool {
-	start := round % len(failed)
-	for _, p := range append(failed[start:len(failed):len(failed)], failed[:start]...) {
-		if err := p.log().Recover(); err != nil {
-			if errors.Is(err, segments.ErrClosed) {
-				continue // deleted or moved meanwhile
-			}
-			b.logger.Warn("partition storage still failing; retrying", "topic", p.topic, "partition", p.index, "err", err)
-			return false
-		}
-		p.recovered()
-		b.logger.Info("partition storage recovered; writes accepted again", "topic", p.topic, "partition", p.index)
-	}
-	return true
-}
+// failedReplica is a partition as the recovery loop sees it.
+type failedReplica struct{ *Partition }
 
-func (b *Broker) publishStorage(failed []*Partition) {
-	b.storage.setDisk(b.disk.err())
-	if len(failed) == 0 {
-		b.storage.set(nil, "")
-		return
+func (f failedReplica) LogErr() error { return f.log().Err() }
+
+func (f failedReplica) Recover() error {
+	if err := f.log().Recover(); err != nil {
+		return err
 	}
-	names := make([]string, len(failed))
-	for i, p := range failed {
-		names[i] = fmt.Sprintf("%s-%d", p.topic, p.index)
-	}
-	sort.Strings(names)
-	b.storage.set(names, storageReason(failed[0].log().Err()))
+	f.recovered()
+	return nil
 }
 
 // recovered is called after the log recovered in place: recovery may have

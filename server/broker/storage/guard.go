@@ -1,4 +1,4 @@
-package broker
+package storage
 
 import (
 	"fmt"
@@ -8,17 +8,18 @@ import (
 	"time"
 )
 
-// diskGuard keeps --min-free-disk free on the filesystem that holds the
-// partitions: appends are refused (a storage error) below it. The metadata
+// Guard keeps --min-free-disk free on the filesystem that holds the
+// partitions: appends are refused (ErrStorage) below it. The metadata
 // store (badger) writes through memory-mapped files, and a page it first
 // touches on a full filesystem kills the process with SIGBUS instead of
 // returning an error; refusing data first leaves it room, so a node on a
 // full disk stays up, reports itself and resumes when space returns.
 //
-// The free space is measured with statfs after every diskCheckBytes
-// admitted (and at most every diskCheckEvery while below the reserve), so
-// it can be overshot by about that much plus what is in flight.
-type diskGuard struct {
+// The free space is measured with statfs after every CheckBytes admitted
+// (and at most every CheckEvery while below the reserve), so it can be
+// overshot by about that much plus what is in flight. A nil Guard admits
+// everything.
+type Guard struct {
 	dir string
 	min int64 // --min-free-disk; capped at a tenth of the filesystem
 
@@ -32,13 +33,15 @@ type diskGuard struct {
 	statfs func(dir string) (free, total int64, err error) // tests replace it
 }
 
+// CheckBytes and CheckEvery bound how often admits measure the disk.
 const (
-	diskCheckBytes = 1 << 20
-	diskCheckEvery = 100 * time.Millisecond
+	CheckBytes = 1 << 20
+	CheckEvery = 100 * time.Millisecond
 )
 
-func newDiskGuard(dir string, min int64) *diskGuard {
-	return &diskGuard{dir: dir, min: min, statfs: statfs}
+// NewGuard keeps min bytes free on the filesystem holding dir (0: none).
+func NewGuard(dir string, min int64) *Guard {
+	return &Guard{dir: dir, min: min, statfs: statfs}
 }
 
 func statfs(dir string) (free, total int64, err error) {
@@ -49,34 +52,33 @@ func statfs(dir string) (free, total int64, err error) {
 	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
 }
 
-// admit is called before n bytes are appended; it returns an errStorage
-// while the filesystem is below the reserve. Safe for concurrent use; nil
-// guards admit everything.
-func (g *diskGuard) admit(n int) error {
+// Admit is called before n bytes are appended; it returns an ErrStorage
+// while the filesystem is below the reserve. Safe for concurrent use.
+func (g *Guard) Admit(n int) error {
 	if g == nil || g.min <= 0 {
 		return nil
 	}
-	if g.since.Add(int64(n)) >= diskCheckBytes || g.low.Load() {
-		g.measure(false)
+	if g.since.Add(int64(n)) >= CheckBytes || g.low.Load() {
+		g.Measure(false)
 	}
 	if g.low.Load() {
-		return g.err()
+		return g.Err()
 	}
 	return nil
 }
 
-// isLow reports whether the last measure was below the reserve.
-func (g *diskGuard) isLow() bool { return g != nil && g.low.Load() }
+// IsLow reports whether the last measure was below the reserve.
+func (g *Guard) IsLow() bool { return g != nil && g.low.Load() }
 
-// measure runs statfs unless one ran within diskCheckEvery with fewer than
-// diskCheckBytes admitted since (force: always).
-func (g *diskGuard) measure(force bool) {
+// Measure runs statfs unless one ran within CheckEvery with fewer than
+// CheckBytes admitted since (force: always).
+func (g *Guard) Measure(force bool) {
 	if g == nil || g.min <= 0 {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !force && g.since.Load() < diskCheckBytes && time.Since(g.last) < diskCheckEvery {
+	if !force && g.since.Load() < CheckBytes && time.Since(g.last) < CheckEvery {
 		return
 	}
 	g.since.Store(0)
@@ -89,9 +91,9 @@ func (g *diskGuard) measure(force bool) {
 	g.low.Store(free < g.limit)
 }
 
-// err describes the refusal (nil while above the reserve).
-func (g *diskGuard) err() error {
-	if !g.isLow() {
+// Err describes the refusal (nil while above the reserve).
+func (g *Guard) Err() error {
+	if !g.IsLow() {
 		return nil
 	}
 	g.mu.Lock()

@@ -1,0 +1,65 @@
+package producerlog
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/producers"
+)
+
+// LoadTable rebuilds a partition's producer table from its log, so
+// duplicates are caught across restarts and leader changes. Producers idle
+// longer than the policy's expiration are expired anyway, so the scan
+// starts at the first batch younger than that.
+func LoadTable(log Log, policy *producers.Policy, now time.Time) (*producers.Table, error) {
+	t := producers.NewTable(policy)
+	err := Scan(log, now.Add(-policy.Expiration), 0, log.EndOffset(), func(raw []byte, info recordbatch.Info) {
+		// The batch's own time, capped: a client's clock in the future
+		// must not keep an id forever.
+		at := min(info.MaxTimestamp, now.UnixMilli())
+		switch {
+		case isControl(info):
+			if m, err := recordbatch.ParseControl(raw); err == nil {
+				t.Marker(m, at, now)
+			}
+		case info.ProducerID >= 0 && !producers.IsKeyID(info.ProducerID):
+			t.Record(producers.Batch{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
+				LastDelta: int32(info.LastOffset - info.BaseOffset), Records: raw[recordbatch.HeaderLen:]}, info.BaseOffset, at, now)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Active lists the producers a partition knows of: those of its table
+// (held, a copy), with the transactions open in its log; a producer with
+// an open transaction the table does not hold (not loaded yet) is listed
+// with what the log knows. Sorted by id.
+func Active(held []producers.Producer, open []segments.OngoingTxn) []kafkaproto.ActiveProducer {
+	start := make(map[int64]segments.OngoingTxn, len(open))
+	for _, t := range open {
+		start[t.ProducerID] = t
+	}
+	out := []kafkaproto.ActiveProducer{}
+	for _, e := range held {
+		a := kafkaproto.ActiveProducer{ID: e.ID, Epoch: e.Epoch, LastSequence: e.LastSequence, LastTimestamp: e.LastTimestamp,
+			CoordinatorEpoch: e.CoordinatorEpoch, TxnStartOffset: -1}
+		if t, ok := start[e.ID]; ok {
+			a.TxnStartOffset = t.FirstOffset
+			delete(start, e.ID)
+		}
+		out = append(out, a)
+	}
+	for _, t := range start {
+		out = append(out, kafkaproto.ActiveProducer{ID: t.ProducerID, Epoch: t.ProducerEpoch, LastSequence: -1,
+			LastTimestamp: -1, CoordinatorEpoch: -1, TxnStartOffset: t.FirstOffset})
+	}
+	slices.SortFunc(out, func(a, b kafkaproto.ActiveProducer) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
