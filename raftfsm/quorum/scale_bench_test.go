@@ -39,7 +39,9 @@ func scalePartitions(b *testing.B) int {
 // to create them, the snapshot's size and time, a controlled shutdown of a
 // broker leading a third of them, a controller failover (leader cut off
 // until a survivor applies a command), the old leader's Close, and the
-// restart of the closed node until it is ready and caught up.
+// restart of the closed node until it is ready and caught up. It also
+// counts the raft elections before the failover (leadership churn under
+// the run's load) and those the failover took (1 unless votes split).
 //
 // RUNNEL_BENCH_SHUTDOWN_CPUPROFILE=file writes a CPU profile of the
 // controlled shutdown alone, RUNNEL_BENCH_RESTART_CPUPROFILE of the
@@ -77,6 +79,10 @@ func runScale(b *testing.B, total int) {
 		q.register(i, "")
 	}
 	ctx := context.Background()
+	// Raft terms count elections (pre-vote rounds that fail do not raise
+	// the term): those before the failover are leadership churn under
+	// the run's load, which a shorter election timeout must not cause.
+	term0 := q.maxTerm()
 
 	start := time.Now()
 	const perTopic = 10_000
@@ -123,10 +129,12 @@ func runScale(b *testing.B, total int) {
 	// The leader now: on a loaded machine it may have changed since.
 	lead = q.leader()
 	survivor := (lead + 1) % 3
+	term1 := q.maxTerm()
 	start = time.Now()
 	q.isolate(lead, true)
 	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	failover := time.Since(start)
+	failoverElections := q.nodes[survivor].Status().Term - term1
 	start = time.Now()
 	q.stop(lead)
 	closeTime := time.Since(start)
@@ -152,8 +160,21 @@ func runScale(b *testing.B, total int) {
 	// load does not inflate the way it inflates wall time.
 	b.ReportMetric(shutdownCPU.Seconds(), "controlled_shutdown_cpu_s")
 	b.ReportMetric(failover.Seconds(), "failover_s")
+	b.ReportMetric(float64(term1-term0), "elections_before_failover")
+	b.ReportMetric(float64(failoverElections), "failover_elections")
 	b.ReportMetric(closeTime.Seconds(), "close_s")
 	b.ReportMetric(restart.Seconds(), "restart_s")
+}
+
+// maxTerm is the highest raft term among the running nodes.
+func (q *proxied) maxTerm() uint64 {
+	var t uint64
+	for _, n := range q.nodes {
+		if n != nil {
+			t = max(t, n.Status().Term)
+		}
+	}
+	return t
 }
 
 // cpuTime is the CPU time (user and system) this process has used.
