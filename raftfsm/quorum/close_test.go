@@ -65,3 +65,33 @@ func TestCloseWithApplysInFlightReturns(t *testing.T) {
 		cancel()
 	}
 }
+
+// An active controller that closes (SIGTERM, a rolling restart) hands its
+// leadership over first, so the others do not wait out their election
+// timeouts. Nodes 2 and 3 have an election timeout of a minute: they stand
+// for election on their own only a minute after they last heard from a
+// leader; node 1, with the default, leads first. Once it closes, a
+// survivor must lead, and take a command, long before that minute (before:
+// nobody led until the minute was up).
+func TestCloseHandsLeadershipOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	const slow = time.Minute
+	q := newQuorum(t, 3, 0, func(c *quorum.Config) {
+		if c.NodeID != 1 {
+			c.ElectionTimeout = slow
+		}
+	})
+	q.waitReady()
+	if lead := q.leader(); lead != 0 {
+		t.Fatalf("node %d leads, not node 1 (the only one with a short election timeout): nothing tested", lead+1)
+	}
+	closed := time.Now()
+	q.stop(0)
+	waitFor(t, slow/2, "a survivor to lead", func() bool {
+		return q.nodes[1].Status().Role == "leader" || q.nodes[2].Status().Role == "leader"
+	})
+	q.applyOn(1, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	t.Logf("a survivor led and applied %v after the leader began closing", time.Since(closed).Round(time.Millisecond))
+}

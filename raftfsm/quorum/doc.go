@@ -31,7 +31,9 @@
 // # Files
 //
 //	config.go     Config
-//	node.go       Node: open/bootstrap, raft config, Close
+//	node.go       Node: open/bootstrap, raft config (timeouts and what a
+//	              failover takes), Close (an active controller hands its
+//	              leadership over first)
 //	transport.go  the protocol bytes, raft's stream layer over the mux,
 //	              the advertised address
 //	transport_gate.go  raft's transport with counted heartbeat handlers, so
@@ -79,7 +81,8 @@
 //
 // # Goroutines and locks
 //
-// Raft owns its goroutines; Close shuts raft down first, which resolves every
+// Raft owns its goroutines; Close (after handing leadership over, bounded
+// by two election timeouts) shuts raft down first, which resolves every
 // pending future. The Node owns the leader loop (proposes InitCluster when it
 // leads a cluster without id), the controller loop (fences and moves leaders
 // while it leads), the version loop (raises the cluster's command version

@@ -256,6 +256,10 @@ func raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		return raftfsm.ErrNotLeader
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused before it reached the log (handOver): the successor
+		// takes it.
+		return raftfsm.ErrNotLeader
 	case errors.Is(err, raft.ErrLeadershipLost):
 		// The entry may still commit under the next leader: outcome unknown.
 		return fmt.Errorf("%w (%v; the command may still apply)", raftfsm.ErrNotLeader, err)

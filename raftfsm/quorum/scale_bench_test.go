@@ -39,7 +39,8 @@ func scalePartitions(b *testing.B) int {
 // to create them, the snapshot's size and time, a controlled shutdown of a
 // broker leading a third of them, a controller failover (leader cut off
 // until a survivor applies a command), the old leader's Close, and the
-// restart of the closed node until it is ready and caught up. It also
+// restart of the closed node until it is ready and caught up, and the
+// failover when the active controller closes (a SIGTERM). It also
 // counts the raft elections before the failover (leadership churn under
 // the run's load) and those the failover took (1 unless votes split).
 //
@@ -151,6 +152,22 @@ func runScale(b *testing.B, total int) {
 	restart := time.Since(start)
 	stopProfile()
 
+	// Failover after a SIGTERM: from the start of the active controller's
+	// Close (which hands leadership over first) until a survivor takes a
+	// write, while the old one may still be closing its stores.
+	lead = q.leader()
+	survivor = (lead + 1) % 3
+	closing := q.nodes[lead]
+	closed := make(chan error, 1)
+	start = time.Now()
+	go func() { closed <- closing.Close() }()
+	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
+	closeFailover := time.Since(start)
+	if err := <-closed; err != nil {
+		b.Fatal(err)
+	}
+	q.nodes[lead] = nil
+
 	b.ReportMetric(float64(total), "partitions")
 	b.ReportMetric(create.Seconds(), "create_s")
 	b.ReportMetric(snapTime.Seconds(), "snapshot_s")
@@ -164,6 +181,7 @@ func runScale(b *testing.B, total int) {
 	b.ReportMetric(float64(failoverElections), "failover_elections")
 	b.ReportMetric(closeTime.Seconds(), "close_s")
 	b.ReportMetric(restart.Seconds(), "restart_s")
+	b.ReportMetric(closeFailover.Seconds(), "close_failover_s")
 }
 
 // maxTerm is the highest raft term among the running nodes.
