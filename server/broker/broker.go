@@ -64,6 +64,8 @@ type Broker struct {
 	// readBufs is given to every partition (partition.readBufs): the
 	// buffers HTTP reads load stored batches into.
 	readBufs readBufPool
+	// deletions deletes the logs of deleted replicas off mu (deletions.go).
+	deletions deletions
 
 	mu sync.RWMutex
 	// img is the newest image reconcile applied (guarded by mu): the
@@ -378,9 +380,7 @@ func (b *Broker) reconcileTopicLocked(old, img *raftfsm.Image, name string) erro
 		for _, p := range ht.parts {
 			b.fetches.forget(p)
 			p.wake()
-			if err := p.deleteLog(); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, p.index, err))
-			}
+			b.deleteLater(name, p.index, p) // off b.mu (deletions.go)
 		}
 		delete(b.topics, name)
 	}
@@ -393,9 +393,7 @@ func (b *Broker) reconcileTopicLocked(old, img *raftfsm.Image, name string) erro
 			if !containsID(pm.Replicas, b.id) || hosted && ht.id == was.ID && ht.parts[int32(i)] != nil {
 				continue // not here, or deleted above
 			}
-			if err := b.removeUnmadeLocked(name, int32(i)); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s-%d: %w", name, i, err))
-			}
+			b.deleteLater(name, int32(i), nil)
 		}
 		was = nil
 	}
@@ -432,11 +430,8 @@ func (b *Broker) hostTopicLocked(was, t *raftfsm.Topic) error {
 			if p != nil {
 				b.dropReplicaLocked(ht, idx) // reassigned away
 			} else if was != nil && i < len(was.Partitions) && containsID(was.Partitions[i].Replicas, b.id) {
-				if err := b.removeUnmadeLocked(t.Name, idx); err != nil {
-					b.logger.Warn("delete reassigned replica", "topic", t.Name, "partition", idx, "err", err)
-				} else {
-					b.logger.Info("replica reassigned away, deleted", "topic", t.Name, "partition", idx)
-				}
+				b.deleteLater(t.Name, idx, nil)
+				b.logger.Info("replica reassigned away, deleting its log", "topic", t.Name, "partition", idx)
 			}
 			continue
 		}
@@ -646,7 +641,9 @@ func (b *Broker) Close() error {
 		}
 	}
 	b.mu.Unlock()
-	return closePartitions(parts)
+	err := closePartitions(parts)
+	b.waitDeletions() // b.closed: reconcile queues no more
+	return err
 }
 
 // closeParallelism is how many logs Close closes at once. A log's clean

@@ -49,14 +49,18 @@
 // reports and recovers failed logs), and the fetch manager's one
 // goroutine per leader followed
 // (leaderFetcher.run; stopped by Close or when no partition follows that
-// leader any more).
+// leader any more), and up to four deletion workers, started when
+// reconcile queues the logs of deleted replicas and ending when the queue
+// is empty (deletions.go; Close waits for them).
 //
-// Lock order: Broker.mu, then a partition's lazyLog.mu (opening, closing,
-// deleting its log), then Broker.openMu (the set of open logs), then its
+// Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
+// partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
 // appendMu, then its replica set (repl.mu), then its notifyMu; the disk
 // reserve's lock (storage.Guard, taken by an append's admit) and the
 // storage health's are taken last. No lock is
-// held across a wait for replication or new data; reconcile holds
-// Broker.mu for writing while it deletes logs (and waits for a log being
-// opened at that moment), but opens and creates none.
+// held across a wait for replication or new data, and reconcile, which
+// holds Broker.mu for writing, touches no disk: it opens and creates no
+// log, and queues the deletion of a deleted replica's log for the
+// deletion workers, which take that partition's lazyLog.mu without
+// Broker.mu.
 package broker

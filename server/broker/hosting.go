@@ -73,18 +73,6 @@ func (b *Broker) partitionLocked(t *raftfsm.Topic, idx int32) *Partition {
 	return p
 }
 
-// removeUnmadeLocked deletes the directory of a partition that was placed
-// here but never made since the start: a log written before a restart. A
-// missing directory costs one failed lstat. Called with b.mu held for
-// writing, so nothing makes (and opens) the partition meanwhile.
-func (b *Broker) removeUnmadeLocked(topic string, idx int32) error {
-	dir, err := b.partitionDir(topic, idx)
-	if err != nil {
-		return err
-	}
-	return b.fs().RemoveAll(dir)
-}
-
 // lookup returns a hosted partition replica, made now if this is its first
 // use, its log open or not.
 func (b *Broker) lookup(topic string, idx int32) (*Partition, error) {

@@ -152,6 +152,7 @@ func TestUnmadePartitionsDeleted(t *testing.T) {
 	if err := b.Reconcile(&raftfsm.Image{Index: 3, Topics: raftfsm.TopicMapOf(lazyTopic("t", 9, 3, map[string]string{}), moved)}); err != nil {
 		t.Fatal(err)
 	}
+	b.waitDeletions() // deleted off the broker's lock
 	if dirs := partitionDirs(t, dir); len(dirs) != 0 {
 		t.Fatalf("directories left of the deleted topic and the moved replica: %v", dirs)
 	}

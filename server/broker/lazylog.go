@@ -66,6 +66,10 @@ type lazyLog struct {
 	// gone is why the log never opens again (closed or deleted); guarded
 	// by mu.
 	gone error
+	// deleted is set under Broker.mu when the replica is deleted, before
+	// a deletion worker takes mu to delete the log (deletions.go): from
+	// then on it never opens.
+	deleted atomic.Bool
 	// owner opens it; nil for a partition made with its log open.
 	owner *Broker
 	// peeked is what a look at the unopened log's directory found
@@ -85,6 +89,18 @@ func (p *Partition) ensureOpen() error {
 	if p.log() != nil {
 		return nil
 	}
+	// An older topic's log of this name being deleted is gone before
+	// this one opens. Waited for without mu: the deletion worker of this
+	// very partition takes mu (deletions.go); one that starts after the
+	// wait set deleted first, seen below.
+	if p.lazy.deleted.Load() { // its deletion may hold mu
+		return fmt.Errorf("%w: %s-%d", ErrUnknownTopic, p.topic, p.index)
+	}
+	if b := p.lazy.owner; b != nil {
+		if dir, err := b.partitionDir(p.topic, p.index); err == nil {
+			b.waitDeleted(dir)
+		}
+	}
 	p.lazy.mu.Lock()
 	defer p.lazy.mu.Unlock()
 	if p.log() != nil {
@@ -92,6 +108,9 @@ func (p *Partition) ensureOpen() error {
 	}
 	if p.lazy.gone != nil {
 		return fmt.Errorf("%w: %s-%d", p.lazy.gone, p.topic, p.index)
+	}
+	if p.lazy.deleted.Load() {
+		return fmt.Errorf("%w: %s-%d", ErrUnknownTopic, p.topic, p.index)
 	}
 	b := p.lazy.owner
 	cfg := p.lazy.cfg.Load()
@@ -123,7 +142,8 @@ func (p *Partition) setLogConfig(cfg *segments.Config) error {
 }
 
 // deleteLog deletes the partition's log, opened or not, and makes sure it
-// never opens again. Called with Broker.mu held.
+// never opens again. Called by a deletion worker (deletions.go), without
+// Broker.mu.
 func (p *Partition) deleteLog() error {
 	p.lazy.mu.Lock()
 	defer p.lazy.mu.Unlock()
@@ -164,6 +184,7 @@ func (p *Partition) peekLog() (*logPeek, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.lazy.owner.waitDeleted(dir) // not an older topic's log being deleted
 	lp, err := peekDir(dir)
 	if err != nil {
 		return nil, err

@@ -146,6 +146,7 @@ func TestLazyPartitionConfigAndDelete(t *testing.T) {
 	if err := b.Reconcile(&raftfsm.Image{Index: 4, Topics: raftfsm.TopicMapOf(lazyTopic("u", 4, 1, map[string]string{}))}); err != nil {
 		t.Fatal(err)
 	}
+	b.waitDeletions() // deleted off the broker's lock
 	if dirs := partitionDirs(t, dir); len(dirs) != 0 {
 		t.Fatalf("directories left after deleting t: %v", dirs)
 	}
@@ -272,6 +273,7 @@ func TestLazyPartitionOpenRaces(t *testing.T) {
 				t.Fatalf("round %d: the log was opened twice", round)
 			}
 		}
+		b.waitDeletions() // deleted off the broker's lock
 		if dirs := partitionDirs(t, dir); len(dirs) != 0 {
 			t.Fatalf("round %d: directories after the topic's deletion: %v", round, dirs)
 		}

@@ -41,9 +41,6 @@ func (b *Broker) dropReplicaLocked(ht *hostedTopic, idx int32) {
 	delete(ht.parts, idx)
 	b.fetches.forget(p)
 	p.wake()
-	if err := p.deleteLog(); err != nil {
-		b.logger.Warn("delete reassigned replica", "topic", p.topic, "partition", idx, "err", err)
-		return
-	}
-	b.logger.Info("replica reassigned away, deleted", "topic", p.topic, "partition", idx)
+	b.deleteLater(p.topic, idx, p)
+	b.logger.Info("replica reassigned away, deleting its log", "topic", p.topic, "partition", idx)
 }
