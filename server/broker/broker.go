@@ -19,6 +19,7 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/dirdelete"
 	"github.com/runnel/runnel/server/broker/producers"
 	"github.com/runnel/runnel/server/broker/storage"
 
@@ -65,7 +66,7 @@ type Broker struct {
 	// buffers HTTP reads load stored batches into.
 	readBufs readBufPool
 	// deletions deletes the logs of deleted replicas off mu (deletions.go).
-	deletions deletions
+	deletions dirdelete.Queue
 
 	mu sync.RWMutex
 	// img is the newest image reconcile applied (guarded by mu): the
@@ -175,7 +176,8 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		return nil, fmt.Errorf("partitions dir: %w", err)
 	}
 	b := &Broker{
-		id: cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
+		deletions: dirdelete.Queue{Workers: maxDeleteWorkers},
+		id:        cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
 		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},

@@ -49,9 +49,9 @@
 // reports and recovers failed logs), and the fetch manager's one
 // goroutine per leader followed
 // (leaderFetcher.run; stopped by Close or when no partition follows that
-// leader any more), and up to four deletion workers, started when
-// reconcile queues the logs of deleted replicas and ending when the queue
-// is empty (deletions.go; Close waits for them).
+// leader any more), and up to four deletion workers of the dirdelete
+// queue, started when reconcile queues the logs of deleted replicas and
+// ending when the queue is empty (deletions.go; Close waits for them).
 //
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
