@@ -189,6 +189,20 @@
 // The directory is fsynced after a segment file is renamed or removed, and
 // after one is created before any of its bytes are fsynced.
 //
+// CloseAll closes many logs with the durability of each one's Close, but
+// syncs the filesystem (vfs.FSSyncer: syncfs(2), through a handle opened
+// before the logs were written, so it reports their write errors) in place
+// of each log's fsyncs: every file a clean close writes (the active
+// segment's index files, its .txnindex, the caller's side files, the
+// state file with the clean line and a recovery point at the end) is
+// written beside its name, the filesystem synced (the segments' data and
+// new directory entries with them), the index and side files renamed
+// into place, synced, then the state files renamed, synced. A crash
+// before the state file lands leaves the log as before its close (the
+// ".tmp" files are removed by Open). A written log's Close is about a
+// dozen fsyncs, each a commit of the filesystem's journal: 20,000 logs
+// closed one after another took minutes.
+//
 // Open with a valid clean line reads no segment (the open transactions
 // come from the active segment's .txnindex on first use): the end offset comes from
 // the state file and indexes are loaded lazily. Otherwise it scans the

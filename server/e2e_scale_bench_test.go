@@ -24,9 +24,10 @@ import (
 
 // BenchmarkNodeScale measures one node holding many partitions (issue 19):
 // creation over the HTTP API (topics of up to 1,000 partitions, 4 clients),
-// disk used, RSS after creating them, restart to ready after a clean
-// shutdown and after kill -9, RSS after the restart, and 1,000 single-record
-// produces to random partitions afterwards; then the bulk admin rate,
+// disk used, RSS after creating them, the clean shutdown (SIGTERM to
+// exit), restart to ready after it and after kill -9, RSS after the
+// restart, and 1,000 single-record produces to random partitions
+// afterwards; then the bulk admin rate,
 // one-partition topics created by 4 concurrent clients.
 //
 // Sizes: RUNNEL_BENCH_PARTITIONS (1,000,000 in make bench-scale), else
@@ -65,7 +66,7 @@ func BenchmarkNodeScale(b *testing.B) {
 		// A restart's wall time follows the machine's load (others' builds
 		// share its 2 cores); the node's own CPU seconds up to ready do not.
 		b.Logf("load average before the restarts: %s", loadAverage())
-		node.Stop()
+		stop := timed(node.Stop) // SIGTERM to exit
 		var cleanCPU, killedCPU float64
 		clean := timed(func() { node.StartNoWait(); node.WaitReady(10 * time.Minute); cleanCPU = cpuSeconds(node.PID()) })
 		node.Kill()
@@ -90,6 +91,7 @@ func BenchmarkNodeScale(b *testing.B) {
 		b.ReportMetric(create.Seconds(), "create-s")
 		b.ReportMetric(float64(disk)/(1<<20), "disk-MiB")
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		b.ReportMetric(stop.Seconds(), "stop-clean-s")
 		b.ReportMetric(clean.Seconds(), "restart-clean-s")
 		b.ReportMetric(killed.Seconds(), "restart-kill9-s")
 		b.ReportMetric(cleanCPU, "restart-clean-cpu-s")

@@ -617,9 +617,11 @@ func (s *Server) Close() error {
 		s.forward.Close()
 	}
 	if s.broker != nil {
+		start := time.Now()
 		if err := s.broker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partitions: %w", err))
 		}
+		s.logger.Info("partition logs closed", "took", time.Since(start).Round(time.Millisecond))
 	}
 	if s.meta != nil {
 		if err := s.meta.Close(); err != nil {

@@ -140,7 +140,7 @@ func (f *testFaults) fs() vfs.FS {
 		return nil
 	}
 	return vfs.NewErrorFS(vfs.OSFS(), func(op vfs.Op, _ string) error {
-		if op == vfs.OpSync || op == vfs.OpSyncDir {
+		if op == vfs.OpSync || op == vfs.OpSyncDir || op == vfs.OpSyncFS {
 			if d := time.Duration(f.fsyncDelay.Load()); d > 0 {
 				time.Sleep(d)
 			}

@@ -26,9 +26,10 @@ const (
 	OpWrite
 	OpTruncate
 	OpSync
+	OpSyncFS
 )
 
-var opNames = [...]string{"create", "open", "remove", "rename", "mkdir", "list", "stat", "syncdir", "read", "write", "truncate", "sync"}
+var opNames = [...]string{"create", "open", "remove", "rename", "mkdir", "list", "stat", "syncdir", "read", "write", "truncate", "sync", "syncfs"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -149,6 +150,33 @@ func (e *ErrorFS) Stat(name string) (os.FileInfo, error) {
 		return nil, err
 	}
 	return e.fs.Stat(name)
+}
+
+// OpenFSSync implements FSSyncer when the wrapped FS does (AsFSSyncer),
+// else returns errors.ErrUnsupported; the handle's Sync is OpSyncFS.
+func (e *ErrorFS) OpenFSSync(dir string) (FSSync, error) {
+	s, ok := AsFSSyncer(e.fs)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	h, err := s.OpenFSSync(dir)
+	if err != nil {
+		return nil, err
+	}
+	return errorFSSync{FSSync: h, e: e, dir: dir}, nil
+}
+
+type errorFSSync struct {
+	FSSync
+	e   *ErrorFS
+	dir string
+}
+
+func (h errorFSSync) Sync() error {
+	if err := h.e.fault(OpSyncFS, h.dir); err != nil {
+		return err
+	}
+	return h.FSSync.Sync()
 }
 
 func (e *ErrorFS) SyncDir(dir string) error {

@@ -216,6 +216,37 @@ func (m *MemFS) SyncDir(dir string) error {
 	return nil
 }
 
+// OpenFSSync implements FSSyncer. The handle's Sync makes every
+// directory's entries and every file's bytes durable, as SyncDir and
+// File.Sync of each would.
+func (m *MemFS) OpenFSSync(dir string) (FSSync, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.dirs[filepath.Clean(dir)]; !ok {
+		return nil, memPathErr("open", dir, fs.ErrNotExist)
+	}
+	return memFSSync{m}, nil
+}
+
+type memFSSync struct{ m *MemFS }
+
+func (h memFSSync) Close() error { return nil }
+
+func (h memFSSync) Sync() error {
+	h.m.mu.Lock()
+	defer h.m.mu.Unlock()
+	for _, d := range h.m.dirs {
+		d.synced = make(map[string]*memNode, len(d.entries))
+		for k, n := range d.entries {
+			d.synced[k] = n
+			n.mu.Lock()
+			n.synced = append(n.synced[:0:0], n.data...)
+			n.mu.Unlock()
+		}
+	}
+	return nil
+}
+
 // Crash returns the filesystem left by a power cut now: directories hold
 // the entries of their last SyncDir and files their last fsynced bytes. With
 // a non-nil rng, a file whose unsynced bytes extend its synced ones keeps a

@@ -4,7 +4,9 @@
 // and two for tests and fault injection: MemFS, in memory, whose Crash keeps
 // only what was synced (and a random part of the rest), and ErrorFS, which
 // fails chosen operations (an fsync, a torn write, ENOSPC) through an
-// Injector. It imports no runnel package and starts no goroutine; every FS
+// Injector. An FS may also sync a whole filesystem at once (FSSyncer,
+// optional: the OS's on Linux, MemFS, an ErrorFS over one). It imports no
+// runnel package and starts no goroutine; every FS
 // here is safe for concurrent use. It is apart from segments so that the
 // log's format and logic read without the test filesystems beside them,
 // and the broker and the server's test faults reach it without the log.
@@ -40,6 +42,38 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes the creations, renames and removals in dir durable.
 	SyncDir(dir string) error
+}
+
+// FSSyncer is an FS that can make durable at once everything written to
+// the filesystem holding a directory: file bytes, creations, renames and
+// removals in every directory (Linux's syncfs(2)). One sync replaces the
+// fsyncs of many files, each of which commits the filesystem's journal on
+// its own. It is optional: see AsFSSyncer.
+type FSSyncer interface {
+	// OpenFSSync opens a handle on the filesystem holding dir. Its Sync
+	// reports a write error of any file there met since the handle was
+	// opened, as fsync does for its own file (on Linux since 5.8): open
+	// it before the writes it is to vouch for.
+	OpenFSSync(dir string) (FSSync, error)
+}
+
+// FSSync is a handle from FSSyncer.OpenFSSync; safe for concurrent use.
+type FSSync interface {
+	Sync() error
+	Close() error
+}
+
+// AsFSSyncer returns fsys as an FSSyncer when it is one: the OS's on
+// Linux, MemFS, and an ErrorFS wrapping one.
+func AsFSSyncer(fsys FS) (FSSyncer, bool) {
+	if e, ok := fsys.(*ErrorFS); ok {
+		if _, ok := AsFSSyncer(e.fs); !ok {
+			return nil, false
+		}
+		return e, true
+	}
+	s, ok := fsys.(FSSyncer)
+	return s, ok
 }
 
 // File is an open file. ReadAt and WriteAt take explicit offsets, so one

@@ -79,6 +79,8 @@ type Broker struct {
 	// counted since img changed.
 	hostedCount atomic.Int64
 	closed      bool // guarded by mu
+	// fsSync syncs the partitions' filesystem at Close (nil: it cannot).
+	fsSync vfs.FSSync
 	// applied is the index of the newest image reconcile applied (guarded
 	// by mu): several goroutines reconcile (the metadata loop, the ISR
 	// loop after its own change, a request that found a topic newer than
@@ -189,6 +191,14 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logIdleTimeout: cfg.LogIdleTimeout,
 	}
 	b.hostedCount.Store(-1)
+	if s, ok := vfs.AsFSSyncer(b.fs()); ok {
+		// Opened before any log is written: its sync reports their
+		// write errors (Close).
+		var err error
+		if b.fsSync, err = s.OpenFSSync(dir); err != nil {
+			return nil, fmt.Errorf("partitions dir: %w", err)
+		}
+	}
 	b.disk = storage.NewGuard(dir, cfg.MinFreeDisk)
 	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, cfg.Logger.With("component", "replica-fetcher"))
 	return b, nil
@@ -643,37 +653,30 @@ func (b *Broker) Close() error {
 		}
 	}
 	b.mu.Unlock()
-	err := closePartitions(parts)
-	b.waitDeletions() // b.closed: reconcile queues no more
+	// Deletions first (b.closed: reconcile queues no more): a log being
+	// deleted is not among those closed together below.
+	b.waitDeletions()
+	// The open logs close together (segments.CloseAll): with a sync of the
+	// filesystem in place of each log's dozen fsyncs, or 16 at a time
+	// where the filesystem has none. 20,000 written logs closed one after
+	// another took minutes after SIGTERM.
+	var closing []segments.Closing
+	for _, p := range parts {
+		if c, ok := p.closing(); ok {
+			closing = append(closing, c)
+		}
+	}
+	err := segments.CloseAll(b.fsSync, closing, closeParallelism)
+	for _, p := range parts {
+		p.wake()
+	}
+	if b.fsSync != nil {
+		b.fsSync.Close()
+		b.fsSync = nil
+	}
 	return err
 }
 
-// closeParallelism is how many logs Close closes at once. A log's clean
-// close is about a dozen fsyncs (its data, index files, state and
-// high-watermark checkpoints, each file and its directory): one after the
-// other, 20,000 logs took minutes; concurrent fsyncs share the
-// filesystem journal's commits.
+// closeParallelism is how many logs Close works on at once. Concurrent
+// fsyncs share the filesystem journal's commits.
 const closeParallelism = 16
-
-// closePartitions closes parts, closeParallelism at a time (an unopened
-// log costs nothing), and joins their errors.
-func closePartitions(parts []*Partition) error {
-	work := make(chan *Partition)
-	errs := make([]error, closeParallelism)
-	var wg sync.WaitGroup
-	for w := range closeParallelism {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range work {
-				errs[w] = errors.Join(errs[w], p.close())
-			}
-		}()
-	}
-	for _, p := range parts {
-		work <- p
-	}
-	close(work)
-	wg.Wait()
-	return errors.Join(errs...)
-}

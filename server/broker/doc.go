@@ -52,6 +52,10 @@
 // leader any more), and up to four deletion workers of the dirdelete
 // queue, started when reconcile queues the logs of deleted replicas and
 // ending when the queue is empty (deletions.go; Close waits for them).
+// Close then closes the open logs together (segments.CloseAll, up to 16
+// goroutines of its own, waited on): three syncs of the filesystem in all
+// where it has them (vfs.FSSyncer, a handle New opens on the partitions
+// directory), instead of a dozen fsyncs a log.
 //
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its

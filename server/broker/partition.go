@@ -354,18 +354,32 @@ func (p *Partition) ReadReplica(offset int64, maxBytes int) (segments.Chunk, err
 }
 
 // close checkpoints the high watermark, closes the log (if it was ever
-// opened) and wakes waiters so they notice. It never opens again.
+// opened) and wakes waiters so they notice. It never opens again. Broker.Close
+// closes all its partitions together instead (closing).
 func (p *Partition) close() error {
+	defer p.wake()
+	if c, ok := p.closing(); ok {
+		return segments.CloseAll(nil, []segments.Closing{c}, 1)
+	}
+	return nil
+}
+
+// closing is close for segments.CloseAll: the log (if it was ever opened)
+// and its high-watermark checkpoint to write as it closes. The caller wakes
+// the waiters once it closed.
+func (p *Partition) closing() (segments.Closing, bool) {
 	p.lazy.mu.Lock()
 	defer p.lazy.mu.Unlock()
-	defer p.wake()
 	p.lazy.gone = ErrShuttingDown
 	log := p.log()
 	if log == nil {
-		return nil
+		return segments.Closing{}, false
 	}
-	err := p.checkpointHWM()
-	return errors.Join(err, log.Close())
+	c := segments.Closing{Log: log}
+	if hw := p.hwm.Load(); hw != p.hwmSaved.Load() {
+		c.Side = []segments.SideFile{{Name: hwmFile, Data: hwmLine(hw)}}
+	}
+	return c, true
 }
 
 // Produce appends as the leader and, for acks=all, waits until the in-sync

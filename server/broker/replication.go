@@ -261,14 +261,16 @@ func hwmChecksum(off int64) uint32 {
 	return crc32.Checksum(b[:], castagnoli)
 }
 
+// hwmLine is the high-watermark checkpoint's content.
+func hwmLine(hw int64) []byte { return fmt.Appendf(nil, "%d %d\n", hw, hwmChecksum(hw)) }
+
 // checkpointHWM writes the high watermark when it changed since last time.
 func (p *Partition) checkpointHWM() error {
 	hw := p.hwm.Load()
 	if hw == p.hwmSaved.Load() {
 		return nil
 	}
-	line := fmt.Sprintf("%d %d\n", hw, hwmChecksum(hw))
-	if err := p.log().WriteSideFile(hwmFile, []byte(line)); err != nil {
+	if err := p.log().WriteSideFile(hwmFile, hwmLine(hw)); err != nil {
 		return err
 	}
 	p.hwmSaved.Store(hw)
