@@ -54,8 +54,9 @@ type Config struct {
 	BrokerHeartbeatInterval time.Duration
 	BrokerSessionTimeout    time.Duration
 	// ControllerElectionTimeout is the controllers' raft heartbeat and
-	// election timeout (--controller-election-timeout); 0: quorum's
-	// defaults (1s with several voters).
+	// election timeout and leader lease (--controller-election-timeout);
+	// 0: quorum's defaults (1s with several voters; quorum's raftConfig
+	// says what a failover takes and why not shorter).
 	ControllerElectionTimeout time.Duration
 	// ReplicaLagMax is replica.lag.time.max.ms: a follower not caught up
 	// for this long leaves the ISR.

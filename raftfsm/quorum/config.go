@@ -21,7 +21,8 @@ type Config struct {
 	Logger            *slog.Logger
 	SnapshotThreshold uint64        // raft entries between snapshots; 0: default
 	SnapshotInterval  time.Duration // 0: default
-	// ElectionTimeout is raft's heartbeat and election timeout. 0: 100ms for
+	// ElectionTimeout is raft's heartbeat and election timeout and its
+	// leader lease (see raftConfig for what a failover takes). 0: 100ms for
 	// a lone voter (ready fast), 1s for several voters (counted from the
 	// stored configuration on restart), 200ms for a lone voter grown into a
 	// quorum with AddVoter, until it restarts.

@@ -21,8 +21,8 @@ func TestBrokerLeaseNotRenewedByDeposedController(t *testing.T) {
 		t.Skip("multi-node cluster")
 	}
 	// A long raft election timeout keeps the cut-off leader believing it
-	// leads for about a second (raft's leader lease is half of it): many
-	// broker heartbeats at testHeartbeat.
+	// leads for about two seconds (raft's leader lease is the timeout):
+	// many broker heartbeats at testHeartbeat.
 	q := newQuorum(t, 3, 0, func(c *quorum.Config) { c.ElectionTimeout = 2 * time.Second })
 	q.waitReady()
 	for i := range 3 {

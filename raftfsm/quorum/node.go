@@ -66,7 +66,8 @@ const (
 	// lone voter elects itself after one timeout, so it is short; a quorum
 	// that grew from one voter is moved to grownTimeout (the leader lease,
 	// fixed at start at singleVoterTimeout, stays 2.5 times the longest
-	// heartbeat interval, 2*grownTimeout/10).
+	// heartbeat interval, 2*grownTimeout/10). multiVoterTimeout: see
+	// raftConfig for what a failover takes and why this value.
 	singleVoterTimeout = 100 * time.Millisecond
 	grownTimeout       = 200 * time.Millisecond
 	multiVoterTimeout  = time.Second
@@ -206,21 +207,42 @@ func (n *Node) bootstrapVoters() raft.Configuration {
 }
 
 // raftConfig tunes raft for a quorum of the given number of voters.
+//
+// What a failover takes with hashicorp/raft, timeout T (heartbeat and
+// election timeout alike): a follower checks for its leader at random
+// intervals of T to 2T and stands only once it has heard nothing for T,
+// so it stands 1T to 3T after the leader's last heartbeat; and another
+// follower grants a (pre-)vote only once it has lost the leader too, so
+// with two survivors the later of the two decides: about 2T on average,
+// at most 3T, plus two round trips and the new leader's first commit.
+// T = 300ms fails over in under a second, but on a machine as loaded as
+// this project's (load 20 to 40 on 2 cores) a leader's heartbeats come
+// late by more than that every few seconds, and the controllers elected
+// one another without end (README, "Controller scale"): the default for
+// several voters stays 1s, and a closing leader hands over at once
+// (handOver), so only a crash waits out the timeouts.
+//
+// The leader lease (a leader that has not heard from a quorum for it
+// steps down) is T, the most raft allows: it decides nothing but when a
+// cut-off leader gives up (broker leases and reads are confirmed by
+// VerifyLeader rounds, not by the lease), and at T/2 a leader whose
+// heartbeat answers came late on a loaded machine abdicated while its
+// followers still followed it.
 func (n *Node) raftConfig(hl hclog.Logger, voters int) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(n.cfg.NodeID)
 	rc.Logger = hl
-	timeout, lease := n.cfg.ElectionTimeout, n.cfg.ElectionTimeout/2
+	timeout := n.cfg.ElectionTimeout
 	switch {
 	case timeout != 0:
 	case voters <= 1:
-		timeout, lease = singleVoterTimeout, singleVoterTimeout
+		timeout = singleVoterTimeout
 	default:
-		timeout, lease = multiVoterTimeout, multiVoterTimeout/2
+		timeout = multiVoterTimeout
 	}
 	rc.HeartbeatTimeout = timeout
 	rc.ElectionTimeout = timeout
-	rc.LeaderLeaseTimeout = lease
+	rc.LeaderLeaseTimeout = timeout
 	rc.CommitTimeout = min(rc.CommitTimeout, timeout/4)
 	rc.SnapshotThreshold = n.cfg.SnapshotThreshold
 	if rc.SnapshotThreshold == 0 {
