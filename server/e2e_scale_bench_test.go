@@ -205,8 +205,8 @@ func diskUsage(b *testing.B, dir string) int64 {
 }
 
 // BenchmarkTopicCreateRate: one-partition topics created on one node
-// (issue 19's bulk admin writes), reported as topics/s: over HTTP by 4 and
-// by 16 concurrent clients (one topic per request), and over Kafka with
+// (issue 19's bulk admin writes), reported as topics/s: over HTTP by 1, 4
+// and 16 concurrent clients (one topic per request), and over Kafka with
 // franz-go's kadm, in CreateTopics requests of up to 1,000 topics sent one
 // at a time ("kafka-one-request") and by 4 clients at once
 // ("kafka-clients=4"). RUNNEL_BENCH=1 creates 5,000 per case, else 400.
@@ -228,7 +228,7 @@ func BenchmarkTopicCreateRate(b *testing.B) {
 			}
 		})
 	}
-	for _, clients := range []int{4, 16} {
+	for _, clients := range []int{1, 4, 16} {
 		client := keepAliveClient(b, clients)
 		run(fmt.Sprintf("clients=%d", clients), func(round int) {
 			parallel(b, n, clients, func(i int) {

@@ -1,6 +1,6 @@
 // Package quorum is runnel's metadata quorum: a hashicorp/raft node that
 // runs package raftfsm's state machine, with its raft log and stable store
-// in badger. The network it runs on (the port mux, dialing, inter-node TLS,
+// in hashicorp/raft-wal and the state in badger. The network it runs on (the port mux, dialing, inter-node TLS,
 // frames) is package internode.
 //
 // # Using it
@@ -60,12 +60,19 @@
 //	voters.go     membership safety: probe, non-voter first, catch-up,
 //	              refusing changes that lose the majority (ErrQuorumChange)
 //	recover.go    RecoverQuorum: a new voter set on a stopped node's Dir
-//	logstore.go   raft.LogStore and raft.StableStore on badger
+//	raftlog.go    the raft log and stable store (raft-wal: one fsync per
+//	              append), moving an older node's badger log into it
+//	logstore.go   the badger raft log of older versions, read to move it
 //	logging.go    raft's logs to slog
 //
 // # On disk (under Config.Dir)
 //
-//	raft/       badger, SyncWrites: the raft log ("l"+index) and stable store ("s"+key)
+//	raftlog/    hashicorp/raft-wal: the raft log in 16 MiB segment files,
+//	            one write and one fsync per append; the stable store and the
+//	            segment list in its bbolt file
+//	raft        a file saying the log moved to raftlog/ (an older runnel
+//	            fails to open its badger there); before raft-wal this was
+//	            the badger log ("l"+index) and stable store ("s"+key)
 //	state/      badger, no syncs: the state machine (raftfsm's state.go),
 //	            rebuilt from the newest snapshot and the log after it when a
 //	            machine crash left it behind (node.go's open)

@@ -12,7 +12,9 @@ import (
 
 // logStore implements raft.LogStore and raft.StableStore on one badger
 // database opened with SyncWrites, so every StoreLogs/Set is durable when it
-// returns. Safe for concurrent use (badger transactions).
+// returns. Safe for concurrent use (badger transactions). It was the raft
+// log of versions before raft-wal (raftlog.go); it is now opened only to
+// move such a node's log (moveBadgerLog), and by tests that make one.
 //
 // Keys: "l" + 8-byte big-endian index -> encoded raft.Log;
 // "s" + key -> stable value (SetUint64 stores 8 bytes big-endian).
@@ -64,6 +66,48 @@ func (s *logStore) edgeIndex(reverse bool) (uint64, error) {
 		return 0, fmt.Errorf("raftfsm: log index: %w", err)
 	}
 	return idx, nil
+}
+
+// contiguousTail returns the first and last index of the run of entries
+// without a gap that ends at the last index; 0, 0 for an empty log.
+func (s *logStore) contiguousTail() (lo, hi uint64, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{logPrefix}})
+		defer it.Close()
+		for it.Seek([]byte{logPrefix, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); it.Valid(); it.Next() {
+			idx := binary.BigEndian.Uint64(it.Item().Key()[1:])
+			if hi != 0 && idx != lo-1 {
+				break
+			}
+			if hi == 0 {
+				hi = idx
+			}
+			lo = idx
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("raftfsm: log indexes: %w", err)
+	}
+	return lo, hi, nil
+}
+
+// eachStable calls fn with every stable key (without its prefix) and value.
+func (s *logStore) eachStable(fn func(k, v []byte) error) error {
+	return s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte{stablePrefix}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(it.Item().KeyCopy(nil)[1:], v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // GetLog reads the entry at index into out, raft.ErrLogNotFound when absent.

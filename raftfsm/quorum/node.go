@@ -30,7 +30,7 @@ type Node struct {
 	raft   *raft.Raft
 	trans  *gatedTransport
 	auth   *internode.Auth // inter-node TLS; nil: plaintext (package internode)
-	logs   *logStore
+	logs   *raftLog        // raft log and stable store (raftlog.go)
 	fsm    *raftfsm.FSM
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -51,9 +51,11 @@ type Node struct {
 
 // Directory layout under Config.Dir.
 const (
-	dirRaft      = "raft"      // badger: raft log and stable store
-	dirState     = "state"     // badger: the state machine
-	dirSnapshots = "snapshots" // raft file snapshot store
+	dirRaftLog    = "raftlog"     // raft-wal: raft log and stable store
+	dirRaftLogTmp = "raftlog.tmp" // a raft log being moved from dirRaft
+	dirRaft       = "raft"        // badger: the raft log before raft-wal, moved on open
+	dirState      = "state"       // badger: the state machine
+	dirSnapshots  = "snapshots"   // raft file snapshot store
 )
 
 // Default tuning.
@@ -106,11 +108,6 @@ func (n *Node) open() error {
 	if err := os.Chmod(n.cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("raftfsm: open: %w", err)
 	}
-	rdb, err := raftfsm.OpenBadger(filepath.Join(n.cfg.Dir, dirRaft), true, n.log)
-	if err != nil {
-		return err
-	}
-	n.logs = &logStore{db: rdb}
 	// The state store writes without a sync of its own: it is derived from
 	// the raft log (synced on every append, before anything commits) and
 	// the snapshots. A crash of the machine may cost it its last batches;
@@ -126,7 +123,11 @@ func (n *Node) open() error {
 		_ = sdb.Close()
 		return err
 	}
-	return nil
+	// Opened after the state store, whose directory lock refuses a second
+	// process (a running node when RecoverQuorum is run): raft-wal's bbolt
+	// file would wait for its lock instead.
+	n.logs, err = openRaftLog(n.cfg.Dir, n.log)
+	return err
 }
 
 func (n *Node) start(ctx context.Context) error {
@@ -259,7 +260,7 @@ func (n *Node) raftConfig(hl hclog.Logger, voters int) *raft.Config {
 // storedVoterCount counts the voters of the newest configuration in the
 // stores: the last configuration entry in the log, else the newest
 // snapshot's.
-func storedVoterCount(logs *logStore, snaps raft.SnapshotStore) (int, error) {
+func storedVoterCount(logs raft.LogStore, snaps raft.SnapshotStore) (int, error) {
 	metas, err := snaps.List()
 	if err != nil {
 		return 0, fmt.Errorf("raftfsm: list snapshots: %w", err)
@@ -386,7 +387,7 @@ func (n *Node) handOver() {
 func (n *Node) closeStores() error {
 	var errs []error
 	if n.logs != nil {
-		if err := n.logs.db.Close(); err != nil {
+		if err := n.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("raftfsm: close raft store: %w", err))
 		}
 	}

@@ -1,0 +1,213 @@
+package quorum
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// The raft log and stable store are hashicorp/raft-wal: append-only
+// segment files, one write and one fsync per StoreLogs (raft hands it all
+// the entries proposed while the previous append was on disk), and a small
+// bbolt file for the stable keys and the segment list. Before it they were
+// in badger (logstore.go), whose synced commit costs two msyncs, of its
+// value log and of its memtable's WAL: every metadata write waited for
+// both (issue 19). openRaftLog moves an older node's badger log over once.
+
+// raftLogSegmentBytes is the size of one preallocated segment file. Entries
+// are at most maxCommandBytes; raft keeps trailingLogs after a snapshot, so
+// a node holds a few segments.
+const raftLogSegmentBytes = 16 << 20
+
+// openRaftLog opens dir/raftlog, first moving the raft log and stable keys
+// of dir/raft (badger, written by versions before raft-wal) into it when
+// only that exists. The move is built in dirRaftLogTmp and renamed into
+// place, then dir/raft is removed: a crash at any point leaves either the
+// old store alone (the move starts again) or the new one (a leftover old
+// store is removed). dir/raft is then a file saying where the log went: an
+// older runnel started on this directory fails to open its badger there
+// instead of starting with an empty raft log beside the state (it would
+// bootstrap anew or skip every entry up to the state's applied index).
+func openRaftLog(dir string, log *slog.Logger) (*raftLog, error) {
+	final := filepath.Join(dir, dirRaftLog)
+	old := filepath.Join(dir, dirRaft)
+	tmp := filepath.Join(dir, dirRaftLogTmp)
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, fmt.Errorf("raftfsm: remove an unfinished raft log move: %w", err)
+	}
+	oldInfo, err := os.Stat(old)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("raftfsm: raft log: %w", err)
+	}
+	oldIsMarker := err == nil && !oldInfo.IsDir()
+	switch _, err := os.Stat(final); {
+	case err == nil:
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("raftfsm: raft log: %w", err)
+	case oldIsMarker:
+		return nil, fmt.Errorf("raftfsm: the raft log %s is missing (%s says it was there); restore it, or recover this node from a peer", final, old)
+	case oldInfo != nil:
+		if err := moveBadgerLog(old, tmp, log); err != nil {
+			return nil, err
+		}
+		if err := renameSynced(tmp, final); err != nil {
+			return nil, fmt.Errorf("raftfsm: move raft log into place: %w", err)
+		}
+	}
+	if !oldIsMarker {
+		if err := writeMovedMarker(old); err != nil {
+			return nil, err
+		}
+	}
+	return openWAL(final, log)
+}
+
+// movedMarker is the content of dir/raft once the log is in dir/raftlog.
+const movedMarker = "The raft log of this node is in raftlog/ (hashicorp/raft-wal).\n" +
+	"A runnel release that kept it here, in badger, cannot use this directory.\n"
+
+// writeMovedMarker replaces path (the badger store moved, or nothing) with
+// the marker file, synced with its directory.
+func writeMovedMarker(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("raftfsm: remove the moved badger raft log: %w", err)
+	}
+	tmp := path + ".marker.tmp"
+	if err := os.WriteFile(tmp, []byte(movedMarker), 0o600); err != nil {
+		return fmt.Errorf("raftfsm: raft log marker: %w", err)
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = errors.Join(f.Sync(), f.Close())
+	}
+	if err == nil {
+		err = renameSynced(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("raftfsm: raft log marker: %w", err)
+	}
+	return nil
+}
+
+// raftLog is raft-wal's WAL keeping raft's LogStore contract for deleted
+// entries: after DeleteRange of a prefix, raft-wal still reads the deleted
+// entries that share the tail segment with live ones (it moves the first
+// index and deletes only whole segments). The leader would then send a
+// lagging follower those entries instead of the snapshot that replaced
+// them; GetLog answers raft.ErrLogNotFound outside FirstIndex..LastIndex.
+type raftLog struct {
+	*wal.WAL
+}
+
+// GetLog reads the entry at index, raft.ErrLogNotFound when it is not in
+// the log.
+func (l *raftLog) GetLog(index uint64, out *raft.Log) error {
+	first, err := l.FirstIndex()
+	if err != nil {
+		return err
+	}
+	last, err := l.LastIndex()
+	if err != nil {
+		return err
+	}
+	if index < first || index > last {
+		return raft.ErrLogNotFound
+	}
+	return l.WAL.GetLog(index, out)
+}
+
+func openWAL(dir string, log *slog.Logger) (*raftLog, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("raftfsm: raft log: %w", err)
+	}
+	// Our own meta store, to close it when Open fails (wal.Open leaves it
+	// open then, with the lock on its bbolt file); WAL.Close closes it.
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(raftLogSegmentBytes), wal.WithLogger(walLogger(log)))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("raftfsm: open raft log %s: %w", dir, err), meta.Close())
+	}
+	return &raftLog{WAL: w}, nil
+}
+
+func walLogger(log *slog.Logger) hclog.Logger { return hclogFor(log).Named("wal") }
+
+// moveBadgerLog copies the stable keys and the log of the badger store in
+// from into a new raft-wal in to, synced when it returns. Only the
+// contiguous entries ending at the last index are copied: a store that is
+// not monotonic may keep entries below a gap left by an installed snapshot,
+// which raft never reads again (they are older than the snapshot).
+func moveBadgerLog(from, to string, log *slog.Logger) (err error) {
+	db, err := raftfsm.OpenBadger(from, true, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	src := &logStore{db: db}
+	w, err := openWAL(to, log)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, w.Close()) }()
+	if err := src.eachStable(func(k, v []byte) error { return moveStable(w, k, v) }); err != nil {
+		return fmt.Errorf("raftfsm: move raft stable keys: %w", err)
+	}
+	lo, hi, err := src.contiguousTail()
+	if err != nil || hi == 0 {
+		return err
+	}
+	log.Info("raftfsm: moving the raft log from badger to raft-wal", "first", lo, "last", hi)
+	const batch = 256
+	for i := lo; i <= hi; i += batch {
+		logs := make([]*raft.Log, 0, batch)
+		for j := i; j <= min(hi, i+batch-1); j++ {
+			l := new(raft.Log)
+			if err := src.GetLog(j, l); err != nil {
+				return fmt.Errorf("raftfsm: move raft log entry %d: %w", j, err)
+			}
+			logs = append(logs, l)
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			return fmt.Errorf("raftfsm: move raft log entries %d-%d: %w", i, logs[len(logs)-1].Index, err)
+		}
+	}
+	return nil
+}
+
+// raftUint64Keys are the stable keys raft writes with SetUint64. The badger
+// store kept such values big-endian, raft-wal keeps them little-endian: they
+// are decoded and written again, not copied.
+var raftUint64Keys = map[string]bool{"CurrentTerm": true, "LastVoteTerm": true}
+
+func moveStable(w *raftLog, k, v []byte) error {
+	if raftUint64Keys[string(k)] {
+		if len(v) != 8 {
+			return fmt.Errorf("raftfsm: stable %q: %d bytes, want 8", k, len(v))
+		}
+		return w.SetUint64(k, binary.BigEndian.Uint64(v))
+	}
+	return w.Set(k, v)
+}
+
+// renameSynced renames a file or directory and syncs its parent, so the new name
+// survives a machine crash.
+func renameSynced(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(to))
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
