@@ -67,7 +67,7 @@
 //
 // # On disk (under Config.Dir)
 //
-//	raftlog/    hashicorp/raft-wal: the raft log in 16 MiB segment files,
+//	raftlog/    hashicorp/raft-wal: the raft log in 4 MiB segment files,
 //	            one write and one fsync per append; the stable store and the
 //	            segment list in its bbolt file
 //	raft        a file saying the log moved to raftlog/ (an older runnel

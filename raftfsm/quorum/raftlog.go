@@ -24,10 +24,11 @@ import (
 // value log and of its memtable's WAL: every metadata write waited for
 // both (issue 19). openRaftLog moves an older node's badger log over once.
 
-// raftLogSegmentBytes is the size of one preallocated segment file. Entries
-// are at most maxCommandBytes; raft keeps trailingLogs after a snapshot, so
-// a node holds a few segments.
-const raftLogSegmentBytes = 16 << 20
+// raftLogSegmentBytes is the size of one segment file, allocated when it is
+// created (the disk it takes, used or not). A segment takes the entries of
+// an append even past that size, then the next append starts a new one;
+// raft keeps trailingLogs entries after a snapshot, so a node holds a few.
+const raftLogSegmentBytes = 4 << 20
 
 // openRaftLog opens dir/raftlog, first moving the raft log and stable keys
 // of dir/raft (badger, written by versions before raft-wal) into it when

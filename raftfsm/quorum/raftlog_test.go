@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -325,5 +326,46 @@ func TestRaftLogKeepsLogStoreContract(t *testing.T) {
 	}
 	if l, _ := w.LastIndex(); l != 16 {
 		t.Fatalf("last index %d, want 16", l)
+	}
+}
+
+// TestRaftLogLargeAppends: appends of the largest entries, together larger
+// than a segment, are stored whole and read back after a reopen.
+func TestRaftLogLargeAppends(t *testing.T) {
+	dir := t.TempDir()
+	w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := func(i uint64) *raft.Log {
+		data := make([]byte, maxCommandBytes)
+		for j := range data {
+			data[j] = byte(i + uint64(j))
+		}
+		return &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: data}
+	}
+	var next uint64 = 1
+	for _, n := range []int{1, 6, 2} { // 6 MiB in one append: past a segment
+		var logs []*raft.Log
+		for range n {
+			logs = append(logs, entry(next))
+			next++
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w, err = openRaftLog(dir, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := uint64(1); i < next; i++ {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, entry(i).Data) {
+			t.Fatalf("entry %d: %d bytes, %v", i, len(l.Data), err)
+		}
 	}
 }
