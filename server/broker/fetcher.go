@@ -38,6 +38,11 @@ type fetchManager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// pool applies fetched answers and opens logs for every leader's
+	// fetcher; a round waits applyWait for its applies (fetchapply.go).
+	pool      *applyPool
+	applyWait time.Duration
+
 	mu       sync.Mutex
 	byLeader map[int32]*leaderFetcher // guarded by mu
 }
@@ -60,7 +65,10 @@ type followState struct {
 
 func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, error), logger *slog.Logger) *fetchManager {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &fetchManager{self: self, dial: dial, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{}}
+	m := &fetchManager{self: self, dial: dial, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{},
+		applyWait: replicaApplyWait}
+	m.pool = &applyPool{ctx: ctx, wg: &m.wg}
+	return m
 }
 
 // follow makes p replicate from its current leader, or stop replicating
@@ -194,19 +202,20 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 func (f *leaderFetcher) truncate(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
 	var asks []epochAsk
 	for p, st := range parts {
-		if st.truncated {
-			continue
+		if p.applying.Load() || st.truncated {
+			continue // busy: checked once its apply or open is done
 		}
 		// A log never written has nothing to cut, and stays unopened
 		// until the leader sends it records (applyFetched). Following any
-		// other opens its log (lazylog.go), here on the fetcher's
-		// goroutine; one that fails to open is not fetched and is tried
-		// again next round.
+		// other opens its log (lazylog.go), on the fetch pool
+		// (fetchapply.go): the partition is checked in a round after
+		// that; one that fails to open is not fetched and is tried again.
 		if _, empty := unopenedEmpty(p); empty {
 			st.truncated = true
 			continue
 		}
-		if err := p.ensureOpen(); err != nil {
+		if p.log() == nil {
+			f.openOff(p)
 			continue
 		}
 		lastEpoch := p.log().LeaderEpoch()

@@ -3,11 +3,9 @@ package broker
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -176,7 +174,7 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	follow(newLeader, 1, 3)
 	replicate(t, oldLeader, newLeader)
 
-	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	m := testFetchManager(t, 2)
 	// The follower asks the old leader for offset 5; the old leader has
 	// written 5-7 meanwhile but answers only after its pause.
 	lead(t, oldLeader, 3, "late", 3)
@@ -268,7 +266,7 @@ func TestFetchFailureOfOnePartitionSparesTheOthers(t *testing.T) {
 	lead(t, leader1, 1, "p1", 4)
 	follow(follower1, 1, 1)
 
-	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	m := testFetchManager(t, 2)
 	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
 	parts := map[*Partition]*followState{follower0: {truncated: true}, follower1: {truncated: true}}
 	if err := f.fetch(connectFake(t, &fakeLeader{p: leader0, others: []*Partition{leader1}}), parts); err != nil {

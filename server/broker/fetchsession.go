@@ -77,8 +77,9 @@ func (s *replicaSession) drop(p *Partition) {
 // writes (or a disk below --min-free-disk) fetches nothing: the leader then
 // sees this replica fall behind and drops it from the ISR, instead of
 // counting a replica in sync that cannot store what it is sent.
+// A partition being applied or opened (fetchapply.go) waits for that.
 func readyToFetch(p *Partition, st *followState) bool {
-	if !st.truncated || p.disk.IsLow() {
+	if p.applying.Load() || !st.truncated || p.disk.IsLow() {
 		return false
 	}
 	if log := p.log(); log != nil {
@@ -146,30 +147,7 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*follow
 	case req.SessionEpoch > 0:
 		s.epoch++
 	}
-	backoff := false
-	for _, t := range resp.Topics {
-		for _, rp := range t.Partitions {
-			p := s.byKey[topicPartition{t.Topic, rp.Partition}]
-			st := parts[p]
-			if p == nil || st == nil {
-				continue
-			}
-			if err := f.applyFetched(p, st, &rp, s.sent[p].leaderEpoch); err != nil {
-				backoff = true
-				if errors.Is(err, errRetryLater) {
-					continue
-				}
-				// This partition's failure is its own: the others in
-				// the answer are applied (one stuck partition used to
-				// stop every partition fetched from its leader, out of
-				// the ISR with it), and it checks its divergence from
-				// the leader again before fetching on.
-				f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.topic, "partition", p.index, "err", err)
-				st.truncated = false
-			}
-		}
-	}
-	if backoff {
+	if f.applyAnswer(resp, parts, s) {
 		f.sleep(replicaRetryBackoff)
 	}
 	return nil

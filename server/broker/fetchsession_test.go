@@ -49,7 +49,7 @@ func TestFollowerFetchSessionListsOnlyChanges(t *testing.T) {
 		byIndex[i] = fp
 	}
 	leader.p = leader.others[0]
-	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	m := testFetchManager(t, 2)
 	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
 	conn := connectFake(t, leader)
 	round := func() *kmsg.FetchRequest {
@@ -161,7 +161,7 @@ func TestFollowerAsksEpochsInOneRequest(t *testing.T) {
 	for _, lp := range leader.others {
 		lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
 	}
-	m := &fetchManager{self: 2, logger: slog.New(slog.DiscardHandler), ctx: context.Background()}
+	m := testFetchManager(t, 2)
 	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
 	if err := f.truncate(connectFake(t, leader), parts); err != nil {
 		t.Fatal(err)

@@ -71,6 +71,10 @@ type Partition struct {
 	// disk refuses appends while the partitions' filesystem is below
 	// --min-free-disk; set at creation, nil: no reserve.
 	disk *storage.Guard
+	// applying is set while a fetched answer is applied to this follower,
+	// or its log opened, on the fetch pool (fetchapply.go): the fetcher
+	// leaves it alone until then.
+	applying atomic.Bool
 	// readBufs recycles HTTP reads' buffers; set at creation, nil: each
 	// read allocates its own.
 	readBufs *readBufPool

@@ -1,0 +1,158 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A follower applies what it fetched, and opens the logs it must check
+// against the leader, off its fetch loop and several at once (issue 19).
+// The first records of a partition create its log, and the first batch of
+// a leader epoch writes the log's epoch checkpoint (two fsyncs): done one
+// after the other in the loop, the first record written to each of 30,000
+// partitions took 58 s, nothing was fetched from that leader meanwhile,
+// and its followers fell out of every ISR it led. So each partition of an
+// answer is applied on the fetch manager's pool (at most
+// replicaApplyWorkers goroutines for all leaders), and the loop waits for
+// its round's applies for at most fetchManager.applyWait. A partition
+// whose apply or open is still under way then is busy (Partition.applying):
+// it is not fetched (a session forgets it, fetchsession.go) nor checked
+// against the leader until it is done, and the other partitions of that
+// leader are fetched on meanwhile.
+//
+// Nothing of the epoch and truncation rules moves: a partition is applied
+// by one task at a time, with the leader epoch its fetch was sent at, and
+// applyFetched, appendAsFollower and truncateAsFollower drop what a newer
+// leader made stale when they run, as they did in the loop.
+const (
+	// replicaApplyWorkers bounds the goroutines applying answers and
+	// opening logs for all the leaders a broker follows: creating a log
+	// and its first append wait mostly on the disk, which takes
+	// concurrent fsyncs in one journal commit.
+	replicaApplyWorkers = 16
+	// replicaApplyWait bounds how long a fetch round waits for its
+	// applies before it sends the next request.
+	replicaApplyWait = 100 * time.Millisecond
+)
+
+// applyPool runs tasks in the order given on at most replicaApplyWorkers
+// goroutines, counted in the fetch manager's wait group; once ctx ends,
+// the tasks not started are dropped.
+type applyPool struct {
+	ctx context.Context
+	wg  *sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []func() // guarded by mu
+	workers int      // guarded by mu
+}
+
+// do queues task. Callers are goroutines of the same wait group (the
+// fetchers), so no worker is added to a group already waited to zero.
+func (q *applyPool) do(task func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queue = append(q.queue, task)
+	if q.workers < replicaApplyWorkers {
+		q.workers++
+		q.wg.Add(1)
+		go q.work()
+	}
+}
+
+func (q *applyPool) work() {
+	defer q.wg.Done()
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 || q.ctx.Err() != nil {
+			q.queue = nil
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		task := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		task()
+	}
+}
+
+// applyAnswer applies each partition of a fetch answer on the pool, and
+// reports whether one failed (the loop then backs off) among those done
+// within the manager's applyWait. sent is the session's positions as sent.
+func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse, parts map[*Partition]*followState, s *replicaSession) (backoff bool) {
+	n := 0
+	for _, t := range resp.Topics {
+		n += len(t.Partitions)
+	}
+	done := make(chan error, n) // a late apply's result is left here unread
+	pending := 0
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			p := s.byKey[topicPartition{t.Topic, rp.Partition}]
+			st := parts[p]
+			if p == nil || st == nil || !p.applying.CompareAndSwap(false, true) {
+				continue
+			}
+			fetchEpoch := s.sent[p].leaderEpoch
+			pending++
+			f.m.pool.do(func() { done <- f.applyOne(p, st, rp, fetchEpoch) })
+		}
+	}
+	return f.await(done, pending)
+}
+
+// applyOne is one partition's apply, on the pool. Its failure is its own:
+// the others in the answer are applied (one stuck partition used to stop
+// every partition fetched from its leader, out of the ISR with it), and
+// it checks its divergence from the leader again before fetching on.
+func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
+	err := f.applyFetched(p, st, rp, fetchEpoch)
+	if err != nil && !errors.Is(err, errRetryLater) {
+		f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.topic, "partition", p.index, "err", err)
+		st.truncated = false
+	}
+	p.applying.Store(false) // after st: the loop reads st once it sees this
+	f.wake()
+	return err
+}
+
+// openOff opens p's log on the pool, for the divergence check that needs
+// it (a log holding records, after a restart: opening recovers it).
+func (f *leaderFetcher) openOff(p *Partition) {
+	if !p.applying.CompareAndSwap(false, true) {
+		return
+	}
+	f.m.pool.do(func() {
+		_ = p.ensureOpen() // a failure is logged there; the next round tries again
+		p.applying.Store(false)
+		f.wake()
+	})
+}
+
+// await waits for pending results on done, at most the manager's
+// applyWait, and reports whether one was an error.
+func (f *leaderFetcher) await(done <-chan error, pending int) (failed bool) {
+	if pending == 0 {
+		return false
+	}
+	timer := time.NewTimer(f.m.applyWait)
+	defer timer.Stop()
+	for ; pending > 0; pending-- {
+		select {
+		case err := <-done:
+			failed = failed || err != nil
+		case <-timer.C:
+			return failed
+		case <-f.m.ctx.Done():
+			return false
+		}
+	}
+	return failed
+}
