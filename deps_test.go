@@ -63,13 +63,14 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/txn":         {"kafkaproto"}, // the transaction coordinator
 		"server/broker": {"api", "kafkaproto", "raftfsm", "segments", "segments/vfs", "recordbatch", "internal/warnlimit",
 			"server/broker/producers", "server/broker/producerlog", "server/broker/topicconfig", "server/broker/kafkaconn",
-			"server/broker/storage", "server/broker/dirdelete"}, // the data plane: never server
+			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool"}, // the data plane: never server
 		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log
 		"server/broker/storage":     {"segments"},                                                               // the disk reserve, storage errors and the recovery of failed logs
 		"server/broker/topicconfig": {"kafkaproto", "segments", "recordbatch"},                                  // the topic config table: a leaf of the data plane
 		"server/broker/dirdelete":   nil,                                                                        // deletes directories off the broker's lock: a leaf
 		"server/broker/kafkaconn":   nil,                                                                        // the Kafka client to another broker: a leaf
+		"server/broker/workpool":    nil,                                                                        // bounded goroutines for queued tasks (the fetchers' applies): a leaf
 		"server/access":             {"api", "raftfsm", "server/auth"},                                          // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":               nil,                                                                        // the one authorizer: a leaf
 		"server/quota":              {"api", "raftfsm"},                                                         // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)

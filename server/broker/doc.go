@@ -46,11 +46,12 @@
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
 // (follows the metadata image, runs log maintenance), isrLoop (ISR changes
 // of the partitions led here), storageLoop (runs storage.Recovery:
-// reports and recovers failed logs), and the fetch manager's one
-// goroutine per leader followed
-// (leaderFetcher.run; stopped by Close or when no partition follows that
-// leader any more), and up to four deletion workers of the dirdelete
-// queue, started when reconcile queues the logs of deleted replicas and
+// reports and recovers failed logs), the fetch manager's one goroutine per
+// leader followed (leaderFetcher.run; stopped by Close or when no
+// partition follows that leader any more), its pool of at most
+// replicaApplyWorkers goroutines applying what they fetched and opening
+// logs (fetchapply.go; each ends when the pool's queue is empty, and at
+// Close), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
 // ending when the queue is empty (deletions.go; Close waits for them).
 // Close then closes the open logs together (segments.CloseAll, up to 16
 // goroutines of its own, waited on): three syncs of the filesystem in all

@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,7 +14,7 @@ import (
 // after the other in the loop, the first record written to each of 30,000
 // partitions took 58 s, nothing was fetched from that leader meanwhile,
 // and its followers fell out of every ISR it led. So each partition of an
-// answer is applied on the fetch manager's pool (at most
+// answer is applied on the fetch manager's pool (workpool: at most
 // replicaApplyWorkers goroutines for all leaders), and the loop waits for
 // its round's applies for at most fetchManager.applyWait. A partition
 // whose apply or open is still under way then is busy (Partition.applying):
@@ -39,49 +37,6 @@ const (
 	replicaApplyWait = 100 * time.Millisecond
 )
 
-// applyPool runs tasks in the order given on at most replicaApplyWorkers
-// goroutines, counted in the fetch manager's wait group; once ctx ends,
-// the tasks not started are dropped.
-type applyPool struct {
-	ctx context.Context
-	wg  *sync.WaitGroup
-
-	mu      sync.Mutex
-	queue   []func() // guarded by mu
-	workers int      // guarded by mu
-}
-
-// do queues task. Callers are goroutines of the same wait group (the
-// fetchers), so no worker is added to a group already waited to zero.
-func (q *applyPool) do(task func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.queue = append(q.queue, task)
-	if q.workers < replicaApplyWorkers {
-		q.workers++
-		q.wg.Add(1)
-		go q.work()
-	}
-}
-
-func (q *applyPool) work() {
-	defer q.wg.Done()
-	for {
-		q.mu.Lock()
-		if len(q.queue) == 0 || q.ctx.Err() != nil {
-			q.queue = nil
-			q.workers--
-			q.mu.Unlock()
-			return
-		}
-		task := q.queue[0]
-		q.queue[0] = nil
-		q.queue = q.queue[1:]
-		q.mu.Unlock()
-		task()
-	}
-}
-
 // applyAnswer applies each partition of a fetch answer on the pool, and
 // reports whether one failed (the loop then backs off) among those done
 // within the manager's applyWait. sent is the session's positions as sent.
@@ -102,7 +57,7 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse, parts map[*Partiti
 			}
 			fetchEpoch := s.sent[p].leaderEpoch
 			pending++
-			f.m.pool.do(func() { done <- f.applyOne(p, st, rp, fetchEpoch) })
+			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, fetchEpoch) })
 		}
 	}
 	return f.await(done, pending)
@@ -129,7 +84,7 @@ func (f *leaderFetcher) openOff(p *Partition) {
 	if !p.applying.CompareAndSwap(false, true) {
 		return
 	}
-	f.m.pool.do(func() {
+	f.m.pool.Do(func() {
 		_ = p.ensureOpen() // a failure is logged there; the next round tries again
 		p.applying.Store(false)
 		f.wake()

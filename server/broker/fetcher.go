@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/server/broker/kafkaconn"
+	"github.com/runnel/runnel/server/broker/workpool"
 )
 
 // Followers pull from leaders: one goroutine and one connection per leader
@@ -20,7 +21,9 @@ import (
 // long-polling Kafka Fetch (ReplicaID = this broker). Before a partition's
 // first fetch from a new leader, its log is truncated to where it diverged
 // from the leader's (OffsetForLeaderEpoch), so an unacknowledged tail from an
-// older leader never survives.
+// older leader never survives. What a fetch brings is applied, and a log
+// the check needs is opened, on a pool of goroutines, not in the loop
+// (fetchapply.go).
 
 const (
 	replicaFetchWait     = 500 * time.Millisecond
@@ -40,7 +43,7 @@ type fetchManager struct {
 
 	// pool applies fetched answers and opens logs for every leader's
 	// fetcher; a round waits applyWait for its applies (fetchapply.go).
-	pool      *applyPool
+	pool      *workpool.Pool
 	applyWait time.Duration
 
 	mu       sync.Mutex
@@ -67,7 +70,7 @@ func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, er
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &fetchManager{self: self, dial: dial, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{},
 		applyWait: replicaApplyWait}
-	m.pool = &applyPool{ctx: ctx, wg: &m.wg}
+	m.pool = workpool.New(ctx, &m.wg, replicaApplyWorkers)
 	return m
 }
 

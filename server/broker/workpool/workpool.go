@@ -1,0 +1,66 @@
+// Package workpool runs tasks on a bounded number of goroutines without
+// making the caller wait: tasks queue without bound, in order, and a
+// goroutine is started for them only while fewer than the bound run. The
+// broker's replica fetchers hand it the appends and log opens that wait on
+// the disk (server/broker/fetchapply.go), so that one slow partition does
+// not stall a leader's fetch loop.
+//
+// Goroutines: at most the bound, each counted in the wait group the pool
+// was given, each ending when the queue is empty or the pool's context
+// ended (the tasks not started then are dropped). Lock order: the pool's
+// mutex is a leaf, never held while a task runs.
+package workpool
+
+import (
+	"context"
+	"sync"
+)
+
+// Pool runs tasks on at most max goroutines.
+type Pool struct {
+	ctx context.Context
+	wg  *sync.WaitGroup
+	max int
+
+	mu      sync.Mutex
+	queue   []func() // guarded by mu
+	workers int      // guarded by mu
+}
+
+// New returns a pool of at most max goroutines, each counted in wg, that
+// drops its queue once ctx ends.
+func New(ctx context.Context, wg *sync.WaitGroup, max int) *Pool {
+	return &Pool{ctx: ctx, wg: wg, max: max}
+}
+
+// Do queues task and returns. A caller that waits on the pool's wait group
+// itself calls Do only from a goroutine of that group (or before waiting),
+// so no goroutine is added to a group already waited down to zero.
+func (q *Pool) Do(task func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queue = append(q.queue, task)
+	if q.workers < q.max {
+		q.workers++
+		q.wg.Add(1)
+		go q.work()
+	}
+}
+
+func (q *Pool) work() {
+	defer q.wg.Done()
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 || q.ctx.Err() != nil {
+			q.queue = nil // a drained queue gives its array back
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		task := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		task()
+	}
+}
