@@ -30,6 +30,10 @@ func (n *Node) RegisterBroker(ctx context.Context, rb raftfsm.RegisterBroker) (*
 	return n.waitUnfenced(ctx, b)
 }
 
+// maxRegisterRetries is how many times register tries again after an
+// election got in the way (each try waits for a leader up to maxLeaderWait).
+const maxRegisterRetries = 3
+
 // register applies a RegisterBroker for this node and remembers it.
 func (n *Node) register(ctx context.Context, rb raftfsm.RegisterBroker) (*raftfsm.Broker, error) {
 	if rb.RaftAddr == "" {
@@ -39,7 +43,26 @@ func (n *Node) register(ctx context.Context, rb raftfsm.RegisterBroker) (*raftfs
 		rb.IncarnationID = n.q.incarnation
 	}
 	rb.Heartbeats = true
-	res, err := n.Apply(ctx, raftfsm.Command{RegisterBroker: &rb})
+	var res any
+	var err error
+	for attempt := 0; ; attempt++ {
+		res, err = n.Apply(ctx, raftfsm.Command{RegisterBroker: &rb})
+		// An election at the moment of a start (leadership lost while
+		// committing, the leader's connection lost) is waited out, a
+		// few times: registering again is harmless, a later
+		// registration replaces one that may have applied. It used to
+		// stop the node's start (seen under load in CI).
+		if err == nil || !errors.Is(err, raftfsm.ErrNotLeader) || attempt == maxRegisterRetries || ctx.Err() != nil {
+			break
+		}
+		n.log.Info("raftfsm: registering the broker again after an election", "broker", rb.ID, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-n.done:
+			return nil, raftfsm.ErrClosed
+		case <-time.After(retryPause):
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("raftfsm: register broker %d: %w", rb.ID, err)
 	}
