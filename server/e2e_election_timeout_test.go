@@ -23,7 +23,9 @@ func TestControllerElectionTimeoutFlag(t *testing.T) {
 	old := leaderOf(t, c.Nodes...)
 	c.Node(int(old)).Kill()
 	alive := without(c.Nodes, c.Node(int(old)))
-	servertest.WaitFor(t, 30*time.Second, "a metadata write after the active controller's kill", func() bool {
+	// Liveness only: on a machine loaded 20 times over (CI beside other
+	// work) elections at 300 ms can repeat before one leader holds.
+	servertest.WaitFor(t, 90*time.Second, "a metadata write after the active controller's kill", func() bool {
 		return createTopic(alive[0], "after-failover", 1, 1) == 201
 	})
 	if now := leaderOf(t, alive...); now == old {
