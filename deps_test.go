@@ -62,7 +62,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/groups":      {"api", "kafkaproto", "raftfsm"},
 		"server/txn":         {"kafkaproto"}, // the transaction coordinator
 		"server/broker": {"api", "kafkaproto", "raftfsm", "segments", "segments/vfs", "recordbatch", "internal/warnlimit",
-			"server/broker/producers", "server/broker/producerlog", "server/broker/topicconfig", "server/broker/kafkaconn",
+			"server/broker/producers", "server/broker/producerlog", "server/broker/topicconfig", "server/broker/kafkaconn", "server/broker/readbuf",
 			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool"}, // the data plane: never server
 		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log
@@ -71,6 +71,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/broker/dirdelete":   nil,                                                                        // deletes directories off the broker's lock: a leaf
 		"server/broker/kafkaconn":   nil,                                                                        // the Kafka client to another broker: a leaf
 		"server/broker/workpool":    nil,                                                                        // bounded goroutines for queued tasks (the fetchers' applies): a leaf
+		"server/broker/readbuf":     {"segments"},                                                               // the HTTP reads' buffers
 		"server/access":             {"api", "raftfsm", "server/auth"},                                          // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":               nil,                                                                        // the one authorizer: a leaf
 		"server/quota":              {"api", "raftfsm"},                                                         // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)

@@ -88,6 +88,7 @@ func (s *Server) serveConn(nc net.Conn, d door) {
 		close(jobs)
 		<-written
 	}()
+	defer c.state.endSession() // its partitions stop calling it
 	for {
 		c.waitMuted()
 		frame, err := c.readFrame()

@@ -58,6 +58,14 @@ type (
 	TxnMarker          = kapi.TxnMarker
 )
 
+// Aliases of kapi/watch.go: fetch sessions that follow news (issue 19).
+type (
+	PartitionWatcher = kapi.PartitionWatcher
+	Watch            = kapi.Watch
+	Watchers         = kapi.Watchers
+	FetchClock       = kapi.FetchClock
+)
+
 // Aliases of kapi/admin.go: optional admin parts.
 type (
 	ClusterAdmin      = kapi.ClusterAdmin

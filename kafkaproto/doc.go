@@ -23,7 +23,8 @@
 //	handlers.go   the handler table (API key -> versions, handler): this package's
 //	              entries and the families'; SupportedVersions
 //	fetchwrite.go Fetch response encoder that splices record chunks in (sendfile)
-//	fetchsession.go fetch sessions (KIP-227), kept per connection
+//	fetchsession.go fetch sessions (KIP-227), kept per connection; a fetch
+//	              reads the partitions whose watch (kapi/watch.go) saw news
 //	fetchids.go   Fetch v13+ topic ids resolved to names (UNKNOWN_TOPIC_ID)
 //	pipeline.go   the connection's writer; acks=all produce waits moved off the reader
 //	authz.go      authorization of each request (Options.RequireAuth, kapi.KafkaAuthorizer)
@@ -50,7 +51,9 @@
 // handlers see the server's context cancelled. Server.mu guards only the
 // listener and connection sets and is never held while calling the Broker.
 // Per-connection state (fetch sessions) is reached through the request
-// context and touched only by the connection's goroutine. The API families
+// context and touched only by the connection's goroutine, but for a
+// session's queue of partitions with news, which the broker's partitions
+// fill through their watches under the session's own lock. The API families
 // (admin, groups, txn) hold no lock and start no goroutine that outlives a
 // request (admin's CreateTopics creates the topics of a request from
 // short-lived ones it waits for): their handlers

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,6 +46,7 @@ type fetchTarget struct {
 	hw, lso, logStart int64
 	aborted           []AbortedTransaction // read_committed: non-nil, maybe empty
 	records           Chunk
+	found             bool // the last read found records (records holds them, or they did not fit)
 }
 
 func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply {
@@ -69,8 +71,11 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply 
 		fr.ErrorCode = code
 		return fr
 	}
+	if sess != nil {
+		return buildFetchReply(req, sess, s.sessionPoll(ctx, req, sess))
+	}
 	s.longPoll(ctx, req, targets)
-	return buildFetchReply(req, sess, targets)
+	return buildFetchReply(req, nil, targets)
 }
 
 // checkReplica refuses a request that acts as follower replicaID (>= 0)
@@ -129,6 +134,84 @@ func (s *Server) longPoll(ctx context.Context, req *kmsg.FetchRequest, targets [
 	}
 }
 
+// sessionPoll is longPoll for a session's fetch: each round reads only the
+// partitions with news (queued by their watches, or named by the request)
+// and those whose last round found records, and a fetch waits for news of
+// its own session, so its cost follows the partitions with news, not the
+// session's size (issue 19). It returns the targets it read, in the order
+// first read; a partition it found records or an error in is read again by
+// the next fetch, as every partition was before.
+func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *fetchSession) []*fetchTarget {
+	now := time.Now()
+	if sess.clock != nil {
+		sess.clock.Tick(now) // the follower is where the session says, in every partition
+	}
+	deadline := now.Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
+	var read, round []*sessionPart
+	var targets []*fetchTarget
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		_, metaChanged := s.broker.Cluster()
+		batch, wake := sess.take()
+		// Records found last round are read again: their chunks were closed.
+		round = slices.DeleteFunc(round, func(p *sessionPart) bool {
+			p.inRound = p.target.found
+			return !p.inRound
+		})
+		for _, p := range batch {
+			if !p.inRound {
+				p.inRound = true
+				round = append(round, p)
+			}
+		}
+		sess.giveBack(batch)
+		targets = targets[:0]
+		for _, p := range round {
+			// Attached before the read: a change after it is news.
+			sess.watcher.Watch(p.target.topic, p.target.partition, p.watch) //nolint:errcheck // the read reports it
+			targets = append(targets, p.target)
+			if !p.read {
+				p.read = true
+				read = append(read, p)
+			}
+		}
+		size, failed := s.fetchOnce(ctx, req, targets)
+		wait := time.Until(deadline)
+		if failed || int64(size) >= int64(req.MinBytes) || wait <= 0 || ctx.Err() != nil {
+			break
+		}
+		for _, t := range targets {
+			closeChunk(t.records)
+			t.records = nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+		case <-metaChanged:
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+	out := make([]*fetchTarget, len(read))
+	for i, p := range read {
+		p.read, p.inRound = false, false
+		out[i] = p.target
+		if p.target.errCode != 0 || p.target.found {
+			sess.mark(p)
+		}
+	}
+	return out
+}
+
 // fetchWaits collects what ends a long poll early: the context, a metadata
 // change and an advance of any target's high watermark. It is taken before
 // reading, so that no advance is missed.
@@ -157,7 +240,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 	cl, _ := s.broker.Cluster()
 	for _, t := range targets {
 		if t.topicID != ([16]byte{}) && !topicHasID(cl, t.topic, t.topicID) {
-			t.hw, t.lso, t.logStart, t.errCode, t.records = -1, -1, -1, kerr.UnknownTopicID.Code, nil
+			t.hw, t.lso, t.logStart, t.errCode, t.records, t.found = -1, -1, -1, kerr.UnknownTopicID.Code, nil, false
 			failed = true
 			continue
 		}
@@ -172,7 +255,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 			ReplicaID:          req.ReplicaID,
 		})
 		t.hw, t.lso, t.logStart, t.errCode, t.records = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, 0, nil
-		t.aborted = nil
+		t.aborted, t.found = nil, false
 		if req.IsolationLevel == 1 && err == nil {
 			t.aborted = res.AbortedTransactions
 			if t.aborted == nil {
@@ -192,6 +275,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 		if res.Records != nil {
 			n = res.Records.Len()
 		}
+		t.found = n > 0
 		// KIP-74: only the first data may exceed the limits.
 		if n == 0 || (total > 0 && int64(n) > budget) || remaining <= 0 {
 			closeChunk(res.Records)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -43,5 +44,127 @@ func TestReplicaFetchSessionHoldsMoreThanClients(t *testing.T) {
 	}
 	if fr := fetch(&connState{peerID: -1}, -1); fr.ErrorCode != 0 || fr.SessionID != 0 {
 		t.Fatalf("client fetch of %d partitions: error %d, session %d, want none", n, fr.ErrorCode, fr.SessionID)
+	}
+}
+
+// A session's fetch reads the partitions with news, not every partition
+// it holds (issue 19): each fetch of a follower's 20,000-partition session
+// read all 20,000 (and waited on each one's channel) though none had news.
+// A waiting fetch wakes for an append to any one of them, and the records
+// a fetch returns, like an error, are read again by the next. Followers'
+// and clients' sessions alike.
+func TestSessionFetchReadsOnlyNews(t *testing.T) {
+	for _, replica := range []int32{2, -1} {
+		t.Run(fmt.Sprintf("replica=%d", replica), func(t *testing.T) {
+			const topics, per = 2, 1000
+			b := newMemBroker()
+			for i := range topics {
+				mustCreate(t, b, fmt.Sprintf("n%d", i), per)
+			}
+			s := NewServer(b, Options{})
+			defer s.Close()
+			st := &connState{door: peerDoor, peerID: replica}
+			if replica < 0 {
+				st = &connState{peerID: -1}
+			}
+			ctx := withConnState(context.Background(), st)
+			fetch := func(id, epoch int32, wait time.Duration, offsets map[string]map[int32]int64) *fetchReply {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch = 12, replica, id, epoch
+				req.MaxBytes, req.MinBytes, req.MaxWaitMillis = 1<<20, 1, int32(wait/time.Millisecond)
+				for topic, parts := range offsets {
+					rt := kmsg.NewFetchRequestTopic()
+					rt.Topic = topic
+					for p, off := range parts {
+						rp := kmsg.NewFetchRequestTopicPartition()
+						rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<20
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					req.Topics = append(req.Topics, rt)
+				}
+				fr := s.fetch(ctx, req)
+				t.Cleanup(fr.close)
+				if fr.ErrorCode != 0 {
+					t.Fatalf("fetch: error %d", fr.ErrorCode)
+				}
+				return fr
+			}
+			all := map[string]map[int32]int64{}
+			for i := range topics {
+				all[fmt.Sprintf("n%d", i)] = map[int32]int64{}
+				for p := range int32(per) {
+					all[fmt.Sprintf("n%d", i)][p] = 0
+				}
+			}
+			full := fetch(0, 0, 0, all)
+			id := full.SessionID
+			if id == 0 || b.reads.Load() != topics*per {
+				t.Fatalf("creating fetch: session %d, %d partitions read, want %d", id, b.reads.Load(), topics*per)
+			}
+			b.reads.Store(0)
+			if fr := fetch(id, 1, 0, nil); len(fr.Topics) != 0 || b.reads.Load() != 0 {
+				t.Fatalf("idle fetch answered %d topics and read %d partitions, want none", len(fr.Topics), b.reads.Load())
+			}
+			// A waiting fetch wakes for the one append, whenever it comes.
+			done := make(chan *fetchReply)
+			go func() {
+				req := kmsg.NewPtrFetchRequest()
+				req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch = 12, replica, id, 2
+				req.MaxBytes, req.MinBytes, req.MaxWaitMillis = 1<<20, 1, int32(time.Hour/time.Millisecond)
+				done <- s.fetch(ctx, req)
+			}()
+			if _, err := b.Produce(ctx, "n1", 7, testBatch(2, -1, -1), -1); err != nil {
+				t.Fatal(err)
+			}
+			fr := <-done
+			defer fr.close()
+			if len(fr.Topics) != 1 || fr.Topics[0].Topic != "n1" || len(fr.Topics[0].Partitions) != 1 ||
+				fr.Topics[0].Partitions[0].Partition != 7 || fr.chunks[0][0] == nil || fr.chunks[0][0].Len() == 0 {
+				t.Fatalf("the waiting fetch answered %+v, want n1-7's records", fr.Topics)
+			}
+			if n := b.reads.Load(); n != 1 {
+				t.Fatalf("the waiting fetch read %d partitions, want 1", n)
+			}
+			// Found records are read again (the client may not move on);
+			// once it does, the partition is quiet again.
+			b.reads.Store(0)
+			if fr := fetch(id, 3, 0, nil); len(fr.Topics) != 1 || b.reads.Load() != 1 {
+				t.Fatalf("the next fetch answered %d topics, read %d partitions; want n1-7 again", len(fr.Topics), b.reads.Load())
+			}
+			fetch(id, 4, 0, map[string]map[int32]int64{"n1": {7: 2}})
+			b.reads.Store(0)
+			if fr := fetch(id, 5, 0, nil); len(fr.Topics) != 0 || b.reads.Load() != 0 {
+				t.Fatalf("after moving on: %d topics answered, %d partitions read", len(fr.Topics), b.reads.Load())
+			}
+			// A new log start is news too.
+			if _, err := b.DeleteRecords(ctx, "n0", 3, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Produce(ctx, "n0", 3, testBatch(1, -1, -1), -1); err != nil {
+				t.Fatal(err)
+			}
+			fetch(id, 6, 0, map[string]map[int32]int64{"n0": {3: 1}})
+			if _, err := b.DeleteRecords(ctx, "n0", 3, 1); err != nil {
+				t.Fatal(err)
+			}
+			b.reads.Store(0)
+			if fr := fetch(id, 7, 0, nil); len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].LogStartOffset != 1 || b.reads.Load() != 1 {
+				t.Fatalf("after DeleteRecords: answered %+v, read %d partitions", fr.Topics, b.reads.Load())
+			}
+			// The connection's end detaches every watch.
+			st.endSession()
+			if _, err := b.Produce(ctx, "n1", 8, testBatch(1, -1, -1), -1); err != nil {
+				t.Fatal(err)
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			for name, tp := range b.topics {
+				for i, p := range tp.parts {
+					if p.watchers.Len() != 0 {
+						t.Fatalf("%s-%d still watched after the session ended", name, i)
+					}
+				}
+			}
+		})
 	}
 }

@@ -35,6 +35,7 @@ type memBroker struct {
 	// listener took the partition's Notify channel before each (fetchWaits),
 	// so an append after one wakes the waiting fetch.
 	emptyFetches atomic.Int64
+	reads        atomic.Int64 // partitions read by Fetch
 	host         string
 	port         int32
 }
@@ -50,6 +51,7 @@ type memPart struct {
 	start    int64
 	end      int64
 	notify   chan struct{}
+	watchers Watchers        // fetch sessions' watches (Watch)
 	lastSeq  map[int64]int32 // producer id -> last sequence stored
 	lastBase map[int64]int64 // producer id -> base offset of that batch
 }
@@ -147,6 +149,7 @@ func (b *memBroker) Produce(_ context.Context, topic string, partition int32, ba
 	}
 	close(p.notify)
 	p.notify = make(chan struct{})
+	p.watchers.Notify()
 	return ProduceResult{BaseOffset: first, LogAppendTime: -1, LogStartOffset: p.start}, nil
 }
 
@@ -165,6 +168,7 @@ func splitBatches(b []byte) ([][]byte, error) {
 }
 
 func (b *memBroker) Fetch(_ context.Context, req FetchRequest) (FetchResult, error) {
+	b.reads.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(req.Topic, req.Partition)
@@ -203,6 +207,17 @@ func (b *memBroker) Notify(topic string, partition int32) <-chan struct{} {
 		return nil
 	}
 	return p.notify
+}
+
+func (b *memBroker) Watch(topic string, partition int32, w *Watch) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, err := b.part(topic, partition)
+	if err != nil {
+		return err
+	}
+	p.watchers.Attach(w)
+	return nil
 }
 
 func (b *memBroker) ListOffset(_ context.Context, topic string, partition int32, ts int64, _ int32, _ bool) (int64, int64, int32, error) {
@@ -249,7 +264,10 @@ func (b *memBroker) DeleteRecords(_ context.Context, topic string, partition int
 	if offset > p.end || offset < 0 {
 		return 0, fmt.Errorf("mem: %w", ErrOffsetOutOfRange)
 	}
-	p.start = max(p.start, offset)
+	if offset > p.start {
+		p.start = offset
+		p.watchers.Notify()
+	}
 	return p.start, nil
 }
 
@@ -304,6 +322,7 @@ func (b *memBroker) DeleteTopic(_ context.Context, name string) error {
 		return fmt.Errorf("mem: %q: %w", name, ErrUnknownTopicOrPartition)
 	}
 	for _, p := range t.parts {
+		p.watchers.Notify()
 		close(p.notify)
 	}
 	delete(b.topics, name)

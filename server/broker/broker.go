@@ -21,6 +21,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker/dirdelete"
 	"github.com/runnel/runnel/server/broker/producers"
+	"github.com/runnel/runnel/server/broker/readbuf"
 	"github.com/runnel/runnel/server/broker/storage"
 
 	"github.com/runnel/runnel/segments/vfs"
@@ -64,7 +65,7 @@ type Broker struct {
 	disk *storage.Guard
 	// readBufs is given to every partition (partition.readBufs): the
 	// buffers HTTP reads load stored batches into.
-	readBufs readBufPool
+	readBufs readbuf.Pool
 	// deletions deletes the logs of deleted replicas off mu (deletions.go).
 	deletions dirdelete.Queue
 
@@ -300,8 +301,12 @@ func (b *Broker) maintain(now time.Time) {
 		if p.log().Err() != nil {
 			continue // its disk failed: storageLoop reports and recovers it
 		}
+		start := p.log().StartOffset()
 		if err := p.log().Maintain(now); err != nil {
 			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
+		}
+		if p.log().StartOffset() != start {
+			p.wake() // retention moved the log start: fetch sessions send it
 		}
 		if err := p.checkpointHWM(); err != nil {
 			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)

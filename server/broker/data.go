@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/api"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/readbuf"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -167,14 +166,14 @@ func (p *Partition) readDecodedEach(offset int64, maxRecords, maxBytes int, comm
 			return res, err
 		}
 	}
-	buf := p.readBufs.get()
-	defer p.readBufs.put(buf)
+	buf := p.readBufs.Get()
+	defer p.readBufs.Put(buf)
 	for res.Next < limit && !r.full() {
 		chunk, err := p.readUpTo(res.Next, max(maxBytes-r.size, 1), limit)
 		if err != nil {
 			return res, err
 		}
-		data, err := chunkBytes(chunk, buf)
+		data, err := readbuf.ChunkBytes(chunk, buf)
 		chunk.Close()
 		if err != nil {
 			return res, fmt.Errorf("read %s-%d at %d: %w", p.topic, p.index, res.Next, err)
@@ -392,50 +391,6 @@ func (r *decodedReader) abortedBatch(info recordbatch.Info) bool {
 		}
 	}
 	return false
-}
-
-// chunkBytes loads a chunk's bytes into *buf (grown as needed) when the
-// chunk is a file range, else returns its own copy. The bytes are valid
-// until the next call with the same buf: records read from them are
-// either copied (readDecoded) or handed over synchronously (each).
-func chunkBytes(c segments.Chunk, buf *[]byte) ([]byte, error) {
-	fr, ok := c.(segments.FileRange)
-	if !ok || buf == nil {
-		return c.Bytes()
-	}
-	f, off, n := fr.FileRange()
-	b := slices.Grow((*buf)[:0], int(n))[:n]
-	*buf = b
-	if _, err := f.ReadAt(b, off); err != nil {
-		return nil, fmt.Errorf("segments: read chunk: %w", err)
-	}
-	return b, nil
-}
-
-// readBufPool recycles the buffers HTTP reads load stored batches into:
-// a 4 MiB read used to allocate (and have cleared) 4 MiB per request.
-// Buffers grown past readBufKeep are dropped, not kept; the memory budget
-// (--http-memory-budget) already counts a read's bytes while it runs.
-// Safe for concurrent use; the zero value is ready; a nil pool allocates.
-type readBufPool struct{ p sync.Pool }
-
-const readBufKeep = 16 << 20
-
-func (rp *readBufPool) get() *[]byte {
-	if rp == nil {
-		return new([]byte)
-	}
-	if b, ok := rp.p.Get().(*[]byte); ok {
-		return b
-	}
-	return new([]byte)
-}
-
-func (rp *readBufPool) put(b *[]byte) {
-	if rp == nil || cap(*b) == 0 || cap(*b) > readBufKeep {
-		return
-	}
-	rp.p.Put(b)
 }
 
 // ReadBatches reads whole batches from offset below the high watermark

@@ -13,14 +13,19 @@
 // acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
 // (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
 // long-polls), wait-replicated (the waits acks=all returns) and notify
-// (Partition.Changed: closed when the log or high watermark moves).
+// (Partition.Changed: closed when the log or high watermark moves; the
+// same wake calls the watches of the fetch sessions holding the partition,
+// Partition.Watch, so a session's fetch reads only partitions with news).
 // Replication is leader-driven by the followers: each follower fetches
 // from its leader over the inter-broker Kafka port (fetcher.go, with the
 // client of the leaf subpackage kafkaconn) in a KIP-227 fetch session that
 // lists only partitions whose position changed (fetchsession.go); the
 // leader tracks their log end offsets, advances the high watermark over the
 // ISR (replication.go) and proposes ISR changes to the controller (isrLoop,
-// one command per topic). Subpackages hold what needs no partition, or
+// one command per topic). A partition a follower's session holds but its
+// fetch does not read (idle) counts as fetched at the session's position
+// each time the session fetches (the watch's clock, wantedISR).
+// Subpackages hold what needs no partition, or
 // reaches one through a narrow interface: producers (the producer table of
 // idempotent and transactional producers and the index of HTTP
 // idempotency keys, which a partition checks and records each append
@@ -28,8 +33,9 @@
 // (their rebuild from the partition's log, and the key index's load
 // outside appendMu), storage (the disk reserve, the storage error, the
 // health the doors report and the recovery loop of failed logs, which
-// storage.go feeds the failed partitions) and topicconfig (the topic
-// config table, which the doors and server/admin use as well). A door
+// storage.go feeds the failed partitions), topicconfig (the topic config
+// table, which the doors and server/admin use as well) and readbuf (the
+// pool of buffers HTTP reads load batches into). A door
 // reads a partition only through its methods (Topic, Index, Offsets,
 // LogStart, Read..., Produce...), never its fields or its log.
 //
@@ -60,7 +66,8 @@
 //
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
-// appendMu, then its replica set (repl.mu), then its notifyMu; the disk
+// appendMu, then its replica set (repl.mu), then its notifyMu, then its
+// watchers' lock, then a watching fetch session's queue; the disk
 // reserve's lock (storage.Guard, taken by an append's admit) and the
 // storage health's are taken last. No lock is
 // held across a wait for replication or new data, and reconcile, which

@@ -13,6 +13,7 @@ import (
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/broker/producerlog"
 	"github.com/runnel/runnel/server/broker/producers"
+	"github.com/runnel/runnel/server/broker/readbuf"
 	"github.com/runnel/runnel/server/broker/storage"
 	"github.com/runnel/runnel/server/broker/topicconfig"
 )
@@ -34,7 +35,8 @@ var (
 // Partition is one partition replica hosted by this broker.
 //
 // Lock order: Broker.mu, then lazy.mu, then appendMu, then repl.mu, then
-// notifyMu.
+// notifyMu; then watchers' lock, then a fetch session's (which its watch
+// takes to queue the partition).
 type Partition struct {
 	topic   string
 	index   int32
@@ -77,7 +79,7 @@ type Partition struct {
 	applying atomic.Bool
 	// readBufs recycles HTTP reads' buffers; set at creation, nil: each
 	// read allocates its own.
-	readBufs *readBufPool
+	readBufs *readbuf.Pool
 	// leaseValid reports whether this broker may lead at a time (its
 	// heartbeats answered: quorum.Node.BrokerLeaseValid); set at creation,
 	// nil: always.
@@ -90,6 +92,9 @@ type Partition struct {
 	// notify is closed when hwm advances or the partition goes away; nil
 	// while nobody waits (a million idle partitions hold no channel).
 	notify chan struct{}
+	// watchers are the fetch sessions holding the partition, told of the
+	// same changes (Watch); empty while none does.
+	watchers kafkaproto.Watchers
 }
 
 // newPartition makes a partition replica whose log is open already (log
@@ -163,7 +168,14 @@ func (p *Partition) wake() {
 		p.notify = nil // the next Changed makes a new one
 	}
 	p.notifyMu.Unlock()
+	p.watchers.Notify()
 }
+
+// Watch attaches a fetch session's watch (kafkaproto.PartitionWatcher):
+// every wake calls it, and on a leader the ISR check counts the follower
+// session's fetches as fetches of this partition at the session's
+// position (wantedISR).
+func (p *Partition) Watch(w *kafkaproto.Watch) { p.watchers.Attach(w) }
 
 // AppendResult is what append stored, or the original offsets of a duplicate.
 type AppendResult struct {
@@ -471,8 +483,12 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 // returns the new log start. Its log must be open, as for LogStart.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	log := p.openLog()
+	before := log.StartOffset()
 	if err := log.DeleteRecordsBefore(offset); err != nil {
 		return -1, err
+	}
+	if log.StartOffset() != before {
+		p.wake() // fetch sessions tell their followers and consumers
 	}
 	return log.StartOffset(), nil
 }

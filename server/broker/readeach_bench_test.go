@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/readbuf"
 
 	"github.com/runnel/runnel/recordbatch"
 )
@@ -20,7 +21,7 @@ func BenchmarkReadDecodedEach(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := newPartition("t", 0, [16]byte{1}, log, nil)
-	p.readBufs = new(readBufPool) // as the broker gives every partition
+	p.readBufs = new(readbuf.Pool) // as the broker gives every partition
 	defer p.close()
 	p.repl.isr = []int32{0}
 	setLeader(p, 0, 1)

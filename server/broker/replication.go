@@ -180,6 +180,11 @@ func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 		}
 		inISR := slices.Contains(p.repl.isr, r)
 		lagging := now.Sub(f.caughtUpAt) > lagMax
+		if lagging {
+			// An idle partition is not read by the follower session's
+			// fetches, only held: each still says where the follower is.
+			lagging = now.Sub(p.watchers.CaughtUpAt(r, p.leaderEnd())) > lagMax
+		}
 		switch {
 		case inISR && !lagging:
 			isr = append(isr, r)

@@ -384,6 +384,17 @@ func (k *Backend) Notify(topic string, partition int32) <-chan struct{} {
 	return p.Changed()
 }
 
+// Watch attaches a fetch session's watch to a hosted partition, its log
+// opened or not (kafkaproto.PartitionWatcher).
+func (k *Backend) Watch(topic string, partition int32, w *kafkaproto.Watch) error {
+	p, err := k.cfg.Broker.Hosted(topic, partition)
+	if err != nil {
+		return toKafka(err)
+	}
+	p.Watch(w)
+	return nil
+}
+
 func (k *Backend) ListOffset(ctx context.Context, topic string, partition int32, timestamp int64, currentLeaderEpoch int32, readCommitted bool) (int64, int64, int32, error) {
 	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
