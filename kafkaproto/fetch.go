@@ -172,8 +172,11 @@ func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *
 		sess.giveBack(batch)
 		targets = targets[:0]
 		for _, p := range round {
-			// Attached before the read: a change after it is news.
-			sess.watcher.Watch(p.target.topic, p.target.partition, p.watch) //nolint:errcheck // the read reports it
+			// Attached before the read: a change after it is news. A
+			// partition the broker could not attach it to (one it had
+			// not applied yet, which the read may catch up with) is read
+			// again by the next fetch, which attaches it.
+			p.unwatched = sess.watcher.Watch(p.target.topic, p.target.partition, p.watch) != nil
 			targets = append(targets, p.target)
 			if !p.read {
 				p.read = true
@@ -205,7 +208,7 @@ func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *
 	for i, p := range read {
 		p.read, p.inRound = false, false
 		out[i] = p.target
-		if p.target.errCode != 0 || p.target.found {
+		if p.target.errCode != 0 || p.target.found || p.unwatched {
 			sess.mark(p)
 		}
 	}

@@ -114,6 +114,7 @@ type sessionPart struct {
 	sent                          bool
 	sentHW, sentLSO, sentLogStart int64
 	read, inRound                 bool // this request read it; this round reads it
+	unwatched                     bool // its watch could not be attached this request
 
 	queued, gone bool // guarded by the session's mu
 }

@@ -168,3 +168,46 @@ func TestSessionFetchReadsOnlyNews(t *testing.T) {
 		})
 	}
 }
+
+// A partition whose watch the broker could not attach when the session
+// read it (the broker had not applied its topic yet; the read itself
+// caught up and succeeded) is read again by the next fetch, which attaches
+// it: left unwatched, the follower never heard of its records, its acks=all
+// writes never completed (TestReassignmentMovesReplicasOnline).
+func TestSessionRereadsUnwatchedPartition(t *testing.T) {
+	b := newMemBroker()
+	mustCreate(t, b, "late", 2)
+	s := NewServer(b, Options{})
+	defer s.Close()
+	ctx := withConnState(context.Background(), &connState{door: peerDoor, peerID: 2})
+	fetch := func(id, epoch int32, parts ...int32) *fetchReply {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch, req.MaxBytes = 12, 2, id, epoch, 1<<20
+		if len(parts) > 0 {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "late"
+			for _, p := range parts {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		fr := s.fetch(ctx, req)
+		t.Cleanup(fr.close)
+		if fr.ErrorCode != 0 {
+			t.Fatalf("fetch: error %d", fr.ErrorCode)
+		}
+		return fr
+	}
+	b.watchMisses.Store(2)
+	id := fetch(0, 0, 0, 1).SessionID
+	fetch(id, 1) // reads both again, now watched
+	if _, err := b.Produce(ctx, "late", 1, testBatch(1, -1, -1), -1); err != nil {
+		t.Fatal(err)
+	}
+	fr := fetch(id, 2)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].Partition != 1 || fr.chunks[0][0] == nil {
+		t.Fatalf("after an append to late-1: answered %+v, want its records", fr.Topics)
+	}
+}

@@ -36,6 +36,7 @@ type memBroker struct {
 	// so an append after one wakes the waiting fetch.
 	emptyFetches atomic.Int64
 	reads        atomic.Int64 // partitions read by Fetch
+	watchMisses  atomic.Int64 // Watch calls left to fail (a topic the broker applies only when read)
 	host         string
 	port         int32
 }
@@ -210,6 +211,9 @@ func (b *memBroker) Notify(topic string, partition int32) <-chan struct{} {
 }
 
 func (b *memBroker) Watch(topic string, partition int32, w *Watch) error {
+	if b.watchMisses.Add(-1) >= 0 {
+		return fmt.Errorf("mem: %s/%d not applied yet: %w", topic, partition, ErrUnknownTopicOrPartition)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, err := b.part(topic, partition)
