@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -72,6 +73,11 @@ func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
 			fail(err)
 		}
 	})
+	if !slices.ContainsFunc(files, func(names []string) bool { return len(names) > 0 }) {
+		// Nothing written, clean already or failed: nothing to make
+		// durable (Close does no fsync for those either).
+		return errors.Join(errs...)
+	}
 	rename := func(state bool) {
 		forEach(len(logs), parallel, func(i int) {
 			l := logs[i].Log

@@ -184,3 +184,34 @@ func TestCloseAllFailedSync(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseAllNothingToSync: logs with nothing to make durable (never
+// written, or clean on disk already) close without any sync.
+func TestCloseAllNothingToSync(t *testing.T) {
+	mem := vfs.NewMemFS()
+	var syncs atomic.Int64
+	efs := vfs.NewErrorFS(mem, func(op vfs.Op, _ string) error {
+		if op == vfs.OpSyncFS || op == vfs.OpSync || op == vfs.OpSyncDir {
+			syncs.Add(1)
+		}
+		return nil
+	})
+	clean := mustOpen(t, "/logs/clean", Config{}, Options{FS: efs})
+	mustAppend(t, clean, valueBatch(2, 10, 1000), 1)
+	if err := clean.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := efs.OpenFSSync("/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	logs := []Closing{{Log: mustOpen(t, "/logs/clean", Config{}, Options{FS: efs})}, {Log: mustOpen(t, "/logs/empty", Config{}, Options{FS: efs})}}
+	syncs.Store(0)
+	if err := CloseAll(h, logs, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 0 {
+		t.Fatalf("CloseAll of logs with nothing to make durable: %d syncs, want 0", n)
+	}
+}
