@@ -211,3 +211,58 @@ func TestSessionRereadsUnwatchedPartition(t *testing.T) {
 		t.Fatalf("after an append to late-1: answered %+v, want its records", fr.Topics)
 	}
 }
+
+// MinBytes in a session fetch counts the records of every partition with
+// news, across the rounds of its wait: records appended to one partition
+// (too few) are still answered when the next append, to another
+// partition, makes enough, and the fetch waits for that.
+func TestSessionFetchMinBytesAcrossPartitions(t *testing.T) {
+	b := newMemBroker()
+	mustCreate(t, b, "m", 3)
+	s := NewServer(b, Options{})
+	defer s.Close()
+	ctx := withConnState(context.Background(), &connState{peerID: -1})
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.SessionEpoch, req.MaxBytes = 12, -1, 0, 1<<20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "m"
+	for p := range int32(3) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	full := s.fetch(ctx, req)
+	full.close()
+	batch := testBatch(1, -1, -1)
+	wait := kmsg.NewPtrFetchRequest()
+	wait.Version, wait.ReplicaID, wait.SessionID, wait.SessionEpoch = 12, -1, full.SessionID, 1
+	wait.MaxBytes, wait.MinBytes, wait.MaxWaitMillis = 1<<20, int32(2*len(batch)), int32(time.Hour/time.Millisecond)
+	done := make(chan *fetchReply)
+	go func() { done <- s.fetch(ctx, wait) }()
+	if _, err := b.Produce(ctx, "m", 0, batch, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case fr := <-done:
+		fr.close()
+		t.Fatalf("answered %+v with fewer than MinBytes", fr.Topics)
+	default: // (it may not have read yet: the check below is what counts)
+	}
+	if _, err := b.Produce(ctx, "m", 2, batch, -1); err != nil {
+		t.Fatal(err)
+	}
+	fr := <-done
+	defer fr.close()
+	got := map[int32]int{}
+	for i, rt := range fr.Topics {
+		for j, rp := range rt.Partitions {
+			if c := fr.chunks[i][j]; c != nil {
+				got[rp.Partition] = c.Len()
+			}
+		}
+	}
+	if got[0] != len(batch) || got[2] != len(batch) || len(got) != 2 {
+		t.Fatalf("answered records of %v (partition: bytes), want partitions 0 and 2 with %d each", got, len(batch))
+	}
+}
