@@ -188,6 +188,12 @@
 // under the lock held a slow disk's appends every maintenance pass).
 // The directory is fsynced after a segment file is renamed or removed, and
 // after one is created before any of its bytes are fsynced.
+// A power cut can still leave a sealed segment below the saved recovery
+// point without its roll's flush (the recovery point was checkpointed at
+// its end, and the next segment's entry became durable with some other
+// directory fsync): its .txnindex is then one written while it was active
+// (at its roll, a clean close, or by Truncate in place of a sealed one),
+// marked so, and its aborted transactions are rebuilt by a replay instead.
 //
 // CloseAll closes many logs with the durability of each one's Close, but
 // syncs the filesystem (vfs.FSSyncer: syncfs(2), through a handle opened

@@ -49,6 +49,11 @@ func (l *Log) Truncate(to int64) error {
 	if err := l.rebuildTxnsFromLocked(len(l.segs) - 1); err != nil {
 		return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
 	}
+	// The segment cut takes appends again: its sealed .txnindex (aborted
+	// entries of markers the cut may have removed) is replaced by a
+	// base-only one, durable before any later segment's directory entry,
+	// so a power cut before its next seal lands never trusts the old one.
+	l.saveTxnIndexLocked(l.active(), nil, -1)
 	l.cleanedTo = min(l.cleanedTo, l.active().base)
 	if l.start > l.end {
 		// The cut removed a batch straddling the start offset: nothing is

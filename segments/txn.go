@@ -181,10 +181,13 @@ func (l *Log) txnLoadLocked(i int) error {
 	f, err := l.readTxnIndexLocked(s)
 	var base map[int64]OngoingTxn
 	switch {
-	case err == nil && !active:
+	case err == nil && !active && f.endOffset == txnEndSealed:
 		s.txns = segTxns{known: true, base: f.base, aborted: f.aborted}
 		return nil
 	case err == nil:
+		// The active segment, or a sealed one whose file was written
+		// while it was active (its roll's flush did not land before a
+		// power cut): only the open transactions at its base hold.
 		base = f.base
 	default:
 		if !errors.Is(err, os.ErrNotExist) {
@@ -293,8 +296,13 @@ func (l *Log) saveTxnIndexLocked(s *segment, end map[int64]OngoingTxn, endOffset
 	}
 }
 
-// txnIndexFileLocked encodes the .txnindex file of s.
+// txnIndexFileLocked encodes the .txnindex file of s. The file of the
+// active segment without an end state is marked txnEndBaseOnly: its aborted
+// entries stop where the segment's appends went on.
 func (l *Log) txnIndexFileLocked(s *segment, end map[int64]OngoingTxn, endOffset int64) sideFile {
+	if endOffset < 0 && s == l.active() {
+		endOffset = txnEndBaseOnly
+	}
 	data := encodeTxnIndex(txnIndexFile{base: s.txns.base, endOffset: endOffset, end: end, aborted: s.txns.aborted})
 	return sideFile{segmentName(s.base, txnIndexSuffix), data}
 }
@@ -352,7 +360,11 @@ func (l *Log) txnRolledLocked(sealed, active *segment) []sideFile {
 //	0  [4]byte "RTXI"
 //	4  uint8   version (1)
 //	5  uint32  B, open transactions at the segment's base
-//	9  int64   E, the offset of the end state below (-1: none)
+//	9  int64   E, the offset of the end state below (a clean close of
+//	           the active segment), or -1 (txnEndSealed: the file of a
+//	           sealed segment, its aborted entries complete) or -2
+//	           (txnEndBaseOnly: written while the segment was active, at
+//	           its roll or after Truncate; only its base state is kept)
 //	17 uint32  N, open transactions at E
 //	21 uint32  A, aborted transactions
 //	25 B and then N entries of 18 bytes: int64 producer id, int16 epoch,
@@ -360,6 +372,24 @@ func (l *Log) txnRolledLocked(sealed, active *segment) []sideFile {
 //	   A entries of 32 bytes: int64 producer id, int64 first offset,
 //	   int64 last offset, int64 last stable offset
 //	   uint32  CRC-32C of every byte before it
+//
+// A sealed segment trusts the aborted entries of its file only when E is
+// txnEndSealed, written by the roll's flush once the segment is sealed
+// (or by a rebuild of a sealed segment). A power cut can leave a sealed
+// segment below the saved recovery point with an older file: the roll
+// started the next segment at a recovery point checkpointed after an
+// fsync, the next segment's directory entry became durable (any directory
+// fsync, a journal commit) and the roll's flush had not written the
+// segment's file yet. That file is the one its roll wrote (no aborted
+// entries), a clean close's (complete up to E only) or, after Truncate,
+// the base-only one Truncate wrote in place of the sealed one, whose
+// aborted entries named markers the cut removed. Such a segment is
+// replayed from its base state.
+const (
+	txnEndSealed   = -1
+	txnEndBaseOnly = -2
+)
+
 const (
 	txnIndexMagic   = "RTXI"
 	txnIndexHead    = 25
