@@ -68,7 +68,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log
 		"server/broker/storage":     {"segments"},                                                               // the disk reserve, storage errors and the recovery of failed logs
 		"server/broker/topicconfig": {"kafkaproto", "segments", "recordbatch"},                                  // the topic config table: a leaf of the data plane
-		"server/broker/dirdelete":   nil,                                                                        // deletes directories off the broker's lock: a leaf
+		"server/broker/dirdelete":   {"server/broker/workpool"},                                                 // deletes directories off the broker's lock, on a workpool
 		"server/broker/kafkaconn":   nil,                                                                        // the Kafka client to another broker: a leaf
 		"server/broker/workpool":    nil,                                                                        // bounded goroutines for queued tasks (the fetchers' applies): a leaf
 		"server/broker/readbuf":     {"segments"},                                                               // the HTTP reads' buffers

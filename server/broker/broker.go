@@ -66,7 +66,7 @@ type Broker struct {
 	// buffers HTTP reads load stored batches into.
 	readBufs readbuf.Pool
 	// deletions deletes the logs of deleted replicas off mu (deletions.go).
-	deletions dirdelete.Queue
+	deletions *dirdelete.Queue
 
 	mu sync.RWMutex
 	// img is the newest image reconcile applied (guarded by mu): the
@@ -178,7 +178,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		return nil, fmt.Errorf("partitions dir: %w", err)
 	}
 	b := &Broker{
-		deletions: dirdelete.Queue{Workers: maxDeleteWorkers},
+		deletions: dirdelete.New(maxDeleteWorkers),
 		id:        cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
 		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,

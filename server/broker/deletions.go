@@ -5,7 +5,7 @@ package broker
 // deleting a large topic's logs under it (closing each open log, removing
 // every segment file) stalled all traffic for as long. Under the lock,
 // reconcile now only marks a deleted replica's Partition deleted (it never
-// opens again) and queues its directory; the queue's workers (dirdelete)
+// opens again) and queues its directory; the queue's workpool (dirdelete)
 // delete it, closing an open log first. Until its directory is gone
 // nothing opens or reads it again: a topic created again under the same
 // name waits for the old directory's deletion (waitDeleted, in the log's

@@ -11,7 +11,7 @@ import (
 // directory's deletions ran, in the order they were added, and not for
 // other directories; at most Workers run at once; done gets del's error.
 func TestQueue(t *testing.T) {
-	q := &Queue{Workers: 2}
+	q := New(2)
 	gate := make(chan struct{})
 	var running, most atomic.Int32
 	var mu sync.Mutex
