@@ -26,15 +26,7 @@ func TestListingsMakeNoPartitions(t *testing.T) {
 	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("kept"), Timestamp: 1}})); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	b = lazyTestBroker(t, dir)
-	defer b.Close()
-	if err := b.Reconcile(img); err != nil {
-		t.Fatal(err)
-	}
+	b = restartBroker(t, b, dir, img)
 	idle, a := b.TopicSizeBytes("idle"), b.TopicSizeBytes("a")
 	logs := b.HostedLogs()
 	if got := made(b); got["idle"] != 0 || got["a"] != 0 {

@@ -133,15 +133,7 @@ func TestUnmadePartitionsDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	b = lazyTestBroker(t, dir)
-	defer b.Close()
-	if err := b.Reconcile(img); err != nil {
-		t.Fatal(err)
-	}
+	b = restartBroker(t, b, dir, img)
 	if got := made(b); got["t"]+got["m"] != 0 {
 		t.Fatalf("made after the restart: %v, want none", got)
 	}

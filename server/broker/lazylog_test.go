@@ -26,6 +26,21 @@ func lazyTestBroker(t *testing.T, dir string) *Broker {
 	return b
 }
 
+// restartBroker closes b and starts a broker again on dir with img
+// applied, closed at the test's end.
+func restartBroker(t *testing.T, b *Broker, dir string, img *raftfsm.Image) *Broker {
+	t.Helper()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = lazyTestBroker(t, dir)
+	t.Cleanup(func() { b.Close() })
+	if err := b.Reconcile(img); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func lazyTopic(name string, id byte, parts int, cfgs map[string]string) *raftfsm.Topic {
 	t := &raftfsm.Topic{ID: [16]byte{id}, Name: name, Configs: cfgs}
 	for range parts {
@@ -70,15 +85,7 @@ func TestLazyPartitionLogs(t *testing.T) {
 	if dirs := partitionDirs(t, dir); !slices.Equal(dirs, []string{"a-0"}) {
 		t.Fatalf("directories after a write to a-0: %v, want [a-0]", dirs)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	b = lazyTestBroker(t, dir)
-	defer b.Close()
-	if err := b.Reconcile(img); err != nil {
-		t.Fatal(err)
-	}
+	b = restartBroker(t, b, dir, img)
 	if n := len(b.opened()); n != 0 {
 		t.Fatalf("%d logs opened by the restart, want 0", n)
 	}
@@ -189,15 +196,7 @@ func TestLazyPartitionRetentionSweep(t *testing.T) {
 	if _, err := b.Lookup("r", 2); err != nil { // created, empty
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	b = lazyTestBroker(t, dir)
-	defer b.Close()
-	if err := b.Reconcile(img); err != nil {
-		t.Fatal(err)
-	}
+	b = restartBroker(t, b, dir, img)
 	b.maintain(time.Now())
 	parts := b.PartitionsOf("r")
 	if parts[1].log() == nil {
