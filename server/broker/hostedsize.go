@@ -43,15 +43,23 @@ func (b *Broker) TopicSizeBytes(topic string) int64 {
 		size += p.SizeBytes()
 	}
 	for _, idx := range unmade {
-		dir, err := b.partitionDir(topic, idx)
-		if err != nil {
-			continue
-		}
-		if lp, err := peekDir(dir); err == nil {
-			size += lp.size
-		}
+		size += b.unmadeSize(topic, idx)
 	}
 	return size
+}
+
+// unmadeSize is the bytes of the segments of a partition not made since
+// the start, from one listing of its directory (0 when it has none).
+func (b *Broker) unmadeSize(topic string, idx int32) int64 {
+	dir, err := b.partitionDir(topic, idx)
+	if err != nil {
+		return 0
+	}
+	lp, err := peekDir(dir)
+	if err != nil {
+		return 0
+	}
+	return lp.size
 }
 
 // HostedLog is one hosted partition's log as DescribeLogDirs reports it.
@@ -106,11 +114,7 @@ func (b *Broker) HostedLogs() []HostedLog {
 			}
 			continue
 		}
-		if dir, err := b.partitionDir(h.log.Topic, h.log.Partition); err == nil {
-			if lp, err := peekDir(dir); err == nil {
-				out[i].Size = lp.size
-			}
-		}
+		out[i].Size = b.unmadeSize(h.log.Topic, h.log.Partition)
 	}
 	return out
 }
