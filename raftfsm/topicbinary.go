@@ -154,7 +154,10 @@ func (r *reader) idsInto(buf []int32) ([]int32, []int32) {
 		return []int32{}, buf
 	}
 	if cap(buf)-len(buf) < int(n) {
-		buf = make([]int32, 0, max(idChunk, int(n)))
+		// Every id left takes at least a byte: a chunk never outgrows
+		// what the value can still hold (a topic of one partition keeps
+		// a few ids, not idChunk of them).
+		buf = make([]int32, 0, max(int(n), min(idChunk, len(r.b))))
 	}
 	start := len(buf)
 	for range n {

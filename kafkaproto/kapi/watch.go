@@ -78,6 +78,10 @@ func (w *Watch) Close() {
 type Watchers struct {
 	mu   sync.Mutex
 	list []*Watch
+	// n is len(list), written under mu: Notify, on every append and
+	// high-watermark move, returns without the lock when nothing
+	// watches (most partitions).
+	n atomic.Int32
 }
 
 // Attach attaches w here, detaching it from where it was.
@@ -92,6 +96,7 @@ func (ws *Watchers) Attach(w *Watch) {
 	}
 	ws.mu.Lock()
 	ws.list = append(ws.list, w)
+	ws.n.Store(int32(len(ws.list)))
 	ws.mu.Unlock()
 	w.on = ws
 }
@@ -104,6 +109,7 @@ func (ws *Watchers) remove(w *Watch) {
 			last := len(ws.list) - 1
 			ws.list[i], ws.list[last] = ws.list[last], nil
 			ws.list = ws.list[:last]
+			ws.n.Store(int32(len(ws.list)))
 			if len(ws.list) == 0 {
 				ws.list = nil // a partition nobody watches holds no array
 			}
@@ -121,6 +127,9 @@ func (ws *Watchers) Len() int {
 
 // Notify tells every attached watch that the partition changed.
 func (ws *Watchers) Notify() {
+	if ws.n.Load() == 0 {
+		return
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for _, w := range ws.list {
