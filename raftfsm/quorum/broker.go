@@ -58,6 +58,7 @@ func (n *Node) register(ctx context.Context, rb raftfsm.RegisterBroker) (*raftfs
 		n.log.Info("raftfsm: registering the broker again after an election", "broker", rb.ID, "err", err)
 		select {
 		case <-ctx.Done():
+			return nil, fmt.Errorf("raftfsm: register broker %d: %w (%v)", rb.ID, err, ctx.Err())
 		case <-n.done:
 			return nil, raftfsm.ErrClosed
 		case <-time.After(retryPause):

@@ -195,7 +195,10 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		// Opened before any log is written: its sync reports their
 		// write errors (Close).
 		var err error
-		if b.fsSync, err = s.OpenFSSync(dir); err != nil {
+		switch b.fsSync, err = s.OpenFSSync(dir); {
+		case errors.Is(err, errors.ErrUnsupported):
+			b.fsSync = nil // each log fsyncs its own files at Close
+		case err != nil:
 			return nil, fmt.Errorf("partitions dir: %w", err)
 		}
 	}
@@ -504,7 +507,7 @@ func (b *Broker) Close() error {
 		p.wake()
 	}
 	if b.fsSync != nil {
-		b.fsSync.Close()
+		err = errors.Join(err, b.fsSync.Close())
 		b.fsSync = nil
 	}
 	return err

@@ -45,15 +45,20 @@ func TestQueue(t *testing.T) {
 	}
 	q.Add("a", del("a2", nil), nil)
 
-	waited := make(chan struct{})
-	go func() { q.Wait("a"); close(waited) }()
-	select {
-	case <-waited:
-		t.Fatal("Wait(a) returned while a's deletions were held")
-	default:
-	}
+	// What had run when Wait(a) returned: both of a's deletions (they
+	// are held until the gate opens, so a Wait that does not block sees
+	// neither).
+	waited := make(chan []string)
+	go func() {
+		q.Wait("a")
+		mu.Lock()
+		defer mu.Unlock()
+		waited <- append([]string(nil), order...)
+	}()
 	close(gate)
-	<-waited
+	if seen := <-waited; indexOf(seen, "a1") < 0 || indexOf(seen, "a2") < 0 {
+		t.Fatalf("Wait(a) returned when only %v had run", seen)
+	}
 	mu.Lock()
 	ia1, ia2 := indexOf(order, "a1"), indexOf(order, "a2")
 	mu.Unlock()
