@@ -43,6 +43,14 @@ type Config struct {
 	// decompress to (a process-wide limit, not a topic config); 0 means
 	// DefaultMaxInflatedBytes.
 	MaxInflatedBytes int64
+	// RescanBytes bounds what CloseAll leaves for the log's next open to
+	// rescan instead of writing its clean-close files (a process-wide
+	// setting, not a topic config): a log whose segments from the saved
+	// recovery point on hold at most this many bytes is made durable by
+	// the filesystem's sync alone, and its next open recovers it from
+	// that point as after a crash. 0 means DefaultRescanBytes; negative,
+	// every written log gets a clean close.
+	RescanBytes int64
 	// FramingOnly turns record validation off on Append, back to what it
 	// was before it existed (uncompressed records framed, compressed ones
 	// not inflated): the baseline of the produce benchmark, never for
@@ -61,6 +69,10 @@ const (
 	// DefaultMaxInflatedBytes: 32 MiB, 32x a default max.message.bytes
 	// batch, well above what real payloads compress by.
 	DefaultMaxInflatedBytes = 32 << 20
+	// DefaultRescanBytes: 256 KiB, scanned (CRCs checked) in well under
+	// a millisecond from the page cache, and about one from a cold SSD,
+	// where a clean close's four small files cost ~2 ms a log on ext4.
+	DefaultRescanBytes = 256 << 10
 )
 
 // DefaultConfig returns Kafka's defaults.
@@ -77,6 +89,7 @@ func DefaultConfig() Config {
 		FlushMs:            math.MaxInt64,
 		DeleteRetentionMs:  DefaultDeleteRetentionMs,
 		MaxInflatedBytes:   DefaultMaxInflatedBytes,
+		RescanBytes:        DefaultRescanBytes,
 	}
 }
 
@@ -101,6 +114,9 @@ func (c Config) normalized() (Config, error) {
 	}
 	if c.MaxInflatedBytes <= 0 {
 		c.MaxInflatedBytes = DefaultMaxInflatedBytes
+	}
+	if c.RescanBytes == 0 {
+		c.RescanBytes = DefaultRescanBytes
 	}
 	if c.IndexIntervalBytes < 0 {
 		c.IndexIntervalBytes = DefaultIndexIntervalBytes

@@ -198,16 +198,26 @@
 // CloseAll closes many logs with the durability of each one's Close, but
 // syncs the filesystem (vfs.FSSyncer: syncfs(2), through a handle opened
 // before the logs were written, so it reports their write errors) in place
-// of each log's fsyncs: every file a clean close writes (the active
-// segment's index files, its .txnindex, the caller's side files, the
-// state file with the clean line and a recovery point at the end) is
-// written beside its name, the filesystem synced (the segments' data and
-// new directory entries with them), the index and side files renamed
-// into place, synced, then the state files renamed, synced. A crash
-// before the state file lands leaves the log as before its close (the
-// ".tmp" files are removed by Open). A written log's Close is about a
-// dozen fsyncs, each a commit of the filesystem's journal: 20,000 logs
-// closed one after another took minutes.
+// of each log's fsyncs. A written log whose segments from the recovery
+// point in its state file on (from the first segment when it has none)
+// hold at most Config.RescanBytes (256 KiB by default), and whose
+// caller's side files may stay as they are (SideFile.Optional), gets
+// nothing written at all: the sync makes its data and directory entries
+// durable, and its next Open recovers it from that recovery point, as
+// after a crash, scanning those bytes (no write or fsync unless a tail is
+// torn; a stale index file of the active segment from an earlier clean
+// close is not read). Any other written log gets a clean close: every file
+// it writes (the active segment's index files, its .txnindex, the
+// caller's side files, the state file with the clean line and a recovery
+// point at the end) is written beside its name, the filesystem synced,
+// the index and side files renamed into place, synced, then the state
+// files renamed, synced. One sync in all when no log needs a clean close,
+// three otherwise. A crash before the first sync leaves every log as
+// before its close (the ".tmp" files are removed by Open); after it, no
+// byte of any log is lost. A written log's Close is about a dozen fsyncs,
+// each a commit of the filesystem's journal: 20,000 logs closed one after
+// another took minutes; creating and renaming a clean close's four small
+// files cost ~2 ms a log on ext4, 60 s for 30,000.
 //
 // Open with a valid clean line reads no segment (the open transactions
 // come from the active segment's .txnindex on first use): the end offset comes from

@@ -60,9 +60,12 @@
 // Close), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
 // ending when the queue is empty (deletions.go; Close waits for them).
 // Close then closes the open logs together (segments.CloseAll, up to 16
-// goroutines of its own, waited on): three syncs of the filesystem in all
-// where it has them (vfs.FSSyncer, a handle New opens on the partitions
-// directory), instead of a dozen fsyncs a log.
+// goroutines of its own, waited on): one to three syncs of the filesystem
+// in all where it has them (vfs.FSSyncer, a handle New opens on the
+// partitions directory), instead of a dozen fsyncs a log; a log with a
+// small tail past its saved recovery point gets no file written, not even
+// its high-watermark checkpoint when the mark only rose (its next open
+// rescans the tail; the mark restarts from the saved one).
 //
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its

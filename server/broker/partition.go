@@ -392,8 +392,14 @@ func (p *Partition) closing() (segments.Closing, bool) {
 		return segments.Closing{}, false
 	}
 	c := segments.Closing{Log: log}
-	if hw := p.hwm.Load(); hw != p.hwmSaved.Load() {
-		c.Side = []segments.SideFile{{Name: hwmFile, Data: hwmLine(hw)}}
+	if hw, saved := p.hwm.Load(), p.hwmSaved.Load(); hw != saved {
+		// A mark that only rose since it was saved may stay as saved when
+		// CloseAll leaves the log for its next open to rescan (a small
+		// tail): the saved one is still true, only lower, as after a
+		// crash; the leader moves it on as its in-sync replicas fetch,
+		// as Kafka's does from its replication-offset-checkpoint. One
+		// that went down (a follower cut its log) is always written.
+		c.Side = []segments.SideFile{{Name: hwmFile, Data: hwmLine(hw), Optional: hw > saved}}
 	}
 	return c, true
 }
