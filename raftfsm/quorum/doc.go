@@ -34,8 +34,12 @@
 //	node.go       Node: open/bootstrap, raft config (timeouts and what a
 //	              failover takes), Close (an active controller hands its
 //	              leadership over first)
-//	transport.go  the protocol bytes, raft's stream layer over the mux,
-//	              the advertised address
+//	transport.go  the protocol bytes, raft's stream layer over the mux
+//	              (it kicks the leader watch when a peer's connection
+//	              ends), the advertised address
+//	watch.go      the leader watch's wiring (package leaderwatch): a
+//	              follower whose leader's process died stands at once,
+//	              through a TimeoutNow to itself
 //	transport_gate.go  raft's transport with counted heartbeat handlers, so
 //	              Close waits for them before closing the stores
 //	rpcwire.go    controller RPC messages (JSON in internode frames) and
@@ -94,8 +98,11 @@
 // leads a cluster without id), the controller loop (fences and moves leaders
 // while it leads), the version loop (raises the cluster's command version
 // while it leads, until it is this binary's), the join loop of a new non-voter, the heartbeat loop of a
-// registered broker and one waiter per Apply in flight; Close cancels and
-// waits for them. The internode.Mux owns its accept loop and one goroutine
+// registered broker, the leader watch (leaderwatch.Watch.Run: probes the
+// leader when a raft connection from a peer ends, and on a voter whose
+// leader's port refuses, sends raft a TimeoutNow over a connection to
+// itself; see watch.go) and one waiter per Apply in flight; Close cancels and
+// waits for them (closing the stream layer ends a TimeoutNow in flight). The internode.Mux owns its accept loop and one goroutine
 // per connection while it is dispatched (an RPC connection is served on
 // it); Close closes the stream layer, the RPC connections, then the Mux,
 // and waits. Node.mu

@@ -22,7 +22,8 @@ import (
 //
 // Goroutines: raft's own (stopped by Shutdown in Close), the leader loop
 // (leaderLoop), which proposes InitCluster when this node leads a cluster
-// without id, and one waiter per Apply in flight (spawn). Close shuts raft
+// without id, the loops of quorum.go (startQuorum, the leader watch among
+// them) and one waiter per Apply in flight (spawn). Close shuts raft
 // down (which resolves every future), cancels the loop and waits for all.
 type Node struct {
 	cfg    Config
@@ -173,6 +174,8 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	notify := make(chan bool, 16)
 	rc.NotifyCh = notify
+	n.q.watch = n.newWatch(rc.ElectionTimeout)
+	n.q.stream.ended = n.q.watch.Kick // before the mux starts (startQuorum)
 	if n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.logs, snaps, n.trans); err != nil {
 		return n.failStart(fmt.Errorf("raftfsm: start raft: %w", err))
 	}
@@ -221,7 +224,10 @@ func (n *Node) bootstrapVoters() raft.Configuration {
 // late by more than that every few seconds, and the controllers elected
 // one another without end (README, "Controller scale"): the default for
 // several voters stays 1s, and a closing leader hands over at once
-// (handOver), so only a crash waits out the timeouts.
+// (handOver). A crashed leader is noticed without the timeout too: its
+// connections end and its port refuses, and the leader watch (watch.go)
+// has a survivor stand at once; only a leader that hangs, or a machine
+// cut off, waits out the timeouts.
 //
 // The leader lease (a leader that has not heard from a quorum for it
 // steps down) is T, the most raft allows: it decides nothing but when a

@@ -14,6 +14,7 @@ import (
 
 	"github.com/runnel/runnel/internode"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/raftfsm/quorum/leaderwatch"
 )
 
 // quorum is the multi-process side of a Node: the port mux, the controller
@@ -22,7 +23,8 @@ import (
 type quorum struct {
 	ctx         context.Context // the node's lifetime
 	mux         *internode.Mux
-	stream      *streamLayer // raft's connections from mux
+	stream      *streamLayer       // raft's connections from mux
+	watch       *leaderwatch.Watch // the leader watch (watch.go)
 	rpc         *rpcServer
 	voters      map[int32]string // Config.Voters: this node's view of the controllers' addresses
 	incarnation string           // this process's broker incarnation id
@@ -126,6 +128,7 @@ func (n *Node) startQuorum(ctx context.Context, joinNeeded bool) {
 	n.q.mux.Start()
 	n.spawn(func() { n.controllerLoop(ctx) })
 	n.spawn(func() { n.versionLoop(ctx) })
+	n.spawn(func() { n.q.watch.Run(ctx) })
 	if joinNeeded {
 		n.spawn(func() { n.joinLoop(ctx) })
 	}

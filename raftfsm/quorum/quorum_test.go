@@ -18,11 +18,14 @@ import (
 )
 
 // proxy forwards TCP connections to a target until cut; cut closes the open
-// connections and refuses new ones until healed.
+// connections and refuses new ones until healed (it accepts and closes
+// them, as a live peer behind a broken network would not: down refuses
+// them, as a dead process's port does).
 type proxy struct {
-	ln net.Listener
+	listenAddr string
 
 	mu     sync.Mutex
+	ln     net.Listener // nil while down
 	target string
 	cut    bool
 	conns  map[net.Conn]struct{}
@@ -35,23 +38,22 @@ func newProxy(t testing.TB, target string) *proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &proxy{listenAddr: ln.Addr().String(), ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept(ln)
 	t.Cleanup(func() {
-		ln.Close()
-		p.setCut(true)
+		p.setDown(true)
 		p.wg.Wait()
 	})
 	return p
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
+func (p *proxy) addr() string { return p.listenAddr }
 
-func (p *proxy) accept() {
+func (p *proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -61,6 +63,32 @@ func (p *proxy) accept() {
 			p.pipe(c)
 		}()
 	}
+}
+
+// setDown closes the listener and the connections (down) or listens again
+// at the same address and heals (up).
+func (p *proxy) setDown(down bool) error {
+	p.setCut(down)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if down {
+		if p.ln != nil {
+			p.ln.Close()
+			p.ln = nil
+		}
+		return nil
+	}
+	if p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.listenAddr)
+	if err != nil {
+		return err
+	}
+	p.ln = ln
+	p.wg.Add(1)
+	go p.accept(ln)
+	return nil
 }
 
 func (p *proxy) track(cs ...net.Conn) bool {
@@ -228,6 +256,30 @@ func (q *proxied) isolate(i int, cut bool) {
 			p.setCut(cut)
 		}
 	}
+}
+
+// crash makes node i look to the others as a killed process does: every
+// connection to and from it ends and its port (the proxies in front of
+// it) refuses connections; the node itself runs on, cut off. Undone by
+// uncrash.
+func (q *proxied) crash(i int) {
+	q.isolate(i, true)
+	for k, p := range q.proxies {
+		if k[1] == i {
+			_ = p.setDown(true)
+		}
+	}
+}
+
+func (q *proxied) uncrash(i int) {
+	for k, p := range q.proxies {
+		if k[1] == i {
+			if err := p.setDown(false); err != nil {
+				q.t.Fatalf("listen again in front of node %d: %v", i+1, err)
+			}
+		}
+	}
+	q.isolate(i, false)
 }
 
 // applyOn applies cmd through node i, retrying while leadership moves.

@@ -37,12 +37,15 @@ func scalePartitions(b *testing.B) int {
 // voter and a registered broker), topics of up to 10,000 partitions with
 // replication factor 2 up to the partition count. It reports the seconds
 // to create them, the snapshot's size and time, a controlled shutdown of a
-// broker leading a third of them, a controller failover (leader cut off
-// until a survivor applies a command), the old leader's Close, and the
+// broker leading a third of them, a controller failover (the leader's
+// connections ended and its port refusing, as after a kill -9, until a
+// survivor applies a command), the old leader's Close, and the
 // restart of the closed node until it is ready and caught up, and the
 // failover when the active controller closes (a SIGTERM). It also
 // counts the raft elections before the failover (leadership churn under
-// the run's load) and those the failover took (1 unless votes split).
+// the run's load), those the failover took (1 unless votes split) and
+// how many of them the leader watch started (crash_elections: 1 when a
+// survivor stood at once, 0 when raft's timeout elected the leader).
 //
 // RUNNEL_BENCH_SHUTDOWN_CPUPROFILE=file writes a CPU profile of the
 // controlled shutdown alone, RUNNEL_BENCH_RESTART_CPUPROFILE of the
@@ -123,23 +126,24 @@ func runScale(b *testing.B, total int) {
 		b.Fatalf("broker still leads %d partitions after a controlled shutdown", led)
 	}
 
-	// Failover as after a kill: the active controller cut off from the
-	// others (its connections through the proxies dropped) until a
-	// survivor takes a write; closing it (what a SIGTERM adds) is timed
+	// Failover after a kill: the active controller's connections to and
+	// from the others end and its port refuses connections (q.crash), until
+	// a survivor takes a write; closing it (what a SIGTERM adds) is timed
 	// apart.
 	// The leader now: on a loaded machine it may have changed since.
 	lead = q.leader()
 	survivor := (lead + 1) % 3
 	term1 := q.maxTerm()
 	start = time.Now()
-	q.isolate(lead, true)
+	q.crash(lead)
 	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	failover := time.Since(start)
 	failoverElections := q.nodes[survivor].Status().Term - term1
+	crashElections := crashElections(q, lead)
 	start = time.Now()
 	q.stop(lead)
 	closeTime := time.Since(start)
-	q.isolate(lead, false)
+	q.uncrash(lead)
 
 	stopProfile = startProfile(b, os.Getenv("RUNNEL_BENCH_RESTART_CPUPROFILE"))
 	start = time.Now()
@@ -179,6 +183,7 @@ func runScale(b *testing.B, total int) {
 	b.ReportMetric(failover.Seconds(), "failover_s")
 	b.ReportMetric(float64(term1-term0), "elections_before_failover")
 	b.ReportMetric(float64(failoverElections), "failover_elections")
+	b.ReportMetric(float64(crashElections), "crash_elections")
 	b.ReportMetric(closeTime.Seconds(), "close_s")
 	b.ReportMetric(restart.Seconds(), "restart_s")
 	b.ReportMetric(closeFailover.Seconds(), "close_failover_s")

@@ -35,23 +35,41 @@ var ErrInsecurePeers = errors.New("raftfsm: refusing unauthenticated inter-node 
 // streamLayer is raft's side of the mux: a net.Listener fed by the mux's
 // ProtoRaft handler and a dialer that writes ProtoRaft. Safe for
 // concurrent use.
+//
+// It tells the leader watch (ended) when a connection a peer opened ends
+// (a read error: the peer closed it, or its process died), and closes the
+// connections raft dialled when it is closed: raft's Shutdown leaves
+// them to the transport, and a TimeoutNow this node sent itself (standNow)
+// would otherwise wait for an answer from the stopped raft until the
+// transport's 10 s timeout, and Close with it.
 type streamLayer struct {
 	addr  net.Addr
 	auth  *internode.Auth // the mux's
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
+	// ended: set before the mux starts, read by connection goroutines.
+	ended func(peer string)
+
+	mu      sync.Mutex // guards dialled
+	dialled map[net.Conn]struct{}
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 func newStreamLayer(addr net.Addr, auth *internode.Auth) *streamLayer {
-	return &streamLayer{addr: addr, auth: auth, conns: make(chan net.Conn), done: make(chan struct{})}
+	return &streamLayer{addr: addr, auth: auth, conns: make(chan net.Conn), done: make(chan struct{}),
+		ended: func(string) {}, dialled: map[net.Conn]struct{}{}}
 }
 
 // deliver hands an accepted connection to raft, or closes it once raft's
 // transport is closed.
 func (s *streamLayer) deliver(conn net.Conn) {
+	peer := ""
+	if pc, ok := conn.(*internode.PeerConn); ok {
+		peer = string(serverID(pc.VerifiedNodeID()))
+	}
+	conn = &watchedConn{Conn: conn, ended: func() { s.ended(peer) }}
 	select {
 	case s.conns <- conn:
 	case <-s.done:
@@ -68,9 +86,16 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 	}
 }
 
-// Close stops Accept (and deliver); the mux owns the real listener.
+// Close stops Accept (and deliver) and closes the connections raft
+// dialled; the mux owns the real listener.
 func (s *streamLayer) Close() error {
 	s.once.Do(func() { close(s.done) })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.dialled {
+		c.Close()
+	}
+	s.dialled = nil
 	return nil
 }
 
@@ -79,7 +104,47 @@ func (s *streamLayer) Addr() net.Addr { return s.addr }
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return internode.Dial(ctx, string(address), ProtoRaft, s.auth, -1)
+	conn, err := internode.Dial(ctx, string(address), ProtoRaft, s.auth, -1)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dialled == nil {
+		conn.Close()
+		return nil, net.ErrClosed
+	}
+	s.dialled[conn] = struct{}{}
+	return &dialledConn{Conn: conn, s: s}, nil
+}
+
+// dialledConn leaves the stream layer's set when raft closes it.
+type dialledConn struct {
+	net.Conn
+	s *streamLayer
+}
+
+func (c *dialledConn) Close() error {
+	c.s.mu.Lock()
+	delete(c.s.dialled, c.Conn)
+	c.s.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// watchedConn calls ended once, at its first read error: raft reads an
+// accepted connection until it ends.
+type watchedConn struct {
+	net.Conn
+	once  sync.Once
+	ended func()
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.once.Do(c.ended)
+	}
+	return n, err
 }
 
 // advertiseAddr is the address peers dial: AdvertiseAddr, else this node's

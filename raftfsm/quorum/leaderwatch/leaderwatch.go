@@ -1,0 +1,213 @@
+// Package leaderwatch tells a raft follower, within milliseconds, that its
+// leader's process has died, so that it can stand for election at once
+// instead of waiting out raft's heartbeat timeout (one to three timeouts
+// with hashicorp/raft: the follower checks at random intervals, and the
+// other survivors grant no vote while they still have the leader).
+//
+// # What counts as dead
+//
+// When a process ends (a crash, kill -9, the OOM killer), its kernel closes
+// its sockets: the connections it had open end at once, and a new
+// connection to its port is refused (or reset, when it reached the
+// listener's queue just before the listener closed). Only a dead process
+// gives that; a slow or paused one (SIGSTOP, a long GC, a loaded machine)
+// keeps its connections and accepts, and a machine cut off by the network
+// times out. So a follower is told (Kick) when a connection from a peer
+// ends, probes its leader's address, and acts only on a refusal or a reset:
+// everything else is left to raft's timeouts, which a lost connection that
+// was merely redialled never reaches.
+//
+// # Who stands
+//
+// Two survivors standing at once split the vote (each votes for itself)
+// and cost a random election timeout. The surviving voters are ranked by
+// id (the dead leader left out); rank 0 stands at once, rank k after k
+// Staggers, and only if nobody stood meanwhile: the term is the one the
+// crash was seen in, and no other leader is known. A voter of rank k that
+// finds rank 0 also dead thus stands after k Staggers.
+//
+// # Goroutines
+//
+// Run is the one goroutine (the caller's, stopped by its context). Kick
+// never blocks; kicks that arrive while a probe runs are coalesced into
+// one. Stand is called from Run only.
+package leaderwatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// View is what the watch needs to know of the raft node, read at once.
+type View struct {
+	Self     string   // this node's raft server id
+	Leader   string   // the leader's server id; "" when none is known
+	Term     uint64   // the current raft term
+	Follower bool     // this node is a follower (not leader, candidate, shut down)
+	Voters   []string // the voters of the latest configuration
+}
+
+// Config wires a Watch to its raft node. View, Addr and Stand must be safe
+// to call from Run's goroutine while the node runs.
+type Config struct {
+	// View reads the node's raft state.
+	View func() View
+	// Addr is where this node dials the given server (its raft port).
+	Addr func(id string) (string, error)
+	// Stand makes this node a candidate now, its vote requests marked as
+	// a leadership transfer so that voters that still know the dead leader
+	// grant them (with hashicorp/raft: a TimeoutNow RPC to itself).
+	Stand func(ctx context.Context) error
+	// Stagger is how long a voter waits per rank before it stands.
+	Stagger time.Duration
+	// ProbeWait bounds a probe: the dial, and then the wait for a reset of
+	// a connection the dying process's listener had queued. Default 200ms.
+	ProbeWait time.Duration
+	// Dial dials the leader's address; nil: TCP (net.Dialer). Tests
+	// replace it.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	Log  *slog.Logger
+}
+
+// Watch is one node's leader watch. Safe for concurrent use.
+type Watch struct {
+	cfg    Config
+	kick   chan string // capacity 1: pending kicks coalesce
+	stands atomic.Uint64
+}
+
+// New returns a watch; start it with Run.
+func New(cfg Config) *Watch {
+	if cfg.ProbeWait <= 0 {
+		cfg.ProbeWait = 200 * time.Millisecond
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Watch{cfg: cfg, kick: make(chan string, 1)}
+}
+
+// Kick says that a connection from peer (a server id; "" when the peer is
+// not known, e.g. without peer TLS) has ended. It never blocks.
+func (w *Watch) Kick(peer string) {
+	select {
+	case w.kick <- peer:
+	default:
+		// A kick is pending: it probes the leader either way, and a
+		// known peer only narrows when to probe, so "" wins.
+		select {
+		case <-w.kick:
+		default:
+		}
+		select {
+		case w.kick <- "":
+		default:
+		}
+	}
+}
+
+// Stands is how many times this node stood because its leader had died.
+func (w *Watch) Stands() uint64 { return w.stands.Load() }
+
+// Run handles kicks until ctx ends.
+func (w *Watch) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case peer := <-w.kick:
+			w.check(ctx, peer)
+		}
+	}
+}
+
+// check probes the leader after a connection from peer ended and stands
+// when it is dead and this node's turn has come.
+func (w *Watch) check(ctx context.Context, peer string) {
+	v := w.cfg.View()
+	if !v.Follower || v.Leader == "" || v.Leader == v.Self || (peer != "" && peer != v.Leader) {
+		return
+	}
+	rank := Rank(v.Voters, v.Self, v.Leader)
+	if rank < 0 {
+		return // not a voter: a non-voter that stood would only raise the voters' term
+	}
+	addr, err := w.cfg.Addr(v.Leader)
+	if err != nil || !w.dead(ctx, addr) {
+		return
+	}
+	w.cfg.Log.Info("raftfsm: the leader's process is gone (its port refuses connections)",
+		"leader", v.Leader, "addr", addr, "term", v.Term, "rank", rank)
+	if rank > 0 {
+		t := time.NewTimer(time.Duration(rank) * w.cfg.Stagger)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !w.dead(ctx, addr) {
+			return
+		}
+	}
+	now := w.cfg.View()
+	if !now.Follower || now.Term != v.Term || (now.Leader != "" && now.Leader != v.Leader) {
+		return // someone stood, or a leader was elected meanwhile
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err := w.cfg.Stand(ctx); err != nil {
+		w.cfg.Log.Warn("raftfsm: cannot stand for election after the leader died; raft's timeout will", "err", err)
+		return
+	}
+	w.stands.Add(1)
+	w.cfg.Log.Info("raftfsm: standing for election at once: the leader died", "leader", v.Leader, "term", v.Term)
+}
+
+// dead probes addr: refused, or accepted and then reset (the listener
+// closed with the connection in its queue) is a dead process; anything
+// else (accepted and open, a timeout, another error) is not.
+func (w *Watch) dead(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.ProbeWait)
+	defer cancel()
+	conn, err := w.cfg.Dial(ctx, addr)
+	if err != nil {
+		// A reset can reach the dialler before the connect completes.
+		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	}
+	defer conn.Close()
+	dl, _ := ctx.Deadline()
+	_ = conn.SetReadDeadline(dl)
+	var b [1]byte
+	_, err = conn.Read(b[:])
+	return errors.Is(err, syscall.ECONNRESET)
+}
+
+// Rank is self's place among voters without leader, ordered by id (numeric
+// ids in numeric order); -1 when self is not among them.
+func Rank(voters []string, self, leader string) int {
+	live := make([]string, 0, len(voters))
+	for _, v := range voters {
+		if v != leader {
+			live = append(live, v)
+		}
+	}
+	slices.SortFunc(live, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+	})
+	return slices.Index(live, self)
+}
