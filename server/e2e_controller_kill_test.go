@@ -1,0 +1,49 @@
+package server_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runnel/runnel/server/servertest"
+)
+
+// A kill -9 of the active controller (three real processes): a survivor
+// sees its connections end and its port refuse, and stands for election
+// at once through the leader watch (raftfsm/quorum/leaderwatch), exactly
+// one of them (no split vote); raft's heartbeat timeout is not waited for.
+// How long it takes is measured by raftfsm/quorum's
+// BenchmarkControllerScale, not asserted here.
+func TestControllerKill9StandsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
+	ctrl := 0
+	servertest.WaitFor(t, 30*time.Second, "an active controller", func() bool {
+		v, ok := cluster(c.Node(1))
+		ctrl = int(v.LeaderID)
+		return ok && ctrl > 0
+	})
+	c.Node(ctrl).Kill()
+	survivor := c.Node(ctrl%3 + 1)
+	servertest.WaitFor(t, 30*time.Second, "a new active controller", func() bool {
+		v, ok := cluster(survivor)
+		return ok && v.LeaderID > 0 && int(v.LeaderID) != ctrl
+	})
+	stood := 0
+	var logs []string
+	for id := 1; id <= 3; id++ {
+		if id == ctrl {
+			continue
+		}
+		l := c.Node(id).Logs()
+		stood += strings.Count(l, "standing for election at once")
+		logs = append(logs, fmt.Sprintf("node %d:\n%s", id, l))
+	}
+	if stood != 1 {
+		t.Fatalf("survivors stood %d times through the leader watch after node %d was killed, want 1\n%s",
+			stood, ctrl, strings.Join(logs, "\n"))
+	}
+}
