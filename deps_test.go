@@ -63,7 +63,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/txn":         {"kafkaproto"}, // the transaction coordinator
 		"server/broker": {"api", "kafkaproto", "raftfsm", "segments", "segments/vfs", "recordbatch", "internal/warnlimit",
 			"server/broker/producers", "server/broker/producerlog", "server/broker/topicconfig", "server/broker/kafkaconn", "server/broker/readbuf",
-			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool"}, // the data plane: never server
+			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool", "server/broker/replfetch"}, // the data plane: never server
 		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log
 		"server/broker/storage":     {"segments"},                                                               // the disk reserve, storage errors and the recovery of failed logs
@@ -72,6 +72,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/broker/kafkaconn":   nil,                                                                        // the Kafka client to another broker: a leaf
 		"server/broker/workpool":    nil,                                                                        // bounded goroutines for queued tasks (the fetchers' applies): a leaf
 		"server/broker/readbuf":     {"segments"},                                                               // the HTTP reads' buffers
+		"server/broker/replfetch":   nil,                                                                        // a follower fetcher's changed partitions and fetch session: a leaf
 		"server/access":             {"api", "raftfsm", "server/auth"},                                          // the security surface: users, tokens, sessions, ACLs over the one authorizer; never server
 		"server/auth":               nil,                                                                        // the one authorizer: a leaf
 		"server/quota":              {"api", "raftfsm"},                                                         // the quota meters, the node's table of them and the HTTP door's enforcement (quota.Node)

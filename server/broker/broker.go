@@ -203,7 +203,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		}
 	}
 	b.disk = storage.NewGuard(dir, cfg.MinFreeDisk)
-	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, cfg.Logger.With("component", "replica-fetcher"))
+	b.fetches = newFetchManager(cfg.NodeID, cfg.DialLeader, b.disk, cfg.Logger.With("component", "replica-fetcher"))
 	return b, nil
 }
 
@@ -307,8 +307,10 @@ func (b *Broker) maintain(now time.Time) {
 		if err := p.log().Maintain(now); err != nil {
 			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
 		}
-		if p.log().StartOffset() != start {
-			p.wake() // retention moved the log start: fetch sessions send it
+		if p.log().StartOffset() != start || p.log().Err() != nil {
+			// Retention moved the log start: fetch sessions send it. Or the
+			// log failed: a follower's fetcher stops fetching it.
+			p.wake()
 		}
 		if err := p.checkpointHWM(); err != nil {
 			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)

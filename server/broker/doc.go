@@ -19,7 +19,11 @@
 // Replication is leader-driven by the followers: each follower fetches
 // from its leader over the inter-broker Kafka port (fetcher.go, with the
 // client of the leaf subpackage kafkaconn) in a KIP-227 fetch session that
-// lists only partitions whose position changed (fetchsession.go); the
+// lists only partitions whose position changed (fetchsession.go), and a
+// fetch round looks only at the partitions that changed since the last
+// one: each followed partition's wake also tells its fetcher
+// (Partition.follower, leaderFetcher.touch), so an idle follower's round
+// costs nothing per partition it follows (fetcher.go); the
 // leader tracks their log end offsets, advances the high watermark over the
 // ISR (replication.go) and proposes ISR changes to the controller (isrLoop,
 // one command per topic). A partition a follower's session holds but its
@@ -34,8 +38,10 @@
 // outside appendMu), storage (the disk reserve, the storage error, the
 // health the doors report and the recovery loop of failed logs, which
 // storage.go feeds the failed partitions), topicconfig (the topic config
-// table, which the doors and server/admin use as well) and readbuf (the
-// pool of buffers HTTP reads load batches into). A door
+// table, which the doors and server/admin use as well), readbuf (the
+// pool of buffers HTTP reads load batches into) and replfetch (a
+// follower fetcher's set of followed and changed partitions and its side
+// of the leader's fetch session, keyed by Partition). A door
 // reads a partition only through its methods (Topic, Index, Offsets,
 // LogStart, Read..., Produce...), never its fields or its log.
 //
@@ -70,7 +76,8 @@
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
 // appendMu, then its replica set (repl.mu), then its notifyMu, then its
-// watchers' lock, then a watching fetch session's queue; the disk
+// watchers' lock, then a watching fetch session's queue, or the set of
+// the fetcher following it (replfetch.Changes' lock, a leaf); the disk
 // reserve's lock (storage.Guard, taken by an append's admit) and the
 // storage health's are taken last. No lock is
 // held across a wait for replication or new data, and reconcile, which

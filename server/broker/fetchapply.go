@@ -39,8 +39,9 @@ const (
 
 // applyAnswer applies each partition of a fetch answer on the pool, and
 // reports whether one failed (the loop then backs off) among those done
-// within the manager's applyWait. sent is the session's positions as sent.
-func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse, parts map[*Partition]*followState, s *replicaSession) (backoff bool) {
+// within the manager's applyWait. Each goes back into the round's work: the
+// next request forgets it while it is busy (fetchRequest).
+func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 	n := 0
 	for _, t := range resp.Topics {
 		n += len(t.Partitions)
@@ -50,12 +51,12 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse, parts map[*Partiti
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
-			p := s.byKey[topicPartition{t.Topic, rp.Partition}]
-			st := parts[p]
-			if p == nil || st == nil || !p.applying.CompareAndSwap(false, true) {
+			p, sent, st, ok := f.session.Lookup(t.Topic, rp.Partition)
+			if !ok || st == nil || !p.applying.CompareAndSwap(false, true) {
 				continue
 			}
-			fetchEpoch := s.sent[p].leaderEpoch
+			f.work[p] = st
+			fetchEpoch := sent.LeaderEpoch
 			pending++
 			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, fetchEpoch) })
 		}
@@ -74,7 +75,7 @@ func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchRe
 		st.truncated = false
 	}
 	p.applying.Store(false) // after st: the loop reads st once it sees this
-	f.wake()
+	f.touch(p)
 	return err
 }
 
@@ -87,7 +88,7 @@ func (f *leaderFetcher) openOff(p *Partition) {
 	f.m.pool.Do(func() {
 		_ = p.ensureOpen() // a failure is logged there; the next round tries again
 		p.applying.Store(false)
-		f.wake()
+		f.touch(p)
 	})
 }
 

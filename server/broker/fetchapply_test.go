@@ -156,8 +156,8 @@ func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 // testFetchManager is a fetch manager for tests that drive its fetchers'
 // rounds themselves: each round waits for all its applies, so a test sees
 // an answer applied once fetch returns.
-func testFetchManager(t *testing.T, self int32) *fetchManager {
-	m := newFetchManager(self, nil, slog.New(slog.DiscardHandler))
+func testFetchManager(t testing.TB, self int32) *fetchManager {
+	m := newFetchManager(self, nil, nil, slog.New(slog.DiscardHandler))
 	m.applyWait = time.Hour
 	t.Cleanup(m.close)
 	return m

@@ -46,7 +46,7 @@ func (l *fakeLeader) part(i int32) *Partition {
 	return l.p
 }
 
-func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
+func (l *fakeLeader) serve(t testing.TB, conn net.Conn) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	for {
@@ -147,8 +147,20 @@ func (l *fakeLeader) serve(t *testing.T, conn net.Conn) {
 	}
 }
 
+// testFetcher is a fetcher of leader's partitions for tests that drive its
+// rounds themselves (round, or collect and then truncate or fetch),
+// following each partition of states in the state given.
+func testFetcher(m *fetchManager, leader int32, states map[*Partition]*followState) *leaderFetcher {
+	f := newLeaderFetcher(m, leader)
+	for p, st := range states {
+		f.parts.Add(p, st)
+		p.follower.Store(f)
+	}
+	return f
+}
+
 // connectFake returns a follower-side connection to a fake leader.
-func connectFake(t *testing.T, l *fakeLeader) *kafkaconn.Conn {
+func connectFake(t testing.TB, l *fakeLeader) *kafkaconn.Conn {
 	client, server := net.Pipe()
 	go l.serve(t, server)
 	t.Cleanup(func() { client.Close() })
@@ -179,10 +191,9 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	// written 5-7 meanwhile but answers only after its pause.
 	lead(t, oldLeader, 3, "late", 3)
 	old := &fakeLeader{p: oldLeader, hold: make(chan struct{}), fetched: make(chan struct{}, 1)}
-	oldFetcher := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
-	oldParts := map[*Partition]*followState{follower: {truncated: true}}
+	oldFetcher := testFetcher(m, 1, map[*Partition]*followState{follower: {truncated: true}})
 	oldDone := make(chan error, 1)
-	go func() { oldDone <- oldFetcher.fetch(connectFake(t, old), oldParts) }()
+	go func() { oldDone <- oldFetcher.round(connectFake(t, old)) }()
 	<-old.fetched
 
 	// Meanwhile broker 3 is elected at epoch 4 without 5-7 and writes
@@ -197,10 +208,10 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	follower.setMeta(raftfsm.Partition{Leader: 3, LeaderEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}}, 2)
-	newFetcher := &leaderFetcher{m: m, leader: 3, poke: make(chan struct{}, 1)}
-	newParts := map[*Partition]*followState{follower: {}}
+	newFetcher := testFetcher(m, 3, map[*Partition]*followState{follower: {}})
 	newConn := connectFake(t, &fakeLeader{p: newLeader})
-	if err := newFetcher.truncate(newConn, newParts); err != nil {
+	newFetcher.collect()
+	if err := newFetcher.truncate(newConn); err != nil {
 		t.Fatal(err)
 	}
 
@@ -216,11 +227,7 @@ func TestFollowerDropsFetchAnsweredByPreviousLeader(t *testing.T) {
 	// The follower replicates from the new leader, as the fetcher loop
 	// does: truncate where needed, fetch.
 	for round := 0; round < 5 && follower.log().EndOffset() != newLeader.log().EndOffset(); round++ {
-		err := newFetcher.truncate(newConn, newParts)
-		if err == nil {
-			err = newFetcher.fetch(newConn, newParts)
-		}
-		if err != nil {
+		if err := newFetcher.round(newConn); err != nil {
 			t.Errorf("round %d: %v", round, err)
 		}
 	}
@@ -267,16 +274,15 @@ func TestFetchFailureOfOnePartitionSparesTheOthers(t *testing.T) {
 	follow(follower1, 1, 1)
 
 	m := testFetchManager(t, 2)
-	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
-	parts := map[*Partition]*followState{follower0: {truncated: true}, follower1: {truncated: true}}
-	if err := f.fetch(connectFake(t, &fakeLeader{p: leader0, others: []*Partition{leader1}}), parts); err != nil {
+	f := testFetcher(m, 1, map[*Partition]*followState{follower0: {truncated: true}, follower1: {truncated: true}})
+	if err := f.round(connectFake(t, &fakeLeader{p: leader0, others: []*Partition{leader1}})); err != nil {
 		t.Errorf("fetch: %v", err)
 	}
 	if !bytes.Equal(logBytes(t, follower1), logBytes(t, leader1)) {
 		t.Fatalf("partition 1 not replicated beside partition 0's failure: log end %d, leader's %d",
 			follower1.log().EndOffset(), leader1.log().EndOffset())
 	}
-	if parts[follower0].truncated {
+	if st, _ := f.parts.Get(follower0); st.truncated {
 		t.Error("partition 0 fetches on without checking its divergence again")
 	}
 }

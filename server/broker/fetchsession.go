@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/server/broker/kafkaconn"
+	"github.com/runnel/runnel/server/broker/replfetch"
 )
 
 // A follower's fetch session with one leader (KIP-227 incremental fetch,
@@ -23,55 +22,17 @@ import (
 // answer none: the bytes on the wire, and the decoding on both ends, no
 // longer grow with the number of idle partitions (issue 19: a broker
 // following 10,000 partitions from each leader sent and decoded them all
-// twice a second).
+// twice a second). Nor does building it: a request is built from the
+// round's work, the partitions that changed (fetcher.go).
 //
-// A request lists at most maxFetchPartitions (the leader bounds requests
+// A request lists at most replfetch.MaxListed (the leader bounds requests
 // but Produce to 1 MiB): a session holding more is filled over several
 // requests. A leader that keeps no session for us (it answers session id
 // 0) is fetched from with full requests listing every partition, as before.
-// The session lives in the connection; it is reset with it, and after the
-// leader lost it (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
-const maxFetchPartitions = 8000
-
-// replicaSession is owned by its leaderFetcher's run goroutine.
-type replicaSession struct {
-	id int32
-	// epoch is the next request's: 0 opens a session, -1 means the
-	// leader keeps none for us (every request is full).
-	epoch int32
-	sent  map[*Partition]sentFetch      // what the leader's session holds per partition
-	byKey map[topicPartition]*Partition // the same partitions by name, for the answer
-}
-
-// sentFetch is a partition's fetch position as last sent.
-type sentFetch struct {
-	leaderEpoch      int32
-	offset, logStart int64
-}
-
-type topicPartition struct {
-	topic string
-	index int32
-}
-
-func (s *replicaSession) reset() {
-	s.id, s.epoch = 0, 0
-	clear(s.sent)
-	clear(s.byKey)
-}
-
-func (s *replicaSession) put(p *Partition, pos sentFetch) {
-	if s.sent == nil {
-		s.sent, s.byKey = map[*Partition]sentFetch{}, map[topicPartition]*Partition{}
-	}
-	s.sent[p] = pos
-	s.byKey[topicPartition{p.topic, p.index}] = p
-}
-
-func (s *replicaSession) drop(p *Partition) {
-	delete(s.sent, p)
-	delete(s.byKey, topicPartition{p.topic, p.index})
-}
+// The session (replfetch.Session, the run goroutine's own) lives in the
+// connection; it is reset with it, and after the leader lost it
+// (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
+const maxFetchPartitions = replfetch.MaxListed
 
 // readyToFetch reports whether p is fetched this round. A log that refuses
 // writes (or a disk below --min-free-disk) fetches nothing: the leader then
@@ -116,9 +77,8 @@ func fetchPosition(p *Partition) (end, start int64) {
 
 // fetch sends one Fetch for the partitions ready to replicate (those whose
 // position changed, in a session) and appends what comes back.
-func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*followState) error {
-	s := &f.session
-	req, ready := f.fetchRequest(parts)
+func (f *leaderFetcher) fetch(conn *kafkaconn.Conn) error {
+	req, ready := f.fetchRequest()
 	if ready == 0 {
 		f.sleep(replicaRetryBackoff)
 		return nil
@@ -129,98 +89,47 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn, parts map[*Partition]*follow
 	if err := conn.Do(ctx, req, resp); err != nil {
 		return err
 	}
-	switch err := kerr.ErrorForCode(resp.ErrorCode); {
-	case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch):
+	if err := f.session.Answered(req, resp); errors.Is(err, replfetch.ErrSessionLost) {
 		f.m.logger.Debug("replica fetch session lost", "leader", f.leader, "err", err)
-		s.reset() // the next request opens a new one
-		return nil
-	case err != nil:
+		return nil // the next request opens a new one
+	} else if err != nil {
 		return fmt.Errorf("fetch from leader %d: %w", f.leader, err)
 	}
-	switch {
-	case req.SessionEpoch == 0 && resp.SessionID == 0:
-		s.epoch = -1 // the leader keeps no session for us: full fetches from now on
-	case req.SessionEpoch == 0:
-		s.id, s.epoch = resp.SessionID, 1
-	case req.SessionEpoch == math.MaxInt32:
-		s.epoch = 1
-	case req.SessionEpoch > 0:
-		s.epoch++
-	}
-	if f.applyAnswer(resp, parts, s) {
+	if f.applyAnswer(resp) {
 		f.sleep(replicaRetryBackoff)
 	}
 	return nil
 }
 
-// fetchRequest builds the next request of the session: a full one (epoch 0
-// or without a session) lists every ready partition, an incremental one
-// those whose position changed and forgets those no longer ready. ready
-// counts the partitions being replicated.
-func (f *leaderFetcher) fetchRequest(parts map[*Partition]*followState) (req *kmsg.FetchRequest, ready int) {
-	s := &f.session
-	req = kmsg.NewPtrFetchRequest()
-	req.SetVersion(12)
-	req.ReplicaID = f.m.self
-	req.MaxWaitMillis = int32(replicaFetchWait / time.Millisecond)
-	req.MinBytes = 1
-	req.MaxBytes = replicaFetchMaxBytes
-	req.SessionID, req.SessionEpoch = s.id, s.epoch
-	if s.epoch <= 0 {
-		req.SessionID = 0
-		clear(s.sent)
-		clear(s.byKey)
-	}
-	byTopic := map[string]int{}
-	listed := 0
-	for p, st := range parts {
-		if !readyToFetch(p, st) {
+// fetchRequest builds the next request of the session from the round's
+// work: a full one (epoch 0 or without a session; work then holds every
+// partition) lists every ready partition, an incremental one those whose
+// position changed and forgets those no longer ready. It takes the
+// partitions it settled out of work (fetcher.go). ready counts the
+// partitions being replicated: those the session holds.
+func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
+	r := f.session.NewRequest(f.m.self, replicaFetchWait, replicaFetchMaxBytes)
+	for p, st := range f.work {
+		if st == nil || !readyToFetch(p, st) {
+			r.Forget(p)
+			if st == nil || p.applying.Load() || p.disk.IsLow() {
+				// Settled: its apply or open ends with a touch, the
+				// disk's recovery with a look at every partition.
+				delete(f.work, p)
+			}
 			continue
 		}
-		ready++
 		end, start := fetchPosition(p)
-		pos := sentFetch{leaderEpoch: p.leaderEpoch.Load(), offset: end, logStart: start}
-		if old, ok := s.sent[p]; ok && old == pos {
-			continue // the leader's session has it where it is
+		pos := replfetch.Pos{LeaderEpoch: p.leaderEpoch.Load(), Offset: end, LogStart: start}
+		if old, ok := f.session.Sent(p); ok && old == pos {
+			delete(f.work, p) // the leader's session has it where it is
+			continue
 		}
-		if s.epoch >= 0 && listed >= maxFetchPartitions {
+		if !r.Room() {
 			continue // a later request of the session adds it
 		}
-		i, ok := byTopic[p.topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			byTopic[p.topic] = i
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.index
-		rp.CurrentLeaderEpoch = pos.leaderEpoch
-		rp.FetchOffset = pos.offset
-		rp.LogStartOffset = pos.logStart
-		rp.PartitionMaxBytes = replicaPartitionMax
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		s.put(p, pos)
-		listed++
+		r.List(p, replfetch.TopicPartition{Topic: p.topic, Partition: p.index}, pos, replicaPartitionMax, st)
+		delete(f.work, p)
 	}
-	if s.epoch > 0 {
-		forgotten := map[string]int{}
-		for p := range s.sent {
-			if st, ok := parts[p]; ok && readyToFetch(p, st) {
-				continue
-			}
-			i, ok := forgotten[p.topic]
-			if !ok {
-				ft := kmsg.NewFetchRequestForgottenTopic()
-				ft.Topic = p.topic
-				req.ForgottenTopics = append(req.ForgottenTopics, ft)
-				i = len(req.ForgottenTopics) - 1
-				forgotten[p.topic] = i
-			}
-			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, p.index)
-			s.drop(p)
-		}
-	}
-	return req, ready
+	return r.Req, f.session.Len()
 }

@@ -50,11 +50,11 @@ func TestFollowerFetchSessionListsOnlyChanges(t *testing.T) {
 	}
 	leader.p = leader.others[0]
 	m := testFetchManager(t, 2)
-	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
+	f := testFetcher(m, 1, parts)
 	conn := connectFake(t, leader)
 	round := func() *kmsg.FetchRequest {
 		t.Helper()
-		if err := f.fetch(conn, parts); err != nil {
+		if err := f.round(conn); err != nil {
 			t.Fatal(err)
 		}
 		return <-leader.requests
@@ -66,12 +66,14 @@ func TestFollowerFetchSessionListsOnlyChanges(t *testing.T) {
 	if len(listed(req)) != 0 || req.SessionID != 7 || req.SessionEpoch != 1 {
 		t.Fatalf("idle fetch lists %d partitions in session %d epoch %d, want none in session 7 epoch 1", len(listed(req)), req.SessionID, req.SessionEpoch)
 	}
-	// Partition 3 got records (as from an earlier answer): only it is
-	// listed, at its new log end. Partition 5 stops fetching: forgotten.
+	// Partition 3 got records (as from an earlier answer, which wakes
+	// it): only it is listed, at its new log end. Partition 5 stops
+	// fetching from this leader: forgotten.
 	if _, err := byIndex[3].log().Append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}}), 1); err != nil {
 		t.Fatal(err)
 	}
-	parts[byIndex[5]].truncated = false
+	byIndex[3].wake()
+	f.remove(byIndex[5])
 	req = round()
 	if got := listed(req); len(got) != 1 || got[3] != 1 || req.SessionEpoch != 2 {
 		t.Fatalf("fetch lists %v at epoch %d, want only partition 3 at offset 1, epoch 2", got, req.SessionEpoch)
@@ -162,8 +164,9 @@ func TestFollowerAsksEpochsInOneRequest(t *testing.T) {
 		lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
 	}
 	m := testFetchManager(t, 2)
-	f := &leaderFetcher{m: m, leader: 1, poke: make(chan struct{}, 1)}
-	if err := f.truncate(connectFake(t, leader), parts); err != nil {
+	f := testFetcher(m, 1, parts)
+	f.collect()
+	if err := f.truncate(connectFake(t, leader)); err != nil {
 		t.Fatal(err)
 	}
 	if got := leader.epochAsks.Load(); got != 1 {

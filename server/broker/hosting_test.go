@@ -33,11 +33,7 @@ func followedBy(b *Broker, leader int32) []*Partition {
 	if !ok {
 		return nil
 	}
-	var out []*Partition
-	for p := range f.snapshot() {
-		out = append(out, p)
-	}
-	return out
+	return f.parts.Keys()
 }
 
 // TestPartitionsMadeOnFirstUse (issue 19): applying an image (a restart

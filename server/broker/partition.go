@@ -36,7 +36,7 @@ var (
 //
 // Lock order: Broker.mu, then lazy.mu, then appendMu, then repl.mu, then
 // notifyMu; then watchers' lock, then a fetch session's (which its watch
-// takes to queue the partition).
+// takes to queue the partition), or its follower's set (touch).
 type Partition struct {
 	topic   string
 	index   int32
@@ -95,6 +95,10 @@ type Partition struct {
 	// watchers are the fetch sessions holding the partition, told of the
 	// same changes (Watch); empty while none does.
 	watchers kafkaproto.Watchers
+	// follower is the fetcher replicating this partition from its leader,
+	// told of the same changes so that its next request looks at this
+	// partition again (leaderFetcher.touch); nil while none does.
+	follower atomic.Pointer[leaderFetcher]
 }
 
 // newPartition makes a partition replica whose log is open already (log
@@ -169,6 +173,9 @@ func (p *Partition) wake() {
 	}
 	p.notifyMu.Unlock()
 	p.watchers.Notify()
+	if f := p.follower.Load(); f != nil {
+		f.touch(p)
+	}
 }
 
 // Watch attaches a fetch session's watch (kafkaproto.PartitionWatcher):

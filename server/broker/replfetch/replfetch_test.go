@@ -1,0 +1,92 @@
+package replfetch
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Collect hands over what changed since the last Collect, once: added,
+// touched and removed (zero state) partitions; a partition not followed
+// is not marked by Touch; all hands over every partition followed.
+func TestChangesCollectsOnlyWhatChanged(t *testing.T) {
+	var c Changes[int, *string]
+	st := func(s string) *string { return &s }
+	for i := range 100 {
+		c.Add(i, st(fmt.Sprint(i)))
+	}
+	work := map[int]*string{}
+	if n := c.Collect(work, false); n != 100 {
+		t.Fatalf("first collect hands over %d, want the 100 added", n)
+	}
+	clear(work)
+	if n := c.Collect(work, false); n != 0 {
+		t.Fatalf("collect with nothing changed hands over %d, want 0", n)
+	}
+	if !c.Touch(3) || c.Touch(500) || !c.Remove(4) || c.Remove(4) {
+		t.Fatal("Touch or Remove misreports whether the partition is followed")
+	}
+	c.Add(5, st("new"))
+	if n := c.Collect(work, false); n != 3 || *work[3] != "3" || work[4] != nil || *work[5] != "new" {
+		t.Fatalf("collect hands over %d: %v, want 3 (touched), 4 (removed: nil), 5 (its new state)", n, work)
+	}
+	if n := c.Collect(work, true); n != 99 || c.Len() != 99 || len(c.Keys()) != 99 {
+		t.Fatalf("collect of all hands over %d of %d followed, want 99", n, c.Len())
+	}
+}
+
+func positions(req *kmsg.FetchRequest) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			out[p.Partition] = p.FetchOffset
+		}
+	}
+	return out
+}
+
+// A session opens with a full request, moves its epoch with each answer,
+// forgets only what it held, and starts over when the leader lost it or
+// keeps none.
+func TestSessionEpochsAndForgets(t *testing.T) {
+	var s Session[int32, string]
+	tp := func(i int32) TopicPartition { return TopicPartition{"t", i} }
+	answer := func(req *kmsg.FetchRequest, id int32, code int16) error {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.SessionID, resp.ErrorCode = id, code
+		return s.Answered(req, resp)
+	}
+	r := s.NewRequest(1, 0, 1<<20)
+	r.List(1, tp(1), Pos{1, 10, 0}, 100, "a")
+	r.List(2, tp(2), Pos{1, 20, 0}, 100, "b")
+	r.Forget(3) // not held: nothing to forget
+	if r.Req.SessionEpoch != 0 || len(positions(r.Req)) != 2 || len(r.Req.ForgottenTopics) != 0 {
+		t.Fatalf("opening request: epoch %d, lists %v, forgets %v", r.Req.SessionEpoch, positions(r.Req), r.Req.ForgottenTopics)
+	}
+	if err := answer(r.Req, 9, 0); err != nil || s.Epoch() != 1 || s.Full() {
+		t.Fatalf("after the grant: %v, epoch %d", err, s.Epoch())
+	}
+	if k, pos, v, ok := s.Lookup("t", 2); !ok || k != 2 || pos.Offset != 20 || v != "b" {
+		t.Fatalf("lookup t-2: %v %v %v %v", k, pos, v, ok)
+	}
+	r = s.NewRequest(1, 0, 1<<20)
+	r.Forget(1)
+	if r.Req.SessionID != 9 || r.Req.SessionEpoch != 1 || fmt.Sprint(r.Req.ForgottenTopics[0].Partitions) != "[1]" || s.Len() != 1 {
+		t.Fatalf("incremental request: session %d epoch %d forgets %v, holds %d", r.Req.SessionID, r.Req.SessionEpoch, r.Req.ForgottenTopics, s.Len())
+	}
+	r.Req.SessionEpoch = math.MaxInt32
+	if err := answer(r.Req, 9, 0); err != nil || s.Epoch() != 1 {
+		t.Fatalf("after epoch MaxInt32: %v, epoch %d, want 1", err, s.Epoch())
+	}
+	r = s.NewRequest(1, 0, 1<<20)
+	if err := answer(r.Req, 0, kerr.InvalidFetchSessionEpoch.Code); err == nil || !s.Full() || s.Len() != 0 {
+		t.Fatalf("a lost session: %v, full %v, holds %d; want ErrSessionLost, a new session, nothing held", err, s.Full(), s.Len())
+	}
+	r = s.NewRequest(1, 0, 1<<20)
+	if err := answer(r.Req, 0, 0); err != nil || s.Epoch() != -1 || !r.Room() {
+		t.Fatalf("a leader keeping no session: %v, epoch %d", err, s.Epoch())
+	}
+}

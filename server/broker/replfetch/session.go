@@ -1,0 +1,198 @@
+package replfetch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MaxListed bounds the partitions one request of a session lists (the
+// leader bounds requests but Produce to 1 MiB): a session holding more is
+// filled over several requests. A request without a session lists all.
+const MaxListed = 8000
+
+// Pos is a partition's fetch position as a request sends it.
+type Pos struct {
+	LeaderEpoch      int32
+	Offset, LogStart int64
+}
+
+// TopicPartition names a partition on the wire.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// Session is the follower's side of a fetch session with one leader: the
+// position the leader's session holds for each partition (keyed K, with
+// the state V the fetcher applies its answer with). The zero value opens a
+// session with its first request.
+type Session[K comparable, V any] struct {
+	id int32
+	// epoch is the next request's: 0 opens a session, -1 means the
+	// leader keeps none for us (every request is full).
+	epoch int32
+	sent  map[K]held[V]
+	byKey map[TopicPartition]K
+}
+
+type held[V any] struct {
+	pos Pos
+	tp  TopicPartition
+	v   V
+}
+
+// Full reports whether the next request is a full one: it opens a session
+// or the leader keeps none, and lists every partition to fetch.
+func (s *Session[K, V]) Full() bool { return s.epoch <= 0 }
+
+// Epoch is the next request's session epoch (0: it opens one, -1: none).
+func (s *Session[K, V]) Epoch() int32 { return s.epoch }
+
+// Len is how many partitions the session holds.
+func (s *Session[K, V]) Len() int { return len(s.sent) }
+
+// Reset forgets the session: the next request opens a new one. The
+// session lives in its connection: reset it with it, and when the leader
+// lost it.
+func (s *Session[K, V]) Reset() {
+	s.id, s.epoch = 0, 0
+	clear(s.sent)
+	clear(s.byKey)
+}
+
+// Sent returns where the session holds k, and whether it does.
+func (s *Session[K, V]) Sent(k K) (Pos, bool) {
+	h, ok := s.sent[k]
+	return h.pos, ok
+}
+
+// Lookup returns the partition an answer names, the position its fetch
+// was sent at and its state; ok is false for a partition not held.
+func (s *Session[K, V]) Lookup(topic string, partition int32) (k K, pos Pos, v V, ok bool) {
+	k, ok = s.byKey[TopicPartition{topic, partition}]
+	if !ok {
+		return k, pos, v, false
+	}
+	h := s.sent[k]
+	return k, h.pos, h.v, true
+}
+
+// Request is one fetch request of a session being built.
+type Request[K comparable, V any] struct {
+	Req       *kmsg.FetchRequest
+	Listed    int // partitions listed
+	s         *Session[K, V]
+	topics    map[string]int
+	forgotten map[string]int
+}
+
+// NewRequest starts the session's next request from replica, waiting at
+// most wait for at least one byte and at most maxBytes. A full request
+// starts the session's positions over.
+func (s *Session[K, V]) NewRequest(replica int32, wait time.Duration, maxBytes int32) *Request[K, V] {
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(12)
+	req.ReplicaID = replica
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = maxBytes
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+	if s.epoch <= 0 {
+		req.SessionID = 0
+		clear(s.sent)
+		clear(s.byKey)
+	}
+	if s.sent == nil {
+		s.sent, s.byKey = map[K]held[V]{}, map[TopicPartition]K{}
+	}
+	return &Request[K, V]{Req: req, s: s}
+}
+
+// Room reports whether the request may list another partition.
+func (r *Request[K, V]) Room() bool { return r.s.epoch < 0 || r.Listed < MaxListed }
+
+// List lists k (tp on the wire) at pos, reading at most maxBytes of it;
+// the session holds it there from now on, with state v.
+func (r *Request[K, V]) List(k K, tp TopicPartition, pos Pos, maxBytes int32, v V) {
+	i, ok := r.topics[tp.Topic]
+	if !ok {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic = tp.Topic
+		r.Req.Topics = append(r.Req.Topics, t)
+		i = len(r.Req.Topics) - 1
+		if r.topics == nil {
+			r.topics = map[string]int{}
+		}
+		r.topics[tp.Topic] = i
+	}
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = tp.Partition
+	rp.CurrentLeaderEpoch = pos.LeaderEpoch
+	rp.FetchOffset = pos.Offset
+	rp.LogStartOffset = pos.LogStart
+	rp.PartitionMaxBytes = maxBytes
+	r.Req.Topics[i].Partitions = append(r.Req.Topics[i].Partitions, rp)
+	r.s.sent[k] = held[V]{pos: pos, tp: tp, v: v}
+	r.s.byKey[tp] = k
+	r.Listed++
+}
+
+// Forget stops fetching k: an incremental request tells the leader's
+// session to forget it.
+func (r *Request[K, V]) Forget(k K) {
+	h, ok := r.s.sent[k]
+	if !ok {
+		return
+	}
+	delete(r.s.sent, k)
+	delete(r.s.byKey, h.tp)
+	if r.s.epoch <= 0 {
+		return
+	}
+	i, ok := r.forgotten[h.tp.Topic]
+	if !ok {
+		ft := kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic = h.tp.Topic
+		r.Req.ForgottenTopics = append(r.Req.ForgottenTopics, ft)
+		i = len(r.Req.ForgottenTopics) - 1
+		if r.forgotten == nil {
+			r.forgotten = map[string]int{}
+		}
+		r.forgotten[h.tp.Topic] = i
+	}
+	r.Req.ForgottenTopics[i].Partitions = append(r.Req.ForgottenTopics[i].Partitions, h.tp.Partition)
+}
+
+// ErrSessionLost: the leader lost the session (FETCH_SESSION_ID_NOT_FOUND,
+// INVALID_FETCH_SESSION_EPOCH); the session was reset and the next
+// request opens a new one.
+var ErrSessionLost = errors.New("fetch session lost")
+
+// Answered moves the session on after the leader answered req: to the
+// session it granted, its next epoch, or none (the leader keeps none for
+// us: full requests from now on).
+func (s *Session[K, V]) Answered(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) error {
+	switch err := kerr.ErrorForCode(resp.ErrorCode); {
+	case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch):
+		s.Reset()
+		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+	case err != nil:
+		return err
+	}
+	switch {
+	case req.SessionEpoch == 0 && resp.SessionID == 0:
+		s.epoch = -1
+	case req.SessionEpoch == 0:
+		s.id, s.epoch = resp.SessionID, 1
+	case req.SessionEpoch == math.MaxInt32:
+		s.epoch = 1
+	case req.SessionEpoch > 0:
+		s.epoch++
+	}
+	return nil
+}
