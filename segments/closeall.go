@@ -257,8 +257,8 @@ func (l *Log) cleanFilesLocked() ([]sideFile, error) {
 	if l.txnReady && s.txns.known {
 		files = append(files, l.txnIndexFileLocked(s, l.ongoing, l.end))
 	}
-	st := logState{recoveryPoint: l.end, startOffset: l.start,
-		clean: true, end: l.end, activeBase: s.base, activeSize: s.size}
+	st := l.stateLocked(l.end)
+	st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
 	return append(files, sideFile{stateFile, st.encode()}), nil
 }
 

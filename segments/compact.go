@@ -111,6 +111,18 @@ func (l *Log) startCompactionLocked(nowMs int64) (compaction, bool, error) {
 	if err := l.markDirtyLocked(); err != nil {
 		return compaction{}, false, err
 	}
+	if l.savedRP < activeBase {
+		// After an unclean open or a truncation the state file's recovery
+		// point can lie in the segments to clean: recovery takes the epochs
+		// past it from their batches, which must be as appended (epochs.go).
+		// Rare: a roll's flush saves it at the new segment.
+		if l.recoveryPoint < activeBase {
+			return compaction{}, false, nil // not durable yet: a later pass
+		}
+		if err := l.saveStateLocked(false); err != nil {
+			return compaction{}, false, err
+		}
+	}
 	c := compaction{gen: l.segsGen, interval: l.cfg.IndexIntervalBytes, active: activeBase, aborted: map[int64][]AbortedTxn{}}
 	for i := range l.segs {
 		if err := l.txnLoadLocked(i); err != nil {

@@ -40,7 +40,7 @@ func checkIndexes(t *testing.T, l *Log) {
 			t.Fatal(err)
 		}
 		size, _ := cf.f.Size()
-		r, err := scanSegment(cf.f, size, s.base, 0, l.cfg.IndexIntervalBytes)
+		r, err := scanSegment(cf.f, size, s.base, 0, 0, l.cfg.IndexIntervalBytes)
 		l.files.release(cf)
 		if err != nil || r.stop != nil {
 			t.Fatalf("rescan of segment %d: %v %v", s.base, err, r.stop)

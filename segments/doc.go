@@ -35,8 +35,16 @@
 //	00000000000000000000.index      sparse offset index of a sealed segment
 //	00000000000000000000.timeindex  time index of a sealed segment
 //	00000000000000000000.txnindex   transactions: open at the base, aborted
-//	log.state                       recovery point, log start offset, clean mark
-//	leader-epoch-checkpoint         leader epoch -> first offset
+//	log.state                       recovery point, log start offset, leader
+//	                                epochs, clean mark
+//
+// A directory written by a release before leader epochs moved into
+// log.state also holds leader-epoch-checkpoint (leader epoch -> first
+// offset, Kafka's text format: a version line "0", a count line, then one
+// "epoch startOffset" line per epoch) beside a log.state of version 1.
+// Open reads the epochs from it then, and removes it once a log.state of
+// version 2 is durable (not durably: a crash may bring it back, and beside
+// a version-2 file it is ignored).
 //
 // File names are the segment's base offset, zero-padded to 20 digits. Files
 // ending in ".tmp" (a checkpoint being replaced) or ".cleaned" (a segment
@@ -142,17 +150,31 @@
 // log.state is text, replaced atomically (temporary file, fsync, rename,
 // directory fsync):
 //
-//	runnel-log-state 1
+//	runnel-log-state 2
 //	recovery-point <offset>      every batch below it was fsynced
 //	start-offset <offset>        the log start offset (DeleteRecordsBefore)
+//	epoch <epoch> <offset>       zero or more: leader epoch <epoch> wrote its
+//	                             first record at <offset>; epochs increase,
+//	                             offsets do not decrease
 //	clean <end> <base> <size>    only after a clean Close: end offset, base
 //	                             and size of the last segment
 //	end
 //
-// The clean line is removed (the file rewritten) before the first change
-// after Open. leader-epoch-checkpoint is Kafka's text format, replaced the
-// same way: a version line "0", a count line, then one "epoch startOffset"
-// line per epoch, both increasing.
+// Version 1 (the previous release) has no epoch lines. The clean line is
+// removed (the file rewritten) before the first change after Open.
+//
+// The epoch lines are the log's leader epochs when the file was written,
+// and always hold every epoch starting below its recovery point (Truncate
+// saves a recovery point no higher than the end its cut leaves, with the
+// epochs below it). A new epoch's first append (Append, AppendReplicated)
+// writes no file: an unclean Open keeps the epochs below the recovery
+// point and takes the others from the partitionLeaderEpoch of the batches
+// it replays that end at or past it (the first batch of each epoch newer
+// than the ones before). Compaction rewrites no segment at or past the
+// saved recovery point (it saves the state file first when that point lags
+// behind), so those batches are the ones appended. The epochs are then
+// trimmed: those starting at or past the end offset go, and those before
+// the log start offset collapse into one starting there.
 //
 // A log never written holds its empty first segment file alone, whether it
 // was just created (without fsyncs) or opened and closed since: no state,

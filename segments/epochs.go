@@ -1,46 +1,96 @@
 package segments
 
-import "fmt"
+import (
+	"path/filepath"
+	"slices"
+)
+
+// The leader epochs live in memory and in the state file, written with the
+// recovery point whenever it is (roll flush, clean close, truncation,
+// delete-records, a log's first write), never on the append path: a new
+// epoch's first append writes and fsyncs nothing more than any append.
+//
+// The invariant: a state file on disk holds exactly the epoch entries that
+// start below its recovery point. Every writer takes the entries known when
+// it takes the recovery point, and an entry is known before its batch is
+// written; Truncate saves a recovery point no higher than the end its cut
+// leaves, with the entries below it. The entries at or past it are missing
+// or stale: recovery drops them and takes them again from the batches it
+// replays that end at or past the recovery point (each carries its
+// partitionLeaderEpoch), as Kafka rebuilds its leader-epoch cache. (A
+// batch holding the recovery point adds an entry only when no state file
+// had its epoch: a Reset cut short by a crash leaves the old segments with
+// the new, empty state file.) Those
+// batches are as appended: compaction rewrites no segment at or past the
+// saved recovery point (startCompactionLocked saves it first), so an
+// epoch's first batch is never one compaction dropped.
 
 // assignEpochLocked records that epoch starts at start when it is newer than
-// the latest known epoch (an older one is ignored, as Kafka does).
-func (l *Log) assignEpochLocked(epoch int32, start int64) error {
+// the latest known epoch (an older one is ignored, as Kafka does). It
+// writes nothing: see above.
+func (l *Log) assignEpochLocked(epoch int32, start int64) {
 	if epoch < 0 {
-		return nil
+		return
 	}
 	if n := len(l.epochs); n > 0 && epoch <= l.epochs[n-1].epoch {
-		return nil
+		return
 	}
 	l.epochs = append(l.epochs, epochEntry{epoch: epoch, start: start})
-	return l.saveEpochsLocked()
 }
 
-func (l *Log) saveEpochsLocked() error {
-	if err := writeFileAtomic(l.fs, l.dir, epochsFile, encodeEpochs(l.epochs)); err != nil {
-		return l.failLocked(fmt.Errorf("segments: write %s: %w", epochsFile, err))
+// keepEpochsBeforeLocked drops the entries starting at or after off.
+func (l *Log) keepEpochsBeforeLocked(off int64) {
+	i := 0
+	for i < len(l.epochs) && l.epochs[i].start < off {
+		i++
 	}
-	return nil
+	l.epochs = l.epochs[:i]
 }
 
 // trimEpochsLocked drops epochs starting at or past the end offset and moves
-// epochs that started before the log start offset up to it.
-func (l *Log) trimEpochsLocked() error {
-	es, changed := l.epochs, false
+// epochs that started before the log start offset up to it. It changes the
+// entries in memory only (state files hold copies: stateLocked), and the
+// next state file holds them. One on disk with entries past the end or
+// below the start gives no wrong answer: Open trims them the same way.
+func (l *Log) trimEpochsLocked() {
+	es := l.epochs
 	// Keep the last epoch that starts at or before the log start offset.
 	for len(es) > 1 && es[1].start <= l.start {
-		es, changed = es[1:], true
+		es = es[1:]
 	}
 	if len(es) > 0 && es[0].start < l.start {
-		es[0].start, changed = l.start, true
+		es[0].start = l.start
 	}
 	for len(es) > 0 && es[len(es)-1].start >= l.end {
-		es, changed = es[:len(es)-1], true
+		es = es[:len(es)-1]
 	}
 	l.epochs = es
-	if !changed {
-		return nil
+}
+
+// stateLocked is the state file content for recovery point rp (not clean):
+// it holds a copy of the epochs known now, as the invariant above needs.
+func (l *Log) stateLocked(rp int64) logState {
+	return logState{recoveryPoint: rp, startOffset: l.start, hasEpochs: true, epochs: slices.Clone(l.epochs)}
+}
+
+// writeState replaces the state file durably with st, then removes the
+// leader-epoch-checkpoint file a previous release kept, once: the epochs
+// are in the state file now. The removal is not made durable: a crash can
+// bring the old file back, and Open ignores it beside a version-2 state
+// file and removes it again after the next write. It touches no field
+// guarded by mu.
+func (l *Log) writeState(st logState) error {
+	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+		return err
 	}
-	return l.saveEpochsLocked()
+	if l.legacyEpochs.Load() {
+		if err := removeIfExists(l.fs, filepath.Join(l.dir, epochsFile)); err != nil {
+			l.logger.Warn("segments: cannot remove the old leader-epoch checkpoint; ignored from now on", "err", err)
+			return nil
+		}
+		l.legacyEpochs.Store(false)
+	}
+	return nil
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch

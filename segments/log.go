@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -42,28 +43,33 @@ type Log struct {
 	// Log.mu, FileCache.mu.
 	syncMu sync.Mutex
 
+	// legacyEpochs says the directory holds the leader-epoch-checkpoint
+	// file of a previous release, for writeState to remove (atomic: state
+	// files are written without mu too).
+	legacyEpochs atomic.Bool
+
 	// sealers counts the running sealLoop goroutine; Close waits for it.
 	sealers sync.WaitGroup
 
 	// mu guards every field below.
 	mu            sync.Mutex
 	cfg           Config
-	segs          []*segment // by base offset; the last one is active
-	start         int64      // log start offset
-	end           int64      // log end offset
-	recoveryPoint int64      // every batch below it is fsynced
-	savedRP       int64      // recovery point in the state file
-	savedAt       time.Time  // when the state file was last written
-	unflushed     int64      // records appended since the last fsync
-	oldestUnsync  time.Time  // when the first of them was appended
-	truncGen      uint64     // bumped when the log is cut back
-	segsGen       uint64     // bumped when a sealed segment changes or goes
-	epochs        []epochEntry
-	cleanedTo     int64 // compaction has cleaned the segments below it
-	tombstoneDue  int64 // ms when a kept tombstone may be dropped, 0 = none
-	cleanOnDisk   bool  // the state file says "clean": remove before mutating
-	err           error // sticky write/fsync error
-	dirUnsynced   bool  // created without fsyncs; see syncNewDirLocked
+	segs          []*segment   // by base offset; the last one is active
+	start         int64        // log start offset
+	end           int64        // log end offset
+	recoveryPoint int64        // every batch below it is fsynced
+	savedRP       int64        // recovery point in the state file
+	savedAt       time.Time    // when the state file was last written
+	unflushed     int64        // records appended since the last fsync
+	oldestUnsync  time.Time    // when the first of them was appended
+	truncGen      uint64       // bumped when the log is cut back
+	segsGen       uint64       // bumped when a sealed segment changes or goes
+	epochs        []epochEntry // see epochs.go
+	cleanedTo     int64        // compaction has cleaned the segments below it
+	tombstoneDue  int64        // ms when a kept tombstone may be dropped, 0 = none
+	cleanOnDisk   bool         // the state file says "clean": remove before mutating
+	err           error        // sticky write/fsync error
+	dirUnsynced   bool         // created without fsyncs; see syncNewDirLocked
 	closed        bool
 	// unsealed are the segments sealed by rolls whose fsync, index files
 	// and directory entries are not durable yet, oldest first. The
@@ -278,9 +284,7 @@ func (l *Log) appendLocked(buf []byte, hs []recordbatch.Header, assign func()) (
 		info.MaxTimestamp = max(info.MaxTimestamp, h.MaxTimestamp)
 		records += int64(h.NumRecords)
 		pos += h.Size
-		if err := l.assignEpochLocked(h.Epoch, h.BaseOffset); err != nil {
-			return info, 0, l.failLocked(err)
-		}
+		l.assignEpochLocked(h.Epoch, h.BaseOffset)
 	}
 	s.size = pos
 	s.next = last + 1
@@ -475,7 +479,7 @@ func (l *Log) flushSealsLocked() error {
 // is durable. Nothing else writes the state file or moves the start
 // offset meanwhile: they hold syncMu, as the flush does.
 func (l *Log) sealStateLocked() logState {
-	return logState{recoveryPoint: max(l.recoveryPoint, l.unsealed[0].upTo), startOffset: l.start}
+	return l.stateLocked(max(l.recoveryPoint, l.unsealed[0].upTo))
 }
 
 // writeSeal fsyncs p's segment, writes its side files atomically, fsyncs
@@ -505,7 +509,7 @@ func (l *Log) writeSeal(p *pendingSeal, st logState) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("segments: sync dir: %w", err)
 	}
-	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+	if err := l.writeState(st); err != nil {
 		return fmt.Errorf("segments: write %s: %w", stateFile, err)
 	}
 	return nil
@@ -681,12 +685,12 @@ func (l *Log) syncTo(target int64) error {
 
 // saveStateLocked writes the state file; clean records a clean shutdown.
 func (l *Log) saveStateLocked(clean bool) error {
-	st := logState{recoveryPoint: l.recoveryPoint, startOffset: l.start}
+	st := l.stateLocked(l.recoveryPoint)
 	if clean {
 		s := l.active()
 		st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
 	}
-	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+	if err := l.writeState(st); err != nil {
 		return l.failLocked(fmt.Errorf("segments: write %s: %w", stateFile, err))
 	}
 	l.savedRP, l.savedAt = l.recoveryPoint, l.now()

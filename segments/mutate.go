@@ -2,6 +2,7 @@ package segments
 
 import (
 	"fmt"
+	"sort"
 )
 
 // Truncate removes every record at offset >= to, cutting at a batch
@@ -28,12 +29,20 @@ func (l *Log) Truncate(to int64) error {
 	if to < l.start || to < l.segs[0].base {
 		return l.restartAtLocked(to)
 	}
-	// The recovery point goes down first, so a crash mid-way rescans.
-	l.recoveryPoint = min(l.recoveryPoint, to)
+	i := l.segmentForLocked(to)
+	end, err := l.cutEndLocked(l.segs[i], to)
+	if err != nil {
+		return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
+	}
+	// The recovery point goes down to the end the cut leaves first, and
+	// the state file keeps the epochs below it only, so that a crash
+	// mid-way rescans from there and takes the epochs of what is appended
+	// after the cut from its batches (epochs.go).
+	l.recoveryPoint = min(l.recoveryPoint, end)
+	l.keepEpochsBeforeLocked(end)
 	if err := l.saveStateLocked(false); err != nil {
 		return err
 	}
-	i := l.segmentForLocked(to)
 	if i < len(l.segs)-1 {
 		if err := l.dropFromLocked(i + 1); err != nil {
 			return l.failLocked(fmt.Errorf("segments: truncate: %w", err))
@@ -60,7 +69,38 @@ func (l *Log) Truncate(to int64) error {
 		// left at or past it, and the start offset never moves back.
 		return l.restartAtLocked(to)
 	}
-	return l.trimEpochsLocked()
+	l.trimEpochsLocked()
+	return nil
+}
+
+// cutEndLocked returns the end offset s will have once cutSegmentLocked
+// cuts it at to: the next offset of the last batch it keeps.
+func (l *Log) cutEndLocked(s *segment, to int64) (int64, error) {
+	if err := l.loadLocked(s); err != nil {
+		return 0, err
+	}
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		return 0, err
+	}
+	defer l.files.release(cf)
+	pos, _, ok, err := s.findBatch(cf.f, to)
+	if err != nil || !ok {
+		return s.next, err
+	}
+	i := sort.Search(len(s.idx.offsets), func(i int) bool { return int64(s.idx.offsets[i].pos) >= pos })
+	from := int64(0)
+	if i > 0 {
+		from = int64(s.idx.offsets[i-1].pos)
+	}
+	next, _, _, err := tailScan(cf.f, from, pos)
+	if err != nil {
+		return 0, err
+	}
+	if next < 0 {
+		return s.base, nil // nothing kept
+	}
+	return next, nil
 }
 
 // cutSegmentLocked removes the batches of s whose last offset is >= to.
@@ -138,6 +178,7 @@ func (l *Log) Reset(offset int64) error {
 // restartAtLocked deletes every segment and starts an empty log at off.
 func (l *Log) restartAtLocked(off int64) error {
 	l.recoveryPoint, l.start = off, off
+	l.epochs = nil // with the state file: nothing is left to carry one
 	if err := l.saveStateLocked(false); err != nil {
 		return err
 	}
@@ -161,8 +202,7 @@ func (l *Log) restartAtLocked(off int64) error {
 	l.segsGen++
 	l.end, l.unflushed, l.cleanedTo = off, 0, 0
 	l.truncGen++
-	l.epochs = nil
-	return l.saveEpochsLocked()
+	return nil
 }
 
 // DeleteRecordsBefore advances the log start offset to offset and deletes
@@ -177,7 +217,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 		return fmt.Errorf("%w: delete records before %d, end offset %d", ErrOffsetOutOfRange, offset, l.end)
 	}
 	if offset <= l.start {
-		return l.trimEpochsLocked()
+		l.trimEpochsLocked()
+		return nil
 	}
 	if err := l.markDirtyLocked(); err != nil {
 		return err
@@ -193,7 +234,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) error {
 	if err := l.dropOldestLocked(n); err != nil {
 		return err
 	}
-	return l.trimEpochsLocked()
+	l.trimEpochsLocked()
+	return nil
 }
 
 // dropOldestLocked deletes the n oldest segments (never the active one).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/runnel/runnel/segments/vfs"
@@ -39,9 +40,14 @@ func (l *Log) openLocked() error {
 	if err != nil {
 		return err
 	}
-	if l.epochs, err = l.readEpochsLocked(); err != nil {
+	if st.hasEpochs {
+		l.epochs = st.epochs
+	} else if l.epochs, err = l.readEpochsLocked(); err != nil {
 		return err
 	}
+	// The file of a previous release goes with the next state file
+	// (writeState); beside a version-2 state file it is ignored.
+	l.legacyEpochs.Store(slices.Contains(names, epochsFile))
 	for _, s := range l.segs {
 		fi, err := l.fs.Stat(s.path(l.dir))
 		if err != nil {
@@ -50,9 +56,10 @@ func (l *Log) openLocked() error {
 		s.size = fi.Size()
 	}
 	if len(l.segs) == 0 {
+		l.epochs = nil // no batch, no epoch
 		return l.createFirstLocked(st.startOffset)
 	}
-	if len(l.segs) == 1 && l.segs[0].base == 0 && l.segs[0].size == 0 && st == (logState{}) && len(l.epochs) == 0 {
+	if len(l.segs) == 1 && l.segs[0].base == 0 && l.segs[0].size == 0 && st.empty() && len(l.epochs) == 0 {
 		// Never written: a log created at 0 without fsyncs, closed empty.
 		// Open it as createFirstLocked left it, so that it writes no
 		// state, index or checkpoint file (4 KB each) until its first
@@ -83,7 +90,8 @@ func (l *Log) openLocked() error {
 		l.logger.Warn("segments: log ends below its start offset; restarting it empty", "start", l.start, "end", l.end)
 		return l.restartAtLocked(l.start)
 	}
-	return l.trimEpochsLocked()
+	l.trimEpochsLocked()
+	return nil
 }
 
 func (l *Log) readStateLocked() (logState, error) {
@@ -147,9 +155,11 @@ func (l *Log) startEmptyLocked(base int64) {
 
 // recoverLocked scans the segments from the one holding the recovery point
 // to the end, cuts a torn or corrupt tail (dropping any later segment) and
-// rebuilds their indexes. Segments before it are not read.
+// rebuilds their indexes and the leader epochs of the batches at or past
+// the recovery point (see epochs.go). Segments before it are not read.
 func (l *Log) recoverLocked() error {
 	i := l.segmentForLocked(l.recoveryPoint)
+	l.keepEpochsBeforeLocked(l.recoveryPoint)
 	minNext := int64(0)
 	for ; i < len(l.segs); i++ {
 		s := l.segs[i]
@@ -185,7 +195,7 @@ func (l *Log) recoverSegmentLocked(s *segment, minNext int64) (stopped bool, err
 		return false, err
 	}
 	defer l.files.release(cf)
-	r, err := scanSegment(cf.f, s.size, s.base, minNext, l.cfg.IndexIntervalBytes)
+	r, err := scanSegment(cf.f, s.size, s.base, minNext, l.recoveryPoint, l.cfg.IndexIntervalBytes)
 	if err != nil {
 		return false, fmt.Errorf("scan %s: %w", s.path(l.dir), err)
 	}
@@ -200,6 +210,9 @@ func (l *Log) recoverSegmentLocked(s *segment, minNext int64) (stopped bool, err
 	}
 	s.size, s.idx, s.next, s.maxTs, s.rollTs = r.valid, r.idx, r.next, r.maxTs, r.rollTs
 	s.loaded, s.indexOnDisk = true, false
+	for _, e := range r.epochs {
+		l.assignEpochLocked(e.epoch, e.start)
+	}
 	return r.stop != nil, nil
 }
 
@@ -266,7 +279,7 @@ func (l *Log) loadLocked(s *segment) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		l.logger.Info("segments: rebuilding index", "segment", s.base, "reason", err)
 	}
-	r, err := scanSegment(cf.f, s.size, s.base, 0, l.cfg.IndexIntervalBytes)
+	r, err := scanSegment(cf.f, s.size, s.base, 0, 0, l.cfg.IndexIntervalBytes)
 	if err != nil {
 		return fmt.Errorf("segments: scan %s: %w", s.path(l.dir), err)
 	}
@@ -378,12 +391,12 @@ func (l *Log) syncNewDir() error {
 		l.mu.Unlock()
 		return err
 	}
-	st := logState{recoveryPoint: l.recoveryPoint, startOffset: l.start}
+	st := l.stateLocked(l.recoveryPoint)
 	l.mu.Unlock()
 	err := l.fs.SyncDir(l.dir)
 	if err != nil {
 		err = fmt.Errorf("segments: fsync %s: %w", l.dir, err)
-	} else if err = writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+	} else if err = l.writeState(st); err != nil {
 		err = fmt.Errorf("segments: write %s: %w", stateFile, err)
 	}
 	l.mu.Lock()

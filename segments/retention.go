@@ -130,7 +130,8 @@ func (l *Log) retainLocked(now time.Time) error {
 		}
 	}
 	if n == 0 {
-		return l.trimEpochsLocked()
+		l.trimEpochsLocked()
+		return nil
 	}
 	if err := l.markDirtyLocked(); err != nil {
 		return err
@@ -139,7 +140,8 @@ func (l *Log) retainLocked(now time.Time) error {
 	if err := l.dropOldestLocked(n); err != nil {
 		return err
 	}
-	return l.trimEpochsLocked()
+	l.trimEpochsLocked()
+	return nil
 }
 
 func (l *Log) expiredLocked(s *segment, now time.Time) (bool, error) {

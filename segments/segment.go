@@ -84,13 +84,17 @@ type scanResult struct {
 	maxTs  int64
 	rollTs int64 // first batch's max timestamp, -1 when none
 	stop   error // why the scan stopped before the end, nil at a clean end
+	// epochs are where the leader epochs of the batches ending at or past
+	// the scan's epochsFrom grow: the base offset of the first such batch
+	// of each epoch newer than those before it.
+	epochs []epochEntry
 }
 
 // scanSegment reads size bytes of a segment file from the start, checking
 // every batch (length, magic, CRC, record count, offsets increasing from
 // minNext and fitting the segment), and rebuilds its indexes. It stops at
 // the first bad or torn batch; I/O errors are returned as err.
-func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scanResult, error) {
+func scanSegment(f io.ReaderAt, size, base, minNext, epochsFrom int64, interval int32) (scanResult, error) {
 	r := scanResult{next: max(base, minNext), maxTs: -1, rollTs: -1}
 	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10)
 	var buf []byte
@@ -124,6 +128,9 @@ func scanSegment(f io.ReaderAt, size, base, minNext int64, interval int32) (scan
 			break
 		}
 		r.idx.add(base, h, r.valid, r.maxTs, interval)
+		if k := len(r.epochs); h.Epoch >= 0 && h.LastOffset() >= epochsFrom && (k == 0 || h.Epoch > r.epochs[k-1].epoch) {
+			r.epochs = append(r.epochs, epochEntry{epoch: h.Epoch, start: h.BaseOffset})
+		}
 		if r.rollTs < 0 {
 			r.rollTs = h.MaxTimestamp
 		}

@@ -94,6 +94,7 @@ func (l *Log) reopenLocked() error {
 	l.recoveryPoint, l.savedRP, l.savedAt = fresh.recoveryPoint, fresh.savedRP, fresh.savedAt
 	l.unflushed, l.oldestUnsync = 0, time.Time{}
 	l.epochs, l.cleanedTo, l.tombstoneDue = fresh.epochs, 0, 0
+	l.legacyEpochs.Store(fresh.legacyEpochs.Load())
 	l.cleanOnDisk, l.dirUnsynced = fresh.cleanOnDisk, fresh.dirUnsynced
 	l.ongoing, l.txnReady = fresh.ongoing, fresh.txnReady
 	l.unsealed = nil // the fresh open rescanned past the saved recovery point

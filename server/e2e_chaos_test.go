@@ -174,7 +174,7 @@ func keepLogsOnFailure(t *testing.T, c *servertest.Cluster) {
 // dumpReplicaTails writes, for a failed scenario, each node's batches of
 // the chaos partitions as they are on disk (base offset, last offset,
 // leader epoch; the last 40 in full, the epoch runs before) and its
-// leader-epoch checkpoint, read from a copy of the partition's directory
+// state file (its leader epochs), read from a copy of the partition's directory
 // (the nodes may still run), to dir/replicas.txt.
 func dumpReplicaTails(t *testing.T, c *servertest.Cluster, dir string) {
 	var out strings.Builder
@@ -192,8 +192,9 @@ func dumpReplicaTails(t *testing.T, c *servertest.Cluster, dir string) {
 				fmt.Fprintf(&out, "node %d partition %d: copy: %v\n", i+1, p, err)
 				continue
 			}
-			ckpt, _ := os.ReadFile(filepath.Join(cp, "leader-epoch-checkpoint"))
-			fmt.Fprintf(&out, "node %d partition %d: checkpoint %q\n", i+1, p, ckpt)
+			// The leader epochs are in log.state (epoch lines).
+			ckpt, _ := os.ReadFile(filepath.Join(cp, "log.state"))
+			fmt.Fprintf(&out, "node %d partition %d: state %q\n", i+1, p, ckpt)
 			log, err := segments.Open(cp, segments.DefaultConfig(), segments.Options{})
 			if err != nil {
 				fmt.Fprintf(&out, "  open: %v\n", err)
@@ -616,10 +617,10 @@ func (h *chaosHarness) check(name string, faultStart, faultEnd time.Time) chaosR
 				first = r
 				continue
 			}
-			if !bytes.Equal(r.raw, first.raw) || !bytes.Equal(r.checkpoint, first.checkpoint) {
+			if !bytes.Equal(r.raw, first.raw) || !bytes.Equal(r.epochEnds, first.epochEnds) {
 				res.ReplicasEqual = false
-				t.Errorf("partition %d: node %d's replica differs from node 1's (%d vs %d bytes; epochs %v vs %v; checkpoints %q vs %q)%s",
-					p, i+1, len(r.raw), len(first.raw), compactEpochs(r.epochs, r.bases), compactEpochs(first.epochs, first.bases), r.checkpoint, first.checkpoint,
+				t.Errorf("partition %d: node %d's replica differs from node 1's (%d vs %d bytes; epochs %v vs %v; epoch ends %q vs %q)%s",
+					p, i+1, len(r.raw), len(first.raw), compactEpochs(r.epochs, r.bases), compactEpochs(first.epochs, first.bases), r.epochEnds, first.epochEnds,
 					firstDifference(first, r, i+1))
 			}
 		}
@@ -760,12 +761,12 @@ func mapKeys[K comparable, V any](m map[K]V) []K {
 
 // replicaLog is one stopped node's copy of a partition.
 type replicaLog struct {
-	raw        []byte
-	values     map[int64]string
-	epochs     []int32 // per batch, in offset order
-	bases      []int64
-	sizes      []int // bytes per batch
-	checkpoint []byte
+	raw       []byte
+	values    map[int64]string
+	epochs    []int32 // per batch, in offset order
+	bases     []int64
+	sizes     []int  // bytes per batch
+	epochEnds []byte // leader epochs: epoch:end@largest epoch <= it, per epoch
 }
 
 // firstDifference describes where two replicas' batches first differ:
@@ -831,7 +832,22 @@ func readReplica(t *testing.T, n *servertest.Node, p int32) replicaLog {
 		}
 		off = next
 	}
-	r.checkpoint, _ = os.ReadFile(filepath.Join(dir, "leader-epoch-checkpoint"))
+	// The replica's leader epochs (kept in log.state, the
+	// leader-epoch-checkpoint file of older releases): its answer to
+	// OffsetForLeaderEpoch for every epoch its batches carry and one past.
+	var answers strings.Builder
+	top := int32(-1)
+	for _, e := range r.epochs {
+		top = max(top, e)
+	}
+	for e := int32(0); e <= top+1; e++ {
+		got, end, err := log.EndOffsetForEpoch(e)
+		if err != nil {
+			t.Fatalf("%s: end offset for epoch %d: %v", dir, e, err)
+		}
+		fmt.Fprintf(&answers, "%d:%d@%d ", e, end, got)
+	}
+	r.epochEnds = []byte(answers.String())
 	return r
 }
 
