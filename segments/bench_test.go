@@ -7,8 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // benchBatch is 100 records of 1 KiB, the append benchmarks' unit.
@@ -346,4 +349,55 @@ func abandon(l *Log) {
 	defer l.mu.Unlock()
 	l.closed = true
 	l.forgetFilesLocked()
+}
+
+// BenchmarkNewEpochAppend is a broker taking over many partitions at once
+// (issue 19: a node leading 10,000 partitions killed): n open logs on the
+// OS filesystem, each holding synced data, each get one append in a new
+// leader epoch per round; µs/log is the time of that append, fsyncs/log
+// the fsyncs it did (files and directories).
+func BenchmarkNewEpochAppend(b *testing.B) {
+	n := 2000
+	if s := os.Getenv("RUNNEL_BENCH_LOGS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	root := b.TempDir()
+	var syncs atomic.Int64
+	fs := vfs.NewErrorFS(vfs.OSFS(), func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync || op == vfs.OpSyncDir {
+			syncs.Add(1)
+		}
+		return nil
+	})
+	opts := Options{FS: fs, Files: NewFileCache(256)}
+	logs := make([]*Log, n)
+	batch := valueBatch(5, 100, 1)
+	for i := range logs {
+		logs[i] = mustOpen(b, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), opts)
+		for range 3 {
+			if _, err := logs[i].Append(batch, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := logs[i].Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer func() {
+		for _, l := range logs {
+			l.Close()
+		}
+	}()
+	epoch := int32(0)
+	syncs.Store(0)
+	for b.Loop() {
+		epoch++
+		for _, l := range logs {
+			if _, err := l.Append(batch, epoch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/log")
+	b.ReportMetric(float64(syncs.Load())/float64(b.N*n), "fsyncs/log")
 }
