@@ -401,3 +401,93 @@ func BenchmarkNewEpochAppend(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/log")
 	b.ReportMetric(float64(syncs.Load())/float64(b.N*n), "fsyncs/log")
 }
+
+// timedSync is an FSSync that adds up the time its syncs take.
+type timedSync struct {
+	vfs.FSSync
+	took time.Duration
+}
+
+func (s *timedSync) Sync() error {
+	start := time.Now()
+	err := s.FSSync.Sync()
+	s.took += time.Since(start)
+	return err
+}
+
+// BenchmarkCloseAll closes many written logs (one small batch each: 2,000,
+// 20,000 with RUNNEL_BENCH=1) with CloseAll on the OS's filesystem, the
+// clean close (RescanBytes -1) and the default (left to rescan) in turn,
+// several rounds alternated: per log, the whole CloseAll, the part of it in
+// filesystem syncs, and the next open with a read of each log (the
+// rescan's cost).
+func BenchmarkCloseAll(b *testing.B) {
+	n := 2000
+	if os.Getenv("RUNNEL_BENCH") != "" {
+		n = 20000
+	}
+	fsys := vfs.OSFS()
+	syncer, ok := vfs.AsFSSyncer(fsys)
+	if !ok {
+		b.Skip("no filesystem sync here")
+	}
+	root := b.TempDir()
+	files := NewFileCache(256)
+	batch := valueBatch(1, 100, 1)
+	type figures struct{ close, sync, open time.Duration }
+	round := func(b *testing.B, rescan int64, sub string) figures {
+		cfg := DefaultConfig()
+		cfg.RescanBytes = rescan
+		h, err := syncer.OpenFSSync(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		ts := &timedSync{FSSync: h}
+		if err := fsys.MkdirAll(filepath.Join(root, sub)); err != nil {
+			b.Fatal(err)
+		}
+		logs := make([]Closing, n)
+		for i := range logs {
+			l, err := Create(filepath.Join(root, sub, fmt.Sprint(i)), cfg, Options{FS: fsys, Files: files})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := l.Append(bytes.Clone(batch), 0); err != nil {
+				b.Fatal(err)
+			}
+			logs[i] = Closing{Log: l}
+		}
+		start := time.Now()
+		if err := CloseAll(ts, logs, 16); err != nil {
+			b.Fatal(err)
+		}
+		f := figures{close: time.Since(start), sync: ts.took}
+		start = time.Now()
+		for _, c := range logs {
+			l := mustOpen(b, c.Log.dir, cfg, Options{FS: fsys, Files: files})
+			readAll(b, l, 0, 1<<20)
+			abandon(l)
+		}
+		f.open = time.Since(start)
+		return f
+	}
+	var clean, rescan figures
+	for b.Loop() {
+		for r := range 2 {
+			c := round(b, -1, fmt.Sprintf("clean-%d-%d", b.N, r))
+			s := round(b, 0, fmt.Sprintf("rescan-%d-%d", b.N, r))
+			clean.close, clean.sync, clean.open = clean.close+c.close, clean.sync+c.sync, clean.open+c.open
+			rescan.close, rescan.sync, rescan.open = rescan.close+s.close, rescan.sync+s.sync, rescan.open+s.open
+		}
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(2*b.N*n) }
+	b.ReportMetric(per(clean.close), "clean-close-µs/log")
+	b.ReportMetric(per(clean.sync), "clean-sync-µs/log")
+	b.ReportMetric(per(clean.open), "clean-reopen-µs/log")
+	b.ReportMetric(per(rescan.close), "rescan-close-µs/log")
+	b.ReportMetric(per(rescan.sync), "rescan-sync-µs/log")
+	b.ReportMetric(per(rescan.open), "rescan-reopen-µs/log")
+	b.ReportMetric(float64(rescan.close)/float64(clean.close), "close-ratio")
+	b.ReportMetric(float64(rescan.open)/float64(clean.open), "reopen-ratio")
+}

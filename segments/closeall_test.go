@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/runnel/runnel/internal/alloctest"
 	"github.com/runnel/runnel/segments/vfs"
 )
 
@@ -431,5 +432,40 @@ func TestCloseAllPowerCutAnywhere(t *testing.T) {
 				t.Errorf("cut before %s: %s: close after reopening: %v", c.at, lc.Log.dir, err)
 			}
 		}
+	}
+}
+
+// TestRescanOpenAllocatesLittle (issue 19): the open of a small log left
+// by CloseAll for a rescan (one 100-byte batch), and of one after a crash,
+// allocates in proportion to what it reads. Before, each of its three
+// passes over the segment (the recovery scan, the transaction replays)
+// allocated a 256 KiB read buffer, 768 KiB a log: at 10,000 logs opened
+// on first use after a restart, 7.5 GiB for the collector to clear.
+func TestRescanOpenAllocatesLittle(t *testing.T) {
+	root := t.TempDir()
+	syncer, ok := vfs.AsFSSyncer(vfs.OSFS())
+	if !ok {
+		t.Skip("no filesystem sync here")
+	}
+	h, err := syncer.OpenFSSync(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	dir := filepath.Join(root, "p0")
+	l := mustOpen(t, dir, Config{}, Options{})
+	mustAppend(t, l, valueBatch(1, 100, 1000), 1)
+	if err := CloseAll(h, []Closing{{Log: l}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	abandon(mustOpen(t, dir, Config{}, Options{})) // the first open's one-time costs paid; left as CloseAll left it
+	var again *Log
+	n := alloctest.Bytes(func() { again = mustOpen(t, dir, Config{}, Options{}) })
+	defer again.Close()
+	if again.RecoveryPoint() != again.EndOffset() || again.EndOffset() != 1 {
+		t.Fatalf("reopened: recovery point %d, end %d; want 1 and 1", again.RecoveryPoint(), again.EndOffset())
+	}
+	if limit := uint64(64 << 10); n > limit {
+		t.Fatalf("open of a log left to rescan, one 100-byte batch: %d bytes allocated, want at most %d", n, limit)
 	}
 }

@@ -1,7 +1,6 @@
 package segments
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -187,7 +186,7 @@ func (l *Log) walkSegment(s *segment, size int64, fn func(pos int64, h recordbat
 		return err
 	}
 	defer l.files.release(cf)
-	br := bufio.NewReaderSize(io.NewSectionReader(cf.f, 0, size), 256<<10)
+	br := segmentReader(cf.f, size)
 	var buf []byte
 	for pos := int64(0); pos < size; {
 		buf = append(buf[:0], make([]byte, recordbatch.PrefixLen)...)
