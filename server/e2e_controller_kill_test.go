@@ -3,6 +3,7 @@ package server_test
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,5 +46,33 @@ func TestControllerKill9StandsAtOnce(t *testing.T) {
 	if stood != 1 {
 		t.Fatalf("survivors stood %d times through the leader watch after node %d was killed, want 1\n%s",
 			stood, ctrl, strings.Join(logs, "\n"))
+	}
+}
+
+// A paused active controller (SIGSTOP) keeps its connections and its
+// port accepts: the leader watch leaves it to raft's timeout, which
+// elects another controller, and nobody stands through the watch.
+func TestControllerPauseLeftToTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three processes")
+	}
+	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
+	ctrl := 0
+	servertest.WaitFor(t, 30*time.Second, "an active controller", func() bool {
+		v, ok := cluster(c.Node(1))
+		ctrl = int(v.LeaderID)
+		return ok && ctrl > 0
+	})
+	c.Node(ctrl).Signal(syscall.SIGSTOP)
+	defer c.Node(ctrl).Signal(syscall.SIGCONT)
+	survivor := c.Node(ctrl%3 + 1)
+	servertest.WaitFor(t, 30*time.Second, "a new active controller", func() bool {
+		v, ok := cluster(survivor)
+		return ok && v.LeaderID > 0 && int(v.LeaderID) != ctrl
+	})
+	for id := 1; id <= 3; id++ {
+		if l := c.Node(id).Logs(); id != ctrl && strings.Contains(l, "standing for election at once") {
+			t.Fatalf("node %d stood through the leader watch while node %d was only paused:\n%s", id, ctrl, l)
+		}
 	}
 }
