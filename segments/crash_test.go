@@ -2,6 +2,7 @@ package segments
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -60,7 +61,8 @@ func checkIndexes(t *testing.T, l *Log) {
 // TestCrashCutPoints damages the last segment of a crashed log at 1,000
 // random points (cut, garbage appended, flipped byte in the tail batch) and
 // checks that reopening keeps exactly the longest valid prefix, rebuilds the
-// indexes a rescan would, and reads nothing below the recovery point.
+// indexes a rescan would and the leader epochs its batches say, and reads
+// nothing below the recovery point.
 func TestCrashCutPoints(t *testing.T) {
 	const dir = "/data/p0"
 	cfg := DefaultConfig()
@@ -72,7 +74,7 @@ func TestCrashCutPoints(t *testing.T) {
 	var batches [][]byte
 	for i := 0; i < 80; i++ {
 		b := valueBatch(1+rng.IntN(4), 10+rng.IntN(150), int64(1000+i))
-		mustAppend(t, l, b, 1)
+		mustAppend(t, l, b, 1+int32(i/10)) // a new leader epoch every 10 batches
 		batches = append(batches, b)
 	}
 	if err := l.Sync(); err != nil {
@@ -159,6 +161,7 @@ func TestCrashCutPoints(t *testing.T) {
 				t.Fatalf("case %d: last segment holds %d bytes, want %d", i, len(got), len(want))
 			}
 		}
+		checkEpochsMatchBatches(t, l2, fmt.Sprint("case ", i))
 		if i%50 == 0 {
 			checkIndexes(t, l2)
 			if got := readAll(t, l2, 0, 1<<20); len(decodeBatches(t, got)) == 0 || before == 0 {

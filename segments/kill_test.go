@@ -28,8 +28,10 @@ func TestKillChildHelper(t *testing.T) {
 	cfg.IndexIntervalBytes = 1024
 	cfg.RetentionBytes = 1 << 20
 	l := mustOpen(t, dir, cfg, Options{})
+	// A new leader epoch every 200 appends, on from the last round's.
+	first := l.LeaderEpoch() + 1
 	for i := 0; ; i++ {
-		info, err := l.Append(valueBatch(1+i%7, 200, time.Now().UnixMilli()), int32(i/500))
+		info, err := l.Append(valueBatch(1+i%7, 200, time.Now().UnixMilli()), first+int32(i/200))
 		if err != nil {
 			fmt.Printf("error %v\n", err)
 			os.Exit(1)
@@ -46,8 +48,9 @@ func TestKillChildHelper(t *testing.T) {
 
 // TestKillDuringAppends runs a child process that appends, kills it with
 // SIGKILL at a random moment, reopens its directory and checks that every
-// acknowledged record is there, the log is consistent, and it takes
-// appends; three rounds on the same directory.
+// acknowledged record is there, the log is consistent (its leader epochs
+// those of its batches), and it takes appends; three rounds on the same
+// directory.
 func TestKillDuringAppends(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -76,6 +79,7 @@ func TestKillDuringAppends(t *testing.T) {
 			off = last.FirstOffset + int64(last.LastOffsetDelta) + 1
 		}
 		checkIndexes(t, l)
+		checkEpochsMatchBatches(t, l, fmt.Sprintf("round %d", round))
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
