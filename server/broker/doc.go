@@ -56,7 +56,8 @@
 // server/kafkadoor/backend.go).
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
-// (follows the metadata image, runs log maintenance), isrLoop (ISR changes
+// (follows the metadata image, runs log maintenance; Close ends a round
+// between two logs), isrLoop (ISR changes
 // of the partitions led here), storageLoop (runs storage.Recovery:
 // reports and recovers failed logs), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no

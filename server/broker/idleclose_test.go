@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -79,7 +80,7 @@ func TestIdleLogFilesClose(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		b.maintain(time.Now())
+		b.maintain(context.Background(), time.Now())
 	}
 	close(stop)
 	wg.Wait()
@@ -89,7 +90,7 @@ func TestIdleLogFilesClose(t *testing.T) {
 	default:
 	}
 
-	b.maintain(time.Now())
+	b.maintain(context.Background(), time.Now())
 	if n := files.OpenFiles(); n != 1 {
 		t.Fatalf("%d files open after a maintenance round with every log idle but one read, want 1 (the read's)", n)
 	}
@@ -97,7 +98,7 @@ func TestIdleLogFilesClose(t *testing.T) {
 		t.Fatalf("the held read after its file's log went idle: %q, %v", got, err)
 	}
 	held.Close()
-	b.maintain(time.Now())
+	b.maintain(context.Background(), time.Now())
 	if n := files.OpenFiles(); n != 0 {
 		t.Fatalf("%d files open after the last read ended and a round passed, want 0", n)
 	}

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -197,7 +198,7 @@ func TestLazyPartitionRetentionSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = restartBroker(t, b, dir, img)
-	b.maintain(time.Now())
+	b.maintain(context.Background(), time.Now())
 	parts := b.PartitionsOf("r")
 	if parts[1].log() == nil {
 		t.Fatal("the sweep left r-1 (two sealed segments past retention) unopened")
