@@ -15,7 +15,9 @@ import (
 // process died stands for election at once, instead of one to three raft
 // timeouts later (raftConfig). The stream layer kicks it when a raft
 // connection a peer opened ends; it probes the leader's port and, on a
-// refusal, this node sends itself raft's TimeoutNow (standNow).
+// refusal and no word from the leader for a quarter timeout (raft's
+// heartbeats come every tenth to fifth of it), this node sends itself
+// raft's TimeoutNow (standNow).
 
 // newWatch builds the node's leader watch for raft timeout timeout.
 func (n *Node) newWatch(timeout time.Duration) *leaderwatch.Watch {
@@ -26,7 +28,11 @@ func (n *Node) newWatch(timeout time.Duration) *leaderwatch.Watch {
 		// A quarter of the timeout: long enough for the first voter's
 		// election round on a loaded machine, short against the timeout.
 		Stagger: max(timeout/4, 50*time.Millisecond),
-		Log:     n.log,
+		// raft's leader sends heartbeats at random intervals of a tenth to
+		// a fifth of the timeout (at most 40 ms at the 200 ms a quorum
+		// grown from one voter is moved to, tuneTimeouts).
+		Quiet: max(timeout/4, 50*time.Millisecond),
+		Log:   n.log,
 	})
 }
 
@@ -38,6 +44,8 @@ func (n *Node) watchView() leaderwatch.View {
 		Leader:   string(leader),
 		Term:     n.raft.CurrentTerm(),
 		Follower: n.raft.State() == raft.Follower && !n.isClosed(),
+
+		LastContact: n.raft.LastContact(),
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {

@@ -15,7 +15,11 @@
 // times out. So a follower is told (Kick) when a connection from a peer
 // ends, probes its leader's address, and acts only on a refusal or a reset:
 // everything else is left to raft's timeouts, which a lost connection that
-// was merely redialled never reaches.
+// was merely redialled never reaches. A refusal is then confirmed by
+// silence: the follower stands only once it has heard nothing from the
+// leader for Quiet (longer than the leader's longest heartbeat interval),
+// so a live leader that this node's address for it does not reach (a
+// stale address, a firewall rejecting one direction) keeps leading.
 //
 // # Who stands
 //
@@ -52,6 +56,8 @@ type View struct {
 	Term     uint64   // the current raft term
 	Follower bool     // this node is a follower (not leader, candidate, shut down)
 	Voters   []string // the voters of the latest configuration
+	// LastContact is when this node last heard from its leader.
+	LastContact time.Time
 }
 
 // Config wires a Watch to its raft node. View, Addr and Stand must be safe
@@ -67,6 +73,9 @@ type Config struct {
 	Stand func(ctx context.Context) error
 	// Stagger is how long a voter waits per rank before it stands.
 	Stagger time.Duration
+	// Quiet is how long the leader must have been silent for a refusal
+	// to count: longer than its longest interval between heartbeats.
+	Quiet time.Duration
 	// ProbeWait bounds a probe: the dial, and then the wait for a reset of
 	// a connection the dying process's listener had queued. Default 200ms.
 	ProbeWait time.Duration
@@ -149,6 +158,11 @@ func (w *Watch) check(ctx context.Context, peer string) {
 	if err != nil || !w.dead(ctx, addr) {
 		return
 	}
+	if !w.silent(ctx) {
+		w.cfg.Log.Info("raftfsm: the leader's port refuses connections but the leader is still heard from",
+			"leader", v.Leader, "addr", addr)
+		return
+	}
 	w.cfg.Log.Info("raftfsm: the leader's process is gone (its port refuses connections)",
 		"leader", v.Leader, "addr", addr, "term", v.Term, "rank", rank)
 	if rank > 0 {
@@ -176,6 +190,24 @@ func (w *Watch) check(ctx context.Context, peer string) {
 	}
 	w.stands.Add(1)
 	w.cfg.Log.Info("raftfsm: standing for election at once: the leader died", "leader", v.Leader, "term", v.Term)
+}
+
+// silent waits until the leader has not been heard from for Quiet, and
+// reports whether it stayed silent.
+func (w *Watch) silent(ctx context.Context) bool {
+	last := w.cfg.View().LastContact
+	wait := w.cfg.Quiet - time.Since(last)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	return w.cfg.View().LastContact.Equal(last)
 }
 
 // dead probes addr: refused, or accepted and then reset (the listener

@@ -110,6 +110,7 @@ func (f *fake) config(addr string) Config {
 			return nil
 		},
 		Stagger: 10 * time.Millisecond,
+		Quiet:   20 * time.Millisecond,
 		Dial: func(ctx context.Context, a string) (net.Conn, error) {
 			f.mu.Lock()
 			f.dials++
@@ -122,6 +123,11 @@ func (f *fake) config(addr string) Config {
 
 func voterView(self string) View {
 	return View{Self: self, Leader: "1", Term: 7, Follower: true, Voters: []string{"1", "2", "3"}}
+}
+
+func recent(v View) View {
+	v.LastContact = time.Now()
+	return v
 }
 
 func TestCheck(t *testing.T) {
@@ -144,6 +150,9 @@ func TestCheck(t *testing.T) {
 			after: func(f *fake) { f.view.Leader = "2" }},
 		{name: "a candidate meanwhile", view: voterView("2"), addr: dead, dials: 1,
 			after: func(f *fake) { f.view.Follower = false }},
+		{name: "heard from recently, then silent", view: recent(voterView("2")), addr: dead, dials: 1, stand: 1},
+		{name: "port refuses, leader still heard from", view: recent(voterView("2")), addr: dead, dials: 1,
+			after: func(f *fake) { f.view.LastContact = time.Now() }},
 		{name: "leader alive", view: voterView("2"), addr: server(t, func(c *net.TCPConn) { c.Close() }), dials: 1},
 		{name: "another peer's connection", view: voterView("2"), addr: dead, peer: "3"},
 		{name: "non-voter", view: View{Self: "4", Leader: "1", Term: 7, Follower: true, Voters: []string{"1", "2", "3"}}, addr: dead},
