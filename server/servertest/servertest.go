@@ -253,6 +253,13 @@ func (n *Node) Stop() {
 	n.signal(syscall.SIGTERM, 30*time.Second)
 }
 
+// StopWithin sends SIGTERM and waits up to wait for the process to exit (a
+// benchmark that times an exit longer than Stop's 30 s).
+func (n *Node) StopWithin(wait time.Duration) {
+	n.t.Helper()
+	n.signal(syscall.SIGTERM, wait)
+}
+
 // Kill sends SIGKILL and waits for the process to exit.
 func (n *Node) Kill() { n.signal(syscall.SIGKILL, 10*time.Second) }
 
