@@ -44,12 +44,13 @@ func TestPackageDependencyDirection(t *testing.T) {
 	allowed := map[string][]string{
 		".":   nil, // the module root: the embedded openapi.yaml
 		"api": nil, "web": nil,
-		"api/client":   nil,             // the generated HTTP client
-		"api/rest":     {"api", "."},    // the HTTP handler over the api contract and the embedded spec it validates against
-		"recordbatch":  nil,             // the one RecordBatch codec: a leaf
-		"segments":     {"recordbatch"}, // one partition's log, over the codec
-		"segments/vfs": nil,             // the filesystem the log writes through
-		"kafkaproto":   {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
+		"api/client":         nil,             // the generated HTTP client
+		"api/rest":           {"api", "."},    // the HTTP handler over the api contract and the embedded spec it validates against
+		"recordbatch":        nil,             // the one RecordBatch codec: a leaf
+		"segments":           {"recordbatch"}, // one partition's log, over the codec
+		"segments/vfs":       nil,             // the filesystem the log writes through
+		"segments/statefile": nil,             // the log's state file codec: a leaf
+		"kafkaproto":         {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
 		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
 		"kafkaproto/admin":   {"kafkaproto/kapi"},      // the Kafka admin APIs, over the listener's contract
 		"kafkaproto/groups":  {"kafkaproto/kapi"},      // the Kafka consumer group APIs, likewise

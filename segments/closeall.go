@@ -258,8 +258,8 @@ func (l *Log) cleanFilesLocked() ([]sideFile, error) {
 		files = append(files, l.txnIndexFileLocked(s, l.ongoing, l.end))
 	}
 	st := l.stateLocked(l.end)
-	st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
-	return append(files, sideFile{stateFile, st.encode()}), nil
+	st.Clean, st.End, st.ActiveBase, st.ActiveSize = true, l.end, s.base, s.size
+	return append(files, sideFile{stateFile, st.Encode()}), nil
 }
 
 // writeFileNoSync creates path with data, without fsync.

@@ -147,8 +147,8 @@
 //
 // # Checkpoints
 //
-// log.state is text, replaced atomically (temporary file, fsync, rename,
-// directory fsync):
+// log.state is text (package segments/statefile is its codec), replaced
+// atomically (temporary file, fsync, rename, directory fsync):
 //
 //	runnel-log-state 2
 //	recovery-point <offset>      every batch below it was fsynced

@@ -32,16 +32,16 @@ func (l *Log) assignEpochLocked(epoch int32, start int64) {
 	if epoch < 0 {
 		return
 	}
-	if n := len(l.epochs); n > 0 && epoch <= l.epochs[n-1].epoch {
+	if n := len(l.epochs); n > 0 && epoch <= l.epochs[n-1].Epoch {
 		return
 	}
-	l.epochs = append(l.epochs, epochEntry{epoch: epoch, start: start})
+	l.epochs = append(l.epochs, epochEntry{Epoch: epoch, Start: start})
 }
 
 // keepEpochsBeforeLocked drops the entries starting at or after off.
 func (l *Log) keepEpochsBeforeLocked(off int64) {
 	i := 0
-	for i < len(l.epochs) && l.epochs[i].start < off {
+	for i < len(l.epochs) && l.epochs[i].Start < off {
 		i++
 	}
 	l.epochs = l.epochs[:i]
@@ -55,13 +55,13 @@ func (l *Log) keepEpochsBeforeLocked(off int64) {
 func (l *Log) trimEpochsLocked() {
 	es := l.epochs
 	// Keep the last epoch that starts at or before the log start offset.
-	for len(es) > 1 && es[1].start <= l.start {
+	for len(es) > 1 && es[1].Start <= l.start {
 		es = es[1:]
 	}
-	if len(es) > 0 && es[0].start < l.start {
-		es[0].start = l.start
+	if len(es) > 0 && es[0].Start < l.start {
+		es[0].Start = l.start
 	}
-	for len(es) > 0 && es[len(es)-1].start >= l.end {
+	for len(es) > 0 && es[len(es)-1].Start >= l.end {
 		es = es[:len(es)-1]
 	}
 	l.epochs = es
@@ -70,7 +70,7 @@ func (l *Log) trimEpochsLocked() {
 // stateLocked is the state file content for recovery point rp (not clean):
 // it holds a copy of the epochs known now, as the invariant above needs.
 func (l *Log) stateLocked(rp int64) logState {
-	return logState{recoveryPoint: rp, startOffset: l.start, hasEpochs: true, epochs: slices.Clone(l.epochs)}
+	return logState{RecoveryPoint: rp, StartOffset: l.start, HasEpochs: true, Epochs: slices.Clone(l.epochs)}
 }
 
 // writeState replaces the state file durably with st, then removes the
@@ -80,7 +80,7 @@ func (l *Log) stateLocked(rp int64) logState {
 // file and removes it again after the next write. It touches no field
 // guarded by mu.
 func (l *Log) writeState(st logState) error {
-	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.encode()); err != nil {
+	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.Encode()); err != nil {
 		return err
 	}
 	if l.legacyEpochs.Load() {
@@ -108,12 +108,12 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	if epoch < 0 || len(es) == 0 {
 		return -1, -1, nil
 	}
-	if last := es[len(es)-1]; epoch == last.epoch {
+	if last := es[len(es)-1]; epoch == last.Epoch {
 		return epoch, l.end, nil
 	}
 	higher := -1
 	for i, e := range es {
-		if e.epoch > epoch {
+		if e.Epoch > epoch {
 			higher = i
 			break
 		}
@@ -122,9 +122,9 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64, error) {
 	case higher < 0:
 		return -1, -1, nil
 	case higher == 0:
-		return epoch, es[0].start, nil
+		return epoch, es[0].Start, nil
 	default:
-		return es[higher-1].epoch, es[higher].start, nil
+		return es[higher-1].Epoch, es[higher].Start, nil
 	}
 }
 
@@ -135,5 +135,5 @@ func (l *Log) LeaderEpoch() int32 {
 	if len(l.epochs) == 0 {
 		return -1
 	}
-	return l.epochs[len(l.epochs)-1].epoch
+	return l.epochs[len(l.epochs)-1].Epoch
 }

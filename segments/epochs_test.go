@@ -92,7 +92,7 @@ func encodeEpochs(es []epochEntry) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "0\n%d\n", len(es))
 	for _, e := range es {
-		fmt.Fprintf(&b, "%d %d\n", e.epoch, e.start)
+		fmt.Fprintf(&b, "%d %d\n", e.Epoch, e.Start)
 	}
 	return b.Bytes()
 }
@@ -115,8 +115,8 @@ func checkEpochsMatchBatches(t *testing.T, l *Log, what string) {
 			if err != nil {
 				t.Fatalf("%s: bad batch at %d: %v", what, off, err)
 			}
-			if k := len(m.epochs); h.Epoch >= 0 && (k == 0 || h.Epoch > m.epochs[k-1].epoch) {
-				m.epochs = append(m.epochs, epochEntry{h.Epoch, max(h.BaseOffset, m.start)})
+			if k := len(m.epochs); h.Epoch >= 0 && (k == 0 || h.Epoch > m.epochs[k-1].Epoch) {
+				m.epochs = append(m.epochs, epochEntry{Epoch: h.Epoch, Start: max(h.BaseOffset, m.start)})
 			}
 			maxEpoch = max(maxEpoch, h.Epoch)
 			off = h.NextOffset()
@@ -238,9 +238,9 @@ func TestEpochsAfterPowerCutAnywhere(t *testing.T) {
 // no epochs) and its leader-epoch-checkpoint file.
 func writeV1State(t *testing.T, fs vfs.FS, dir string, st logState, es []epochEntry) {
 	t.Helper()
-	b := fmt.Appendf(nil, "runnel-log-state 1\nrecovery-point %d\nstart-offset %d\n", st.recoveryPoint, st.startOffset)
-	if st.clean {
-		b = fmt.Appendf(b, "clean %d %d %d\n", st.end, st.activeBase, st.activeSize)
+	b := fmt.Appendf(nil, "runnel-log-state 1\nrecovery-point %d\nstart-offset %d\n", st.RecoveryPoint, st.StartOffset)
+	if st.Clean {
+		b = fmt.Appendf(b, "clean %d %d %d\n", st.End, st.ActiveBase, st.ActiveSize)
 	}
 	b = append(b, "end\n"...)
 	if err := writeFileAtomic(fs, dir, stateFile, b); err != nil {
@@ -272,9 +272,9 @@ func TestUpgradeFromEpochFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := slices.Clone(l.epochs)
-			st := logState{recoveryPoint: l.RecoveryPoint(), startOffset: l.StartOffset()}
+			st := logState{RecoveryPoint: l.RecoveryPoint(), StartOffset: l.StartOffset()}
 			if !clean {
-				st.recoveryPoint = segmentBases(l)[2] // segments 0 and 1 are not read
+				st.RecoveryPoint = segmentBases(l)[2] // segments 0 and 1 are not read
 			}
 			if clean {
 				if err := l.Close(); err != nil {
@@ -282,7 +282,7 @@ func TestUpgradeFromEpochFile(t *testing.T) {
 				}
 				l.mu.Lock()
 				s := l.active()
-				st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
+				st.Clean, st.End, st.ActiveBase, st.ActiveSize = true, l.end, s.base, s.size
 				l.mu.Unlock()
 			} else {
 				abandon(l)
@@ -301,7 +301,7 @@ func TestUpgradeFromEpochFile(t *testing.T) {
 			}
 			checkEpochsMatchBatches(t, l, "after the upgrade")
 			mustAppend(t, l, valueBatch(1, 10, 99), 9)
-			want = append(want, epochEntry{9, l.EndOffset() - 1})
+			want = append(want, epochEntry{Epoch: 9, Start: l.EndOffset() - 1})
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -309,7 +309,7 @@ func TestUpgradeFromEpochFile(t *testing.T) {
 				t.Fatalf("the old epoch file is still there after a state file of version 2: %v", names)
 			}
 			// A crash that loses the removal: the old file, stale, is back.
-			if err := writeFileAtomic(mem, dir, epochsFile, encodeEpochs([]epochEntry{{1, 0}})); err != nil {
+			if err := writeFileAtomic(mem, dir, epochsFile, encodeEpochs([]epochEntry{{Epoch: 1, Start: 0}})); err != nil {
 				t.Fatal(err)
 			}
 			for _, fs := range []vfs.FS{mem, mem.Crash(nil)} {

@@ -3,13 +3,8 @@ package segments
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
-
-	"github.com/runnel/runnel/internal/alloctest"
 
 	"github.com/runnel/runnel/recordbatch"
 
@@ -86,43 +81,5 @@ func FuzzRecords(f *testing.F) {
 		_ = recordbatch.ForEachRecord(h, buf, func(recordbatch.RawRecord) bool { return true })
 		c := cleaner{latest: map[string]int64{}}
 		_, _ = c.filter(h, buf)
-	})
-}
-
-// FuzzCheckpoints feeds arbitrary bytes to the state file decoder (both
-// versions, epoch lines included) and the previous release's
-// leader-epoch-checkpoint decoder: what they accept round-trips, and what
-// they allocate stays within alloctest's bound of the input (the bytes come
-// from disk and are not trusted).
-func FuzzCheckpoints(f *testing.F) {
-	f.Add(logState{recoveryPoint: 5, startOffset: 2, clean: true, end: 9, activeBase: 3, activeSize: 100}.encode())
-	f.Add(logState{recoveryPoint: 5, startOffset: 2, hasEpochs: true, epochs: []epochEntry{{1, 0}, {4, 10}}}.encode())
-	f.Add([]byte("runnel-log-state 1\nrecovery-point 7\nstart-offset 0\nend\n"))
-	f.Add([]byte("runnel-log-state 2\nrecovery-point 7\nstart-offset 0\n" + strings.Repeat("epoch 1 0\n", 50) + "end\n"))
-	f.Add(encodeEpochs([]epochEntry{{1, 0}, {4, 10}}))
-	f.Add([]byte("0\n99999999\n1 0\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var st logState
-		var es []epochEntry
-		var serr, eerr error
-		if n := alloctest.Bytes(func() { st, serr = decodeState(b) }); n > alloctest.Limit(len(b), 0) {
-			t.Fatalf("decodeState allocated %d bytes for %d", n, len(b))
-		}
-		if n := alloctest.Bytes(func() { es, eerr = decodeEpochs(b) }); n > alloctest.Limit(len(b), 0) {
-			t.Fatalf("decodeEpochs allocated %d bytes for %d", n, len(b))
-		}
-		if serr == nil {
-			st2, err := decodeState(st.encode())
-			want := st
-			want.hasEpochs = true // encode writes version 2
-			if err != nil || fmt.Sprint(st2) != fmt.Sprint(want) {
-				t.Fatalf("state does not round-trip: %+v %+v %v", want, st2, err)
-			}
-		}
-		if eerr == nil {
-			if es2, err := decodeEpochs(encodeEpochs(es)); err != nil || !slices.Equal(es2, es) {
-				t.Fatalf("epochs do not round-trip: %v %v %v", es, es2, err)
-			}
-		}
 	})
 }

@@ -529,7 +529,7 @@ func (l *Log) sealDoneLocked(p *pendingSeal, st logState, err error) error {
 	l.recoveryPoint = max(l.recoveryPoint, p.upTo)
 	// savedAt stays: the owner's clock (Options.Now) is read on its own
 	// goroutines only, and Maintain's checkpoint just comes sooner.
-	l.savedRP, l.cleanOnDisk = st.recoveryPoint, false
+	l.savedRP, l.cleanOnDisk = st.RecoveryPoint, false
 	return nil
 }
 
@@ -688,7 +688,7 @@ func (l *Log) saveStateLocked(clean bool) error {
 	st := l.stateLocked(l.recoveryPoint)
 	if clean {
 		s := l.active()
-		st.clean, st.end, st.activeBase, st.activeSize = true, l.end, s.base, s.size
+		st.Clean, st.End, st.ActiveBase, st.ActiveSize = true, l.end, s.base, s.size
 	}
 	if err := l.writeState(st); err != nil {
 		return l.failLocked(fmt.Errorf("segments: write %s: %w", stateFile, err))

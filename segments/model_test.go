@@ -39,13 +39,13 @@ type model struct {
 
 func (m *model) trimEpochs() {
 	es := m.epochs
-	for len(es) > 1 && es[1].start <= m.start {
+	for len(es) > 1 && es[1].Start <= m.start {
 		es = es[1:]
 	}
-	if len(es) > 0 && es[0].start < m.start {
-		es[0].start = m.start
+	if len(es) > 0 && es[0].Start < m.start {
+		es[0].Start = m.start
 	}
-	for len(es) > 0 && es[len(es)-1].start >= m.end {
+	for len(es) > 0 && es[len(es)-1].Start >= m.end {
 		es = es[:len(es)-1]
 	}
 	m.epochs = es
@@ -57,15 +57,15 @@ func (m *model) endForEpoch(epoch int32) (int32, int64) {
 	if epoch < 0 || len(es) == 0 {
 		return -1, -1
 	}
-	if es[len(es)-1].epoch == epoch {
+	if es[len(es)-1].Epoch == epoch {
 		return epoch, m.end
 	}
 	for i, e := range es {
-		if e.epoch > epoch {
+		if e.Epoch > epoch {
 			if i == 0 {
-				return epoch, e.start
+				return epoch, e.Start
 			}
-			return es[i-1].epoch, e.start
+			return es[i-1].Epoch, e.Start
 		}
 	}
 	return -1, -1
@@ -190,8 +190,8 @@ func (r *modelRun) append() {
 		mb.recs = append(mb.recs, mRec{off: r.m.end + int64(i), key: x.key, value: x.value, ts: x.ts})
 	}
 	r.m.batches = append(r.m.batches, mb)
-	if len(r.m.epochs) == 0 || r.epoch > r.m.epochs[len(r.m.epochs)-1].epoch {
-		r.m.epochs = append(r.m.epochs, epochEntry{r.epoch, r.m.end})
+	if len(r.m.epochs) == 0 || r.epoch > r.m.epochs[len(r.m.epochs)-1].Epoch {
+		r.m.epochs = append(r.m.epochs, epochEntry{Epoch: r.epoch, Start: r.m.end})
 	}
 	r.m.end += int64(n)
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runnel/runnel/segments/statefile"
 	"github.com/runnel/runnel/segments/vfs"
 )
 
@@ -40,8 +41,8 @@ func (l *Log) openLocked() error {
 	if err != nil {
 		return err
 	}
-	if st.hasEpochs {
-		l.epochs = st.epochs
+	if st.HasEpochs {
+		l.epochs = st.Epochs
 	} else if l.epochs, err = l.readEpochsLocked(); err != nil {
 		return err
 	}
@@ -57,9 +58,9 @@ func (l *Log) openLocked() error {
 	}
 	if len(l.segs) == 0 {
 		l.epochs = nil // no batch, no epoch
-		return l.createFirstLocked(st.startOffset)
+		return l.createFirstLocked(st.StartOffset)
 	}
-	if len(l.segs) == 1 && l.segs[0].base == 0 && l.segs[0].size == 0 && st.empty() && len(l.epochs) == 0 {
+	if len(l.segs) == 1 && l.segs[0].base == 0 && l.segs[0].size == 0 && st.Empty() && len(l.epochs) == 0 {
 		// Never written: a log created at 0 without fsyncs, closed empty.
 		// Open it as createFirstLocked left it, so that it writes no
 		// state, index or checkpoint file (4 KB each) until its first
@@ -67,15 +68,15 @@ func (l *Log) openLocked() error {
 		l.startEmptyLocked(0)
 		return nil
 	}
-	l.start = max(st.startOffset, l.segs[0].base)
+	l.start = max(st.StartOffset, l.segs[0].base)
 	a := l.active()
-	if st.clean && st.activeBase == a.base && st.activeSize == a.size && st.end >= a.base {
-		l.end = st.end
-		l.recoveryPoint = st.end
-		l.savedRP = st.end
+	if st.Clean && st.ActiveBase == a.base && st.ActiveSize == a.size && st.End >= a.base {
+		l.end = st.End
+		l.recoveryPoint = st.End
+		l.savedRP = st.End
 		l.cleanOnDisk = true
 	} else {
-		l.recoveryPoint = st.recoveryPoint
+		l.recoveryPoint = st.RecoveryPoint
 		if err := l.recoverLocked(); err != nil {
 			return err
 		}
@@ -99,7 +100,7 @@ func (l *Log) readStateLocked() (logState, error) {
 	if err != nil || b == nil {
 		return logState{}, err
 	}
-	st, err := decodeState(b)
+	st, err := statefile.Decode(b)
 	if err != nil {
 		l.logger.Warn("segments: ignoring a bad state file; recovering every segment", "err", err)
 		return logState{}, nil
@@ -112,7 +113,7 @@ func (l *Log) readEpochsLocked() ([]epochEntry, error) {
 	if err != nil || b == nil {
 		return nil, err
 	}
-	es, err := decodeEpochs(b)
+	es, err := statefile.DecodeLegacyEpochs(b)
 	if err != nil {
 		l.logger.Warn("segments: ignoring a bad leader-epoch checkpoint", "err", err)
 		return nil, nil
@@ -211,7 +212,7 @@ func (l *Log) recoverSegmentLocked(s *segment, minNext int64) (stopped bool, err
 	s.size, s.idx, s.next, s.maxTs, s.rollTs = r.valid, r.idx, r.next, r.maxTs, r.rollTs
 	s.loaded, s.indexOnDisk = true, false
 	for _, e := range r.epochs {
-		l.assignEpochLocked(e.epoch, e.start)
+		l.assignEpochLocked(e.Epoch, e.Start)
 	}
 	return r.stop != nil, nil
 }
@@ -406,7 +407,7 @@ func (l *Log) syncNewDir() error {
 	}
 	// savedAt stays, as after a roll's flush (sealDoneLocked).
 	l.dirUnsynced = false
-	l.savedRP = st.recoveryPoint
+	l.savedRP = st.RecoveryPoint
 	return nil
 }
 

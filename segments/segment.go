@@ -137,8 +137,8 @@ func scanSegment(f io.ReaderAt, size, base, minNext, epochsFrom int64, interval 
 			break
 		}
 		r.idx.add(base, h, r.valid, r.maxTs, interval)
-		if k := len(r.epochs); h.Epoch >= 0 && h.LastOffset() >= epochsFrom && (k == 0 || h.Epoch > r.epochs[k-1].epoch) {
-			r.epochs = append(r.epochs, epochEntry{epoch: h.Epoch, start: h.BaseOffset})
+		if k := len(r.epochs); h.Epoch >= 0 && h.LastOffset() >= epochsFrom && (k == 0 || h.Epoch > r.epochs[k-1].Epoch) {
+			r.epochs = append(r.epochs, epochEntry{Epoch: h.Epoch, Start: h.BaseOffset})
 		}
 		if r.rollTs < 0 {
 			r.rollTs = h.MaxTimestamp
