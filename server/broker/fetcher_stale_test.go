@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -33,6 +35,11 @@ type fakeLeader struct {
 	// of every Fetch.
 	sessionID int32
 	requests  chan *kmsg.FetchRequest
+	// quiet leaves out of an answer the partitions it has no record for
+	// past the request's offset, as a session's leader leaves out those
+	// without news, and answers nothing after the request's MaxWait (else
+	// it answers every partition listed, at once).
+	quiet     bool
 	epochAsks atomic.Int32 // OffsetForLeaderEpoch requests answered
 }
 
@@ -116,6 +123,9 @@ func (l *fakeLeader) serve(t testing.TB, conn net.Conn) {
 					op := kmsg.NewFetchResponseTopicPartition()
 					op.Partition = rp.Partition
 					lp := l.part(rp.Partition)
+					if l.quiet && rp.FetchOffset >= lp.log().EndOffset() {
+						continue
+					}
 					op.HighWatermark, op.LogStartOffset = lp.log().EndOffset(), lp.log().StartOffset()
 					if rp.FetchOffset < lp.log().EndOffset() {
 						c, err := lp.ReadReplica(rp.FetchOffset, int(rp.PartitionMaxBytes))
@@ -129,6 +139,9 @@ func (l *fakeLeader) serve(t testing.TB, conn net.Conn) {
 					ot.Partitions = append(ot.Partitions, op)
 				}
 				out.Topics = append(out.Topics, ot)
+			}
+			if l.quiet && !slices.ContainsFunc(out.Topics, func(ot kmsg.FetchResponseTopic) bool { return len(ot.Partitions) > 0 }) {
+				time.Sleep(time.Duration(req.MaxWaitMillis) * time.Millisecond) // nothing to say: wait as a leader does
 			}
 			resp = out
 		default:

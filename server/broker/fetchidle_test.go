@@ -1,8 +1,18 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -142,5 +152,106 @@ func BenchmarkIdleFetchRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// forgets reports whether req tells the leader's session to forget index.
+func forgets(req *kmsg.FetchRequest, index int32) bool {
+	for _, ft := range req.ForgottenTopics {
+		if slices.Contains(ft.Partitions, index) {
+			return true
+		}
+	}
+	return false
+}
+
+// A follower stops fetching a partition whose log failed in a maintenance
+// round (here its time roll: the disk refuses the new segment): the
+// session forgets it, so the leader sees this replica fall behind instead
+// of counting it in sync. Its fetcher learns of it from the partition's
+// wake: with rounds that look only at changed partitions, a failure
+// nothing announced left the partition in the session for good.
+func TestFollowerForgetsLogFailedInMaintenance(t *testing.T) {
+	leader := &fakeLeader{sessionID: 9, requests: make(chan *kmsg.FetchRequest, 1000), quiet: true}
+	for i := range int32(2) {
+		lp := epochTestPartitionAt(t, i, 2)
+		lead(t, lp, 1, "v", 1)
+		leader.others = append(leader.others, lp)
+	}
+	leader.p = leader.others[0]
+	var armed atomic.Bool
+	efs := vfs.NewErrorFS(vfs.OSFS(), func(op vfs.Op, path string) error {
+		if armed.Load() && strings.Contains(path, string(filepath.Separator)+"t-0"+string(filepath.Separator)) &&
+			(op == vfs.OpCreate || op == vfs.OpWrite || op == vfs.OpSync || op == vfs.OpRename) {
+			return errors.New("injected: disk refuses writes")
+		}
+		return nil
+	})
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler), FS: efs,
+		DialLeader: func(context.Context, int32) (net.Conn, error) {
+			client, server := net.Pipe()
+			go leader.serve(t, server)
+			return client, nil
+		}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
+	for range 2 {
+		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
+	}
+	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
+		t.Fatal(err)
+	}
+	p0, err := b.lookup("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both replicated, then an idle fetch: the session holds both at
+	// their log end (held: what the requests listed and did not forget).
+	held := map[int32]int64{}
+	next := func(what string) *kmsg.FetchRequest {
+		t.Helper()
+		select {
+		case req := <-leader.requests:
+			if req.SessionEpoch == 0 {
+				clear(held)
+			}
+			maps.Copy(held, listed(req))
+			for _, ft := range req.ForgottenTopics {
+				for _, i := range ft.Partitions {
+					delete(held, i)
+				}
+			}
+			return req
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no fetch %s", what)
+			return nil
+		}
+	}
+	for {
+		req := next("after replicating")
+		if req.SessionEpoch > 0 && len(listed(req)) == 0 && held[0] == 1 && held[1] == 1 {
+			break
+		}
+	}
+
+	armed.Store(true)
+	b.maintain(context.Background(), time.Now().Add(8*24*time.Hour)) // past segment.ms: the active segment rolls
+	if p0.log().Err() == nil {
+		t.Fatal("the injected fault did not fail t-0's log")
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		req := next("after t-0's log failed")
+		if forgets(req, 0) {
+			if _, ok := held[1]; !ok {
+				t.Fatal("t-1 forgotten too")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fetch forgets t-0 in 30 s after its log failed (the leader counts it fetched)")
+		}
 	}
 }
