@@ -20,6 +20,7 @@ import (
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/segments/vfs"
+	"github.com/runnel/runnel/server/broker/storage"
 )
 
 // idleFollower is a fetcher following n empty partitions t-0.. from
@@ -253,5 +254,51 @@ func TestFollowerForgetsLogFailedInMaintenance(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no fetch forgets t-0 in 30 s after its log failed (the leader counts it fetched)")
 		}
+	}
+}
+
+// A follower fetches nothing while the disk is below its reserve (the
+// leader then sees it fall behind), and every partition again once it is
+// back: the partitions the session held, settled and not looked at by an
+// idle round, are all looked at when the disk's state changes.
+func TestFollowerFetchesNothingWhileDiskLow(t *testing.T) {
+	const n = 3
+	f, leader, byIndex := idleFollower(t, n)
+	var free atomic.Int64
+	free.Store(1 << 40)
+	disk := storage.NewGuardStatfs("/partitions", 1<<30, func(string) (int64, int64, error) { return free.Load(), 1 << 41, nil })
+	f.m.disk = disk
+	for _, p := range byIndex {
+		p.disk = disk
+	}
+	conn := connectFake(t, leader)
+	for range 3 { // open the session, apply its answer, idle
+		if err := f.round(conn); err != nil {
+			t.Fatal(err)
+		}
+		<-leader.requests
+	}
+	f.collect()
+	if req, ready := f.fetchRequest(); ready != n || len(listed(req)) != 0 {
+		t.Fatalf("idle request holds %d partitions listing %v, want %d listing none", ready, listed(req), n)
+	}
+
+	free.Store(1 << 20)
+	disk.Measure(true)
+	f.collect()
+	req, ready := f.fetchRequest()
+	if ready != 0 || len(req.ForgottenTopics) != 1 || len(req.ForgottenTopics[0].Partitions) != n {
+		t.Fatalf("with the disk low the session holds %d partitions, forgetting %+v; want none held, all %d forgotten", ready, req.ForgottenTopics, n)
+	}
+	f.collect()
+	if _, ready := f.fetchRequest(); ready != 0 {
+		t.Fatalf("the next round with the disk low holds %d partitions, want none", ready)
+	}
+
+	free.Store(1 << 40)
+	disk.Measure(true)
+	f.collect()
+	if req, ready := f.fetchRequest(); ready != n || len(listed(req)) != n {
+		t.Fatalf("with the disk back the session holds %d partitions listing %v, want all %d listed again", ready, listed(req), n)
 	}
 }

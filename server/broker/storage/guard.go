@@ -44,6 +44,12 @@ func NewGuard(dir string, min int64) *Guard {
 	return &Guard{dir: dir, min: min, statfs: statfs}
 }
 
+// NewGuardStatfs is NewGuard measuring the filesystem with measure
+// instead of statfs(2): for the tests of what a low disk does elsewhere.
+func NewGuardStatfs(dir string, min int64, measure func(dir string) (free, total int64, err error)) *Guard {
+	return &Guard{dir: dir, min: min, statfs: measure}
+}
+
 func statfs(dir string) (free, total int64, err error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
