@@ -101,8 +101,9 @@
 // registered broker, the leader watch (leaderwatch.Watch.Run: probes the
 // leader when a raft connection from a peer ends, and on a voter whose
 // leader's port refuses and who has not heard from it for a quarter
-// timeout, sends raft a TimeoutNow over a connection to itself; see
-// watch.go) and one waiter per Apply in flight; Close cancels and
+// timeout, asks the other voters the length of their logs over the
+// controller RPC and, the longest first, sends raft a TimeoutNow over a
+// connection to itself; see watch.go) and one waiter per Apply in flight; Close cancels and
 // waits for them (closing the stream layer ends a TimeoutNow in flight). The internode.Mux owns its accept loop and one goroutine
 // per connection while it is dispatched (an RPC connection is served on
 // it); Close closes the stream layer, the RPC connections, then the Mux,

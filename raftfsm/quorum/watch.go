@@ -22,9 +22,10 @@ import (
 // newWatch builds the node's leader watch for raft timeout timeout.
 func (n *Node) newWatch(timeout time.Duration) *leaderwatch.Watch {
 	return leaderwatch.New(leaderwatch.Config{
-		View:  n.watchView,
-		Addr:  func(id string) (string, error) { return n.addressOf(parseServerID(raft.ServerID(id))) },
-		Stand: n.standNow,
+		View:      n.watchView,
+		Addr:      func(id string) (string, error) { return n.addressOf(parseServerID(raft.ServerID(id))) },
+		LastIndex: n.peerLastIndex,
+		Stand:     n.standNow,
 		// A quarter of the timeout: long enough for the first voter's
 		// election round on a loaded machine, short against the timeout.
 		Stagger: max(timeout/4, 50*time.Millisecond),
@@ -46,6 +47,7 @@ func (n *Node) watchView() leaderwatch.View {
 		Follower: n.raft.State() == raft.Follower && !n.isClosed(),
 
 		LastContact: n.raft.LastContact(),
+		LastIndex:   n.raft.LastIndex(),
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, s := range f.Configuration().Servers {
@@ -55,6 +57,20 @@ func (n *Node) watchView() leaderwatch.View {
 		}
 	}
 	return v
+}
+
+// peerLastIndex asks voter id for the last index of its raft log (the
+// controller RPC's status).
+func (n *Node) peerLastIndex(ctx context.Context, id string) (uint64, error) {
+	addr, err := n.addressOf(parseServerID(raft.ServerID(id)))
+	if err != nil {
+		return 0, err
+	}
+	var st raftfsm.Status
+	if err := n.callAddr(ctx, addr, "status", 0, struct{}{}, &st); err != nil {
+		return 0, err
+	}
+	return st.LastIndex, nil
 }
 
 // standNow makes this follower a candidate at once: hashicorp/raft has no

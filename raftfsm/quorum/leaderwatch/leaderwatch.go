@@ -24,11 +24,16 @@
 // # Who stands
 //
 // Two survivors standing at once split the vote (each votes for itself)
-// and cost a random election timeout. The surviving voters are ranked by
-// id (the dead leader left out); rank 0 stands at once, rank k after k
-// Staggers, and only if nobody stood meanwhile: the term is the one the
-// crash was seen in, and no other leader is known. A voter of rank k that
-// finds rank 0 also dead thus stands after k Staggers.
+// and cost a random election timeout; and a survivor whose log lacks the
+// last entry the leader sent the others loses (voters refuse a candidate
+// less up to date than themselves). The surviving voters are ranked by
+// the last index of their logs, highest first, then by id (the dead
+// leader left out): each asks the others theirs (LastIndex; one that does
+// not answer ranks last), and since nothing is appended without a leader,
+// all rank alike. Rank 0 stands at once, rank k after k Staggers, and
+// only if nobody stood meanwhile: the term is the one the crash was seen
+// in, and no other leader is known. A voter of rank k that finds rank 0
+// also dead thus stands after k Staggers.
 //
 // # Goroutines
 //
@@ -58,6 +63,8 @@ type View struct {
 	Voters   []string // the voters of the latest configuration
 	// LastContact is when this node last heard from its leader.
 	LastContact time.Time
+	// LastIndex is the index of the last entry in this node's log.
+	LastIndex uint64
 }
 
 // Config wires a Watch to its raft node. View, Addr and Stand must be safe
@@ -67,6 +74,8 @@ type Config struct {
 	View func() View
 	// Addr is where this node dials the given server (its raft port).
 	Addr func(id string) (string, error)
+	// LastIndex asks voter id for the last index of its log.
+	LastIndex func(ctx context.Context, id string) (uint64, error)
 	// Stand makes this node a candidate now, its vote requests marked as
 	// a leadership transfer so that voters that still know the dead leader
 	// grant them (with hashicorp/raft: a TimeoutNow RPC to itself).
@@ -150,8 +159,7 @@ func (w *Watch) check(ctx context.Context, peer string) {
 	if !v.Follower || v.Leader == "" || v.Leader == v.Self || (peer != "" && peer != v.Leader) {
 		return
 	}
-	rank := Rank(v.Voters, v.Self, v.Leader)
-	if rank < 0 {
+	if !slices.Contains(v.Voters, v.Self) {
 		return // not a voter: a non-voter that stood would only raise the voters' term
 	}
 	addr, err := w.cfg.Addr(v.Leader)
@@ -163,6 +171,7 @@ func (w *Watch) check(ctx context.Context, peer string) {
 			"leader", v.Leader, "addr", addr)
 		return
 	}
+	rank := Rank(w.survivors(ctx, v), v.Self)
 	w.cfg.Log.Info("raftfsm: the leader's process is gone (its port refuses connections)",
 		"leader", v.Leader, "addr", addr, "term", v.Term, "rank", rank)
 	if rank > 0 {
@@ -229,17 +238,42 @@ func (w *Watch) dead(ctx context.Context, addr string) bool {
 	return errors.Is(err, syscall.ECONNRESET)
 }
 
-// Rank is self's place among voters without leader, ordered by id (numeric
-// ids in numeric order); -1 when self is not among them.
-func Rank(voters []string, self, leader string) int {
-	live := make([]string, 0, len(voters))
-	for _, v := range voters {
-		if v != leader {
-			live = append(live, v)
+// Voter is a surviving voter and the last index of its log (0 when it
+// did not say).
+type Voter struct {
+	ID        string
+	LastIndex uint64
+}
+
+// survivors are the voters but the leader, with their last indexes: this
+// node's own, the others' asked (each bounded by ProbeWait).
+func (w *Watch) survivors(ctx context.Context, v View) []Voter {
+	var out []Voter
+	for _, id := range v.Voters {
+		switch id {
+		case v.Leader:
+		case v.Self:
+			out = append(out, Voter{ID: id, LastIndex: v.LastIndex})
+		default:
+			cctx, cancel := context.WithTimeout(ctx, w.cfg.ProbeWait)
+			last, err := w.cfg.LastIndex(cctx, id)
+			cancel()
+			if err != nil {
+				last = 0
+			}
+			out = append(out, Voter{ID: id, LastIndex: last})
 		}
 	}
-	slices.SortFunc(live, func(a, b string) int {
-		return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b))
+	return out
+}
+
+// Rank is self's place among voters: the highest last index first, then
+// by id (numeric ids in numeric order); -1 when self is not among them.
+func Rank(voters []Voter, self string) int {
+	sorted := slices.Clone(voters)
+	slices.SortFunc(sorted, func(a, b Voter) int {
+		return cmp.Or(cmp.Compare(b.LastIndex, a.LastIndex),
+			cmp.Compare(len(a.ID), len(b.ID)), cmp.Compare(a.ID, b.ID))
 	})
-	return slices.Index(live, self)
+	return slices.IndexFunc(sorted, func(v Voter) bool { return v.ID == self })
 }

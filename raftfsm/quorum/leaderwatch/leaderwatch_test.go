@@ -2,30 +2,48 @@ package leaderwatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
 
 func TestRank(t *testing.T) {
-	voters := []string{"10", "3", "1", "2"}
-	for self, want := range map[string]int{"2": 0, "3": 1, "10": 2, "1": -1, "7": -1} {
-		if got := Rank(voters, self, "1"); got != want {
-			t.Errorf("Rank(%v, %s, leader 1) = %d, want %d", voters, self, got, want)
+	voters := []Voter{{"10", 5}, {"3", 5}, {"2", 5}}
+	for self, want := range map[string]int{"2": 0, "3": 1, "10": 2, "7": -1} {
+		if got := Rank(voters, self); got != want {
+			t.Errorf("Rank(%v, %s) = %d, want %d", voters, self, got, want)
+		}
+	}
+	// The longest log first: it is the one the others vote for.
+	voters = []Voter{{"2", 5}, {"3", 6}, {"4", 0}}
+	for self, want := range map[string]int{"3": 0, "2": 1, "4": 2} {
+		if got := Rank(voters, self); got != want {
+			t.Errorf("Rank(%v, %s) = %d, want %d", voters, self, got, want)
 		}
 	}
 }
 
-// closedAddr is a loopback address nothing listens on.
+// closedAddr is a loopback address that refuses connections: a socket
+// bound to it that does not listen, held until the test ends (a port
+// merely closed could be handed to the next listener).
 func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 // server listens and runs handle on each accepted connection.
@@ -85,6 +103,7 @@ func TestDeadProbe(t *testing.T) {
 type fake struct {
 	mu     sync.Mutex
 	view   View
+	last   map[string]uint64 // the others' last indexes; missing: no answer
 	views  int
 	after  func(f *fake) // called on each View, after the first
 	dials  int
@@ -103,6 +122,14 @@ func (f *fake) config(addr string) Config {
 			return f.view
 		},
 		Addr: func(string) (string, error) { return addr, nil },
+		LastIndex: func(_ context.Context, id string) (uint64, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if i, ok := f.last[id]; ok {
+				return i, nil
+			}
+			return 0, errors.New("no answer")
+		},
 		Stand: func(context.Context) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -125,6 +152,11 @@ func voterView(self string) View {
 	return View{Self: self, Leader: "1", Term: 7, Follower: true, Voters: []string{"1", "2", "3"}}
 }
 
+func withIndex(v View, i uint64) View {
+	v.LastIndex = i
+	return v
+}
+
 func recent(v View) View {
 	v.LastContact = time.Now()
 	return v
@@ -139,6 +171,7 @@ func TestCheck(t *testing.T) {
 		addr         string
 		peer         string
 		after        func(*fake)
+		last         map[string]uint64
 		dials, stand int
 	}{
 		{name: "first voter stands at once", view: voterView("2"), addr: dead, dials: 1, stand: 1},
@@ -150,6 +183,12 @@ func TestCheck(t *testing.T) {
 			after: func(f *fake) { f.view.Leader = "2" }},
 		{name: "a candidate meanwhile", view: voterView("2"), addr: dead, dials: 1,
 			after: func(f *fake) { f.view.Follower = false }},
+		{name: "the other's log is longer: it stands first", view: voterView("2"), addr: dead, dials: 2,
+			last: map[string]uint64{"3": 9}, after: func(f *fake) { f.view.Term++ }},
+		{name: "the other's log is longer, it did not stand", view: voterView("2"), addr: dead, dials: 2, stand: 1,
+			last: map[string]uint64{"3": 9}},
+		{name: "this log is longer", view: withIndex(voterView("3"), 9), addr: dead, dials: 1, stand: 1,
+			last: map[string]uint64{"2": 8}},
 		{name: "heard from recently, then silent", view: recent(voterView("2")), addr: dead, dials: 1, stand: 1},
 		{name: "port refuses, leader still heard from", view: recent(voterView("2")), addr: dead, dials: 1,
 			after: func(f *fake) { f.view.LastContact = time.Now() }},
@@ -160,7 +199,7 @@ func TestCheck(t *testing.T) {
 		{name: "leader itself", view: View{Self: "1", Leader: "1", Term: 7, Voters: []string{"1", "2", "3"}}, addr: dead},
 	}
 	for _, c := range cases {
-		f := &fake{view: c.view, after: c.after}
+		f := &fake{view: c.view, after: c.after, last: c.last}
 		w := New(f.config(c.addr))
 		w.check(ctx, c.peer)
 		if f.dials != c.dials || f.stands != c.stand || w.Stands() != uint64(c.stand) {
