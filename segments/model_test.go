@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,12 +255,31 @@ func (r *modelRun) step() string {
 		}
 		m.batches, m.start, m.end, m.epochs = nil, off, off, nil
 		return fmt.Sprintf("reset %d", off)
-	case x < 90:
+	case x < 85:
 		if err := r.l.Close(); err != nil {
 			r.t.Fatal(err)
 		}
 		r.open(r.mem)
 		return "reopen"
+	case x < 90:
+		// CloseAll: a clean close, or none at all when the tail past the
+		// saved recovery point is within RescanBytes; then a reopen, or a
+		// power cut first.
+		h, err := r.mem.OpenFSSync("/m")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if err := CloseAll(h, []Closing{{Log: r.l}}, 1); err != nil {
+			r.t.Fatal(err)
+		}
+		h.Close()
+		if x < 88 {
+			r.open(r.mem)
+			return "reopen after CloseAll"
+		}
+		r.mem = r.mem.Crash(nil)
+		r.open(r.mem)
+		return "crash after CloseAll"
 	default:
 		// Power cut: every acknowledged append was fsynced (flush.messages=1).
 		r.mem = r.mem.Crash(nil)
@@ -365,6 +385,7 @@ func TestModel(t *testing.T) {
 				cfg.FlushMessages = 1
 				cfg.RetentionMs = -1
 				cfg.DeleteRetentionMs = 100
+				cfg.RescanBytes = 600 // half a segment: CloseAll closes some clean, leaves some to rescan
 				if compact {
 					cfg.CleanupPolicy = "compact"
 				}
@@ -378,7 +399,7 @@ func TestModel(t *testing.T) {
 						ops = ops[1:]
 					}
 					r.check(fmt.Sprint(ops))
-					if i%20 == 0 || op == "reopen" || op == "crash" {
+					if i%20 == 0 || strings.Contains(op, "reopen") || strings.Contains(op, "crash") {
 						checkIndexes(t, r.l)
 					}
 				}
