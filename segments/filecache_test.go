@@ -155,6 +155,9 @@ func TestConcurrentCompaction(t *testing.T) {
 	defer w.halt()
 	w.loop(func(int) error { return l.Maintain(time.Now()) })
 	w.loop(func(i int) error {
+		l.mu.Lock()
+		gen := l.truncGen
+		l.mu.Unlock()
 		start, end := l.StartOffset(), l.EndOffset()
 		if end == start {
 			return nil
@@ -168,10 +171,22 @@ func TestConcurrentCompaction(t *testing.T) {
 		}
 		defer c.Close()
 		b, err := c.Bytes()
-		if err == nil {
+		if err == nil && len(b) > 0 {
+			// Empty: no batch from the offset to the end, as when
+			// compaction emptied the tail of the last sealed segment and
+			// the active one holds none yet.
 			_, err = recordbatch.Split(b, 0, recordbatch.CountCompacted)
 		}
-		if err != nil && !errors.Is(err, io.EOF) { // a cut under an open chunk
+		if err != nil && !errors.Is(err, io.EOF) { // io.EOF: a cut under an open chunk
+			l.mu.Lock()
+			cut := l.truncGen != gen
+			l.mu.Unlock()
+			if cut {
+				// A truncation cut the chunk's file in place and appends
+				// after it rewrote those bytes before they were read (see
+				// Chunk): not what this test checks.
+				return nil
+			}
 			return err
 		}
 		return nil

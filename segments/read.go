@@ -12,6 +12,10 @@ import (
 
 // Chunk is a byte range of whole record batches read from a log. It pins the
 // file it points into until Close. A Chunk is used by one goroutine at a time.
+// Truncate cuts a segment file in place: a chunk over the bytes cut reads
+// short, or, once appends after the cut wrote there again, their bytes
+// (the broker reads below the high watermark, which followers truncate
+// above).
 type Chunk interface {
 	io.WriterTo // writes the bytes; uses sendfile when w is a socket
 	Len() int
