@@ -26,9 +26,6 @@ func (n *Node) newWatch(timeout time.Duration) *leaderwatch.Watch {
 		Addr:      func(id string) (string, error) { return n.addressOf(parseServerID(raft.ServerID(id))) },
 		LastIndex: n.peerLastIndex,
 		Stand:     n.standNow,
-		// A quarter of the timeout: long enough for the first voter's
-		// election round on a loaded machine, short against the timeout.
-		Stagger: max(timeout/4, 50*time.Millisecond),
 		// raft's leader sends heartbeats at random intervals of a tenth to
 		// a fifth of the timeout (at most 40 ms at the 200 ms a quorum
 		// grown from one voter is moved to, tuneTimeouts).

@@ -1,6 +1,6 @@
-// Package leaderwatch tells a raft follower, within milliseconds, that its
-// leader's process has died, so that it can stand for election at once
-// instead of waiting out raft's heartbeat timeout (one to three timeouts
+// Package leaderwatch tells a raft follower, within a fraction of raft's
+// heartbeat timeout (Quiet), that its leader's process has died, so that
+// it can stand for election then instead of waiting out the timeout (one to three timeouts
 // with hashicorp/raft: the follower checks at random intervals, and the
 // other survivors grant no vote while they still have the leader).
 //
@@ -26,14 +26,16 @@
 // Two survivors standing at once split the vote (each votes for itself)
 // and cost a random election timeout; and a survivor whose log lacks the
 // last entry the leader sent the others loses (voters refuse a candidate
-// less up to date than themselves). The surviving voters are ranked by
-// the last index of their logs, highest first, then by id (the dead
-// leader left out): each asks the others theirs (LastIndex; one that does
-// not answer ranks last), and since nothing is appended without a leader,
-// all rank alike. Rank 0 stands at once, rank k after k Staggers, and
-// only if nobody stood meanwhile: the term is the one the crash was seen
-// in, and no other leader is known. A voter of rank k that finds rank 0
-// also dead thus stands after k Staggers.
+// less up to date than themselves). So one survivor stands: the one with
+// the longest log, the lowest id among equals. Each asks the other voters
+// for the last index of their logs (LastIndex); since nothing is appended
+// without a leader, all see the same lengths. A voter that does not
+// answer within AskWait is left out (a dead one is refused at once). A
+// survivor that finds another answering voter ahead of it leaves the
+// election to it, and to raft's timeout should that one not stand: a
+// second candidate standing later on its own reckoning (a stagger) was
+// seen to split the vote when the first one's vote requests came late on
+// a loaded machine.
 //
 // # Goroutines
 //
@@ -80,8 +82,8 @@ type Config struct {
 	// a leadership transfer so that voters that still know the dead leader
 	// grant them (with hashicorp/raft: a TimeoutNow RPC to itself).
 	Stand func(ctx context.Context) error
-	// Stagger is how long a voter waits per rank before it stands.
-	Stagger time.Duration
+	// AskWait bounds each LastIndex question. Default 500ms.
+	AskWait time.Duration
 	// Quiet is how long the leader must have been silent for a refusal
 	// to count: longer than its longest interval between heartbeats.
 	Quiet time.Duration
@@ -105,6 +107,9 @@ type Watch struct {
 func New(cfg Config) *Watch {
 	if cfg.ProbeWait <= 0 {
 		cfg.ProbeWait = 200 * time.Millisecond
+	}
+	if cfg.AskWait <= 0 {
+		cfg.AskWait = 500 * time.Millisecond
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
@@ -174,17 +179,8 @@ func (w *Watch) check(ctx context.Context, peer string) {
 	rank := Rank(w.survivors(ctx, v), v.Self)
 	w.cfg.Log.Info("raftfsm: the leader's process is gone (its port refuses connections)",
 		"leader", v.Leader, "addr", addr, "term", v.Term, "rank", rank)
-	if rank > 0 {
-		t := time.NewTimer(time.Duration(rank) * w.cfg.Stagger)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !w.dead(ctx, addr) {
-			return
-		}
+	if rank != 0 {
+		return // a survivor with a longer log (or a lower id) stands
 	}
 	now := w.cfg.View()
 	if !now.Follower || now.Term != v.Term || (now.Leader != "" && now.Leader != v.Leader) {
@@ -238,15 +234,14 @@ func (w *Watch) dead(ctx context.Context, addr string) bool {
 	return errors.Is(err, syscall.ECONNRESET)
 }
 
-// Voter is a surviving voter and the last index of its log (0 when it
-// did not say).
+// Voter is a surviving voter and the last index of its log.
 type Voter struct {
 	ID        string
 	LastIndex uint64
 }
 
-// survivors are the voters but the leader, with their last indexes: this
-// node's own, the others' asked (each bounded by ProbeWait).
+// survivors are the voters but the leader that answer, with their last
+// indexes: this node's own, the others' asked (each bounded by AskWait).
 func (w *Watch) survivors(ctx context.Context, v View) []Voter {
 	var out []Voter
 	for _, id := range v.Voters {
@@ -255,13 +250,12 @@ func (w *Watch) survivors(ctx context.Context, v View) []Voter {
 		case v.Self:
 			out = append(out, Voter{ID: id, LastIndex: v.LastIndex})
 		default:
-			cctx, cancel := context.WithTimeout(ctx, w.cfg.ProbeWait)
+			cctx, cancel := context.WithTimeout(ctx, w.cfg.AskWait)
 			last, err := w.cfg.LastIndex(cctx, id)
 			cancel()
-			if err != nil {
-				last = 0
+			if err == nil {
+				out = append(out, Voter{ID: id, LastIndex: last})
 			}
-			out = append(out, Voter{ID: id, LastIndex: last})
 		}
 	}
 	return out

@@ -19,7 +19,7 @@ func TestRank(t *testing.T) {
 		}
 	}
 	// The longest log first: it is the one the others vote for.
-	voters = []Voter{{"2", 5}, {"3", 6}, {"4", 0}}
+	voters = []Voter{{"2", 5}, {"3", 6}, {"4", 1}}
 	for self, want := range map[string]int{"3": 0, "2": 1, "4": 2} {
 		if got := Rank(voters, self); got != want {
 			t.Errorf("Rank(%v, %s) = %d, want %d", voters, self, got, want)
@@ -136,8 +136,7 @@ func (f *fake) config(addr string) Config {
 			f.stands++
 			return nil
 		},
-		Stagger: 10 * time.Millisecond,
-		Quiet:   20 * time.Millisecond,
+		Quiet: 20 * time.Millisecond,
 		Dial: func(ctx context.Context, a string) (net.Conn, error) {
 			f.mu.Lock()
 			f.dials++
@@ -174,18 +173,18 @@ func TestCheck(t *testing.T) {
 		last         map[string]uint64
 		dials, stand int
 	}{
-		{name: "first voter stands at once", view: voterView("2"), addr: dead, dials: 1, stand: 1},
+		{name: "first voter stands at once", view: voterView("2"), addr: dead, last: map[string]uint64{"3": 0}, dials: 1, stand: 1},
 		{name: "the leader's own connection", view: voterView("2"), addr: dead, peer: "1", dials: 1, stand: 1},
-		{name: "second voter, nobody stood", view: voterView("3"), addr: dead, dials: 2, stand: 1},
-		{name: "second voter, the first stood", view: voterView("3"), addr: dead, dials: 2,
+		{name: "a lower id that answers stands, not this one", view: voterView("3"), addr: dead,
+			last: map[string]uint64{"2": 0}, dials: 1},
+		{name: "a lower id that does not answer is left out", view: voterView("3"), addr: dead, dials: 1, stand: 1},
+		{name: "a leader was elected meanwhile", view: voterView("2"), addr: dead, dials: 1,
+			after: func(f *fake) { f.view.Leader = "3" }},
+		{name: "someone stood meanwhile", view: voterView("2"), addr: dead, dials: 1,
 			after: func(f *fake) { f.view.Term++ }},
-		{name: "second voter, a leader was elected", view: voterView("3"), addr: dead, dials: 2,
-			after: func(f *fake) { f.view.Leader = "2" }},
 		{name: "a candidate meanwhile", view: voterView("2"), addr: dead, dials: 1,
 			after: func(f *fake) { f.view.Follower = false }},
-		{name: "the other's log is longer: it stands first", view: voterView("2"), addr: dead, dials: 2,
-			last: map[string]uint64{"3": 9}, after: func(f *fake) { f.view.Term++ }},
-		{name: "the other's log is longer, it did not stand", view: voterView("2"), addr: dead, dials: 2, stand: 1,
+		{name: "the other's log is longer: it stands", view: voterView("2"), addr: dead, dials: 1,
 			last: map[string]uint64{"3": 9}},
 		{name: "this log is longer", view: withIndex(voterView("3"), 9), addr: dead, dials: 1, stand: 1,
 			last: map[string]uint64{"2": 8}},
