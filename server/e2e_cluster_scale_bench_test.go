@@ -239,7 +239,8 @@ func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTop
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
-	var failed atomic.Int64
+	var failed, outstanding atomic.Int64
+	outstanding.Store(int64(len(names) * perTopic))
 	for _, name := range names {
 		for p := range perTopic {
 			wg.Add(1)
@@ -247,12 +248,35 @@ func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTop
 				if err != nil && failed.Add(1) == 1 {
 					b.Errorf("produce after kill -9: %v", err)
 				}
+				outstanding.Add(-1)
 				wg.Done()
 			})
 		}
 	}
+	// The figure is the last acknowledgement; how many were still waiting
+	// every 2 s shows whether the time is all of them or a few stragglers
+	// (a produce request is answered once all its partitions are).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+			left := outstanding.Load()
+			b.Logf("produce: %d of %d waiting %.1f s after the start", left, len(names)*perTopic, time.Since(start).Seconds())
+			if left == 0 {
+				return
+			}
+		}
+	}()
 	wg.Wait()
-	return time.Since(start)
+	took := time.Since(start)
+	cancel()
+	<-done
+	return took
 }
 
 // report reports a figure and logs it at once: a later step that fails
