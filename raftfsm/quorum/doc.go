@@ -49,6 +49,10 @@
 //	              AddVoter/RemoveVoter, Join, DialNode, ControllerStatuses
 //	sessions.go   the active controller's broker sessions: fencing,
 //	              unfencing, moving partition leaders, controlled shutdown
+//	brokerprobe.go  the active controller probes a broker whose heartbeat
+//	              is 1.5 intervals late at its node's inter-node port; a
+//	              refusal or reset (leaderwatch.Gone: its process is
+//	              gone) fences it at once, not a session timeout later
 //	broker.go     a broker's side: RegisterBroker, heartbeats,
 //	              ControlledShutdown, BrokerLiveness
 //	propose.go    applyLocal/applyAll and what is decided before proposing;
@@ -109,7 +113,8 @@
 // it); Close closes the stream layer, the RPC connections, then the Mux,
 // and waits. Node.mu
 // guards only the closing flag while a goroutine is added; quorum.hbMu the
-// broker registration; sessions.mu the session table; quorum.reconcileMu
+// broker registration; sessions.mu the session table; brokerProbes.mu the
+// probes in flight (neither held for I/O); quorum.reconcileMu
 // serialises leader moves (taken before no other lock); reserved.mu the
 // partitions of proposals in flight (held for no I/O). The FSM is called by
 // raft from one goroutine; images are published through an atomic pointer,

@@ -29,6 +29,7 @@ type quorum struct {
 	voters      map[int32]string // Config.Voters: this node's view of the controllers' addresses
 	incarnation string           // this process's broker incarnation id
 	sessions    sessions         // leader side, sessions.go
+	probes      brokerProbes     // leader side, brokerprobe.go
 	reconcileMu sync.Mutex       // serialises partition leader moves (reconcile)
 	reconciled  string           // term and broker states of the last reconcile; guarded by reconcileMu
 

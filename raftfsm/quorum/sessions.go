@@ -237,7 +237,8 @@ func (n *Node) verifyLeader(ctx context.Context) error {
 const reconcileEvery = 10
 
 // controllerLoop runs on every node; while it leads, it fences brokers whose
-// sessions lapsed and, when a broker changed state (and every reconcileEvery
+// sessions lapsed, probes those whose heartbeats are late (brokerprobe.go)
+// and, when a broker changed state (and every reconcileEvery
 // ticks), moves partition leaders (reconcile).
 func (n *Node) controllerLoop(ctx context.Context) {
 	tick := time.NewTicker(min(max(n.heartbeatInterval()/2, 20*time.Millisecond), time.Second))
@@ -261,6 +262,7 @@ func (n *Node) controllerLoop(ctx context.Context) {
 		img, _ := n.Image()
 		n.fenceExpired(ctx, term, img)
 		img, _ = n.Image()
+		n.probeLate(ctx, term, img)
 		idle++
 		sick := n.q.sessions.unhealthy(term)
 		states := brokerStates(img, sick)

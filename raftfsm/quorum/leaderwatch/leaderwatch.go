@@ -112,10 +112,7 @@ func New(cfg Config) *Watch {
 		cfg.AskWait = 500 * time.Millisecond
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", addr)
-		}
+		cfg.Dial = TCP
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -215,13 +212,19 @@ func (w *Watch) silent(ctx context.Context) bool {
 	return w.cfg.View().LastContact.Equal(last)
 }
 
-// dead probes addr: refused, or accepted and then reset (the listener
-// closed with the connection in its queue) is a dead process; anything
-// else (accepted and open, a timeout, another error) is not.
+// dead probes addr (Gone, bounded by ProbeWait).
 func (w *Watch) dead(ctx context.Context, addr string) bool {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.ProbeWait)
+	return Gone(ctx, w.cfg.Dial, addr, w.cfg.ProbeWait)
+}
+
+// Gone probes addr with dial, within wait: refused, or accepted and then
+// reset (the listener closed with the connection in its queue), is a dead
+// process; anything else (accepted and open, a timeout, another error) is
+// not. The raft quorum's active controller uses it for brokers too.
+func Gone(ctx context.Context, dial func(ctx context.Context, addr string) (net.Conn, error), addr string, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	conn, err := w.cfg.Dial(ctx, addr)
+	conn, err := dial(ctx, addr)
 	if err != nil {
 		// A reset can reach the dialler before the connect completes.
 		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
@@ -232,6 +235,12 @@ func (w *Watch) dead(ctx context.Context, addr string) bool {
 	var b [1]byte
 	_, err = conn.Read(b[:])
 	return errors.Is(err, syscall.ECONNRESET)
+}
+
+// TCP dials addr over TCP: Gone's usual dial.
+func TCP(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 // Voter is a surviving voter and the last index of its log.
