@@ -62,3 +62,8 @@ func TestBrokerProbesBounded(t *testing.T) {
 		t.Fatal("broker 1 not probed again an interval later")
 	}
 }
+
+// emptyImage is an image with no metadata and its maps allocated.
+func emptyImage() *raftfsm.Image {
+	return &raftfsm.Image{Brokers: map[int32]*raftfsm.Broker{}, Users: map[string]*raftfsm.User{}, ACLs: map[string]raftfsm.ACLEntry{}, Tokens: map[string]*raftfsm.Token{}, Quotas: map[string]raftfsm.Quota{}}
+}

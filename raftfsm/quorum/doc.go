@@ -48,7 +48,8 @@
 //	quorum.go     transport and address book, the RPC method table, Apply,
 //	              AddVoter/RemoveVoter, Join, DialNode, ControllerStatuses
 //	sessions.go   the active controller's broker sessions: fencing,
-//	              unfencing, moving partition leaders, controlled shutdown
+//	              unfencing, moving partition leaders (what moves where is
+//	              package leadermoves), controlled shutdown
 //	brokerprobe.go  the active controller probes a broker whose heartbeat
 //	              is 1.5 intervals late at its node's inter-node port; a
 //	              refusal or reset (leaderwatch.Gone: its process is

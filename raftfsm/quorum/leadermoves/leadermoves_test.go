@@ -1,4 +1,4 @@
-package quorum
+package leadermoves
 
 import (
 	"reflect"
@@ -6,6 +6,9 @@ import (
 
 	"github.com/runnel/runnel/raftfsm"
 )
+
+// maxCommandBytes is package quorum's bound on one encoded command.
+const maxCommandBytes = 1 << 20
 
 func TestLeaderMoves(t *testing.T) {
 	img := emptyImage()
@@ -30,7 +33,7 @@ func TestLeaderMoves(t *testing.T) {
 		{Partition: 5, Leader: 1, ISR: []int32{1}},
 		{Partition: 7, Leader: -1, ISR: []int32{9}},
 	}
-	cmds := leaderMoves(img, nil)
+	cmds := Plan(img, nil)
 	if len(cmds) != 1 || cmds[0].ChangePartitions.Topic != "t" || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
 		t.Fatalf("moves %+v", cmds)
 	}
@@ -39,13 +42,13 @@ func TestLeaderMoves(t *testing.T) {
 func TestLeaderMovesChunked(t *testing.T) {
 	img := emptyImage()
 	img.Brokers[1] = &raftfsm.Broker{ID: 1, State: raftfsm.BrokerAlive}
-	ps := make([]raftfsm.Partition, maxMovesPerCommand+1)
+	ps := make([]raftfsm.Partition, MaxPerCommand+1)
 	for i := range ps {
 		ps[i] = raftfsm.Partition{Leader: -1, Replicas: []int32{1}, ISR: []int32{1}}
 	}
 	img.Topics = img.Topics.With(&raftfsm.Topic{Name: "big", Partitions: ps})
-	cmds := leaderMoves(img, nil)
-	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != maxMovesPerCommand {
+	cmds := Plan(img, nil)
+	if len(cmds) != 2 || len(cmds[1].ChangePartitions.Changes) != 1 || cmds[1].ChangePartitions.Changes[0].Partition != MaxPerCommand {
 		t.Fatalf("%d commands", len(cmds))
 	}
 	data, err := raftfsm.EncodeCommand(raftfsm.Command{Version: raftfsm.CommandVersion, ChangePartitions: cmds[0].ChangePartitions})
@@ -77,11 +80,11 @@ func TestLeaderMovesAwayFromSickBroker(t *testing.T) {
 		{Partition: 3, Leader: 3, ISR: []int32{3}},
 		{Partition: 4, Leader: 2, ISR: []int32{2}},
 	}
-	cmds := leaderMoves(img, map[int32]bool{2: true})
+	cmds := Plan(img, map[int32]bool{2: true})
 	if len(cmds) != 1 || !reflect.DeepEqual(cmds[0].ChangePartitions.Changes, want) {
 		t.Fatalf("moves %+v", cmds[0].ChangePartitions.Changes)
 	}
-	if cmds := leaderMoves(img, nil); len(cmds) != 1 || len(cmds[0].ChangePartitions.Changes) != 2 {
+	if cmds := Plan(img, nil); len(cmds) != 1 || len(cmds[0].ChangePartitions.Changes) != 2 {
 		t.Fatalf("healthy: moves %+v", cmds)
 	}
 }
