@@ -34,8 +34,9 @@
 // idempotent and transactional producers and the index of HTTP
 // idempotency keys, which a partition checks and records each append
 // against under its appendMu: producerstate.go, idemkeys.go), producerlog
-// (their rebuild from the partition's log, and the key index's load
-// outside appendMu), storage (the disk reserve, the storage error, the
+// (their rebuild from the partition's log, the key index's load
+// outside appendMu, and the replay of each batch a follower copies, so a
+// new leader has them at once), storage (the disk reserve, the storage error, the
 // health the doors report and the recovery loop of failed logs, which
 // storage.go feeds the failed partitions), topicconfig (the topic config
 // table, which the doors and server/admin use as well), readbuf (the

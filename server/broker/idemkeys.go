@@ -66,13 +66,15 @@ func (p *Partition) recordKeyLocked(k *producers.Key, views []batchView, base in
 	}
 }
 
-// resetKeysLocked drops the key index when the log changed under it (a
-// follower's append, truncation or reset); the next leader write rebuilds it.
+// resetKeysLocked drops the key index when the log changed under it other
+// than by an append (truncation, reset, recovery); the next leader write
+// rebuilds it (followProducersLocked keeps it through a follower's appends).
 func (p *Partition) resetKeysLocked() { p.keys.Reset() }
 
 // loadKeys rebuilds the key index from the log the first time a keyed
-// write reaches this partition since it was opened or last followed a
-// leader (producerlog.Keys.Load: most of the read without appendMu).
+// write reaches this partition while it is not loaded (after the
+// partition opened a log holding batches, or its log was truncated or
+// recovered: producerlog.Keys.Load: most of the read without appendMu).
 func (p *Partition) loadKeys(now time.Time) error {
 	return p.keysErr(p.keys.Load(&p.appendMu, p.log(), p.keyPolicy(), now))
 }

@@ -57,9 +57,12 @@ type Partition struct {
 	minISR   atomic.Int32 // min.insync.replicas
 	repl     replicaSet
 
-	appendMu  sync.Mutex       // serializes appends and guards producers and keys
-	producers *producers.Table // nil until the first idempotent batch
-	keys      producerlog.Keys // idempotency keys; loaded at the first keyed batch
+	appendMu sync.Mutex // serializes appends and guards producers and keys
+	// producers and keys are kept by appends, a leader's and a
+	// follower's (followProducersLocked); nil / not loaded: rebuilt from
+	// the log when an idempotent or keyed write needs them.
+	producers *producers.Table
+	keys      producerlog.Keys // idempotency keys
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
 	keyPolicyCfg *producers.KeyPolicy

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
+	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/server/broker/producerlog"
 	"github.com/runnel/runnel/server/broker/producers"
 )
@@ -118,7 +119,8 @@ func (p *Partition) checkProducerIDs(views []batchView) error {
 
 // loadProducersLocked rebuilds the producer table from the log the first
 // time an idempotent producer writes to this partition since it was opened
-// (or since it last followed another leader; producerlog.LoadTable).
+// (or since its log was truncated, reset or recovered; a follower keeps
+// its table as it appends: followProducersLocked; producerlog.LoadTable).
 func (p *Partition) loadProducersLocked(now time.Time) error {
 	if p.producers != nil {
 		return nil
@@ -129,6 +131,63 @@ func (p *Partition) loadProducersLocked(now time.Time) error {
 	}
 	p.producers = t
 	return nil
+}
+
+// copiedBatch is one batch a follower copied from its leader, with its
+// header.
+type copiedBatch struct {
+	raw  []byte
+	info recordbatch.Info
+}
+
+// followProducersLocked keeps the producer table and the key index in line
+// with the batches a follower just appended to its log, replaying each as
+// a rebuild from the log would (producerlog.Replay, Keys.Replay: the
+// batch's max timestamp capped at now), so that the replica that leads
+// next checks duplicates, sequences and epochs without reading its log
+// (issue 19: after a kill -9, the new leaders of thousands of partitions
+// each rebuilt its table under appendMu on its first idempotent write,
+// which held up every produce to them). Kafka's followers keep producer
+// state too.
+//
+// A log that held no batch before starts them empty: that is what a
+// rebuild would make, and the case of every new partition. A table that
+// is not loaded on a log that holds batches (after a restart, a
+// truncation) stays so and is rebuilt at the first write as leader: the
+// rebuild reads up to the producer expiration's worth of the log, which
+// would hold up this follower's appends (and the leader's acks=all
+// writes waiting for them) if done here under appendMu.
+func (p *Partition) followProducersLocked(batches []copiedBatch, wasEmpty bool, now time.Time) {
+	if wasEmpty {
+		p.startProducersLocked()
+	}
+	for _, b := range batches {
+		if p.producers != nil {
+			producerlog.Replay(p.producers, b.raw, b.info, now)
+		}
+		p.keys.Replay(b.info, now)
+	}
+}
+
+// startProducersLocked loads an empty producer table and key index for a
+// log that holds no batch, unless they are loaded.
+func (p *Partition) startProducersLocked() {
+	if p.producers == nil {
+		p.producers = producers.NewTable(p.policy())
+	}
+	p.keys.Start(p.keyPolicy())
+}
+
+// forgetProducersLocked drops the producer table and the key index when
+// the log changed other than by an append they followed (a truncation, a
+// reset, a recovery, a failed append): they are rebuilt from the log when
+// needed, or start empty again now if the log holds no batch.
+func (p *Partition) forgetProducersLocked() {
+	p.producers = nil
+	p.resetKeysLocked()
+	if log := p.log(); log.StartOffset() == log.EndOffset() {
+		p.startProducersLocked()
+	}
 }
 
 // ActiveProducers copies the producer table (in memory; appendMu is held

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
 )
 
@@ -293,11 +294,13 @@ func (p *Partition) checkpointHWM() error {
 func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	whole := 0
 	first := int32(-1) // the leader epoch of the first batch
-	if err := splitBatches(data, func(b batchView) error {
+	var copied []copiedBatch
+	if err := WalkBatches(data, func(raw []byte, info recordbatch.Info) error {
 		if whole == 0 {
-			first = batchLeaderEpoch(b.Raw)
+			first = batchLeaderEpoch(raw)
 		}
-		whole += len(b.Raw)
+		whole += len(raw)
+		copied = append(copied, copiedBatch{raw, info})
 		return nil
 	}); err != nil {
 		return fmt.Errorf("replicate %s-%d: %w", p.topic, p.index, err)
@@ -319,11 +322,12 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	if last := p.log().LeaderEpoch(); first >= 0 && first < last {
 		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.topic, p.index, first, last)
 	}
+	wasEmpty := p.log().StartOffset() == p.log().EndOffset()
 	if _, err := p.log().AppendReplicated(data[:whole]); err != nil {
+		p.forgetProducersLocked() // part of it may be in the log
 		return fmt.Errorf("replicate %s-%d (fetched epoch %d, local epoch %d): %w", p.topic, p.index, first, p.log().LeaderEpoch(), err)
 	}
-	p.producers = nil // rebuilt from the log if this replica becomes leader
-	p.resetKeysLocked()
+	p.followProducersLocked(copied, wasEmpty, p.wallNow())
 	p.wake()
 	return nil
 }
@@ -389,8 +393,7 @@ func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 	if err := p.log().Truncate(end); err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
 	}
-	p.producers = nil
-	p.resetKeysLocked()
+	p.forgetProducersLocked()
 	if p.hwm.Load() > end {
 		p.hwm.Store(end)
 	}
@@ -409,8 +412,7 @@ func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 	if err := p.log().Reset(offset); err != nil {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
-	p.producers = nil
-	p.resetKeysLocked()
+	p.forgetProducersLocked()
 	p.hwm.Store(offset)
 	return nil
 }

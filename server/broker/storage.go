@@ -63,8 +63,7 @@ func (p *Partition) recovered() {
 	// then the fsync failed) must answer its producer's retry as a
 	// duplicate. Both are rebuilt from the log at the next write.
 	p.appendMu.Lock()
-	p.producers = nil
-	p.resetKeysLocked()
+	p.forgetProducersLocked()
 	p.appendMu.Unlock()
 	end := p.log().EndOffset()
 	for {

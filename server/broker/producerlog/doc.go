@@ -1,8 +1,10 @@
 // Package producerlog keeps a partition's memory of its producers (package
 // producers' table of idempotent and transactional producers, and its
 // index of HTTP idempotency keys) in line with the partition's log: it
-// rebuilds them from the log's recent batches when a partition starts to
-// lead (Scan, LoadTable, Keys.Load), and lists the producers a partition
+// rebuilds them from the log's recent batches (Scan, LoadTable, Keys.Load),
+// replays into them each batch a follower copies from its leader by the
+// same rule (Replay, Keys.Replay), so a follower that becomes leader has
+// them at once, and lists the producers a partition
 // knows of with the transactions open in its log (Active, for Kafka's
 // DescribeProducers).
 //

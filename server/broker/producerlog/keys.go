@@ -8,11 +8,13 @@ import (
 	"github.com/runnel/runnel/server/broker/producers"
 )
 
-// Keys is a partition leader's index of HTTP idempotency keys, rebuilt
-// from the log the first time a keyed write reaches the partition since
-// it was opened or last followed a leader, and dropped (Reset) whenever
-// the log changes other than by the leader's own appends (a follower's
-// append, a truncation, a recovery). The zero value is not loaded.
+// Keys is a partition's index of HTTP idempotency keys: kept by the
+// leader's keyed appends (Record) and a follower's copies of the leader's
+// batches (Replay; Start for a log that holds none), rebuilt from the log
+// the first time a keyed write reaches the partition while it is not
+// loaded (after the partition was opened with batches in its log), and
+// dropped (Reset) whenever the log changes other than by appends (a
+// truncation, a recovery). The zero value is not loaded.
 //
 // The owning partition's append lock guards it: Load takes that lock
 // itself, the other methods run with it held.
@@ -89,13 +91,40 @@ func (k *Keys) Record(key producers.Key, base int64, count int32, now time.Time)
 	k.index.Record(key, base, count, now.UnixMilli(), now)
 }
 
+// Start loads an empty index for a log that holds no batch (what a
+// rebuild from it would make), unless the index is loaded.
+func (k *Keys) Start(policy *producers.KeyPolicy) {
+	if k.index == nil {
+		k.index = producers.NewKeyIndex(policy)
+	}
+}
+
+// Replay records one batch appended to the log (its header info) as a
+// rebuild from the log would: a follower replays each batch it copies from
+// its leader, so the replica that leads next has its index at once.
+// Nothing when the index is not loaded.
+func (k *Keys) Replay(info recordbatch.Info, now time.Time) {
+	if k.index != nil {
+		replayKey(k.index, info, now)
+	}
+}
+
+// Equal reports whether k and o are both loaded with the same keys at now
+// (producers.KeyIndex.Equal).
+func (k *Keys) Equal(o *Keys, now time.Time) bool {
+	return k.index != nil && o.index != nil && k.index.Equal(o.index, now)
+}
+
 // rebuild records in x the keyed batches a scan meets.
 func rebuild(x *producers.KeyIndex, now time.Time) func([]byte, recordbatch.Info) {
-	return func(_ []byte, info recordbatch.Info) {
-		if k, ok := producers.KeyOf(info.ProducerID, info.ProducerEpoch, info.BaseSequence, isControl(info)); ok {
-			// The batch's own time, capped: a client clock in the
-			// future must not keep a key forever.
-			x.Record(k, info.BaseOffset, int32(info.LastOffset-info.BaseOffset)+1, min(info.MaxTimestamp, now.UnixMilli()), now)
-		}
+	return func(_ []byte, info recordbatch.Info) { replayKey(x, info, now) }
+}
+
+// replayKey records in x the batch of info if it is keyed.
+func replayKey(x *producers.KeyIndex, info recordbatch.Info, now time.Time) {
+	if k, ok := producers.KeyOf(info.ProducerID, info.ProducerEpoch, info.BaseSequence, isControl(info)); ok {
+		// The batch's own time, capped: a client clock in the future
+		// must not keep a key forever.
+		x.Record(k, info.BaseOffset, int32(info.LastOffset-info.BaseOffset)+1, min(info.MaxTimestamp, now.UnixMilli()), now)
 	}
 }

@@ -18,23 +18,33 @@ import (
 func LoadTable(log Log, policy *producers.Policy, now time.Time) (*producers.Table, error) {
 	t := producers.NewTable(policy)
 	err := Scan(log, now.Add(-policy.Expiration), 0, log.EndOffset(), func(raw []byte, info recordbatch.Info) {
-		// The batch's own time, capped: a client's clock in the future
-		// must not keep an id forever.
-		at := min(info.MaxTimestamp, now.UnixMilli())
-		switch {
-		case isControl(info):
-			if m, err := recordbatch.ParseControl(raw); err == nil {
-				t.Marker(m, at, now)
-			}
-		case info.ProducerID >= 0 && !producers.IsKeyID(info.ProducerID):
-			t.Record(producers.Batch{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
-				LastDelta: int32(info.LastOffset - info.BaseOffset), Records: raw[recordbatch.HeaderLen:]}, info.BaseOffset, at, now)
-		}
+		Replay(t, raw, info, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// Replay records in t one batch of a partition's log (raw, its header
+// info) as of now: an idempotent or transactional batch, or a
+// transaction marker. LoadTable replays the log's batches in order; a
+// follower replays each batch it copies from its leader as it appends it,
+// so its table is the one LoadTable would make and the replica that leads
+// next checks its producers without reading its log.
+func Replay(t *producers.Table, raw []byte, info recordbatch.Info, now time.Time) {
+	// The batch's own time, capped: a client's clock in the future must
+	// not keep an id forever.
+	at := min(info.MaxTimestamp, now.UnixMilli())
+	switch {
+	case isControl(info):
+		if m, err := recordbatch.ParseControl(raw); err == nil {
+			t.Marker(m, at, now)
+		}
+	case info.ProducerID >= 0 && !producers.IsKeyID(info.ProducerID):
+		t.Record(producers.Batch{ProducerID: info.ProducerID, Epoch: info.ProducerEpoch, FirstSeq: info.BaseSequence,
+			LastDelta: int32(info.LastOffset - info.BaseOffset), Records: raw[recordbatch.HeaderLen:]}, info.BaseOffset, at, now)
+	}
 }
 
 // Active lists the producers a partition knows of: those of its table

@@ -35,6 +35,35 @@ func (b *bounded[V]) lookup(id int64, now time.Time, expiration time.Duration) (
 	return e, ok
 }
 
+// equal reports whether b and o hold the same live ids at now, with
+// entries eq calls equal. Entries expired at now count as absent: lookup
+// treats them so.
+func (b *bounded[V]) equal(o *bounded[V], now time.Time, expiration time.Duration, eq func(V, V) bool) bool {
+	limit := now.UnixMilli() - expiration.Milliseconds()
+	live := func(x *bounded[V]) int {
+		n := 0
+		for _, e := range x.byID {
+			if x.at(e) >= limit {
+				n++
+			}
+		}
+		return n
+	}
+	if live(b) != live(o) {
+		return false
+	}
+	for id, e := range b.byID {
+		if b.at(e) < limit {
+			continue
+		}
+		f, ok := o.byID[id]
+		if !ok || o.at(f) < limit || !eq(e, f) {
+			return false
+		}
+	}
+	return true
+}
+
 // makeRoom drops expired ids (at most once per sweepEvery, or when full)
 // and, when the map is still full, the longest idle tenth, so that a flood
 // of new ids costs amortized O(log n) per id.
@@ -58,7 +87,9 @@ func (b *bounded[V]) makeRoom(now time.Time, expiration time.Duration, maxIDs in
 	for id, e := range b.byID {
 		all = append(all, idle{id, b.at(e)})
 	}
-	slices.SortFunc(all, func(x, y idle) int { return cmp.Compare(x.last, y.last) })
+	// Ties go by id, so that a follower replaying the leader's batches
+	// evicts what a rebuild from its log does (producerlog.Replay).
+	slices.SortFunc(all, func(x, y idle) int { return cmp.Or(cmp.Compare(x.last, y.last), cmp.Compare(x.id, y.id)) })
 	drop := len(all) - maxIDs + 1 + maxIDs/10
 	for _, x := range all[:min(drop, len(all))] {
 		delete(b.byID, x.id)

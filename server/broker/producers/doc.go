@@ -9,8 +9,9 @@
 // The broker calls it with a narrow interface: Check a batch before an
 // append (a duplicate's original offsets, or the refusal), Record it after,
 // CheckMarker and Marker for transaction markers, and rebuilds a table or
-// index from its log (Record per batch read) when a partition starts to
-// lead. It knows nothing of logs, partitions or the wire: a Batch is the
+// index from its log (Record per batch read, package producerlog), or a
+// follower keeps one by the same calls per batch it copies; Equal tells
+// whether two hold the same producers or keys. It knows nothing of logs, partitions or the wire: a Batch is the
 // few header fields it needs.
 //
 // Goroutines: none. Locks: none; a Table or KeyIndex is not safe for

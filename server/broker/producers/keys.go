@@ -165,6 +165,12 @@ func (x *KeyIndex) Record(k Key, base int64, count int32, at int64, now time.Tim
 	x.keys.byID[k.ID] = keyEntry{sum: k.sum, base: base, at: at, count: count}
 }
 
+// Equal reports whether x and y hold the same live keys at now, each with
+// the same request, offsets and time (Table.Equal's counterpart).
+func (x *KeyIndex) Equal(y *KeyIndex, now time.Time) bool {
+	return x.keys.equal(&y.keys, now, x.policy.Expiration, func(a, b keyEntry) bool { return a == b })
+}
+
 // KeyHeader carries a key from the node that took a request to the
 // partition leader it forwards to. Honored only on the inter-node port
 // (httpdoor.MarkForwarded), so a client cannot write under a key it did not send.

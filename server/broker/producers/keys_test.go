@@ -98,3 +98,31 @@ func TestIdempotencyKeyMemory(t *testing.T) {
 		t.Fatalf("%d bytes per key", per)
 	}
 }
+
+// Equal tells key indexes apart by what Check answers, and ignores keys
+// that expired.
+func TestIdempotencyKeyIndexEqual(t *testing.T) {
+	policy := &KeyPolicy{Expiration: time.Hour, MaxKeys: 10}
+	now := time.Now()
+	k := NewKey("", "k", sha256.Sum256([]byte("body")))
+	base := func() *KeyIndex {
+		x := NewKeyIndex(policy)
+		x.Record(k, 4, 2, now.UnixMilli(), now)
+		return x
+	}
+	if !base().Equal(base(), now) {
+		t.Fatal("equal indexes differ")
+	}
+	old := base()
+	old.Record(NewKey("", "old", sha256.Sum256(nil)), 0, 1, now.Add(-2*time.Hour).UnixMilli(), now)
+	if !old.Equal(base(), now) {
+		t.Fatal("an expired key makes indexes differ")
+	}
+	moved := base()
+	moved.Record(k, 5, 2, now.UnixMilli(), now)
+	other := base()
+	other.Record(NewKey("", "other", sha256.Sum256(nil)), 6, 1, now.UnixMilli(), now)
+	if moved.Equal(base(), now) || other.Equal(base(), now) || base().Equal(other, now) {
+		t.Fatal("different indexes are equal")
+	}
+}

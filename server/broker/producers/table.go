@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -232,6 +233,17 @@ func (t *Table) Marker(m recordbatch.Marker, at int64, now time.Time) {
 	}
 	e.coordEpoch = max(e.coordEpoch, m.CoordinatorEpoch)
 	e.lastWrite = max(e.lastWrite, at)
+}
+
+// Equal reports whether t and u hold the same producers at now, as far as
+// Check, CheckMarker and expiry can tell: the same live ids, each with the
+// same epoch, coordinator epoch, time of last write and stored batches.
+// (A follower's table, kept as it copies the leader's batches, must equal
+// the one a rebuild from its log makes.)
+func (t *Table) Equal(u *Table, now time.Time) bool {
+	return t.ids.equal(&u.ids, now, t.policy.Expiration, func(a, b *entry) bool {
+		return a.epoch == b.epoch && a.coordEpoch == b.coordEpoch && a.lastWrite == b.lastWrite && slices.Equal(a.batches, b.batches)
+	})
 }
 
 func (t *Table) makeRoom(now time.Time) {

@@ -121,3 +121,43 @@ func TestProducerTableMemoryBounded(t *testing.T) {
 		t.Fatalf("bounded table holds %d bytes, unbounded %d: not bounded", bounded, unbounded)
 	}
 }
+
+// Equal tells tables apart by what Check and CheckMarker answer, and
+// ignores producers that expired.
+func TestProducerTableEqual(t *testing.T) {
+	policy := &Policy{Expiration: time.Hour, MaxIDs: 10}
+	now := time.Now()
+	at := now.UnixMilli()
+	base := func() *Table {
+		tbl := NewTable(policy)
+		tbl.Record(Batch{ProducerID: 1, Epoch: 2, FirstSeq: 0, Records: []byte("a")}, 0, at, now)
+		tbl.Marker(recordbatch.Marker{ProducerID: 1, ProducerEpoch: 2, CoordinatorEpoch: 3}, at, now)
+		return tbl
+	}
+	if !base().Equal(base(), now) {
+		t.Fatal("equal tables differ")
+	}
+	old := base()
+	old.Record(Batch{ProducerID: 9, Records: []byte("x")}, 5, now.Add(-2*time.Hour).UnixMilli(), now)
+	if !old.Equal(base(), now) || !base().Equal(old, now) {
+		t.Fatal("an expired producer makes tables differ")
+	}
+	for name, change := range map[string]func(*Table){
+		"another producer": func(x *Table) { x.Record(Batch{ProducerID: 2, Records: []byte("b")}, 1, at, now) },
+		"a newer epoch":    func(x *Table) { x.Record(Batch{ProducerID: 1, Epoch: 3, Records: []byte("b")}, 1, at, now) },
+		"another batch": func(x *Table) {
+			x.Record(Batch{ProducerID: 1, Epoch: 2, FirstSeq: 1, Records: []byte("b")}, 1, at, now)
+		},
+		"other records": func(x *Table) { x.ids.byID[1].batches[0].sum++ },
+		"a later write": func(x *Table) { x.ids.byID[1].lastWrite++ },
+		"a newer coordinator": func(x *Table) {
+			x.Marker(recordbatch.Marker{ProducerID: 1, ProducerEpoch: 2, CoordinatorEpoch: 4}, at, now)
+		},
+	} {
+		changed := base()
+		change(changed)
+		if changed.Equal(base(), now) || base().Equal(changed, now) {
+			t.Errorf("tables equal despite %s", name)
+		}
+	}
+}
