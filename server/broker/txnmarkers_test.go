@@ -141,29 +141,13 @@ func TestTxnStateOnFollower(t *testing.T) {
 	leader := leaderPartition(t)
 	follower := testPartition(t, nil)
 	setLeader(follower, 1, 0) // led by another broker
-	replicate := func() {
-		t.Helper()
-		from := follower.log().EndOffset()
-		c, err := leader.log().Read(from, 1<<20, leader.log().EndOffset())
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := c.Bytes()
-		c.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := follower.appendAsFollower(data, follower.leaderEpoch.Load()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := leader.append(idemBatch(t, 3, 0, 0, "plain", time.Now().UnixMilli())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := leader.append(txnDataBatch(t, 4, 0, 0, "open")); err != nil {
 		t.Fatal(err)
 	}
-	replicate()
+	copyFrom(t, leader, follower)
 	if fuo, err := follower.log().FirstUnstableOffset(); err != nil || fuo != 1 {
 		t.Fatalf("follower's first unstable offset %d %v, want 1", fuo, err)
 	}
@@ -174,7 +158,7 @@ func TestTxnStateOnFollower(t *testing.T) {
 	if err := wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	replicate()
+	copyFrom(t, leader, follower)
 	if fuo, err := follower.log().FirstUnstableOffset(); err != nil || fuo != 3 {
 		t.Fatalf("follower's first unstable offset after the abort %d %v, want 3", fuo, err)
 	}
