@@ -156,12 +156,26 @@
 //	epoch <epoch> <offset>       zero or more: leader epoch <epoch> wrote its
 //	                             first record at <offset>; epochs increase,
 //	                             offsets do not decrease
+//	restarting                   version 3 only, no epoch or clean line:
+//	                             the log is being emptied and restarted at
+//	                             its start offset
 //	clean <end> <base> <size>    only after a clean Close: end offset, base
 //	                             and size of the last segment
 //	end
 //
 // Version 1 (the previous release) has no epoch lines. The clean line is
 // removed (the file rewritten) before the first change after Open.
+//
+// A Reset, or a Truncate below the log start offset, empties the log and
+// restarts it at a new start offset: it writes a state file of version 3
+// with the restarting line before it removes the first segment file, and
+// one of version 2 without it once the new empty segment and the
+// directory are durable (version 3 exists for no longer; a release that
+// reads version 2 only reads every other state file). A crash in between
+// leaves old segments, possibly under the new start offset; Open, finding
+// the restarting line, removes them and finishes the restart instead of
+// recovering them, so the log opens as the old one or the new empty one,
+// never a mix (TestRestartPowerCutAnywhere).
 //
 // The epoch lines are the log's leader epochs when the file was written,
 // and always hold every epoch starting below its recovery point (Truncate

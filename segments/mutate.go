@@ -176,12 +176,20 @@ func (l *Log) Reset(offset int64) error {
 }
 
 // restartAtLocked deletes every segment and starts an empty log at off.
+// The state file says so before the first segment goes (Restarting) and
+// stops saying so once the new segment is durable: after a crash in
+// between, the old segments left (some under the new start offset) are
+// leftovers that Open removes, finishing the restart, rather than a log
+// to recover, which would be neither the old log nor the new one.
 func (l *Log) restartAtLocked(off int64) error {
 	l.recoveryPoint, l.start = off, off
 	l.epochs = nil // with the state file: nothing is left to carry one
-	if err := l.saveStateLocked(false); err != nil {
-		return err
+	st := l.stateLocked(off)
+	st.Restarting = true
+	if err := l.writeState(st); err != nil {
+		return l.failLocked(fmt.Errorf("segments: write %s: %w", stateFile, err))
 	}
+	l.cleanOnDisk = false
 	ns := &segment{base: off, loaded: true, next: off, maxTs: -1, rollTs: -1}
 	old := l.segs
 	for j := len(old) - 1; j >= 0; j-- {
@@ -202,7 +210,7 @@ func (l *Log) restartAtLocked(off int64) error {
 	l.segsGen++
 	l.end, l.unflushed, l.cleanedTo = off, 0, 0
 	l.truncGen++
-	return nil
+	return l.saveStateLocked(false)
 }
 
 // DeleteRecordsBefore advances the log start offset to offset and deletes

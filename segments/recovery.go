@@ -49,6 +49,12 @@ func (l *Log) openLocked() error {
 	// The file of a previous release goes with the next state file
 	// (writeState); beside a version-2 state file it is ignored.
 	l.legacyEpochs.Store(slices.Contains(names, epochsFile))
+	if st.Restarting {
+		// A Reset, or a Truncate below the log start, cut short: what is
+		// left of the old log goes, as it would have.
+		l.logger.Warn("segments: finishing a restart of the log cut short", "start", st.StartOffset, "segments", len(l.segs))
+		return l.restartAtLocked(st.StartOffset)
+	}
 	for _, s := range l.segs {
 		fi, err := l.fs.Stat(s.path(l.dir))
 		if err != nil {
@@ -86,8 +92,9 @@ func (l *Log) openLocked() error {
 	}
 	if l.start > l.end {
 		// Records below the start offset were lost (unsynced when the
-		// start moved) or a Reset was cut short: start over at the start
-		// offset, as Kafka does, so it never moves back.
+		// start moved, or cut by a Truncate whose restart did not begin):
+		// start over at the start offset, as Kafka does, so it never
+		// moves back.
 		l.logger.Warn("segments: log ends below its start offset; restarting it empty", "start", l.start, "end", l.end)
 		return l.restartAtLocked(l.start)
 	}

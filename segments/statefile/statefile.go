@@ -1,6 +1,6 @@
 // Package statefile is the text codec of a segments log's state file,
-// log.state (recovery point, log start offset, leader epochs, clean-close
-// mark; its format is in package segments' doc, Checkpoints), and the
+// log.state (recovery point, log start offset, leader epochs, restart and
+// clean-close marks; its format is in package segments' doc, Checkpoints), and the
 // decoder of the leader-epoch-checkpoint file that releases before the
 // epochs moved into log.state kept beside it. The decoders read untrusted
 // bytes from disk: what they allocate is bounded by a small multiple of
@@ -23,24 +23,39 @@ import (
 type State struct {
 	RecoveryPoint int64
 	StartOffset   int64
-	// HasEpochs says the file is of version 2, which holds the leader
+	// HasEpochs says the file is of version 2 or 3, which hold the leader
 	// epochs; a version-1 file (written before) does not, and the epochs
 	// are in the leader-epoch-checkpoint file beside it.
-	HasEpochs  bool
-	Epochs     []Epoch
+	HasEpochs bool
+	Epochs    []Epoch
+	// Restarting says the log is being emptied and restarted at
+	// StartOffset (Reset, or Truncate below the log start offset): every
+	// segment file is a leftover of it, for Open to remove. Version 3
+	// only; never with Clean or epochs.
+	Restarting bool
 	Clean      bool
 	End        int64 // Clean only: log end offset
 	ActiveBase int64 // Clean only: base of the last segment
 	ActiveSize int64 // Clean only: its size
 }
 
-// Version is the version Encode writes; Decode reads it and version 1.
-const Version = 2
+// Version is the newest version Encode writes; Decode reads it and the
+// versions before it.
+const Version = 3
 
-// Encode returns the state file's bytes, of version Version.
+// Encode returns the state file's bytes: of version 3 when s is
+// Restarting, else of version 2 (the same lines but that one, and a
+// release that reads no version 3 reads it).
 func (s State) Encode() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "runnel-log-state %d\nrecovery-point %d\nstart-offset %d\n", Version, s.RecoveryPoint, s.StartOffset)
+	version := 2
+	if s.Restarting {
+		version = 3
+	}
+	fmt.Fprintf(&b, "runnel-log-state %d\nrecovery-point %d\nstart-offset %d\n", version, s.RecoveryPoint, s.StartOffset)
+	if s.Restarting {
+		b.WriteString("restarting\n")
+	}
 	for _, e := range s.Epochs {
 		fmt.Fprintf(&b, "epoch %d %d\n", e.Epoch, e.Start)
 	}
@@ -53,13 +68,13 @@ func (s State) Encode() []byte {
 
 // Empty says the state is the one of a log never written: no file.
 func (s State) Empty() bool {
-	return s.RecoveryPoint == 0 && s.StartOffset == 0 && !s.Clean && len(s.Epochs) == 0
+	return s.RecoveryPoint == 0 && s.StartOffset == 0 && !s.Clean && !s.Restarting && len(s.Epochs) == 0
 }
 
 // ErrMalformed is the error of both decoders.
 var ErrMalformed = errors.New("statefile: malformed checkpoint")
 
-// Decode parses a state file, of version 1 or 2. The bytes come from
+// Decode parses a state file, of version 1, 2 or 3. The bytes come from
 // disk and are not trusted: what it allocates is bounded by a small
 // multiple of len(b) (FuzzDecode checks it), so it splits no line
 // into a slice of fields.
@@ -67,12 +82,15 @@ func Decode(b []byte) (State, error) {
 	var s State
 	text := string(b)
 	first, rest, ok := strings.Cut(text, "\n")
+	v3 := false
 	switch {
 	case !ok:
 		return s, ErrMalformed
 	case first == "runnel-log-state 1":
 	case first == "runnel-log-state 2":
 		s.HasEpochs = true
+	case first == "runnel-log-state 3":
+		s.HasEpochs, v3 = true, true
 	default:
 		return s, ErrMalformed
 	}
@@ -99,7 +117,7 @@ func Decode(b []byte) (State, error) {
 			s.RecoveryPoint, sawRP = v[0], true
 		case f[0] == "start-offset" && n == 2 && !sawStart:
 			s.StartOffset, sawStart = v[0], true
-		case f[0] == "epoch" && n == 3 && s.HasEpochs && !s.Clean:
+		case f[0] == "epoch" && n == 3 && s.HasEpochs && !s.Clean && !s.Restarting:
 			e := Epoch{Epoch: int32(v[0]), Start: v[1]}
 			if v[0] > math.MaxInt32 {
 				return s, ErrMalformed
@@ -108,7 +126,9 @@ func Decode(b []byte) (State, error) {
 				return s, ErrMalformed
 			}
 			s.Epochs = append(s.Epochs, e)
-		case f[0] == "clean" && n == 4 && !s.Clean:
+		case f[0] == "restarting" && n == 1 && v3 && !s.Restarting && !s.Clean && len(s.Epochs) == 0:
+			s.Restarting = true
+		case f[0] == "clean" && n == 4 && !s.Clean && !s.Restarting:
 			s.Clean, s.End, s.ActiveBase, s.ActiveSize = true, v[0], v[1], v[2]
 		case f[0] == "end" && n == 1:
 			sawEnd = true
