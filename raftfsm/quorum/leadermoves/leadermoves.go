@@ -93,49 +93,52 @@ func storedTopicBytes(t *raftfsm.Topic) int {
 // the ISR of partitions led by another broker, so they hold no high
 // watermark back. They come back as followers once their storage recovers.
 func Plan(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
-	alive := func(id int32) bool {
-		b, ok := img.Brokers[id]
-		return ok && b.State == raftfsm.BrokerAlive
-	}
-	healthy := func(id int32) bool { return alive(id) && !sick[id] }
+	v := newView(img, sick)
+	alive := func(id int32) bool { return v.of(id)&isAlive != 0 }
+	healthy := func(id int32) bool { return v.of(id)&(isAlive|isSick) == isAlive }
 	var out []raftfsm.Command
-	// One slice for every topic's changes (each command holds a clipped
-	// part of it): a slice per topic grown from nil was a quarter of a
-	// controlled shutdown's CPU at 2,000,000 partitions.
-	var all []raftfsm.ChangePartition
+	var ids idArena
+	var changes []raftfsm.ChangePartition // one topic's, reused
 	for name, t := range img.Topics.All() {
-		start := len(all)
-		changes := all // appended to below; all takes it back
-		for i, p := range t.Partitions {
-			if p.Leader != -1 && sick[p.Leader] && alive(p.Leader) {
-				if ch, ok := leaderMove(img, p, healthy); ok && ch.Leader != -1 {
+		changes = changes[:0]
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			lf := v.of(p.Leader)
+			if p.Leader != -1 && lf&isAlive != 0 && lf&isSick == 0 && !v.anyGone(p.ISR, p.Leader) {
+				continue // most partitions, always: nothing to change
+			}
+			if p.Leader != -1 && lf&(isAlive|isSick) == isAlive|isSick {
+				if ch, ok := leaderMove(v, &ids, p, healthy); ok && ch.Leader != -1 {
 					ch.Partition = int32(i)
 					changes = append(changes, ch)
 					continue
 				}
 			}
-			if p.Leader != -1 && alive(p.Leader) {
-				if ch, ok := isrShrink(img, p, sick); ok {
+			if p.Leader != -1 && lf&isAlive != 0 {
+				if ch, ok := isrShrink(v, &ids, p); ok {
 					ch.Partition = int32(i)
 					changes = append(changes, ch)
 				}
 				continue
 			}
-			ch, ok := leaderMove(img, p, healthy)
+			ch, ok := leaderMove(v, &ids, p, healthy)
 			if !ok || ch.Leader == -1 {
-				ch, ok = leaderMove(img, p, alive) // a sick leader beats none
+				ch, ok = leaderMove(v, &ids, p, alive) // a sick leader beats none
 			}
 			if ok {
 				ch.Partition = int32(i)
 				changes = append(changes, ch)
 			}
 		}
-		all = changes
-		changes = all[start:len(all):len(all)]
-		for len(changes) > 0 {
-			k := min(len(changes), MaxPerCommand)
-			out = append(out, raftfsm.Command{ChangePartitions: &raftfsm.ChangePartitions{Topic: name, Changes: changes[:k]}})
-			changes = changes[k:]
+		// The topic's changes in a slice of their own, of their size: one
+		// slice for every topic's changes, grown as it went, was most of
+		// the active controller's part of a controlled shutdown at
+		// 2,000,000 partitions (0.45 of 0.6 s in growing it).
+		own := slices.Clone(changes)
+		for len(own) > 0 {
+			k := min(len(own), MaxPerCommand)
+			out = append(out, raftfsm.Command{ChangePartitions: &raftfsm.ChangePartitions{Topic: name, Changes: own[:k:k]}})
+			own = own[k:]
 		}
 	}
 	return out
@@ -144,22 +147,19 @@ func Plan(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
 // isrShrink drops fenced (or unknown) brokers from the ISR of a partition
 // whose leader is alive, as KRaft's controller does when it fences: an
 // acks=all write then waits for the session timeout at most, not for the
-// leader's replica.lag.time.max.
-func isrShrink(img *raftfsm.Image, p raftfsm.Partition, sick map[int32]bool) (raftfsm.ChangePartition, bool) {
-	gone := func(id int32) bool {
-		b, ok := img.Brokers[id]
-		return !ok || b.State == raftfsm.BrokerFenced || (sick[id] && id != p.Leader)
-	}
-	if !slices.ContainsFunc(p.ISR, gone) {
+// leader's replica.lag.time.max. Sick brokers other than the leader leave
+// too.
+func isrShrink(v *view, ids *idArena, p *raftfsm.Partition) (raftfsm.ChangePartition, bool) {
+	if !v.anyGone(p.ISR, p.Leader) {
 		return raftfsm.ChangePartition{}, false
 	}
-	isr := slices.DeleteFunc(slices.Clone(p.ISR), gone)
+	isr := ids.filter(p.ISR, func(id int32) bool { return !v.gone(id, p.Leader) })
 	return raftfsm.ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 		Leader: p.Leader, ISR: isr}, true
 }
 
 // leaderMove is the change for one partition whose leader is not alive.
-func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool) (raftfsm.ChangePartition, bool) {
+func leaderMove(v *view, ids *idArena, p *raftfsm.Partition, alive func(int32) bool) (raftfsm.ChangePartition, bool) {
 	leader := int32(-1)
 	for _, r := range p.Replicas {
 		if alive(r) && slices.Contains(p.ISR, r) {
@@ -170,13 +170,13 @@ func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool)
 	var isr []int32
 	switch {
 	case leader != -1:
-		isr = slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return !alive(id) })
+		isr = ids.filter(p.ISR, alive)
 	case p.Leader == -1:
 		return raftfsm.ChangePartition{}, false // still no candidate
-	case img.Brokers[p.Leader] != nil && img.Brokers[p.Leader].State == raftfsm.BrokerShuttingDown:
+	case v.of(p.Leader)&isShuttingDown != 0:
 		return raftfsm.ChangePartition{}, false
 	default:
-		isr = slices.Clone(p.ISR)
+		isr = ids.filter(p.ISR, func(int32) bool { return true })
 	}
 	return raftfsm.ChangePartition{LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 		Leader: leader, ISR: isr}, true
@@ -185,14 +185,12 @@ func leaderMove(img *raftfsm.Image, p raftfsm.Partition, alive func(int32) bool)
 // Movable counts the partitions broker id leads that have another alive ISR
 // member to move to.
 func Movable(img *raftfsm.Image, id int32) int {
-	alive := func(r int32) bool {
-		b, ok := img.Brokers[r]
-		return ok && b.State == raftfsm.BrokerAlive && r != id
-	}
+	v := newView(img, nil)
 	count := 0
 	for _, t := range img.Topics.All() {
-		for _, p := range t.Partitions {
-			if p.Leader == id && slices.ContainsFunc(p.ISR, alive) {
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if p.Leader == id && slices.ContainsFunc(p.ISR, func(r int32) bool { return r != id && v.of(r)&isAlive != 0 }) {
 				count++
 			}
 		}
