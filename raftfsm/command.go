@@ -234,6 +234,11 @@ func decodeBinary(b []byte) (Command, error) {
 	cb := &ChangePartitionsBatch{}
 	nt := r.count(2)
 	cb.Topics = make([]ChangePartitions, 0, nt)
+	// The ISRs share backing arrays (idsInto), which the FSM keeps in the
+	// partitions it changes (setPartition): one allocation per few
+	// thousand changes, not one per change, to make and for every later
+	// garbage collection to scan.
+	var ids []int32
 	for range nt {
 		var t ChangePartitions
 		t.Topic = string(r.bytes(maxTopicNameLen))
@@ -245,7 +250,10 @@ func decodeBinary(b []byte) (Command, error) {
 			ch.LeaderEpoch = r.int32()
 			ch.PartitionEpoch = r.int32()
 			ch.Leader = r.int32()
-			ch.ISR = r.ids(HardMaxReplicationFactor)
+			ch.ISR, ids = r.idsInto(ids)
+			if len(ch.ISR) > HardMaxReplicationFactor {
+				r.fail("an ISR of %d", len(ch.ISR))
+			}
 		}
 		cb.Topics = append(cb.Topics, t)
 	}
@@ -312,21 +320,4 @@ func (r *reader) bytes(max int) []byte {
 	out := r.b[:n]
 	r.b = r.b[n:]
 	return out
-}
-
-func (r *reader) ids(max int) []int32 {
-	n := r.uvarint()
-	if n == 0 || r.err != nil {
-		return nil
-	}
-	n--
-	if n > uint64(max) || n > uint64(len(r.b)) {
-		r.fail("list of %d", n)
-		return nil
-	}
-	ids := make([]int32, n)
-	for i := range ids {
-		ids[i] = r.int32()
-	}
-	return ids
 }

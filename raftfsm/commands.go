@@ -309,12 +309,15 @@ func (c *change) checkPartitionChange(t *Topic, cmd *ChangePartition) error {
 	return nil
 }
 
-// setPartition applies a checked change to t, which the caller owns.
+// setPartition applies a checked change to t, which the caller owns. The
+// partition keeps cmd's ISR: the command was decoded from the log for
+// this apply and is dropped after it, and published lists are never
+// modified (clipped, so an append copies).
 func setPartition(t *Topic, cmd *ChangePartition) *Partition {
 	p := &t.Partitions[cmd.Partition]
 	old := p.Leader
 	p.Leader = cmd.Leader
-	p.ISR = slices.Clone(cmd.ISR)
+	p.ISR = slices.Clip(cmd.ISR)
 	completeIfCaughtUp(p) // may move the leader off a removed replica
 	if p.Leader != old {
 		p.LeaderEpoch++

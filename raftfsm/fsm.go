@@ -277,8 +277,7 @@ func (c *change) putTopicChanged(old, t *Topic, changed []int32) {
 		slices.Sort(changed)
 		changed = slices.Compact(changed)
 		for _, i := range changed {
-			c.img.load.addPartition(old.Partitions[i], -1)
-			c.img.load.addPartition(t.Partitions[i], 1)
+			c.img.load.replace(&old.Partitions[i], &t.Partitions[i])
 		}
 	}
 	c.img.Topics = c.img.Topics.With(t)
