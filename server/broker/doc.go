@@ -65,7 +65,9 @@
 // partition follows that leader any more), its pool of at most
 // replicaApplyWorkers goroutines applying what they fetched and opening
 // logs (fetchapply.go; each ends when the pool's queue is empty, and at
-// Close), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
+// Close), one more rebuilding the producer tables of followed partitions
+// whose logs hold batches the table never saw (producerrebuild.go; same
+// lifetime), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
 // ending when the queue is empty (deletions.go; Close waits for them).
 // Close then closes the open logs together (segments.CloseAll, up to 16
 // goroutines of its own, waited on): one to three syncs of the filesystem
@@ -79,7 +81,8 @@
 // partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
 // appendMu, then its replica set (repl.mu), then its notifyMu, then its
 // watchers' lock, then a watching fetch session's queue, or the set of
-// the fetcher following it (replfetch.Changes' lock, a leaf); the disk
+// the fetcher following it (replfetch.Changes' lock, a leaf); the set of
+// queued producer rebuilds' lock is a leaf taken with no other; the disk
 // reserve's lock (storage.Guard, taken by an append's admit) and the
 // storage health's are taken last. No lock is
 // held across a wait for replication or new data, and reconcile, which

@@ -70,6 +70,9 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 // it checks its divergence from the leader again before fetching on.
 func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
 	err := f.applyFetched(p, st, rp, fetchEpoch)
+	if err == nil && len(rp.RecordBatches) > 0 {
+		f.m.rebuilds.after(p)
+	}
 	if err != nil && !errors.Is(err, errRetryLater) {
 		f.m.logger.Debug("replica fetch", "leader", f.leader, "topic", p.topic, "partition", p.index, "err", err)
 		st.truncated = false

@@ -49,6 +49,9 @@ type fetchManager struct {
 	// fetcher; a round waits applyWait for its applies (fetchapply.go).
 	pool      *workpool.Pool
 	applyWait time.Duration
+	// rebuilds rebuilds the producer tables of followed partitions in
+	// the background (producerrebuild.go).
+	rebuilds *producerRebuilds
 
 	mu       sync.Mutex
 	byLeader map[int32]*leaderFetcher // guarded by mu
@@ -96,6 +99,7 @@ func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, er
 	m := &fetchManager{self: self, dial: dial, disk: disk, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{},
 		applyWait: replicaApplyWait}
 	m.pool = workpool.New(ctx, &m.wg, replicaApplyWorkers)
+	m.rebuilds = newProducerRebuilds(m)
 	return m
 }
 

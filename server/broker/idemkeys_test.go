@@ -82,7 +82,7 @@ func TestIdempotencyKeyIDsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.appendMu.Lock()
-	n := p.producers.Len()
+	n := p.producers.Get().Len()
 	p.appendMu.Unlock()
 	if n != 1 {
 		t.Fatalf("producer table holds %d ids, want the Kafka producer alone", n)

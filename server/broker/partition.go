@@ -61,7 +61,7 @@ type Partition struct {
 	// producers and keys are kept by appends, a leader's and a
 	// follower's (followProducersLocked); nil / not loaded: rebuilt from
 	// the log when an idempotent or keyed write needs them.
-	producers *producers.Table
+	producers producerlog.Table
 	keys      producerlog.Keys // idempotency keys
 	// keyPolicyCfg bounds the key index; set by the broker before the
 	// partition serves, nil: the default.
@@ -237,6 +237,9 @@ func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult,
 		return AppendResult{}, err
 	}
 	if err := p.mayWrite(len(batches)); err != nil {
+		return AppendResult{}, err
+	}
+	if err := p.loadProducers(views, p.wallNow()); err != nil {
 		return AppendResult{}, err
 	}
 	if k != nil {

@@ -233,23 +233,34 @@ func (m *followModel) reset() {
 	m.known = true
 }
 
+func (m *followModel) rebuild() {
+	if err := m.p.producers.Load(&m.p.appendMu, m.p.log(), m.policy, m.now); err != nil {
+		m.t.Fatal(err)
+	}
+	if err := m.p.loadKeys(m.now); err != nil {
+		m.t.Fatal(err)
+	}
+	m.known = true
+}
+
 // check compares what the follower holds with a rebuild from its log.
 func (m *followModel) check(step int, op string) {
 	m.t.Helper()
 	p := m.p
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
-	if m.known && (p.producers == nil || !p.keys.Loaded()) {
+	held := p.producers.Get()
+	if m.known && (held == nil || !p.keys.Loaded()) {
 		m.t.Fatalf("step %d (%s): the follower's log was empty since its last truncation, but it holds no producer table (%v) or key index (%v)",
-			step, op, p.producers != nil, p.keys.Loaded())
+			step, op, held != nil, p.keys.Loaded())
 	}
-	if p.producers != nil {
+	if held != nil {
 		want, err := producerlog.LoadTable(p.log(), m.policy, m.now)
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		if !p.producers.Equal(want, m.now) {
-			m.t.Fatalf("step %d (%s): follower's producers\n%+v\nrebuilt from its log\n%+v", step, op, p.producers.Producers(), want.Producers())
+		if !held.Equal(want, m.now) {
+			m.t.Fatalf("step %d (%s): follower's producers\n%+v\nrebuilt from its log\n%+v", step, op, held.Producers(), want.Producers())
 		}
 		m.checks++
 	}
@@ -265,7 +276,7 @@ func (m *followModel) check(step int, op string) {
 }
 
 // The incrementally kept table equals LoadTable after random follower
-// appends, truncations and resets.
+// appends, truncations, resets and rebuilds.
 func TestFollowerProducersMatchRebuild(t *testing.T) {
 	for seed := range int64(10) {
 		m := &followModel{t: t, rng: rand.New(rand.NewSource(seed)),
@@ -284,6 +295,9 @@ func TestFollowerProducersMatchRebuild(t *testing.T) {
 			case k == 1:
 				op = "reset"
 				m.reset()
+			case k == 2:
+				op = "rebuild" // in the background, as after a restart or truncation
+				m.rebuild()
 			default:
 				m.appendBatches()
 			}
@@ -292,5 +306,52 @@ func TestFollowerProducersMatchRebuild(t *testing.T) {
 		if m.checks == 0 {
 			t.Fatalf("seed %d: no table to compare", seed)
 		}
+	}
+}
+
+// A follower whose log holds batches its table never saw (opened after a
+// restart) rebuilds the table in the background once it appends again,
+// so that it checks its producers without reading its log when it leads.
+func TestFollowerRebuildsProducersInBackground(t *testing.T) {
+	old := leaderPartition(t)
+	counts := &countReads{}
+	next := followerOn(t, vfs.NewErrorFS(vfs.OSFS(), counts.inject))
+	now := time.Now().UnixMilli()
+	first, err := old.append(idemBatch(t, 7, 0, 0, "a", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFrom(t, old, next)
+	next.appendMu.Lock()
+	next.forgetProducersLocked() // as a restart leaves it
+	next.appendMu.Unlock()
+	if !next.producersUnknown() {
+		t.Fatal("a follower whose table was dropped on a log holding batches does not know it")
+	}
+	second, err := old.append(idemBatch(t, 7, 0, 1, "b", now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFrom(t, old, next)
+	m := testFetchManager(t, 0)
+	m.rebuilds.after(next)
+	deadline := time.Now().Add(10 * time.Second)
+	for next.producersUnknown() {
+		if time.Now().After(deadline) {
+			t.Fatal("the follower's producer table was not rebuilt in 10 s")
+		}
+		time.Sleep(time.Millisecond) // polls the condition
+	}
+	setLeader(next, 0, 1)
+	next.repl.isr = []int32{0}
+	counts.n.Store(0)
+	for i, want := range []AppendResult{first, second} {
+		res, err := next.append(idemBatch(t, 7, 0, int32(i), string(rune('a'+i)), now))
+		if err != nil || !res.Duplicate || res.BaseOffset != want.BaseOffset {
+			t.Fatalf("retry of batch %d on the new leader: %+v %v, want the duplicate at %d", i, res, err, want.BaseOffset)
+		}
+	}
+	if reads := counts.n.Load(); reads != 0 {
+		t.Fatalf("the new leader read its log %d times to check its producers", reads)
 	}
 }

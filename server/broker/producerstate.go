@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
@@ -41,11 +42,12 @@ func (p *Partition) checkProducersLocked(views []batchView, now time.Time) (Appe
 	if err := p.loadProducersLocked(now); err != nil {
 		return AppendResult{}, false, err
 	}
+	t := p.producers.Get()
 	for _, b := range views {
 		if !b.Idempotent() {
 			continue
 		}
-		base, last, dup, err := p.producers.Check(b.producerBatch(), now)
+		base, last, dup, err := t.Check(b.producerBatch(), now)
 		if err != nil {
 			return AppendResult{}, false, err
 		}
@@ -62,12 +64,13 @@ func (p *Partition) checkProducersLocked(views []batchView, now time.Time) (Appe
 
 // recordProducersLocked remembers the idempotent batches just appended at base.
 func (p *Partition) recordProducersLocked(views []batchView, base int64, now time.Time) {
-	if p.producers == nil {
+	t := p.producers.Get()
+	if t == nil {
 		return
 	}
 	for _, b := range views {
 		if b.Idempotent() {
-			p.producers.Record(b.producerBatch(), base, now.UnixMilli(), now)
+			t.Record(b.producerBatch(), base, now.UnixMilli(), now)
 		}
 		base += int64(b.lastDelta) + 1
 	}
@@ -117,20 +120,45 @@ func (p *Partition) checkProducerIDs(views []batchView) error {
 	}
 }
 
-// loadProducersLocked rebuilds the producer table from the log the first
-// time an idempotent producer writes to this partition since it was opened
-// (or since its log was truncated, reset or recovered; a follower keeps
-// its table as it appends: followProducersLocked; producerlog.LoadTable).
-func (p *Partition) loadProducersLocked(now time.Time) error {
-	if p.producers != nil {
+// loadProducers rebuilds the producer table from the log, for an append
+// of views that holds an idempotent batch, if it is not loaded: the first
+// time an idempotent producer writes to this partition since it was
+// opened with batches in its log (or since its log was truncated or
+// recovered; a follower keeps its table as it appends:
+// followProducersLocked). The bulk of the read runs without appendMu
+// (producerlog.Table.Load): a rebuild reads up to the producer
+// expiration's worth of the log.
+func (p *Partition) loadProducers(views []batchView, now time.Time) error {
+	if !slices.ContainsFunc(views, batchView.Idempotent) {
 		return nil
 	}
-	t, err := producerlog.LoadTable(p.log(), p.policy(), now)
+	return p.producersErr(p.producers.Load(&p.appendMu, p.log(), p.policy(), now))
+}
+
+// loadProducersLocked is loadProducers with appendMu held throughout, for
+// a table dropped between loadProducers and the lock.
+func (p *Partition) loadProducersLocked(now time.Time) error {
+	return p.producersErr(p.producers.LoadLocked(p.log(), p.policy(), now))
+}
+
+func (p *Partition) producersErr(err error) error {
 	if err != nil {
 		return fmt.Errorf("rebuild producer state of %s-%d: %w", p.topic, p.index, err)
 	}
-	p.producers = t
 	return nil
+}
+
+// producersUnknown reports whether this replica's log holds batches its
+// producer table never saw: the table is not loaded and the log is open
+// and not empty.
+func (p *Partition) producersUnknown() bool {
+	log := p.log()
+	if log == nil {
+		return false
+	}
+	p.appendMu.Lock()
+	defer p.appendMu.Unlock()
+	return p.producers.Get() == nil && log.StartOffset() < log.EndOffset()
 }
 
 // copiedBatch is one batch a follower copied from its leader, with its
@@ -153,18 +181,18 @@ type copiedBatch struct {
 // A log that held no batch before starts them empty: that is what a
 // rebuild would make, and the case of every new partition. A table that
 // is not loaded on a log that holds batches (after a restart, a
-// truncation) stays so and is rebuilt at the first write as leader: the
-// rebuild reads up to the producer expiration's worth of the log, which
-// would hold up this follower's appends (and the leader's acks=all
-// writes waiting for them) if done here under appendMu.
+// truncation) stays so here: the rebuild reads up to the producer
+// expiration's worth of the log, which would hold up this follower's
+// appends (and the leader's acks=all writes waiting for them) if done
+// under appendMu. It is rebuilt in the background (producerrebuild.go),
+// or at the first idempotent write as leader if that comes first. The key
+// index of such a log is rebuilt at the first keyed write, as before.
 func (p *Partition) followProducersLocked(batches []copiedBatch, wasEmpty bool, now time.Time) {
 	if wasEmpty {
 		p.startProducersLocked()
 	}
 	for _, b := range batches {
-		if p.producers != nil {
-			producerlog.Replay(p.producers, b.raw, b.info, now)
-		}
+		p.producers.Replay(b.raw, b.info, now)
 		p.keys.Replay(b.info, now)
 	}
 }
@@ -172,9 +200,7 @@ func (p *Partition) followProducersLocked(batches []copiedBatch, wasEmpty bool, 
 // startProducersLocked loads an empty producer table and key index for a
 // log that holds no batch, unless they are loaded.
 func (p *Partition) startProducersLocked() {
-	if p.producers == nil {
-		p.producers = producers.NewTable(p.policy())
-	}
+	p.producers.Start(p.policy())
 	p.keys.Start(p.keyPolicy())
 }
 
@@ -183,7 +209,7 @@ func (p *Partition) startProducersLocked() {
 // reset, a recovery, a failed append): they are rebuilt from the log when
 // needed, or start empty again now if the log holds no batch.
 func (p *Partition) forgetProducersLocked() {
-	p.producers = nil
+	p.producers.Reset()
 	p.resetKeysLocked()
 	if log := p.log(); log.StartOffset() == log.EndOffset() {
 		p.startProducersLocked()
@@ -200,8 +226,8 @@ func (p *Partition) ActiveProducers() ([]kafkaproto.ActiveProducer, error) {
 	}
 	var held []producers.Producer
 	p.appendMu.Lock()
-	if p.producers != nil {
-		held = p.producers.Producers()
+	if t := p.producers.Get(); t != nil {
+		held = t.Producers()
 	}
 	p.appendMu.Unlock()
 	return producerlog.Active(held, open), nil

@@ -95,7 +95,7 @@ func TestProducerRebuildSkipsExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.appendMu.Lock()
-	p.producers = nil // as after a restart
+	p.producers.Reset() // as after a restart
 	p.appendMu.Unlock()
 	if _, err := p.append(idemBatch(t, 3, 0, 40, "gap", time.Now().UnixMilli())); err != nil {
 		t.Fatalf("producer expired before the rebuild: %v", err)

@@ -57,13 +57,16 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
 		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.topic, p.index, n, min)
 	}
+	if err := p.producersErr(p.producers.Load(&p.appendMu, p.log(), p.policy(), p.wallNow())); err != nil {
+		return AppendResult{}, nil, err
+	}
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	now := p.wallNow()
 	if err := p.loadProducersLocked(now); err != nil {
 		return AppendResult{}, nil, err
 	}
-	if err := p.producers.CheckMarker(m, now); err != nil {
+	if err := p.producers.Get().CheckMarker(m, now); err != nil {
 		return AppendResult{}, nil, err
 	}
 	batch := recordbatch.BuildControl(m, now.UnixMilli())
@@ -81,7 +84,7 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	if err != nil {
 		return AppendResult{}, nil, fmt.Errorf("write marker to %s-%d: %w", p.topic, p.index, err)
 	}
-	p.producers.Marker(m, now.UnixMilli(), now)
+	p.producers.Get().Marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
 	res := AppendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
 	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil

@@ -124,7 +124,7 @@ func TestTxnProducerFencing(t *testing.T) {
 		if err := writeMarker(recordbatch.Marker{ProducerID: 9, ProducerEpoch: 1, CoordinatorEpoch: 4, Type: recordbatch.ControlCommit}); !errors.Is(err, ErrCoordinatorFenced) {
 			t.Fatalf("round %d: marker from an older coordinator: %v", round, err)
 		}
-		p.producers = nil // rebuilt from the log, as after a restart
+		p.producers.Reset() // rebuilt from the log, as after a restart
 	}
 	if _, err := p.append(txnDataBatch(t, 9, 1, 0, "new")); err != nil {
 		t.Fatalf("the new epoch's first batch: %v", err)

@@ -3,6 +3,7 @@ package producerlog
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
@@ -11,19 +12,68 @@ import (
 	"github.com/runnel/runnel/server/broker/producers"
 )
 
+// Table is a partition's producer table: kept by the partition's appends,
+// the leader's (Get: producers.Table.Record, Marker) and a follower's
+// copies of its leader's batches (Replay; Start for a log that holds
+// none), rebuilt from the log when it is not loaded (Load, LoadLocked: a
+// log opened with batches in it, or truncated or recovered since), and
+// dropped (Reset) whenever the log changes other than by appends. The zero
+// value is not loaded.
+//
+// The owning partition's append lock guards it: Load takes that lock
+// itself, the other methods run with it held.
+type Table struct{ kept[producers.Table] }
+
+// Get is the table, nil when it is not loaded.
+func (t *Table) Get() *producers.Table { return t.v }
+
+// Reset drops the table; it is rebuilt from the log when needed.
+func (t *Table) Reset() { t.reset() }
+
+// Start loads an empty table for a log that holds no batch, unless one is
+// loaded.
+func (t *Table) Start(policy *producers.Policy) {
+	t.start(func() *producers.Table { return producers.NewTable(policy) })
+}
+
+// Load rebuilds the table from log unless it is loaded: it reads the
+// batches younger than the policy's expiration, the bulk of them without
+// mu (kept.load).
+func (t *Table) Load(mu sync.Locker, log Log, policy *producers.Policy, now time.Time) error {
+	return t.load(mu, log, tableRule(policy, now))
+}
+
+// LoadLocked is Load with the append lock held throughout.
+func (t *Table) LoadLocked(log Log, policy *producers.Policy, now time.Time) error {
+	return t.loadLocked(log, tableRule(policy, now))
+}
+
+// Replay records one batch appended to the log (Replay below); nothing
+// when the table is not loaded.
+func (t *Table) Replay(raw []byte, info recordbatch.Info, now time.Time) {
+	if t.v != nil {
+		Replay(t.v, raw, info, now)
+	}
+}
+
 // LoadTable rebuilds a partition's producer table from its log, so
 // duplicates are caught across restarts and leader changes. Producers idle
 // longer than the policy's expiration are expired anyway, so the scan
 // starts at the first batch younger than that.
 func LoadTable(log Log, policy *producers.Policy, now time.Time) (*producers.Table, error) {
-	t := producers.NewTable(policy)
-	err := Scan(log, now.Add(-policy.Expiration), 0, log.EndOffset(), func(raw []byte, info recordbatch.Info) {
-		Replay(t, raw, info, now)
-	})
-	if err != nil {
+	var t Table
+	if err := t.LoadLocked(log, policy, now); err != nil {
 		return nil, err
 	}
-	return t, nil
+	return t.v, nil
+}
+
+func tableRule(policy *producers.Policy, now time.Time) rule[producers.Table] {
+	return rule[producers.Table]{
+		empty:  func() *producers.Table { return producers.NewTable(policy) },
+		since:  now.Add(-policy.Expiration),
+		replay: func(t *producers.Table, raw []byte, info recordbatch.Info) { Replay(t, raw, info, now) },
+	}
 }
 
 // Replay records in t one batch of a partition's log (raw, its header

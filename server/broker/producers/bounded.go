@@ -15,13 +15,21 @@ const sweepEvery = time.Minute
 // write is older than the expiration, and the map holds at most a maximum
 // number of ids, dropping the longest idle first.
 type bounded[V any] struct {
-	byID      map[int64]V
+	byID      map[int64]V   // nil until the first set: a follower holds one per partition it follows
 	at        func(V) int64 // unix ms of an entry's last write
 	lastSweep time.Time
 }
 
 func newBounded[V any](at func(V) int64) bounded[V] {
-	return bounded[V]{byID: map[int64]V{}, at: at}
+	return bounded[V]{at: at}
+}
+
+// set stores the entry of id.
+func (b *bounded[V]) set(id int64, e V) {
+	if b.byID == nil {
+		b.byID = map[int64]V{}
+	}
+	b.byID[id] = e
 }
 
 // lookup returns the live entry of id; an expired one is dropped.

@@ -162,7 +162,7 @@ func (x *KeyIndex) Record(k Key, base int64, count int32, at int64, now time.Tim
 	if _, ok := x.lookup(k.ID, now); !ok {
 		x.keys.makeRoom(now, x.policy.Expiration, x.policy.MaxKeys)
 	}
-	x.keys.byID[k.ID] = keyEntry{sum: k.sum, base: base, at: at, count: count}
+	x.keys.set(k.ID, keyEntry{sum: k.sum, base: base, at: at, count: count})
 }
 
 // Equal reports whether x and y hold the same live keys at now, each with

@@ -195,7 +195,7 @@ func (t *Table) Record(b Batch, baseOffset, at int64, now time.Time) {
 		if ok {
 			e.coordEpoch = t.ids.byID[b.ProducerID].coordEpoch
 		}
-		t.ids.byID[b.ProducerID] = e
+		t.ids.set(b.ProducerID, e)
 	}
 	e.lastWrite = max(e.lastWrite, at)
 	e.add(storedBatch{firstSeq: b.FirstSeq, lastSeq: b.lastSeq(), sum: b.sum(),
@@ -227,7 +227,7 @@ func (t *Table) Marker(m recordbatch.Marker, at int64, now time.Time) {
 	if !ok {
 		t.makeRoom(now)
 		e = &entry{epoch: m.ProducerEpoch, coordEpoch: -1}
-		t.ids.byID[m.ProducerID] = e
+		t.ids.set(m.ProducerID, e)
 	} else if m.ProducerEpoch > e.epoch {
 		e.epoch, e.batches = m.ProducerEpoch, nil
 	}
