@@ -179,30 +179,13 @@ func (l *Log) txnLoadLocked(i int) error {
 	}
 	active := s == l.active()
 	f, err := l.readTxnIndexLocked(s)
-	var base map[int64]OngoingTxn
-	switch {
-	case err == nil && !active && f.endOffset == txnEndSealed:
+	if err == nil && !active && f.endOffset == txnEndSealed {
 		s.txns = segTxns{known: true, base: f.base, aborted: f.aborted}
 		return nil
-	case err == nil:
-		// The active segment, or a sealed one whose file was written
-		// while it was active (its roll's flush did not land before a
-		// power cut): only the open transactions at its base hold.
-		base = f.base
-	default:
-		if !errors.Is(err, os.ErrNotExist) {
-			l.logger.Info("segments: rebuilding transaction index", "segment", s.base, "reason", err)
-		}
-		base = map[int64]OngoingTxn{}
-		if i > 0 {
-			prev := l.segs[i-1]
-			if err := l.txnLoadLocked(i - 1); err != nil {
-				return err
-			}
-			if base, _, err = l.replayTxnsLocked(prev, prev.txns.base, -1); err != nil {
-				return err
-			}
-		}
+	}
+	base, err := l.txnBaseLocked(i, f, err)
+	if err != nil {
+		return err
 	}
 	end, aborted, err := l.replayTxnsLocked(s, base, -1)
 	if err != nil {
@@ -215,6 +198,30 @@ func (l *Log) txnLoadLocked(i int) error {
 		l.saveTxnIndexLocked(s, nil, -1)
 	}
 	return nil
+}
+
+// txnBaseLocked returns the open transactions at segment i's base, read
+// from its .txnindex file as f (ferr nil), else rebuilt from the previous
+// segment (empty for the first), without replaying segment i itself.
+func (l *Log) txnBaseLocked(i int, f txnIndexFile, ferr error) (map[int64]OngoingTxn, error) {
+	if ferr == nil {
+		// Whatever the file's kind (sealed, or written while the segment
+		// was active and its roll's flush did not land before a power
+		// cut), the open transactions at its base hold.
+		return f.base, nil
+	}
+	if !errors.Is(ferr, os.ErrNotExist) {
+		l.logger.Info("segments: rebuilding transaction index", "segment", l.segs[i].base, "reason", ferr)
+	}
+	if i == 0 {
+		return map[int64]OngoingTxn{}, nil
+	}
+	prev := l.segs[i-1]
+	if err := l.txnLoadLocked(i - 1); err != nil {
+		return nil, err
+	}
+	base, _, err := l.replayTxnsLocked(prev, prev.txns.base, -1)
+	return base, err
 }
 
 // txnReadyLocked makes the open transactions at the log end known (after a
@@ -263,22 +270,28 @@ func (l *Log) replayTxnsLocked(s *segment, base map[int64]OngoingTxn, upTo int64
 
 // rebuildTxnsFromLocked recomputes the transaction state of segments i..
 // (their files are rewritten as they are sealed) and the open transactions
-// at the log end, after recovery or a truncation changed them.
+// at the log end, after recovery or a truncation changed them. Each of
+// them is read once: segment i's base state comes from what is known of
+// it, its file or the segment before, not from a replay of its own.
 func (l *Log) rebuildTxnsFromLocked(i int) error {
 	l.txnReady = true
-	if err := l.txnLoadLocked(i); err != nil {
-		return err
+	base := l.segs[i].txns.base
+	if !l.segs[i].txns.known {
+		f, err := l.readTxnIndexLocked(l.segs[i])
+		if base, err = l.txnBaseLocked(i, f, err); err != nil {
+			return err
+		}
 	}
 	for j := i; j < len(l.segs); j++ {
 		s := l.segs[j]
 		if j > i {
-			s.txns.base = l.ongoing
+			base = l.ongoing
 		}
-		end, aborted, err := l.replayTxnsLocked(s, s.txns.base, -1)
+		end, aborted, err := l.replayTxnsLocked(s, base, -1)
 		if err != nil {
 			return err
 		}
-		s.txns.known, s.txns.aborted, l.ongoing = true, aborted, end
+		s.txns, l.ongoing = segTxns{known: true, base: base, aborted: aborted}, end
 		if s != l.active() {
 			l.saveTxnIndexLocked(s, nil, -1)
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -461,4 +462,83 @@ func TestRolledTxnIndexAfterPowerCut(t *testing.T) {
 		t.Fatalf("after the power cut aborted %+v %v, want %+v", a, err, want)
 	}
 	held.let()
+}
+
+// readCountingFS counts the bytes read from each file (by base name)
+// through the files it opens.
+type readCountingFS struct {
+	vfs.FS
+	mu    sync.Mutex // guards bytes
+	bytes map[string]int64
+}
+
+func (c *readCountingFS) Open(name string) (vfs.File, error) {
+	f, err := c.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &readCountingFile{File: f, fs: c, name: filepath.Base(name)}, nil
+}
+
+// read returns the bytes read from name and zeroes every count.
+func (c *readCountingFS) read(name string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.bytes[name]
+	c.bytes = map[string]int64{}
+	return n
+}
+
+type readCountingFile struct {
+	vfs.File
+	fs   *readCountingFS
+	name string
+}
+
+func (f *readCountingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	f.fs.mu.Lock()
+	f.fs.bytes[f.name] += int64(n)
+	f.fs.mu.Unlock()
+	return n, err
+}
+
+// TestUncleanOpenReadsActiveSegmentTwice: an Open after a crash reads the
+// segment holding the recovery point (here the active one, with open and
+// aborted transactions) twice, once to recover it and once to replay its
+// transactions, and its transaction state is the log's. The transaction
+// rebuild replayed it a second time (three reads) after loading its state
+// by a replay of its own.
+func TestUncleanOpenReadsActiveSegmentTwice(t *testing.T) {
+	mem := vfs.NewMemFS()
+	cfg := DefaultConfig()
+	const dir = "/p"
+	l := mustOpen(t, dir, cfg, Options{FS: mem})
+	for i := range 40 {
+		pid := int64(i % 4)
+		mustAppend(t, l, txnBatch(pid, 0, 1+i%3), 1)
+		if i%5 == 4 {
+			typ := recordbatch.ControlType(i % 2)
+			mustAppend(t, l, recordbatch.BuildControl(recordbatch.Marker{ProducerID: pid, Type: typ}, 1000), 1)
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Segments() != 1 {
+		t.Fatalf("setup: %d segments, want 1", l.Segments())
+	}
+	size := l.Size()
+	crashed := mem.Crash(nil)
+	l.Close()
+	counting := &readCountingFS{FS: crashed, bytes: map[string]int64{}}
+	l2 := mustOpen(t, dir, cfg, Options{FS: counting})
+	defer l2.Close()
+	if l2.RecoveryPoint() != l2.EndOffset() || l2.EndOffset() != l.EndOffset() {
+		t.Fatalf("reopened: recovery point %d, end %d; want %d", l2.RecoveryPoint(), l2.EndOffset(), l.EndOffset())
+	}
+	if n := counting.read(segmentName(0, logSuffix)); n != 2*size {
+		t.Errorf("unclean open read %d bytes of its %d-byte active segment (%.1f times), want twice", n, size, float64(n)/float64(size))
+	}
+	checkTxns(t, l2, txnPrefix{}, rand.New(rand.NewPCG(2, 19)), "unclean open")
 }
