@@ -153,7 +153,7 @@ func (p *Partition) producersErr(err error) error {
 // and not empty.
 func (p *Partition) producersUnknown() bool {
 	log := p.log()
-	if log == nil {
+	if log == nil || p.producers.MaybeLoaded() {
 		return false
 	}
 	p.appendMu.Lock()

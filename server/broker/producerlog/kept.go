@@ -2,6 +2,7 @@ package producerlog
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -14,7 +15,23 @@ import (
 type kept[T any] struct {
 	v   *T
 	gen uint64
+	// loaded is v != nil, read without the append lock: a load finds
+	// it loaded without taking the lock on every write (a hint only; the
+	// caller looks again under the lock).
+	loaded atomic.Bool
 }
+
+func (k *kept[T]) set(v *T) {
+	k.v = v
+	k.loaded.Store(v != nil)
+}
+
+// Loaded reports whether it is loaded (the append lock held).
+func (k *kept[T]) Loaded() bool { return k.v != nil }
+
+// MaybeLoaded reports whether it was loaded lately, without the append
+// lock: a hint, to be checked again under it.
+func (k *kept[T]) MaybeLoaded() bool { return k.loaded.Load() }
 
 // rule is how a memory is rebuilt: an empty one, the time the read starts
 // at (what is older has expired) and what one batch read does to it.
@@ -25,7 +42,7 @@ type rule[T any] struct {
 }
 
 func (k *kept[T]) reset() {
-	k.v = nil
+	k.set(nil)
 	k.gen++
 }
 
@@ -34,6 +51,9 @@ func (k *kept[T]) reset() {
 // meanwhile are read under it. A reset meanwhile (or a failed read) has
 // the whole read done again under mu.
 func (k *kept[T]) load(mu sync.Locker, log Log, r rule[T]) error {
+	if k.loaded.Load() {
+		return nil // the caller checks again under mu
+	}
 	mu.Lock()
 	loaded, gen, end := k.v != nil, k.gen, log.EndOffset()
 	mu.Unlock()
@@ -55,7 +75,7 @@ func (k *kept[T]) load(mu sync.Locker, log Log, r rule[T]) error {
 	if err := Scan(log, time.UnixMilli(0), end, log.EndOffset(), func(raw []byte, info recordbatch.Info) { r.replay(x, raw, info) }); err != nil {
 		return err
 	}
-	k.v = x
+	k.set(x)
 	return nil
 }
 
@@ -68,7 +88,7 @@ func (k *kept[T]) loadLocked(log Log, r rule[T]) error {
 	if err := Scan(log, r.since, 0, log.EndOffset(), func(raw []byte, info recordbatch.Info) { r.replay(x, raw, info) }); err != nil {
 		return err
 	}
-	k.v = x
+	k.set(x)
 	return nil
 }
 
@@ -76,6 +96,6 @@ func (k *kept[T]) loadLocked(log Log, r rule[T]) error {
 // rebuild from it would make), unless one is loaded.
 func (k *kept[T]) start(empty func() *T) {
 	if k.v == nil {
-		k.v = empty()
+		k.set(empty())
 	}
 }

@@ -23,9 +23,6 @@ type Keys struct{ kept[producers.KeyIndex] }
 // Reset drops the index; the next keyed write rebuilds it.
 func (k *Keys) Reset() { k.reset() }
 
-// Loaded reports whether the index is loaded.
-func (k *Keys) Loaded() bool { return k.v != nil }
-
 // Load rebuilds the index from log unless it is loaded: it reads the
 // batches younger than the policy's expiration, the bulk of them without
 // mu (kept.load).

@@ -235,3 +235,55 @@ func TestActive(t *testing.T) {
 		t.Fatalf("Active of nothing: %#v, want an empty list", got)
 	}
 }
+
+// Table.Load reads the log without the append lock, then what was
+// appended meanwhile under it; a truncation and Reset during the read has
+// it read again (the load Keys shares, kept.go).
+func TestTableLoad(t *testing.T) {
+	log := openLog(t)
+	now := time.Now()
+	ms := now.UnixMilli()
+	policy := &producers.Policy{Expiration: time.Hour, MaxIDs: 100}
+	firstAt := appendBatch(t, log, 4, 0, 0, ms, "a")
+	cutAt := appendBatch(t, log, 4, 0, 1, ms, "b")
+	var mu sync.Mutex
+	var tbl Table
+	check := func(seq int32, value string) (int64, bool) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		raw := recordbatch.Build([]recordbatch.NewRecord{{Timestamp: ms, Value: []byte(value)}})
+		base, _, dup, err := tbl.Get().Check(producers.Batch{ProducerID: 4, FirstSeq: seq, Records: raw[recordbatch.HeaderLen:]}, now)
+		if err != nil {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+		return base, dup
+	}
+	hooked := &hookLog{Log: log, once: func() { appendBatch(t, log, 4, 0, 2, ms, "c") }}
+	if err := tbl.Load(&mu, hooked, policy, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, dup := check(2, "c"); !dup {
+		t.Fatal("a batch appended during the unlocked read is missing")
+	}
+	mu.Lock()
+	tbl.Reset()
+	mu.Unlock()
+	hooked = &hookLog{Log: log, once: func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := log.Truncate(cutAt); err != nil {
+			t.Error(err)
+		}
+		tbl.Reset()
+	}}
+	if err := tbl.Load(&mu, hooked, policy, now); err != nil {
+		t.Fatal(err)
+	}
+	if base, dup := check(0, "a"); !dup || base != firstAt {
+		t.Fatalf("kept batch: %d %v, want a duplicate at %d", base, dup, firstAt)
+	}
+	if _, dup := check(1, "b"); dup {
+		t.Fatal("a batch truncated during the read answers as a duplicate")
+	}
+}
