@@ -64,7 +64,11 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/txn":         {"kafkaproto"}, // the transaction coordinator
 		"server/broker": {"api", "kafkaproto", "raftfsm", "segments", "segments/vfs", "recordbatch", "internal/warnlimit",
 			"server/broker/producers", "server/broker/producerlog", "server/broker/topicconfig", "server/broker/kafkaconn", "server/broker/readbuf",
-			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool", "server/broker/replfetch"}, // the data plane: never server
+			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool", "server/broker/replfetch",
+			"server/broker/hwcheckpoint"}, // the data plane: never server
+
+		"server/broker/hwcheckpoint": nil, // the high-watermark checkpoint file's codec: a leaf
+
 		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log
 		"server/broker/storage":     {"segments"},                                                               // the disk reserve, storage errors and the recovery of failed logs

@@ -1,0 +1,171 @@
+// Package hwcheckpoint is the codec of a broker's high-watermark
+// checkpoint: one file per data directory holding the high watermark of
+// every partition replica there whose mark is known, as Kafka's
+// replication-offset-checkpoint does per log directory (server/broker
+// writes it on a timer and at close, hwcheckpoint.go there). The format is
+// text:
+//
+//	runnel-high-watermarks 1
+//	topic <name> <topic id: 32 hex digits> <partition lines that follow>
+//	<partition> <high watermark>
+//	...
+//	end <CRC-32C (Castagnoli) of every byte before this line, 8 hex digits>
+//
+// A topic line is followed by exactly as many partition lines as it says,
+// in increasing partition order; topic names are runnel topic names (no
+// white space). The decoder reads untrusted bytes from disk: what it
+// allocates is bounded by a small multiple of its input (FuzzDecode checks
+// alloctest's bound). No goroutines, no state: safe for concurrent use.
+package hwcheckpoint
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Checkpoint is the high watermarks of one data directory, by topic.
+type Checkpoint []Topic
+
+// Topic is one topic's partitions in a checkpoint. ID tells a topic from
+// an older one of the same name: a mark is never given to another topic.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions []Partition // in increasing Index order
+}
+
+// Partition is one partition's high watermark.
+type Partition struct {
+	Index         int32
+	HighWatermark int64
+}
+
+const header = "runnel-high-watermarks 1\n"
+
+// castagnoli is the CRC-32C table of the file's checksum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Encode returns the file's bytes. Topics are written in the order given.
+func (c Checkpoint) Encode() []byte {
+	n := len(header) + 16
+	for _, t := range c {
+		n += len(t.Name) + 48 + 16*len(t.Partitions)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, n))
+	b.WriteString(header)
+	var num []byte
+	for _, t := range c {
+		fmt.Fprintf(b, "topic %s %s %d\n", t.Name, hex.EncodeToString(t.ID[:]), len(t.Partitions))
+		for _, p := range t.Partitions {
+			num = strconv.AppendInt(num[:0], int64(p.Index), 10)
+			num = append(num, ' ')
+			num = strconv.AppendInt(num, p.HighWatermark, 10)
+			num = append(num, '\n')
+			b.Write(num)
+		}
+	}
+	fmt.Fprintf(b, "end %08x\n", crc32.Checksum(b.Bytes(), castagnoli))
+	return b.Bytes()
+}
+
+// ErrMalformed is the decoder's error: the file is not one Encode wrote
+// whole (torn, corrupt, or of an unknown version).
+var ErrMalformed = errors.New("hwcheckpoint: malformed high-watermark checkpoint")
+
+// minPartitionLine is the shortest partition line ("0 0\n"): a topic line
+// claiming more partitions than the bytes left could hold is refused
+// before its slice is allocated.
+const minPartitionLine = 4
+
+// Decode parses a checkpoint file. The bytes come from disk and are not
+// trusted: what it allocates is bounded by a small multiple of len(b).
+func Decode(b []byte) (Checkpoint, error) {
+	body, sum, ok := cutTrailer(b)
+	if !ok || crc32.Checksum(body, castagnoli) != sum || !bytes.HasPrefix(body, []byte(header)) {
+		return nil, ErrMalformed
+	}
+	text := string(body[len(header):])
+	var c Checkpoint
+	for text != "" {
+		ln, rest, _ := strings.Cut(text, "\n")
+		var f [5]string
+		if n, ok := fields(ln, f[:]); !ok || n != 4 || f[0] != "topic" {
+			return nil, ErrMalformed
+		}
+		t := Topic{Name: f[1]}
+		if len(f[2]) != 2*len(t.ID) {
+			return nil, ErrMalformed
+		}
+		if _, err := hex.Decode(t.ID[:], []byte(f[2])); err != nil {
+			return nil, ErrMalformed
+		}
+		count, err := strconv.Atoi(f[3])
+		if err != nil || count < 0 || count > len(rest)/minPartitionLine {
+			return nil, ErrMalformed
+		}
+		t.Partitions = make([]Partition, 0, count)
+		for range count {
+			ln, rest, _ = strings.Cut(rest, "\n")
+			var pf [3]string
+			if n, ok := fields(ln, pf[:]); !ok || n != 2 {
+				return nil, ErrMalformed
+			}
+			idx, err1 := strconv.ParseInt(pf[0], 10, 32)
+			hw, err2 := strconv.ParseInt(pf[1], 10, 64)
+			if err1 != nil || err2 != nil || idx < 0 || hw < 0 || idx > math.MaxInt32 {
+				return nil, ErrMalformed
+			}
+			if k := len(t.Partitions); k > 0 && int32(idx) <= t.Partitions[k-1].Index {
+				return nil, ErrMalformed
+			}
+			t.Partitions = append(t.Partitions, Partition{Index: int32(idx), HighWatermark: hw})
+		}
+		c = append(c, t)
+		text = rest
+	}
+	return c, nil
+}
+
+// cutTrailer splits b into what precedes its last line, "end <crc>\n",
+// and the CRC that line holds.
+func cutTrailer(b []byte) (body []byte, sum uint32, ok bool) {
+	const trailer = len("end 01234567\n")
+	if len(b) < trailer || b[len(b)-1] != '\n' {
+		return nil, 0, false
+	}
+	body, last := b[:len(b)-trailer], b[len(b)-trailer:]
+	if !bytes.HasPrefix(last, []byte("end ")) || (len(body) > 0 && body[len(body)-1] != '\n') {
+		return nil, 0, false
+	}
+	var raw [4]byte
+	if _, err := hex.Decode(raw[:], last[4:12]); err != nil {
+		return nil, 0, false
+	}
+	return body, uint32(raw[0])<<24 | uint32(raw[1])<<16 | uint32(raw[2])<<8 | uint32(raw[3]), true
+}
+
+// fields splits ln at runs of spaces into f and returns how many it
+// found; ok is false when ln has more than len(f) fields.
+func fields(ln string, f []string) (n int, ok bool) {
+	for {
+		ln = strings.TrimLeft(ln, " ")
+		if ln == "" {
+			return n, true
+		}
+		if n == len(f) {
+			return n, false
+		}
+		i := strings.IndexByte(ln, ' ')
+		if i < 0 {
+			i = len(ln)
+		}
+		f[n], ln = ln[:i], ln[i:]
+		n++
+	}
+}
