@@ -81,6 +81,19 @@ func readFile(fs vfs.FS, path string) ([]byte, error) {
 	return b, nil
 }
 
+// WriteFileAtomic durably replaces dir/name with data through fs as the
+// log's own checkpoints are written (temporary file name+".tmp", fsync,
+// rename, directory fsync): a crash at any step leaves the old file or the
+// new one whole. For a caller's file beside the logs (the broker's
+// high-watermark checkpoint of all its partitions).
+func WriteFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+	return writeFileAtomic(fs, dir, name, data)
+}
+
+// ReadFile returns the content of path through fs; a missing file is
+// (nil, nil).
+func ReadFile(fs vfs.FS, path string) ([]byte, error) { return readFile(fs, path) }
+
 // WriteSideFile durably replaces a small file of the caller's (e.g. the
 // server's high-watermark checkpoint) in the log's directory: through the
 // log's FS, temporary file, fsync, rename, directory fsync, the same way

@@ -76,6 +76,11 @@ type Config struct {
 	MaintainInterval time.Duration // retention, compaction, flush.ms checks
 	ShutdownTimeout  time.Duration
 	MaxBodyBytes     int64
+
+	// HighWatermarkCheckpointInterval is how often the broker writes its
+	// partitions' high watermarks to their one checkpoint file.
+	HighWatermarkCheckpointInterval time.Duration
+
 	// OffsetsTopicPartitions is the partition count __consumer_offsets is
 	// created with on first use (0: 3).
 	OffsetsTopicPartitions int32
@@ -214,6 +219,8 @@ func DefaultConfig() Config {
 		MaxProducerIDsPerPartition:  producers.DefaultMaxIDsPerPartition,
 		HTTPLimits:                  rest.DefaultLimits,
 		MaxDecompressedBatchBytes:   segments.DefaultMaxInflatedBytes,
+
+		HighWatermarkCheckpointInterval: 5 * time.Second, // Kafka's replica.high.watermark.checkpoint.interval.ms
 
 		// Idempotent HTTP produce.
 		IdempotencyKeyExpiration:       producers.DefaultKeyExpiration,

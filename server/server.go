@@ -520,7 +520,7 @@ func (s *Server) startBroker(ctx context.Context) error {
 		MaxInflated: s.cfg.MaxDecompressedBatchBytes, FramingOnly: s.cfg.BenchSkipRecordValidation,
 		Lease: s.meta.BrokerLeaseValid, MinFreeDisk: s.cfg.MinFreeDisk,
 		Now: s.faults.now, FS: s.faults.fs(),
-		LogIdleTimeout: s.cfg.LogIdleTimeout,
+		LogIdleTimeout: s.cfg.LogIdleTimeout, HighWatermarkCheckpointInterval: s.cfg.HighWatermarkCheckpointInterval,
 		Producers: &producers.Policy{
 			Expiration: cmp.Or(s.cfg.ProducerIDExpiration, producers.DefaultIDExpiration),
 			MaxIDs:     cmp.Or(s.cfg.MaxProducerIDsPerPartition, producers.DefaultMaxIDsPerPartition),

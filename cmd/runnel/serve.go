@@ -39,6 +39,7 @@ type serveFlags struct {
 	logFormat  string
 	maxFiles   int
 	logIdle    time.Duration
+	hwmEvery   time.Duration
 	autoCreate bool
 	heartbeat  time.Duration
 	session    time.Duration
@@ -182,6 +183,7 @@ func newServeCommand() *cobra.Command {
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions")
 	// idle logs (issue 19)
 	fs.DurationVar(&f.logIdle, "log-idle-timeout", def.LogIdleTimeout, "a partition's segment files not read or written for this long are closed (the next use opens them again); 0: kept until --max-open-files needs room")
+	fs.DurationVar(&f.hwmEvery, "high-watermark-checkpoint-interval", def.HighWatermarkCheckpointInterval, "how often the high watermarks of all partitions are written to their data directory's one checkpoint file, when one moved (Kafka's replica.high.watermark.checkpoint.interval.ms); a lowered mark is written at once, and all of them when the node stops")
 	// storage (disk full, I/O errors)
 	fs.DurationVar(&f.storageRetry, "storage-retry-interval", def.StorageRetryInterval, "how often partitions whose disk failed (full, I/O error) are looked for and retried; retries back off to 30s")
 	fs.Int64Var(&f.minFreeDisk, "min-free-disk", def.MinFreeDisk, "bytes kept free on the partitions' filesystem (at most a tenth of it): appends are refused below it, so the metadata store on the same disk never runs out (0: none)")
@@ -264,6 +266,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.Pprof = f.pprof
 	cfg.MaxOpenFiles = f.maxFiles
 	cfg.LogIdleTimeout = f.logIdle
+	cfg.HighWatermarkCheckpointInterval = f.hwmEvery
 	// Connection budgets and producer state (hostile input, h2).
 	cfg.KafkaMaxConnections = f.kafkaMaxConns
 	cfg.KafkaMaxConnectionsPerIP = f.kafkaMaxConnsPerIP

@@ -48,6 +48,10 @@ type Broker struct {
 	framingOnly   bool           // segments.Config.FramingOnly (benchmark baseline)
 	// logIdleTimeout: files unused this long are closed (lazylog.go).
 	logIdleTimeout time.Duration
+	// hwms is the partitions directory's high-watermark checkpoint
+	// (hwmcheckpoint.go), written every hwmEvery.
+	hwms     *hwmCheckpoint
+	hwmEvery time.Duration
 
 	// producers is given to every partition; nil: the default.
 	producers *producers.Policy
@@ -103,6 +107,7 @@ type Broker struct {
 	done        chan struct{}
 	isrDone     chan struct{}
 	storageDone chan struct{}
+	hwmDone     chan struct{}
 }
 
 // A partition directory records the id of its topic in the name of an
@@ -163,6 +168,9 @@ type Config struct {
 	// LogIdleTimeout: each maintenance round closes the Files (when
 	// given) no partition used for this long (0: never; lazylog.go).
 	LogIdleTimeout time.Duration
+	// HighWatermarkCheckpointInterval is how often the high watermarks
+	// are checkpointed (0: DefaultHighWatermarkCheckpointInterval).
+	HighWatermarkCheckpointInterval time.Duration
 }
 
 // newBroker prepares a broker following meta's images; start opens the
@@ -189,7 +197,9 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
 		lease: cfg.Lease, producers: cfg.Producers, keys: cfg.Keys,
 		logIdleTimeout: cfg.LogIdleTimeout,
+		hwmEvery:       cmp.Or(cfg.HighWatermarkCheckpointInterval, DefaultHighWatermarkCheckpointInterval),
 	}
+	b.hwms = loadHWMCheckpoint(b.fs(), dir, cfg.Logger)
 	b.hostedCount.Store(-1)
 	if s, ok := vfs.AsFSSyncer(b.fs()); ok {
 		// Opened before any log is written: its sync reports their
@@ -226,12 +236,14 @@ func (b *Broker) Start(maintainEvery time.Duration) error {
 	b.cancel, b.done = cancel, make(chan struct{})
 	b.isrDone = make(chan struct{})
 	b.storageDone = make(chan struct{})
+	b.hwmDone = make(chan struct{})
 	if b.storage == nil {
 		b.storage = &StorageHealth{}
 	}
 	go b.run(ctx, maintainEvery, img)
 	go b.isrLoop(ctx)
 	go b.storageLoop(ctx, cmp.Or(b.storageRetry, time.Second))
+	go b.hwmCheckpointLoop(ctx, b.hwmEvery)
 	return nil
 }
 
@@ -257,6 +269,7 @@ func isrCheckInterval(lagMax time.Duration) time.Duration {
 
 func (b *Broker) run(ctx context.Context, maintainEvery time.Duration, reconciled *raftfsm.Image) {
 	defer close(b.done)
+	b.retainHostedHWMs()
 	if err := b.removeStrayDirs(ctx); err != nil {
 		b.logger.Warn("remove partition directories not in the metadata", "err", err)
 	}
@@ -296,10 +309,10 @@ func (b *Broker) wallNow() time.Time {
 }
 
 // maintain runs one maintenance round over the open logs; it returns
-// between two logs once ctx is done: Close waits for the round, whose
-// high-watermark checkpoints alone are three fsyncs a log after a write
-// to each (17 s of a node's exit at 10,000 written logs), and closes the
-// logs itself.
+// between two logs once ctx is done: Close waits for the round (whose
+// high-watermark checkpoints, three fsyncs a log after a write to each
+// before they moved to hwmCheckpointLoop, took 17 s of a node's exit at
+// 10,000 written logs), and closes the logs itself.
 func (b *Broker) maintain(ctx context.Context, now time.Time) {
 	b.sweepUnopened(now)
 	// Last: the files the round itself used are not idle.
@@ -319,9 +332,6 @@ func (b *Broker) maintain(ctx context.Context, now time.Time) {
 			// Retention moved the log start: fetch sessions send it. Or the
 			// log failed: a follower's fetcher stops fetching it.
 			p.wake()
-		}
-		if err := p.checkpointHWM(); err != nil {
-			b.logger.Warn("checkpoint high watermark", "topic", p.topic, "partition", p.index, "err", err)
 		}
 	}
 }
@@ -487,6 +497,7 @@ func (b *Broker) Close() error {
 		<-b.done
 		<-b.isrDone
 		<-b.storageDone
+		<-b.hwmDone
 	}
 	b.fetches.close()
 	b.endSweep() // run has returned: the sweep is nobody's now
@@ -516,6 +527,8 @@ func (b *Broker) Close() error {
 	for _, p := range parts {
 		p.wake()
 	}
+	// The logs' marks in one write, as they closed.
+	err = errors.Join(err, b.checkpointHWMs())
 	if b.fsSync != nil {
 		err = errors.Join(err, b.fsSync.Close())
 		b.fsSync = nil

@@ -29,6 +29,12 @@ func (b *Broker) deleteLater(topic string, idx int32, p *Partition) {
 		p.lazy.deleted.Store(true)
 		del = p.deleteLog // takes p's lazyLog.mu: never under b.mu
 	}
+	remove := del
+	del = func() error {
+		err := remove()
+		b.hwms.forget(topic, idx) // its log is no longer open: the next checkpoint drops it
+		return err
+	}
 	b.deletions.Add(dir, del, func(err error) {
 		if err != nil {
 			// Left on disk: removed as a stray directory at the next

@@ -62,7 +62,10 @@
 // of the partitions led here), storageLoop (runs storage.Recovery:
 // reports and recovers failed logs), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no
-// partition follows that leader any more), its pool of at most
+// partition follows that leader any more), hwmCheckpointLoop (writes the
+// one high-watermark checkpoint of the partitions directory every
+// --high-watermark-checkpoint-interval when a mark moved: hwmcheckpoint.go,
+// over the leaf codec hwcheckpoint), its pool of at most
 // replicaApplyWorkers goroutines applying what they fetched and opening
 // logs (fetchapply.go; each ends when the pool's queue is empty, and at
 // Close), one more rebuilding the producer tables of followed partitions
@@ -73,18 +76,21 @@
 // goroutines of its own, waited on): one to three syncs of the filesystem
 // in all where it has them (vfs.FSSyncer, a handle New opens on the
 // partitions directory), instead of a dozen fsyncs a log; a log with a
-// small tail past its saved recovery point gets no file written, not even
-// its high-watermark checkpoint when the mark only rose (its next open
-// rescans the tail; the mark restarts from the saved one).
+// small tail past its saved recovery point gets no file written (its next
+// open rescans the tail). Then one write of the high-watermark checkpoint
+// holds every log's mark.
 //
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
-// partition's lazyLog.mu (opening, closing, deleting its log), then Broker.openMu (the set of open logs), then its
+// partition's lazyLog.mu (opening, closing, deleting its log), then the
+// high-watermark checkpoint's writeMu (held across its write; no hot path
+// takes it), then Broker.openMu (the set of open logs), then its
 // appendMu, then its replica set (repl.mu), then its notifyMu, then its
 // watchers' lock, then a watching fetch session's queue, or the set of
 // the fetcher following it (replfetch.Changes' lock, a leaf); the set of
 // queued producer rebuilds' lock is a leaf taken with no other; the disk
-// reserve's lock (storage.Guard, taken by an append's admit) and the
-// storage health's are taken last. No lock is
+// reserve's lock (storage.Guard, taken by an append's admit), the
+// storage health's and the checkpoint's marksMu (its saved marks) are
+// taken last. No lock is
 // held across a wait for replication or new data, and reconcile, which
 // holds Broker.mu for writing, touches no disk: it opens and creates no
 // log, and queues the deletion of a deleted replica's log for the

@@ -119,7 +119,11 @@ func (p *Partition) ensureOpen() error {
 		b.logger.Warn("open partition log", "topic", p.topic, "partition", p.index, "err", err)
 		return storageErr(p.topic, p.index, err)
 	}
-	p.loadHWM(log)
+	if err := p.loadHWM(log); err != nil {
+		log.Close()
+		b.logger.Warn("open partition log", "topic", p.topic, "partition", p.index, "err", err)
+		return storageErr(p.topic, p.index, err)
+	}
 	p.lazy.log.Store(log)
 	// A config reconcile stored while this opened was meant for this log.
 	if now := p.lazy.cfg.Load(); now != cfg {

@@ -51,11 +51,17 @@ type Partition struct {
 	// (leader<<32 | epoch), for appends as the leader: read one after the
 	// other, a leader that lost the partition could stamp its last append
 	// with the next leader's epoch (see leadership).
-	term     atomic.Uint64
-	hwm      atomic.Int64 // high watermark: the log end of the slowest in-sync replica
-	hwmSaved atomic.Int64 // last checkpointed high watermark
-	minISR   atomic.Int32 // min.insync.replicas
-	repl     replicaSet
+	term atomic.Uint64
+	hwm  atomic.Int64 // high watermark: the log end of the slowest in-sync replica
+	// hwmSaved is the mark the high-watermark checkpoint last wrote of
+	// this log (-1: none yet); hwmLowered says the mark went down since
+	// (syncLoweredHWM writes it); hwmLegacy says the previous release's
+	// file of it is still in its directory (hwmcheckpoint.go).
+	hwmSaved   atomic.Int64
+	hwmLowered atomic.Bool
+	hwmLegacy  atomic.Bool
+	minISR     atomic.Int32 // min.insync.replicas
+	repl       replicaSet
 
 	appendMu sync.Mutex // serializes appends and guards producers and keys
 	// producers and keys are kept by appends, a leader's and a
@@ -124,15 +130,6 @@ func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log,
 	}
 	p.setConfig(pc)
 	return p
-}
-
-// loadHWM sets the high watermark of a log just opened. Only what was
-// known to be replicated before a restart is visible; a leader moves the
-// mark on as its in-sync replicas catch up.
-func (p *Partition) loadHWM(log *segments.Log) {
-	hw, _ := readHWMCheckpoint(log)
-	p.hwm.Store(min(hw, log.EndOffset()))
-	p.hwmSaved.Store(hw) // nothing to write until it moves
 }
 
 // partitionConfig is the topic configs a partition reads on its hot paths.
@@ -382,8 +379,8 @@ func (p *Partition) ReadReplica(offset int64, maxBytes int) (segments.Chunk, err
 	return c, err
 }
 
-// close checkpoints the high watermark, closes the log (if it was ever
-// opened) and wakes waiters so they notice. It never opens again. Broker.Close
+// close closes the log (if it was ever opened) and wakes waiters so they
+// notice. It never opens again. Broker.Close
 // closes all its partitions together instead (closing).
 func (p *Partition) close() error {
 	defer p.wake()
@@ -393,9 +390,8 @@ func (p *Partition) close() error {
 	return nil
 }
 
-// closing is close for segments.CloseAll: the log (if it was ever opened)
-// and its high-watermark checkpoint to write as it closes. The caller wakes
-// the waiters once it closed.
+// closing is close for segments.CloseAll: the log, if it was ever opened.
+// The caller wakes the waiters once it closed.
 func (p *Partition) closing() (segments.Closing, bool) {
 	p.lazy.mu.Lock()
 	defer p.lazy.mu.Unlock()
@@ -404,17 +400,7 @@ func (p *Partition) closing() (segments.Closing, bool) {
 	if log == nil {
 		return segments.Closing{}, false
 	}
-	c := segments.Closing{Log: log}
-	if hw, saved := p.hwm.Load(), p.hwmSaved.Load(); hw != saved {
-		// A mark that only rose since it was saved may stay as saved when
-		// CloseAll leaves the log for its next open to rescan (a small
-		// tail): the saved one is still true, only lower, as after a
-		// crash; the leader moves it on as its in-sync replicas fetch,
-		// as Kafka's does from its replication-offset-checkpoint. One
-		// that went down (a follower cut its log) is always written.
-		c.Side = []segments.SideFile{{Name: hwmFile, Data: hwmLine(hw), Optional: hw > saved}}
-	}
-	return c, true
+	return segments.Closing{Log: log}, true // its mark: Broker.Close's checkpoint
 }
 
 // Produce appends as the leader and, for acks=all, waits until the in-sync

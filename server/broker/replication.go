@@ -5,18 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/recordbatch"
-	"github.com/runnel/runnel/segments"
 )
 
 // Leader-side replication state of a partition: which replicas exist, which
@@ -235,54 +231,6 @@ func (p *Partition) waitReplicated(ctx context.Context, offset int64, epoch int3
 	}
 }
 
-// The high watermark is checkpointed in the partition directory so a
-// restarted leader does not expose records that were never replicated.
-// Format: one line "<offset> <crc32c of the 8-byte big-endian offset>".
-const hwmFile = "high-watermark"
-
-func readHWMCheckpoint(log *segments.Log) (int64, bool) {
-	raw, err := log.ReadSideFile(hwmFile)
-	if err != nil || raw == nil {
-		return 0, false
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) != 2 {
-		return 0, false
-	}
-	off, err1 := strconv.ParseInt(fields[0], 10, 64)
-	sum, err2 := strconv.ParseUint(fields[1], 10, 32)
-	if err1 != nil || err2 != nil || uint32(sum) != hwmChecksum(off) {
-		return 0, false
-	}
-	return off, true
-}
-
-// castagnoli is the CRC-32C table of the high-watermark checkpoint line;
-// batch CRCs are recordbatch's alone.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func hwmChecksum(off int64) uint32 {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(off))
-	return crc32.Checksum(b[:], castagnoli)
-}
-
-// hwmLine is the high-watermark checkpoint's content.
-func hwmLine(hw int64) []byte { return fmt.Appendf(nil, "%d %d\n", hw, hwmChecksum(hw)) }
-
-// checkpointHWM writes the high watermark when it changed since last time.
-func (p *Partition) checkpointHWM() error {
-	hw := p.hwm.Load()
-	if hw == p.hwmSaved.Load() {
-		return nil
-	}
-	if err := p.log().WriteSideFile(hwmFile, hwmLine(hw)); err != nil {
-		return err
-	}
-	p.hwmSaved.Store(hw)
-	return nil
-}
-
 // appendAsFollower copies whole batches fetched from the leader, keeping
 // their offsets and leader epochs. fetchEpoch is the partition's leader
 // epoch when the fetch was sent: an answer to a fetch sent under an older
@@ -385,6 +333,13 @@ func (p *Partition) followerLearned(hw, logStart int64) {
 // moved since: a previous leader's answer may cut below what the new one
 // holds, even below the high watermark).
 func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
+	if err := p.truncateAsFollowerLocked(end, askEpoch); err != nil {
+		return err
+	}
+	return p.syncLoweredHWM() // before the records the leader sends in place of the cut ones
+}
+
+func (p *Partition) truncateAsFollowerLocked(end int64, askEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if end < 0 || end >= p.log().EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
@@ -395,7 +350,7 @@ func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 	}
 	p.forgetProducersLocked()
 	if p.hwm.Load() > end {
-		p.hwm.Store(end)
+		p.lowerHWM(end)
 	}
 	return nil
 }
@@ -404,6 +359,13 @@ func (p *Partition) truncateAsFollower(end int64, askEpoch int32) error {
 // as the leader answered a fetch sent at leader epoch fetchEpoch (ignored
 // when leadership moved since).
 func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
+	if err := p.resetAsFollowerLocked(offset, fetchEpoch); err != nil {
+		return err
+	}
+	return p.syncLoweredHWM()
+}
+
+func (p *Partition) resetAsFollowerLocked(offset int64, fetchEpoch int32) error {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
@@ -413,7 +375,11 @@ func (p *Partition) resetAsFollower(offset int64, fetchEpoch int32) error {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
 	p.forgetProducersLocked()
-	p.hwm.Store(offset)
+	if p.hwm.Load() > offset {
+		p.lowerHWM(offset)
+	} else {
+		p.hwm.Store(offset)
+	}
 	return nil
 }
 

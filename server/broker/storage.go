@@ -52,7 +52,7 @@ func (f failedReplica) Recover() error {
 		return err
 	}
 	f.recovered()
-	return nil
+	return f.syncLoweredHWM() // the log may take records again
 }
 
 // recovered is called after the log recovered in place: recovery may have
@@ -68,7 +68,11 @@ func (p *Partition) recovered() {
 	end := p.log().EndOffset()
 	for {
 		hw := p.hwm.Load()
-		if hw <= end || p.hwm.CompareAndSwap(hw, end) {
+		if hw <= end {
+			break
+		}
+		if p.hwm.CompareAndSwap(hw, end) {
+			p.hwmLowered.Store(true)
 			break
 		}
 	}
