@@ -183,10 +183,11 @@ func checkedRoot(pkg string, roots map[string][]string) string {
 func TestOneRecordBatchCodec(t *testing.T) {
 	// Files with a CRC-32C of a format of their own, not a batch's.
 	ownCRC := map[string]string{
-		"raftfsm/snapshot.go":              "the metadata snapshot file",
-		"segments/txn.go":                  "the .txnindex file",
-		"server/broker/replication.go":     "the high-watermark checkpoint",
-		"server/broker/producers/table.go": "the producer table's record fingerprint",
+		"raftfsm/snapshot.go":                        "the metadata snapshot file",
+		"segments/txn.go":                            "the .txnindex file",
+		"server/broker/hwmcheckpoint.go":             "the previous release's per-partition high-watermark file",
+		"server/broker/hwcheckpoint/hwcheckpoint.go": "the high-watermark checkpoint file",
+		"server/broker/producers/table.go":           "the producer table's record fingerprint",
 	}
 	// Integer constants that are the header's layout: its length and the
 	// offsets of the CRC and of the attributes it starts from.
