@@ -149,7 +149,6 @@ func forgeRaftHeartbeat(t *testing.T, raftAddr string, term uint64) {
 	req := &raft.AppendEntriesRequest{
 		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("666"), Addr: []byte("127.0.0.1:1")},
 		Term:      term,
-		Leader:    []byte("127.0.0.1:1"),
 	}
 	var resp raft.AppendEntriesResponse
 	_ = tr.AppendEntries("1", raft.ServerAddress(raftAddr), req, &resp)

@@ -903,15 +903,19 @@ func TestSaramaClusterAdminCalls(t *testing.T) {
 				}
 			}
 		}},
-		{"DescribeConfig/DescribeConfigs/IncrementalAlterConfig", func(t *testing.T) {
+		{"DescribeConfigs/IncrementalAlterConfig", func(t *testing.T) {
 			v := "7200000"
 			if err := sa.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
 				"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}}, false); err != nil {
 				t.Fatal(err)
 			}
-			es, err := sa.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}})
-			if err != nil || len(es) != 1 || es[0].Value != v || es[0].Source != sarama.SourceTopic {
-				t.Fatalf("describe: %v %+v", err, es)
+			one, err := sa.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic, ConfigNames: []string{"retention.ms"}}},
+				sarama.DescribeConfigsOptions{})
+			if err != nil || len(one) != 1 || one[0].ErrorCode != 0 || len(one[0].Configs) != 1 {
+				t.Fatalf("describe retention.ms: %v %+v", err, one)
+			}
+			if e := one[0].Configs[0]; e.Name != "retention.ms" || e.Value != v || e.Source != sarama.SourceTopic {
+				t.Fatalf("describe retention.ms: %+v", e)
 			}
 			rs, err := sa.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.TopicResource, Name: topic},
 				{Type: sarama.BrokerResource, Name: "1"}}, sarama.DescribeConfigsOptions{})

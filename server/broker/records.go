@@ -43,11 +43,9 @@ type batchView struct {
 	NumRecords int32
 }
 
-func (b batchView) lastOffset() int64   { return b.baseOffset + int64(b.lastDelta) }
-func (b batchView) IsControl() bool     { return b.Attrs&recordbatch.AttrControl != 0 }
-func (b batchView) Idempotent() bool    { return b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID) }
-func (b batchView) records() []byte     { return b.Raw[recordbatch.HeaderLen:] }
-func (b batchView) lastSequence() int32 { return b.firstSeq + b.lastDelta }
+func (b batchView) IsControl() bool  { return b.Attrs&recordbatch.AttrControl != 0 }
+func (b batchView) Idempotent() bool { return b.ProducerID >= 0 && !producers.IsKeyID(b.ProducerID) }
+func (b batchView) records() []byte  { return b.Raw[recordbatch.HeaderLen:] }
 
 // WalkBatches calls fn with each whole batch of concatenated batches and
 // its header, checking their framing, CRC and header counts

@@ -126,10 +126,8 @@ func TestRecoveryRotatesPastABrokenReplica(t *testing.T) {
 	if !r.recoverAll([]Replica{gone, others[0]}, 0) || others[0].LogErr() != nil {
 		t.Fatal("a closed log failed the attempt")
 	}
-	now := time.Unix(1000, 0)
 	for i := 0; i < 3 && others[1].LogErr() != nil; i++ {
-		now = l.next
-		l.round(now)
+		l.round(l.next)
 	}
 	if others[1].LogErr() != nil || r.Health.Count() != 1 {
 		t.Fatalf("after 3 attempts: t-2 %v, %d failed; want only t-0 failed", others[1].LogErr(), r.Health.Count())
