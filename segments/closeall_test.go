@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -48,6 +48,23 @@ func closeAllLogs(t *testing.T, fsys vfs.FS, rescan int64) []Closing {
 		mustAppend(t, out[6].Log, valueBatch(4, 100, int64(1000+i)), 1)
 	}
 	return out
+}
+
+// closeAllFS returns an ErrorFS over mem with inj, with a directory /logs,
+// and a filesystem sync handle opened on it before any log is written (as
+// CloseAll's caller does), closed when the test ends.
+func closeAllFS(t *testing.T, mem *vfs.MemFS, inj vfs.Injector) (*vfs.ErrorFS, vfs.FSSync) {
+	t.Helper()
+	efs := vfs.NewErrorFS(mem, inj)
+	if err := efs.MkdirAll("/logs"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := efs.OpenFSSync("/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return efs, h
 }
 
 // durable is every file a power cut would leave under /logs, by path.
@@ -99,7 +116,7 @@ func TestCloseAllAsClose(t *testing.T) {
 
 	all := vfs.NewMemFS()
 	var syncs, fsyncs atomic.Int64
-	counting := vfs.NewErrorFS(all, func(op vfs.Op, _ string) error {
+	counting, h := closeAllFS(t, all, func(op vfs.Op, _ string) error {
 		switch op {
 		case vfs.OpSyncFS:
 			syncs.Add(1)
@@ -108,14 +125,6 @@ func TestCloseAllAsClose(t *testing.T) {
 		}
 		return nil
 	})
-	if err := counting.MkdirAll("/logs"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := counting.OpenFSSync("/logs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
 	logs := closeAllLogs(t, counting, -1)
 	for _, c := range logs { // the rolls' own flushes, which Close would wait for too
 		c.Log.lockQuiet()
@@ -165,20 +174,12 @@ func TestCloseAllFailedSync(t *testing.T) {
 func testCloseAllFailedSync(t *testing.T, rescan, failAt int64) {
 	mem := vfs.NewMemFS()
 	var n atomic.Int64
-	efs := vfs.NewErrorFS(mem, func(op vfs.Op, _ string) error {
+	efs, h := closeAllFS(t, mem, func(op vfs.Op, _ string) error {
 		if op == vfs.OpSyncFS && n.Add(1) == failAt {
 			return vfs.ErrInjected
 		}
 		return nil
 	})
-	if err := efs.MkdirAll("/logs"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := efs.OpenFSSync("/logs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
 	logs := closeAllLogs(t, efs, rescan)
 	ends := make([]int64, len(logs))
 	for i, c := range logs {
@@ -208,7 +209,7 @@ func testCloseAllFailedSync(t *testing.T, rescan, failAt int64) {
 func TestCloseAllNothingToSync(t *testing.T) {
 	mem := vfs.NewMemFS()
 	var syncs atomic.Int64
-	efs := vfs.NewErrorFS(mem, func(op vfs.Op, _ string) error {
+	efs, h := closeAllFS(t, mem, func(op vfs.Op, _ string) error {
 		if op == vfs.OpSyncFS || op == vfs.OpSync || op == vfs.OpSyncDir {
 			syncs.Add(1)
 		}
@@ -219,11 +220,6 @@ func TestCloseAllNothingToSync(t *testing.T) {
 	if err := clean.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := efs.OpenFSSync("/logs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
 	logs := []Closing{{Log: mustOpen(t, "/logs/clean", Config{}, Options{FS: efs})}, {Log: mustOpen(t, "/logs/empty", Config{}, Options{FS: efs})}}
 	syncs.Store(0)
 	if err := CloseAll(h, logs, 2); err != nil {
@@ -269,15 +265,7 @@ func TestCloseAllSmallLogsWriteNothing(t *testing.T) {
 	const n = 50
 	mem := vfs.NewMemFS()
 	var c closeCounts
-	efs := vfs.NewErrorFS(mem, c.injector)
-	if err := efs.MkdirAll("/logs"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := efs.OpenFSSync("/logs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	efs, h := closeAllFS(t, mem, c.injector)
 	logs := make([]Closing, n)
 	ends := make([]int64, n)
 	for i := range logs {
@@ -331,42 +319,21 @@ func TestCloseAllSmallLogsWriteNothing(t *testing.T) {
 // logs' files, two for their renames).
 func TestCloseAllPowerCutAnywhere(t *testing.T) {
 	mem := vfs.NewMemFS()
-	rng := rand.New(rand.NewPCG(19, 2))
-	type cut struct {
-		fs     *vfs.MemFS
-		synced bool // the first filesystem sync was done
-		at     string
-	}
 	var (
-		mu      sync.Mutex
-		on      bool
-		cuts    []cut
-		syncs   int
-		touched = map[string]bool{} // directories where a file was created or renamed
+		syncs      int
+		syncedFrom = math.MaxInt       // the first cut after the first filesystem sync
+		touched    = map[string]bool{} // directories where a file was created or renamed
 	)
-	efs := vfs.NewErrorFS(mem, func(op vfs.Op, path string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if !on {
-			return nil
-		}
-		cuts = append(cuts, cut{mem.Crash(rng), syncs > 0, fmt.Sprint(op, " ", path)})
+	cuts := &powerCuts{mem: mem, rng: rand.New(rand.NewPCG(19, 2)), observe: func(op vfs.Op, path string, cut int) {
 		switch op {
 		case vfs.OpSyncFS:
 			syncs++
+			syncedFrom = min(syncedFrom, cut+1)
 		case vfs.OpCreate, vfs.OpRename:
 			touched[filepath.Dir(path)] = true
 		}
-		return nil
-	})
-	if err := efs.MkdirAll("/logs"); err != nil {
-		t.Fatal(err)
-	}
-	h, err := efs.OpenFSSync("/logs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	}}
+	efs, h := closeAllFS(t, mem, cuts.injector)
 	logs := closeAllLogs(t, efs, 1000)
 	for _, c := range logs {
 		// Some data durable before the close, some not.
@@ -386,16 +353,11 @@ func TestCloseAllPowerCutAnywhere(t *testing.T) {
 		l.Close()
 		all[i] = readAll(t, c.Log, 0, 1<<20)
 	}
-	mu.Lock()
-	on = true
-	mu.Unlock()
+	cuts.start()
 	if err := CloseAll(h, logs, 2); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	on = false
-	cuts = append(cuts, cut{mem.Crash(rng), true, "after CloseAll"})
-	mu.Unlock()
+	cuts.stop("after CloseAll")
 	if syncs != 3 {
 		t.Errorf("CloseAll: %d filesystem syncs, want 3", syncs)
 	}
@@ -409,7 +371,9 @@ func TestCloseAllPowerCutAnywhere(t *testing.T) {
 			t.Errorf("%s: no file written by CloseAll, want a clean close", dir)
 		}
 	}
-	for _, c := range cuts {
+	taken := cuts.take()
+	for ci, c := range taken {
+		synced := ci >= syncedFrom || ci == len(taken)-1
 		for i, lc := range logs {
 			l := mustOpen(t, lc.Log.dir, lc.Log.cfg, Options{FS: c.fs})
 			got := []byte{}
@@ -421,7 +385,7 @@ func TestCloseAllPowerCutAnywhere(t *testing.T) {
 				t.Errorf("cut before %s: %s holds %d bytes, not the %d durable before CloseAll", c.at, lc.Log.dir, len(got), len(durable[i]))
 			case !bytes.HasPrefix(all[i], got):
 				t.Errorf("cut before %s: %s holds %d bytes, not a prefix of the %d appended", c.at, lc.Log.dir, len(got), len(all[i]))
-			case c.synced && len(got) != len(all[i]):
+			case synced && len(got) != len(all[i]):
 				t.Errorf("cut before %s: %s holds %d bytes after the first sync, want all %d", c.at, lc.Log.dir, len(got), len(all[i]))
 			}
 			if side, err := l.ReadSideFile("high-watermark"); err != nil || (side != nil && string(side) != "3 x\n") || (side != nil && lc.Log.dir == "/logs/optional") {

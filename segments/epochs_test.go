@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,15 +148,9 @@ func TestEpochsAfterPowerCutAnywhere(t *testing.T) {
 			const dir = "/pc/p"
 			rng := rand.New(rand.NewPCG(seed, 5))
 			mem := vfs.NewMemFS()
-			var mu sync.Mutex
-			var images []*vfs.MemFS
-			cutRng := rand.New(rand.NewPCG(seed, 6))
-			efs := vfs.NewErrorFS(mem, func(vfs.Op, string) error {
-				mu.Lock()
-				defer mu.Unlock()
-				images = append(images, mem.Crash(cutRng))
-				return nil
-			})
+			cuts := &powerCuts{mem: mem, rng: rand.New(rand.NewPCG(seed, 6))}
+			cuts.start()
+			efs := vfs.NewErrorFS(mem, cuts.injector)
 			cfg := DefaultConfig()
 			cfg.SegmentBytes = 900
 			cfg.IndexIntervalBytes = 150
@@ -166,18 +159,15 @@ func TestEpochsAfterPowerCutAnywhere(t *testing.T) {
 			epoch := int32(0)
 			opened := 0
 			check := func(op string) {
-				mu.Lock()
-				imgs := images
-				images = nil
-				mu.Unlock()
-				for i, img := range imgs {
-					st, _ := readFile(img, dir+"/"+stateFile)
-					names, _ := img.List(dir)
-					l2, err := Open(dir, cfg, Options{FS: img})
+				imgs := cuts.take()
+				for i, c := range imgs {
+					st, _ := readFile(c.fs, dir+"/"+stateFile)
+					names, _ := c.fs.List(dir)
+					l2, err := Open(dir, cfg, Options{FS: c.fs})
 					if err != nil {
-						t.Fatalf("after %s, power cut %d: open: %v", op, i, err)
+						t.Fatalf("after %s, power cut %d (before %s): open: %v", op, i, c.at, err)
 					}
-					checkEpochsMatchBatches(t, l2, fmt.Sprintf("after %s, power cut %d of %d (state file %q, files %v)", op, i, len(imgs), st, names))
+					checkEpochsMatchBatches(t, l2, fmt.Sprintf("after %s, power cut %d of %d before %s (state file %q, files %v)", op, i, len(imgs), c.at, st, names))
 					l2.Close()
 					opened++
 				}

@@ -2,13 +2,16 @@ package segments
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // rec is a record for building test batches; a nil value is a tombstone.
@@ -131,4 +134,61 @@ func (w *workers) halt() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return errors.Join(w.errs...)
+}
+
+// powerCuts records the filesystems a power cut would leave: while on,
+// one before each operation of an ErrorFS over mem (injector is its
+// Injector), unsynced tails torn at random by rng (nil: none kept).
+// observe, when set, sees each operation (under the same lock) with the
+// index of the cut taken before it.
+type powerCuts struct {
+	mem     *vfs.MemFS
+	rng     *rand.Rand
+	observe func(op vfs.Op, path string, cut int)
+	mu      sync.Mutex // guards on and cuts
+	on      bool
+	cuts    []powerCut
+}
+
+// powerCut is the filesystem left by a power cut before operation at.
+type powerCut struct {
+	fs *vfs.MemFS
+	at string
+}
+
+func (p *powerCuts) injector(op vfs.Op, path string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.on {
+		p.cuts = append(p.cuts, powerCut{p.mem.Crash(p.rng), fmt.Sprint(op, " ", path)})
+		if p.observe != nil {
+			p.observe(op, path, len(p.cuts)-1)
+		}
+	}
+	return nil
+}
+
+// start starts recording.
+func (p *powerCuts) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.on = true
+}
+
+// stop stops recording, with one more cut after every operation, "after
+// what".
+func (p *powerCuts) stop(what string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.on = false
+	p.cuts = append(p.cuts, powerCut{p.mem.Crash(p.rng), what})
+}
+
+// take returns the cuts recorded since the last take.
+func (p *powerCuts) take() []powerCut {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cuts := p.cuts
+	p.cuts = nil
+	return cuts
 }

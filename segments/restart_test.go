@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/runnel/runnel/segments/vfs"
@@ -78,22 +77,8 @@ func TestRestartPowerCutAnywhere(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/reopened=%v", rs.name, reopened), func(t *testing.T) {
 				const dir = "/rs/p"
 				mem := vfs.NewMemFS()
-				var (
-					mu     sync.Mutex
-					on     bool
-					images []*vfs.MemFS
-					at     []string
-				)
-				cutRng := rand.New(rand.NewPCG(19, 8))
-				efs := vfs.NewErrorFS(mem, func(op vfs.Op, path string) error {
-					mu.Lock()
-					defer mu.Unlock()
-					if on {
-						images = append(images, mem.Crash(cutRng))
-						at = append(at, fmt.Sprint(op, " ", path))
-					}
-					return nil
-				})
+				cuts := &powerCuts{mem: mem, rng: rand.New(rand.NewPCG(19, 8))}
+				efs := vfs.NewErrorFS(mem, cuts.injector)
 				cfg := DefaultConfig()
 				cfg.SegmentBytes = 600
 				cfg.IndexIntervalBytes = 150
@@ -125,25 +110,20 @@ func TestRestartPowerCutAnywhere(t *testing.T) {
 				if to < 0 || old.start <= bases[2] {
 					t.Fatalf("setup: restart at %d, log %v", to, old)
 				}
-				mu.Lock()
-				on = true
-				mu.Unlock()
+				cuts.start()
 				if err := rs.do(l, to); err != nil {
 					t.Fatal(err)
 				}
-				mu.Lock()
-				on = false
-				images = append(images, mem.Crash(cutRng))
-				at = append(at, "after it")
-				mu.Unlock()
+				cuts.stop("after it")
 				if v := viewOf(t, l); !v.emptyAt(to) {
 					t.Fatalf("after restarting at %d: %v", to, v)
 				}
 				sawOld, sawNew := false, false
-				for i, img := range images {
+				images := cuts.take()
+				for i, c := range images {
 					var first logView
 					for open := range 2 {
-						l2 := mustOpen(t, dir, cfg, Options{FS: img})
+						l2 := mustOpen(t, dir, cfg, Options{FS: c.fs})
 						v := viewOf(t, l2)
 						if err := l2.Close(); err != nil {
 							t.Fatal(err)
@@ -154,12 +134,12 @@ func TestRestartPowerCutAnywhere(t *testing.T) {
 						case v.emptyAt(to):
 							sawNew = true
 						default:
-							t.Fatalf("power cut before %s (%d of %d), open %d: %v; want the old log %v or empty at %d", at[i], i, len(images), open+1, v, old, to)
+							t.Fatalf("power cut before %s (%d of %d), open %d: %v; want the old log %v or empty at %d", c.at, i, len(images), open+1, v, old, to)
 						}
 						if open == 0 {
 							first = v
 						} else if !v.equal(first) {
-							t.Fatalf("power cut before %s: opened as %v, then as %v", at[i], first, v)
+							t.Fatalf("power cut before %s: opened as %v, then as %v", c.at, first, v)
 						}
 					}
 				}
