@@ -310,8 +310,9 @@ func TestFollowerProducersMatchRebuild(t *testing.T) {
 }
 
 // A follower whose log holds batches its table never saw (opened after a
-// restart) rebuilds the table in the background once it appends again,
-// so that it checks its producers without reading its log when it leads.
+// restart) rebuilds the table in the background once it appends again in
+// the ISR, so that it checks its producers without reading its log when
+// it leads.
 func TestFollowerRebuildsProducersInBackground(t *testing.T) {
 	old := leaderPartition(t)
 	counts := &countReads{}
@@ -334,6 +335,15 @@ func TestFollowerRebuildsProducersInBackground(t *testing.T) {
 	}
 	copyFrom(t, old, next)
 	m := testFetchManager(t, 0)
+	next.repl.isr = []int32{1} // catching up: it cannot be elected, its rebuild waits
+	m.rebuilds.after(next)
+	m.rebuilds.mu.Lock()
+	queued := len(m.rebuilds.queued)
+	m.rebuilds.mu.Unlock()
+	if queued != 0 {
+		t.Fatal("a rebuild was queued for a follower out of the ISR")
+	}
+	next.repl.isr = []int32{0, 1}
 	m.rebuilds.after(next)
 	deadline := time.Now().Add(10 * time.Second)
 	for next.producersUnknown() {

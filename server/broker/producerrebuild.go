@@ -12,7 +12,10 @@ import (
 // restart) or truncated has none until one is rebuilt from the log. That
 // rebuild is paid here, in the background, once such a follower appends
 // new batches (a partition in use: an idle one is left to its first write
-// as leader), so that a kill -9 of its leader finds its table loaded.
+// as leader) while it is in the ISR (only an in-sync replica can be
+// elected, and a restarted broker catching up on thousands of partitions
+// has its disk for that), so that a kill -9 of its leader finds its table
+// loaded.
 //
 // Not on the apply path: a rebuild reads up to the producer expiration's
 // worth of the log, and the partition's apply would hold up its next fetch
@@ -41,7 +44,7 @@ func newProducerRebuilds(m *fetchManager) *producerRebuilds {
 // after is called once a follower applied fetched batches to p: it queues
 // the rebuild of p's producer table if the table is not loaded.
 func (r *producerRebuilds) after(p *Partition) {
-	if !p.producersUnknown() {
+	if !p.producersUnknown() || !p.inISR(p.repl.self) {
 		return
 	}
 	r.mu.Lock()
