@@ -1,9 +1,7 @@
 package broker
 
 import (
-	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -83,25 +81,9 @@ func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	b, err := New(Config{NodeID: 1, DataDir: dir, Files: segments.NewFileCache(64), Logger: slog.New(slog.DiscardHandler),
-		FS: vfs.NewErrorFS(vfs.OSFS(), slow.inject),
-		DialLeader: func(context.Context, int32) (net.Conn, error) {
-			client, server := net.Pipe()
-			go leader.serve(t, server)
-			return client, nil
-		}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := followingBroker(t, leader, n, Config{DataDir: dir, Files: segments.NewFileCache(64), FS: vfs.NewErrorFS(vfs.OSFS(), slow.inject)})
 	defer b.Close()
 	defer release() // before the broker closes: its fetch loop may be held
-	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
-	for range n {
-		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
-	}
-	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
-		t.Fatal(err)
-	}
 	follower := func(i int32) *Partition {
 		p, err := b.Hosted("t", i)
 		if err != nil {

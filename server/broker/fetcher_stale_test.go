@@ -3,9 +3,11 @@ package broker
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"sync/atomic"
@@ -170,6 +172,37 @@ func testFetcher(m *fetchManager, leader int32, states map[*Partition]*followSta
 		p.follower.Store(f)
 	}
 	return f
+}
+
+// followingBroker starts broker 1 with cfg (NodeID, Logger and DialLeader
+// set here, DataDir a temporary directory when empty), reaching leader
+// for every leader, and reconciles it with topic "t" of n partitions led
+// by broker 2 in epoch 1 (replicas 1 and 2, ISR 2): it follows them all
+// from leader. The caller closes it.
+func followingBroker(t *testing.T, leader *fakeLeader, n int, cfg Config) *Broker {
+	t.Helper()
+	cfg.NodeID, cfg.Logger = 1, slog.New(slog.DiscardHandler)
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	cfg.DialLeader = func(context.Context, int32) (net.Conn, error) {
+		client, server := net.Pipe()
+		go leader.serve(t, server)
+		return client, nil
+	}
+	b, err := New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
+	for range n {
+		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
+	}
+	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b
 }
 
 // connectFake returns a follower-side connection to a fake leader.

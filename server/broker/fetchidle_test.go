@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -188,23 +186,8 @@ func TestFollowerForgetsLogFailedInMaintenance(t *testing.T) {
 		}
 		return nil
 	})
-	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler), FS: efs,
-		DialLeader: func(context.Context, int32) (net.Conn, error) {
-			client, server := net.Pipe()
-			go leader.serve(t, server)
-			return client, nil
-		}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := followingBroker(t, leader, 2, Config{Files: segments.NewFileCache(16), FS: efs})
 	defer b.Close()
-	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
-	for range 2 {
-		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
-	}
-	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
-		t.Fatal(err)
-	}
 	p0, err := b.lookup("t", 0)
 	if err != nil {
 		t.Fatal(err)

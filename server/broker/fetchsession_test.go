@@ -1,9 +1,6 @@
 package broker
 
 import (
-	"context"
-	"log/slog"
-	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -113,23 +110,8 @@ func TestFollowerLeavesEmptyLogsUnopened(t *testing.T) {
 	}
 	leader.p = leader.others[0]
 	dir := t.TempDir()
-	b, err := New(Config{NodeID: 1, DataDir: dir, Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
-		DialLeader: func(context.Context, int32) (net.Conn, error) {
-			client, server := net.Pipe()
-			go leader.serve(t, server)
-			return client, nil
-		}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := followingBroker(t, leader, n, Config{DataDir: dir, Files: segments.NewFileCache(16)})
 	defer b.Close()
-	topic := &raftfsm.Topic{ID: [16]byte{1}, Name: "t", Configs: map[string]string{}}
-	for range n {
-		topic.Partitions = append(topic.Partitions, raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}})
-	}
-	if err := b.Reconcile(&raftfsm.Image{Index: 5, Topics: raftfsm.TopicMapOf(topic)}); err != nil {
-		t.Fatal(err)
-	}
 	// Two fetches: the one opening the session (every partition checked
 	// against the leader before it) and an idle one.
 	for range 2 {
