@@ -37,13 +37,7 @@ func BenchmarkClusterScale(b *testing.B) {
 	if os.Getenv("RUNNEL_BENCH") == "1" {
 		partitions, idle, session = 30_000, 30*time.Second, nil
 	}
-	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
-		}
-		partitions = n
-	}
+	partitions = benchPartitions(b, partitions)
 	perTopic := min(partitions, 1000)
 	topics := partitions / perTopic
 	limit := strconv.Itoa(4*partitions + 1000)

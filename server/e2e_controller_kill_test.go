@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -21,18 +20,10 @@ func TestControllerKill9StandsAtOnce(t *testing.T) {
 		t.Skip("three processes")
 	}
 	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
-	ctrl := 0
-	servertest.WaitFor(t, 30*time.Second, "an active controller", func() bool {
-		v, ok := cluster(c.Node(1))
-		ctrl = int(v.LeaderID)
-		return ok && ctrl > 0
-	})
+	ctrl := int(leaderOf(t, c.Node(1)))
 	c.Node(ctrl).Kill()
 	survivor := c.Node(ctrl%3 + 1)
-	servertest.WaitFor(t, 30*time.Second, "a new active controller", func() bool {
-		v, ok := cluster(survivor)
-		return ok && v.LeaderID > 0 && int(v.LeaderID) != ctrl
-	})
+	newLeaderSeenBy(t, survivor, int32(ctrl))
 	stood := 0
 	var logs []string
 	for id := 1; id <= 3; id++ {
@@ -57,19 +48,11 @@ func TestControllerPauseLeftToTimeout(t *testing.T) {
 		t.Skip("three processes")
 	}
 	c := servertest.StartCluster(t, servertest.ClusterOptions{Combined: 3})
-	ctrl := 0
-	servertest.WaitFor(t, 30*time.Second, "an active controller", func() bool {
-		v, ok := cluster(c.Node(1))
-		ctrl = int(v.LeaderID)
-		return ok && ctrl > 0
-	})
+	ctrl := int(leaderOf(t, c.Node(1)))
 	c.Node(ctrl).Signal(syscall.SIGSTOP)
 	defer c.Node(ctrl).Signal(syscall.SIGCONT)
 	survivor := c.Node(ctrl%3 + 1)
-	servertest.WaitFor(t, 30*time.Second, "a new active controller", func() bool {
-		v, ok := cluster(survivor)
-		return ok && v.LeaderID > 0 && int(v.LeaderID) != ctrl
-	})
+	newLeaderSeenBy(t, survivor, int32(ctrl))
 	for id := 1; id <= 3; id++ {
 		if l := c.Node(id).Logs(); id != ctrl && strings.Contains(l, "standing for election at once") {
 			t.Fatalf("node %d stood through the leader watch while node %d was only paused:\n%s", id, ctrl, l)

@@ -25,14 +25,7 @@ import (
 //
 // Size: RUNNEL_BENCH_PARTITIONS, else 2,000.
 func BenchmarkNodeExitWritten(b *testing.B) {
-	partitions := 2000
-	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
-		}
-		partitions = n
-	}
+	partitions := benchPartitions(b, 2000)
 	perTopic := min(partitions, 1000)
 	topics := partitions / perTopic
 	limit := strconv.Itoa(2*partitions + 1000)

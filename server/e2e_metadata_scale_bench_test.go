@@ -31,13 +31,7 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 	if os.Getenv("RUNNEL_BENCH") == "1" {
 		partitions = 100_000
 	}
-	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
-		}
-		partitions = n
-	}
+	partitions = benchPartitions(b, partitions)
 	perTopic := min(partitions, 1000)
 	topics := partitions / perTopic
 	limit := strconv.Itoa(partitions + 1000)

@@ -86,6 +86,19 @@ func leaderOf(t *testing.T, nodes ...*servertest.Node) int32 {
 	return id
 }
 
+// newLeaderSeenBy waits until n reports an active controller other than
+// old, and returns it.
+func newLeaderSeenBy(t *testing.T, n *servertest.Node, old int32) int32 {
+	t.Helper()
+	var id int32
+	servertest.WaitFor(t, 30*time.Second, "a new controller leader", func() bool {
+		v, ok := cluster(n)
+		id = v.LeaderID
+		return ok && id > 0 && id != old
+	})
+	return id
+}
+
 func without(nodes []*servertest.Node, skip *servertest.Node) []*servertest.Node {
 	var out []*servertest.Node
 	for _, n := range nodes {
@@ -111,10 +124,7 @@ func testLeaderFailover(t *testing.T, c *servertest.Cluster, voters int) {
 	killed.Kill()
 	rest := without(all, killed)
 	start := time.Now()
-	servertest.WaitFor(t, 30*time.Second, "a new controller leader", func() bool {
-		v, ok := cluster(rest[0])
-		return ok && v.LeaderID > 0 && v.LeaderID != leader
-	})
+	newLeaderSeenBy(t, rest[0], leader)
 	for i, n := range rest {
 		name := fmt.Sprintf("after-%d", i)
 		servertest.WaitFor(t, 30*time.Second, "topic creation after failover", func() bool {

@@ -37,13 +37,7 @@ func BenchmarkNodeScale(b *testing.B) {
 	if os.Getenv("RUNNEL_BENCH") == "1" {
 		partitions, oneTopics = 100_000, 5000
 	}
-	if v := os.Getenv("RUNNEL_BENCH_PARTITIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
-		}
-		partitions = n
-	}
+	partitions = benchPartitions(b, partitions)
 	perTopic := min(partitions, 1000)
 	topics := partitions / perTopic
 	limit := strconv.Itoa(2*partitions + 2*oneTopics + 1000)
@@ -119,6 +113,20 @@ func cpuSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return (utime + stime) / 100
+}
+
+// benchPartitions is the partition count a scale benchmark runs with:
+// RUNNEL_BENCH_PARTITIONS when set (a whole number, at least 1), else def.
+func benchPartitions(b *testing.B, def int) int {
+	v := os.Getenv("RUNNEL_BENCH_PARTITIONS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("RUNNEL_BENCH_PARTITIONS=%q", v)
+	}
+	return n
 }
 
 // loadAverage is /proc/loadavg's 1, 5 and 15 minute load averages.
