@@ -116,7 +116,9 @@
 // guards only the closing flag while a goroutine is added; quorum.hbMu the
 // broker registration; sessions.mu the session table; brokerProbes.mu the
 // probes in flight (neither held for I/O); quorum.reconcileMu
-// serialises leader moves (taken before no other lock); reserved.mu the
+// serialises leader moves (taken before no other lock; the controller
+// loop only tries it, so it fences and probes while a controlled
+// shutdown's moves are applied); reserved.mu the
 // partitions of proposals in flight (held for no I/O). The FSM is called by
 // raft from one goroutine; images are published through an atomic pointer,
 // so readers take no lock.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -266,38 +263,33 @@ func (n *Node) controllerLoop(ctx context.Context) {
 		n.probeLate(ctx, term, img)
 		idle++
 		sick := n.q.sessions.unhealthy(term)
-		states := brokerStates(img, sick)
+		states := leadermoves.States(img, sick)
 		switch {
 		case states == seen && idle < reconcileEvery:
 		case idle < reconcileEvery && n.reconciledWith(term, states):
 			// A controlled shutdown's reconcile ran with these states
 			// already: scanning every partition again finds nothing.
 			seen = states
+		case !n.tryReconcile(ctx):
+			// A controlled shutdown's moves are being applied (seconds at
+			// millions of partitions): fencing and probing go on meanwhile.
 		default:
-			n.reconcile(ctx)
 			seen, idle = states, 0
 		}
 	}
 }
 
 // reconciledWith: the last reconcile ran in term with these broker states.
+// False while a reconcile runs.
 func (n *Node) reconciledWith(term uint64, states string) bool {
-	n.q.reconcileMu.Lock()
+	if !n.q.reconcileMu.TryLock() {
+		return false
+	}
 	defer n.q.reconcileMu.Unlock()
 	return n.q.reconciled == reconciledKey(term, states)
 }
 
 func reconciledKey(term uint64, states string) string { return fmt.Sprintf("%d|%s", term, states) }
-
-// brokerStates summarises the brokers' states, epochs and storage health.
-func brokerStates(img *raftfsm.Image, sick map[int32]bool) string {
-	var sb strings.Builder
-	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
-		b := img.Brokers[id]
-		fmt.Fprintf(&sb, "%d/%d/%s/%t;", id, b.Epoch, b.State, sick[id])
-	}
-	return sb.String()
-}
 
 // fenceExpired fences the brokers whose sessions lapsed.
 func (n *Node) fenceExpired(ctx context.Context, term uint64, img *raftfsm.Image) {
@@ -320,10 +312,25 @@ func (n *Node) fenceExpired(ctx context.Context, term uint64, img *raftfsm.Image
 func (n *Node) reconcile(ctx context.Context) {
 	n.q.reconcileMu.Lock()
 	defer n.q.reconcileMu.Unlock()
+	n.reconcileLocked(ctx)
+}
+
+// tryReconcile is reconcile unless one runs (false then).
+func (n *Node) tryReconcile(ctx context.Context) bool {
+	if !n.q.reconcileMu.TryLock() {
+		return false
+	}
+	defer n.q.reconcileMu.Unlock()
+	n.reconcileLocked(ctx)
+	return true
+}
+
+// reconcileLocked is reconcile with reconcileMu held.
+func (n *Node) reconcileLocked(ctx context.Context) {
 	img, _ := n.Image()
 	term := n.raft.CurrentTerm()
 	sick := n.q.sessions.unhealthy(term)
-	n.q.reconciled = reconciledKey(term, brokerStates(img, sick))
+	n.q.reconciled = reconciledKey(term, leadermoves.States(img, sick))
 	cmds := leadermoves.Plan(img, sick)
 	if len(cmds) == 0 {
 		return
@@ -334,12 +341,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	res, errs := n.applyAll(ctx, cmds)
 	moved, want := 0, 0
 	for i, err := range errs {
-		topics := []raftfsm.ChangePartitions{}
-		if cp := cmds[i].ChangePartitions; cp != nil {
-			topics = append(topics, *cp)
-		} else {
-			topics = cmds[i].ChangePartitionsBatch.Topics
-		}
+		topics := leadermoves.Topics(cmds[i])
 		for _, t := range topics {
 			want += len(t.Changes)
 		}

@@ -4,7 +4,8 @@
 // comes back (Plan), packed into ChangePartitionsBatch commands (Batch,
 // command version 2) as KRaft batches its partition change records, and
 // how many leaderships a broker shutting down could still hand over
-// (Movable).
+// (Movable); States summarises what a plan reads of the brokers, and
+// Topics lists a command's per-topic changes.
 //
 // It reads a raftfsm.Image and returns commands; proposing them, and
 // deciding when, is package quorum's (its controller loop and controlled
@@ -12,7 +13,10 @@
 package leadermoves
 
 import (
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/runnel/runnel/raftfsm"
 )
@@ -196,4 +200,27 @@ func Movable(img *raftfsm.Image, id int32) int {
 		}
 	}
 	return count
+}
+
+// Topics is the per-topic changes of a command Plan or Batch made.
+func Topics(cmd raftfsm.Command) []raftfsm.ChangePartitions {
+	if cmd.ChangePartitions != nil {
+		return []raftfsm.ChangePartitions{*cmd.ChangePartitions}
+	}
+	if cmd.ChangePartitionsBatch != nil {
+		return cmd.ChangePartitionsBatch.Topics
+	}
+	return nil
+}
+
+// States summarises what Plan reads of the brokers (ids, epochs, states,
+// storage health): with equal summaries and the same partitions it plans
+// the same moves.
+func States(img *raftfsm.Image, sick map[int32]bool) string {
+	var sb strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
+		b := img.Brokers[id]
+		fmt.Fprintf(&sb, "%d/%d/%s/%t;", id, b.Epoch, b.State, sick[id])
+	}
+	return sb.String()
 }
