@@ -150,3 +150,45 @@ func TestRestartPowerCutAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestResetFailedThenRecovered: a Reset whose segment removals fail leaves
+// the log refusing changes with old segments on disk under a state file
+// that says a restart is under way; Recover finishes it in place: the log
+// is empty at the new start, takes appends there and reopens so.
+func TestResetFailedThenRecovered(t *testing.T) {
+	const dir = "/rs/p"
+	mem := vfs.NewMemFS()
+	efs := vfs.NewErrorFS(mem, nil)
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 600
+	l := mustOpen(t, dir, cfg, Options{FS: efs})
+	defer func() { l.Close() }()
+	for i := range 20 {
+		mustAppend(t, l, valueBatch(2, 40, int64(i)), 1)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	const to = 25
+	efs.SetInjector(vfs.FailAfter(vfs.OpRemove, 1, nil))
+	if err := l.Reset(to); err == nil {
+		t.Fatal("reset with failing removals succeeded")
+	}
+	efs.SetInjector(nil)
+	if err := l.Recover(); err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if v := viewOf(t, l); !v.emptyAt(to) {
+		t.Fatalf("recovered after a failed reset to %d: %v", to, v)
+	}
+	if info := mustAppend(t, l, valueBatch(1, 10, 1), 2); info.BaseOffset != to {
+		t.Fatalf("append after recovery at %d, want %d", info.BaseOffset, to)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, cfg, Options{FS: efs})
+	if start, end := l.StartOffset(), l.EndOffset(); start != to || end != to+1 {
+		t.Fatalf("reopened [%d, %d), want [%d, %d)", start, end, to, to+1)
+	}
+}
