@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -512,4 +514,65 @@ func BenchmarkCloseAll(b *testing.B) {
 	b.ReportMetric(per(rescan.open), "rescan-reopen-µs/log")
 	b.ReportMetric(float64(rescan.close)/float64(clean.close), "close-ratio")
 	b.ReportMetric(float64(rescan.open)/float64(clean.open), "reopen-ratio")
+}
+
+// BenchmarkCreateLogsConcurrently is a follower's first records of many
+// new partitions (issue 19): n logs created and appended to once, by one
+// goroutine and by 16 (the broker's replica apply workers), sharing one
+// FileCache of 1,024 (--max-open-files' default), so each new segment file
+// pushes another out. One op creates them all; µs/log is the wall time per
+// log.
+func BenchmarkCreateLogsConcurrently(b *testing.B) {
+	n := 2000
+	if os.Getenv("RUNNEL_BENCH") != "" {
+		n = 20000
+	}
+	for _, workers := range []int{1, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { createLogsConcurrently(b, n, workers) })
+	}
+}
+
+func createLogsConcurrently(b *testing.B, n, workers int) {
+	root := b.TempDir()
+	files := NewFileCache(1024)
+	cfg := DefaultConfig()
+	batch := valueBatch(1, 100, 1)
+	round := 0
+	var mu sync.Mutex
+	var logs []*Log // kept open, as the broker keeps them, until the end
+	defer func() {
+		for _, l := range logs {
+			abandon(l)
+		}
+	}()
+	for b.Loop() {
+		round++
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					l, err := Create(filepath.Join(root, fmt.Sprintf("%d-%d", round, i)), cfg, Options{Files: files})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if _, err := l.AppendReplicated(slices.Clone(batch)); err != nil {
+						b.Error(err)
+					}
+					mu.Lock()
+					logs = append(logs, l)
+					mu.Unlock()
+				}
+			}()
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/log")
 }

@@ -2,6 +2,7 @@ package segments
 
 import (
 	"container/list"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,16 @@ import (
 // CloseIdle closes the files no one has used for a while, so a log left
 // idle gives its descriptors back even when other logs never push them out.
 // A FileCache is safe for concurrent use.
+//
+// Its lock is held for its bookkeeping only, never across an open, create
+// or close of a file: every log of the process takes it, and with the
+// system calls under it, the first writes of thousands of new logs at once
+// (each creating its segment file, and closing another to make room) queued
+// every produce and replica append of the node behind one file operation
+// at a time (issue 19). An open in flight is registered (opening), so a
+// forget meanwhile keeps the handle it brings out of the cache: the caller
+// gets the file as it was before the forget, as a caller pinned before it
+// would have.
 type FileCache struct {
 	max int
 
@@ -24,12 +35,19 @@ type FileCache struct {
 	entries map[fileKey]*cachedFile
 	idle    *list.List // unpinned entries, least recently used first (by idleSince)
 	open    int        // open files, including forgotten ones still pinned
+	// opening is the opens and creates in flight, by path: a forget marks
+	// them stale.
+	opening map[fileKey][]*opening
 }
 
 type fileKey struct {
 	fs   vfs.FS
 	path string
 }
+
+// opening is one open or create in flight; stale (guarded by
+// FileCache.mu) once the path was forgotten since it started.
+type opening struct{ stale bool }
 
 // cachedFile is one open file; refs counts its pins. Fields other than f and
 // key are guarded by FileCache.mu.
@@ -47,7 +65,8 @@ func NewFileCache(max int) *FileCache {
 	if max < 1 {
 		max = 1
 	}
-	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile), idle: list.New()}
+	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile), idle: list.New(),
+		opening: make(map[fileKey][]*opening)}
 }
 
 // OpenFiles reports the number of files the cache holds open.
@@ -61,72 +80,139 @@ func (c *FileCache) OpenFiles() int {
 func (c *FileCache) acquire(fs vfs.FS, path string) (*cachedFile, error) {
 	k := fileKey{fs, path}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if e, ok := c.entries[k]; ok {
 		if e.refs == 0 {
 			c.idle.Remove(e.elem)
 			e.elem = nil
 		}
 		e.refs++
+		c.mu.Unlock()
 		return e, nil
 	}
+	op := c.startLocked(k)
+	c.mu.Unlock()
 	f, err := fs.Open(path)
+	c.mu.Lock()
+	c.endLocked(k, op)
 	if err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
-	return c.insertLocked(k, f), nil
+	if e, ok := c.entries[k]; ok && !op.stale {
+		// Opened meanwhile by another caller: share its handle.
+		if e.refs == 0 {
+			c.idle.Remove(e.elem)
+			e.elem = nil
+		}
+		e.refs++
+		c.mu.Unlock()
+		_ = f.Close()
+		return e, nil
+	}
+	e, closing := c.insertLocked(k, f, op.stale)
+	c.mu.Unlock()
+	closeAll(closing)
+	return e, nil
 }
 
 // create creates (or truncates) path and returns it pinned.
 func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	k := fileKey{fs, path}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.forgetLocked(k)
+	closing := c.forgetLocked(k, nil)
+	op := c.startLocked(k)
+	c.mu.Unlock()
+	closeAll(closing)
 	f, err := fs.Create(path)
+	c.mu.Lock()
+	c.endLocked(k, op)
 	if err != nil {
+		c.mu.Unlock()
 		return nil, err
 	}
-	return c.insertLocked(k, f), nil
+	// Whatever was cached under path meanwhile may be the file before
+	// this create: the created one replaces it.
+	closing = c.forgetLocked(k, nil)
+	e, more := c.insertLocked(k, f, op.stale)
+	c.mu.Unlock()
+	closeAll(closing)
+	closeAll(more)
+	return e, nil
 }
 
-func (c *FileCache) insertLocked(k fileKey, f vfs.File) *cachedFile {
-	e := &cachedFile{key: k, f: f, refs: 1}
-	c.entries[k] = e
+// startLocked registers an open or create of k in flight.
+func (c *FileCache) startLocked(k fileKey) *opening {
+	op := &opening{}
+	c.opening[k] = append(c.opening[k], op)
+	return op
+}
+
+// endLocked unregisters it.
+func (c *FileCache) endLocked(k fileKey, op *opening) {
+	ops := slices.DeleteFunc(c.opening[k], func(o *opening) bool { return o == op })
+	if len(ops) == 0 {
+		delete(c.opening, k)
+	} else {
+		c.opening[k] = ops
+	}
+}
+
+// insertLocked pins f, opened as k, and returns the files to close (after
+// c.mu is released) to keep within max. A stale open (k was forgotten
+// while it was in flight) is pinned but not cached: closed at its release.
+func (c *FileCache) insertLocked(k fileKey, f vfs.File, stale bool) (*cachedFile, []vfs.File) {
+	e := &cachedFile{key: k, f: f, refs: 1, forgotten: stale}
+	if !stale {
+		c.entries[k] = e
+	}
 	c.open++
-	c.evictLocked()
-	return e
+	return e, c.evictLocked(nil)
 }
 
-func (c *FileCache) evictLocked() {
+// evictLocked appends to closing the idle files to close to keep within
+// max, taken out of the cache.
+func (c *FileCache) evictLocked(closing []vfs.File) []vfs.File {
 	for c.open > c.max && c.idle.Len() > 0 {
 		e := c.idle.Remove(c.idle.Front()).(*cachedFile)
 		e.elem = nil
 		delete(c.entries, e.key)
-		c.closeLocked(e)
+		closing = c.closeLocked(e, closing)
 	}
+	return closing
 }
 
-func (c *FileCache) closeLocked(e *cachedFile) {
+// closeLocked counts e closed and appends its file to closing: the caller
+// closes it once c.mu is released.
+func (c *FileCache) closeLocked(e *cachedFile, closing []vfs.File) []vfs.File {
 	c.open--
-	_ = e.f.Close() // a read-write handle: data was synced or is covered by recovery
+	return append(closing, e.f)
+}
+
+// closeAll closes files taken out of the cache.
+func closeAll(files []vfs.File) {
+	for _, f := range files {
+		_ = f.Close() // a read-write handle: data was synced or is covered by recovery
+	}
 }
 
 // release unpins e.
 func (c *FileCache) release(e *cachedFile) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e.refs--
 	if e.refs > 0 {
+		c.mu.Unlock()
 		return
 	}
+	var closing []vfs.File
 	if e.forgotten {
-		c.closeLocked(e)
-		return
+		closing = c.closeLocked(e, nil)
+	} else {
+		e.idleSince = time.Now()
+		e.elem = c.idle.PushBack(e)
+		closing = c.evictLocked(nil)
 	}
-	e.idleSince = time.Now()
-	e.elem = c.idle.PushBack(e)
-	c.evictLocked()
+	c.mu.Unlock()
+	closeAll(closing)
 }
 
 // CloseIdle closes the cached files unused since before cutoff (a time
@@ -137,8 +223,7 @@ func (c *FileCache) release(e *cachedFile) {
 // it closes and one more.
 func (c *FileCache) CloseIdle(cutoff time.Time) int {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
+	var closing []vfs.File
 	for c.idle.Len() > 0 {
 		e := c.idle.Front().Value.(*cachedFile)
 		if !e.idleSince.Before(cutoff) {
@@ -147,39 +232,48 @@ func (c *FileCache) CloseIdle(cutoff time.Time) int {
 		c.idle.Remove(e.elem)
 		e.elem = nil
 		delete(c.entries, e.key)
-		c.closeLocked(e)
-		n++
+		closing = c.closeLocked(e, closing)
 	}
-	return n
+	c.mu.Unlock()
+	closeAll(closing)
+	return len(closing)
 }
 
 // forget drops path from the cache (before it is removed, renamed over or
-// recreated); a pinned handle stays usable until its last release.
+// recreated); a pinned handle stays usable until its last release, and an
+// open of path in flight is not cached.
 func (c *FileCache) forget(fs vfs.FS, path string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.forgetLocked(fileKey{fs, path})
+	closing := c.forgetLocked(fileKey{fs, path}, nil)
+	c.mu.Unlock()
+	closeAll(closing)
 }
 
-func (c *FileCache) forgetLocked(k fileKey) {
+func (c *FileCache) forgetLocked(k fileKey, closing []vfs.File) []vfs.File {
+	for _, op := range c.opening[k] {
+		op.stale = true
+	}
 	e, ok := c.entries[k]
 	if !ok {
-		return
+		return closing
 	}
 	delete(c.entries, k)
 	e.forgotten = true
 	if e.refs == 0 {
 		c.idle.Remove(e.elem)
 		e.elem = nil
-		c.closeLocked(e)
+		closing = c.closeLocked(e, closing)
 	}
+	return closing
 }
 
 // forgetAll forgets paths of fs; Close uses it so a closed log holds nothing.
 func (c *FileCache) forgetAll(fs vfs.FS, paths []string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	var closing []vfs.File
 	for _, p := range paths {
-		c.forgetLocked(fileKey{fs, p})
+		closing = c.forgetLocked(fileKey{fs, p}, closing)
 	}
+	c.mu.Unlock()
+	closeAll(closing)
 }

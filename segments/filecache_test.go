@@ -280,3 +280,151 @@ func TestCloseIdle(t *testing.T) {
 		}
 	}
 }
+
+// blockingOpenFS opens path and then waits for unblock before returning
+// it: an open that takes long (a loaded disk, a directory of 100,000
+// entries).
+type blockingOpenFS struct {
+	vfs.FS
+	path    string
+	opened  chan struct{}
+	unblock chan struct{}
+}
+
+func (b *blockingOpenFS) Open(name string) (vfs.File, error) {
+	f, err := b.FS.Open(name)
+	if name == b.path {
+		b.opened <- struct{}{}
+		<-b.unblock
+	}
+	return f, err
+}
+
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// acquireAsync acquires path on a goroutine of its own; the channel
+// brings the pinned file (nil on an error, reported).
+func acquireAsync(t *testing.T, files *FileCache, fs vfs.FS, path string) <-chan *cachedFile {
+	done := make(chan *cachedFile)
+	go func() {
+		e, err := files.acquire(fs, path)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- e
+	}()
+	return done
+}
+
+func readCached(t *testing.T, e *cachedFile) string {
+	t.Helper()
+	buf := make([]byte, 16)
+	n, err := e.f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	return string(buf[:n])
+}
+
+// A file's open does not hold the cache's lock (issue 19): every log of
+// the node takes that lock, and with a slow open under it each append and
+// read of any other log waited. Here an open of a is held up; a cached b
+// is acquired and released, a third file opened, and a forgotten (a log
+// deleting its segment) meanwhile. Before, each of them waited for a's
+// open.
+func TestFileCacheOpenHoldsNoLock(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	for _, p := range []string{a, b, c} {
+		writeTestFile(t, p, "x")
+	}
+	fs := &blockingOpenFS{FS: vfs.OSFS(), path: a, opened: make(chan struct{}), unblock: make(chan struct{})}
+	files := NewFileCache(4)
+	eb, err := files.acquire(fs, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.release(eb)
+	aDone := acquireAsync(t, files, fs, a)
+	<-fs.opened
+	others := make(chan error)
+	go func() {
+		for _, p := range []string{b, c} {
+			e, err := files.acquire(fs, p)
+			if err != nil {
+				others <- err
+				return
+			}
+			files.release(e)
+		}
+		files.forget(fs, b)
+		others <- nil
+	}()
+	select {
+	case err := <-others:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(fs.unblock)
+		t.Fatal("acquires of other files and a forget waited for a's open")
+	}
+	close(fs.unblock)
+	if e := <-aDone; e != nil {
+		files.release(e)
+	}
+	if got := files.OpenFiles(); got != 2 {
+		t.Fatalf("%d files open, want 2 (a and c; b forgotten)", got)
+	}
+}
+
+// A path forgotten while its open is in flight (the segment deleted or
+// renamed over meanwhile) is not cached by that open: its caller gets the
+// file it opened, and the next acquire opens the path again.
+func TestFileCacheForgetDuringOpen(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	writeTestFile(t, a, "old")
+	fs := &blockingOpenFS{FS: vfs.OSFS(), path: a, opened: make(chan struct{}), unblock: make(chan struct{})}
+	files := NewFileCache(4)
+	aDone := acquireAsync(t, files, fs, a)
+	<-fs.opened
+	forgot := make(chan struct{})
+	go func() { files.forget(fs, a); close(forgot) }()
+	select {
+	case <-forgot:
+	case <-time.After(10 * time.Second):
+		close(fs.unblock)
+		t.Fatal("the forget waited for the open")
+	}
+	writeTestFile(t, a+".new", "new")
+	if err := os.Rename(a+".new", a); err != nil {
+		t.Fatal(err)
+	}
+	fs.path = "" // the next open is not held
+	close(fs.unblock)
+	old := <-aDone
+	if old == nil {
+		t.FailNow()
+	}
+	if got := readCached(t, old); got != "old" {
+		t.Fatalf("the open in flight read %q, want the file it opened (%q)", got, "old")
+	}
+	e, err := files.acquire(fs, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readCached(t, e); got != "new" {
+		t.Fatalf("acquire after the forget read %q, want %q: the stale open was cached", got, "new")
+	}
+	files.release(e)
+	files.release(old)
+	if got := files.OpenFiles(); got != 1 {
+		t.Fatalf("%d files open, want 1 (the new a; the stale handle closed at its release)", got)
+	}
+}
