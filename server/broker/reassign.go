@@ -20,7 +20,7 @@ func (p *Partition) syncFollowersLocked(replicas []int32) {
 	now := time.Now()
 	for _, r := range replicas {
 		if _, ok := p.repl.followers[r]; !ok && r != p.repl.self {
-			p.repl.followers[r] = &followerState{leo: -1, caughtUpAt: now}
+			p.repl.followers[r] = newFollowerState(now)
 		}
 	}
 	for r := range p.repl.followers {

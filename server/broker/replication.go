@@ -24,7 +24,18 @@ var ErrNotEnoughReplicas = errors.New("not enough in-sync replicas")
 
 type followerState struct {
 	leo        int64     // the follower's log end offset, -1 unknown
-	caughtUpAt time.Time // last time its fetch reached the leader's log end
+	caughtUpAt time.Time // last time it was known to hold the leader's log end
+	// The follower's previous fetch: when, and the leader's log end then
+	// (-1: none yet). A fetch that reaches that end shows the follower
+	// was caught up at that previous fetch (Kafka's lastCaughtUpTime).
+	lastFetchAt  time.Time
+	lastFetchEnd int64
+}
+
+// newFollowerState is a follower of unknown position with a fresh lag
+// budget from now (a new leader, a replica added).
+func newFollowerState(now time.Time) *followerState {
+	return &followerState{leo: -1, caughtUpAt: now, lastFetchEnd: -1}
 }
 
 // replicaSet is a partition's placement and, on its leader, its followers.
@@ -35,6 +46,10 @@ type replicaSet struct {
 	isr            []int32                  // guarded by mu
 	partitionEpoch int32                    // guarded by mu
 	followers      map[int32]*followerState // guarded by mu; leader only
+	// end is the leader's log end as of its last append (guarded by mu;
+	// leader only, -1 unknown: the log is not open): creditIdleLocked
+	// needs the end an append moved from.
+	end int64
 }
 
 // setMeta applies the partition's metadata. It returns whether this broker
@@ -55,8 +70,12 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 		for _, r := range pm.Replicas {
 			if r != self {
 				// A new leader gives every follower a fresh lag budget.
-				p.repl.followers[r] = &followerState{leo: -1, caughtUpAt: now}
+				p.repl.followers[r] = newFollowerState(now)
 			}
+		}
+		p.repl.end = -1 // an unopened log's end is recorded when it opens (leaderAppended)
+		if log := p.log(); log != nil {
+			p.repl.end = log.EndOffset()
 		}
 	} else if pm.Leader != self {
 		p.repl.followers = nil
@@ -100,12 +119,48 @@ func (p *Partition) advanceHWMLocked() bool {
 	}
 }
 
-// leaderAppended is called after an append on the leader.
+// leaderAppended is called after an append on the leader (and when its
+// log opens).
 func (p *Partition) leaderAppended() {
+	now := time.Now()
 	p.repl.mu.Lock()
+	p.creditIdleLocked(now)
 	p.advanceHWMLocked()
 	p.repl.mu.Unlock()
 	p.wake() // followers wait for the log end, consumers for the high watermark
+}
+
+// creditIdleLocked counts the followers that held the log end the append
+// moved from as caught up until now. A follower's session holds an idle
+// partition without fetching it (kapi.Watchers.CaughtUpAt), so nothing
+// refreshed its caughtUpAt while the partition was idle: after the first
+// append in longer than the lag budget, every follower looked lagging
+// until its fetch reached the new end, and the ISR shrank and grew again
+// (hundreds of times in one topic's first writes, issue 19). Kafka's
+// leader counts a follower whose fetch reached the log end as it was at
+// that fetch as caught up at that fetch; a session fetch at the old end
+// before this append is that. Called with p.repl.mu held.
+func (p *Partition) creditIdleLocked(now time.Time) {
+	log := p.log()
+	if log == nil || p.leader.Load() != p.repl.self || p.repl.followers == nil {
+		return
+	}
+	prev, end := p.repl.end, log.EndOffset()
+	p.repl.end = end
+	if prev < 0 || end == prev {
+		return
+	}
+	for r, f := range p.repl.followers {
+		// A session tick after this append, still at the old end, was
+		// behind; the follower held the old end until now.
+		at := p.watchers.CaughtUpAt(r, prev)
+		if at.After(now) {
+			at = now
+		}
+		if at.After(f.caughtUpAt) {
+			f.caughtUpAt = at
+		}
+	}
 }
 
 // FollowerFetched records that follower id fetched from offset, i.e. its log
@@ -131,10 +186,19 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 		p.repl.mu.Unlock()
 		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.topic, p.index, offset, end)
 	}
+	now := time.Now()
 	f.leo = offset
-	if offset >= end {
-		f.caughtUpAt = time.Now()
+	switch {
+	case offset >= end:
+		f.caughtUpAt = now
+	case f.lastFetchEnd >= 0 && offset >= f.lastFetchEnd && f.lastFetchAt.After(f.caughtUpAt):
+		// Not at the end now, but at the end as of its previous fetch:
+		// caught up then. Without this, a follower keeping up with a
+		// steady stream of appends, whose fetches rarely land exactly
+		// on the end, left the ISR every lag budget.
+		f.caughtUpAt = f.lastFetchAt
 	}
+	f.lastFetchAt, f.lastFetchEnd = now, end
 	advanced := p.advanceHWMLocked()
 	p.repl.mu.Unlock()
 	if advanced {

@@ -275,3 +275,37 @@ func TestUpdateISRsOneCommandPerTopic(t *testing.T) {
 		}
 	}
 }
+
+// A follower keeping up with a steady stream of appends fetches at the log
+// end as it was at its previous fetch, rarely at the end as it is now: it
+// is caught up as of that previous fetch (Kafka's lastCaughtUpTime), not
+// lagging once a lag budget passed without a fetch landing on the end.
+func TestFollowerKeepingUpWithAppendsStaysInSync(t *testing.T) {
+	const lagMax = 10 * time.Second
+	p := isrLeader(t, []int32{1, 2, 3}, 2)
+	p.repl.mu.Lock()
+	for _, f := range p.repl.followers {
+		f.caughtUpAt = time.Now().Add(-time.Hour) // last at the end long ago
+	}
+	p.repl.mu.Unlock()
+	appendOne := func() {
+		t.Helper()
+		if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each fetch of follower 2 brings it to the end as of its previous
+	// fetch, one record behind the end now; follower 3 stays behind.
+	fetched(t, p, 2, 1)
+	fetched(t, p, 3, 1)
+	for range 3 {
+		end := p.log().EndOffset()
+		appendOne()
+		fetched(t, p, 2, end)
+		fetched(t, p, 3, 1)
+	}
+	isr, _, _ := p.wantedISR(time.Now().Add(lagMax/2), lagMax)
+	if !slices.Equal(isr, []int32{1, 2}) {
+		t.Fatalf("wanted ISR %v, want [1 2]: follower 2 reached the end of each previous fetch, 3 did not", isr)
+	}
+}

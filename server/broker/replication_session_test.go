@@ -107,3 +107,49 @@ func TestPartitionChangesNotifyWatches(t *testing.T) {
 		t.Fatal("a closed watch was notified")
 	}
 }
+
+// The first append to a partition idle for longer than the lag budget
+// does not make its followers lag (issue 19): their sessions held it at
+// the log end until the append, so they were caught up until then and get
+// the lag budget from it to fetch the new records (Kafka counts a fetch at
+// the log end as it was then). Before, each follower looked lagging from
+// the append until its fetch reached the new end, and the leader shrank
+// the ISR and grew it back for each of thousands of new partitions' first
+// writes.
+func TestIdleFollowerCaughtUpUntilAppend(t *testing.T) {
+	const lagMax = 10 * time.Second
+	p := isrLeader(t, []int32{1, 2, 3}, 5)
+	fetched(t, p, 2, 5)
+	fetched(t, p, 3, 5)
+	idleSince := time.Now().Add(-time.Hour) // the last fetch that listed the partition
+	p.repl.mu.Lock()
+	for _, f := range p.repl.followers {
+		f.caughtUpAt = idleSince
+	}
+	p.repl.mu.Unlock()
+	for _, id := range []int32{2, 3} {
+		clock := new(kapi.FetchClock)
+		w := kapi.NewWatch(func() {}, id, clock)
+		w.SetPosition(5)
+		p.Watch(w)
+		t.Cleanup(w.Close)
+		clock.Tick(time.Now()) // the session fetched just now, holding 5
+	}
+	var at time.Time // the append
+	wantISR := func(when time.Time, want ...int32) {
+		t.Helper()
+		isr, _, _ := p.wantedISR(when, lagMax)
+		if !slices.Equal(isr, want) {
+			t.Fatalf("wanted ISR %v %v after the append, want %v", isr, when.Sub(at), want)
+		}
+	}
+	if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+		t.Fatal(err)
+	}
+	at = time.Now()
+	wantISR(at.Add(time.Second), 1, 2, 3) // fetching the new record
+	wantISR(at.Add(lagMax/2), 1, 2, 3)
+	wantISR(at.Add(2*lagMax), 1) // never fetched it: lagging from the append on
+	fetched(t, p, 2, 6)
+	wantISR(time.Now().Add(lagMax/2), 1, 2, 3)
+}
