@@ -43,8 +43,8 @@
 // offset, Kafka's text format: a version line "0", a count line, then one
 // "epoch startOffset" line per epoch) beside a log.state of version 1.
 // Open reads the epochs from it then, and removes it once a log.state of
-// version 2 is durable (not durably: a crash may bring it back, and beside
-// a version-2 file it is ignored).
+// version 2 or later is durable (not durably: a crash may bring it back,
+// and beside a file of version 2 or later it is ignored).
 //
 // File names are the segment's base offset, zero-padded to 20 digits. Files
 // ending in ".tmp" (a checkpoint being replaced) or ".cleaned" (a segment
@@ -150,32 +150,52 @@
 // log.state is text (package segments/statefile is its codec), replaced
 // atomically (temporary file, fsync, rename, directory fsync):
 //
-//	runnel-log-state 2
+//	runnel-log-state 4
 //	recovery-point <offset>      every batch below it was fsynced
 //	start-offset <offset>        the log start offset (DeleteRecordsBefore)
+//	restarting                   version 3 and 4 only, no epoch or clean
+//	                             line: the log is being emptied and
+//	                             restarted at its start offset
 //	epoch <epoch> <offset>       zero or more: leader epoch <epoch> wrote its
 //	                             first record at <offset>; epochs increase,
 //	                             offsets do not decrease
-//	restarting                   version 3 only, no epoch or clean line:
-//	                             the log is being emptied and restarted at
-//	                             its start offset
 //	clean <end> <base> <size>    only after a clean Close: end offset, base
 //	                             and size of the last segment
-//	end
+//	end <crc>                    CRC-32C (Castagnoli) of every byte before
+//	                             this line, 8 lowercase hex digits
 //
-// Version 1 (the previous release) has no epoch lines. The clean line is
-// removed (the file rewritten) before the first change after Open.
+// Versions 1 to 3 (earlier releases) end in a bare "end" line, with no
+// checksum; version 1 has no epoch lines, version 2 no restarting line.
+// They are read, and replaced by a version-4 file at the next write. The
+// clean line is removed (the file rewritten) before the first change after
+// Open.
+//
+// A state file that does not parse, or whose checksum does not match (a
+// bit flipped on disk), is not trusted at all: Open logs a warning and
+// takes the path of a log without one. It recovers every segment from the
+// first (the clean mark is not used), takes the leader epochs from the
+// batches, and starts the log at the base of its oldest segment, since the
+// saved log start offset cannot be told from a corrupt one: records that
+// DeleteRecordsBefore hid but retention had not yet removed are readable
+// again until the next DeleteRecordsBefore. Every durable byte is kept
+// (TestOpenDistrustsFlippedStateFile). A restarting line is lost with the
+// rest: the leftovers of a restart cut short are recovered as the old log.
+//
+// Downgrade: a release that reads versions 1 to 3 only finds every
+// version-4 file malformed (the checksum in the end line), and opens every
+// log as above: the whole log rescanned once, the log start offset back at
+// the oldest segment's base, a restart cut short not finished. No version
+// without the checksum is written any more: no file of version 4 could be
+// read by such a release, whatever it holds.
 //
 // A Reset, or a Truncate below the log start offset, empties the log and
-// restarts it at a new start offset: it writes a state file of version 3
-// with the restarting line before it removes the first segment file, and
-// one of version 2 without it once the new empty segment and the
-// directory are durable (version 3 exists for no longer; a release that
-// reads version 2 only reads every other state file). A crash in between
-// leaves old segments, possibly under the new start offset; Open, finding
-// the restarting line, removes them and finishes the restart instead of
-// recovering them, so the log opens as the old one or the new empty one,
-// never a mix (TestRestartPowerCutAnywhere).
+// restarts it at a new start offset: it writes a state file with the
+// restarting line before it removes the first segment file, and one
+// without it once the new empty segment and the directory are durable. A
+// crash in between leaves old segments, possibly under the new start
+// offset; Open, finding the restarting line, removes them and finishes the
+// restart instead of recovering them, so the log opens as the old one or
+// the new empty one, never a mix (TestRestartPowerCutAnywhere).
 //
 // The epoch lines are the log's leader epochs when the file was written,
 // and always hold every epoch starting below its recovery point (Truncate

@@ -76,8 +76,8 @@ func (l *Log) stateLocked(rp int64) logState {
 // writeState replaces the state file durably with st, then removes the
 // leader-epoch-checkpoint file a previous release kept, once: the epochs
 // are in the state file now. The removal is not made durable: a crash can
-// bring the old file back, and Open ignores it beside a version-2 state
-// file and removes it again after the next write. It touches no field
+// bring the old file back, and Open ignores it beside a state file of
+// version 2 or later and removes it again after the next write. It touches no field
 // guarded by mu.
 func (l *Log) writeState(st logState) error {
 	if err := writeFileAtomic(l.fs, l.dir, stateFile, st.Encode()); err != nil {

@@ -47,7 +47,8 @@ func (l *Log) openLocked() error {
 		return err
 	}
 	// The file of a previous release goes with the next state file
-	// (writeState); beside a version-2 state file it is ignored.
+	// (writeState); beside a state file of version 2 or later it is
+	// ignored.
 	l.legacyEpochs.Store(slices.Contains(names, epochsFile))
 	if st.Restarting {
 		// A Reset, or a Truncate below the log start, cut short: what is
@@ -109,7 +110,9 @@ func (l *Log) readStateLocked() (logState, error) {
 	}
 	st, err := statefile.Decode(b)
 	if err != nil {
-		l.logger.Warn("segments: ignoring a bad state file; recovering every segment", "err", err)
+		// Corrupt (a checksum that does not match) or not ours: nothing
+		// in it is trusted, the log is recovered as one without it.
+		l.logger.Warn("segments: ignoring a bad state file; recovering every segment", "file", filepath.Join(l.dir, stateFile), "err", err)
 		return logState{}, nil
 	}
 	return st, nil
