@@ -184,6 +184,7 @@ func TestOneRecordBatchCodec(t *testing.T) {
 	// Files with a CRC-32C of a format of their own, not a batch's.
 	ownCRC := map[string]string{
 		"raftfsm/snapshot.go":                        "the metadata snapshot file",
+		"segments/statefile/statefile.go":            "the log.state file (version 4)",
 		"segments/txn.go":                            "the .txnindex file",
 		"server/broker/hwmcheckpoint.go":             "the previous release's per-partition high-watermark file",
 		"server/broker/hwcheckpoint/hwcheckpoint.go": "the high-watermark checkpoint file",
