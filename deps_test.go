@@ -44,12 +44,12 @@ func TestPackageDependencyDirection(t *testing.T) {
 	allowed := map[string][]string{
 		".":   nil, // the module root: the embedded openapi.yaml
 		"api": nil, "web": nil,
-		"api/client":         nil,             // the generated HTTP client
-		"api/rest":           {"api", "."},    // the HTTP handler over the api contract and the embedded spec it validates against
-		"recordbatch":        nil,             // the one RecordBatch codec: a leaf
-		"segments":           {"recordbatch"}, // one partition's log, over the codec
-		"segments/vfs":       nil,             // the filesystem the log writes through
-		"segments/statefile": nil,             // the log's state file codec: a leaf
+		"api/client":         nil,                   // the generated HTTP client
+		"api/rest":           {"api", "."},          // the HTTP handler over the api contract and the embedded spec it validates against
+		"recordbatch":        nil,                   // the one RecordBatch codec: a leaf
+		"segments":           {"recordbatch"},       // one partition's log, over the codec
+		"segments/vfs":       nil,                   // the filesystem the log writes through
+		"segments/statefile": {"internal/textline"}, // the log's state file codec, over the shared line splitter
 		"kafkaproto":         {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
 		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
 		"kafkaproto/admin":   {"kafkaproto/kapi"},      // the Kafka admin APIs, over the listener's contract
@@ -58,6 +58,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf
+		"internal/textline":  nil,                      // the line splitter of the small text file formats (statefile, hwcheckpoint): a leaf
 		"raftfsm":            nil,                      // the metadata state machine: a leaf
 		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port
 		"server/groups":      {"api", "kafkaproto", "raftfsm"},
@@ -67,7 +68,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 			"server/broker/storage", "server/broker/dirdelete", "server/broker/workpool", "server/broker/replfetch",
 			"server/broker/hwcheckpoint"}, // the data plane: never server
 
-		"server/broker/hwcheckpoint": nil, // the high-watermark checkpoint file's codec: a leaf
+		"server/broker/hwcheckpoint": {"internal/textline"}, // the high-watermark checkpoint file's codec, over the shared line splitter
 
 		"server/broker/producers":   {"recordbatch"},                                                            // the producer table and idempotency keys
 		"server/broker/producerlog": {"kafkaproto", "recordbatch", "segments", "server/broker/producers"},       // their rebuild from a partition's log

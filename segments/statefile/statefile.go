@@ -17,6 +17,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/runnel/runnel/internal/textline"
 )
 
 // State is the content of the state file: the recovery point, the log
@@ -122,7 +124,7 @@ func Decode(b []byte) (State, error) {
 	sawEnd, sawRP, sawStart := v4, false, false
 	for ln := range strings.Lines(rest) {
 		var f [4]string
-		n, ok := fields(ln, f[:])
+		n, ok := textline.Fields(ln, f[:])
 		switch {
 		case n == 0:
 			continue
@@ -193,26 +195,6 @@ func cutTrailer(b []byte) (body []byte, sum uint32, ok bool) {
 	return body, sum, true
 }
 
-// fields splits ln at runs of spaces, tabs and line ends into f and
-// returns how many it found; ok is false when ln has more than len(f).
-func fields(ln string, f []string) (n int, ok bool) {
-	for {
-		ln = strings.TrimLeft(ln, " \t\r\n")
-		if ln == "" {
-			return n, true
-		}
-		if n == len(f) {
-			return n, false
-		}
-		i := strings.IndexAny(ln, " \t\r\n")
-		if i < 0 {
-			i = len(ln)
-		}
-		f[n], ln = ln[:i], ln[i:]
-		n++
-	}
-}
-
 // Epoch says that leader epoch Epoch wrote its first record at Start.
 type Epoch struct {
 	Epoch int32
@@ -237,7 +219,7 @@ func DecodeLegacyEpochs(b []byte) ([]Epoch, error) {
 	es := make([]Epoch, 0, n)
 	for ln := range strings.Lines(rest) {
 		var f [2]string
-		if k, ok := fields(ln, f[:]); !ok || k != 2 || len(es) == n {
+		if k, ok := textline.Fields(ln, f[:]); !ok || k != 2 || len(es) == n {
 			return nil, ErrMalformed
 		}
 		e, err1 := strconv.ParseInt(f[0], 10, 32)

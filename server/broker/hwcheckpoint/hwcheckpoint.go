@@ -13,7 +13,9 @@
 //
 // A topic line is followed by exactly as many partition lines as it says,
 // in increasing partition order; topic names are runnel topic names (no
-// white space). The decoder reads untrusted bytes from disk: what it
+// white space). Fields are separated by spaces (Encode writes one); the
+// decoder splits lines as the state file's does (internal/textline: any
+// run of spaces, tabs or "\r"). The decoder reads untrusted bytes from disk: what it
 // allocates is bounded by a small multiple of its input (FuzzDecode checks
 // alloctest's bound). No goroutines, no state: safe for concurrent use.
 package hwcheckpoint
@@ -27,6 +29,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/runnel/runnel/internal/textline"
 )
 
 // Checkpoint is the high watermarks of one data directory, by topic.
@@ -95,7 +99,7 @@ func Decode(b []byte) (Checkpoint, error) {
 	for text != "" {
 		ln, rest, _ := strings.Cut(text, "\n")
 		var f [5]string
-		if n, ok := fields(ln, f[:]); !ok || n != 4 || f[0] != "topic" {
+		if n, ok := textline.Fields(ln, f[:]); !ok || n != 4 || f[0] != "topic" {
 			return nil, ErrMalformed
 		}
 		t := Topic{Name: f[1]}
@@ -113,7 +117,7 @@ func Decode(b []byte) (Checkpoint, error) {
 		for range count {
 			ln, rest, _ = strings.Cut(rest, "\n")
 			var pf [3]string
-			if n, ok := fields(ln, pf[:]); !ok || n != 2 {
+			if n, ok := textline.Fields(ln, pf[:]); !ok || n != 2 {
 				return nil, ErrMalformed
 			}
 			idx, err1 := strconv.ParseInt(pf[0], 10, 32)
@@ -148,24 +152,4 @@ func cutTrailer(b []byte) (body []byte, sum uint32, ok bool) {
 		return nil, 0, false
 	}
 	return body, uint32(raw[0])<<24 | uint32(raw[1])<<16 | uint32(raw[2])<<8 | uint32(raw[3]), true
-}
-
-// fields splits ln at runs of spaces into f and returns how many it
-// found; ok is false when ln has more than len(f) fields.
-func fields(ln string, f []string) (n int, ok bool) {
-	for {
-		ln = strings.TrimLeft(ln, " ")
-		if ln == "" {
-			return n, true
-		}
-		if n == len(f) {
-			return n, false
-		}
-		i := strings.IndexByte(ln, ' ')
-		if i < 0 {
-			i = len(ln)
-		}
-		f[n], ln = ln[:i], ln[i:]
-		n++
-	}
 }
