@@ -365,3 +365,103 @@ func TestFollowerRebuildsProducersInBackground(t *testing.T) {
 		t.Fatalf("the new leader read its log %d times to check its producers", reads)
 	}
 }
+
+// A background rebuild that fails (a log whose reads fail) is retried
+// after a delay that doubles from rebuildRetryMin up to rebuildRetryMax,
+// not at the follower's next apply: without it, every fetch that brings
+// the partition new batches read its log again, on the one rebuild
+// goroutine the other partitions' rebuilds wait for. A rebuild that
+// succeeds at last forgets the partition's failures.
+func TestFollowerProducerRebuildRetriesWithBackoff(t *testing.T) {
+	old := leaderPartition(t)
+	next := followerOn(t, vfs.OSFS())
+	if _, err := old.append(idemBatch(t, 7, 0, 0, "a", time.Now().UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+	copyFrom(t, old, next)
+	next.appendMu.Lock()
+	next.forgetProducersLocked() // as a restart leaves it
+	next.appendMu.Unlock()
+	next.repl.isr = []int32{0, 1}
+
+	m := testFetchManager(t, 0)
+	r := m.rebuilds
+	var clock atomic.Int64 // nanoseconds past start
+	start := time.Now()
+	r.now = func() time.Time { return start.Add(time.Duration(clock.Load())) }
+	var attempts atomic.Int64
+	var failing atomic.Bool
+	failing.Store(true)
+	r.load = func(p *Partition) error {
+		attempts.Add(1)
+		if failing.Load() {
+			return errors.New("injected read error")
+		}
+		return rebuildProducers(p)
+	}
+	// applies is n applies of fetched batches to next, each waited for.
+	applies := func(n int) {
+		t.Helper()
+		for range n {
+			r.after(next)
+			deadline := time.Now().Add(time.Minute)
+			for {
+				r.mu.Lock()
+				busy := r.queued[next]
+				r.mu.Unlock()
+				if !busy {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("a queued rebuild did not finish in a minute")
+				}
+				time.Sleep(time.Millisecond) // polls the condition
+			}
+		}
+	}
+	applies(20)
+	if n := attempts.Load(); n != 1 {
+		t.Fatalf("20 applies after a failed rebuild made %d attempts, want 1 until the retry delay passes", n)
+	}
+	delay := rebuildRetryMin
+	for retry := 1; retry <= 8; retry++ {
+		clock.Add(int64(delay - time.Millisecond))
+		applies(5)
+		if n := attempts.Load(); n != int64(retry) {
+			t.Fatalf("retry %d: %d attempts %v after the failure, want %d before its delay of %v", retry, n, delay-time.Millisecond, retry, delay)
+		}
+		clock.Add(int64(time.Millisecond))
+		applies(5)
+		if n := attempts.Load(); n != int64(retry+1) {
+			t.Fatalf("retry %d: %d attempts once its delay of %v passed, want %d", retry, n, delay, retry+1)
+		}
+		delay = min(2*delay, rebuildRetryMax)
+	}
+	if delay != rebuildRetryMax {
+		t.Fatalf("the delay grew to %v only; the test should reach its bound %v", delay, rebuildRetryMax)
+	}
+	failing.Store(false)
+	clock.Add(int64(delay))
+	applies(1)
+	if next.producersUnknown() {
+		t.Fatal("the rebuild that succeeded left the producer table unknown")
+	}
+	r.mu.Lock()
+	left := len(r.failed)
+	r.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d partitions' failures kept after their rebuild succeeded", left)
+	}
+	// The failure of a partition not retried since (idle, deleted or
+	// moved) is forgotten by the next rebuild of another once its time is
+	// rebuildRetryMax past, rather than kept with its partition.
+	r.mu.Lock()
+	r.settleLocked(next, errors.New("injected read error"))
+	clock.Add(int64(rebuildRetryMin + rebuildRetryMax + time.Millisecond))
+	r.settleLocked(old, nil)
+	_, kept := r.failed[next]
+	r.mu.Unlock()
+	if kept {
+		t.Fatalf("a failure not retried for %v past its time was kept", rebuildRetryMax)
+	}
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/runnel/runnel/server/broker/workpool"
 )
@@ -26,6 +27,18 @@ import (
 // follower's appends, a truncation or leadership meanwhile are settled by
 // the load (an append is read under the lock at its end, a truncation has
 // the read done again, a leader's write that loads it first wins).
+//
+// A rebuild that fails (its log's reads fail) is not queued again at the
+// partition's next apply, which would read the log again on every fetch
+// bringing it batches and hold the other partitions' rebuilds up behind
+// it: it waits rebuildRetryMin, twice that after the next failure, and so
+// on up to rebuildRetryMax. A rebuild that succeeds forgets the failures.
+
+// The bounds of the delay before a failed rebuild is tried again.
+const (
+	rebuildRetryMin = time.Second
+	rebuildRetryMax = time.Minute
+)
 
 // producerRebuilds runs the background rebuilds of a fetch manager.
 type producerRebuilds struct {
@@ -35,10 +48,38 @@ type producerRebuilds struct {
 	// queued are the partitions with a rebuild queued or running
 	// (guarded by mu, a leaf).
 	queued map[*Partition]bool
+	// failed are the partitions whose last rebuild failed, with when it
+	// may be tried again (guarded by mu). An entry is dropped when a
+	// rebuild succeeds, and forgotten (with its doubling) once it has not
+	// been retried for rebuildRetryMax past its time or its log was closed:
+	// a partition deleted or moved meanwhile is not kept.
+	failed map[*Partition]rebuildRetry
+	// swept is when failed was last swept of those (guarded by mu): at
+	// most once per rebuildRetryMin, so that thousands of partitions
+	// failing at once (a broken disk) cost no sweep per rebuild.
+	swept time.Time
+	// load rebuilds p's table (rebuildProducers; tests fake a failing
+	// one) and now is the clock of the retries (time.Now; tests move it).
+	load func(p *Partition) error
+	now  func() time.Time
+}
+
+// rebuildRetry is when a failed rebuild may be tried again, and the delay
+// that led there (the next failure's doubles it).
+type rebuildRetry struct {
+	at    time.Time
+	delay time.Duration
 }
 
 func newProducerRebuilds(m *fetchManager) *producerRebuilds {
-	return &producerRebuilds{pool: workpool.New(m.ctx, &m.wg, 1), logger: m.logger, queued: map[*Partition]bool{}}
+	return &producerRebuilds{pool: workpool.New(m.ctx, &m.wg, 1), logger: m.logger,
+		queued: map[*Partition]bool{}, failed: map[*Partition]rebuildRetry{},
+		load: rebuildProducers, now: time.Now}
+}
+
+// rebuildProducers loads p's producer table from its log.
+func rebuildProducers(p *Partition) error {
+	return p.producersErr(p.producers.Load(&p.appendMu, p.log(), p.policy(), p.wallNow()))
 }
 
 // after is called once a follower applied fetched batches to p: it queues
@@ -52,13 +93,44 @@ func (r *producerRebuilds) after(p *Partition) {
 	if r.queued[p] {
 		return
 	}
+	if f, ok := r.failed[p]; ok && r.now().Before(f.at) {
+		return
+	}
 	r.queued[p] = true
 	r.pool.Do(func() {
-		if err := p.producersErr(p.producers.Load(&p.appendMu, p.log(), p.policy(), p.wallNow())); err != nil {
-			r.logger.Debug("rebuild producer state", "topic", p.topic, "partition", p.index, "err", err)
-		}
+		err := r.load(p)
 		r.mu.Lock()
 		delete(r.queued, p)
+		retryIn := r.settleLocked(p, err)
 		r.mu.Unlock()
+		if err != nil {
+			r.logger.Debug("rebuild producer state", "topic", p.topic, "partition", p.index, "err", err, "retry_in", retryIn)
+		}
 	})
+}
+
+// settleLocked records how p's rebuild ended: a failure sets when it may
+// be tried again (returning the delay), a success forgets p's failures.
+// It also forgets the failures of partitions no longer retried (see
+// failed). mu is held.
+func (r *producerRebuilds) settleLocked(p *Partition, err error) time.Duration {
+	now := r.now()
+	if now.Sub(r.swept) >= rebuildRetryMin {
+		r.swept = now
+		for q, f := range r.failed {
+			if q.log() == nil || now.Sub(f.at) > rebuildRetryMax {
+				delete(r.failed, q)
+			}
+		}
+	}
+	if err == nil {
+		delete(r.failed, p)
+		return 0
+	}
+	delay := rebuildRetryMin
+	if f, ok := r.failed[p]; ok {
+		delay = min(2*f.delay, rebuildRetryMax)
+	}
+	r.failed[p] = rebuildRetry{at: now.Add(delay), delay: delay}
+	return delay
 }
