@@ -112,14 +112,24 @@
 // waits for them (closing the stream layer ends a TimeoutNow in flight). The internode.Mux owns its accept loop and one goroutine
 // per connection while it is dispatched (an RPC connection is served on
 // it); Close closes the stream layer, the RPC connections, then the Mux,
-// and waits. Node.mu
-// guards only the closing flag while a goroutine is added; quorum.hbMu the
-// broker registration; sessions.mu the session table; brokerProbes.mu the
-// probes in flight (neither held for I/O); quorum.reconcileMu
-// serialises leader moves (taken before no other lock; the controller
-// loop only tries it, so it fences and probes while a controlled
-// shutdown's moves are applied); reserved.mu the
-// partitions of proposals in flight (held for no I/O). The FSM is called by
-// raft from one goroutine; images are published through an atomic pointer,
+// and waits.
+//
+// Lock order. quorum.reconcileMu serialises leader moves and guards
+// quorum.reconciled; it is taken first, with no other lock held, and held
+// for a whole reconcile, the raft applies of its moves included (seconds
+// at millions of partitions); sessions.mu, reserved.mu and Node.mu are
+// taken under it. So the controller loop never waits for it: it only
+// tries it (reconciledWith, tryReconcile) and goes on fencing and probing
+// while a controlled shutdown's reconcile (onControlledShutdown, which
+// waits for it) holds it. The other locks are held for no I/O:
+// quorum.hbMu the broker registration and lease; sessions.mu the session
+// table; brokerProbes.mu the probes in flight; reserved.mu the partitions
+// of proposals in flight; leaderIndexCalls.mu CatchUp's shared question;
+// gatedTransport.mu its draining flag; the stream layer's and the RPC
+// server's mu their open connections (closing them is all they do under
+// it). Node.mu guards only the closing flag while a
+// goroutine is added (spawn), and is taken last, under hbMu,
+// leaderIndexCalls.mu or reconcileMu. The FSM is called by raft from one
+// goroutine; images are published through an atomic pointer,
 // so readers take no lock.
 package quorum
