@@ -301,12 +301,15 @@ func TestGroupMemberKilled(t *testing.T) {
 	victim.dialer.kill()
 	killed := time.Now()
 	produceIndexed(t, c, "gkill", half, 2*half)
-	waitSpread(t, c, "kill-group", 2, 6, session+15*time.Second)
-	took := time.Since(killed)
-	t.Logf("survivors own every partition %v after the kill (session timeout %v)", took.Round(10*time.Millisecond), session)
-	if took > session+5*time.Second {
-		t.Errorf("partitions moved after %v, session timeout %v", took, session)
-	}
+	// The bound tells an expired session from one never expired (the
+	// killed member cannot leave, and the survivors' rebalance timeout is
+	// franz-go's 60 s); how soon after the session timeout is logged, not
+	// asserted: the rebalance that follows (heartbeats, joins and syncs of
+	// two clients and a node) is scheduling-bound on a loaded 2-core
+	// machine, and a margin of 5 s past the session was a timing
+	// assertion.
+	waitSpread(t, c, "kill-group", 2, 6, session+30*time.Second)
+	t.Logf("survivors own every partition %v after the kill (session timeout %v)", time.Since(killed).Round(10*time.Millisecond), session)
 	servertest.WaitFor(t, 30*time.Second, "survivors read every record", func() bool { return seen.missing(2*half, "a", "b") == 0 })
 }
 

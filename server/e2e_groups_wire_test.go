@@ -233,14 +233,17 @@ func TestGroupRebalanceTimeout(t *testing.T) {
 	done := make(chan *kmsg.JoinGroupResponse, 1)
 	start := time.Now()
 	go func() { done <- join(cb, "") }()
-	servertest.WaitFor(t, 5*time.Second, "A told to rejoin", func() bool { return heartbeat(ca, ja.MemberID, 1) == kerr.RebalanceInProgress.Code })
+	servertest.WaitFor(t, 20*time.Second, "A told to rejoin", func() bool { return heartbeat(ca, ja.MemberID, 1) == kerr.RebalanceInProgress.Code })
 	jb := <-done
 	took := time.Since(start)
 	if jb.ErrorCode != 0 || jb.Generation != 2 || jb.LeaderID != jb.MemberID || len(jb.Members) != 1 {
 		t.Fatalf("B's join after A missed the rebalance: %+v", jb)
 	}
-	if took < 1500*time.Millisecond || took > 5*time.Second {
-		t.Errorf("B's join completed after %v, rebalance timeout 2s", took)
+	// Dropped at the rebalance timeout (2 s), not at A's session timeout
+	// (30 s): the upper bound sits between the two, with room for a loaded
+	// machine (it was 5 s, a timing assertion).
+	if took < 1500*time.Millisecond || took > 20*time.Second {
+		t.Errorf("B's join completed after %v, rebalance timeout 2s, session timeout 30s", took)
 	}
 	if code := heartbeat(ca, ja.MemberID, 1); code != kerr.UnknownMemberID.Code {
 		t.Errorf("A's heartbeat after being dropped: code %d, want UNKNOWN_MEMBER_ID", code)

@@ -220,15 +220,14 @@ func TestConsumeLongPoll(t *testing.T) {
 		done <- c
 	}()
 	waitFor(t, func() bool { return e.b.consumes.Load() == 1 })
-	start = time.Now()
 	e.produce("w", "", `{"records":[{"value":"wake"}]}`)
+	// Woken, not run out: an answer within 20 s of a 30 s wait_ms is the
+	// produce's (a bound of 5 s more was a timing assertion under -race
+	// on a loaded machine, and told nothing more).
 	select {
 	case c := <-done:
 		if len(c.Records) != 1 || string(c.Records[0].Value) != `"wake"` {
 			t.Fatalf("long poll got %+v", c)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Fatalf("long poll woke after %v", d)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("long poll not woken by the produce")
