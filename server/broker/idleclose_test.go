@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,11 @@ func TestIdleLogFilesClose(t *testing.T) {
 		if parts[i], err = b.Partition("idle", int32(i)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := parts[i].append(batch(fmt.Sprint("first-", i))); err != nil {
+		v := fmt.Sprint("first-", i)
+		if i == 0 { // held below: a range too large to be copied out, so it pins its file
+			v += strings.Repeat("x", 2*smallReadBytes)
+		}
+		if _, err := parts[i].append(batch(v)); err != nil {
 			t.Fatal(err)
 		}
 	}

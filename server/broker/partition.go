@@ -353,7 +353,7 @@ func (p *Partition) epochCheckLocked(epoch int32) error {
 // consumer already there used to get OFFSET_OUT_OF_RANGE and start over
 // at the log start (issue 20, item 2).
 func (p *Partition) Read(offset int64, maxBytes int) (segments.Chunk, error) {
-	return p.readUpTo(offset, maxBytes, p.hwm.Load())
+	return unpinSmall(p.readUpTo(offset, maxBytes, p.hwm.Load()))
 }
 
 // readUpTo returns whole batches from offset, none at or past limit (at
@@ -376,7 +376,7 @@ func (p *Partition) ReadReplica(offset int64, maxBytes int) (segments.Chunk, err
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
-	return c, err
+	return unpinSmall(c, err)
 }
 
 // close closes the log (if it was ever opened) and wakes waiters so they

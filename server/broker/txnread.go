@@ -47,6 +47,7 @@ func (p *Partition) ReadCommitted(offset int64, maxBytes int) (segments.Chunk, i
 	if errors.Is(err, segments.ErrOffsetOutOfRange) {
 		return nil, 0, nil, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
 	}
+	c, err = unpinSmall(c, err) // an answer holds it with every other partition's (smallread.go)
 	return c, lso, aborted, err
 }
 
