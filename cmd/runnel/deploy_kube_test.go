@@ -9,7 +9,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,7 +17,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -503,14 +501,10 @@ func TestDeployKubernetesManifests(t *testing.T) {
 // helm runs helm from the Go module proxy (built once, then cached by go run).
 // The first call builds helm from source: minutes on a loaded 2-core machine
 // (a CI run beside other work took more than 10), so it is bounded by the
-// test binary's deadline, not a fixed time.
+// test binary's deadline, not a fixed time (untilTestDeadline).
 func helm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	if d, ok := t.Deadline(); ok {
-		deadline = d.Add(-30 * time.Second) // leave the test time to report
-	}
-	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	ctx, cancel := untilTestDeadline(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append([]string{"run", helmCmd}, args...)...)
 	cmd.Dir = moduleRoot

@@ -101,6 +101,16 @@ func startDev(t *testing.T, args ...string) *devRun {
 	return r
 }
 
+// The tests wait longer than the dev command's own defaults (--ready-timeout
+// 90s, --stop-timeout 60s): a start or stop that is slow on a loaded
+// machine but within them passes, and one that is not fails with the
+// command's own error. They used to wait 60 s and 30 s, less than the
+// command itself allows.
+const (
+	devReadyWait = 2 * time.Minute
+	devStopWait  = 90 * time.Second
+)
+
 // waitTable reads stdout until the cluster is ready and parses the table and
 // the "Kafka clients" line.
 func (r *devRun) waitTable(t *testing.T, timeout time.Duration) (rows []devRow, bootstrap string) {
@@ -248,7 +258,7 @@ func TestDevCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	run := startDev(t, "-n", "3", "--data-dir", dir)
-	rows, bootstrap := run.waitTable(t, 60*time.Second)
+	rows, bootstrap := run.waitTable(t, devReadyWait)
 	if len(rows) != 3 {
 		t.Fatalf("table has %d rows, want 3: %+v", len(rows), rows)
 	}
@@ -301,11 +311,11 @@ func TestDevCluster(t *testing.T) {
 			t.Errorf("node %d does not run inter-node mutual TLS", id)
 		}
 	}
-	run.stop(t, 30*time.Second)
+	run.stop(t, devStopWait)
 
 	// Again on the same data dir, logs on stderr: the same cluster comes back.
 	again := startDev(t, "--data-dir", dir, "--logs", "stdout")
-	rows2, _ := again.waitTable(t, 60*time.Second)
+	rows2, _ := again.waitTable(t, devReadyWait)
 	for i := range rows2 {
 		rows2[i].PID, rows[i].PID = 0, 0
 	}
@@ -316,7 +326,7 @@ func TestDevCluster(t *testing.T) {
 		got, ok := devConsume(t, rows2[0], topic, 1)
 		return ok && reflect.DeepEqual(got, want[1])
 	})
-	again.stop(t, 30*time.Second)
+	again.stop(t, devStopWait)
 	for id := 1; id <= 3; id++ {
 		if prefix := fmt.Sprintf("node-%d | ", id); !strings.Contains(again.stdout.String(), prefix) {
 			t.Errorf("--logs stdout: no line starting %q on stdout", prefix)
@@ -338,7 +348,7 @@ func TestDevClusterRestartStopsQuickly(t *testing.T) {
 	seen := map[int]int{} // node id -> log bytes read in earlier rounds
 	for round := range 4 {
 		run := startDev(t, "-n", "3", "--data-dir", dir)
-		rows, _ := run.waitTable(t, 60*time.Second)
+		rows, _ := run.waitTable(t, devReadyWait)
 		if round == 0 {
 			// Leaders on every node, so each stop has leaderships to move.
 			if code, body := devHTTP(t, http.MethodPost, rows[0].HTTP+"/v1/topics",
@@ -347,7 +357,7 @@ func TestDevClusterRestartStopsQuickly(t *testing.T) {
 			}
 		}
 		start := time.Now()
-		run.stop(t, 30*time.Second)
+		run.stop(t, devStopWait)
 		took := time.Since(start)
 		t.Logf("round %d: stopped in %v", round, took.Round(time.Millisecond))
 		for id := 1; id <= 3; id++ {
