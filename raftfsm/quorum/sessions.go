@@ -327,31 +327,60 @@ func (n *Node) tryReconcile(ctx context.Context) bool {
 
 // reconcileLocked is reconcile with reconcileMu held.
 func (n *Node) reconcileLocked(ctx context.Context) {
-	img, _ := n.Image()
-	term := n.raft.CurrentTerm()
-	sick := n.q.sessions.unhealthy(term)
-	n.q.reconciled = reconciledKey(term, leadermoves.States(img, sick))
+	n.moveLeaders(ctx, n.planMoves)
+}
+
+// planMoves is the leader moves the image calls for (leadermoves.Plan),
+// batched across topics once the cluster applies command version 2.
+func (n *Node) planMoves(img *raftfsm.Image, sick map[int32]bool) []raftfsm.Command {
 	cmds := leadermoves.Plan(img, sick)
-	if len(cmds) == 0 {
-		return
-	}
-	if img.CommandVersion >= 2 {
+	if len(cmds) > 0 && img.CommandVersion >= 2 {
 		cmds = leadermoves.Batch(img, cmds)
 	}
-	res, errs := n.applyAll(ctx, cmds)
-	moved, want := 0, 0
-	for i, err := range errs {
-		topics := leadermoves.Topics(cmds[i])
-		for _, t := range topics {
-			want += len(t.Changes)
+	return cmds
+}
+
+// maxMoveRounds bounds the plans of one reconcile: the first, and those
+// made again because changes of the one before went stale.
+const maxMoveRounds = 4
+
+// moveLeaders proposes plan's moves from the current image and waits until
+// they are applied. A change whose partition changed between the plan and
+// its commit is skipped by the FSM (stale epochs: an ISR change a broker
+// proposed meanwhile, or an entry of an earlier term this controller had
+// not applied yet when it planned); such moves are planned again at once
+// from the newer image, not at the controller loop's next look for moves
+// (reconcileEvery ticks later, seconds during which the partition stays
+// led by a fenced broker). With reconcileMu held.
+func (n *Node) moveLeaders(ctx context.Context, plan func(*raftfsm.Image, map[int32]bool) []raftfsm.Command) {
+	for round := 1; round <= maxMoveRounds && ctx.Err() == nil; round++ {
+		img, _ := n.Image()
+		term := n.raft.CurrentTerm()
+		sick := n.q.sessions.unhealthy(term)
+		n.q.reconciled = reconciledKey(term, leadermoves.States(img, sick))
+		cmds := plan(img, sick)
+		if len(cmds) == 0 {
+			return
 		}
-		if err != nil {
-			n.log.Warn("raftfsm: cannot move partition leaders", "topic", topics[0].Topic, "topics", len(topics), "err", err)
-			continue
+		res, errs := n.applyAll(ctx, cmds)
+		moved, want, failed := 0, 0, false
+		for i, err := range errs {
+			topics := leadermoves.Topics(cmds[i])
+			for _, t := range topics {
+				want += len(t.Changes)
+			}
+			if err != nil {
+				n.log.Warn("raftfsm: cannot move partition leaders", "topic", topics[0].Topic, "topics", len(topics), "err", err)
+				failed = true
+				continue
+			}
+			moved += int(res[i].(int64))
 		}
-		moved += int(res[i].(int64))
+		n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want, "commands", len(cmds), "round", round)
+		if failed || moved == want {
+			return // a failure is the controller loop's to retry
+		}
 	}
-	n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want, "commands", len(cmds))
 }
 
 // shutdownRequest asks the leader to move a broker's leaderships away.
