@@ -20,6 +20,14 @@ import (
 // later, and acks=all writes to the survivors' partitions waited for it).
 // Anything else (accepted, a timeout) is left to the session timeout.
 //
+// Every broker is also probed at once, late or not, when a raft connection
+// the active controller dialled ends (each broker follows the metadata
+// log: the leader's heartbeats to a dead node's process fail within a
+// tenth of the raft timeout) and when a controller takes over: a kill -9
+// is fenced in a fraction of a second, not one to three heartbeat
+// intervals later. A broker that fenced so has its leaderships moved at
+// once (the fenced wake-up), not at the controller loop's next tick.
+//
 // Probes run in their own goroutines (spawn: Close waits for them), never
 // in the controller loop's tick, each bounded by brokerProbeWait; at most
 // one runs per broker, and a broker is probed at most once per heartbeat
@@ -96,17 +104,26 @@ func (s *sessions) heardSince(term uint64, id int32, epoch int64, last time.Time
 	return !ok || ss.epoch != epoch || ss.last.After(last)
 }
 
-// probeLate starts a probe of every broker whose heartbeat is late. Called
+// probeLate starts a probe of every broker whose heartbeat is late, or of
+// every broker when all (a raft connection ended, or a new term). Called
 // from the controller loop while this node leads in term.
-func (n *Node) probeLate(ctx context.Context, term uint64, img *raftfsm.Image) {
+func (n *Node) probeLate(ctx context.Context, term uint64, img *raftfsm.Image, all bool) {
 	now, interval := time.Now(), n.heartbeatInterval()
-	for b, last := range n.q.sessions.late(term, img, now, probeAfter(interval)) {
-		if b.ID == n.cfg.NodeID || b.RaftAddr == "" || !n.q.probes.start(b.ID, now, interval) {
+	// A late broker is probed once an interval; after a connection ended
+	// or at a takeover, every broker whose probe is not running is: a
+	// probe that found it alive a moment ago says nothing of it now.
+	after, every := probeAfter(interval), interval
+	if all {
+		after, every = 0, 0
+	}
+	for b, last := range n.q.sessions.late(term, img, now, after) {
+		if b.ID == n.cfg.NodeID || b.RaftAddr == "" || !n.q.probes.start(b.ID, now, every) {
 			continue // this process is alive; an address-less broker cannot be probed
 		}
+		late := now.Sub(last) > probeAfter(interval)
 		if !n.spawn(func() {
 			defer n.q.probes.done(b.ID)
-			n.probeBroker(ctx, term, b, last)
+			n.probeBroker(ctx, term, b, last, late)
 		}) {
 			n.q.probes.done(b.ID)
 			return
@@ -114,11 +131,19 @@ func (n *Node) probeLate(ctx context.Context, term uint64, img *raftfsm.Image) {
 	}
 }
 
+// wake is a non-blocking send on a wake-up channel of capacity 1.
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
 // probeBroker fences broker b (at its epoch) when its node's port says its
 // process is gone and no heartbeat came in since last.
-func (n *Node) probeBroker(ctx context.Context, term uint64, b *raftfsm.Broker, last time.Time) {
+func (n *Node) probeBroker(ctx context.Context, term uint64, b *raftfsm.Broker, last time.Time, late bool) {
 	if !leaderwatch.Gone(ctx, leaderwatch.TCP, b.RaftAddr, brokerProbeWait) {
-		if ctx.Err() == nil {
+		if late && ctx.Err() == nil {
 			n.log.Info("raftfsm: broker's heartbeats are late but its port does not refuse; left to its session timeout",
 				"broker", b.ID, "epoch", b.Epoch, "last_heartbeat", last)
 		}
@@ -140,5 +165,6 @@ func (n *Node) probeBroker(ctx context.Context, term uint64, b *raftfsm.Broker, 
 	default:
 		n.log.Info("raftfsm: broker fenced, its process is gone (its port refuses connections)",
 			"broker", b.ID, "epoch", b.Epoch, "addr", b.RaftAddr, "last_heartbeat", last)
+		wake(n.q.fenced)
 	}
 }

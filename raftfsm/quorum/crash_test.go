@@ -1,9 +1,12 @@
 package quorum_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/runnel/runnel/raftfsm"
+	"github.com/runnel/runnel/raftfsm/quorum"
 )
 
 // A crashed active controller is replaced through the leader watch: a
@@ -66,4 +69,47 @@ func crashElections(q *proxied, skip int) uint64 {
 		}
 	}
 	return n
+}
+
+// A broker whose process died (its connections end, its port refuses) is
+// fenced, and its partitions led by another ISR member, as soon as the
+// active controller's raft connection to it ends: not once its heartbeats
+// are late (one and a half of the controllers' heartbeat interval, a
+// minute and a half here) nor after its session timeout (an hour). Times
+// are measured in BenchmarkControllerBrokerKill, not here.
+func TestKilledBrokerFencedBeforeItsHeartbeatsAreLate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node cluster")
+	}
+	q := newQuorum(t, 3, 2, func(c *quorum.Config) {
+		c.SessionTimeout = time.Hour
+		if c.NodeID <= 3 {
+			c.HeartbeatInterval = time.Minute // what the active controller waits for
+		}
+	})
+	q.waitReady()
+	b4 := q.register(3, "")
+	q.register(4, "")
+	q.applyOn(0, raftfsm.Command{CreateTopic: &raftfsm.CreateTopic{Name: "t", Partitions: 1, ReplicationFactor: 2,
+		Assignments: [][]int32{{4, 5}}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q.converged()
+	q.crash(3)
+	for {
+		img, changed := q.nodes[0].Image()
+		if p := img.Topics.Get("t").Partitions[0]; img.Brokers[4].State == raftfsm.BrokerFenced && p.Leader == 5 {
+			if img.Brokers[4].Epoch != b4.Epoch {
+				t.Fatalf("broker 4 at epoch %d, registered at %d", img.Brokers[4].Epoch, b4.Epoch)
+			}
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			p := img.Topics.Get("t").Partitions[0]
+			t.Fatalf("30 s after broker 4's process died: broker 4 %s, t-0 led by %d; want fenced, led by 5", img.Brokers[4].State, p.Leader)
+		}
+	}
+	q.uncrash(3)
 }

@@ -36,7 +36,8 @@
 //	              leadership over first)
 //	transport.go  the protocol bytes, raft's stream layer over the mux
 //	              (it kicks the leader watch when a peer's connection
-//	              ends), the advertised address
+//	              ends, the controller loop when one it dialled does),
+//	              the advertised address
 //	watch.go      the leader watch's wiring (package leaderwatch): a
 //	              follower whose leader's process died stands at once,
 //	              through a TimeoutNow to itself
@@ -51,9 +52,12 @@
 //	              unfencing, moving partition leaders (what moves where is
 //	              package leadermoves), controlled shutdown
 //	brokerprobe.go  the active controller probes a broker whose heartbeat
-//	              is 1.5 intervals late at its node's inter-node port; a
-//	              refusal or reset (leaderwatch.Gone: its process is
-//	              gone) fences it at once, not a session timeout later
+//	              is 1.5 intervals late at its node's inter-node port
+//	              (every broker when a raft connection it dialled ends,
+//	              and at a takeover); a refusal or reset
+//	              (leaderwatch.Gone: its process is gone) fences it at
+//	              once, not a session timeout later, and its leaderships
+//	              move at once
 //	broker.go     a broker's side: RegisterBroker, heartbeats,
 //	              ControlledShutdown, BrokerLiveness
 //	propose.go    applyLocal/applyAll and what is decided before proposing;

@@ -32,6 +32,12 @@ type quorum struct {
 	probes      brokerProbes     // leader side, brokerprobe.go
 	reconcileMu sync.Mutex       // serialises partition leader moves (reconcile)
 	reconciled  string           // term and broker states of the last reconcile; guarded by reconcileMu
+	// The controller loop's wake-ups besides its tick (brokerprobe.go):
+	// peerLost, a raft connection this node dialled ended (probe every
+	// broker now, not once its heartbeats are late); fenced, a probe
+	// fenced a broker (move its leaderships now, not at the next tick).
+	peerLost chan struct{}
+	fenced   chan struct{}
 
 	hbMu       sync.Mutex             // guards the broker-side fields below
 	registered *raftfsm.Broker        // this node's broker as last registered; nil: none
@@ -101,7 +107,8 @@ func (n *Node) newMuxTransport(hl hclog.Logger) (*gatedTransport, error) {
 		adv = m.Addr()
 	}
 	n.q.mux = m
-	n.q.stream = newStreamLayer(adv, auth)
+	n.q.peerLost, n.q.fenced = make(chan struct{}, 1), make(chan struct{}, 1)
+	n.q.stream = newStreamLayer(adv, auth, func() { wake(n.q.peerLost) })
 	_ = m.Handle(ProtoRaft, n.q.stream.deliver)
 	for b, h := range n.cfg.ExtraProtocols {
 		_ = m.Handle(b, h)

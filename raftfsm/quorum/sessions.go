@@ -235,9 +235,11 @@ func (n *Node) verifyLeader(ctx context.Context) error {
 const reconcileEvery = 10
 
 // controllerLoop runs on every node; while it leads, it fences brokers whose
-// sessions lapsed, probes those whose heartbeats are late (brokerprobe.go)
-// and, when a broker changed state (and every reconcileEvery
-// ticks), moves partition leaders (reconcile).
+// sessions lapsed, probes those whose heartbeats are late (every broker
+// when a raft connection ended or the term is new: brokerprobe.go) and,
+// when a broker changed state (and every reconcileEvery ticks or
+// wake-ups), moves partition leaders (reconcile). It runs at each tick
+// and at each wake-up (quorum.peerLost, quorum.fenced).
 func (n *Node) controllerLoop(ctx context.Context) {
 	tick := time.NewTicker(min(max(n.heartbeatInterval()/2, 20*time.Millisecond), time.Second))
 	defer tick.Stop()
@@ -245,22 +247,29 @@ func (n *Node) controllerLoop(ctx context.Context) {
 	var term uint64
 	idle := 0
 	for {
+		probeAll := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-n.q.peerLost:
+			probeAll = true
+		case <-n.q.fenced:
 		}
 		if n.raft.State() != raft.Leader {
 			seen = ""
 			continue
 		}
 		if t := n.raft.CurrentTerm(); t != term {
-			term, seen = t, ""
+			// A new controller probes every broker at once: the
+			// sessions start at the takeover, and a dead broker would
+			// wait for its heartbeats to be late.
+			term, seen, probeAll = t, "", true
 		}
 		img, _ := n.Image()
 		n.fenceExpired(ctx, term, img)
 		img, _ = n.Image()
-		n.probeLate(ctx, term, img)
+		n.probeLate(ctx, term, img, probeAll)
 		idle++
 		sick := n.q.sessions.unhealthy(term)
 		states := leadermoves.States(img, sick)

@@ -37,7 +37,10 @@ var ErrInsecurePeers = errors.New("raftfsm: refusing unauthenticated inter-node 
 // concurrent use.
 //
 // It tells the leader watch (ended) when a connection a peer opened ends
-// (a read error: the peer closed it, or its process died), and closes the
+// (a read error: the peer closed it, or its process died), the controller
+// loop (lost) when one raft dialled does (not closed by raft: a leader's
+// connections to its followers, whose heartbeat answers stop at once when
+// a follower's process dies), and closes the
 // connections raft dialled when it is closed: raft's Shutdown leaves
 // them to the transport, and a TimeoutNow this node sent itself (standNow)
 // would otherwise wait for an answer from the stopped raft until the
@@ -50,6 +53,9 @@ type streamLayer struct {
 	done  chan struct{}
 	// ended: set before the mux starts, read by connection goroutines.
 	ended func(peer string)
+	// lost: set at construction, called by the goroutines reading
+	// dialled connections; it must not block.
+	lost func()
 
 	mu      sync.Mutex // guards dialled
 	dialled map[net.Conn]struct{}
@@ -57,9 +63,9 @@ type streamLayer struct {
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
-func newStreamLayer(addr net.Addr, auth *internode.Auth) *streamLayer {
+func newStreamLayer(addr net.Addr, auth *internode.Auth, lost func()) *streamLayer {
 	return &streamLayer{addr: addr, auth: auth, conns: make(chan net.Conn), done: make(chan struct{}),
-		ended: func(string) {}, dialled: map[net.Conn]struct{}{}}
+		ended: func(string) {}, lost: lost, dialled: map[net.Conn]struct{}{}}
 }
 
 // deliver hands an accepted connection to raft, or closes it once raft's
@@ -118,10 +124,21 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	return &dialledConn{Conn: conn, s: s}, nil
 }
 
-// dialledConn leaves the stream layer's set when raft closes it.
+// dialledConn leaves the stream layer's set when raft closes it, and
+// calls the stream layer's lost once, at its first read error that is not
+// its own Close.
 type dialledConn struct {
 	net.Conn
-	s *streamLayer
+	s    *streamLayer
+	once sync.Once
+}
+
+func (c *dialledConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		c.once.Do(c.s.lost)
+	}
+	return n, err
 }
 
 func (c *dialledConn) Close() error {

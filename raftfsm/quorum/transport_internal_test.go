@@ -23,7 +23,7 @@ func TestStreamLayerConnEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	s := newStreamLayer(m.Addr(), nil)
+	s := newStreamLayer(m.Addr(), nil, func() {})
 	kicked := make(chan string, 4)
 	s.ended = func(peer string) { kicked <- peer }
 	_ = m.Handle(ProtoRaft, s.deliver)
