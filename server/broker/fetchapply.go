@@ -82,14 +82,18 @@ func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchRe
 	return err
 }
 
-// openOff opens p's log on the pool, for the divergence check that needs
-// it (a log holding records, after a restart: opening recovers it).
+// openOff lists p's unopened log's directory on the pool and opens the
+// log if it holds records, for the divergence check that needs it (after
+// a restart: opening recovers it). An empty one stays unopened: the round
+// after this sees it listed empty.
 func (f *leaderFetcher) openOff(p *Partition) {
 	if !p.applying.CompareAndSwap(false, true) {
 		return
 	}
 	f.m.pool.Do(func() {
-		_ = p.ensureOpen() // a failure is logged there; the next round tries again
+		if _, empty := unopenedEmpty(p); !empty {
+			_ = p.ensureOpen() // a failure is logged there; the next round tries again
+		}
 		p.applying.Store(false)
 		f.touch(p)
 	})

@@ -252,12 +252,17 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn) error {
 		// other opens its log (lazylog.go), on the fetch pool
 		// (fetchapply.go): the partition is checked in a round after
 		// that; one that fails to open is not fetched and is tried again.
-		if _, empty := unopenedEmpty(p); empty {
-			st.truncated = true
-			continue
-		}
+		// Whether an unopened log holds records is a listing of its
+		// directory, made on the pool too (openOff), not in this loop: a
+		// follower back from a restart listed the directories of the
+		// 66,000 partitions it followed from one leader one after the
+		// other here, fetching nothing from it meanwhile (issue 19).
 		if p.log() == nil {
-			f.openOff(p)
+			if lp := p.lazy.peeked.Load(); lp != nil && lp.empty() {
+				st.truncated = true
+			} else {
+				f.openOff(p)
+			}
 			continue
 		}
 		lastEpoch := p.log().LeaderEpoch()
