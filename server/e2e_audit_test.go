@@ -61,7 +61,7 @@ func TestAuditLog(t *testing.T) {
 	}
 
 	var audit []string
-	servertest.WaitFor(t, 10*time.Second, "the Kafka audit lines", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "the Kafka audit lines", func() bool {
 		audit = audit[:0]
 		for _, l := range strings.Split(n.Logs(), "\n") {
 			if strings.Contains(l, "audit=true") {

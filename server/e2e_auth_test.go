@@ -23,7 +23,7 @@ func TestClusterSecret(t *testing.T) {
 			t.Fatalf("acks=all produce through node %s failed:\n%s", n.URL, n.Logs())
 		}
 	}
-	servertest.WaitFor(t, 15*time.Second, "three registered brokers", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "three registered brokers", func() bool {
 		v, ok := cluster(c.Node(1))
 		return ok && len(v.Brokers) == 3
 	})

@@ -77,7 +77,7 @@ func TestGroupLagHTTP(t *testing.T) {
 	}
 
 	// The coordinator's sampler exports the same lag per group and topic.
-	servertest.WaitFor(t, 15*time.Second, "runnel_group_lag in /metrics", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "runnel_group_lag in /metrics", func() bool {
 		resp, err := http.Get(n.URL + "/metrics")
 		if err != nil {
 			return false

@@ -411,7 +411,7 @@ func TestGroupKafkajs(t *testing.T) {
 			t.Errorf("member %d read nothing: partitions not spread (%v)", i, res.PerMember)
 		}
 	}
-	servertest.WaitFor(t, 10*time.Second, "kafkajs commits to the end", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "kafkajs commits to the end", func() bool {
 		d, ok := tryDescribe(t, c, "kafkajs-group")
 		return ok && len(d.Offsets) == 6 && d.Lag == 0
 	})

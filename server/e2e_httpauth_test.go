@@ -164,7 +164,7 @@ func TestHTTPBasicAuthForwarded(t *testing.T) {
 	})
 	for _, n := range c.Nodes { // metadata reaches the other nodes a moment later
 		nc := newAPIClient(t, n)
-		servertest.WaitFor(t, 15*time.Second, "bob and his ACL on "+n.URL, func() bool {
+		servertest.WaitFor(t, 30*time.Second, "bob and his ACL on "+n.URL, func() bool {
 			_, users := authDo(t, nc, http.MethodGet, "/v1/users", "admin", pwd, nil)
 			_, acls := authDo(t, nc, http.MethodGet, "/v1/acls?principal=User:bob", "admin", pwd, nil)
 			return strings.Contains(string(users), `"bob"`) && strings.Contains(string(acls), "spoof")

@@ -62,7 +62,7 @@ func TestInterNodePortRefusesStrangers(t *testing.T) {
 	}
 	oc.json("GET", "/v1/topics/forged-open", nil, 200, nil)
 	forgeRaftHeartbeat(t, open.RaftAddr, before+5)
-	servertest.WaitFor(t, 10*time.Second, "control: the forged term to be adopted", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "control: the forged term to be adopted", func() bool {
 		return clusterTerm(t, oc) >= before+5
 	})
 

@@ -326,7 +326,7 @@ func TestKafkaAdminClusterElectReassignQuorum(t *testing.T) {
 	if err != nil || res["pref"][0].Err != nil {
 		t.Fatalf("elect preferred: %v %+v", err, res)
 	}
-	servertest.WaitFor(t, 10*time.Second, "the preferred replica leads (on the node asked)", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "the preferred replica leads (on the node asked)", func() bool {
 		ps, ok := describe(other, "pref")
 		return ok && ps[0].Leader == preferred
 	})
@@ -453,7 +453,7 @@ func TestKafkaAdminBrokerConfigs(t *testing.T) {
 	}
 	// The node logs at debug now: its HTTP host check logs refusals at debug.
 	mustCreateKafkaTopic(t, adm, ctx, "debugged", 1, 1, nil)
-	servertest.WaitFor(t, 10*time.Second, "a debug line in the node's log", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "a debug line in the node's log", func() bool {
 		return strings.Contains(n.Logs(), "level=DEBUG")
 	})
 	reset := []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "log.level"}}
@@ -671,7 +671,7 @@ func TestKafkaAdminTopicConfigSet(t *testing.T) {
 		}
 	}
 	var ps []partitionView
-	servertest.WaitFor(t, 10*time.Second, "five records in tiny", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "five records in tiny", func() bool {
 		ps, _ = describe(n, "tiny")
 		return len(ps) == 1 && ps[0].HighWatermark == 5
 	})

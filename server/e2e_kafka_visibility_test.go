@@ -140,7 +140,7 @@ func TestKafkaAdminWithAPausedBroker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create with broker %d paused: %v", pausedID, err)
 	}
-	servertest.WaitFor(t, 10*time.Second, "the unconfirmed broker logged", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "the unconfirmed broker logged", func() bool {
 		return strings.Contains(leader.Logs(), "not confirmed by every alive broker")
 	})
 }

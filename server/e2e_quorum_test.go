@@ -161,13 +161,13 @@ func TestBrokerFencedAndUnfenced(t *testing.T) {
 	v, _ := cluster(ctrl)
 	_, epoch := brokerState(v, 3)
 	broker.Kill()
-	servertest.WaitFor(t, 15*time.Second, "broker 3 fenced", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "broker 3 fenced", func() bool {
 		v, ok := cluster(ctrl)
 		s, _ := brokerState(v, 3)
 		return ok && s == "fenced"
 	})
 	broker.Start()
-	servertest.WaitFor(t, 15*time.Second, "broker 3 unfenced with a new epoch", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "broker 3 unfenced with a new epoch", func() bool {
 		v, ok := cluster(ctrl)
 		s, e := brokerState(v, 3)
 		return ok && s == "alive" && e > epoch

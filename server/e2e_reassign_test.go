@@ -106,7 +106,7 @@ func TestReassignmentMovesReplicasOnline(t *testing.T) {
 		t.Fatalf("leader still %d, a removed replica", a)
 	}
 	aDir := filepath.Join(c.Node(int(a)).DataDir, "partitions", "moving-0")
-	servertest.WaitFor(t, 10*time.Second, "the removed replica's directory to go", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "the removed replica's directory to go", func() bool {
 		_, err := os.Stat(aDir)
 		return os.IsNotExist(err)
 	})

@@ -200,7 +200,7 @@ func TestDiskFullResumes(t *testing.T) {
 	}
 	t.Logf("%d records acknowledged before the disk filled up; then: %s", len(acked), p.Detail)
 
-	servertest.WaitFor(t, 10*time.Second, "/readyz to report the storage error", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "/readyz to report the storage error", func() bool {
 		r, err := http.Get(n.URL + "/readyz")
 		if err != nil {
 			return false
@@ -242,7 +242,7 @@ func TestDiskFullResumes(t *testing.T) {
 			t.Fatalf("produce after recovery: %d %s", s, r)
 		}
 	}
-	servertest.WaitFor(t, 10*time.Second, "/readyz to answer 200 again", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "/readyz to answer 200 again", func() bool {
 		r, err := http.Get(n.URL + "/readyz")
 		if err != nil {
 			return false
@@ -340,7 +340,7 @@ func TestHTTPConsumeHeadersLosslessForwarded(t *testing.T) {
 	c := newAPIClient(t, cl.Node(1))
 	c.json(http.MethodPost, "/v1/topics", map[string]any{"name": "hdrs", "partitions": 1, "replication_factor": 1}, http.StatusCreated, nil)
 	var topic api.TopicDetail
-	servertest.WaitFor(t, 10*time.Second, "a leader", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "a leader", func() bool {
 		c.json(http.MethodGet, "/v1/topics/hdrs", nil, http.StatusOK, &topic)
 		return topic.Partitions[0].Leader > 0
 	})
@@ -431,7 +431,7 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 	c1.json(http.MethodPost, "/v1/topics", map[string]any{"name": "full", "partitions": 4, "replication_factor": 1}, http.StatusCreated, nil)
 	var topic api.TopicDetail
 	part := int32(-1)
-	servertest.WaitFor(t, 10*time.Second, "a partition led by node 2", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "a partition led by node 2", func() bool {
 		c1.json(http.MethodGet, "/v1/topics/full", nil, http.StatusOK, &topic)
 		for _, p := range topic.Partitions {
 			if p.Leader == 2 {
@@ -459,7 +459,7 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 		}
 		return ""
 	}
-	servertest.WaitFor(t, 15*time.Second, "node 1 to show node 2's storage error", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "node 1 to show node 2's storage error", func() bool {
 		return strings.Contains(storageOf(c1, 2), fmt.Sprintf("full-%d", part))
 	})
 	if s := storageOf(c1, 1); s != "" {

@@ -403,7 +403,7 @@ func uiConfigsAndCurl(t *testing.T, ctx context.Context, node *servertest.Node, 
 		chromedp.SendKeys(chromedp.CSS(cfgForm+`input[name=config-value]`), "3600000"),
 		chromedp.Click(chromedp.CSS(cfgForm+`button[type=submit]`)))
 	var td api.TopicDetail
-	servertest.WaitFor(t, 10*time.Second, "config saved from the UI", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "config saved from the UI", func() bool {
 		uiHTTP(t, "GET", node.URL+"/v1/topics/"+topic, nil, &td)
 		return td.Configs["retention.ms"] == "3600000"
 	})
@@ -452,7 +452,7 @@ func uiDelete(t *testing.T, ctx context.Context, node *servertest.Node, shots *u
 	shots.viewport(ctx, "delete-confirm")
 	uiDo(t, ctx, "confirm delete", chromedp.Click(chromedp.CSS(`dialog button[type=submit]`)))
 	uiWait(t, ctx, "back on topics", `location.hash === '#/topics'`)
-	servertest.WaitFor(t, 10*time.Second, "topic deleted from the UI", func() bool {
+	servertest.WaitFor(t, 30*time.Second, "topic deleted from the UI", func() bool {
 		return uiHTTP(t, "GET", node.URL+"/v1/topics/"+doomed, nil, nil) == http.StatusNotFound
 	})
 }
