@@ -3,15 +3,12 @@ package broker
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +96,9 @@ type Broker struct {
 	// guarded by openMu (taken after a partition's lazyLog.mu).
 	openMu sync.Mutex
 	open   map[*Partition]struct{}
+	// xattrs is where partition directories record their topic id
+	// (logdir.go).
+	xattrs xattrFS
 	// sweepDir is the retention sweep's listing of the partitions
 	// directory, nil between passes; the run goroutine's own.
 	sweepDir *os.File
@@ -109,16 +109,6 @@ type Broker struct {
 	storageDone chan struct{}
 	hwmDone     chan struct{}
 }
-
-// A partition directory records the id of its topic in the name of an
-// empty file, topicIDFilePrefix followed by the id in hex: a file without
-// data takes no data block, so an empty partition costs its directory's
-// 4 KB alone. Older versions wrote the id into partitionMetaFile (another
-// 4 KB per partition); it is still read, and replaced on open.
-const (
-	topicIDFilePrefix = "topic-id-"
-	partitionMetaFile = "partition.metadata"
-)
 
 // Metadata is what the broker needs of the metadata quorum (a
 // *quorum.Node): all three are safe for concurrent use.
@@ -197,6 +187,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
 		lease: cfg.Lease, producers: cfg.Producers, keys: cfg.Keys,
 		logIdleTimeout: cfg.LogIdleTimeout,
+		xattrs:         osXattrs{},
 		hwmEvery:       cmp.Or(cfg.HighWatermarkCheckpointInterval, DefaultHighWatermarkCheckpointInterval),
 	}
 	b.hwms = loadHWMCheckpoint(b.fs(), dir, cfg.Logger)
@@ -334,99 +325,6 @@ func (b *Broker) maintain(ctx context.Context, now time.Time) {
 			p.wake()
 		}
 	}
-}
-
-func partitionDirName(topic string, idx int32) string { return fmt.Sprintf("%s-%d", topic, idx) }
-
-// errUnsafePartitionDir: a partition directory would not be a direct child
-// of the partitions directory.
-var errUnsafePartitionDir = errors.New("partition directory outside the data dir")
-
-// partitionDir is where a partition's log lives, always a direct child of
-// b.dir. Topic names come from the metadata log, which the FSM checks
-// (raftfsm.ValidateTopicName); this checks again before a path is made from
-// one, so nothing in the log can make the broker create or delete files
-// elsewhere.
-func (b *Broker) partitionDir(topic string, idx int32) (string, error) {
-	name := partitionDirName(topic, idx)
-	if raftfsm.ValidateTopicName(topic) != nil || idx < 0 || !filepath.IsLocal(name) || filepath.Base(name) != name {
-		return "", fmt.Errorf("%w: topic %q partition %d", errUnsafePartitionDir, topic, idx)
-	}
-	return filepath.Join(b.dir, name), nil
-}
-
-// openLog opens a partition's log, creating it when its directory does not
-// exist. The directory records the topic id, so a directory left from an
-// older topic of the same name is replaced.
-func (b *Broker) openLog(topic string, topicID [16]byte, idx int32, cfg segments.Config) (*segments.Log, error) {
-	dir, err := b.partitionDir(topic, idx)
-	if err != nil {
-		return nil, err
-	}
-	id := hex.EncodeToString(topicID[:])
-	idFile := filepath.Join(dir, topicIDFilePrefix+id)
-	// A new partition's directory does not exist: Create makes it with a
-	// few calls and no listing (thousands of partitions created at once).
-	log, err := segments.Create(dir, cfg, b.logOpts)
-	switch {
-	case err == nil:
-		return log, createEmptyFile(idFile, log)
-	case !errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("create partition %d: %w", idx, err)
-	}
-	_, err = os.Stat(idFile)
-	recorded := err == nil
-	if !recorded {
-		if owner, ok := dirTopicID(dir); ok && owner != id {
-			b.logger.Info("removing data of an older topic with the same name", "dir", dir)
-			if err := os.RemoveAll(dir); err != nil {
-				return nil, fmt.Errorf("remove stale %s: %w", dir, err)
-			}
-		}
-	}
-	log, err = segments.Open(dir, cfg, b.logOpts)
-	if err != nil {
-		return nil, fmt.Errorf("open partition %d: %w", idx, err)
-	}
-	if !recorded {
-		if err := createEmptyFile(idFile, log); err != nil {
-			return nil, err
-		}
-		_ = os.Remove(filepath.Join(dir, partitionMetaFile)) // an older version's record: 4 KB saved
-	}
-	return log, nil
-}
-
-// createEmptyFile creates the file recording a partition's topic id; on
-// failure it closes log. Not fsynced: creating thousands of partitions must
-// stay cheap, and the file is made again if a crash loses it.
-func createEmptyFile(path string, log *segments.Log) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o600)
-	if err == nil {
-		err = f.Close()
-	}
-	if err != nil {
-		log.Close()
-	}
-	return err
-}
-
-// dirTopicID returns the topic id a partition directory records, and false
-// when it records none (or does not exist).
-func dirTopicID(dir string) (string, bool) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", false
-	}
-	for _, e := range entries {
-		if id, ok := strings.CutPrefix(e.Name(), topicIDFilePrefix); ok {
-			return id, true
-		}
-	}
-	if raw, err := os.ReadFile(filepath.Join(dir, partitionMetaFile)); err == nil {
-		return strings.TrimSpace(string(raw)), true
-	}
-	return "", false
 }
 
 // Partition returns a partition this broker leads, first catching up with

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/segments"
 )
@@ -48,14 +50,28 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 	}
 
 	// A directory of an older "empty" (another id) is replaced, whether it
-	// recorded the id in a partition.metadata file (older versions) or in
-	// the name of an empty file.
-	for i, record := range []string{"partition.metadata", "topic-id-06000000000000000000000000000000"} {
+	// recorded the id in its extended attribute, in a partition.metadata
+	// file (older versions) or in the name of an empty file (the previous
+	// release).
+	for i, record := range []string{topicIDXattr, "partition.metadata", "topic-id-06000000000000000000000000000000"} {
 		older := filepath.Join(dir, "partitions", "empty-0")
+		if err := os.MkdirAll(older, 0o700); err != nil {
+			t.Fatal(err)
+		}
 		for _, e := range mustReadDir(t, older) {
 			os.Remove(filepath.Join(older, e.Name()))
 		}
-		for name, data := range map[string]string{record: "06000000000000000000000000000000\n", "older-file": "x"} {
+		files := map[string]string{"older-file": "x"}
+		var attr []byte // the older topic's id, or (older releases) none
+		if record == topicIDXattr {
+			attr = []byte{6, 15: 0}
+		} else {
+			files[record] = "06000000000000000000000000000000\n"
+		}
+		if err := setOrRemoveXattr(older, attr); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range files {
 			if err := os.WriteFile(filepath.Join(older, name), []byte(data), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +91,19 @@ func TestEmptyPartitionDiskCost(t *testing.T) {
 			t.Fatalf("case %d (%s): the older topic's directory was kept: %v", i, record, err)
 		}
 	}
+}
+
+// setOrRemoveXattr sets dir's topic id attribute to id, or with id nil
+// removes it.
+func setOrRemoveXattr(dir string, id []byte) error {
+	if id == nil {
+		err := unix.Removexattr(dir, topicIDXattr)
+		if errors.Is(err, unix.ENODATA) {
+			return nil
+		}
+		return err
+	}
+	return unix.Setxattr(dir, topicIDXattr, id, 0)
 }
 
 func allocated(t *testing.T, root string) int64 {

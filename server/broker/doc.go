@@ -9,7 +9,12 @@
 // (hosting.go), and its log is opened, or created, only at its first use
 // (lazylog.go): hosting a million partitions, or restarting with them,
 // makes few Partitions and opens no log, and creating topics does no
-// filesystem call under Broker.mu. The front doors: produce (Partition.Produce, ProduceKeyed:
+// filesystem call under Broker.mu. A log is the directory
+// <data-dir>/partitions/<topic>-<index>, which records its topic's id in
+// an extended attribute (an empty topic-id- file where the filesystem has
+// none), so an older topic's directory of the same name is replaced: a new
+// partition costs two inodes, its directory and its segment (logdir.go
+// says why there, and how older data dirs open). The front doors: produce (Partition.Produce, ProduceKeyed:
 // acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
 // (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
 // long-polls), wait-replicated (the waits acks=all returns) and notify
