@@ -68,16 +68,24 @@ func (p *proxy) accept(ln net.Listener) {
 // setDown closes the listener and the connections (down) or listens again
 // at the same address and heals (up).
 func (p *proxy) setDown(down bool) error {
-	p.setCut(down)
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if down {
+		// The listener first, as a dying process's kernel does: a peer
+		// told by a connection's end probes the port at once and must be
+		// refused, not accepted by a listener still open (the leader
+		// watch, seeing the accepted probe closed without a reset, takes
+		// the leader for alive and leaves the election to raft's timeout).
+		p.mu.Lock()
 		if p.ln != nil {
 			p.ln.Close()
 			p.ln = nil
 		}
+		p.mu.Unlock()
+		p.setCut(true)
 		return nil
 	}
+	p.setCut(false)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.ln != nil {
 		return nil
 	}
@@ -263,12 +271,12 @@ func (q *proxied) isolate(i int, cut bool) {
 // it) refuses connections; the node itself runs on, cut off. Undone by
 // uncrash.
 func (q *proxied) crash(i int) {
-	q.isolate(i, true)
 	for k, p := range q.proxies {
 		if k[1] == i {
-			_ = p.setDown(true)
+			_ = p.setDown(true) // ports refuse before any connection ends
 		}
 	}
+	q.isolate(i, true)
 }
 
 func (q *proxied) uncrash(i int) {
