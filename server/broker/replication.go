@@ -474,11 +474,20 @@ func (b *Broker) updateISRs(ctx context.Context, parts []*Partition, now time.Ti
 	if len(byTopic) == 0 {
 		return
 	}
+	// Without a controller to take them, the round stops at the first
+	// refusal: each proposal waited out its own timeout, so at 100 topics
+	// the loop was stuck for minutes after the controller's node was
+	// killed, and then proposed changes computed before the election
+	// (issue 19). The next round (a tick later) proposes from what is
+	// true then.
+proposing:
 	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
 		changes := byTopic[topic]
 		for len(changes) > 0 && ctx.Err() == nil {
 			k := min(len(changes), maxISRChangesPerCommand)
-			b.proposeISRs(ctx, topic, changes[:k])
+			if err := b.proposeISRs(ctx, topic, changes[:k]); errors.Is(err, raftfsm.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded) {
+				break proposing
+			}
 			changes = changes[k:]
 		}
 	}
@@ -512,15 +521,16 @@ func (b *Broker) isrChange(img *raftfsm.Image, p *Partition, now time.Time) (raf
 // proposeISRs proposes changes to one topic's partitions. The controller
 // skips a change whose epochs are stale or whose new members are fenced
 // (the metadata moved on since this image; the next image tells us) and
-// applies the others.
-func (b *Broker) proposeISRs(ctx context.Context, topic string, changes []raftfsm.ChangePartition) {
+// applies the others. The error is Apply's, logged here.
+func (b *Broker) proposeISRs(ctx context.Context, topic string, changes []raftfsm.ChangePartition) error {
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
 	if err != nil {
 		b.logger.Warn("propose ISR changes", "topic", topic, "partitions", len(changes), "err", err)
-		return
+		return err
 	}
 	applied, _ := res.(int64)
 	b.logger.Info("ISR changed", "topic", topic, "proposed", len(changes), "applied", applied)
+	return nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -307,5 +308,48 @@ func TestFollowerKeepingUpWithAppendsStaysInSync(t *testing.T) {
 	isr, _, _ := p.wantedISR(time.Now().Add(lagMax/2), lagMax)
 	if !slices.Equal(isr, []int32{1, 2}) {
 		t.Fatalf("wanted ISR %v, want [1 2]: follower 2 reached the end of each previous fetch, 3 did not", isr)
+	}
+}
+
+// With no controller to take them (the active one killed, the next not
+// elected yet), a round of ISR changes stops at the first refusal, and
+// the next round proposes them all again from what is true then. It went
+// on proposing each topic's changes in turn, each waiting out its own
+// timeout (up to 5 s): at 100 topics the ISR loop was stuck for minutes
+// after a kill -9 of the controller's node, then proposed changes computed
+// before the election, stale by then (issue 19).
+func TestUpdateISRsStopsWithoutController(t *testing.T) {
+	meta := &fakeMeta{img: &raftfsm.Image{Index: 1, Brokers: map[int32]*raftfsm.Broker{
+		1: {ID: 1, State: raftfsm.BrokerAlive}, 2: {ID: 2, State: raftfsm.BrokerAlive}, 3: {ID: 3, State: raftfsm.BrokerAlive},
+	}}, err: fmt.Errorf("%w (apply: no reachable controller for 4s)", raftfsm.ErrNotLeader)}
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
+		ReplicaLagMax: 10 * time.Second}, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var parts []*Partition
+	for _, topic := range []string{"a", "b", "c"} {
+		log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPartition(topic, 0, [16]byte{1}, log, nil)
+		t.Cleanup(func() { p.close() })
+		p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 4, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}}, 1)
+		fetched(t, p, 2, 0)
+		fetched(t, p, 3, 0)
+		parts = append(parts, p)
+	}
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 1 {
+		t.Fatalf("%d commands proposed with no controller, want 1 (the round stops at the first refusal)", meta.commands)
+	}
+	meta.mu.Lock()
+	meta.err, meta.commands, meta.proposed = nil, 0, nil
+	meta.mu.Unlock()
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 3 || len(meta.proposed) != 3 {
+		t.Fatalf("%d commands proposing %d changes once a controller took them, want 3 and 3", meta.commands, len(meta.proposed))
 	}
 }
