@@ -17,7 +17,9 @@
 // says why there, and how older data dirs open). The front doors: produce (Partition.Produce, ProduceKeyed:
 // acks 0, 1 or all; WriteTxnMarker for transaction markers), reads
 // (Partition.Read, ReadCommitted, ReadDecoded, ReadBatches; Broker.ReadRecords
-// long-polls), wait-replicated (the waits acks=all returns) and notify
+// long-polls; a chunk the Kafka door holds until its answer is written
+// pins its segment file unless it is small enough to be copied out,
+// smallread.go), wait-replicated (the waits acks=all returns) and notify
 // (Partition.Changed: closed when the log or high watermark moves; the
 // same wake calls the watches of the fetch sessions holding the partition,
 // Partition.Watch, so a session's fetch reads only partitions with news).
@@ -71,8 +73,9 @@
 // one high-watermark checkpoint of the partitions directory every
 // --high-watermark-checkpoint-interval when a mark moved: hwmcheckpoint.go,
 // over the leaf codec hwcheckpoint), its pool of at most
-// replicaApplyWorkers goroutines applying what they fetched and opening
-// logs (fetchapply.go; each ends when the pool's queue is empty, and at
+// replicaApplyWorkers goroutines applying what they fetched, and listing
+// the directories of unopened logs and opening those with records (the
+// fetch loop itself touches no disk; fetchapply.go; each ends when the pool's queue is empty, and at
 // Close), one more rebuilding the producer tables of followed partitions
 // whose logs hold batches the table never saw (producerrebuild.go; same
 // lifetime), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
