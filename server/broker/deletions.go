@@ -39,7 +39,7 @@ func (b *Broker) deleteLater(topic string, idx int32, p *Partition) {
 		if err != nil {
 			// Left on disk: removed as a stray directory at the next
 			// start, and replaced if the topic is created again (the
-			// directory names its topic id).
+			// directory records its topic id: logdir.go).
 			b.logger.Warn("delete partition log", "topic", topic, "partition", idx, "err", err)
 		}
 	})
