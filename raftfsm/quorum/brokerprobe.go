@@ -30,8 +30,8 @@ import (
 //
 // Probes run in their own goroutines (spawn: Close waits for them), never
 // in the controller loop's tick, each bounded by brokerProbeWait; at most
-// one runs per broker, and a broker is probed at most once per heartbeat
-// interval.
+// one runs per broker, and a late broker is probed at most once per
+// heartbeat interval (a connection's end or a takeover probes it anyway).
 
 // brokerProbeWait bounds one probe (the dial, then the wait for a reset),
 // as the leader watch's ProbeWait does.
