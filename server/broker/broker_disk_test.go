@@ -22,6 +22,7 @@ import (
 // still replaced, whichever way that topic recorded its id.
 func TestEmptyPartitionDiskCost(t *testing.T) {
 	dir := t.TempDir()
+	needXattrs(t, dir)
 	const parts = 20
 	topic := &raftfsm.Topic{ID: [16]byte{7}, Name: "empty", Configs: map[string]string{}}
 	for range parts {
