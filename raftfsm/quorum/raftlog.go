@@ -28,7 +28,8 @@ import (
 // created (the disk it takes, used or not). A segment takes the entries of
 // an append even past that size, then the next append starts a new one;
 // raft keeps trailingLogs entries after a snapshot, so a node holds a few.
-const raftLogSegmentBytes = 4 << 20
+// A variable so that tests rotate segments after a few entries.
+var raftLogSegmentBytes = 4 << 20
 
 // openRaftLog opens dir/raftlog, first moving the raft log and stable keys
 // of dir/raft (badger, written by versions before raft-wal) into it when
@@ -106,8 +107,15 @@ func writeMovedMarker(path string) error {
 // index and deletes only whole segments). The leader would then send a
 // lagging follower those entries instead of the snapshot that replaced
 // them; GetLog answers raft.ErrLogNotFound outside FirstIndex..LastIndex.
+//
+// It also makes a failed write fatal (failstop.go): hashicorp/raft goes on
+// after a failed append (a leader steps down, a follower refuses the
+// entries), and raft-wal, once a segment could not be rotated (out of file
+// descriptors, disk full), refuses every later append: the node would run
+// on with its metadata frozen.
 type raftLog struct {
 	*wal.WAL
+	writes writeFailure
 }
 
 // GetLog reads the entry at index, raft.ErrLogNotFound when it is not in
@@ -138,7 +146,7 @@ func openWAL(dir string, log *slog.Logger) (*raftLog, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("raftfsm: open raft log %s: %w", dir, err), meta.Close())
 	}
-	return &raftLog{WAL: w}, nil
+	return &raftLog{WAL: w, writes: newWriteFailure(log)}, nil
 }
 
 func walLogger(log *slog.Logger) hclog.Logger { return hclogFor(log).Named("wal") }
