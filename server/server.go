@@ -163,15 +163,23 @@ type Server struct {
 	wg            sync.WaitGroup
 }
 
-// Run serves until ctx is done, then shuts down gracefully.
+// Run serves until ctx is done, then shuts down gracefully. It returns an
+// error, so the process exits non-zero, when the metadata log can no longer
+// be written (quorum.Node.Failed): the node fail-stops for its supervisor
+// to restart it instead of running on with its metadata frozen.
 func Run(ctx context.Context, cfg Config) error {
 	s, err := Open(cfg)
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	s.logger.Info("shutting down")
-	return s.Close()
+	select {
+	case <-ctx.Done():
+		s.logger.Info("shutting down")
+		return s.Close()
+	case <-s.meta.Failed():
+		s.logger.Error("shutting down: the metadata log cannot be written", "err", s.meta.Failure())
+		return errors.Join(fmt.Errorf("metadata log: %w", s.meta.Failure()), s.Close())
+	}
 }
 
 // Open starts a node: listeners first (so /livez answers at once), then the
