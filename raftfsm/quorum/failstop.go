@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	waltypes "github.com/hashicorp/raft-wal/types"
 )
 
 // A write to the raft log or stable store that fails is fatal for the node
@@ -39,6 +40,11 @@ func (f writeFailure) check(doing string, err error) error {
 	}
 	f.once.Do(func() {
 		*f.err = fmt.Errorf("raftfsm: %s: %w", doing, err)
+		if errors.Is(err, waltypes.ErrSealed) {
+			// The cause is in raft-wal's "rotate error" line, logged by
+			// its background rotation before this append.
+			*f.err = fmt.Errorf("%w (the next segment could not be created: see the raft log's rotate error)", *f.err)
+		}
 		f.log.Error("raftfsm: the metadata log cannot be written; the node stops", "err", *f.err)
 		close(f.failed)
 	})
