@@ -27,6 +27,9 @@ type Config struct {
 	// stored configuration on restart), 200ms for a lone voter grown into a
 	// quorum with AddVoter, until it restarts.
 	ElectionTimeout time.Duration
+	// RaftLogSegmentBytes is the size of one raft log segment file; 0:
+	// 4 MiB. Small ones rotate after a few entries (tests of rotation).
+	RaftLogSegmentBytes int
 	// Voter: this node is a controller. A node listed in Voters is one
 	// whatever Voter says, and so is a lone node (Voters empty). A node not
 	// in Voters with Voter false is a broker-only node: on an empty Dir it

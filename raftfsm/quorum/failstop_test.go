@@ -18,11 +18,9 @@ import (
 // that on Failed, with the cause, instead of running on with its metadata
 // frozen, and Close still returns.
 func TestRaftLogWriteFailureStopsNode(t *testing.T) {
-	defer func(b int) { raftLogSegmentBytes = b }(raftLogSegmentBytes)
-	raftLogSegmentBytes = 4 << 10 // a rotation every few dozen entries
-
 	dir := t.TempDir()
-	n, err := Open(Config{NodeID: 1, Dir: dir, BindAddr: testport.FreeAddr(t)})
+	n, err := Open(Config{NodeID: 1, Dir: dir, BindAddr: testport.FreeAddr(t),
+		RaftLogSegmentBytes: 4 << 10}) // a rotation every few dozen entries
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func (n *Node) open() error {
 	// Opened after the state store, whose directory lock refuses a second
 	// process (a running node when RecoverQuorum is run): raft-wal's bbolt
 	// file would wait for its lock instead.
-	n.logs, err = openRaftLog(n.cfg.Dir, n.log)
+	n.logs, err = openRaftLog(n.cfg.Dir, n.cfg.RaftLogSegmentBytes, n.log)
 	return err
 }
 

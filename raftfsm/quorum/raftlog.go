@@ -24,12 +24,12 @@ import (
 // value log and of its memtable's WAL: every metadata write waited for
 // both (issue 19). openRaftLog moves an older node's badger log over once.
 
-// raftLogSegmentBytes is the size of one segment file, allocated when it is
-// created (the disk it takes, used or not). A segment takes the entries of
-// an append even past that size, then the next append starts a new one;
-// raft keeps trailingLogs entries after a snapshot, so a node holds a few.
-// A variable so that tests rotate segments after a few entries.
-var raftLogSegmentBytes = 4 << 20
+// defaultRaftLogSegmentBytes is the size of one segment file
+// (Config.RaftLogSegmentBytes 0), allocated when it is created (the disk it
+// takes, used or not). A segment takes the entries of an append even past
+// that size, then the next append starts a new one; raft keeps trailingLogs
+// entries after a snapshot, so a node holds a few.
+const defaultRaftLogSegmentBytes = 4 << 20
 
 // openRaftLog opens dir/raftlog, first moving the raft log and stable keys
 // of dir/raft (badger, written by versions before raft-wal) into it when
@@ -40,7 +40,7 @@ var raftLogSegmentBytes = 4 << 20
 // older runnel started on this directory fails to open its badger there
 // instead of starting with an empty raft log beside the state (it would
 // bootstrap anew or skip every entry up to the state's applied index).
-func openRaftLog(dir string, log *slog.Logger) (*raftLog, error) {
+func openRaftLog(dir string, segmentBytes int, log *slog.Logger) (*raftLog, error) {
 	final := filepath.Join(dir, dirRaftLog)
 	old := filepath.Join(dir, dirRaft)
 	tmp := filepath.Join(dir, dirRaftLogTmp)
@@ -59,7 +59,7 @@ func openRaftLog(dir string, log *slog.Logger) (*raftLog, error) {
 	case oldIsMarker:
 		return nil, fmt.Errorf("raftfsm: the raft log %s is missing (%s says it was there); restore it, or recover this node from a peer", final, old)
 	case oldInfo != nil:
-		if err := moveBadgerLog(old, tmp, log); err != nil {
+		if err := moveBadgerLog(old, tmp, segmentBytes, log); err != nil {
 			return nil, err
 		}
 		if err := renameSynced(tmp, final); err != nil {
@@ -71,7 +71,7 @@ func openRaftLog(dir string, log *slog.Logger) (*raftLog, error) {
 			return nil, err
 		}
 	}
-	return openWAL(final, log)
+	return openWAL(final, segmentBytes, log)
 }
 
 // movedMarker is the content of dir/raft once the log is in dir/raftlog.
@@ -135,14 +135,19 @@ func (l *raftLog) GetLog(index uint64, out *raft.Log) error {
 	return l.WAL.GetLog(index, out)
 }
 
-func openWAL(dir string, log *slog.Logger) (*raftLog, error) {
+// openWAL opens the raft-wal in dir with segments of segmentBytes (0: the
+// default).
+func openWAL(dir string, segmentBytes int, log *slog.Logger) (*raftLog, error) {
+	if segmentBytes <= 0 {
+		segmentBytes = defaultRaftLogSegmentBytes
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("raftfsm: raft log: %w", err)
 	}
 	// Our own meta store, to close it when Open fails (wal.Open leaves it
 	// open then, with the lock on its bbolt file); WAL.Close closes it.
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(raftLogSegmentBytes), wal.WithLogger(walLogger(log)))
+	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentBytes), wal.WithLogger(walLogger(log)))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("raftfsm: open raft log %s: %w", dir, err), meta.Close())
 	}
@@ -156,14 +161,14 @@ func walLogger(log *slog.Logger) hclog.Logger { return hclogFor(log).Named("wal"
 // contiguous entries ending at the last index are copied: a store that is
 // not monotonic may keep entries below a gap left by an installed snapshot,
 // which raft never reads again (they are older than the snapshot).
-func moveBadgerLog(from, to string, log *slog.Logger) (err error) {
+func moveBadgerLog(from, to string, segmentBytes int, log *slog.Logger) (err error) {
 	db, err := raftfsm.OpenBadger(from, true, log)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
 	src := &logStore{db: db}
-	w, err := openWAL(to, log)
+	w, err := openWAL(to, segmentBytes, log)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ var raftStableKeys = []string{"CurrentTerm", "LastVoteTerm", "LastVoteCand"}
 // versions (dir/raft), as a node written by one of them has it on disk.
 func toBadgerLog(t *testing.T, dir string, extra ...*raft.Log) {
 	t.Helper()
-	w, err := openWAL(filepath.Join(dir, dirRaftLog), slog.New(slog.DiscardHandler))
+	w, err := openWAL(filepath.Join(dir, dirRaftLog), 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestMoveBadgerLogCases(t *testing.T) {
 	}
 	check := func(t *testing.T, dir string, first, last uint64) {
 		t.Helper()
-		w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+		w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,14 +234,14 @@ func TestMoveBadgerLogCases(t *testing.T) {
 		if err := os.RemoveAll(filepath.Join(dir, dirRaftLog)); err != nil {
 			t.Fatal(err)
 		}
-		if w, err := openRaftLog(dir, slog.New(slog.DiscardHandler)); err == nil {
+		if w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler)); err == nil {
 			_ = w.Close()
 			t.Fatal("opened without its log")
 		}
 	})
 	t.Run("new node", func(t *testing.T) {
 		dir := t.TempDir()
-		w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+		w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +253,7 @@ func TestMoveBadgerLogCases(t *testing.T) {
 	t.Run("empty", func(t *testing.T) {
 		dir := t.TempDir()
 		write(t, dir)
-		w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+		w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +275,7 @@ func TestMoveBadgerLogCases(t *testing.T) {
 func TestRaftLogKeepsLogStoreContract(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *raftLog {
-		w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+		w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestRaftLogKeepsLogStoreContract(t *testing.T) {
 // than a segment, are stored whole and read back after a reopen.
 func TestRaftLogLargeAppends(t *testing.T) {
 	dir := t.TempDir()
-	w, err := openRaftLog(dir, slog.New(slog.DiscardHandler))
+	w, err := openRaftLog(dir, 0, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestRaftLogLargeAppends(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if w, err = openRaftLog(dir, slog.New(slog.DiscardHandler)); err != nil {
+	if w, err = openRaftLog(dir, 0, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
