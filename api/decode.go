@@ -338,7 +338,8 @@ func (d *produceDecoder) base64(s []byte) ([]byte, error) {
 // to at most about twice its size, and a body refused early allocated
 // little.
 func (d *produceDecoder) grow(n int) []byte {
-	if cap(d.arena)-len(d.arena) < n {
+	// A nil arena would make an empty string's bytes nil: a null key.
+	if cap(d.arena)-len(d.arena) < n || d.arena == nil {
 		size := min(max(2*cap(d.arena), 1<<20), len(d.b)-d.i+8)
 		d.arena = make([]byte, 0, max(n, size))
 	}

@@ -205,3 +205,21 @@ func FuzzDecodeProduceMatchesStd(f *testing.F) {
 		sameRecords(t, got, want)
 	})
 }
+
+// An empty string is an empty key or value, not a null one, whatever the
+// encoding and even as the body's first bytes to decode (found by
+// FuzzDecodeProduceMatchesStd: the arena was still nil).
+func TestDecodeEmptyStringIsNotNull(t *testing.T) {
+	for _, enc := range []string{EncodingJSON, EncodingString, EncodingBase64} {
+		for _, body := range []string{`{"records":[{"key":""}]}`, `{"records":[{"keY":"","value":""}]}`} {
+			recs, err := decodeProduceJSON([]byte(body), enc, DefaultMaxProduceRecords)
+			if err != nil || len(recs) != 1 || recs[0].Key == nil || len(recs[0].Key) != 0 {
+				t.Fatalf("%s as %s: %+v, %v; want one record with an empty, non-null key", body, enc, recs, err)
+			}
+		}
+		recs, err := decodeProduceNDJSON([]byte(`{"value":""}`), enc, DefaultMaxProduceRecords)
+		if err != nil || len(recs) != 1 || recs[0].Value == nil || recs[0].Key != nil {
+			t.Fatalf("ndjson as %s: %+v, %v; want an empty value and a null key", enc, recs, err)
+		}
+	}
+}
