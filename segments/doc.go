@@ -110,10 +110,13 @@
 // Both fields increase.
 //
 // An index is trusted only when it is consistent with its segment: sizes a
-// multiple of the entry size, entries increasing and inside the file, the
-// last offset entry pointing at a batch with that base offset, and the batch
-// headers after it ending exactly at the end of the file. Otherwise, or when
-// missing, it is rebuilt from the segment.
+// multiple of the entry size, entries increasing and inside the file (time
+// entries at most at the offset after the last batch), the last offset
+// entry pointing at a batch with that base offset, and the batch headers
+// after it ending exactly at the end of the file. Otherwise, or when
+// missing, it is rebuilt from the segment. The index files have no
+// checksum: an entry changed on disk that stays consistent with these
+// checks is trusted (see FuzzIndexFiles).
 //
 // # Transactions
 //

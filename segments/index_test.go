@@ -40,6 +40,18 @@ func TestIndexRebuild(t *testing.T) {
 		}},
 		{"entries cut", indexSuffix, func(b []byte) []byte { return b[:indexEntryLen] }},
 		{"time garbage", timeIndexSuffix, func(b []byte) []byte { return bytes.Repeat([]byte{0xee}, len(b)) }},
+		// Found by FuzzIndexFiles: a time entry whose offset is past the
+		// segment's end (the entry a lookup starts from) made timestamp
+		// lookups skip the whole segment.
+		{"time entry past the end", timeIndexSuffix, func(b []byte) []byte {
+			b = bytes.Clone(b)
+			n := len(b) - timeEntryLen
+			binary.BigEndian.PutUint32(b[n+8:], binary.BigEndian.Uint32(b[n+8:])+1000)
+			return b
+		}},
+		{"one time entry far past the end", timeIndexSuffix, func([]byte) []byte {
+			return []byte("\x00\x00\x00\x00\x00\x00\x00\x30\x30\x30\x30\x30")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

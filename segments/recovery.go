@@ -354,6 +354,10 @@ func (l *Log) loadIndexLocked(s *segment, f vfs.File) error {
 		s.next, s.maxTs, s.rollTs = next, tailMax, first.MaxTimestamp
 	}
 	if n := len(x.times); n > 0 {
+		if end := s.rel(s.next); x.times[n-1].rel > end {
+			// A lookup would start past the segment's batches.
+			return fmt.Errorf("%w: time entry at %d past the end %d", errBadIndex, x.times[n-1].rel, end)
+		}
 		s.maxTs = max(s.maxTs, x.times[n-1].ts)
 		if x.times[n-1].rel == s.rel(s.next) {
 			x.times = x.times[:n-1] // the sealing entry; see encodeTimes
