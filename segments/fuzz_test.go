@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -82,4 +83,142 @@ func FuzzRecords(f *testing.F) {
 		c := cleaner{latest: map[string]int64{}}
 		_, _ = c.filter(h, buf)
 	})
+}
+
+// FuzzIndexFiles replaces the offset and time index files of the sealed
+// first segment of a cleanly closed log with arbitrary bytes (seeded with
+// the real ones). The index files have no checksum, only the consistency
+// checks of loadIndexLocked (doc.go, Index files), so an index changed on
+// disk that passes them is trusted and may send a read or a timestamp
+// lookup to the wrong batch. What holds whatever the bytes: Open, reads
+// and lookups do not panic or hang, a read that succeeds returns the batch
+// holding its offset, a lookup that succeeds answers a record at or past
+// its timestamp, and the log takes appends; and when the index in use is
+// the one a rescan builds (the files were right, or were refused and
+// rebuilt), every answer is the one before the change.
+func FuzzIndexFiles(f *testing.F) {
+	const dir = "/idx"
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4096
+	cfg.IndexIntervalBytes = 300
+	mem := vfs.NewMemFS()
+	l := mustOpen(f, dir, cfg, Options{FS: mem})
+	for i := range 60 {
+		mustAppend(f, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
+	}
+	want := readAll(f, l, 0, 1<<20)
+	end := l.EndOffset()
+	type lookup struct {
+		off, ts int64
+		ok      bool
+	}
+	probes := []int64{-1, 0, 99, 100, 101, 117, 130, 150, 161, 199, 220, 300}
+	wantTs := make([]lookup, len(probes))
+	for i, ts := range probes {
+		off, got, ok, err := l.OffsetForTimestamp(ts)
+		if err != nil {
+			f.Fatal(err)
+		}
+		wantTs[i] = lookup{off, got, ok}
+	}
+	if err := l.Close(); err != nil {
+		f.Fatal(err)
+	}
+	names, err := mem.List(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, name := range names {
+		if files[name], err = readFile(mem, filepath.Join(dir, name)); err != nil {
+			f.Fatal(err)
+		}
+	}
+	offsName, timesName := segmentName(0, indexSuffix), segmentName(0, timeIndexSuffix)
+	offs, times := files[offsName], files[timesName]
+	if len(offs) < 3*indexEntryLen || len(times) < 3*timeEntryLen {
+		f.Fatalf("first segment's index files: %d and %d bytes", len(offs), len(times))
+	}
+	f.Add(offs, times)
+	f.Add(offs[:len(offs)-indexEntryLen], times)
+	f.Add(offs, times[timeEntryLen:])
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, offs, times []byte) {
+		mem := vfs.NewMemFS()
+		mem.MkdirAll(dir)
+		for name, b := range files {
+			switch name {
+			case offsName:
+				b = offs
+			case timesName:
+				b = times
+			}
+			w, _ := mem.Create(filepath.Join(dir, name))
+			w.WriteAt(b, 0)
+			w.Close()
+		}
+		l := mustOpen(t, dir, cfg, Options{FS: mem})
+		defer l.Close()
+		exact := indexIsRebuild(t, l, 0)
+		if c, err := l.Read(0, 1<<20, -1); err == nil {
+			got, err := c.Bytes()
+			c.Close()
+			if err == nil && (exact || len(got) <= len(want)) && !bytes.Equal(got, want[:min(len(got), len(want))]) {
+				t.Fatal("the log reads differently")
+			}
+		} else if exact {
+			t.Fatalf("read 0: %v", err)
+		}
+		for off := int64(0); off < end; off++ {
+			c, err := l.Read(off, 1, -1)
+			if err != nil {
+				if exact {
+					t.Fatalf("read %d: %v", off, err)
+				}
+				continue
+			}
+			b, err := c.Bytes()
+			c.Close()
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			if h := recordbatch.ParseHeader(b); off < h.BaseOffset || off > h.LastOffset() {
+				t.Fatalf("read %d got batch [%d, %d]", off, h.BaseOffset, h.LastOffset())
+			}
+		}
+		for i, ts := range probes {
+			off, got, ok, err := l.OffsetForTimestamp(ts)
+			switch {
+			case exact && (err != nil || (lookup{off, got, ok}) != wantTs[i]):
+				t.Fatalf("timestamp lookup %d: %d@%d %v %v, want %+v", ts, off, got, ok, err, wantTs[i])
+			case err == nil && ok && (got < ts || off < 0 || off >= end):
+				t.Fatalf("timestamp lookup %d answered %d@%d", ts, off, got)
+			}
+		}
+		if info := mustAppend(t, l, valueBatch(1, 5, 1), 0); info.BaseOffset != end {
+			t.Fatalf("append at %d, end was %d", info.BaseOffset, end)
+		}
+	})
+}
+
+// indexIsRebuild loads the segment at base and reports whether its index
+// is the one a rescan of the segment builds.
+func indexIsRebuild(t *testing.T, l *Log, base int64) bool {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.segs[l.segmentForLocked(base)]
+	if err := l.loadLocked(s); err != nil {
+		t.Fatalf("load segment %d: %v", s.base, err)
+	}
+	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.files.release(cf)
+	r, err := scanSegment(cf.f, s.size, s.base, 0, 0, l.cfg.IndexIntervalBytes)
+	if err != nil || r.stop != nil {
+		t.Fatalf("rescan of segment %d: %v %v", s.base, err, r.stop)
+	}
+	return r.next == s.next && r.maxTs == s.maxTs && slices.Equal(r.idx.offsets, s.idx.offsets) && slices.Equal(r.idx.times, s.idx.times)
 }
