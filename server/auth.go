@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -62,7 +61,7 @@ func ParseSuperUsers(s string) []string {
 // startAuth runs once the node is ready to apply metadata: the bootstrap
 // superuser.
 func (s *Server) startAuth() error {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	return s.access.BootstrapSuperuser(ctx)
+	ctx, stop := s.startContext()
+	defer stop()
+	return startError(ctx, s.access.BootstrapSuperuser(ctx))
 }

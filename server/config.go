@@ -149,8 +149,9 @@ type Config struct {
 	// validation existed (segments.Config.FramingOnly): the baseline of
 	// BenchmarkKafkaProduceValidation only.
 	BenchSkipRecordValidation bool
-	// TestFaults are the chaos suite's clock offset and fsync delay
-	// (testfaults.go; hidden flags, off by default).
+	// TestFaults are the chaos suite's clock offset and fsync delay and
+	// the fail-stop tests' raft log segment size (testfaults.go; hidden
+	// flags, off by default).
 	TestFaults TestFaults
 
 	// HTTPAllowedHosts are the names (or "*.suffix" patterns) besides

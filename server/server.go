@@ -296,20 +296,22 @@ func (s *Server) open() (err error) {
 	s.peerRefused = warnlimit.New(s.logger, 10*time.Second)
 	s.storage = &broker.StorageHealth{}
 	s.meta, err = quorum.Open(quorum.Config{
-		NodeID:             s.cfg.NodeID,
-		Dir:                filepath.Join(s.cfg.DataDir, "meta"),
-		BindAddr:           s.cfg.RaftAddr,
-		AdvertiseAddr:      s.raftAdvertised(),
-		Voters:             s.cfg.Controllers,
-		Voter:              s.cfg.HasRole(RoleController),
-		Logger:             s.logger.With("component", "raft"),
-		HeartbeatInterval:  s.cfg.BrokerHeartbeatInterval,
-		SessionTimeout:     s.cfg.BrokerSessionTimeout,
-		ElectionTimeout:    s.cfg.ControllerElectionTimeout,
-		ClusterSecret:      s.cfg.ClusterSecret,
-		Limits:             s.cfg.TopicLimits,
-		PeerTLS:            s.cfg.PeerTLS,
-		AllowInsecurePeers: s.cfg.InsecureInterNode,
+		NodeID:            s.cfg.NodeID,
+		Dir:               filepath.Join(s.cfg.DataDir, "meta"),
+		BindAddr:          s.cfg.RaftAddr,
+		AdvertiseAddr:     s.raftAdvertised(),
+		Voters:            s.cfg.Controllers,
+		Voter:             s.cfg.HasRole(RoleController),
+		Logger:            s.logger.With("component", "raft"),
+		HeartbeatInterval: s.cfg.BrokerHeartbeatInterval,
+		SessionTimeout:    s.cfg.BrokerSessionTimeout,
+		ElectionTimeout:   s.cfg.ControllerElectionTimeout,
+		// 0 (the default) unless a test makes them small.
+		RaftLogSegmentBytes: s.cfg.TestFaults.RaftLogSegmentBytes,
+		ClusterSecret:       s.cfg.ClusterSecret,
+		Limits:              s.cfg.TopicLimits,
+		PeerTLS:             s.cfg.PeerTLS,
+		AllowInsecurePeers:  s.cfg.InsecureInterNode,
 		ExtraProtocols: map[byte]func(net.Conn){
 			protoKafka: func(c net.Conn) { s.handoffs.run(c, s.acceptPeer) },
 			protoHTTP:  func(c net.Conn) { s.handoffs.run(c, s.interHTTP.hand) },
@@ -405,10 +407,10 @@ func (s *Server) open() (err error) {
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
+	ctx, stop := s.startContext()
+	defer stop()
 	if err := s.meta.WaitReady(ctx); err != nil {
-		return fmt.Errorf("wait for the metadata quorum: %w", err)
+		return startError(ctx, fmt.Errorf("wait for the metadata quorum: %w", err))
 	}
 	if s.cfg.HasRole(RoleController) && s.cfg.LeaderRebalanceInterval > 0 {
 		ectx, stop := context.WithCancel(context.Background())
@@ -421,7 +423,7 @@ func (s *Server) open() (err error) {
 	}
 	if s.cfg.HasRole(RoleBroker) {
 		if err := s.startBroker(ctx); err != nil {
-			return err
+			return startError(ctx, err)
 		}
 		cc := coordinators.Config{NodeID: s.cfg.NodeID, Meta: s.meta, Broker: s.broker, Admin: s.admin, Metrics: s.metrics,
 			ReadRemote: func(ctx context.Context, leader int32, req api.ConsumeRequest) (api.ConsumeResult, error) {
@@ -484,6 +486,43 @@ func (s *Server) acceptPeer(c net.Conn) {
 
 // startTimeout bounds how long a node waits for the quorum at start.
 const startTimeout = 60 * time.Second
+
+// startContext bounds a step of the start: startTimeout, or until the
+// metadata log fails (quorum.Node.Failed). A node whose log cannot be
+// written while it starts (a leader's first append after a restart) would
+// otherwise wait out the timeout, or for ever where a step retries, before
+// Run watches Failed. stop ends the watch and waits for it.
+func (s *Server) startContext() (ctx context.Context, stop func()) {
+	timed, cancelTimed := context.WithTimeout(context.Background(), startTimeout)
+	ctx, cancel := context.WithCancelCause(timed)
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-s.meta.Failed():
+			cancel(fmt.Errorf("metadata log: %w", s.meta.Failure()))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		<-watched
+		cancel(nil)
+		cancelTimed()
+	}
+}
+
+// startError is err, or the metadata log's failure when that ended ctx
+// (startContext): the reason the start failed, not the wait it cut short.
+func startError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() == context.Canceled {
+		return cause
+	}
+	return err
+}
 
 func (s *Server) raftAdvertised() string {
 	return advertised(s.cfg.RaftAdvertisedAddr, s.cfg.RaftAddr)

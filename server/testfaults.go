@@ -42,11 +42,16 @@ import (
 )
 
 // TestFaults are the test-only fault knobs (hidden flags --test-faults,
-// --test-clock-offset, --test-fsync-delay).
+// --test-clock-offset, --test-fsync-delay, --test-raft-log-segment-bytes).
 type TestFaults struct {
 	Enabled     bool
 	ClockOffset time.Duration // added to the wall clock
 	FsyncDelay  time.Duration // every partition fsync sleeps this long first
+	// RaftLogSegmentBytes is the metadata log's segment size (0: quorum's
+	// default), with or without Enabled: small segments rotate after a few
+	// entries, so a test reaches a rotation that fails on a full disk
+	// (TestMetadataLogFullDiskExits).
+	RaftLogSegmentBytes int
 }
 
 // TestFaultsFile is the name, in the data dir, of the file that changes the

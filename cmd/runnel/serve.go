@@ -228,7 +228,8 @@ func newServeCommand() *cobra.Command {
 	fs.BoolVar(&f.testFaults.Enabled, "test-faults", false, "tests only: read the wall-clock offset and fsync delay from <data-dir>/test-faults while running")
 	fs.DurationVar(&f.testFaults.ClockOffset, "test-clock-offset", 0, "tests only (with --test-faults): added to the wall clock")
 	fs.DurationVar(&f.testFaults.FsyncDelay, "test-fsync-delay", 0, "tests only (with --test-faults): every partition fsync waits this long first")
-	for _, name := range []string{"test-faults", "test-clock-offset", "test-fsync-delay"} {
+	fs.IntVar(&f.testFaults.RaftLogSegmentBytes, "test-raft-log-segment-bytes", 0, "tests only: the metadata log's segment size (0: 4 MiB)")
+	for _, name := range []string{"test-faults", "test-clock-offset", "test-fsync-delay", "test-raft-log-segment-bytes"} {
 		_ = fs.MarkHidden(name)
 	}
 	return cmd

@@ -290,6 +290,27 @@ func (n *Node) signal(sig syscall.Signal, wait time.Duration) {
 	}
 }
 
+// WaitExit waits up to timeout for the process to exit by itself and
+// returns its exit code; exited is false when it still runs (it is left
+// running).
+func (n *Node) WaitExit(timeout time.Duration) (code int, exited bool) {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		n.t.Fatalf("servertest: node %d is not running", n.opts.NodeID)
+	}
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		return 0, false
+	}
+	n.mu.Lock()
+	n.cmd, n.done = nil, nil
+	n.mu.Unlock()
+	return cmd.ProcessState.ExitCode(), true
+}
+
 // Logs returns everything the process wrote so far.
 func (n *Node) Logs() string {
 	if n.logs == nil {
