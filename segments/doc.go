@@ -115,8 +115,13 @@
 // entry pointing at a batch with that base offset, and the batch headers
 // after it ending exactly at the end of the file. Otherwise, or when
 // missing, it is rebuilt from the segment. The index files have no
-// checksum: an entry changed on disk that stays consistent with these
-// checks is trusted (see FuzzIndexFiles).
+// checksum, so an entry changed on disk can pass these checks: each offset
+// entry a read or a timestamp lookup starts or jumps from is checked
+// against the batch header at its position (which the read reads anyway),
+// and one that is not at its batch has the index rebuilt and the read
+// answered from that. A time entry's timestamp cannot be checked without a
+// scan: one changed on disk can make a timestamp lookup answer a later
+// record (see FuzzIndexFiles).
 //
 // # Transactions
 //

@@ -93,3 +93,81 @@ func TestIndexRebuild(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexEntryOffItsBatch: an offset entry changed on disk, still in
+// order and inside the segment, passes the checks on load (the index files
+// have no checksum); a read that starts or jumps from it finds that the
+// entry is not its batch's, rebuilds the index and answers right, where it
+// skipped records or passed its limit (found by FuzzIndexFiles).
+func TestIndexEntryOffItsBatch(t *testing.T) {
+	const dir = "/idx"
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4096
+	cfg.IndexIntervalBytes = 300
+	// Batches [0], [1,2], [3,5], [6], [7,8], [9,11]...; offset entries at
+	// 0, 3, 6, 9...
+	tests := []struct {
+		name                string
+		entry               int    // which offset entry
+		rel, pos            uint32 // changed to (0: as it was)
+		off, maxOffset      int64  // the read
+		wantFirst, wantLast int64  // the batches it answers
+	}{
+		// A read of 2 started at the batch of 3.
+		{name: "offset", entry: 1, rel: 2, off: 2, maxOffset: -1, wantFirst: 1, wantLast: 32},
+		// A read below 7 took the batches before the entry of 9 whole,
+		// [7,8] with them.
+		{name: "jump", entry: 3, rel: 7, off: 0, maxOffset: 7, wantFirst: 0, wantLast: 6},
+		// A read of 7 started inside the batch [3,5] and failed.
+		{name: "position", entry: 2, pos: 500, off: 7, maxOffset: -1, wantFirst: 7, wantLast: 32},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := vfs.NewMemFS()
+			l := mustOpen(t, dir, cfg, Options{FS: mem})
+			for i := range 60 {
+				mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
+			}
+			l.Close()
+			path := filepath.Join(dir, segmentName(0, indexSuffix))
+			b, err := readFile(mem, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := tt.entry * indexEntryLen
+			if got := binary.BigEndian.Uint32(b[at:]); got != 3*uint32(tt.entry) {
+				t.Fatalf("entry %d is for offset %d, want %d", tt.entry, got, 3*tt.entry)
+			}
+			if tt.rel != 0 {
+				binary.BigEndian.PutUint32(b[at:], tt.rel)
+			}
+			if tt.pos != 0 {
+				binary.BigEndian.PutUint32(b[at+4:], tt.pos)
+			}
+			w, _ := mem.Create(path)
+			w.WriteAt(b, 0)
+			w.Close()
+			l = mustOpen(t, dir, cfg, Options{FS: mem})
+			defer l.Close()
+			c, err := l.Read(tt.off, 1<<20, tt.maxOffset)
+			if err != nil {
+				t.Fatalf("read %d: %v", tt.off, err)
+			}
+			got, err := c.Bytes()
+			c.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var first, last recordbatch.Header
+			for rest := got; len(rest) >= recordbatch.HeaderLen; rest = rest[last.Size:] {
+				if last = recordbatch.ParseHeader(rest); first.Size == 0 {
+					first = last
+				}
+			}
+			if first.BaseOffset != tt.wantFirst || last.LastOffset() != tt.wantLast {
+				t.Fatalf("read %d (below %d) answered batches [%d, %d], want [%d, %d]", tt.off, tt.maxOffset, first.BaseOffset, last.LastOffset(), tt.wantFirst, tt.wantLast)
+			}
+			checkIndexes(t, l)
+		})
+	}
+}

@@ -1,12 +1,14 @@
 package segments
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"syscall"
 
+	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments/vfs"
 )
 
@@ -64,14 +66,15 @@ func (l *Log) readSegmentLocked(s *segment, offset int64, maxBytes int, maxOffse
 	if err != nil {
 		return nil, false, fmt.Errorf("segments: read: %w", err)
 	}
-	pos, h, ok, err := s.findBatch(cf.f, offset)
+	pos, end, h, ok, err := s.findRange(cf.f, offset, maxBytes, maxOffset)
+	if errors.Is(err, errBadIndex) {
+		if err = l.rebuildBadIndexLocked(s, cf.f, err); err == nil {
+			pos, end, h, ok, err = s.findRange(cf.f, offset, maxBytes, maxOffset)
+		}
+	}
 	if err == nil && ok && maxOffset >= 0 && h.BaseOffset >= maxOffset {
 		l.files.release(cf)
 		return emptyChunk{}, true, nil
-	}
-	var end int64
-	if err == nil && ok {
-		end, err = s.rangeEnd(cf.f, pos, h, maxBytes, maxOffset)
 	}
 	if err != nil || !ok {
 		l.files.release(cf)
@@ -81,6 +84,19 @@ func (l *Log) readSegmentLocked(s *segment, offset int64, maxBytes int, maxOffse
 		return nil, false, err
 	}
 	return &fileChunk{files: l.files, cf: cf, off: pos, n: end - pos}, true, nil
+}
+
+// findRange returns the run of whole batches Read answers from s: the
+// position of the batch holding offset (h, its header; ok is false when
+// none is at or past offset) and the end of the run; when h starts at or
+// past maxOffset the end is not computed.
+func (s *segment) findRange(f vfs.File, offset int64, maxBytes int, maxOffset int64) (pos, end int64, h recordbatch.Header, ok bool, err error) {
+	pos, h, ok, err = s.findBatch(f, offset)
+	if err != nil || !ok || (maxOffset >= 0 && h.BaseOffset >= maxOffset) {
+		return pos, 0, h, ok, err
+	}
+	end, err = s.rangeEnd(f, pos, h, maxBytes, maxOffset)
+	return pos, end, h, ok, err
 }
 
 type emptyChunk struct{}

@@ -290,7 +290,14 @@ func (l *Log) loadLocked(s *segment) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		l.logger.Info("segments: rebuilding index", "segment", s.base, "reason", err)
 	}
-	r, err := scanSegment(cf.f, s.size, s.base, 0, 0, l.cfg.IndexIntervalBytes)
+	return l.rebuildIndexLocked(s, cf.f)
+}
+
+// rebuildIndexLocked scans s (open as f) and installs the indexes, next
+// offset and max timestamp the scan finds, writing the index files of a
+// sealed segment.
+func (l *Log) rebuildIndexLocked(s *segment, f vfs.File) error {
+	r, err := scanSegment(f, s.size, s.base, 0, 0, l.cfg.IndexIntervalBytes)
 	if err != nil {
 		return fmt.Errorf("segments: scan %s: %w", s.path(l.dir), err)
 	}
@@ -306,6 +313,15 @@ func (l *Log) loadLocked(s *segment) error {
 		}
 	}
 	return nil
+}
+
+// rebuildBadIndexLocked rebuilds the index of s (open as f) after a read
+// found an entry that does not match the segment (cause, wrapping
+// errBadIndex: an index file changed on disk, see checkEntry); the read is
+// then answered from the rebuilt index.
+func (l *Log) rebuildBadIndexLocked(s *segment, f vfs.File, cause error) error {
+	l.logger.Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", cause)
+	return l.rebuildIndexLocked(s, f)
 }
 
 // loadIndexLocked reads the index files of s and checks them against the

@@ -169,9 +169,13 @@ func tailScan(f io.ReaderAt, pos, end int64) (next, maxTs, lastPos int64, err er
 // last offset is >= off, scanning from the index; ok is false when the
 // segment holds none.
 func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, recordbatch.Header, bool, error) {
-	pos := int64(s.idx.lookup(s.rel(off)).pos)
+	e := s.idx.lookup(s.rel(off))
+	pos := int64(e.pos)
 	for pos < s.size {
 		h, err := readHeader(f, pos, s.size)
+		if pos == int64(e.pos) {
+			err = s.checkEntry(e, h, err)
+		}
 		if err != nil {
 			return 0, h, false, err
 		}
@@ -181,6 +185,28 @@ func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, recordbatch.Header
 		pos += h.Size
 	}
 	return pos, recordbatch.Header{}, false, nil
+}
+
+// checkEntry checks the index entry e against what reading the header at
+// its position gave (h, or err). The index files have no checksum (an
+// entry changed on disk passes loadIndexLocked's checks when it stays in
+// order and inside the segment), so each entry a read starts or jumps from
+// is checked: one that is not at a batch, or not at its batch, would make
+// a read fail, skip records or pass its limit. The result wraps
+// errBadIndex then (Read rebuilds the index). The zero entry is lookup's
+// answer below the first entry too, where the batch at position 0 may
+// start past the segment's base, and a batch that cannot be read there is
+// the segment's fault.
+func (s *segment) checkEntry(e indexEntry, h recordbatch.Header, err error) error {
+	switch {
+	case e == (indexEntry{}):
+		return err
+	case err != nil:
+		return fmt.Errorf("%w: entry for offset %d at %d: %w", errBadIndex, s.base+int64(e.rel), e.pos, err)
+	case h.BaseOffset != s.base+int64(e.rel):
+		return fmt.Errorf("%w: entry for offset %d at %d holds a batch at %d", errBadIndex, s.base+int64(e.rel), e.pos, h.BaseOffset)
+	}
+	return nil
 }
 
 // rangeEnd returns the end of the run of whole batches that starts with the
@@ -197,15 +223,19 @@ func (s *segment) rangeEnd(f io.ReaderAt, pos int64, h recordbatch.Header, maxBy
 	}
 	// Batches before an index entry at a position <= limit fit, and those
 	// before the entry for maxOffset have smaller base offsets.
-	jump := int64(s.idx.lookupPos(limit).pos)
-	if e := s.idx.lookup(s.rel(maxOffset)); s.base+int64(e.rel) <= maxOffset {
-		jump = min(jump, int64(e.pos))
-	} else {
-		jump = 0
+	jump := s.idx.lookupPos(limit)
+	if e := s.idx.lookup(s.rel(maxOffset)); s.base+int64(e.rel) > maxOffset {
+		jump = indexEntry{}
+	} else if e.pos < jump.pos {
+		jump = e
 	}
-	end = max(end, jump)
+	jumped := int64(jump.pos) > end
+	end = max(end, int64(jump.pos))
 	for end < s.size {
 		h, err := readHeader(f, end, s.size)
+		if jumped {
+			err, jumped = s.checkEntry(jump, h, err), false
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,7 @@
 package segments
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -43,6 +44,12 @@ func (l *Log) searchTimeLocked(s *segment, ts int64) (int64, int64, bool, error)
 	defer l.files.release(cf)
 	from := max(s.base+int64(s.idx.lookupTime(ts)), l.start)
 	pos, _, ok, err := s.findBatch(cf.f, from)
+	if errors.Is(err, errBadIndex) {
+		if err = l.rebuildBadIndexLocked(s, cf.f, err); err == nil {
+			from = max(s.base+int64(s.idx.lookupTime(ts)), l.start)
+			pos, _, ok, err = s.findBatch(cf.f, from)
+		}
+	}
 	for ok && err == nil && pos < s.size {
 		var h recordbatch.Header
 		if h, err = readHeader(cf.f, pos, s.size); err != nil {
