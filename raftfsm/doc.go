@@ -47,6 +47,9 @@
 //	              badger record by record)
 //	placement.go  replica placement for CreateTopic/CreatePartitions
 //	badger.go     badger options (the state store and quorum's raft log)
+//	failstop.go   a failed write of the state store stops the state
+//	              machine: the batch is answered with the failure, nothing
+//	              applies after it, Failed closes (quorum stops the node)
 //
 // # Idempotence
 //

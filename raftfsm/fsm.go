@@ -28,6 +28,10 @@ type FSM struct {
 	// broken: a snapshot restore began replacing the state and did not
 	// complete; nothing applies until one does. FSM goroutine only.
 	broken error
+	// commitState writes a batch's changes with its applied index
+	// (commitWrites; a test's fault).
+	commitState func(db *badger.DB, index uint64, writes []write) error
+	stop        storeFailure // a failed write of the state store (failstop.go)
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
@@ -39,7 +43,7 @@ func NewFSM(db *badger.DB, log *slog.Logger) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{db: db, log: log}
+	f := &FSM{db: db, log: log, commitState: commitWrites, stop: storeFailure{failed: make(chan struct{})}}
 	f.applied.Store(applied)
 	f.images.publish(img)
 	return f, nil
@@ -72,6 +76,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
+	if f.stop.err != nil {
+		return f.refuse(logs, applied, out)
+	}
 	base, _ := f.images.load()
 	var ch *change // created at the first command to apply
 	var last uint64
@@ -98,20 +105,23 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if last == 0 {
 		return out
 	}
-	f.commit(ch, base, last)
+	if !f.commit(ch, base, last) {
+		return f.refuse(logs, applied, out)
+	}
 	return out
 }
 
-// commit makes the batch applied through last durable and publishes it.
-func (f *FSM) commit(ch *change, base *Image, last uint64) {
-	if err := ch.commit(f.db); err != nil {
-		// The state machine cannot skip committed commands and stay
-		// consistent with its peers: stop here, a restart replays the log.
-		panic(fmt.Sprintf("raftfsm: apply through index %d: %v", last, err))
+// commit makes the batch applied through last durable and publishes it;
+// false when the state store failed (the state machine stops: failstop.go).
+func (f *FSM) commit(ch *change, base *Image, last uint64) bool {
+	if err := ch.commit(f.db, f.commitState); err != nil {
+		f.storeFailed(fmt.Errorf("raftfsm: apply the metadata log through index %d: write the state store: %w", last, err))
+		return false
 	}
 	f.applied.Store(last)
 	ch.img.noteTopicChanges(base, ch.topics)
 	f.images.publish(ch.img)
+	return true
 }
 
 // stopAt stops the node at a command it cannot apply (ErrUnsupportedCommand:
@@ -123,7 +133,7 @@ func (f *FSM) commit(ch *change, base *Image, last uint64) {
 func (f *FSM) stopAt(ch *change, last, index uint64, err error) {
 	if last != 0 {
 		base, _ := f.images.load()
-		f.commit(ch, base, last)
+		f.commit(ch, base, last) // a failure is logged; the stop is the same
 	}
 	msg := fmt.Sprintf("raftfsm: cannot apply the metadata log at index %d (%v): "+
 		"a newer runnel wrote it; upgrade this node to the version of the others and restart it", index, err)
@@ -171,7 +181,7 @@ func (c *change) applyAt(index uint64, cmd Command) any {
 // commit writes the batch with its last index in one transaction, or, when
 // that is too big for badger, command by command, each with its own index:
 // the applied index always matches the writes committed with it.
-func (c *change) commit(db *badger.DB) error {
+func (c *change) commit(db *badger.DB, commitWrites func(*badger.DB, uint64, []write) error) error {
 	last := c.marks[len(c.marks)-1].index
 	err := commitWrites(db, last, lastWrites(c.writes))
 	if !errors.Is(err, badger.ErrTxnTooBig) || len(c.marks) == 1 {

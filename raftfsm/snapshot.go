@@ -34,7 +34,12 @@ type fsmSnapshot struct {
 }
 
 func (f *FSM) snapshot() (raft.FSMSnapshot, error) {
-	// Called on the FSM goroutine: txn and applied index agree.
+	// Called on the FSM goroutine: txn and applied index agree. Stopped
+	// (failstop.go), raft's applied index is past the state's: a snapshot
+	// would say it holds commands it does not.
+	if f.stop.err != nil {
+		return nil, f.stop.err
+	}
 	if f.broken != nil {
 		return nil, f.broken
 	}
@@ -97,6 +102,9 @@ func (s *fsmSnapshot) Release() { s.txn.Discard() }
 // 2,000,000 partitions is never held in memory beside the image loaded
 // from it.
 func (f *FSM) restore(r io.Reader) error {
+	if f.stop.err != nil {
+		return f.stop.err
+	}
 	sr, applied, err := newSnapshotReader(r)
 	if err != nil {
 		return err
@@ -111,6 +119,11 @@ func (f *FSM) restore(r io.Reader) error {
 	f.broken = fmt.Errorf("raftfsm: a snapshot restore did not complete")
 	if err := streamState(f.db, applied, sr); err != nil {
 		f.broken = fmt.Errorf("raftfsm: snapshot restore failed: %w", err)
+		if !errors.Is(err, errBadSnapshot) {
+			// Not the snapshot but the state store: raft would retry
+			// the restore for ever, the metadata frozen.
+			f.storeFailed(fmt.Errorf("raftfsm: write the state store from a snapshot: %w", err))
+		}
 		return err
 	}
 	img, idx, err := loadImage(f.db)

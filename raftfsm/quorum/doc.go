@@ -75,7 +75,8 @@
 //	recover.go    RecoverQuorum: a new voter set on a stopped node's Dir
 //	raftlog.go    the raft log and stable store (raft-wal: one fsync per
 //	              append), moving an older node's badger log into it
-//	failstop.go   a failed write of the raft log or stable store is fatal:
+//	failstop.go   a failed write of the raft log, stable store or state
+//	              store (raftfsm's failstop.go) is fatal:
 //	              logged once, Node.Failed closes and the process exits
 //	              (server.Run) instead of running on with frozen metadata
 //	logstore.go   the badger raft log of older versions, read to move it

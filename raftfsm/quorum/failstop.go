@@ -18,6 +18,8 @@ import (
 // Retrying is no use: raft-wal refuses every append after a failed segment
 // rotation ("segment is sealed"), and raft would go on proposing and
 // refusing with its metadata frozen. Failed reads stay errors of the call.
+// A failed write of the state store (raftfsm's failstop.go) stops the node
+// the same way (stateFailed).
 
 // writeFailure records the first failed write of a raftLog.
 type writeFailure struct {
@@ -51,6 +53,15 @@ func (f writeFailure) check(doing string, err error) error {
 	return err
 }
 
+// stateFailed reports a failed write of the state store (raftfsm's
+// FSM.OnFailure; the FSM logged it): the node stops as for its log.
+func (f writeFailure) stateFailed(err error) {
+	f.once.Do(func() {
+		*f.err = err
+		close(f.failed)
+	})
+}
+
 // StoreLog appends one entry (raft-wal's StoreLog would call its own
 // StoreLogs, not ours).
 func (l *raftLog) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
@@ -75,8 +86,8 @@ func (l *raftLog) SetUint64(k []byte, v uint64) error {
 	return l.writes.check("write the raft stable store", l.WAL.SetUint64(k, v))
 }
 
-// Failed is closed when a write to this node's raft log or stable store has
-// failed: the node cannot take part in the quorum any more and its process
+// Failed is closed when a write to this node's raft log, stable store or
+// state store has failed: the node cannot take part in the quorum any more and its process
 // should stop (Failure says why). It stays open while writes succeed.
 func (n *Node) Failed() <-chan struct{} { return n.logs.writes.failed }
 

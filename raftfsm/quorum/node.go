@@ -127,8 +127,13 @@ func (n *Node) open() error {
 	// Opened after the state store, whose directory lock refuses a second
 	// process (a running node when RecoverQuorum is run): raft-wal's bbolt
 	// file would wait for its lock instead.
-	n.logs, err = openRaftLog(n.cfg.Dir, n.cfg.RaftLogSegmentBytes, n.log)
-	return err
+	if n.logs, err = openRaftLog(n.cfg.Dir, n.cfg.RaftLogSegmentBytes, n.log); err != nil {
+		return err
+	}
+	// A failed write of the state store stops the node as one of the log
+	// does (failstop.go).
+	n.fsm.OnFailure(n.logs.writes.stateFailed)
+	return nil
 }
 
 func (n *Node) start(ctx context.Context) error {
