@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,8 +38,11 @@ func quotaWindow() (time.Duration, float64, float64) {
 // A user with a 1 MiB/s producer quota (set with Kafka's AlterClientQuotas
 // for alice, over HTTP PUT /v1/quotas for carol) is held to it, alice over
 // Kafka (throttle_time_ms and a muted connection) and carol over HTTP
-// (delayed or 429 answers), while bob, with no quota, produces at the 3
-// MiB/s pace he asks for on both doors of the same node at the same time.
+// (delayed or 429 answers), while bob, with no quota, asking for 3 MiB/s
+// on both doors of the same node at the same time, is never throttled. The
+// rates are the node's behaviour where it holds a producer back (at most
+// the quota); where it lets one go (at least the quota, as fast as bob),
+// they are the machine's too, and checked only when it was fast enough.
 func TestQuotasLimitProducers(t *testing.T) {
 	const limit = 1 << 20
 	window, lo, hi := quotaWindow()
@@ -58,9 +62,14 @@ func TestQuotasLimitProducers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	throttled := map[string]*throttleCount{} // by user: throttle_time_ms answers
 	client := func(user string) *kgo.Client {
+		if throttled[user] == nil {
+			throttled[user] = &throttleCount{}
+		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.KafkaAddr), kgo.SASL(scram.Auth{User: user, Pass: user + "-pw"}.AsSha512Mechanism()),
 			kgo.ClientID(user+"-app"), kgo.ProducerLinger(0), kgo.MaxBufferedRecords(32),
+			kgo.WithHooks(throttled[user]),
 			kgo.ProducerBatchCompression(kgo.NoCompression())) // the quota counts bytes on the wire
 		if err != nil {
 			t.Fatal(err)
@@ -122,48 +131,69 @@ func TestQuotasLimitProducers(t *testing.T) {
 
 	var wg sync.WaitGroup
 	rates := map[string]float64{}
+	refused := map[string]int{} // HTTP 429 answers
 	var mu sync.Mutex
-	run := func(name string, f func(deadline time.Time) int64) {
+	run := func(name string, f func(deadline time.Time) (sent int64, tooMany int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			sent := f(start.Add(window))
+			sent, tooMany := f(start.Add(window))
 			mu.Lock()
 			rates[name] = float64(sent) / time.Since(start).Seconds()
+			refused[name] = tooMany
 			mu.Unlock()
 		}()
 	}
-	run("alice-kafka", func(deadline time.Time) int64 { return kafkaProduceFor(t, ctx, alice, "qa", deadline, 0) })
-	run("bob-kafka", func(deadline time.Time) int64 { return kafkaProduceFor(t, ctx, client("bob"), "qb", deadline, 3*limit) })
-	run("carol-http", func(deadline time.Time) int64 {
+	kafkaRun := func(cl *kgo.Client, topic string, pace int) func(time.Time) (int64, int) {
+		return func(deadline time.Time) (int64, int) { return kafkaProduceFor(t, ctx, cl, topic, deadline, pace), 0 }
+	}
+	run("alice-kafka", kafkaRun(alice, "qa", 0))
+	run("bob-kafka", kafkaRun(client("bob"), "qb", 3*limit))
+	run("carol-http", func(deadline time.Time) (int64, int) {
 		return httpProduceFor(t, n.URL, httpToken(t, c, "carol"), "qc", deadline, 0)
 	})
-	run("bob-http", func(deadline time.Time) int64 {
+	run("bob-http", func(deadline time.Time) (int64, int) {
 		return httpProduceFor(t, n.URL, httpToken(t, c, "bob"), "qd", deadline, 3*limit)
 	})
 	wg.Wait()
 	for k, v := range rates {
 		rates[k] = v / limit
 	}
-	t.Logf("window %v; MiB/s: %v", window, rates)
-	for _, limited := range []string{"alice-kafka", "carol-http"} {
-		if r := rates[limited]; r < lo || r > hi {
-			t.Errorf("%s produced %.2f MiB/s with a 1 MiB/s quota (want %.2f to %.2f)", limited, r, lo, hi)
+	t.Logf("window %v; MiB/s: %v; HTTP 429s: %v; Kafka throttles: alice %d, bob %d", window, rates, refused,
+		throttled["alice"].n.Load(), throttled["bob"].n.Load())
+	// Held to the quota: the upper bound is the node's doing, whatever the
+	// machine's speed. The lower one shows the quota lets the producer have
+	// its rate, which only a machine that could push more over that door in
+	// this window (the unlimited producer did) can show: a loaded one may
+	// not reach 1 MiB/s at all (speed is the benchmarks' to show).
+	for limited, free := range map[string]string{"alice-kafka": "bob-kafka", "carol-http": "bob-http"} {
+		r := rates[limited]
+		if r > hi {
+			t.Errorf("%s produced %.2f MiB/s with a 1 MiB/s quota (want at most %.2f)", limited, r, hi)
+		}
+		if r < lo && rates[free] > hi {
+			t.Errorf("%s produced %.2f MiB/s with a 1 MiB/s quota (want at least %.2f: %s, without a quota, had %.2f)", limited, r, lo, free, rates[free])
+		} else if r < lo {
+			t.Logf("%s: %.2f MiB/s; the machine did not push more than %.2f MiB/s over its door without a quota either: the lower bound is not checked", limited, r, hi)
 		}
 	}
-	// Unlimited: above what the quota allows. make quota-check's long
-	// window asks for most of the 3 MiB/s; make test's short one only for
-	// more than a limited user may reach, as a machine loaded by other
-	// work may not push 3 MiB/s over HTTP (CI under load: 1.76).
-	minFree := 2.0
-	if window < 10*time.Second {
-		minFree = hi
+	// Unlimited: never throttled, on either door (not: fast, which a
+	// machine loaded by other work may not be).
+	if n := throttled["bob"].n.Load(); n != 0 {
+		t.Errorf("bob, without a quota, was answered throttle_time_ms %d times", n)
 	}
-	for _, free := range []string{"bob-kafka", "bob-http"} {
-		if r := rates[free]; r <= minFree {
-			t.Errorf("%s, without a quota, produced %.2f MiB/s of the 3 asked for (want more than %.2f)", free, r, minFree)
-		}
+	if refused["bob-http"] != 0 {
+		t.Errorf("bob, without a quota, was answered 429 %d times over HTTP", refused["bob-http"])
+	}
+}
+
+// throttleCount counts the throttle_time_ms answers a Kafka client gets.
+type throttleCount struct{ n atomic.Int64 }
+
+func (c *throttleCount) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		c.n.Add(1)
 	}
 }
 
@@ -205,11 +235,11 @@ func httpToken(t *testing.T, c *apiClient, user string) string {
 }
 
 // httpProduceFor posts 64 KiB bodies one after another until deadline
-// (paced unless 0), waiting out 429s, and returns the body bytes accepted.
-func httpProduceFor(t *testing.T, base, token, topic string, deadline time.Time, pace int) int64 {
+// (paced unless 0), waiting out 429s, and returns the body bytes accepted
+// and the 429s.
+func httpProduceFor(t *testing.T, base, token, topic string, deadline time.Time, pace int) (accepted int64, tooMany int) {
 	body := []byte(`{"records":[{"value":"` + strings.Repeat("h", 64<<10-40) + `"}]}`)
 	cl := &http.Client{Timeout: 30 * time.Second}
-	var accepted int64
 	start := time.Now()
 	for sent := 0; time.Now().Before(deadline); {
 		if pace > 0 {
@@ -223,7 +253,7 @@ func httpProduceFor(t *testing.T, base, token, topic string, deadline time.Time,
 		resp, err := cl.Do(req)
 		if err != nil {
 			t.Errorf("produce: %v", err)
-			return accepted
+			return accepted, tooMany
 		}
 		out, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
@@ -234,16 +264,17 @@ func httpProduceFor(t *testing.T, base, token, topic string, deadline time.Time,
 			}
 			sent += len(body)
 		case http.StatusTooManyRequests:
+			tooMany++
 			secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 			if secs < 1 || !strings.Contains(string(out), "quota-exceeded") {
 				t.Errorf("429 without a quota problem and Retry-After: %q %s", resp.Header.Get("Retry-After"), out)
-				return accepted
+				return accepted, tooMany
 			}
 			time.Sleep(time.Duration(secs) * time.Second)
 		default:
 			t.Errorf("produce: %d %s", resp.StatusCode, out)
-			return accepted
+			return accepted, tooMany
 		}
 	}
-	return accepted
+	return accepted, tooMany
 }
