@@ -164,8 +164,8 @@ type Server struct {
 }
 
 // Run serves until ctx is done, then shuts down gracefully. It returns an
-// error, so the process exits non-zero, when the metadata log can no longer
-// be written (quorum.Node.Failed): the node fail-stops for its supervisor
+// error, so the process exits non-zero, when the metadata log or its state
+// store can no longer be written (quorum.Node.Failed): the node fail-stops for its supervisor
 // to restart it instead of running on with its metadata frozen.
 func Run(ctx context.Context, cfg Config) error {
 	s, err := Open(cfg)
@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) error {
 		s.logger.Info("shutting down")
 		return s.Close()
 	case <-s.meta.Failed():
-		s.logger.Error("shutting down: the metadata log cannot be written", "err", s.meta.Failure())
+		s.logger.Error("shutting down: the metadata log or state cannot be written", "err", s.meta.Failure())
 		return errors.Join(fmt.Errorf("metadata log: %w", s.meta.Failure()), s.Close())
 	}
 }
