@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -422,9 +423,17 @@ func uiConfigsAndCurl(t *testing.T, ctx context.Context, node *servertest.Node, 
 	uiWait(t, ctx, "curl command", `!!document.querySelector('form[aria-label="Produce a message"] .curl pre')`)
 	cmd := uiEval[string](t, ctx, `document.querySelector('form[aria-label="Produce a message"] .curl pre').textContent`)
 	shots.take(ctx, "produce-curl")
-	out, err := exec.Command("sh", "-c", cmd+" -sS --fail-with-body").CombinedOutput()
+	// stdout alone is the answer: the shell's own complaints (CI once saw
+	// "getcwd() failed" when the working directory was removed under the
+	// run) go to stderr, reported only on failure; and it runs in a
+	// directory of its own.
+	curl := exec.Command("sh", "-c", cmd+" -sS --fail-with-body")
+	curl.Dir = t.TempDir()
+	var stderr bytes.Buffer
+	curl.Stderr = &stderr
+	out, err := curl.Output()
 	if err != nil {
-		t.Fatalf("running the UI's curl command %s: %v\n%s", cmd, err, out)
+		t.Fatalf("running the UI's curl command %s: %v\n%s%s", cmd, err, out, stderr.Bytes())
 	}
 	var res api.ProduceResponse
 	if err := json.Unmarshal(out, &res); err != nil || len(res.Offsets) != 1 {
