@@ -3,8 +3,12 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +83,7 @@ func BenchmarkClusterScale(b *testing.B) {
 
 	// One record in every partition first: the failover below is measured
 	// on logs in use (each log's first write creates it on every replica).
-	report(b, produceEvery(b, c.Nodes, names, perTopic, time.Now()).Seconds(), "first-write-every-partition-s")
+	report(b, produceEvery(b, c.Nodes, names, perTopic, time.Now(), nil).Seconds(), "first-write-every-partition-s")
 	// The failover is measured from a whole cluster: a follower that fell
 	// behind during the first writes is out of some ISRs, and a partition
 	// whose ISR is the killed broker alone gets no leader (no unclean
@@ -95,13 +99,27 @@ func BenchmarkClusterScale(b *testing.B) {
 			alive = append(alive, n)
 		}
 	}
+	before := leadersOf(b, c.Node(1), names)
 	start := time.Now()
 	victim.Kill()
+	if dir := os.Getenv("RUNNEL_BENCH_PROFILES"); dir != "" { // where the survivors' CPU went (needs --pprof in RUNNEL_BENCH_ARGS)
+		for _, n := range alive {
+			go profileNode(n, fmt.Sprintf("%s/kill9-%s.pprof", dir, strings.TrimPrefix(n.URL, "http://")), 20*time.Second)
+			for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second} {
+				time.AfterFunc(at, func() {
+					saveURL(fmt.Sprintf("%s/debug/pprof/goroutine?debug=1", n.URL),
+						fmt.Sprintf("%s/kill9-%s-goroutines-%.0fs.txt", dir, strings.TrimPrefix(n.URL, "http://"), at.Seconds()))
+				})
+			}
+		}
+	}
 	produced := make(chan time.Duration, 1)
-	go func() { produced <- produceEvery(b, alive, names, perTopic, start) }()
+	go func() { produced <- produceEvery(b, alive, names, perTopic, start, ackSpread(b, before, victimID)) }()
 	led := waitLedWithout(b, alive[0], names, victimID, start)
 	report(b, led.Seconds(), "kill9-led-again-s")
 	report(b, (<-produced).Seconds(), "kill9-all-writable-s")
+	b.Logf("after the writes: %d partitions with an ISR of one replica",
+		countPartitions(b, alive[0], names, func(p partitionView) bool { return len(p.ISR) < 2 }))
 
 	restart := timed(func() { victim.StartNoWait(); victim.WaitReady(scaleLimit(partitions)) })
 	report(b, restart.Seconds(), "restart-s")
@@ -287,15 +305,25 @@ func kafkaLedBy(n *servertest.Node, req *kmsg.MetadataRequest, gone int32) (int,
 // 100 ms: with franz-go's default backoff, growing to 5 s while the leader
 // is gone, the figure would be the client's backoff, not when the cluster
 // accepted the write).
-func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTopic int, start time.Time) time.Duration {
+//
+// acked, if not nil, is told of each acknowledgement (topic, partition,
+// time since start).
+func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTopic int, start time.Time, acked func(string, int32, time.Duration)) time.Duration {
 	var seeds []string
 	for _, n := range nodes {
 		seeds = append(seeds, n.KafkaAddr)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(len(names)*perTopic+1),
-		kgo.MetadataMinAge(100*time.Millisecond), kgo.RecordDeliveryTimeout(scaleLimit(len(names)*perTopic)),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }))
+	opts := []kgo.Opt{kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(len(names)*perTopic + 1),
+		kgo.MetadataMinAge(100 * time.Millisecond), kgo.RecordDeliveryTimeout(scaleLimit(len(names) * perTopic)),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond })}
+	var trace *produceTrace
+	if acked != nil && os.Getenv("RUNNEL_BENCH_TRACE") == "1" {
+		trace = &produceTrace{b: b, start: start, errs: map[string]int{}}
+		opts = append(opts, kgo.WithHooks(trace), kgo.WithLogger(trace))
+		defer trace.report()
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -308,7 +336,10 @@ func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTop
 	for _, name := range names {
 		for p := range perTopic {
 			wg.Add(1)
-			cl.Produce(ctx, &kgo.Record{Topic: name, Partition: int32(p), Value: []byte("x")}, func(_ *kgo.Record, err error) {
+			cl.Produce(ctx, &kgo.Record{Topic: name, Partition: int32(p), Value: []byte("x")}, func(r *kgo.Record, err error) {
+				if err == nil && acked != nil {
+					acked(r.Topic, r.Partition, time.Since(start))
+				}
 				if err != nil && failed.Add(1) == 1 {
 					b.Errorf("produce after kill -9: %v", err)
 				}
@@ -340,7 +371,146 @@ func produceEvery(b *testing.B, nodes []*servertest.Node, names []string, perTop
 	took := time.Since(start)
 	cancel()
 	<-done
+	if acked != nil {
+		acked("", -1, 0) // the end: report
+	}
 	return took
+}
+
+// produceTrace logs the producer's view of the kill -9 phase
+// (RUNNEL_BENCH_TRACE=1): each produce request's size and time to its
+// answer, and the partition errors the answers carried, counted.
+type produceTrace struct {
+	b     *testing.B
+	start time.Time
+	mu    sync.Mutex
+	errs  map[string]int
+	lines int
+}
+
+var retryingRE = regexp.MustCompile(`retrying@-?\d+,\d+\(([^)]*)\)`)
+
+func (t *produceTrace) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key != 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.lines++; t.lines > 400 {
+		return
+	}
+	t.b.Logf("produce request to %d answered %.1f s after the start: %d bytes out, %d in, waited %.2f s to write, %.2f s for the answer, err %v %v",
+		meta.NodeID, time.Since(t.start).Seconds(), e2e.BytesWritten, e2e.BytesRead, e2e.WriteWait.Seconds(),
+		(e2e.ReadWait + e2e.TimeToRead).Seconds(), e2e.WriteErr, e2e.ReadErr)
+}
+
+func (t *produceTrace) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (t *produceTrace) Log(level kgo.LogLevel, msg string, kvs ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if msg == "produced" {
+		for i := 0; i+1 < len(kvs); i += 2 {
+			if s, ok := kvs[i+1].(string); ok && kvs[i] == "to" {
+				for _, m := range retryingRE.FindAllStringSubmatch(s, -1) {
+					t.errs[fmt.Sprintf("%03.0f s: %s", time.Since(t.start).Seconds(), m[1])]++
+				}
+			}
+		}
+		return
+	}
+	if level <= kgo.LogLevelInfo {
+		var err any
+		for i := 0; i+1 < len(kvs); i += 2 {
+			if kvs[i] == "err" {
+				err = kvs[i+1]
+			}
+		}
+		t.errs[fmt.Sprintf("%03.0f s: %s %v", time.Since(t.start).Seconds(), msg, err)]++
+	}
+}
+
+func (t *produceTrace) report() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range slices.Sorted(maps.Keys(t.errs)) {
+		t.b.Logf("producer: %s: %d", k, t.errs[k])
+	}
+}
+
+// ackSpread collects the time to each partition's acknowledgement after
+// the kill and, at the end, logs its quantiles for the partitions the
+// victim led (moved) and the others (their ISR lost the victim), so that
+// a slow tail shows which kind it is and how many.
+func ackSpread(b *testing.B, led map[topicPartition]int32, victim int32) func(string, int32, time.Duration) {
+	type key = topicPartition
+	var mu sync.Mutex
+	var moved, stayed []time.Duration
+	return func(topic string, p int32, d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p >= 0 {
+			if led[key{topic, p}] == victim {
+				moved = append(moved, d)
+			} else {
+				stayed = append(stayed, d)
+			}
+			return
+		}
+		for _, g := range []struct {
+			name string
+			ds   []time.Duration
+		}{{"led by the victim", moved}, {"led by a survivor", stayed}} {
+			slices.Sort(g.ds)
+			q := func(f float64) float64 {
+				if len(g.ds) == 0 {
+					return -1
+				}
+				return g.ds[min(len(g.ds)-1, int(f*float64(len(g.ds))))].Seconds()
+			}
+			b.Logf("acks after kill -9, %s (%d): p10 %.1f s, p50 %.1f s, p90 %.1f s, p99 %.1f s, max %.1f s",
+				g.name, len(g.ds), q(0.1), q(0.5), q(0.9), q(0.99), q(1))
+		}
+	}
+}
+
+type topicPartition struct {
+	topic string
+	p     int32
+}
+
+// leadersOf is the leader of every partition of names as node n sees it.
+func leadersOf(b *testing.B, n *servertest.Node, names []string) map[topicPartition]int32 {
+	var mu sync.Mutex
+	led := map[topicPartition]int32{}
+	parallel(b, len(names), 4, func(i int) {
+		ps, _ := describe(n, names[i])
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range ps {
+			led[topicPartition{names[i], p.Partition}] = p.Leader
+		}
+	})
+	return led
+}
+
+// profileNode writes a CPU profile of node n over d to path (best effort:
+// a benchmark's diagnostics).
+func profileNode(n *servertest.Node, path string, d time.Duration) {
+	saveURL(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", n.URL, int(d.Seconds())), path)
+}
+
+// saveURL writes what a GET of url answers to path (best effort).
+func saveURL(url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		os.WriteFile(path, data, 0o644)
+	}
 }
 
 // report reports a figure and logs it at once: a later step that fails
