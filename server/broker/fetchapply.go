@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/server/broker/replfetch"
 )
 
 // A follower applies what it fetched, and opens the logs it must check
@@ -56,9 +58,8 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 				continue
 			}
 			f.work[p] = st
-			fetchEpoch := sent.LeaderEpoch
 			pending++
-			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, fetchEpoch) })
+			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, sent) })
 		}
 	}
 	return f.await(done, pending)
@@ -68,8 +69,8 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 // the others in the answer are applied (one stuck partition used to stop
 // every partition fetched from its leader, out of the ISR with it), and
 // it checks its divergence from the leader again before fetching on.
-func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
-	err := f.applyFetched(p, st, rp, fetchEpoch)
+func (f *leaderFetcher) applyOne(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, sent replfetch.Pos) error {
+	err := f.applyFetched(p, st, rp, sent)
 	if err == nil && len(rp.RecordBatches) > 0 {
 		f.m.rebuilds.after(p)
 	}

@@ -374,10 +374,16 @@ func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, do
 
 var errRetryLater = errors.New("retry later")
 
-// applyFetched applies one partition's answer to a fetch sent at leader
-// epoch fetchEpoch. An answer from a leader the metadata has replaced since
-// is dropped whole (appendAsFollower says why).
-func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, fetchEpoch int32) error {
+// applyFetched applies one partition's answer to a fetch sent at position
+// sent. An answer from a leader the metadata has replaced since is dropped
+// whole (appendAsFollower says why), and so are records answering a fetch
+// at a position the log has moved past: an earlier answer brought them
+// (Kafka's fetcher drops an answer whose fetch offset is no longer the
+// log end, too). Appended, they failed ("base offset 1 below 2") and the
+// partition checked its divergence from the leader again before fetching
+// on (issue 19).
+func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.FetchResponseTopicPartition, sent replfetch.Pos) error {
+	fetchEpoch := sent.LeaderEpoch
 	if p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}
@@ -404,6 +410,9 @@ func (f *leaderFetcher) applyFetched(p *Partition, st *followState, rp *kmsg.Fet
 	default:
 		// Not leader, fenced epoch, unknown partition: the metadata will move us.
 		return errRetryLater
+	}
+	if len(rp.RecordBatches) > 0 && p.log().EndOffset() != sent.Offset {
+		return nil // stale: this log holds them already (see above)
 	}
 	if err := p.appendAsFollower(rp.RecordBatches, fetchEpoch); err != nil {
 		if errors.Is(err, errDiverged) {

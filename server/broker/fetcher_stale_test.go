@@ -21,6 +21,7 @@ import (
 
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/server/broker/kafkaconn"
+	"github.com/runnel/runnel/server/broker/replfetch"
 )
 
 // fakeLeader answers a follower's OffsetForLeaderEpoch and Fetch requests
@@ -330,5 +331,46 @@ func TestFetchFailureOfOnePartitionSparesTheOthers(t *testing.T) {
 	}
 	if st, _ := f.parts.Get(follower0); st.truncated {
 		t.Error("partition 0 fetches on without checking its divergence again")
+	}
+}
+
+// An answer to a fetch sent at a position the log has moved past since
+// (its records were applied from an earlier answer) is dropped, as Kafka's
+// fetcher drops an answer whose fetch offset is no longer the log end: the
+// follower used to try to append it, fail ("batch 0 has base offset 1
+// below 2") and check its divergence from the leader again before
+// fetching on (issue 19: thousands of such failures a second after a
+// kill -9 at 100,000 partitions).
+func TestFollowerDropsAnswerToAStalePosition(t *testing.T) {
+	leader, follower := epochTestPartition(t, 1), epochTestPartition(t, 2)
+	lead(t, leader, 1, "v", 2)
+	follow(follower, 1, 1)
+	all, err := leader.ReadReplica(0, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := all.Bytes()
+	all.Close()
+	if err := follower.appendAsFollower(data, 1); err != nil {
+		t.Fatal(err)
+	}
+	second, err := leader.ReadReplica(1, 1<<20) // what a fetch at 1 brings
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.RecordBatches, _ = second.Bytes()
+	second.Close()
+	rp.HighWatermark, rp.LogStartOffset = 2, 0
+	st := &followState{truncated: true}
+	f := testFetcher(testFetchManager(t, 2), 1, map[*Partition]*followState{follower: st})
+	if err := f.applyFetched(follower, st, &rp, replfetch.Pos{LeaderEpoch: 1, Offset: 1}); err != nil {
+		t.Fatalf("apply of an answer to a fetch at 1, log end 2: %v", err)
+	}
+	if !st.truncated {
+		t.Fatal("the follower checks its divergence again after a stale answer")
+	}
+	if end := follower.log().EndOffset(); end != 2 {
+		t.Fatalf("log end %d after a stale answer, want 2", end)
 	}
 }

@@ -285,3 +285,61 @@ func TestFollowerFetchesNothingWhileDiskLow(t *testing.T) {
 		t.Fatalf("with the disk back the session holds %d partitions listing %v, want all %d listed again", ready, listed(req), n)
 	}
 }
+
+// A round in which more partitions moved than one request may list
+// (maxFetchPartitions) must not leave the others held by the leader's
+// session where they were: the leader reads a held partition again at the
+// position its session has, so it sent each of them the records this log
+// already held, again every fetch (the append failed "base offset 1
+// below 2"), and counted the follower there, holding the high watermark
+// back until a later request listed it. After a kill -9 at 100,000
+// partitions the new leaders appended to 50,000 at once; thousands of
+// acks=all writes waited out their timeout again and again, and leaders
+// dropped their followers from the ISR after 30 s (issue 19). Each one
+// the request cannot list is forgotten, and a later request lists it.
+func TestFollowerForgetsWhatItCannotListYet(t *testing.T) {
+	const n = 10_000
+	f, leader, byIndex := idleFollower(t, n)
+	conn := connectFake(t, leader)
+	round := func() *kmsg.FetchRequest {
+		t.Helper()
+		if err := f.round(conn); err != nil {
+			t.Fatal(err)
+		}
+		return <-leader.requests
+	}
+	for f.session.Len() < n || len(f.work) > 0 { // the session holds them all at 0
+		round()
+	}
+	for _, p := range byIndex { // each got a record, as an answer brings it
+		if err := p.appendAsFollower(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}}), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := 0; ; r++ {
+		if r == 5 {
+			t.Fatal("positions still unlisted after 5 rounds")
+		}
+		req := round()
+		if len(listed(req)) > maxFetchPartitions {
+			t.Fatalf("request lists %d partitions, at most %d", len(listed(req)), maxFetchPartitions)
+		}
+		stale := 0
+		for _, p := range byIndex {
+			if pos, held := f.session.Sent(p); held && pos.Offset != p.log().EndOffset() {
+				stale++
+			}
+		}
+		if stale > 0 {
+			t.Fatalf("round %d: the session holds %d partitions at a position their log moved past", r, stale)
+		}
+		if f.session.Len() == n && len(f.work) == 0 {
+			break
+		}
+	}
+	for i, p := range byIndex {
+		if pos, _ := f.session.Sent(p); pos.Offset != 1 {
+			t.Fatalf("t-%d held at %d, want 1", i, pos.Offset)
+		}
+	}
+}

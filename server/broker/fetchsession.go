@@ -126,7 +126,18 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 			continue
 		}
 		if !r.Room() {
-			continue // a later request of the session adds it
+			// A later request of the session lists it. Held by the
+			// leader's session where it was, it would be read there
+			// again: the leader sent this log's newest records again at
+			// every fetch and counted this follower behind, holding its
+			// high watermark back until that later request (issue 19:
+			// after a kill -9 the new leaders appended to 50,000
+			// partitions at once, 8,000 listed a request). Forgotten,
+			// it is sent nothing until listed.
+			if _, held := f.session.Sent(p); held {
+				r.Forget(p)
+			}
+			continue
 		}
 		r.List(p, replfetch.TopicPartition{Topic: p.topic, Partition: p.index}, pos, replicaPartitionMax, st)
 		delete(f.work, p)
