@@ -237,7 +237,7 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 
 // truncate asks the leader where each new follower's log diverged and cuts
 // the local log there: one OffsetForLeaderEpoch request for all of them
-// (up to maxFetchPartitions each), as Kafka's fetcher batches them. One
+// (up to maxEpochAsks each), as Kafka's fetcher batches them. One
 // request per partition, each a round trip during which nothing was
 // fetched from this leader, kept thousands of partitions out of the ISR
 // after a leader moved many at once (issue 19).
@@ -273,7 +273,7 @@ func (f *leaderFetcher) truncate(conn *kafkaconn.Conn) error {
 		asks = append(asks, epochAsk{p: p, st: st, askEpoch: p.leaderEpoch.Load(), lastEpoch: lastEpoch})
 	}
 	for len(asks) > 0 {
-		k := min(len(asks), maxFetchPartitions)
+		k := min(len(asks), maxEpochAsks)
 		if err := f.askEpochs(conn, asks[:k]); err != nil {
 			return err
 		}

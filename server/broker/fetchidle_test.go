@@ -18,6 +18,7 @@ import (
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/segments/vfs"
+	"github.com/runnel/runnel/server/broker/replfetch"
 	"github.com/runnel/runnel/server/broker/storage"
 )
 
@@ -62,7 +63,8 @@ func idleFollower(tb testing.TB, n int) (*leaderFetcher, *fakeLeader, map[int32]
 // one stopped being followed looks at those five only, lists the four
 // and forgets the one.
 func TestIdleFetchRoundLooksOnlyAtChanges(t *testing.T) {
-	const n = 10_000
+	maxFetchPartitions := replfetch.PerRequest("t")
+	n := maxFetchPartitions + 2000
 	f, leader, byIndex := idleFollower(t, n)
 	conn := connectFake(t, leader)
 	round := func() (req *kmsg.FetchRequest, looked int) {
@@ -73,10 +75,10 @@ func TestIdleFetchRoundLooksOnlyAtChanges(t *testing.T) {
 		}
 		return <-leader.requests, f.looked - before
 	}
-	// The session opens with maxFetchPartitions, the next request adds
-	// the rest. A round looks again at the partitions of the answer
-	// before (this fake answers each one listed): the first 8,000, then
-	// the other 2,000.
+	// The session opens with what one request lists, the next request
+	// adds the rest. A round looks again at the partitions of the answer
+	// before (this fake answers each one listed): the first request's,
+	// then the other 2,000.
 	if req, looked := round(); len(listed(req)) != maxFetchPartitions || req.SessionEpoch != 0 || looked != n {
 		t.Fatalf("first round lists %d partitions at session epoch %d looking at %d, want %d at 0 looking at all %d",
 			len(listed(req)), req.SessionEpoch, looked, maxFetchPartitions, n)
@@ -287,7 +289,7 @@ func TestFollowerFetchesNothingWhileDiskLow(t *testing.T) {
 }
 
 // A round in which more partitions moved than one request may list
-// (maxFetchPartitions) must not leave the others held by the leader's
+// (replfetch.MaxRequestBytes) must not leave the others held by the leader's
 // session where they were: the leader reads a held partition again at the
 // position its session has, so it sent each of them the records this log
 // already held, again every fetch (the append failed "base offset 1
@@ -298,7 +300,8 @@ func TestFollowerFetchesNothingWhileDiskLow(t *testing.T) {
 // dropped their followers from the ISR after 30 s (issue 19). Each one
 // the request cannot list is forgotten, and a later request lists it.
 func TestFollowerForgetsWhatItCannotListYet(t *testing.T) {
-	const n = 10_000
+	maxFetchPartitions := replfetch.PerRequest("t")
+	n := maxFetchPartitions + 2000
 	f, leader, byIndex := idleFollower(t, n)
 	conn := connectFake(t, leader)
 	round := func() *kmsg.FetchRequest {

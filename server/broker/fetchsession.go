@@ -25,14 +25,17 @@ import (
 // twice a second). Nor does building it: a request is built from the
 // round's work, the partitions that changed (fetcher.go).
 //
-// A request lists at most replfetch.MaxListed (the leader bounds requests
-// but Produce to 1 MiB): a session holding more is filled over several
-// requests. A leader that keeps no session for us (it answers session id
+// A request lists and forgets at most replfetch.MaxRequestBytes of
+// partitions (the leader bounds requests but Produce to 1 MiB): a session
+// holding more is filled over several requests. A leader that keeps no session for us (it answers session id
 // 0) is fetched from with full requests listing every partition, as before.
 // The session (replfetch.Session, the run goroutine's own) lives in the
 // connection; it is reset with it, and after the leader lost it
 // (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
-const maxFetchPartitions = replfetch.MaxListed
+//
+// maxEpochAsks bounds the partitions of one OffsetForLeaderEpoch request
+// (12 bytes each and their topics').
+const maxEpochAsks = 8000
 
 // readyToFetch reports whether p is fetched this round. A log that refuses
 // writes (or a disk below --min-free-disk) fetches nothing: the leader then
@@ -125,7 +128,7 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 			delete(f.work, p) // the leader's session has it where it is
 			continue
 		}
-		if !r.Room() {
+		if !r.Room(p.topic) {
 			// A later request of the session lists it. Held by the
 			// leader's session where it was, it would be read there
 			// again: the leader sent this log's newest records again at

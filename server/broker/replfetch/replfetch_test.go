@@ -86,7 +86,37 @@ func TestSessionEpochsAndForgets(t *testing.T) {
 		t.Fatalf("a lost session: %v, full %v, holds %d; want ErrSessionLost, a new session, nothing held", err, s.Full(), s.Len())
 	}
 	r = s.NewRequest(1, 0, 1<<20)
-	if err := answer(r.Req, 0, 0); err != nil || s.Epoch() != -1 || !r.Room() {
+	if err := answer(r.Req, 0, 0); err != nil || s.Epoch() != -1 || !r.Room("t") {
 		t.Fatalf("a leader keeping no session: %v, epoch %d", err, s.Epoch())
+	}
+}
+
+// A request fills up to what the leader reads (a request but Produce up
+// to 1 MiB), whatever its topics' names, and lists many more partitions
+// of topics of 1,000 than the 8,000 a count allowed (issue 19).
+func TestRequestFitsTheLeadersLimit(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		perTopic int
+	}{{"t", 1000}, {fmt.Sprintf("%0249d", 0), 1}, {"scale-00000", 1000}} {
+		var s Session[int, struct{}]
+		r := s.NewRequest(1, 0, 1<<20)
+		for i := 0; ; i++ {
+			topic := fmt.Sprintf("%s-%d", c.name, i/c.perTopic)
+			if c.perTopic == 1 { // a topic each, its name 249 bytes long
+				topic = fmt.Sprintf("%s%d", c.name[:len(c.name)-len(fmt.Sprint(i))], i)
+			}
+			if !r.Room(topic) {
+				break
+			}
+			r.List(i, TopicPartition{topic, int32(i % c.perTopic)}, Pos{1, 1 << 40, 1 << 40}, 1<<20, struct{}{})
+		}
+		size := len(r.Req.AppendTo(nil))
+		if size > 1<<20-64 || size < MaxRequestBytes*9/10 {
+			t.Errorf("%q, %d a topic: a full request of %d partitions is %d bytes, want at most 1 MiB and near %d", c.name[:min(8, len(c.name))], c.perTopic, r.Listed, size, MaxRequestBytes)
+		}
+		if c.perTopic == 1000 && r.Listed < 16000 {
+			t.Errorf("%q: %d partitions a request, want twice the 8,000 a count allowed", c.name, r.Listed)
+		}
 	}
 }

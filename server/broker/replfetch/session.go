@@ -10,10 +10,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// MaxListed bounds the partitions one request of a session lists (the
-// leader bounds requests but Produce to 1 MiB): a session holding more is
-// filled over several requests. A request without a session lists all.
-const MaxListed = 8000
+// MaxRequestBytes bounds what one request of a session lists and
+// forgets, encoded (the leader reads a request but Produce up to 1 MiB;
+// this leaves room for the forgotten partitions a request must carry
+// however many moved): a session holding more is filled over several
+// requests. A request without a session lists all. A count (8,000
+// partitions) bounded it before: a request of topics with long names
+// could pass 1 MiB, and 8,000 a request was too few when a leader
+// appended to 45,000 partitions at once, whose new positions each reach
+// the leader only in a request that lists them (issue 19).
+const MaxRequestBytes = 640 << 10
+
+// Encoded sizes in a Fetch request (v12, flexible): a listed partition
+// (partition, current leader epoch, fetch offset, last fetched epoch, log
+// start offset, partition max bytes, tags), a forgotten one, and a topic
+// besides its name (compact string and array lengths, tags; at most 3
+// bytes each below 2 M partitions).
+const (
+	listedBytes    = 33
+	forgottenBytes = 4
+	topicBytes     = 7
+)
+
+// PerRequest is how many partitions of one topic named topic a request
+// lists at most.
+func PerRequest(topic string) int {
+	return (MaxRequestBytes - len(topic) - topicBytes) / listedBytes
+}
 
 // Pos is a partition's fetch position as a request sends it.
 type Pos struct {
@@ -86,6 +109,7 @@ func (s *Session[K, V]) Lookup(topic string, partition int32) (k K, pos Pos, v V
 type Request[K comparable, V any] struct {
 	Req       *kmsg.FetchRequest
 	Listed    int // partitions listed
+	size      int // bytes listed and forgotten (MaxRequestBytes)
 	s         *Session[K, V]
 	topics    map[string]int
 	forgotten map[string]int
@@ -113,12 +137,24 @@ func (s *Session[K, V]) NewRequest(replica int32, wait time.Duration, maxBytes i
 	return &Request[K, V]{Req: req, s: s}
 }
 
-// Room reports whether the request may list another partition.
-func (r *Request[K, V]) Room() bool { return r.s.epoch < 0 || r.Listed < MaxListed }
+// Room reports whether the request may list another partition of topic.
+func (r *Request[K, V]) Room(topic string) bool {
+	return r.s.epoch < 0 || r.size+r.cost(r.topics, topic, listedBytes) <= MaxRequestBytes
+}
+
+// cost is the bytes a partition of topic adds, each costing each, to a
+// request whose topics so far are topics.
+func (r *Request[K, V]) cost(topics map[string]int, topic string, each int) int {
+	if _, ok := topics[topic]; ok {
+		return each
+	}
+	return each + len(topic) + topicBytes
+}
 
 // List lists k (tp on the wire) at pos, reading at most maxBytes of it;
 // the session holds it there from now on, with state v.
 func (r *Request[K, V]) List(k K, tp TopicPartition, pos Pos, maxBytes int32, v V) {
+	r.size += r.cost(r.topics, tp.Topic, listedBytes)
 	i, ok := r.topics[tp.Topic]
 	if !ok {
 		t := kmsg.NewFetchRequestTopic()
@@ -154,6 +190,7 @@ func (r *Request[K, V]) Forget(k K) {
 	if r.s.epoch <= 0 {
 		return
 	}
+	r.size += r.cost(r.forgotten, h.tp.Topic, forgottenBytes)
 	i, ok := r.forgotten[h.tp.Topic]
 	if !ok {
 		ft := kmsg.NewFetchRequestForgottenTopic()
