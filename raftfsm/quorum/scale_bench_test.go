@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,11 +81,15 @@ func runScale(b *testing.B, total int) {
 			c.ElectionTimeout = d
 		}
 	})
+	var phases strings.Builder // when each phase began and ended, beside the nodes' logs
+	phase := func(format string, a ...any) {
+		fmt.Fprintf(&phases, "time=%s phase=%q\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, a...))
+	}
 	defer func() {
 		for i := range q.nodes {
 			q.stop(i)
 		}
-		writeLogs(b, q)
+		writeLogs(b, q, phases.String())
 	}()
 	q.waitReady()
 	for i := range 3 {
@@ -116,10 +121,12 @@ func runScale(b *testing.B, total int) {
 	broker := (lead + 1) % 3
 	stopProfile := startProfile(b, os.Getenv("RUNNEL_BENCH_SHUTDOWN_CPUPROFILE"))
 	start, ru0 := time.Now(), rusage(b)
+	phase("controlled shutdown of node %d", broker+1)
 	if err := q.nodes[broker].ControlledShutdown(ctx); err != nil {
 		b.Fatal(err)
 	}
 	shutdown, ru1 := time.Since(start), rusage(b)
+	phase("controlled shutdown done")
 	shutdownCPU := ru1.cpu() - ru0.cpu()
 	stopProfile()
 	img, _ := q.nodes[broker].Image()
@@ -144,9 +151,11 @@ func runScale(b *testing.B, total int) {
 	survivor := (lead + 1) % 3
 	term1 := q.maxTerm()
 	start = time.Now()
+	phase("crash of node %d, write through node %d", lead+1, survivor+1)
 	q.crash(lead)
 	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	failover := time.Since(start)
+	phase("written after the crash")
 	failoverElections := q.nodes[survivor].Status().Term - term1
 	crashElections := crashElections(q, lead)
 	start = time.Now()
@@ -156,6 +165,7 @@ func runScale(b *testing.B, total int) {
 
 	stopProfile = startProfile(b, os.Getenv("RUNNEL_BENCH_RESTART_CPUPROFILE"))
 	start = time.Now()
+	phase("restart of node %d", lead+1)
 	q.start(lead)
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -163,6 +173,7 @@ func runScale(b *testing.B, total int) {
 		b.Fatal(err)
 	}
 	restart := time.Since(start)
+	phase("node %d ready", lead+1)
 	stopProfile()
 
 	// Failover after a SIGTERM: from the start of the active controller's
@@ -173,9 +184,11 @@ func runScale(b *testing.B, total int) {
 	closing := q.nodes[lead]
 	closed := make(chan error, 1)
 	start = time.Now()
+	phase("close of node %d, write through node %d", lead+1, survivor+1)
 	go func() { closed <- closing.Close() }()
 	q.applyOn(survivor, raftfsm.Command{AllocateProducerIDs: &raftfsm.AllocateProducerIDs{Count: 1}})
 	closeFailover := time.Since(start)
+	phase("written after the close")
 	if err := <-closed; err != nil {
 		b.Fatal(err)
 	}
@@ -202,12 +215,16 @@ func runScale(b *testing.B, total int) {
 	b.ReportMetric(closeFailover.Seconds(), "close_failover_s")
 }
 
-// writeLogs writes each node's log to RUNNEL_BENCH_LOGS/node-N.log when
-// that is set: what a slow phase's elections and moves were.
-func writeLogs(b *testing.B, q *proxied) {
+// writeLogs writes each node's log to RUNNEL_BENCH_LOGS/node-N.log, and
+// the benchmark's phases to phases.log, when that is set: what a slow
+// phase's elections and moves were.
+func writeLogs(b *testing.B, q *proxied, phases string) {
 	dir := os.Getenv("RUNNEL_BENCH_LOGS")
 	if dir == "" {
 		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "phases.log"), []byte(phases), 0o644); err != nil {
+		b.Error(err)
 	}
 	for i, l := range q.logs {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)), []byte(l.String()), 0o644); err != nil {
