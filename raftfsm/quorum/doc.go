@@ -75,6 +75,8 @@
 //	recover.go    RecoverQuorum: a new voter set on a stopped node's Dir
 //	raftlog.go    the raft log and stable store (raft-wal: one fsync per
 //	              append), moving an older node's badger log into it
+//	raftlog_repair.go a log whose tail segment a failed append (full disk)
+//	              left sealed, refusing every append, rebuilt at open
 //	failstop.go   a failed write of the raft log, stable store or state
 //	              store (raftfsm's failstop.go) is fatal:
 //	              logged once, Node.Failed closes and the process exits
@@ -86,7 +88,9 @@
 //
 //	raftlog/    hashicorp/raft-wal: the raft log in 4 MiB segment files,
 //	            one write and one fsync per append; the stable store and the
-//	            segment list in its bbolt file
+//	            segment list in its bbolt file; rebuilt.tmp/ and rebuilt/
+//	            in it: a copy being made by a rebuild, and one complete
+//	            (raftlog_repair.go)
 //	raft        a file saying the log moved to raftlog/ (an older runnel
 //	            fails to open its badger there); before raft-wal this was
 //	            the badger log ("l"+index) and stable store ("s"+key)

@@ -71,6 +71,22 @@ func openRaftLog(dir string, segmentBytes int, log *slog.Logger) (*raftLog, erro
 			return nil, err
 		}
 	}
+	if err := finishRaftLogRebuild(final); err != nil {
+		return nil, err
+	}
+	w, err := openWAL(final, segmentBytes, log)
+	if err != nil {
+		return nil, err
+	}
+	switch sealed, err := tailSealedOnDisk(final, w.meta); {
+	case err != nil:
+		return nil, errors.Join(err, w.Close())
+	case !sealed:
+		return w, nil
+	}
+	if err := rebuildRaftLog(w, final, segmentBytes, log); err != nil {
+		return nil, err
+	}
 	return openWAL(final, segmentBytes, log)
 }
 
@@ -115,6 +131,7 @@ func writeMovedMarker(path string) error {
 // on with its metadata frozen.
 type raftLog struct {
 	*wal.WAL
+	meta   *metadb.BoltMetaDB // the WAL's, closed by its Close
 	writes writeFailure
 }
 
@@ -151,7 +168,7 @@ func openWAL(dir string, segmentBytes int, log *slog.Logger) (*raftLog, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("raftfsm: open raft log %s: %w", dir, err), meta.Close())
 	}
-	return &raftLog{WAL: w, writes: newWriteFailure(log)}, nil
+	return &raftLog{WAL: w, meta: meta, writes: newWriteFailure(log)}, nil
 }
 
 func walLogger(log *slog.Logger) hclog.Logger { return hclogFor(log).Named("wal") }
@@ -181,21 +198,7 @@ func moveBadgerLog(from, to string, segmentBytes int, log *slog.Logger) (err err
 		return err
 	}
 	log.Info("raftfsm: moving the raft log from badger to raft-wal", "first", lo, "last", hi)
-	const batch = 256
-	for i := lo; i <= hi; i += batch {
-		logs := make([]*raft.Log, 0, batch)
-		for j := i; j <= min(hi, i+batch-1); j++ {
-			l := new(raft.Log)
-			if err := src.GetLog(j, l); err != nil {
-				return fmt.Errorf("raftfsm: move raft log entry %d: %w", j, err)
-			}
-			logs = append(logs, l)
-		}
-		if err := w.StoreLogs(logs); err != nil {
-			return fmt.Errorf("raftfsm: move raft log entries %d-%d: %w", i, logs[len(logs)-1].Index, err)
-		}
-	}
-	return nil
+	return copyEntries(lo, hi, src.GetLog, w)
 }
 
 // raftUint64Keys are the stable keys raft writes with SetUint64. The badger
@@ -219,7 +222,13 @@ func renameSynced(from, to string) error {
 	if err := os.Rename(from, to); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(to))
+	return syncDir(filepath.Dir(to))
+}
+
+// syncDir syncs a directory, so the names created, renamed or removed in it
+// survive a machine crash.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
