@@ -18,8 +18,8 @@ case "$1 $2" in
     n=$(( $(cat "$COUNT" 2>/dev/null || echo 0) + 1 )); echo $n > "$COUNT"
     case "$MODE" in
       pass) echo PASS ;;
-      deadline-once|deadline-twice)
-        if [ "$MODE" = deadline-twice ] || [ $n -eq 1 ]; then
+      deadline-once|deadline-twice|deadline-always)
+        if [ "$MODE" = deadline-always ] || [ $n -eq 1 ] || { [ "$MODE" = deadline-twice ] && [ $n -eq 2 ]; }; then
           printf 'fuzz: elapsed: 3s, execs: 100 (0/sec)\n--- FAIL: FuzzA (3.01s)\n    context deadline exceeded\nFAIL\nexit status 1\n'
           exit 1
         fi
@@ -36,7 +36,8 @@ esac
 
 // TestFuzzScriptRetriesOnlyTheEngineDeadline: make fuzz-short runs a target
 // again only when it failed with the fuzzing engine's own deadline error
-// and nothing else (go.dev/issue/75804, Go before 1.27), once; a failing
+// and nothing else (go.dev/issue/75804, Go before 1.27), up to 3 runs in
+// all; a failing
 // input or seed fails it at once.
 func TestFuzzScriptRetriesOnlyTheEngineDeadline(t *testing.T) {
 	dir := t.TempDir()
@@ -51,7 +52,8 @@ func TestFuzzScriptRetriesOnlyTheEngineDeadline(t *testing.T) {
 	}{
 		{"pass", true, "1"},
 		{"deadline-once", true, "2"},
-		{"deadline-twice", false, "2"},
+		{"deadline-twice", true, "3"},
+		{"deadline-always", false, "3"},
 		{"finding", false, "1"},
 		{"seed", false, "1"},
 	} {
