@@ -253,9 +253,6 @@ func (c *conn) handle(frame []byte) error {
 		ctx := c.s.ctx
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && pr.Acks == -1 {
 			acks = &ackWaits{}
-			if pr.TimeoutMillis > 0 {
-				acks.deadline = start.Add(time.Duration(pr.TimeoutMillis) * time.Millisecond)
-			}
 			ctx = withAckWaits(ctx, acks)
 		}
 		if readsConn(h.key) {
@@ -272,6 +269,11 @@ func (c *conn) handle(frame []byte) error {
 			resp = api.Fail(req, code)
 		} else {
 			resp = api.Serve(c.s, ctx, req)
+		}
+		if pr, ok := req.(*kmsg.ProduceRequest); ok && acks != nil && pr.TimeoutMillis > 0 {
+			// The appends are done: the waits get the request's timeout
+			// from now (ackWaits.deadline says why).
+			acks.deadline = time.Now().Add(time.Duration(pr.TimeoutMillis) * time.Millisecond)
 		}
 		if mr, ok := req.(*kmsg.MetadataRequest); ok {
 			if r, ok := resp.(*kmsg.MetadataResponse); ok {

@@ -25,12 +25,16 @@ const maxPipelined = 16
 // waits its partitions still need.
 type ackWaits struct {
 	mu sync.Mutex
-	// deadline is the request's arrival plus its timeout (zero: none).
-	// The writer runs a connection's waits one after another, so a
-	// timeout started there would start only after the previous
-	// request's wait: pipelined requests to a leader that cannot
-	// replicate would each add a whole timeout (Kafka's delayed produce
-	// times out from the request's arrival).
+	// deadline is the end of the request's appends plus its timeout
+	// (zero: none), as Kafka's delayed produce is created once the
+	// request's local appends are done. The writer runs a connection's
+	// waits one after another, so a timeout started there would start
+	// only after the previous request's wait: pipelined requests to a
+	// leader that cannot replicate would each add a whole timeout. Nor
+	// does it start at the request's arrival: a new leader that took
+	// most of the timeout to append to 48,000 partitions answered
+	// REQUEST_TIMED_OUT for every one not replicated the moment its
+	// appends ended, and the producer sent them all again (issue 19).
 	deadline time.Time
 	waits    []ackWait
 }
