@@ -25,9 +25,12 @@ import (
 // twice a second). Nor does building it: a request is built from the
 // round's work, the partitions that changed (fetcher.go).
 //
-// A request lists and forgets at most replfetch.MaxRequestBytes of
-// partitions (the leader bounds requests but Produce to 1 MiB): a session
-// holding more is filled over several requests. A leader that keeps no session for us (it answers session id
+// A request lists at most replfetch.MaxRequestBytes of partitions (the
+// leader bounds requests but Produce to 1 MiB), and forgets partitions held
+// at an old position only while it stays under that 1 MiB (ForgetIfRoom):
+// a session holding more is filled over several requests. A partition no
+// longer fetched is always forgotten (not bounded: the leader's session
+// would hold it for ever). A leader that keeps no session for us (it answers session id
 // 0) is fetched from with full requests listing every partition, as before.
 // The session (replfetch.Session, the run goroutine's own) lives in the
 // connection; it is reset with it, and after the leader lost it
@@ -136,10 +139,10 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 			// high watermark back until that later request (issue 19:
 			// after a kill -9 the new leaders appended to 50,000
 			// partitions at once, 8,000 listed a request). Forgotten,
-			// it is sent nothing until listed.
-			if _, held := f.session.Sent(p); held {
-				r.Forget(p)
-			}
+			// it is sent nothing until listed, while the request has room
+			// for the forget (a kill -9 at 300,000 partitions moved more
+			// than 1 MiB of forgets' worth).
+			r.ForgetIfRoom(p)
 			continue
 		}
 		r.List(p, replfetch.TopicPartition{Topic: p.topic, Partition: p.index}, pos, replicaPartitionMax, st)

@@ -120,3 +120,38 @@ func TestRequestFitsTheLeadersLimit(t *testing.T) {
 		}
 	}
 }
+
+// A request that cannot list every moved partition forgets the others
+// the leader's session holds (fetchsession.go says why), but only while
+// the request stays within what the leader reads: after a kill -9 at
+// 300,000 partitions a leader's session holds 100,000 or more of them,
+// 4 bytes each forgotten, beside 640 KiB listed.
+func TestForgetsKeepTheRequestWithinTheLeadersLimit(t *testing.T) {
+	const n = 300_000
+	var s Session[int, struct{}]
+	r := s.NewRequest(1, 0, 1<<20)
+	tp := func(i int) TopicPartition { return TopicPartition{fmt.Sprintf("scale-%05d", i/1000), int32(i % 1000)} }
+	for i := range n {
+		r.List(i, tp(i), Pos{1, 0, 0}, 1<<20, struct{}{})
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SessionID = 7
+	if err := s.Answered(r.Req, resp); err != nil || s.Len() != n {
+		t.Fatalf("grant: %v, holds %d", err, s.Len())
+	}
+	r = s.NewRequest(1, 0, 1<<20)
+	forgot := 0
+	for i := range n { // every position moved, as fetchRequest builds it
+		if r.Room(tp(i).Topic) {
+			r.List(i, tp(i), Pos{1, 1, 0}, 1<<20, struct{}{})
+		} else if r.ForgetIfRoom(i) {
+			forgot++
+		}
+	}
+	if size := len(r.Req.AppendTo(nil)); size > 1<<20-64 {
+		t.Fatalf("%d listed and %d forgotten: %d bytes, more than the leader reads", r.Listed, forgot, size)
+	}
+	if forgot < 50_000 {
+		t.Fatalf("%d forgotten, want the request filled with forgets", forgot)
+	}
+}

@@ -21,6 +21,10 @@ import (
 // the leader only in a request that lists them (issue 19).
 const MaxRequestBytes = 640 << 10
 
+// maxForgetBytes bounds a request with the forgets ForgetIfRoom adds
+// (under the leader's 1 MiB, with room for the request's header).
+const maxForgetBytes = 1<<20 - 64<<10
+
 // Encoded sizes in a Fetch request (v12, flexible): a listed partition
 // (partition, current leader epoch, fetch offset, last fetched epoch, log
 // start offset, partition max bytes, tags), a forgotten one, and a topic
@@ -203,6 +207,19 @@ func (r *Request[K, V]) Forget(k K) {
 		r.forgotten[h.tp.Topic] = i
 	}
 	r.Req.ForgottenTopics[i].Partitions = append(r.Req.ForgottenTopics[i].Partitions, h.tp.Partition)
+}
+
+// ForgetIfRoom forgets k, as Forget does, when the request has room for
+// it within maxForgetBytes, and reports whether it did: for a forget that
+// may wait for a later request (a partition held at an old position),
+// where Forget's must not (a partition no longer fetched).
+func (r *Request[K, V]) ForgetIfRoom(k K) bool {
+	h, ok := r.s.sent[k]
+	if !ok || (r.s.epoch > 0 && r.size+r.cost(r.forgotten, h.tp.Topic, forgottenBytes) > maxForgetBytes) {
+		return false
+	}
+	r.Forget(k)
+	return true
 }
 
 // ErrSessionLost: the leader lost the session (FETCH_SESSION_ID_NOT_FOUND,
