@@ -58,6 +58,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf
+		"internal/disktest":  nil,                      // a real full disk for tests (tmpfs, ballast): a leaf
 		"internal/textline":  nil,                      // the line splitter of the small text file formats (statefile, hwcheckpoint): a leaf
 		"raftfsm":            nil,                      // the metadata state machine: a leaf
 		"raftfsm/quorum":     {"raftfsm", "internode"}, // the raft node running it on the inter-node port

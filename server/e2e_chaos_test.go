@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/runnel/runnel/internal/disktest"
 	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/server/servertest"
 )
@@ -986,13 +987,13 @@ func TestChaosFullDisk(t *testing.T) {
 			// catch up after the ballast went (out of the ISRs for
 			// good, which is right for a full disk, not the fault
 			// meant here).
-			mountTmpfs(t, parts, 1<<30)
+			disktest.MountTmpfs(t, parts, 1<<30)
 		},
 		fault: func(ctx context.Context, h *chaosHarness) {
 			ballast := filepath.Join(parts, "ballast")
 			for sleepCtx(ctx, 8*time.Second) {
 				h.logFault("fill node 3's disk")
-				fillDisk(h.t, ballast)
+				disktest.FillDisk(h.t, ballast)
 				sleepCtx(context.Background(), 8*time.Second)
 				h.logFault("free node 3's disk")
 				if err := os.Remove(ballast); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/disktest"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -24,12 +25,12 @@ import (
 func TestMetadataLogFullDiskExits(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	raftLog := filepath.Join(dataDir, "meta", "raftlog")
-	mountTmpfs(t, raftLog, 1<<20)
+	disktest.MountTmpfs(t, raftLog, 1<<20)
 	const segment = 32 << 10
 	n := servertest.Start(t, servertest.Options{DataDir: dataDir, KafkaAddr: "-",
 		Args: []string{"--test-raft-log-segment-bytes", fmt.Sprint(segment)}})
 	ballast := filepath.Join(raftLog, "ballast")
-	fillDisk(t, ballast)
+	disktest.FillDisk(t, ballast)
 
 	// Topic creations fill the open segment; the one that needs the next
 	// segment fails, and the node stops. Each create is one raft entry of

@@ -3,40 +3,18 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/disktest"
 	"github.com/runnel/runnel/server/servertest"
 )
-
-// fillDisk writes a file into dir until the filesystem is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, size := range []int{64 << 10, 4 << 10, 1} { // to the last byte
-		chunk := make([]byte, size)
-		for {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("fill %s: %v", path, err)
-				}
-				break
-			}
-		}
-	}
-}
 
 // A node whose disk fills up gives up the leadership of its partitions and
 // leaves their ISRs, so the others keep taking acks=all writes; once space
@@ -48,7 +26,7 @@ func TestFullDiskGivesUpLeadership(t *testing.T) {
 		Args: append(fastSessions, "--replica-lag-time-max", "3s", "--storage-retry-interval", "200ms")})
 	sick := c.Node(3)
 	parts := filepath.Join(sick.DataDir, "partitions") // the metadata stays off the small disk
-	mountTmpfs(t, parts, 16<<20)
+	disktest.MountTmpfs(t, parts, 16<<20)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs := sick.Logs()
@@ -82,7 +60,7 @@ func TestFullDiskGivesUpLeadership(t *testing.T) {
 		return led >= 0
 	})
 
-	fillDisk(t, filepath.Join(parts, "ballast"))
+	disktest.FillDisk(t, filepath.Join(parts, "ballast"))
 	produce := func(p int32, v string) bool {
 		_, ok := produceTo(c.Node(1), topic, p, v, 5*time.Second)
 		return ok
@@ -186,7 +164,7 @@ func TestFullDiskKeepsMetadataAlive(t *testing.T) {
 
 func testFullDiskKeepsMetadataAlive(t *testing.T, reserve string) {
 	dataDir := filepath.Join(t.TempDir(), "data")
-	mountTmpfs(t, dataDir, 48<<20)
+	disktest.MountTmpfs(t, dataDir, 48<<20)
 	n := servertest.Start(t, servertest.Options{DataDir: dataDir,
 		Args: []string{"--storage-retry-interval", "200ms", "--min-free-disk", reserve}})
 	t.Cleanup(func() {

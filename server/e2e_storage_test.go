@@ -11,9 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/runnel/runnel/api"
+	"github.com/runnel/runnel/internal/disktest"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -106,28 +105,6 @@ func checkDataDirModes(t *testing.T, n *servertest.Node) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes at dir (created), unmounted at
-// cleanup after the nodes are gone; it skips the test when mounting is not
-// permitted (not root, no CAP_SYS_ADMIN, not Linux).
-func mountTmpfs(t *testing.T, dir string, size int) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("disk-full test needs a Linux tmpfs")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("disk-full test skipped: cannot mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Logf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-}
-
 func metricsText(t *testing.T, n *servertest.Node) string {
 	t.Helper()
 	r, err := http.Get(n.URL + "/metrics")
@@ -146,7 +123,7 @@ func metricsText(t *testing.T, n *servertest.Node) string {
 func TestDiskFullResumes(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	parts := filepath.Join(dataDir, "partitions") // the partitions get the small disk; metadata does not
-	mountTmpfs(t, parts, 8<<20)
+	disktest.MountTmpfs(t, parts, 8<<20)
 	ballast := filepath.Join(parts, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 3<<20), 0o600); err != nil {
 		t.Fatal(err)
@@ -413,7 +390,7 @@ func checkHeaderList(t *testing.T, c *apiClient, topic string) {
 func TestDiskFullShownByOtherNodes(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "node-2")
 	parts := filepath.Join(dataDir, "partitions")
-	mountTmpfs(t, parts, 4<<20)
+	disktest.MountTmpfs(t, parts, 4<<20)
 	ballast := filepath.Join(parts, "ballast")
 	if err := os.WriteFile(ballast, make([]byte, 2<<20), 0o600); err != nil {
 		t.Fatal(err)

@@ -3,58 +3,15 @@ package quorum
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/runnel/runnel/internal/disktest"
 )
-
-// mountTmpfs mounts a tmpfs of size bytes at dir (created), unmounted at
-// cleanup; it skips the test when mounting is not permitted.
-func mountTmpfs(t *testing.T, dir string, size int) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("disk-full test needs a Linux tmpfs")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("disk-full test skipped: cannot mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
-			t.Logf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-}
-
-// fillDisk writes path until the filesystem refuses with ENOSPC.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-}
 
 // fullDiskEntry is an entry of a few hundred bytes: a 16 KiB segment takes
 // a few dozen of them.
@@ -73,7 +30,7 @@ func fullDiskEntry(i uint64) *raft.Log {
 // a further restart.
 func TestRaftLogResumesAfterDiskFull(t *testing.T) {
 	mnt := filepath.Join(t.TempDir(), "mnt")
-	mountTmpfs(t, mnt, 1<<20)
+	disktest.MountTmpfs(t, mnt, 1<<20)
 	const segmentBytes = 16 << 10
 	var logs bytes.Buffer
 	open := func() *raftLog {
@@ -92,7 +49,7 @@ func TestRaftLogResumesAfterDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	ballast := filepath.Join(mnt, "ballast")
-	fillDisk(t, ballast)
+	disktest.FillDisk(t, ballast)
 	var acked uint64
 	var appendErr error
 	for i := uint64(1); i < 10_000; i++ {
