@@ -1,6 +1,7 @@
 // Package vfs is the filesystem the log in package segments reaches the disk
 // through (shaped after pebble's vfs): the FS and File interfaces, the
-// operating system's implementation (OSFS, files 0600 and directories 0700),
+// operating system's implementation (OSFS, files 0600 and directories 0700,
+// opened outside Go's poller: openfile_linux.go),
 // and two for tests and fault injection: MemFS, in memory, whose Crash keeps
 // only what was synced (and a random part of the rest), and ErrorFS, which
 // fails chosen operations (an fsync, a torn write, ENOSPC) through an
@@ -96,20 +97,10 @@ type osFS struct{}
 // Files are 0600 and directories 0700: a log holds other people's records,
 // readable by the broker's user only.
 func (osFS) Create(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	return osFile{f}, nil
+	return openFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 }
 
-func (osFS) Open(name string) (File, error) {
-	f, err := os.OpenFile(name, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	return osFile{f}, nil
-}
+func (osFS) Open(name string) (File, error) { return openFile(name, os.O_RDWR) }
 
 func (osFS) Remove(name string) error             { return os.Remove(name) }
 func (osFS) RemoveAll(dir string) error           { return os.RemoveAll(dir) }
