@@ -68,7 +68,10 @@ type Config struct {
 	// Pprof serves Go's profiler at /debug/pprof/ on the HTTP listener.
 	Pprof bool
 
-	MaxOpenFiles int // segment file handles shared by all partitions
+	// MaxOpenFiles bounds the segment files kept open across all
+	// partitions; 0 (the default) derives it from the process's descriptor
+	// limit (filebudget.go).
+	MaxOpenFiles int
 	// Idle logs (issue 19): LogIdleTimeout closes the segment files of a
 	// partition no one read or wrote for this long (0: kept until
 	// --max-open-files needs room), checked by the maintenance round.
@@ -202,7 +205,7 @@ func DefaultConfig() Config {
 		BrokerSessionTimeout:    9 * time.Second,
 		ReplicaLagMax:           30 * time.Second,
 		LeaderRebalanceInterval: 30 * time.Second,
-		MaxOpenFiles:            1024,
+		MaxOpenFiles:            0, // from the descriptor limit
 		LogIdleTimeout:          10 * time.Minute,
 		MaintainInterval:        5 * time.Second,
 		StorageRetryInterval:    time.Second,

@@ -559,7 +559,11 @@ func (s *Server) startBroker(ctx context.Context) error {
 	if err := s.waitBrokerState(ctx, raftfsm.BrokerAlive); err != nil {
 		return fmt.Errorf("wait for broker %d to be unfenced: %w", s.cfg.NodeID, err)
 	}
-	files := segments.NewFileCache(s.cfg.MaxOpenFiles)
+	maxFiles, warn := segmentFileBudget(s.cfg, descriptorLimit())
+	if warn != "" {
+		s.logger.Warn(warn)
+	}
+	files := segments.NewFileCache(maxFiles)
 	b, err := broker.New(broker.Config{
 		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Files: files, Logger: s.logger.With("component", "broker"),
 		ReplicaLagMax: s.cfg.ReplicaLagMax, DialLeader: s.dialBroker,
