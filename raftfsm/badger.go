@@ -10,16 +10,24 @@ import (
 	"github.com/dgraph-io/ristretto/v2/z"
 )
 
+// memTableSize is the state store's memtable: one transaction holds at
+// most 15% of it.
+const memTableSize = 16 << 20
+
 // OpenBadger opens a small-footprint badger database in dir. Metadata is tiny
 // compared to badger's defaults (64 MiB memtables, 256 MiB block cache), so
 // the sizes are cut down; several nodes may share one process in tests. One
 // transaction holds at most 15% of a memtable (2.4 MiB): the limit on the
-// writes of one command and on one raft log entry.
+// writes of one command and on one raft log entry. It refuses a dir whose
+// filesystem has less than StateDiskFloor free (diskroom.go).
 func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, error) {
+	if err := roomBeforeOpen(dir); err != nil {
+		return nil, err
+	}
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(syncWrites).
 		WithLogger(badgerLogger{log: log}).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).

@@ -47,9 +47,13 @@
 //	              badger record by record)
 //	placement.go  replica placement for CreateTopic/CreatePartitions
 //	badger.go     badger options (the state store and quorum's raft log)
+//	diskroom.go   StateDiskFloor: badger writes through memory-mapped
+//	              files (a full disk is SIGBUS), so it is not opened or
+//	              written below that much free space
 //	failstop.go   a failed write of the state store stops the state
 //	              machine: the batch is answered with the failure, nothing
-//	              applies after it, Failed closes (quorum stops the node)
+//	              applies after it, Failed closes (quorum stops the node);
+//	              badger is closed only when its close has room to write
 //
 // # Idempotence
 //

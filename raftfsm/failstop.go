@@ -70,3 +70,20 @@ func (f *FSM) refuse(logs []*raft.Log, applied uint64, out []any) []any {
 	}
 	return out
 }
+
+// closeAfterFailure closes the state store after it failed, unless its
+// filesystem lacks the room badger's close writes into (its memtable, out
+// as a table through a memory-mapped file: on a full disk, SIGBUS). Then
+// the store is left open for the exiting process to drop, as a crash
+// would: nothing is lost that the log does not hold (the state is written
+// without fsync and replayed from the log on start; the memtable's log
+// pages are the kernel's to write back).
+func (f *FSM) closeAfterFailure() error {
+	dir := f.db.Opts().Dir
+	if free, ok, err := diskFree(dir); err == nil && ok && free < memTableSize {
+		f.log.Warn("raftfsm: the state store is left unclosed: its close would write its memtable to a disk without room for it",
+			"dir", dir, "free", free, "needs", memTableSize)
+		return nil
+	}
+	return f.db.Close()
+}

@@ -56,8 +56,14 @@ func (f *FSM) Image() (*Image, <-chan struct{}) { return f.images.load() }
 // AppliedIndex is the raft index of the last command applied.
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
-// Close closes the state store, once raft no longer calls the FSM.
-func (f *FSM) Close() error { return f.db.Close() }
+// Close closes the state store, once raft no longer calls the FSM; after
+// a failure, only when the disk has room for it (closeAfterFailure).
+func (f *FSM) Close() error {
+	if f.stop.err != nil {
+		return f.closeAfterFailure()
+	}
+	return f.db.Close()
+}
 
 // Apply applies one committed command. It returns the command's result or
 // its error; nil for a skipped (already applied) index.
@@ -114,6 +120,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 // commit makes the batch applied through last durable and publishes it;
 // false when the state store failed (the state machine stops: failstop.go).
 func (f *FSM) commit(ch *change, base *Image, last uint64) bool {
+	if err := checkDiskRoom(f.db.Opts().Dir); err != nil {
+		f.storeFailed(fmt.Errorf("raftfsm: apply the metadata log through index %d: %w", last, err))
+		return false
+	}
 	if err := ch.commit(f.db, f.commitState); err != nil {
 		f.storeFailed(fmt.Errorf("raftfsm: apply the metadata log through index %d: write the state store: %w", last, err))
 		return false

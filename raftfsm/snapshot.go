@@ -116,6 +116,11 @@ func (f *FSM) restore(r io.Reader) error {
 	// From here the state store is being replaced: until a restore
 	// completes, the FSM applies nothing (raft retries the snapshot, or
 	// the node fails to start and restores it again on the next start).
+	if err := checkDiskRoom(f.db.Opts().Dir); err != nil {
+		// Before anything is replaced: the state stays as it was.
+		f.storeFailed(fmt.Errorf("raftfsm: restore a snapshot: %w", err))
+		return err
+	}
 	f.broken = fmt.Errorf("raftfsm: a snapshot restore did not complete")
 	if err := streamState(f.db, applied, sr); err != nil {
 		f.broken = fmt.Errorf("raftfsm: snapshot restore failed: %w", err)
