@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -127,6 +128,7 @@ func newLog(dir string, cfg Config, opts Options) (*Log, error) {
 		return nil, err
 	}
 	opts = opts.withDefaults()
+	dir = filepath.Clean(dir) // segment.path joins names to it without cleaning
 	return &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}, nil
 }
 

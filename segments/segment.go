@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,9 +36,39 @@ type segment struct {
 	txns        segTxns // transactions (txn.go)
 }
 
-func segmentName(base int64, suffix string) string { return fmt.Sprintf("%020d%s", base, suffix) }
+func segmentName(base int64, suffix string) string {
+	var b strings.Builder
+	b.Grow(20 + len(suffix))
+	writeSegmentName(&b, base, suffix)
+	return b.String()
+}
 
-func (s *segment) path(dir string) string { return filepath.Join(dir, segmentName(s.base, logSuffix)) }
+// writeSegmentName writes base zero-padded to 20 digits, then suffix.
+func writeSegmentName(b *strings.Builder, base int64, suffix string) {
+	var digits [20]byte
+	n := strconv.AppendInt(digits[:0], base, 10)
+	for range 20 - len(n) {
+		b.WriteByte('0')
+	}
+	b.Write(n)
+	b.WriteString(suffix)
+}
+
+// path is the segment file's path in dir, a Log's directory (cleaned by
+// newLog). Every append and read makes it, to find its file in the
+// FileCache: filepath.Join and Sprintf took 0.76 us of it, ~15% of an
+// append to a log whose file is open (BenchmarkAppendEachPartition).
+func (s *segment) path(dir string) string {
+	if dir == "" || dir == "." || os.IsPathSeparator(dir[len(dir)-1]) { // the root
+		return filepath.Join(dir, segmentName(s.base, logSuffix))
+	}
+	var b strings.Builder
+	b.Grow(len(dir) + 1 + 20 + len(logSuffix))
+	b.WriteString(dir)
+	b.WriteByte(filepath.Separator)
+	writeSegmentName(&b, s.base, logSuffix)
+	return b.String()
+}
 
 // parseSegmentName returns the base offset of a "%020d.log" file name.
 func parseSegmentName(name string) (int64, bool) {
