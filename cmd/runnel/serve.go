@@ -135,8 +135,14 @@ func (l *topicLimits) apply(cfg *server.Config) error {
 }
 
 func newServeCommand() *cobra.Command {
+	cmd, _ := serveCommand()
+	return cmd
+}
+
+// serveCommand is the serve command and the flags it fills.
+func serveCommand() (*cobra.Command, *serveFlags) {
 	def := server.DefaultConfig()
-	var f serveFlags
+	f := new(serveFlags)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a runnel node (controller, broker or both)",
@@ -232,8 +238,16 @@ func newServeCommand() *cobra.Command {
 	for _, name := range []string{"test-faults", "test-clock-offset", "test-fsync-delay", "test-raft-log-segment-bytes"} {
 		_ = fs.MarkHidden(name)
 	}
-	return cmd
+	return cmd, f
 }
+
+// Bounds of --test-raft-log-segment-bytes besides 0 (the default): raft-wal
+// preallocates each segment, so a huge value takes that much disk at
+// once, and a segment must hold more than its header and one index frame.
+const (
+	minRaftLogSegmentBytes = 4 << 10
+	maxRaftLogSegmentBytes = 1 << 30
+)
 
 func (f *serveFlags) config() (server.Config, error) {
 	cfg := server.DefaultConfig()
@@ -311,6 +325,9 @@ func (f *serveFlags) config() (server.Config, error) {
 		return cfg, err
 	}
 	cfg.BenchSkipRecordValidation = f.benchSkip
+	if n := f.testFaults.RaftLogSegmentBytes; n != 0 && (n < minRaftLogSegmentBytes || n > maxRaftLogSegmentBytes) {
+		return cfg, fmt.Errorf("--test-raft-log-segment-bytes: %d is not 0 (the default) or between %d and %d", n, minRaftLogSegmentBytes, maxRaftLogSegmentBytes)
+	}
 	cfg.TestFaults = f.testFaults
 	if cfg.ClusterSecret, err = f.clusterSecret(); err != nil {
 		return cfg, err

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,6 +58,29 @@ func TestServeFlagErrors(t *testing.T) {
 		root.SetArgs(append([]string{"serve"}, args...))
 		if err := root.Execute(); err == nil {
 			t.Errorf("runnel serve %v: no error", args)
+		}
+	}
+}
+
+// The hidden --test-raft-log-segment-bytes takes 0 (the default) or a
+// size between 4 KiB and 1 GiB: raft-wal preallocates each segment, so
+// any int went straight to the disk (a terabyte, or a segment smaller
+// than its own header).
+func TestServeRaftLogSegmentBytesBounded(t *testing.T) {
+	for value, ok := range map[string]bool{
+		"0": true, "4096": true, "32768": true, "1073741824": true,
+		"-1": false, "1": false, "4095": false, "1073741825": false, "1099511627776": false,
+	} {
+		cmd, f := serveCommand()
+		if err := cmd.ParseFlags([]string{"--test-raft-log-segment-bytes", value}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.config()
+		if ok && (err != nil || fmt.Sprint(cfg.TestFaults.RaftLogSegmentBytes) != value) {
+			t.Errorf("--test-raft-log-segment-bytes %s: %v, segment bytes %d; want it taken", value, err, cfg.TestFaults.RaftLogSegmentBytes)
+		}
+		if !ok && (err == nil || !strings.Contains(err.Error(), "--test-raft-log-segment-bytes")) {
+			t.Errorf("--test-raft-log-segment-bytes %s: %v; want an error naming the flag", value, err)
 		}
 	}
 }
