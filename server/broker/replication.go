@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -444,93 +443,5 @@ func (p *Partition) resetAsFollowerLocked(offset int64, fetchEpoch int32) error 
 	} else {
 		p.hwm.Store(offset)
 	}
-	return nil
-}
-
-// maxISRChangesPerCommand keeps one ChangePartitions command of ISR changes
-// well under the metadata log's command size (a change encodes to about
-// 100 bytes), as the controller's leader moves do.
-const maxISRChangesPerCommand = 4096
-
-// updateISR proposes the ISR change p's followers call for, if any.
-func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
-	b.updateISRs(ctx, []*Partition{p}, now)
-}
-
-// updateISRs proposes the ISR changes the partitions' followers call for,
-// one ChangePartitions command per topic, and applies the image that
-// follows once. A broker back from a restart rejoins the ISR of every
-// partition it follows at once: with one Raft round trip per partition
-// (and a reconcile after each) it stayed out of thousands of ISRs for
-// minutes, each one short of a replica meanwhile (issue 19).
-func (b *Broker) updateISRs(ctx context.Context, parts []*Partition, now time.Time) {
-	img, _ := b.meta.Image()
-	byTopic := map[string][]raftfsm.ChangePartition{}
-	for _, p := range parts {
-		if ch, ok := b.isrChange(img, p, now); ok {
-			byTopic[p.topic] = append(byTopic[p.topic], ch)
-		}
-	}
-	if len(byTopic) == 0 {
-		return
-	}
-	// Without a controller to take them, the round stops at the first
-	// refusal: each proposal waited out its own timeout, so at 100 topics
-	// the loop was stuck for minutes after the controller's node was
-	// killed, and then proposed changes computed before the election
-	// (issue 19). The next round (a tick later) proposes from what is
-	// true then.
-proposing:
-	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
-		changes := byTopic[topic]
-		for len(changes) > 0 && ctx.Err() == nil {
-			k := min(len(changes), maxISRChangesPerCommand)
-			if err := b.proposeISRs(ctx, topic, changes[:k]); errors.Is(err, raftfsm.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded) {
-				break proposing
-			}
-			changes = changes[k:]
-		}
-	}
-	img, _ = b.meta.Image()
-	b.Reconcile(img)
-}
-
-// isrChange is the ChangePartition that p's wanted ISR calls for.
-func (b *Broker) isrChange(img *raftfsm.Image, p *Partition, now time.Time) (raftfsm.ChangePartition, bool) {
-	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
-	if !ok {
-		return raftfsm.ChangePartition{}, false
-	}
-	// Only alive brokers may join (KIP-841; the controller refuses the
-	// rest): a fenced follower still fetching is left out, quietly.
-	cur := p.currentISR()
-	isr = slices.DeleteFunc(isr, func(id int32) bool {
-		if id == b.id || slices.Contains(cur, id) {
-			return false
-		}
-		br, ok := img.Brokers[id]
-		return !ok || br.State != raftfsm.BrokerAlive
-	})
-	if slices.Equal(isr, cur) {
-		return raftfsm.ChangePartition{}, false
-	}
-	return raftfsm.ChangePartition{Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(),
-		PartitionEpoch: epoch, Leader: b.id, ISR: isr}, true
-}
-
-// proposeISRs proposes changes to one topic's partitions. The controller
-// skips a change whose epochs are stale or whose new members are fenced
-// (the metadata moved on since this image; the next image tells us) and
-// applies the others. The error is Apply's, logged here.
-func (b *Broker) proposeISRs(ctx context.Context, topic string, changes []raftfsm.ChangePartition) error {
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	res, err := b.meta.Apply(actx, raftfsm.Command{Version: 1, ChangePartitions: &raftfsm.ChangePartitions{Topic: topic, Changes: changes}})
-	if err != nil {
-		b.logger.Warn("propose ISR changes", "topic", topic, "partitions", len(changes), "err", err)
-		return err
-	}
-	applied, _ := res.(int64)
-	b.logger.Info("ISR changed", "topic", topic, "proposed", len(changes), "applied", applied)
 	return nil
 }

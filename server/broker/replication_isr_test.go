@@ -177,6 +177,7 @@ type fakeMeta struct {
 	img      *raftfsm.Image
 	proposed []raftfsm.ChangePartition
 	commands int   // ISR commands applied
+	batches  int   // of which ChangePartitionsBatch
 	err      error // Apply's answer
 }
 
@@ -193,10 +194,19 @@ func (m *fakeMeta) Apply(_ context.Context, cmd raftfsm.Command) (any, error) {
 		m.commands++
 		m.proposed = append(m.proposed, *cmd.ChangePartition)
 	}
+	topics := []raftfsm.ChangePartitions{}
 	if cmd.ChangePartitions != nil {
 		m.commands++
-		for _, ch := range cmd.ChangePartitions.Changes {
-			ch.Topic = cmd.ChangePartitions.Topic
+		topics = append(topics, *cmd.ChangePartitions)
+	}
+	if cmd.ChangePartitionsBatch != nil {
+		m.commands++
+		m.batches++
+		topics = cmd.ChangePartitionsBatch.Topics
+	}
+	for _, t := range topics {
+		for _, ch := range t.Changes {
+			ch.Topic = t.Topic
 			m.proposed = append(m.proposed, ch)
 		}
 	}
@@ -239,10 +249,56 @@ func TestUpdateISRProposesToController(t *testing.T) {
 
 // A broker that leads many partitions whose followers all caught up (a
 // broker back after a restart, issue 19) proposes their ISR changes in one
-// command per topic, not one Raft round trip each: at thousands of
-// partitions the restarted broker stayed out of the ISR for minutes.
+// command per topic, not one Raft round trip each, while the cluster's
+// command version is 1: at thousands of partitions the restarted broker
+// stayed out of the ISR for minutes.
 func TestUpdateISRsOneCommandPerTopic(t *testing.T) {
-	meta := &fakeMeta{img: &raftfsm.Image{Index: 1, Brokers: map[int32]*raftfsm.Broker{
+	meta, b := isrBroker(t, 0)
+	parts := caughtUpPartitions(t, []string{"a", "b"}, 20)
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 2 || meta.batches != 0 || len(meta.proposed) != 40 {
+		t.Fatalf("%d commands (%d batches) proposing %d changes, want 2 ChangePartitions (one per topic) proposing 40",
+			meta.commands, meta.batches, len(meta.proposed))
+	}
+	checkRejoined(t, meta.proposed)
+}
+
+// From command version 2 the ISR changes of many topics go in one
+// ChangePartitionsBatch (issue 19): a follower of 100 topics back from a
+// restart waited for hundreds of one-topic commands, each a Raft round
+// trip of 20-100 ms, proposed one after the other. A batch stays within
+// its bounds: the partitions of the topics it rewrites.
+func TestUpdateISRsBatchesTopics(t *testing.T) {
+	meta, b := isrBroker(t, 2)
+	names := []string{"a", "b", "c", "d", "e"}
+	parts := caughtUpPartitions(t, names, 20)
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 1 || meta.batches != 1 || len(meta.proposed) != 100 {
+		t.Fatalf("%d commands (%d batches) proposing %d changes, want one batch proposing 100", meta.commands, meta.batches, len(meta.proposed))
+	}
+	checkRejoined(t, meta.proposed)
+
+	// Topics whose partitions pass a batch's bound split it: each of these
+	// holds half the bound and a bit, so one goes per command.
+	var topics []*raftfsm.Topic
+	for _, name := range names {
+		topics = append(topics, &raftfsm.Topic{Name: name, Partitions: make([]raftfsm.Partition, maxISRBatchPartitions/2+1)})
+	}
+	meta.mu.Lock()
+	meta.img.Topics = raftfsm.TopicMapOf(topics...)
+	meta.commands, meta.batches, meta.proposed = 0, 0, nil
+	meta.mu.Unlock()
+	b.updateISRs(context.Background(), parts, time.Now())
+	if meta.commands != 5 || meta.batches != 5 || len(meta.proposed) != 100 {
+		t.Fatalf("%d commands (%d batches) proposing %d changes, want 5 batches (one topic each) proposing 100", meta.commands, meta.batches, len(meta.proposed))
+	}
+}
+
+// isrBroker is broker 1 of three alive brokers, over a fakeMeta whose
+// image has command version version.
+func isrBroker(t *testing.T, version uint8) (*fakeMeta, *Broker) {
+	t.Helper()
+	meta := &fakeMeta{img: &raftfsm.Image{Index: 1, CommandVersion: version, Brokers: map[int32]*raftfsm.Broker{
 		1: {ID: 1, State: raftfsm.BrokerAlive}, 2: {ID: 2, State: raftfsm.BrokerAlive}, 3: {ID: 3, State: raftfsm.BrokerAlive},
 	}}}
 	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(16), Logger: slog.New(slog.DiscardHandler),
@@ -250,10 +306,17 @@ func TestUpdateISRsOneCommandPerTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	return meta, b
+}
+
+// caughtUpPartitions are n partitions of each topic led by broker 1 with
+// ISR [1 2], whose followers 2 and 3 both fetched at the log end.
+func caughtUpPartitions(t *testing.T, topics []string, n int32) []*Partition {
+	t.Helper()
 	var parts []*Partition
-	for _, topic := range []string{"a", "b"} {
-		for i := range int32(20) {
+	for _, topic := range topics {
+		for i := range n {
 			log, err := segments.Open(t.TempDir(), segments.DefaultConfig(), segments.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -266,11 +329,14 @@ func TestUpdateISRsOneCommandPerTopic(t *testing.T) {
 			parts = append(parts, p)
 		}
 	}
-	b.updateISRs(context.Background(), parts, time.Now())
-	if meta.commands != 2 || len(meta.proposed) != 40 {
-		t.Fatalf("%d commands proposing %d changes, want 2 (one per topic) proposing 40", meta.commands, len(meta.proposed))
-	}
-	for _, ch := range meta.proposed {
+	return parts
+}
+
+// checkRejoined checks that each change brings broker 3 back at the
+// partition's epochs.
+func checkRejoined(t *testing.T, proposed []raftfsm.ChangePartition) {
+	t.Helper()
+	for _, ch := range proposed {
 		if ch.Leader != 1 || ch.LeaderEpoch != 1 || ch.PartitionEpoch != 4 || !slices.Equal(ch.ISR, []int32{1, 2, 3}) {
 			t.Fatalf("proposed %+v, want leader 1 epochs 1/4 ISR [1 2 3]", ch)
 		}

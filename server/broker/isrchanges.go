@@ -1,0 +1,168 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/runnel/runnel/raftfsm"
+)
+
+// A leader's ISR changes, proposed to the controller by isrLoop (broker.go)
+// from what its followers' fetches say (wantedISR, replication.go).
+
+// maxISRChangesPerCommand keeps one ChangePartitions command of ISR changes
+// well under the metadata log's command size (a change encodes to about
+// 100 bytes), as the controller's leader moves do.
+const maxISRChangesPerCommand = 4096
+
+// Bounds of one ChangePartitionsBatch of ISR changes (command version 2,
+// a change about 10 bytes in its binary envelope): its changes, and the
+// partitions of the topics it rewrites, which the controller stores in one
+// transaction with the command (a partition of three replicas about 35
+// bytes stored, so 16,384 of them stay near half a MiB, under the bound
+// the controller's own leader moves keep).
+const (
+	maxISRBatchChanges    = 32 << 10
+	maxISRBatchPartitions = 16 << 10
+)
+
+// updateISR proposes the ISR change p's followers call for, if any.
+func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
+	b.updateISRs(ctx, []*Partition{p}, now)
+}
+
+// updateISRs proposes the ISR changes the partitions' followers call for
+// and applies the image that follows once. A broker back from a restart
+// rejoins the ISR of every partition it follows at once: with one Raft
+// round trip per partition (and a reconcile after each) it stayed out of
+// thousands of ISRs for minutes, each one short of a replica meanwhile
+// (issue 19). Once the cluster's command version allows it, the changes of
+// many topics go in one ChangePartitionsBatch command, as the controller's
+// leader moves do: one command per topic was still one Raft round trip
+// (20-100 ms) per topic, one after the other, hundreds of them while a
+// restarted follower of 100 topics came back (issue 19).
+func (b *Broker) updateISRs(ctx context.Context, parts []*Partition, now time.Time) {
+	img, _ := b.meta.Image()
+	byTopic := map[string][]raftfsm.ChangePartition{}
+	for _, p := range parts {
+		if ch, ok := b.isrChange(img, p, now); ok {
+			byTopic[p.topic] = append(byTopic[p.topic], ch)
+		}
+	}
+	if len(byTopic) == 0 {
+		return
+	}
+	// Without a controller to take them, the round stops at the first
+	// refusal: each proposal waited out its own timeout, so at 100 topics
+	// the loop was stuck for minutes after the controller's node was
+	// killed, and then proposed changes computed before the election
+	// (issue 19). The next round (a tick later) proposes from what is
+	// true then.
+	for _, cmd := range isrCommands(img, byTopic) {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := b.proposeISRs(ctx, cmd); errors.Is(err, raftfsm.ErrNotLeader) || errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+	}
+	img, _ = b.meta.Image()
+	b.Reconcile(img)
+}
+
+// isrCommands packs the ISR changes of each topic into commands: one
+// ChangePartitions per topic (at most maxISRChangesPerCommand changes
+// each), gathered into ChangePartitionsBatch commands within their bounds
+// when the cluster's command version is 2 or later.
+func isrCommands(img *raftfsm.Image, byTopic map[string][]raftfsm.ChangePartition) []raftfsm.Command {
+	var perTopic []raftfsm.ChangePartitions
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		for changes := byTopic[topic]; len(changes) > 0; {
+			k := min(len(changes), maxISRChangesPerCommand)
+			perTopic = append(perTopic, raftfsm.ChangePartitions{Topic: topic, Changes: changes[:k]})
+			changes = changes[k:]
+		}
+	}
+	var out []raftfsm.Command
+	if img == nil || img.CommandVersion < 2 {
+		for i := range perTopic {
+			out = append(out, raftfsm.Command{Version: 1, ChangePartitions: &perTopic[i]})
+		}
+		return out
+	}
+	var cur *raftfsm.ChangePartitionsBatch
+	changes, partitions := 0, 0
+	for _, cp := range perTopic {
+		size := 0
+		if t := img.Topics.Get(cp.Topic); t != nil {
+			size = len(t.Partitions)
+		}
+		if cur != nil && (changes+len(cp.Changes) > maxISRBatchChanges || partitions+size > maxISRBatchPartitions) {
+			cur = nil
+		}
+		if cur == nil {
+			cur, changes, partitions = &raftfsm.ChangePartitionsBatch{}, 0, 0
+			out = append(out, raftfsm.Command{ChangePartitionsBatch: cur})
+		}
+		cur.Topics = append(cur.Topics, cp)
+		changes, partitions = changes+len(cp.Changes), partitions+size
+	}
+	return out
+}
+
+// isrChange is the ChangePartition that p's wanted ISR calls for.
+func (b *Broker) isrChange(img *raftfsm.Image, p *Partition, now time.Time) (raftfsm.ChangePartition, bool) {
+	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
+	if !ok {
+		return raftfsm.ChangePartition{}, false
+	}
+	// Only alive brokers may join (KIP-841; the controller refuses the
+	// rest): a fenced follower still fetching is left out, quietly.
+	cur := p.currentISR()
+	isr = slices.DeleteFunc(isr, func(id int32) bool {
+		if id == b.id || slices.Contains(cur, id) {
+			return false
+		}
+		br, ok := img.Brokers[id]
+		return !ok || br.State != raftfsm.BrokerAlive
+	})
+	if slices.Equal(isr, cur) {
+		return raftfsm.ChangePartition{}, false
+	}
+	return raftfsm.ChangePartition{Topic: p.topic, Partition: p.index, LeaderEpoch: p.leaderEpoch.Load(),
+		PartitionEpoch: epoch, Leader: b.id, ISR: isr}, true
+}
+
+// proposeISRs proposes one command of ISR changes (isrCommands). The
+// controller skips a change whose epochs are stale or whose new members are
+// fenced (the metadata moved on since this image; the next image tells us)
+// and applies the others. The error is Apply's, logged here.
+func (b *Broker) proposeISRs(ctx context.Context, cmd raftfsm.Command) error {
+	topics := []raftfsm.ChangePartitions{}
+	if cmd.ChangePartitionsBatch != nil {
+		topics = cmd.ChangePartitionsBatch.Topics
+	} else if cmd.ChangePartitions != nil {
+		topics = append(topics, *cmd.ChangePartitions)
+	}
+	changes := 0
+	for _, t := range topics {
+		changes += len(t.Changes)
+	}
+	first, last := "", ""
+	if len(topics) > 0 {
+		first, last = topics[0].Topic, topics[len(topics)-1].Topic
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	res, err := b.meta.Apply(actx, cmd)
+	if err != nil {
+		b.logger.Warn("propose ISR changes", "topic", first, "last_topic", last, "topics", len(topics), "partitions", changes, "err", err)
+		return err
+	}
+	applied, _ := res.(int64)
+	b.logger.Info("ISR changed", "topic", first, "last_topic", last, "topics", len(topics), "proposed", changes, "applied", applied)
+	return nil
+}
