@@ -73,10 +73,11 @@
 // one high-watermark checkpoint of the partitions directory every
 // --high-watermark-checkpoint-interval when a mark moved: hwmcheckpoint.go,
 // over the leaf codec hwcheckpoint), its pool of at most
-// replicaApplyWorkers goroutines applying what they fetched, and listing
-// the directories of unopened logs and opening those with records (the
-// fetch loop itself touches no disk; fetchapply.go; each ends when the pool's queue is empty, and at
-// Close), one more rebuilding the producer tables of followed partitions
+// replicaApplyWorkers goroutines applying what they fetched and listing
+// the directories of unopened logs, and its pool of at most
+// replicaOpenWorkers opening those with records (the fetch loop itself
+// touches no disk; fetchapply.go; each ends when its pool's queue is
+// empty, and at Close), one more rebuilding the producer tables of followed partitions
 // whose logs hold batches the table never saw (producerrebuild.go; same
 // lifetime), and up to four deletion workers of the dirdelete queue, started when reconcile queues the logs of deleted replicas and
 // ending when the queue is empty (deletions.go; Close waits for them).

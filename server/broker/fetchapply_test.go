@@ -43,6 +43,13 @@ func (s *slowCreates) inject(op vfs.Op, path string) error {
 	return nil
 }
 
+// newSlowCreates holds creations until release is called (once or more).
+func newSlowCreates() (s *slowCreates, release func()) {
+	s = &slowCreates{release: make(chan struct{}), changed: make(chan struct{}, 1)}
+	var once sync.Once
+	return s, func() { once.Do(func() { close(s.release) }) }
+}
+
 func (s *slowCreates) mostHeld() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -59,27 +66,8 @@ func (s *slowCreates) mostHeld() int {
 // under way at once.
 func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 	const n = 6
-	leader := &fakeLeader{}
-	for i := range int32(n) {
-		lp := epochTestPartitionAt(t, i, 2)
-		lp.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}}, 2)
-		leader.others = append(leader.others, lp)
-	}
-	leader.p = leader.others[0]
-	write := func(i int) {
-		t.Helper()
-		if _, err := leader.others[i].append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
-			t.Fatal(err)
-		}
-	}
-	slow := &slowCreates{release: make(chan struct{}), changed: make(chan struct{}, 1)}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(slow.release)
-		}
-	}
+	leader, write := fakeLeaderOf(t, n)
+	slow, release := newSlowCreates()
 	dir := t.TempDir()
 	b := followingBroker(t, leader, n, Config{DataDir: dir, Files: segments.NewFileCache(64), FS: vfs.NewErrorFS(vfs.OSFS(), slow.inject)})
 	defer b.Close()
@@ -91,24 +79,11 @@ func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 		}
 		return p
 	}
-	waitEnd := func(p *Partition, end int64, what string) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if log := p.log(); log != nil && log.EndOffset() == end {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: follower's t-%d never reached offset %d", what, p.index, end)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
 
 	// t-0 gets a record: its log is created (nothing holds it) and it
 	// replicates.
 	write(0)
-	waitEnd(follower(0), 1, "before any creation was held")
+	waitFollowerEnd(t, follower(0), 1, "before any creation was held")
 	// Every other partition gets its first record: their creations are
 	// held.
 	for i := 1; i < n; i++ {
@@ -121,7 +96,7 @@ func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 	}
 	// Meanwhile t-0 gets another record.
 	write(0)
-	waitEnd(follower(0), 2, "while the other logs' creations were held")
+	waitFollowerEnd(t, follower(0), 2, "while the other logs' creations were held")
 	deadline := time.Now().Add(20 * time.Second)
 	for slow.mostHeld() < 2 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -131,7 +106,7 @@ func TestFollowerFetchesOnWhileCreatingLogs(t *testing.T) {
 	}
 	release()
 	for i := range int32(n) {
-		waitEnd(follower(i), leader.others[i].log().EndOffset(), "after the creations were let through")
+		waitFollowerEnd(t, follower(i), leader.others[i].log().EndOffset(), "after the creations were let through")
 	}
 }
 
@@ -143,4 +118,92 @@ func testFetchManager(t testing.TB, self int32) *fetchManager {
 	m.applyWait = time.Hour
 	t.Cleanup(m.close)
 	return m
+}
+
+// A follower back from a restart applies what it fetched of the logs it
+// has open while it still opens the others: the opens of the logs it must
+// check against their leader went on the pool that applies answers, ahead
+// of every apply, so after a restart at 100,000 partitions hardly a
+// partition was back in sync until the last of its logs was open (issue
+// 19: 5,000 in the first 27 s, then 95,000 in 14 s). Here every log but
+// t-0's holds a record from before the restart, and the opening of each is
+// held: more than the pool's workers. t-0, empty at the restart, gets its
+// first record meanwhile, and must have it.
+func TestFollowerAppliesWhileOpeningLogs(t *testing.T) {
+	const n = replicaApplyWorkers + 5
+	leader, write := fakeLeaderOf(t, n)
+	dir := t.TempDir()
+	b := followingBroker(t, leader, n, Config{DataDir: dir, Files: segments.NewFileCache(64)})
+	for i := 1; i < n; i++ {
+		write(i)
+	}
+	for i := int32(1); i < n; i++ {
+		p, err := b.Hosted("t", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFollowerEnd(t, p, 1, "before the restart")
+	}
+	b.Close()
+
+	slow, release := newSlowCreates()
+	b = followingBroker(t, leader, n, Config{DataDir: dir, Files: segments.NewFileCache(64), FS: vfs.NewErrorFS(vfs.OSFS(), slow.inject)})
+	defer b.Close()
+	defer release() // before the broker closes: its pool may be held
+	deadline := time.Now().Add(20 * time.Second)
+	for slow.mostHeld() < replicaApplyWorkers && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if most := slow.mostHeld(); most < replicaApplyWorkers {
+		t.Fatalf("%d log opens held at once, want %d (the pool's workers)", most, replicaApplyWorkers)
+	}
+	write(0)
+	p0, err := b.Hosted("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFollowerEnd(t, p0, 1, "while the other logs' opens were held")
+	release()
+	for i := int32(1); i < n; i++ {
+		p, err := b.Hosted("t", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFollowerEnd(t, p, 1, "after the opens were let through")
+	}
+}
+
+// waitFollowerEnd waits until the follower's p has its log open and ending
+// at end.
+func waitFollowerEnd(t *testing.T, p *Partition, end int64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if log := p.log(); log != nil && log.EndOffset() == end {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: follower's t-%d never reached offset %d", what, p.index, end)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// fakeLeaderOf is a fake leader (broker 2) of partitions t-0 to t-(n-1),
+// and a write of one record to its partition i.
+func fakeLeaderOf(t *testing.T, n int) (leader *fakeLeader, write func(i int)) {
+	t.Helper()
+	leader = &fakeLeader{}
+	for i := range int32(n) {
+		lp := epochTestPartitionAt(t, i, 2)
+		lp.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{2}}, 2)
+		leader.others = append(leader.others, lp)
+	}
+	leader.p = leader.others[0]
+	return leader, func(i int) {
+		t.Helper()
+		if _, err := leader.others[i].append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -45,9 +45,11 @@ type fetchManager struct {
 
 	disk *storage.Guard // a low disk fetches nothing (readyToFetch)
 
-	// pool applies fetched answers and opens logs for every leader's
-	// fetcher; a round waits applyWait for its applies (fetchapply.go).
+	// pool applies fetched answers for every leader's fetcher; a round
+	// waits applyWait for its applies. opens opens the logs the fetchers
+	// check against their leaders (fetchapply.go).
 	pool      *workpool.Pool
+	opens     *workpool.Pool
 	applyWait time.Duration
 	// rebuilds rebuilds the producer tables of followed partitions in
 	// the background (producerrebuild.go).
@@ -99,6 +101,7 @@ func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, er
 	m := &fetchManager{self: self, dial: dial, disk: disk, logger: logger, ctx: ctx, cancel: cancel, byLeader: map[int32]*leaderFetcher{},
 		applyWait: replicaApplyWait}
 	m.pool = workpool.New(ctx, &m.wg, replicaApplyWorkers)
+	m.opens = workpool.New(ctx, &m.wg, replicaOpenWorkers)
 	m.rebuilds = newProducerRebuilds(m)
 	return m
 }
