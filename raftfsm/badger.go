@@ -26,7 +26,7 @@ func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, erro
 	}
 	opts := badger.DefaultOptions(dir).
 		WithSyncWrites(syncWrites).
-		WithLogger(badgerLogger{log: log}).
+		WithLogger(badgerLogger{log: log, flushes: new(flushWatch)}).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
@@ -51,10 +51,20 @@ func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*badger.DB, erro
 }
 
 // badgerLogger routes badger's printf-style logs to slog; badger's info
-// chatter is logged at debug level.
-type badgerLogger struct{ log *slog.Logger }
+// chatter is logged at debug level. A failed background flush goes to
+// flushes too (flushwatch.go).
+type badgerLogger struct {
+	log     *slog.Logger
+	flushes *flushWatch
+}
 
-func (l badgerLogger) Errorf(f string, a ...any) { l.log.Error(trim(f, a), "subsystem", "badger") }
+func (l badgerLogger) Errorf(f string, a ...any) {
+	line := trim(f, a)
+	l.log.Error(line, "subsystem", "badger")
+	if l.flushes != nil && isFlushFailure(line) {
+		l.flushes.failed(line)
+	}
+}
 func (l badgerLogger) Warningf(f string, a ...any) {
 	l.log.Warn(trim(f, a), "subsystem", "badger")
 }

@@ -54,6 +54,8 @@
 //	              machine: the batch is answered with the failure, nothing
 //	              applies after it, Failed closes (quorum stops the node);
 //	              badger is closed only when its close has room to write
+//	flushwatch.go a memtable flush failing on badger's goroutine (retried
+//	              for ever, seen only in its log) stops it the same way
 //
 // # Idempotence
 //
@@ -90,5 +92,7 @@
 // # Goroutines and locks
 //
 // None of its own. The FSM is called by raft from one goroutine; images
-// are published through an atomic pointer, so readers take no lock.
+// are published through an atomic pointer, so readers take no lock. A
+// failed flush is reported on badger's flush goroutine (flushWatch's
+// mutex, then the stop's sync.Once; nothing else is locked).
 package raftfsm

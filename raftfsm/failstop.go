@@ -1,8 +1,10 @@
 package raftfsm
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -19,17 +21,31 @@ import (
 // commit did before) stopped it too, but as a crash: a goroutine dump,
 // exit 2, nothing closed.
 
-// storeFailure is the state machine's stop; err and onFailure are FSM
-// goroutine only (set before raft runs, for onFailure), failed is closed
-// once err is set.
+// storeFailure is the state machine's stop. A failure comes from the FSM
+// goroutine (a failed commit) or from badger's own (a background flush
+// that fails: flushwatch.go), so it is reported once (once); err is set
+// before failed is closed and read only after (failure); onFailure is set
+// before raft runs.
 type storeFailure struct {
+	once      sync.Once
 	err       error
 	failed    chan struct{}
 	onFailure func(error)
 }
 
-// OnFailure sets fn to be called, once, on the FSM goroutine, when a
-// write of the state store fails. Set it before raft starts.
+// failure is the error that stopped the state machine, nil before.
+func (s *storeFailure) failure() error {
+	select {
+	case <-s.failed:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// OnFailure sets fn to be called, once, when a write of the state store
+// fails: on the FSM goroutine, or on badger's for a failed background
+// flush. Set it before raft starts.
 func (f *FSM) OnFailure(fn func(error)) { f.stop.onFailure = fn }
 
 // Failed is closed when a write of the state store has failed: the state
@@ -38,34 +54,27 @@ func (f *FSM) OnFailure(fn func(error)) { f.stop.onFailure = fn }
 func (f *FSM) Failed() <-chan struct{} { return f.stop.failed }
 
 // Failure is the failed write that closed Failed, nil before.
-func (f *FSM) Failure() error {
-	select {
-	case <-f.stop.failed:
-		return f.stop.err
-	default:
-		return nil
-	}
-}
+func (f *FSM) Failure() error { return f.stop.failure() }
 
 // storeFailed stops the state machine at its first failed write: logged
-// once, Failed closed, OnFailure's function called.
+// once, OnFailure's function called, Failed closed. Safe for concurrent
+// use.
 func (f *FSM) storeFailed(err error) {
-	if f.stop.err != nil {
-		return
-	}
-	f.stop.err = err
-	f.log.Error("raftfsm: the metadata state cannot be written; the node stops", slog.Any("err", err))
-	close(f.stop.failed)
-	if f.stop.onFailure != nil {
-		f.stop.onFailure(err)
-	}
+	f.stop.once.Do(func() {
+		f.stop.err = err
+		f.log.Error("raftfsm: the metadata state cannot be written; the node stops", slog.Any("err", err))
+		if f.stop.onFailure != nil {
+			f.stop.onFailure(err)
+		}
+		close(f.stop.failed) // after onFailure: whoever sees Failed sees its effects
+	})
 }
 
 // refuse answers every command of logs not yet applied with the failure.
 func (f *FSM) refuse(logs []*raft.Log, applied uint64, out []any) []any {
 	for i, l := range logs {
 		if l.Type == raft.LogCommand && l.Index > applied {
-			out[i] = fmt.Errorf("raftfsm: stopped: %w", f.stop.err)
+			out[i] = fmt.Errorf("raftfsm: stopped: %w", f.stop.failure())
 		}
 	}
 	return out
@@ -79,6 +88,12 @@ func (f *FSM) refuse(logs []*raft.Log, applied uint64, out []any) []any {
 // without fsync and replayed from the log on start; the memtable's log
 // pages are the kernel's to write back).
 func (f *FSM) closeAfterFailure() error {
+	if errors.Is(f.stop.failure(), ErrStateFlushFailed) {
+		// badger's close waits for its flushes, and the failed one is
+		// retried for ever.
+		f.log.Warn("raftfsm: the state store is left unclosed: its close would wait for the flush that failed")
+		return nil
+	}
 	dir := f.db.Opts().Dir
 	if free, ok, err := diskFree(dir); err == nil && ok && free < memTableSize {
 		f.log.Warn("raftfsm: the state store is left unclosed: its close would write its memtable to a disk without room for it",

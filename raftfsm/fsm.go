@@ -46,6 +46,7 @@ func NewFSM(db *badger.DB, log *slog.Logger) (*FSM, error) {
 	f := &FSM{db: db, log: log, commitState: commitWrites, stop: storeFailure{failed: make(chan struct{})}}
 	f.applied.Store(applied)
 	f.images.publish(img)
+	f.watchFlushes()
 	return f, nil
 }
 
@@ -59,7 +60,7 @@ func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 // Close closes the state store, once raft no longer calls the FSM; after
 // a failure, only when the disk has room for it (closeAfterFailure).
 func (f *FSM) Close() error {
-	if f.stop.err != nil {
+	if f.stop.failure() != nil {
 		return f.closeAfterFailure()
 	}
 	return f.db.Close()
@@ -82,7 +83,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	}
 	out := make([]any, len(logs))
 	applied := f.applied.Load()
-	if f.stop.err != nil {
+	if f.stop.failure() != nil {
 		return f.refuse(logs, applied, out)
 	}
 	base, _ := f.images.load()

@@ -37,8 +37,8 @@ func (f *FSM) snapshot() (raft.FSMSnapshot, error) {
 	// Called on the FSM goroutine: txn and applied index agree. Stopped
 	// (failstop.go), raft's applied index is past the state's: a snapshot
 	// would say it holds commands it does not.
-	if f.stop.err != nil {
-		return nil, f.stop.err
+	if err := f.stop.failure(); err != nil {
+		return nil, err
 	}
 	if f.broken != nil {
 		return nil, f.broken
@@ -102,8 +102,8 @@ func (s *fsmSnapshot) Release() { s.txn.Discard() }
 // 2,000,000 partitions is never held in memory beside the image loaded
 // from it.
 func (f *FSM) restore(r io.Reader) error {
-	if f.stop.err != nil {
-		return f.stop.err
+	if err := f.stop.failure(); err != nil {
+		return err
 	}
 	sr, applied, err := newSnapshotReader(r)
 	if err != nil {
