@@ -60,8 +60,9 @@
 //	              move at once
 //	broker.go     a broker's side: RegisterBroker, heartbeats,
 //	              ControlledShutdown, BrokerLiveness
-//	propose.go    applyLocal/applyAll and what is decided before proposing;
-//	              the leader loop that creates the cluster id
+//	propose.go    applyLocal/applyAll (a plan's leader moves proposed a
+//	              few at a time, moveWindow) and what is decided before
+//	              proposing; the leader loop that creates the cluster id
 //	reserve.go    the partitions of proposals in flight, counted against
 //	              Config.Limits
 //	status.go     Image, WaitReady, Status, timeout tuning

@@ -371,22 +371,26 @@ func (n *Node) moveLeaders(ctx context.Context, plan func(*raftfsm.Image, map[in
 		if len(cmds) == 0 {
 			return
 		}
-		res, errs := n.applyAll(ctx, cmds)
-		moved, want, failed := 0, 0, false
+		res, errs := n.applyAll(ctx, cmds, moveWindow)
+		moved, want, failed := 0, 0, 0
 		for i, err := range errs {
 			topics := leadermoves.Topics(cmds[i])
 			for _, t := range topics {
 				want += len(t.Changes)
 			}
 			if err != nil {
-				n.log.Warn("raftfsm: cannot move partition leaders", "topic", topics[0].Topic, "topics", len(topics), "err", err)
-				failed = true
+				// Once leadership is lost every later command fails the
+				// same way: the first failure and the count say it.
+				if failed == 0 {
+					n.log.Warn("raftfsm: cannot move partition leaders", "topic", topics[0].Topic, "topics", len(topics), "err", err)
+				}
+				failed++
 				continue
 			}
 			moved += int(res[i].(int64))
 		}
-		n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want, "commands", len(cmds), "round", round)
-		if failed || moved == want {
+		n.log.Info("raftfsm: partition leaders moved", "count", moved, "of", want, "commands", len(cmds), "failed_commands", failed, "round", round)
+		if failed > 0 || moved == want {
 			return // a failure is the controller loop's to retry
 		}
 	}
