@@ -215,13 +215,22 @@ func (l *Log) closeUnsynced(side []SideFile) (names []string, rescan bool, err e
 // clean close, now stale) is what a crash would leave too, and Open's
 // recovery scans those segments without trusting any of their files.
 func (l *Log) rescanLocked(side []SideFile) bool {
-	if !l.closeWritesLocked() || l.cfg.RescanBytes < 0 {
+	if !l.closeWritesLocked() {
 		return false
 	}
 	for _, f := range side {
 		if !f.Optional {
 			return false
 		}
+	}
+	return l.smallRescanLocked()
+}
+
+// smallRescanLocked reports whether an open after a crash now would scan
+// at most RescanBytes: the segments from the saved recovery point on.
+func (l *Log) smallRescanLocked() bool {
+	if l.cfg.RescanBytes < 0 {
+		return false
 	}
 	var n int64
 	for _, s := range l.segs[l.segmentForLocked(l.savedRP):] {

@@ -48,8 +48,9 @@ type Config struct {
 	// setting, not a topic config): a log whose segments from the saved
 	// recovery point on hold at most this many bytes is made durable by
 	// the filesystem's sync alone, and its next open recovers it from
-	// that point as after a crash. 0 means DefaultRescanBytes; negative,
-	// every written log gets a clean close.
+	// that point as after a crash. Maintain writes no recovery-point
+	// checkpoint for such a log either. 0 means DefaultRescanBytes;
+	// negative, every written log gets a clean close and its checkpoints.
 	RescanBytes int64
 	// FramingOnly turns record validation off on Append, back to what it
 	// was before it existed (uncompressed records framed, compressed ones
