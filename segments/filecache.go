@@ -2,8 +2,10 @@ package segments
 
 import (
 	"container/list"
+	"errors"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/runnel/runnel/segments/vfs"
@@ -17,7 +19,9 @@ import (
 // user, so the bound can be exceeded while more files are pinned than max.
 // CloseIdle closes the files no one has used for a while, so a log left
 // idle gives its descriptors back even when other logs never push them out.
-// A FileCache is safe for concurrent use.
+// An open refused for want of descriptors (EMFILE, ENFILE) closes half of
+// the idle files and is tried once more (openRoom). A FileCache is safe
+// for concurrent use.
 //
 // Its lock is held for its bookkeeping only, never across an open, create
 // or close of a file: every log of the process takes it, and with the
@@ -91,7 +95,7 @@ func (c *FileCache) acquire(fs vfs.FS, path string) (*cachedFile, error) {
 	}
 	op := c.startLocked(k)
 	c.mu.Unlock()
-	f, err := fs.Open(path)
+	f, err := c.openRoom(func() (vfs.File, error) { return fs.Open(path) })
 	c.mu.Lock()
 	c.endLocked(k, op)
 	if err != nil {
@@ -123,7 +127,7 @@ func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	op := c.startLocked(k)
 	c.mu.Unlock()
 	closeAll(closing)
-	f, err := fs.Create(path)
+	f, err := c.openRoom(func() (vfs.File, error) { return fs.Create(path) })
 	c.mu.Lock()
 	c.endLocked(k, op)
 	if err != nil {
@@ -138,6 +142,33 @@ func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	closeAll(closing)
 	closeAll(more)
 	return e, nil
+}
+
+// openRoom runs open, and when the process is out of descriptors (EMFILE,
+// or ENFILE for the system) closes half of the idle files and runs it once
+// more. The bound comes from the process's descriptor limit less a reserve
+// for everything else (the server's --max-open-files default), so segment
+// files can be most of the process's descriptors: when the rest needs more
+// than its reserve for a while (a burst of connections), the cache gives
+// way instead of failing the append or read, which would make its log
+// refuse every later change until recovered. It refills as it opens
+// files; each time the limit is met again it gives half back again.
+func (c *FileCache) openRoom(open func() (vfs.File, error)) (vfs.File, error) {
+	f, err := open()
+	if err == nil || !(errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+		return f, err
+	}
+	c.mu.Lock()
+	var closing []vfs.File
+	for n := (c.idle.Len() + 1) / 2; n > 0; n-- {
+		closing = c.closeIdleLocked(c.idle.Front().Value.(*cachedFile), closing)
+	}
+	c.mu.Unlock()
+	if len(closing) == 0 {
+		return nil, err
+	}
+	closeAll(closing)
+	return open()
 }
 
 // startLocked registers an open or create of k in flight.
@@ -173,12 +204,18 @@ func (c *FileCache) insertLocked(k fileKey, f vfs.File, stale bool) (*cachedFile
 // max, taken out of the cache.
 func (c *FileCache) evictLocked(closing []vfs.File) []vfs.File {
 	for c.open > c.max && c.idle.Len() > 0 {
-		e := c.idle.Remove(c.idle.Front()).(*cachedFile)
-		e.elem = nil
-		delete(c.entries, e.key)
-		closing = c.closeLocked(e, closing)
+		closing = c.closeIdleLocked(c.idle.Front().Value.(*cachedFile), closing)
 	}
 	return closing
+}
+
+// closeIdleLocked takes the idle entry e out of the cache and appends its
+// file to closing.
+func (c *FileCache) closeIdleLocked(e *cachedFile, closing []vfs.File) []vfs.File {
+	c.idle.Remove(e.elem)
+	e.elem = nil
+	delete(c.entries, e.key)
+	return c.closeLocked(e, closing)
 }
 
 // closeLocked counts e closed and appends its file to closing: the caller
@@ -229,10 +266,7 @@ func (c *FileCache) CloseIdle(cutoff time.Time) int {
 		if !e.idleSince.Before(cutoff) {
 			break
 		}
-		c.idle.Remove(e.elem)
-		e.elem = nil
-		delete(c.entries, e.key)
-		closing = c.closeLocked(e, closing)
+		closing = c.closeIdleLocked(e, closing)
 	}
 	c.mu.Unlock()
 	closeAll(closing)

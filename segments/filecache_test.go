@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -427,4 +428,45 @@ func TestFileCacheForgetDuringOpen(t *testing.T) {
 	if got := files.OpenFiles(); got != 1 {
 		t.Fatalf("%d files open, want 1 (the new a; the stale handle closed at its release)", got)
 	}
+}
+
+// Out of descriptors, the cache gives back its idle files and tries once
+// more: --max-open-files comes from the process's descriptor limit (issue
+// 19), so the segment files can be most of it, and an open refused with
+// EMFILE while the rest of the process holds more than its reserve (a
+// burst of connections) made the append fail, and its log refuse every
+// later change until recovered. Here the open of an evicted segment file
+// fails once with EMFILE.
+func TestFileCacheOutOfDescriptorsClosesIdleFiles(t *testing.T) {
+	root := t.TempDir()
+	efs := vfs.NewErrorFS(vfs.OSFS(), nil)
+	files := NewFileCache(4)
+	var logs []*Log
+	for i := range 8 {
+		l := mustOpen(t, filepath.Join(root, fmt.Sprint(i)), DefaultConfig(), Options{FS: efs, Files: files})
+		defer l.Close()
+		mustAppend(t, l, valueBatch(1, 10, 1), 0)
+		logs = append(logs, l)
+	}
+	if got := files.OpenFiles(); got != 4 {
+		t.Fatalf("%d files open, want 4 (logs 4-7)", got)
+	}
+	fails := 1 // log 0's file was evicted: its append reopens it
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpen && fails > 0 {
+			fails--
+			return syscall.EMFILE
+		}
+		return nil
+	})
+	if _, err := logs[0].Append(valueBatch(1, 10, 2), 0); err != nil {
+		t.Fatalf("append when an open first met EMFILE: %v", err)
+	}
+	if fails != 0 {
+		t.Fatal("the append opened no file")
+	}
+	if got := files.OpenFiles(); got >= 4 {
+		t.Errorf("%d files open after EMFILE, want fewer than the 4 before: idle ones closed", got)
+	}
+	mustAppend(t, logs[0], valueBatch(1, 10, 3), 0) // the log did not fail
 }
