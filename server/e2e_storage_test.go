@@ -453,3 +453,19 @@ func TestDiskFullShownByOtherNodes(t *testing.T) {
 		t.Fatalf("produce after recovery: %d %s", s, r)
 	}
 }
+
+// A second process on a data dir in use is refused at once, naming it
+// (flock on <data-dir>/.lock; lockFile's platform files).
+func TestDataDirInUseRefused(t *testing.T) {
+	first := servertest.Start(t, servertest.Options{KafkaAddr: "-"})
+	second := servertest.New(t, servertest.Options{NodeID: 2, DataDir: first.DataDir, KafkaAddr: "-"})
+	second.StartNoWait()
+	code, exited := second.WaitExit(60 * time.Second)
+	if !exited {
+		second.Kill()
+		t.Fatalf("a second process on a data dir in use runs; its log:\n%s", second.Logs())
+	}
+	if want := "is in use by another runnel process"; code != 1 || !strings.Contains(second.Logs(), want) {
+		t.Fatalf("exit code %d, log %q; want 1 and %q", code, second.Logs(), want)
+	}
+}

@@ -99,7 +99,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nuid"
@@ -242,7 +241,7 @@ func (s *Server) lockDataDir() error {
 	if err != nil {
 		return fmt.Errorf("open data dir lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
 		return fmt.Errorf("data dir %s is in use by another runnel process: %w", s.cfg.DataDir, err)
 	}

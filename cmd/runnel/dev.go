@@ -393,7 +393,7 @@ func (c *devCluster) start(l devLayout, extra []string) error {
 		p.cmd = exec.Command(c.bin, l.serveArgs(c.dir, n, extra)...)
 		// Own process group: Ctrl-C reaches only this process, which then
 		// stops the nodes in order (brokers before controllers).
-		p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		p.cmd.SysProcAttr = ownProcessGroup()
 		if err := c.attachOutput(p); err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/runnel/runnel/kafkaproto"
 	"github.com/runnel/runnel/raftfsm"
@@ -61,9 +60,8 @@ func (k *Backend) LogDirs(context.Context) ([]kafkaproto.LogDir, error) {
 		dir = b.Dir()
 	}
 	d := kafkaproto.LogDir{Path: dir, TotalBytes: -1, FreeBytes: -1, Err: toKafka(k.cfg.Storage.Err())}
-	var st syscall.Statfs_t
-	if syscall.Statfs(dir, &st) == nil {
-		d.TotalBytes, d.FreeBytes = int64(st.Blocks)*st.Bsize, int64(st.Bavail)*st.Bsize
+	if total, free, ok := diskSpace(dir); ok {
+		d.TotalBytes, d.FreeBytes = total, free
 	}
 	// Sizes and lags without opening an empty log or making a partition
 	// not used since the start (issue 19); in topic and index order.

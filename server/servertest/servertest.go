@@ -205,7 +205,7 @@ func (n *Node) StartNoWait() {
 	}
 	cmd.Stdout = n.logs
 	cmd.Stderr = n.logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = ownProcessGroup()
 	if err := cmd.Start(); err != nil {
 		n.t.Fatalf("servertest: start %s: %v", n.bin, err)
 	}
@@ -375,10 +375,10 @@ func (n *Node) Signal(sig syscall.Signal) {
 	if pid == 0 {
 		n.t.Fatalf("servertest: node %d is not running", n.opts.NodeID)
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
+	if err := sendSignal(pid, sig); err != nil {
 		n.t.Fatalf("servertest: signal node %d: %v", n.opts.NodeID, err)
 	}
-	if sig != syscall.SIGSTOP {
+	if sig != sigStop {
 		return
 	}
 	deadline := time.Now().Add(10 * time.Second)

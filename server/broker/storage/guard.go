@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -48,14 +47,6 @@ func NewGuard(dir string, min int64) *Guard {
 // instead of statfs(2): for the tests of what a low disk does elsewhere.
 func NewGuardStatfs(dir string, min int64, measure func(dir string) (free, total int64, err error)) *Guard {
 	return &Guard{dir: dir, min: min, statfs: measure}
-}
-
-func statfs(dir string) (free, total int64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, 0, err
-	}
-	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
 }
 
 // Admit is called before n bytes are appended; it returns an ErrStorage
