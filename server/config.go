@@ -132,7 +132,9 @@ type Config struct {
 	StorageRetryInterval time.Duration
 	// MinFreeDisk is kept free on the partitions' filesystem (at most a
 	// tenth of it): appends are refused below it, so the metadata store
-	// on the same disk never runs out. 0: no reserve.
+	// on the same disk never runs out: it should be above
+	// raftfsm.StateDiskFloor, which that store keeps (a start warns,
+	// diskreserve.go). 0: no reserve.
 	MinFreeDisk int64 // --min-free-disk
 
 	// Client TLS: HTTPSAddr serves the HTTP API and UI over TLS (HTTP/1.1

@@ -210,3 +210,19 @@ func testFullDiskKeepsMetadataAlive(t *testing.T, reserve string) {
 		return status == 200
 	})
 }
+
+// A partitions' reserve (--min-free-disk) not above the metadata state
+// store's floor is warned about at start, with the figures: partitions
+// filling a shared disk would stop the node (the state store
+// fail-stops) instead of only refusing appends. The default is above it.
+func TestMinFreeDiskBelowStateFloorWarned(t *testing.T) {
+	warning := fmt.Sprintf("not above the %d the metadata state store needs", raftfsm.StateDiskFloor)
+	low := servertest.Start(t, servertest.Options{KafkaAddr: "-", Args: []string{"--min-free-disk", "1048576"}})
+	if !strings.Contains(low.Logs(), warning) || !strings.Contains(low.Logs(), "--min-free-disk 1048576") {
+		t.Fatalf("no warning for --min-free-disk 1048576; log:\n%s", tail(low.Logs(), 8192))
+	}
+	def := servertest.Start(t, servertest.Options{NodeID: 2, KafkaAddr: "-"})
+	if strings.Contains(def.Logs(), warning) {
+		t.Fatalf("the default --min-free-disk warned; log:\n%s", tail(def.Logs(), 8192))
+	}
+}

@@ -587,6 +587,9 @@ func (s *Server) startBroker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if warn := metadataDiskReserveWarning(b.Dir(), s.cfg.MinFreeDisk); warn != "" {
+		s.logger.Warn(warn)
+	}
 	if err := b.Start(s.cfg.MaintainInterval); err != nil {
 		b.Close()
 		return fmt.Errorf("open partitions: %w", err)

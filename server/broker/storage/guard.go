@@ -64,6 +64,21 @@ func (g *Guard) Admit(n int) error {
 	return nil
 }
 
+// capReserve is the reserve kept of want on a filesystem of total bytes:
+// at most a tenth of it.
+func capReserve(want, total int64) int64 { return min(want, total/10) }
+
+// Reserve is what a Guard of want keeps free on the filesystem holding
+// dir: want, capped at a tenth of the filesystem; ok false when it cannot
+// be measured.
+func Reserve(dir string, want int64) (reserve int64, ok bool) {
+	_, total, err := statfs(dir)
+	if err != nil {
+		return 0, false
+	}
+	return capReserve(want, total), true
+}
+
 // IsLow reports whether the last measure was below the reserve.
 func (g *Guard) IsLow() bool { return g != nil && g.low.Load() }
 
@@ -84,7 +99,7 @@ func (g *Guard) Measure(force bool) {
 	if err != nil {
 		return // the appends themselves will say what is wrong
 	}
-	g.free, g.limit = free, min(g.min, total/10)
+	g.free, g.limit = free, capReserve(g.min, total)
 	g.low.Store(free < g.limit)
 }
 
