@@ -19,9 +19,9 @@ const (
 	// and checkpoint files being written, and segment files readers pin
 	// past the cache's bound while their answers are sent.
 	fileReserveOther = 2048
-	// minSegmentFiles is the least a derived budget is taken as good for:
-	// below it (a descriptor limit under ~4,300 with the default
-	// connection bounds) the start warns.
+	// minSegmentFiles is the least a derived budget is taken as good for,
+	// and the bound of releases before: under a descriptor limit of
+	// 2,048 the start warns.
 	minSegmentFiles = 1024
 	// maxSegmentFiles bounds a derived budget under an unlimited or huge
 	// descriptor limit; each open file costs kernel memory.
@@ -30,8 +30,9 @@ const (
 
 // segmentFileBudget returns the number of segment files to keep open: cfg's
 // MaxOpenFiles when set, else what limit (the process's RLIMIT_NOFILE; 0
-// when unknown) leaves after the connection bounds and fileReserveOther.
-// warn, when not empty, says the limit leaves less room than that.
+// when unknown) leaves after the connection bounds and fileReserveOther,
+// and at least 1,024 (half the limit when that is less). warn, when not
+// empty, says the limit leaves too little room.
 func segmentFileBudget(cfg Config, limit uint64) (files int, warn string) {
 	if limit == 0 { // not known (not a Unix system)
 		if cfg.MaxOpenFiles > 0 {
@@ -50,8 +51,17 @@ func segmentFileBudget(cfg Config, limit uint64) (files int, warn string) {
 		}
 		return cfg.MaxOpenFiles, ""
 	}
-	if room < minSegmentFiles {
-		return max(room, 64), fmt.Sprintf("the process's limit of %d file descriptors leaves room for %d segment files (after %d for connections and the metadata store); partitions beyond that reopen a file for each append or read: raise the limit (LimitNOFILE, ulimit -n)", limit, room, reserve)
+	if room >= minSegmentFiles {
+		return room, ""
 	}
-	return room, ""
+	// The reserve counts every connection the bounds allow, which a
+	// node seldom has: under a limit of a few thousand (4,096 is a common
+	// hard limit) it keeps the 1,024 files of releases before, with half
+	// the descriptors left for the rest, and says nothing (a node with
+	// few partitions needs no more). Only a limit too low for that warns.
+	files = max(room, min(minSegmentFiles, int(limit/2)))
+	if files < minSegmentFiles {
+		return files, fmt.Sprintf("the process's limit of %d file descriptors leaves room for %d segment files (%d wanted for connections and the metadata store); partitions beyond that reopen a file for each append or read: raise the limit (LimitNOFILE, ulimit -n)", limit, files, reserve)
+	}
+	return files, ""
 }

@@ -186,7 +186,7 @@ func serveCommand() (*cobra.Command, *serveFlags) {
 	fs.DurationVar(&f.rebalance, "leader-rebalance-interval", def.LeaderRebalanceInterval, "how often the active controller moves leadership back to preferred replicas (0 disables)")
 	fs.Int32Var(&f.offsetsTP, "offsets-topic-partitions", 0, "partitions of __consumer_offsets when it is first created (0: 3)")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP listener")
-	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions (0: the process's descriptor limit less --kafka-max-connections, --inter-broker-max-connections and 2,048 for the rest; a start warns when the limit leaves less)")
+	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions (0: the process's descriptor limit less --kafka-max-connections, --inter-broker-max-connections and 2,048 for the rest, at least 1,024; a start warns when a value given leaves less, or the limit is under 2,048)")
 	// idle logs (issue 19)
 	fs.DurationVar(&f.logIdle, "log-idle-timeout", def.LogIdleTimeout, "a partition's segment files not read or written for this long are closed (the next use opens them again); 0: kept until --max-open-files needs room")
 	fs.DurationVar(&f.hwmEvery, "high-watermark-checkpoint-interval", def.HighWatermarkCheckpointInterval, "how often the high watermarks of all partitions are written to their data directory's one checkpoint file, when one moved (Kafka's replica.high.watermark.checkpoint.interval.ms); a lowered mark is written at once, and all of them when the node stops")
