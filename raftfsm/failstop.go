@@ -23,14 +23,16 @@ import (
 
 // storeFailure is the state machine's stop. A failure comes from the FSM
 // goroutine (a failed commit) or from badger's own (a background flush
-// that fails: flushwatch.go), so it is reported once (once); err is set
-// before failed is closed and read only after (failure); onFailure is set
-// before raft runs.
+// that fails: flushwatch.go, possibly while NewFSM still runs, before
+// OnFailure is set), so err and onFailure are guarded by mu, and
+// whichever of storeFailed and OnFailure comes second calls onFailure:
+// once either way. err is set before failed is closed and read after it
+// without mu (failure).
 type storeFailure struct {
-	once      sync.Once
-	err       error
+	mu        sync.Mutex
+	err       error       // guarded by mu until failed is closed
+	onFailure func(error) // guarded by mu
 	failed    chan struct{}
-	onFailure func(error)
 }
 
 // failure is the error that stopped the state machine, nil before.
@@ -45,8 +47,16 @@ func (s *storeFailure) failure() error {
 
 // OnFailure sets fn to be called, once, when a write of the state store
 // fails: on the FSM goroutine, or on badger's for a failed background
-// flush. Set it before raft starts.
-func (f *FSM) OnFailure(fn func(error)) { f.stop.onFailure = fn }
+// flush; at once when one already failed. Set it before raft starts.
+func (f *FSM) OnFailure(fn func(error)) {
+	f.stop.mu.Lock()
+	f.stop.onFailure = fn
+	err := f.stop.err
+	f.stop.mu.Unlock()
+	if err != nil {
+		fn(err)
+	}
+}
 
 // Failed is closed when a write of the state store has failed: the state
 // machine applies nothing more and the node should stop (Failure says
@@ -60,14 +70,19 @@ func (f *FSM) Failure() error { return f.stop.failure() }
 // once, OnFailure's function called, Failed closed. Safe for concurrent
 // use.
 func (f *FSM) storeFailed(err error) {
-	f.stop.once.Do(func() {
-		f.stop.err = err
-		f.log.Error("raftfsm: the metadata state cannot be written; the node stops", slog.Any("err", err))
-		if f.stop.onFailure != nil {
-			f.stop.onFailure(err)
-		}
-		close(f.stop.failed) // after onFailure: whoever sees Failed sees its effects
-	})
+	f.stop.mu.Lock()
+	if f.stop.err != nil {
+		f.stop.mu.Unlock()
+		return
+	}
+	f.stop.err = err
+	fn := f.stop.onFailure
+	f.stop.mu.Unlock()
+	f.log.Error("raftfsm: the metadata state cannot be written; the node stops", slog.Any("err", err))
+	if fn != nil {
+		fn(err)
+	}
+	close(f.stop.failed) // after fn: whoever sees Failed sees its effects
 }
 
 // refuse answers every command of logs not yet applied with the failure.

@@ -72,3 +72,21 @@ func TestFailedFlushStops(t *testing.T) {
 		t.Fatalf("reported %d times, want once", len(reported))
 	}
 }
+
+// A failure before OnFailure is set (a flush failing while badger opens
+// replays and flushes the memtables left by a crash, before quorum sets
+// it) still reaches OnFailure's function, once.
+func TestFailureBeforeOnFailureReported(t *testing.T) {
+	f := newTestFSM(t, t.TempDir())
+	fault := fmt.Errorf("%w: injected", ErrStateFlushFailed)
+	f.storeFailed(fault)
+	f.storeFailed(errors.New("a second failure"))
+	var reported []error
+	f.OnFailure(func(err error) { reported = append(reported, err) })
+	if len(reported) != 1 || !errors.Is(reported[0], fault) {
+		t.Fatalf("reported %v, want the failure once", reported)
+	}
+	if !errors.Is(f.Failure(), fault) {
+		t.Fatalf("Failure %v, want the first failure", f.Failure())
+	}
+}
