@@ -255,3 +255,32 @@ func TestMaintainLeavesASmallRecoveredTail(t *testing.T) {
 		})
 	}
 }
+
+// An open reads the leader-epoch-checkpoint file of a previous release
+// only when the directory's listing has one: a log whose state file holds
+// no epochs (never written, or written before its first fsync, as most
+// logs a broker recovers after a kill -9) made one failed open(2) of it
+// per open, one of the dozen calls of each of 100,000 opens after a
+// restart (issue 19).
+func TestOpenLooksForLegacyEpochsOnlyWhenListed(t *testing.T) {
+	efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
+	cfg := DefaultConfig()
+	l := mustOpen(t, "/r", cfg, Options{FS: efs})
+	mustAppend(t, l, valueBatch(2, 10, time.Now().UnixMilli()), 3)
+	abandon(l)
+	var looked atomic.Int64
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpen && filepath.Base(path) == epochsFile {
+			looked.Add(1)
+		}
+		return nil
+	})
+	l = mustOpen(t, "/r", cfg, Options{FS: efs})
+	defer l.Close()
+	if n := looked.Load(); n != 0 {
+		t.Fatalf("the open looked for %s %d times, not listed", epochsFile, n)
+	}
+	if got := l.LeaderEpoch(); got != 3 {
+		t.Fatalf("leader epoch %d after the recovery, want 3", got)
+	}
+}

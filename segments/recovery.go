@@ -41,15 +41,19 @@ func (l *Log) openLocked() error {
 	if err != nil {
 		return err
 	}
-	if st.HasEpochs {
-		l.epochs = st.Epochs
-	} else if l.epochs, err = l.readEpochsLocked(); err != nil {
-		return err
-	}
 	// The file of a previous release goes with the next state file
 	// (writeState); beside a state file of version 2 or later it is
-	// ignored.
-	l.legacyEpochs.Store(slices.Contains(names, epochsFile))
+	// ignored. It is read only when listed: most logs without epochs in
+	// their state file have none (one open less each, issue 19).
+	legacy := slices.Contains(names, epochsFile)
+	if st.HasEpochs {
+		l.epochs = st.Epochs
+	} else if legacy {
+		if l.epochs, err = l.readEpochsLocked(); err != nil {
+			return err
+		}
+	}
+	l.legacyEpochs.Store(legacy)
 	if st.Restarting {
 		// A Reset, or a Truncate below the log start, cut short: what is
 		// left of the old log goes, as it would have.
