@@ -284,7 +284,7 @@ func raftError(err error) error {
 // write waits behind at most this many entries. The state machine applies
 // one entry at a time anyway: a few in flight keep it busy while the next
 // ones commit.
-const moveWindow = 4
+const moveWindow = 8
 
 // applyAll proposes cmds on this node (the leader), at most window of them
 // not yet applied at a time, and returns each one's result and error once
