@@ -111,3 +111,27 @@ func TestDecodeProduceRecordCap(t *testing.T) {
 		t.Fatalf("ndjson over the cap: %v", err)
 	}
 }
+
+// TestDecodeErrorClipsLongNames: an unknown field or header name of any
+// length is quoted clipped, so the message stays small (the fuzzer's
+// 3,836-byte body of an invalid-UTF-8 field name allocated 102,696 bytes
+// for its message and copies, over the decoder's bound).
+func TestDecodeErrorClipsLongNames(t *testing.T) {
+	long := strings.Repeat("\xfa", 4000)
+	for _, c := range []struct{ ctype, body string }{
+		{"application/json", `{"` + long + `":0}`},
+		{"application/json", `{"records":[{"` + long + `":0}]}`},
+		{"application/x-ndjson", `{"reco` + long + `rds":0}`},
+		{"application/json", `{"records":[{"headers":{"` + long + `":1}}]}`},
+	} {
+		_, err := DecodeProduce(c.ctype, []byte(c.body), EncodingString, fuzzMaxRecords)
+		if err == nil {
+			t.Fatalf("%s %.40q: no error", c.ctype, c.body)
+		}
+		if m := err.Error(); len(m) > 400 || !strings.Contains(m, "...") {
+			t.Errorf("%s %.40q: message of %d bytes: %.120s", c.ctype, c.body, len(m), m)
+		}
+		n := alloctest.Bytes(func() { _, _ = DecodeProduce(c.ctype, []byte(c.body), EncodingString, fuzzMaxRecords) })
+		checkAllocBound(t, c.ctype, []byte(c.body), 0, n)
+	}
+}
