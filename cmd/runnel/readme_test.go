@@ -136,8 +136,15 @@ func TestReadmeShellBlocks(t *testing.T) {
 	if ran < 5 {
 		t.Fatalf("%d README blocks to run; the install, quickstart, groups, Kafka and CLI blocks at least", ran)
 	}
-	out, err := readmeShell(t, t.TempDir(), env, script.String())
+	dir := t.TempDir()
+	out, err := readmeShell(t, dir, env, script.String())
 	if err != nil {
+		// The security walk-through's node logs to a file of its own: a
+		// node that never became ready says why there (CI saw the wait
+		// for it run out the shell's 5 minutes once, its log lost).
+		if log, rerr := os.ReadFile(filepath.Join(dir, "secure.log")); rerr == nil {
+			out += "\n--- secure.log\n" + string(log)
+		}
 		block := "?"
 		if i := strings.LastIndex(out, ">>> README.md:"); i >= 0 {
 			block, _, _ = strings.Cut(out[i+4:], "\n")
