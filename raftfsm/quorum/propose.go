@@ -140,6 +140,9 @@ func (n *Node) prepare(cmd raftfsm.Command) (raftfsm.Command, *reservation, erro
 		return cmd, nil, err
 	}
 	var as [][]int32
+	var topic string
+	var id [16]byte
+	var count int
 	switch {
 	case cmd.CreateTopic != nil:
 		ct := *cmd.CreateTopic
@@ -158,6 +161,7 @@ func (n *Node) prepare(cmd raftfsm.Command) (raftfsm.Command, *reservation, erro
 		}
 		as = ct.Assignments
 		cmd.CreateTopic = &ct
+		topic, id, count = ct.Name, ct.TopicID, len(as)
 	case cmd.CreatePartitions != nil:
 		cp := *cmd.CreatePartitions
 		t, ok := img.Topics.Lookup(cp.Topic)
@@ -180,10 +184,11 @@ func (n *Node) prepare(cmd raftfsm.Command) (raftfsm.Command, *reservation, erro
 		}
 		as = cp.Assignments
 		cmd.CreatePartitions = &cp
+		topic, id, count = cp.Topic, t.ID, int(cp.Count)
 	default:
 		return cmd, nil, nil
 	}
-	res, err := n.reserved.reserve(n.cfg.Limits, img, as)
+	res, err := n.reserved.reserve(n.cfg.Limits, img, as, topic, id, count)
 	return cmd, res, err
 }
 
