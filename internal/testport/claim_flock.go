@@ -9,9 +9,14 @@ import (
 	"syscall"
 )
 
-// claims keeps the claimed ports' lock files open: closing one would drop
-// its lock.
+// claims keeps the newest claimed ports' lock files open: closing one drops
+// its lock. A claim only has to outlast the window between a port's check
+// and its node's listen (then the listen check covers it), so the oldest is
+// let go past maxClaims: a test process handing out thousands of ports does
+// not hold a descriptor for each.
 var claims []*os.File
+
+const maxClaims = 256
 
 // claim takes port for this process unless another live test process holds
 // it. A directory or lock that cannot be made is no claim at all, and the
@@ -28,6 +33,10 @@ func claim(port int) bool {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		return err != syscall.EWOULDBLOCK
+	}
+	if len(claims) == maxClaims {
+		claims[0].Close()
+		claims = claims[1:]
 	}
 	claims = append(claims, f)
 	return true
