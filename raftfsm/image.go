@@ -147,9 +147,8 @@ func (t *Topic) withPartitions() *Topic {
 func (p Partition) clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
-	if p.Reassignment != nil {
-		p.Reassignment = &Reassignment{Adding: slices.Clone(p.Reassignment.Adding), Removing: slices.Clone(p.Reassignment.Removing)}
-	}
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 

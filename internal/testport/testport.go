@@ -8,6 +8,13 @@
 // machine). Ports here come from below the kernel's ephemeral range (32768
 // and up on Linux), which outgoing connections never take, and one test
 // process never hands a port out twice.
+//
+// Test processes run in parallel (go test runs packages side by side), and
+// between a port's check and its node's listen another process could hand
+// out the same port. So a port handed out is also claimed across processes:
+// an exclusive flock(2) on a file named after it in a directory shared by
+// all test processes, held until the process exits (the kernel drops it
+// then, even after kill -9). Where flock is missing only the check is done.
 package testport
 
 import (
@@ -45,7 +52,7 @@ func FreeAddr(t testing.TB) string {
 		if ports.next++; ports.next >= high {
 			ports.next = low
 		}
-		if ports.used[port] {
+		if ports.used[port] || !claim(port) {
 			continue
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))

@@ -92,10 +92,9 @@ type Broker struct {
 	// next one looks at them again, whether they changed or not.
 	retry map[string]bool
 
-	// open is the hosted partitions whose log is open (lazylog.go),
-	// guarded by openMu (taken after a partition's lazyLog.mu).
-	openMu sync.Mutex
-	open   map[*Partition]struct{}
+	// open is the hosted partitions whose log is open (lazylog.go,
+	// openlogs.go); its lock is taken after a partition's lazyLog.mu.
+	open openLogs
 	// xattrs is where partition directories record their topic id
 	// (logdir.go).
 	xattrs xattrFS
@@ -181,7 +180,6 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
-		open:          map[*Partition]struct{}{},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
@@ -249,7 +247,7 @@ func (b *Broker) isrLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			b.updateISRs(ctx, b.opened(), now) // an unopened log has no follower fetching it
+			b.isrRound(ctx, now)
 		}
 	}
 }
@@ -308,22 +306,30 @@ func (b *Broker) maintain(ctx context.Context, now time.Time) {
 	b.sweepUnopened(now)
 	// Last: the files the round itself used are not idle.
 	defer b.closeIdleFiles()
-	for _, p := range b.opened() {
+	b.open.each(func(p *Partition) bool {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
-		if p.log().Err() != nil {
-			continue // its disk failed: storageLoop reports and recovers it
-		}
-		start := p.log().StartOffset()
-		if err := p.log().Maintain(now); err != nil {
-			b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
-		}
-		if p.log().StartOffset() != start || p.log().Err() != nil {
-			// Retention moved the log start: fetch sessions send it. Or the
-			// log failed: a follower's fetcher stops fetching it.
-			p.wake()
-		}
+		b.maintainLog(p, now)
+		return true
+	})
+}
+
+// maintainLog runs p's log maintenance (retention, rolls, flush.ms,
+// compaction, its recovery point's checkpoint).
+func (b *Broker) maintainLog(p *Partition, now time.Time) {
+	log := p.log()
+	if log.Err() != nil {
+		return // its disk failed: storageLoop reports and recovers it
+	}
+	start := log.StartOffset()
+	if err := log.Maintain(now); err != nil {
+		b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
+	}
+	if log.StartOffset() != start || log.Err() != nil {
+		// Retention moved the log start: fetch sessions send it. Or the
+		// log failed: a follower's fetcher stops fetching it.
+		p.wake()
 	}
 }
 

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,12 +92,17 @@ type hwmCheckpoint struct {
 	// requested counts the lowered-mark requests (syncLoweredHWM).
 	requested atomic.Uint64
 
-	// marksMu guards saved, changed and written; a leaf.
+	// marksMu guards table, dirty, changed and written; a leaf.
 	marksMu sync.Mutex
-	// saved is the marks read at the start, of logs not opened since (an
-	// open log's current mark overrides its entry), and the lowered mark
-	// of a log being opened.
-	saved map[partKey]savedMark
+	// table is what the file holds (hwmtable.go): the open logs, whose
+	// current mark is written, and the marks saved for the others: read
+	// at the start, of logs not opened since, and the lowered mark of a
+	// log being opened.
+	table *markTable
+	// dirty is the open logs whose mark moved since the last write read
+	// the marks (each with its hwmDirty set; hwmMoved): an unchanged
+	// checkpoint costs nothing whatever the number of logs.
+	dirty []*Partition
 	// changed counts changes of the set of partitions (one deleted, an
 	// entry dropped); written is its value at the last successful write.
 	changed, written uint64
@@ -107,7 +110,7 @@ type hwmCheckpoint struct {
 
 // loadHWMCheckpoint reads the partitions directory's checkpoint.
 func loadHWMCheckpoint(fsys vfs.FS, dir string, logger *slog.Logger) *hwmCheckpoint {
-	c := &hwmCheckpoint{fs: fsys, dir: dir, logger: logger, saved: map[partKey]savedMark{}}
+	c := &hwmCheckpoint{fs: fsys, dir: dir, logger: logger, table: newMarkTable()}
 	raw, err := segments.ReadFile(fsys, filepath.Join(dir, hwmCheckpointFile))
 	if err == nil && raw == nil {
 		return c // a new data directory, or the previous release's
@@ -124,10 +127,60 @@ func loadHWMCheckpoint(fsys vfs.FS, dir string, logger *slog.Logger) *hwmCheckpo
 	}
 	for _, t := range cp {
 		for _, p := range t.Partitions {
-			c.saved[partKey{t.Name, p.Index}] = savedMark{t.ID, p.HighWatermark}
+			c.table.update(partKey{t.Name, p.Index}, func(s *markSlot) {
+				s.saved, s.hasSaved = savedMark{t.ID, p.HighWatermark}, true
+			})
 		}
 	}
 	return c
+}
+
+// savedMarks is the marks saved for logs (not the open logs' marks).
+func (c *hwmCheckpoint) savedMarks() map[partKey]savedMark {
+	c.marksMu.Lock()
+	defer c.marksMu.Unlock()
+	out := map[partKey]savedMark{}
+	c.table.each(func(k partKey, s *markSlot) {
+		if s.hasSaved {
+			out[k] = s.saved
+		}
+	})
+	return out
+}
+
+// opened puts p's open log in the table: its mark is written from now on
+// (the previous release's file of it goes after the next write).
+func (c *hwmCheckpoint) opened(p *Partition) {
+	c.marksMu.Lock()
+	c.table.update(partKey{p.topic, p.index}, func(s *markSlot) { s.open = p })
+	c.marksMu.Unlock()
+	if p.hwmLegacy.Load() {
+		p.hwmMoved()
+	}
+}
+
+// closed takes p's log out of the table, if it is p's there (another
+// replica of the name may have opened since).
+func (c *hwmCheckpoint) closed(p *Partition) {
+	c.marksMu.Lock()
+	defer c.marksMu.Unlock()
+	k := partKey{p.topic, p.index}
+	if s := c.table.get(k); s != nil && s.open == p {
+		c.table.update(k, func(s *markSlot) { s.open = nil })
+		c.changed++
+	}
+}
+
+// hwmMoved records that p's mark moved: the next checkpoint round writes.
+func (p *Partition) hwmMoved() {
+	b := p.lazy.owner
+	if b == nil || p.hwmDirty.Load() || !p.hwmDirty.CompareAndSwap(false, true) {
+		return
+	}
+	c := b.hwms
+	c.marksMu.Lock()
+	c.dirty = append(c.dirty, p)
+	c.marksMu.Unlock()
 }
 
 // mark is the saved mark of topic's partition idx, if the checkpoint has
@@ -135,11 +188,11 @@ func loadHWMCheckpoint(fsys vfs.FS, dir string, logger *slog.Logger) *hwmCheckpo
 func (c *hwmCheckpoint) mark(topic string, idx int32, id [16]byte) (int64, bool) {
 	c.marksMu.Lock()
 	defer c.marksMu.Unlock()
-	m, ok := c.saved[partKey{topic, idx}]
-	if !ok || m.id != id {
+	s := c.table.get(partKey{topic, idx})
+	if s == nil || !s.hasSaved || s.saved.id != id {
 		return 0, false
 	}
-	return m.hw, true
+	return s.saved.hw, true
 }
 
 // setMark replaces a saved mark; it returns the function that puts the
@@ -148,17 +201,17 @@ func (c *hwmCheckpoint) setMark(topic string, idx int32, m savedMark) (undo func
 	k := partKey{topic, idx}
 	c.marksMu.Lock()
 	defer c.marksMu.Unlock()
-	old, had := c.saved[k]
-	c.saved[k] = m
+	var old savedMark
+	var had bool
+	c.table.update(k, func(s *markSlot) {
+		old, had = s.saved, s.hasSaved
+		s.saved, s.hasSaved = m, true
+	})
 	return func() {
 		c.marksMu.Lock()
 		defer c.marksMu.Unlock()
-		if c.saved[k] == m {
-			if had {
-				c.saved[k] = old
-			} else {
-				delete(c.saved, k)
-			}
+		if s := c.table.get(k); s != nil && s.hasSaved && s.saved == m {
+			c.table.update(k, func(s *markSlot) { s.saved, s.hasSaved = old, had })
 		}
 	}
 }
@@ -168,7 +221,7 @@ func (c *hwmCheckpoint) setMark(topic string, idx int32, m savedMark) (undo func
 func (c *hwmCheckpoint) forget(topic string, idx int32) {
 	c.marksMu.Lock()
 	defer c.marksMu.Unlock()
-	delete(c.saved, partKey{topic, idx})
+	c.table.update(partKey{topic, idx}, func(s *markSlot) { s.saved, s.hasSaved = savedMark{}, false })
 	c.changed++
 }
 
@@ -177,11 +230,15 @@ func (c *hwmCheckpoint) forget(topic string, idx int32) {
 func (c *hwmCheckpoint) retain(keep func(topic string, idx int32, id [16]byte) bool) {
 	c.marksMu.Lock()
 	defer c.marksMu.Unlock()
-	for k, m := range c.saved {
-		if !keep(k.topic, k.index, m.id) {
-			delete(c.saved, k)
-			c.changed++
+	var drop []partKey
+	c.table.each(func(k partKey, s *markSlot) {
+		if s.hasSaved && !keep(k.topic, k.index, s.saved.id) {
+			drop = append(drop, k)
 		}
+	})
+	for _, k := range drop {
+		c.table.update(k, func(s *markSlot) { s.saved, s.hasSaved = savedMark{}, false })
+		c.changed++
 	}
 }
 
@@ -229,22 +286,13 @@ func (b *Broker) syncLoweredHWMs() error {
 }
 
 // hwmsChanged reports whether the file is behind: a partition's mark
-// moved since the last write that held it, or the set of partitions
-// changed. Called with writeMu held.
+// moved since the last write read it, or the set of partitions changed.
+// Called with writeMu held.
 func (b *Broker) hwmsChanged() bool {
 	c := b.hwms
 	c.marksMu.Lock()
-	changed := c.changed != c.written
-	c.marksMu.Unlock()
-	if changed {
-		return true
-	}
-	for _, p := range b.opened() {
-		if p.hwm.Load() != p.hwmSaved.Load() {
-			return true
-		}
-	}
-	return false
+	defer c.marksMu.Unlock()
+	return c.changed != c.written || len(c.dirty) > 0
 }
 
 // writeHWMsLocked writes the checkpoint: the open logs' marks and the
@@ -253,54 +301,33 @@ func (b *Broker) hwmsChanged() bool {
 func (b *Broker) writeHWMsLocked() error {
 	c := b.hwms
 	req := c.requested.Load() // before the marks are read: each request up to it is covered
-	opened := b.opened()
-	type entry struct {
-		partKey
-		savedMark
-	}
-	entries := make([]entry, 0, len(opened))
-	hws := make([]int64, len(opened))
-	openKeys := make(map[partKey]struct{}, len(opened))
-	for i, p := range opened {
-		k := partKey{p.topic, p.index}
-		hws[i] = p.hwm.Load()
-		entries = append(entries, entry{k, savedMark{p.topicID, hws[i]}})
-		openKeys[k] = struct{}{}
-	}
 	c.marksMu.Lock()
+	dirty := c.dirty
+	c.dirty = nil
+	for _, p := range dirty {
+		p.hwmDirty.Store(false) // before its mark is read: a move from now on is the next write's
+	}
 	gen := c.changed
-	for k, m := range c.saved {
-		if _, ok := openKeys[k]; !ok {
-			entries = append(entries, entry{k, m})
-		}
-	}
+	cp := c.table.checkpoint()
 	c.marksMu.Unlock()
-	slices.SortFunc(entries, func(x, y entry) int {
-		return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.index, y.index))
-	})
-	var cp hwcheckpoint.Checkpoint
-	for i, e := range entries {
-		if i > 0 && e.partKey == entries[i-1].partKey {
-			continue // two open replicas of one name: an old topic's being deleted
-		}
-		if n := len(cp); n == 0 || cp[n-1].Name != e.topic || cp[n-1].ID != e.id {
-			cp = append(cp, hwcheckpoint.Topic{Name: e.topic, ID: e.id})
-		}
-		t := &cp[len(cp)-1]
-		t.Partitions = append(t.Partitions, hwcheckpoint.Partition{Index: e.index, HighWatermark: e.hw})
-	}
 	if err := segments.WriteFileAtomic(c.fs, c.dir, hwmCheckpointFile, cp.Encode()); err != nil {
+		for _, p := range dirty {
+			p.hwmMoved() // still to write
+		}
 		return fmt.Errorf("write the high-watermark checkpoint: %w", err)
 	}
 	c.covered = req
 	c.marksMu.Lock()
 	c.written = gen
-	c.marksMu.Unlock()
-	for i, p := range opened {
-		p.hwmSaved.Store(hws[i])
-		if p.hwmLegacy.Load() {
-			b.removeLegacyHWM(p)
+	var legacy []*Partition
+	for _, p := range dirty {
+		if s := c.table.get(partKey{p.topic, p.index}); p.hwmLegacy.Load() && s != nil && s.open == p {
+			legacy = append(legacy, p) // its mark was written
 		}
+	}
+	c.marksMu.Unlock()
+	for _, p := range legacy {
+		b.removeLegacyHWM(p)
 	}
 	return nil
 }
@@ -355,14 +382,10 @@ func (p *Partition) loadHWM(log *segments.Log) error {
 		}
 	}
 	cur := max(min(hw, log.EndOffset()), log.StartOffset())
-	p.hwm.Store(cur)
 	// Nothing to write until it moves: a log with no entry opens at its
 	// start, as with cur. But the previous release's file goes once the
-	// directory checkpoint holds the mark.
-	p.hwmSaved.Store(cur)
-	if p.hwmLegacy.Load() {
-		p.hwmSaved.Store(-1)
-	}
+	// directory checkpoint holds the mark (hwmCheckpoint.opened).
+	p.hwm.Store(cur)
 	if b != nil && known && hw > cur {
 		undo := b.hwms.setMark(p.topic, p.index, savedMark{p.topicID, cur})
 		if err := b.syncLoweredHWMs(); err != nil {
@@ -399,6 +422,7 @@ func legacyHWMChecksum(off int64) uint32 {
 func (p *Partition) lowerHWM(hw int64) {
 	p.hwm.Store(hw)
 	p.hwmLowered.Store(true)
+	p.hwmMoved()
 }
 
 // retainHostedHWMs drops the saved marks of partitions the applied image

@@ -35,6 +35,7 @@ func BenchmarkCheckpointRound(b *testing.B) {
 	for b.Loop() {
 		for _, p := range parts {
 			p.hwm.Add(1) // as the in-sync replicas' fetches move it
+			p.hwmMoved()
 		}
 		br.maintain(ctx, time.Now())
 		if err := br.checkpointHWMs(); err != nil {

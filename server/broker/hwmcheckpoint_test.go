@@ -292,7 +292,7 @@ func readCheckpoint(t *testing.T, dir string) map[string]int64 {
 		t.Fatalf("checkpoint unreadable: %s", logs.String())
 	}
 	out := map[string]int64{}
-	for k, m := range c.saved {
+	for k, m := range c.savedMarks() {
 		out[partitionDirName(k.topic, k.index)] = m.hw
 	}
 	return out
@@ -354,8 +354,11 @@ func TestCheckpointPowerCutAtEveryStep(t *testing.T) {
 	}
 	oldMarks, newMarks := marks(100), marks(5000)
 	write := func(fsys vfs.FS, m map[partKey]savedMark) error {
-		c := &hwmCheckpoint{fs: fsys, dir: dir, logger: slog.New(slog.DiscardHandler), saved: m}
-		b := &Broker{hwms: c, dir: dir, open: map[*Partition]struct{}{}, logger: c.logger, logOpts: segments.Options{FS: fsys}}
+		c := &hwmCheckpoint{fs: fsys, dir: dir, logger: slog.New(slog.DiscardHandler), table: newMarkTable()}
+		for k, mark := range m {
+			c.setMark(k.topic, k.index, mark)
+		}
+		b := &Broker{hwms: c, dir: dir, logger: c.logger, logOpts: segments.Options{FS: fsys}}
 		return b.syncLoweredHWMs()
 	}
 	var steps atomic.Int64
@@ -388,13 +391,13 @@ func TestCheckpointPowerCutAtEveryStep(t *testing.T) {
 			switch {
 			case c.changed != 0:
 				t.Fatalf("power cut after %d of %d steps (seed %d): checkpoint unreadable", failFrom, total, seed)
-			case fmt.Sprint(c.saved) == fmt.Sprint(newMarks):
-			case fmt.Sprint(c.saved) == fmt.Sprint(oldMarks):
+			case fmt.Sprint(c.savedMarks()) == fmt.Sprint(newMarks):
+			case fmt.Sprint(c.savedMarks()) == fmt.Sprint(oldMarks):
 				if err == nil {
 					t.Fatalf("power cut after %d of %d steps (seed %d): the write returned nil but the old checkpoint is back", failFrom, total, seed)
 				}
 			default:
-				t.Fatalf("power cut after %d of %d steps (seed %d): checkpoint holds %v", failFrom, total, seed, c.saved)
+				t.Fatalf("power cut after %d of %d steps (seed %d): checkpoint holds %v", failFrom, total, seed, c.savedMarks())
 			}
 		}
 	}

@@ -46,12 +46,41 @@ func (b *Broker) updateISR(ctx context.Context, p *Partition, now time.Time) {
 // restarted follower of 100 topics came back (issue 19).
 func (b *Broker) updateISRs(ctx context.Context, parts []*Partition, now time.Time) {
 	img, _ := b.meta.Image()
-	byTopic := map[string][]raftfsm.ChangePartition{}
+	var byTopic map[string][]raftfsm.ChangePartition
 	for _, p := range parts {
-		if ch, ok := b.isrChange(img, p, now); ok {
-			byTopic[p.topic] = append(byTopic[p.topic], ch)
-		}
+		byTopic = b.addISRChange(byTopic, img, p, now)
 	}
+	b.proposeISRChanges(ctx, img, byTopic)
+}
+
+// isrRound is one check of the ISRs of the partitions led here: it walks
+// the open logs (an unopened log has no follower fetching it) without
+// copying them.
+func (b *Broker) isrRound(ctx context.Context, now time.Time) {
+	img, _ := b.meta.Image()
+	var byTopic map[string][]raftfsm.ChangePartition
+	b.open.each(func(p *Partition) bool {
+		byTopic = b.addISRChange(byTopic, img, p, now)
+		return true
+	})
+	b.proposeISRChanges(ctx, img, byTopic)
+}
+
+// addISRChange adds the ISR change p's followers call for, if any, to
+// byTopic (made on the first change).
+func (b *Broker) addISRChange(byTopic map[string][]raftfsm.ChangePartition, img *raftfsm.Image, p *Partition, now time.Time) map[string][]raftfsm.ChangePartition {
+	if ch, ok := b.isrChange(img, p, now); ok {
+		if byTopic == nil {
+			byTopic = map[string][]raftfsm.ChangePartition{}
+		}
+		byTopic[p.topic] = append(byTopic[p.topic], ch)
+	}
+	return byTopic
+}
+
+// proposeISRChanges proposes the changes of byTopic, computed from img,
+// and applies the image that follows once.
+func (b *Broker) proposeISRChanges(ctx context.Context, img *raftfsm.Image, byTopic map[string][]raftfsm.ChangePartition) {
 	if len(byTopic) == 0 {
 		return
 	}
@@ -115,6 +144,9 @@ func isrCommands(img *raftfsm.Image, byTopic map[string][]raftfsm.ChangePartitio
 
 // isrChange is the ChangePartition that p's wanted ISR calls for.
 func (b *Broker) isrChange(img *raftfsm.Image, p *Partition, now time.Time) (raftfsm.ChangePartition, bool) {
+	if !p.isrChangeWanted(now, b.replicaLagMax) {
+		return raftfsm.ChangePartition{}, false
+	}
 	isr, epoch, ok := p.wantedISR(now, b.replicaLagMax)
 	if !ok {
 		return raftfsm.ChangePartition{}, false

@@ -305,31 +305,22 @@ func (b *Broker) closeIdleFiles() {
 }
 
 // addOpened and removeOpened keep the set of partitions with an open log.
+// Called with p's lazyLog.mu held.
 func (b *Broker) addOpened(p *Partition) {
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
 	if p.lazy.gone == nil {
-		b.open[p] = struct{}{}
+		b.open.add(p)
+		b.hwms.opened(p)
 	}
 }
 
 func (b *Broker) removeOpened(p *Partition) {
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
-	delete(b.open, p)
+	b.open.remove(p)
+	b.hwms.closed(p)
 }
 
-// opened returns the hosted partitions whose log is open: those the
-// maintenance, ISR and storage loops look at.
-func (b *Broker) opened() []*Partition {
-	b.openMu.Lock()
-	defer b.openMu.Unlock()
-	out := make([]*Partition, 0, len(b.open))
-	for p := range b.open {
-		out = append(out, p)
-	}
-	return out
-}
+// opened returns the hosted partitions whose log is open, in a new slice
+// (the loops walk b.open instead: openlogs.go).
+func (b *Broker) opened() []*Partition { return b.open.snapshot() }
 
 // sweepUnopened is one maintenance round's share of the retention sweep
 // (see the top of this file). It walks the partitions directory, a batch

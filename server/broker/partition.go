@@ -44,6 +44,9 @@ type Partition struct {
 	// lazy holds the log, opened on first use (lazylog.go): read it with
 	// p.log(), which is nil until then.
 	lazy lazyLog
+	// openSlot is the partition's slot in Broker.open (-1: not in it),
+	// guarded by the set's lock (openlogs.go).
+	openSlot int32
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
@@ -53,11 +56,11 @@ type Partition struct {
 	// with the next leader's epoch (see leadership).
 	term atomic.Uint64
 	hwm  atomic.Int64 // high watermark: the log end of the slowest in-sync replica
-	// hwmSaved is the mark the high-watermark checkpoint last wrote of
-	// this log (-1: none yet); hwmLowered says the mark went down since
+	// hwmDirty says the mark moved since the high-watermark checkpoint
+	// last read it (hwmMoved); hwmLowered says it went down since
 	// (syncLoweredHWM writes it); hwmLegacy says the previous release's
 	// file of it is still in its directory (hwmcheckpoint.go).
-	hwmSaved   atomic.Int64
+	hwmDirty   atomic.Bool
 	hwmLowered atomic.Bool
 	hwmLegacy  atomic.Bool
 	minISR     atomic.Int32 // min.insync.replicas
@@ -120,7 +123,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 // (once per topic, not per partition: a restart hosts a million).
 func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
 	p := &Partition{topic: topic, index: index, topicID: id,
-		maxRecordBytes: consumeMaxRecordBytes}
+		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
 	p.term.Store(packTerm(-1, -1))

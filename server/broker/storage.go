@@ -34,11 +34,12 @@ func (b *Broker) storageLoop(ctx context.Context, every time.Duration) {
 // failedPartitions returns the hosted partitions whose log has failed.
 func (b *Broker) failedPartitions() []storage.Replica {
 	var out []storage.Replica
-	for _, p := range b.opened() { // an unopened log has not failed
+	b.open.each(func(p *Partition) bool { // an unopened log has not failed
 		if p.log().Err() != nil {
 			out = append(out, failedReplica{p})
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -73,6 +74,7 @@ func (p *Partition) recovered() {
 		}
 		if p.hwm.CompareAndSwap(hw, end) {
 			p.hwmLowered.Store(true)
+			p.hwmMoved()
 			break
 		}
 	}
