@@ -171,3 +171,58 @@ func TestIndexEntryOffItsBatch(t *testing.T) {
 		})
 	}
 }
+
+// TestTruncateThroughEntryOffItsBatch: a Truncate whose cut is found from
+// an offset entry that is not at its batch (an index file changed on disk
+// and passing the checks on load) rebuilds the index and cuts where it
+// should, as a read does (TestIndexEntryOffItsBatch). It failed the log
+// instead: every later append refused until a reopen.
+func TestTruncateThroughEntryOffItsBatch(t *testing.T) {
+	const dir = "/idx"
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4096
+	cfg.IndexIntervalBytes = 300
+	mem := vfs.NewMemFS()
+	l := mustOpen(t, dir, cfg, Options{FS: mem})
+	// Batches [0], [1,2], [3,5], [6], [7,8], [9,11]...; offset entries at
+	// 0, 3, 6, 9...
+	for i := range 60 {
+		mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
+	}
+	l.Close()
+	changeIndexFile(t, mem, filepath.Join(dir, segmentName(0, indexSuffix)), func(b []byte) {
+		if got := binary.BigEndian.Uint32(b[indexEntryLen:]); got != 3 {
+			t.Fatalf("second entry is for offset %d, want 3", got)
+		}
+		binary.BigEndian.PutUint32(b[indexEntryLen:], 2) // the batch [3,5] said at offset 2
+	})
+	l = mustOpen(t, dir, cfg, Options{FS: mem})
+	defer l.Close()
+	if err := l.Truncate(2); err != nil {
+		t.Fatalf("truncate through the changed entry: %v", err)
+	}
+	if end := l.EndOffset(); end != 1 {
+		t.Fatalf("end %d after truncating to 2 (the batch [1,2] cut whole), want 1", end)
+	}
+	if info := mustAppend(t, l, valueBatch(1, 10, 1), 0); info.BaseOffset != 1 {
+		t.Fatalf("append after the truncation at %d, want 1", info.BaseOffset)
+	}
+	checkIndexes(t, l)
+}
+
+// changeIndexFile rewrites the index file at path with its entries
+// changed by change.
+func changeIndexFile(t *testing.T, mem *vfs.MemFS, path string, change func(entries []byte)) {
+	t.Helper()
+	b, err := readFile(mem, path)
+	if err != nil || b == nil {
+		t.Fatalf("index file %s: %v", path, err)
+	}
+	change(b)
+	w, err := mem.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteAt(b, 0)
+	w.Close()
+}

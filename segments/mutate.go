@@ -1,8 +1,13 @@
 package segments
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/runnel/runnel/recordbatch"
+
+	"github.com/runnel/runnel/segments/vfs"
 )
 
 // Truncate removes every record at offset >= to, cutting at a batch
@@ -84,7 +89,7 @@ func (l *Log) cutEndLocked(s *segment, to int64) (int64, error) {
 		return 0, err
 	}
 	defer l.files.release(cf)
-	pos, _, ok, err := s.findBatch(cf.f, to)
+	pos, _, ok, err := l.findBatchLocked(s, cf.f, to)
 	if err != nil || !ok {
 		return s.next, err
 	}
@@ -103,6 +108,20 @@ func (l *Log) cutEndLocked(s *segment, to int64) (int64, error) {
 	return next, nil
 }
 
+// findBatchLocked is s.findBatch (s open as f) for a cut: when the index
+// entry it starts from is not at its batch (an index file changed on disk,
+// see checkEntry), the index is rebuilt and the batch found from that, as
+// a read does, instead of failing the truncation and with it the log.
+func (l *Log) findBatchLocked(s *segment, f vfs.File, off int64) (int64, recordbatch.Header, bool, error) {
+	pos, h, ok, err := s.findBatch(f, off)
+	if errors.Is(err, errBadIndex) {
+		if err = l.rebuildBadIndexLocked(s, f, err); err == nil {
+			pos, h, ok, err = s.findBatch(f, off)
+		}
+	}
+	return pos, h, ok, err
+}
+
 // cutSegmentLocked removes the batches of s whose last offset is >= to.
 func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 	if err := l.loadLocked(s); err != nil {
@@ -113,7 +132,7 @@ func (l *Log) cutSegmentLocked(s *segment, to int64) error {
 		return err
 	}
 	defer l.files.release(cf)
-	pos, h, ok, err := s.findBatch(cf.f, to)
+	pos, h, ok, err := l.findBatchLocked(s, cf.f, to)
 	if err != nil {
 		return err
 	}
