@@ -93,7 +93,8 @@
 //
 // Both indexes are written whole when a segment is sealed (rolled, or the
 // active one on a clean Close), through a temporary file, fsync and rename.
-// While a segment is active its indexes live in memory.
+// While a segment is active its indexes live in memory. Each file is its
+// entries followed by a uint32 CRC-32C (Castagnoli, big-endian) of them.
 //
 // The offset index (.index) is a sequence of 8-byte entries: uint32 offset
 // of a batch relative to the segment base, uint32 byte position of that
@@ -109,19 +110,23 @@
 // max timestamp, relative offset after the last batch), dropped on load.
 // Both fields increase.
 //
-// An index is trusted only when it is consistent with its segment: sizes a
-// multiple of the entry size, entries increasing and inside the file (time
-// entries at most at the offset after the last batch), the last offset
-// entry pointing at a batch with that base offset, and the batch headers
-// after it ending exactly at the end of the file. Otherwise, or when
-// missing, it is rebuilt from the segment. The index files have no
-// checksum, so an entry changed on disk can pass these checks: each offset
-// entry a read or a timestamp lookup starts or jumps from is checked
-// against the batch header at its position (which the read reads anyway),
-// and one that is not at its batch has the index rebuilt and the read
-// answered from that. A time entry's timestamp cannot be checked without a
-// scan: one changed on disk can make a timestamp lookup answer a later
-// record (see FuzzIndexFiles).
+// An index is trusted only when its checksums match and it is consistent
+// with its segment: sizes a multiple of the entry size (plus the
+// checksum), entries increasing and inside the file (time entries at most
+// at the offset after the last batch), the last offset entry pointing at a
+// batch with that base offset, and the batch headers after it ending
+// exactly at the end of the file. Otherwise, or when missing, it is
+// rebuilt from the segment (a Warn line) and written anew. A file of a
+// release before the checksum (its size a multiple of the entry size) is
+// rebuilt the same way on the segment's first use, once, and written with
+// it (an Info line). An index whose checksum matches can still disagree
+// with a segment changed under it: each offset entry a read, a timestamp
+// lookup or a Truncate starts or jumps from is checked against the batch
+// header at its position (which it reads anyway), and one that is not at
+// its batch has the index rebuilt and the operation done from that. A
+// time entry's timestamp is covered by the checksum only: one that is
+// wrong for its segment can make a timestamp lookup answer a later record
+// (see FuzzIndexFiles).
 //
 // # Transactions
 //

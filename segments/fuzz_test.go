@@ -85,12 +85,13 @@ func FuzzRecords(f *testing.F) {
 	})
 }
 
-// FuzzIndexFiles replaces the offset and time index files of the sealed
-// first segment of a cleanly closed log with arbitrary bytes (seeded with
-// the real ones). The index files have no checksum, only the consistency
-// checks of loadIndexLocked (doc.go, Index files) and of each offset entry
-// a read uses (checkEntry, which rebuilds the index), so whatever the
-// bytes: every read answers what it did before; a timestamp lookup that
+// FuzzIndexFiles replaces the entries of the offset and time index files
+// of the sealed first segment of a cleanly closed log with arbitrary bytes
+// (seeded with the real ones), their checksum recomputed: what gets past
+// the checksum (TestIndexChecksum) meets the consistency checks of
+// loadIndexLocked (doc.go, Index files) and of each offset entry a read
+// uses (checkEntry, which rebuilds the index), so whatever the bytes:
+// every read answers what it did before; a timestamp lookup that
 // succeeds answers a record at or past its timestamp (a time entry's
 // timestamp changed on disk cannot be told from a right one) and exactly
 // the answer before when the index in use is the one a rescan builds;
@@ -134,7 +135,9 @@ func FuzzIndexFiles(f *testing.F) {
 		}
 	}
 	offsName, timesName := segmentName(0, indexSuffix), segmentName(0, timeIndexSuffix)
+	// The seeds and inputs are entries; the test appends their checksum.
 	offs, times := files[offsName], files[timesName]
+	offs, times = offs[:len(offs)-indexCRCLen], times[:len(times)-indexCRCLen]
 	if len(offs) < 3*indexEntryLen || len(times) < 3*timeEntryLen {
 		f.Fatalf("first segment's index files: %d and %d bytes", len(offs), len(times))
 	}
@@ -148,9 +151,9 @@ func FuzzIndexFiles(f *testing.F) {
 		for name, b := range files {
 			switch name {
 			case offsName:
-				b = offs
+				b = appendIndexCRC(bytes.Clone(offs))
 			case timesName:
-				b = times
+				b = appendIndexCRC(bytes.Clone(times))
 			}
 			w, _ := mem.Create(filepath.Join(dir, name))
 			w.WriteAt(b, 0)

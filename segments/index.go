@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"sort"
 
@@ -27,9 +28,18 @@ type timeEntry struct {
 const (
 	indexEntryLen = 8
 	timeEntryLen  = 12
+	// indexCRCLen is the trailer of an index file: a CRC-32C (fileCRC) of
+	// its entries. A file of a release before it has none: its length is
+	// a multiple of the entry size, where a file with it is 4 more.
+	indexCRCLen = 4
 )
 
-var errBadIndex = errors.New("segments: inconsistent index")
+var (
+	errBadIndex = errors.New("segments: inconsistent index")
+	// errNoIndexChecksum says an index file is a previous release's,
+	// without the trailer: rebuilt once, then written with it.
+	errNoIndexChecksum = errors.New("no checksum (written by a previous release)")
+)
 
 // segIndex is a segment's sparse offset index and time index, in memory.
 type segIndex struct {
@@ -100,20 +110,44 @@ func (x *segIndex) resume(size int64) {
 	}
 }
 
+// encodeOffsets encodes the offset index file: its entries, then their
+// CRC-32C.
 func (x *segIndex) encodeOffsets() []byte {
-	b := make([]byte, 0, len(x.offsets)*indexEntryLen)
+	b := make([]byte, 0, len(x.offsets)*indexEntryLen+indexCRCLen)
 	for _, e := range x.offsets {
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 		b = binary.BigEndian.AppendUint32(b, e.pos)
 	}
-	return b
+	return appendIndexCRC(b)
+}
+
+func appendIndexCRC(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, fileCRC))
+}
+
+// indexEntries returns the entries of an index file b of entries of n
+// bytes, checking its CRC-32C trailer.
+func indexEntries(b []byte, n int) ([]byte, error) {
+	switch len(b) % n {
+	case indexCRCLen:
+	case 0:
+		return nil, fmt.Errorf("%w: %w", errBadIndex, errNoIndexChecksum)
+	default:
+		return nil, fmt.Errorf("%w: odd length %d", errBadIndex, len(b))
+	}
+	entries := b[:len(b)-indexCRCLen]
+	if crc32.Checksum(entries, fileCRC) != binary.BigEndian.Uint32(b[len(entries):]) {
+		return nil, fmt.Errorf("%w: checksum mismatch", errBadIndex)
+	}
+	return entries, nil
 }
 
 // encodeTimes encodes the time index of a sealed segment: its entries and a
 // final one, (maxTs, end) with end the relative offset after the last batch,
-// that records the segment's max timestamp. Loading strips that entry again.
+// that records the segment's max timestamp (loading strips that entry
+// again), then their CRC-32C.
 func (x *segIndex) encodeTimes(end uint32, maxTs int64) []byte {
-	b := make([]byte, 0, (len(x.times)+1)*timeEntryLen)
+	b := make([]byte, 0, (len(x.times)+1)*timeEntryLen+indexCRCLen)
 	times := x.times
 	if maxTs >= 0 && (len(times) == 0 || maxTs > times[len(times)-1].ts) {
 		times = append(times[:len(times):len(times)], timeEntry{ts: maxTs, rel: end})
@@ -122,15 +156,20 @@ func (x *segIndex) encodeTimes(end uint32, maxTs int64) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.ts))
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 	}
-	return b
+	return appendIndexCRC(b)
 }
 
-// decodeIndex parses index files and checks them against the segment size:
-// strictly increasing, inside the file, first entry at position 0.
+// decodeIndex parses index files and checks them: their checksums, then
+// against the segment size: strictly increasing, inside the file, first
+// entry at position 0.
 func decodeIndex(offs, times []byte, size int64) (segIndex, error) {
 	var x segIndex
-	if len(offs)%indexEntryLen != 0 || len(times)%timeEntryLen != 0 {
-		return x, fmt.Errorf("%w: odd length %d/%d", errBadIndex, len(offs), len(times))
+	offs, err := indexEntries(offs, indexEntryLen)
+	if err != nil {
+		return x, fmt.Errorf("offset index: %w", err)
+	}
+	if times, err = indexEntries(times, timeEntryLen); err != nil {
+		return x, fmt.Errorf("time index: %w", err)
 	}
 	for i := 0; i < len(offs); i += indexEntryLen {
 		e := indexEntry{rel: binary.BigEndian.Uint32(offs[i:]), pos: binary.BigEndian.Uint32(offs[i+4:])}

@@ -94,9 +94,10 @@ func TestIndexRebuild(t *testing.T) {
 	}
 }
 
-// TestIndexEntryOffItsBatch: an offset entry changed on disk, still in
-// order and inside the segment, passes the checks on load (the index files
-// have no checksum); a read that starts or jumps from it finds that the
+// TestIndexEntryOffItsBatch: an offset entry that is not at its batch,
+// still in order and inside the segment, passes the checks on load when
+// the checksum matches (as after the segment changed under its index); a
+// read that starts or jumps from it finds that the
 // entry is not its batch's, rebuilds the index and answers right, where it
 // skipped records or passed its limit (found by FuzzIndexFiles).
 func TestIndexEntryOffItsBatch(t *testing.T) {
@@ -123,32 +124,24 @@ func TestIndexEntryOffItsBatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mem := vfs.NewMemFS()
+			mem := writeIndexedLog(t, dir, cfg)
+			changeIndexFile(t, mem, filepath.Join(dir, segmentName(0, indexSuffix)), func(b []byte) {
+				at := tt.entry * indexEntryLen
+				if got := binary.BigEndian.Uint32(b[at:]); got != 3*uint32(tt.entry) {
+					t.Fatalf("entry %d is for offset %d, want %d", tt.entry, got, 3*tt.entry)
+				}
+				if tt.rel != 0 {
+					binary.BigEndian.PutUint32(b[at:], tt.rel)
+				}
+				if tt.pos != 0 {
+					binary.BigEndian.PutUint32(b[at+4:], tt.pos)
+				}
+			})
 			l := mustOpen(t, dir, cfg, Options{FS: mem})
-			for i := range 60 {
-				mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
-			}
-			l.Close()
-			path := filepath.Join(dir, segmentName(0, indexSuffix))
-			b, err := readFile(mem, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			at := tt.entry * indexEntryLen
-			if got := binary.BigEndian.Uint32(b[at:]); got != 3*uint32(tt.entry) {
-				t.Fatalf("entry %d is for offset %d, want %d", tt.entry, got, 3*tt.entry)
-			}
-			if tt.rel != 0 {
-				binary.BigEndian.PutUint32(b[at:], tt.rel)
-			}
-			if tt.pos != 0 {
-				binary.BigEndian.PutUint32(b[at+4:], tt.pos)
-			}
-			w, _ := mem.Create(path)
-			w.WriteAt(b, 0)
-			w.Close()
-			l = mustOpen(t, dir, cfg, Options{FS: mem})
 			defer l.Close()
+			if e := loadedOffsetEntry(t, l, 0, tt.entry); (tt.rel != 0 && e.rel != tt.rel) || (tt.pos != 0 && e.pos != tt.pos) {
+				t.Fatalf("the changed entry did not pass the load: %+v", e)
+			}
 			c, err := l.Read(tt.off, 1<<20, tt.maxOffset)
 			if err != nil {
 				t.Fatalf("read %d: %v", tt.off, err)
@@ -182,22 +175,18 @@ func TestTruncateThroughEntryOffItsBatch(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 4096
 	cfg.IndexIntervalBytes = 300
-	mem := vfs.NewMemFS()
-	l := mustOpen(t, dir, cfg, Options{FS: mem})
-	// Batches [0], [1,2], [3,5], [6], [7,8], [9,11]...; offset entries at
-	// 0, 3, 6, 9...
-	for i := range 60 {
-		mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
-	}
-	l.Close()
+	mem := writeIndexedLog(t, dir, cfg)
 	changeIndexFile(t, mem, filepath.Join(dir, segmentName(0, indexSuffix)), func(b []byte) {
 		if got := binary.BigEndian.Uint32(b[indexEntryLen:]); got != 3 {
 			t.Fatalf("second entry is for offset %d, want 3", got)
 		}
 		binary.BigEndian.PutUint32(b[indexEntryLen:], 2) // the batch [3,5] said at offset 2
 	})
-	l = mustOpen(t, dir, cfg, Options{FS: mem})
+	l := mustOpen(t, dir, cfg, Options{FS: mem})
 	defer l.Close()
+	if e := loadedOffsetEntry(t, l, 0, 1); e.rel != 2 {
+		t.Fatalf("the changed entry did not pass the load: %+v", e)
+	}
 	if err := l.Truncate(2); err != nil {
 		t.Fatalf("truncate through the changed entry: %v", err)
 	}
@@ -210,19 +199,144 @@ func TestTruncateThroughEntryOffItsBatch(t *testing.T) {
 	checkIndexes(t, l)
 }
 
+// writeIndexedLog writes and closes a log in dir of a new MemFS: batches
+// [0], [1,2], [3,5], [6], [7,8], [9,11]... (60 of them, timestamps 100,
+// 102...), with cfg's index.interval.bytes of 300 offset entries at 0, 3,
+// 6, 9...
+func writeIndexedLog(t *testing.T, dir string, cfg Config) *vfs.MemFS {
+	t.Helper()
+	mem := vfs.NewMemFS()
+	l := mustOpen(t, dir, cfg, Options{FS: mem})
+	for i := range 60 {
+		mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return mem
+}
+
+// loadedOffsetEntry loads the segment at base and returns its i-th offset
+// entry.
+func loadedOffsetEntry(t *testing.T, l *Log, base int64, i int) indexEntry {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.segs[l.segmentForLocked(base)]
+	if err := l.loadLocked(s); err != nil {
+		t.Fatal(err)
+	}
+	if i >= len(s.idx.offsets) {
+		t.Fatalf("segment %d has %d offset entries", base, len(s.idx.offsets))
+	}
+	return s.idx.offsets[i]
+}
+
 // changeIndexFile rewrites the index file at path with its entries
-// changed by change.
+// changed by change and its checksum recomputed: a change the checksum
+// cannot tell (as if the segment had changed instead).
 func changeIndexFile(t *testing.T, mem *vfs.MemFS, path string, change func(entries []byte)) {
 	t.Helper()
 	b, err := readFile(mem, path)
 	if err != nil || b == nil {
 		t.Fatalf("index file %s: %v", path, err)
 	}
+	b = b[:len(b)-indexCRCLen]
 	change(b)
+	b = appendIndexCRC(b)
 	w, err := mem.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.WriteAt(b, 0)
 	w.Close()
+}
+
+// TestIndexChecksum: the index files of a sealed segment end in a CRC-32C
+// of their entries. A time entry whose timestamp changed on disk (still in
+// order, so it passed every other check) sent a timestamp lookup past
+// records at or after its timestamp, to a later record; its checksum now
+// fails, and the index is rebuilt from the segment. A file of the previous
+// release, without the checksum, is rebuilt once and written with it.
+func TestIndexChecksum(t *testing.T) {
+	const dir = "/idx"
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4096
+	cfg.IndexIntervalBytes = 300
+	for _, tc := range []struct {
+		name   string
+		suffix string
+		change func(t *testing.T, b []byte) []byte
+	}{
+		{"a time entry's timestamp lowered", timeIndexSuffix, func(t *testing.T, b []byte) []byte {
+			t1 := int64(binary.BigEndian.Uint64(b[timeEntryLen:]))
+			t2 := int64(binary.BigEndian.Uint64(b[2*timeEntryLen:]))
+			if t2 < t1+3 {
+				t.Fatalf("time entries 1 and 2 at %d and %d: too close", t1, t2)
+			}
+			binary.BigEndian.PutUint64(b[2*timeEntryLen:], uint64(t1+1))
+			return b
+		}},
+		{"offset index of the previous release", indexSuffix, func(t *testing.T, b []byte) []byte {
+			return b[:len(b)-len(b)%indexEntryLen]
+		}},
+		{"time index of the previous release", timeIndexSuffix, func(t *testing.T, b []byte) []byte {
+			return b[:len(b)-len(b)%timeEntryLen]
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMemFS()
+			l := mustOpen(t, dir, cfg, Options{FS: mem})
+			for i := range 60 {
+				mustAppend(t, l, valueBatch(1+i%3, 80, int64(100+2*i)), 0)
+			}
+			want := readAll(t, l, 0, 1<<20)
+			type answer struct {
+				off, ts int64
+				ok      bool
+			}
+			answers := map[int64]answer{}
+			for ts := int64(90); ts < 240; ts++ {
+				off, got, ok, err := l.OffsetForTimestamp(ts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				answers[ts] = answer{off, got, ok}
+			}
+			l.Close()
+			path := filepath.Join(dir, segmentName(0, tc.suffix))
+			b, err := readFile(mem, path)
+			if err != nil || b == nil {
+				t.Fatalf("index file: %v", err)
+			}
+			b = tc.change(t, b)
+			w, _ := mem.Create(path)
+			w.WriteAt(b, 0)
+			w.Close()
+			l = mustOpen(t, dir, cfg, Options{FS: mem})
+			defer l.Close()
+			for ts := int64(90); ts < 240; ts++ {
+				off, got, ok, err := l.OffsetForTimestamp(ts)
+				if a := (answer{off, got, ok}); err != nil || a != answers[ts] {
+					t.Fatalf("timestamp lookup %d: %+v %v, want %+v", ts, a, err, answers[ts])
+				}
+			}
+			if got := readAll(t, l, 0, 1<<20); !bytes.Equal(got, want) {
+				t.Fatal("the log reads differently")
+			}
+			checkIndexes(t, l)
+			for _, f := range []struct {
+				suffix string
+				n      int
+			}{{indexSuffix, indexEntryLen}, {timeIndexSuffix, timeEntryLen}} {
+				b, err := readFile(mem, filepath.Join(dir, segmentName(0, f.suffix)))
+				if err != nil || b == nil {
+					t.Fatalf("%s after the rebuild: %v", f.suffix, err)
+				}
+				if len(b)%f.n != indexCRCLen {
+					t.Fatalf("%s after the rebuild: %d bytes, not entries of %d and a checksum", f.suffix, len(b), f.n)
+				}
+			}
+		})
+	}
 }

@@ -291,8 +291,11 @@ func (l *Log) loadLocked(s *segment) error {
 	if err := l.loadIndexLocked(s, cf.f); err == nil {
 		s.loaded, s.indexOnDisk = true, true
 		return nil
-	} else if !errors.Is(err, os.ErrNotExist) {
+	} else if errors.Is(err, errNoIndexChecksum) {
+		// Expected once per sealed segment after an upgrade, on first use.
 		l.logger.Info("segments: rebuilding index", "segment", s.base, "reason", err)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		l.logger.Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", err)
 	}
 	return l.rebuildIndexLocked(s, cf.f)
 }

@@ -219,10 +219,10 @@ func (s *segment) findBatch(f io.ReaderAt, off int64) (int64, recordbatch.Header
 }
 
 // checkEntry checks the index entry e against what reading the header at
-// its position gave (h, or err). The index files have no checksum (an
-// entry changed on disk passes loadIndexLocked's checks when it stays in
-// order and inside the segment), so each entry a read starts or jumps from
-// is checked: one that is not at a batch, or not at its batch, would make
+// its position gave (h, or err). An entry whose file's checksum matches
+// but that is wrong for its segment (the segment changed under it) passes
+// loadIndexLocked's checks when it stays in order and inside the segment,
+// so each entry a read starts or jumps from is checked: one that is not at a batch, or not at its batch, would make
 // a read fail, skip records or pass its limit. The result wraps
 // errBadIndex then (Read rebuilds the index). The zero entry is lookup's
 // answer below the first entry too, where the batch at position 0 may

@@ -437,14 +437,15 @@ func encodeTxnIndex(f txnIndexFile) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, txnIndexCRC))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, fileCRC))
 }
 
 var errBadTxnIndex = errors.New("bad transaction index")
 
-// txnIndexCRC is the table of the .txnindex file's own CRC-32C (a file
-// format of this package; batch CRCs are recordbatch's alone).
-var txnIndexCRC = crc32.MakeTable(crc32.Castagnoli)
+// fileCRC is the table of the CRC-32C of this package's own binary files
+// (.txnindex, and the trailers of .index and .timeindex in index.go);
+// batch CRCs are recordbatch's alone.
+var fileCRC = crc32.MakeTable(crc32.Castagnoli)
 
 // decodeTxnIndex parses a .txnindex file. Its counts are checked against
 // the file's length before anything is allocated.
@@ -453,7 +454,7 @@ func decodeTxnIndex(b []byte) (txnIndexFile, error) {
 		return txnIndexFile{}, fmt.Errorf("%w: bad header", errBadTxnIndex)
 	}
 	body := b[:len(b)-4]
-	if crc32.Checksum(body, txnIndexCRC) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	if crc32.Checksum(body, fileCRC) != binary.BigEndian.Uint32(b[len(b)-4:]) {
 		return txnIndexFile{}, fmt.Errorf("%w: checksum mismatch", errBadTxnIndex)
 	}
 	nb := uint64(binary.BigEndian.Uint32(b[5:]))
