@@ -212,7 +212,8 @@ func TestCleanOpenReadsNoSegment(t *testing.T) {
 // A log recovered at its open after an unclean stop writes no checkpoint
 // of its recovery point at the next Maintain while what a crash would
 // make its next open rescan is within Config.RescanBytes: the checkpoint
-// bounds that rescan and nothing else. Each of the 100,000 logs a broker
+// bounds that rescan and nothing else (here the recovered tail is made
+// durable by a Sync first, as a flush policy would). Each of the 100,000 logs a broker
 // recovered after a kill -9 wrote its state file (two fsyncs) at the first
 // maintenance round, one after the other on the broker's run goroutine
 // (issue 19). A tail past RescanBytes is checkpointed as before.
@@ -243,6 +244,11 @@ func TestMaintainLeavesASmallRecoveredTail(t *testing.T) {
 			defer l.Close()
 			if l.EndOffset() != 4 {
 				t.Fatalf("recovered end %d, want 4", l.EndOffset())
+			}
+			// The recovered tail is durable once fsynced (until then no
+			// checkpoint may record it: TestRecoveredBytesAreFsyncedBeforeTheyArePromised).
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
 			}
 			efs.SetInjector(countSyncs(&syncs, &creates))
 			now = now.Add(2 * checkpointInterval)

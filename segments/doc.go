@@ -295,5 +295,13 @@
 // every batch (length, magic, CRC-32C, record count, increasing offsets),
 // truncates at the first bad or torn batch, deletes any later segment, and
 // rebuilds those segments' indexes. Segments below the recovery point are
-// not read.
+// not read. The recovered bytes past the recovery point were not fsynced
+// by the process that wrote them (a kill -9 leaves them in the page
+// cache only): the recovery point stays where the state file had it, each
+// sealed segment holding such bytes is queued as a roll's flush is, and
+// the active segment's count as unflushed appends. The open itself does
+// no fsync; the first fsync the log's flush policy, a Sync, Close, a roll
+// or a change to sealed segments asks for covers them (a sealed one by
+// its own flush, not by the active segment's fsync), and no checkpoint
+// records a recovery point over them before then.
 package segments
