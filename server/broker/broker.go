@@ -95,6 +95,14 @@ type Broker struct {
 	// open is the hosted partitions whose log is open (lazylog.go,
 	// openlogs.go); its lock is taken after a partition's lazyLog.mu.
 	open openLogs
+	// active is the open logs changed within the last quietRounds
+	// maintenance rounds, failed those whose log failed, not recovered
+	// yet (maintenance.go); maintRound counts the rounds, and rotation is
+	// where the next round's share of the other open logs starts (the run
+	// goroutine's own).
+	active, failed openLogs
+	maintRound     atomic.Int64
+	rotation       int
 	// xattrs is where partition directories record their topic id
 	// (logdir.go).
 	xattrs xattrFS
@@ -180,6 +188,8 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
+		active:        openLogs{slot: func(p *Partition) *int32 { return &p.activeSlot }},
+		failed:        openLogs{slot: func(p *Partition) *int32 { return &p.failedSlot }},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,
 		maxInflated: cfg.MaxInflated, framingOnly: cfg.FramingOnly,
@@ -295,42 +305,6 @@ func (b *Broker) wallNow() time.Time {
 		return time.Now()
 	}
 	return b.now()
-}
-
-// maintain runs one maintenance round over the open logs; it returns
-// between two logs once ctx is done: Close waits for the round (whose
-// high-watermark checkpoints, three fsyncs a log after a write to each
-// before they moved to hwmCheckpointLoop, took 17 s of a node's exit at
-// 10,000 written logs), and closes the logs itself.
-func (b *Broker) maintain(ctx context.Context, now time.Time) {
-	b.sweepUnopened(now)
-	// Last: the files the round itself used are not idle.
-	defer b.closeIdleFiles()
-	b.open.each(func(p *Partition) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		b.maintainLog(p, now)
-		return true
-	})
-}
-
-// maintainLog runs p's log maintenance (retention, rolls, flush.ms,
-// compaction, its recovery point's checkpoint).
-func (b *Broker) maintainLog(p *Partition, now time.Time) {
-	log := p.log()
-	if log.Err() != nil {
-		return // its disk failed: storageLoop reports and recovers it
-	}
-	start := log.StartOffset()
-	if err := log.Maintain(now); err != nil {
-		b.logger.Warn("log maintenance", "topic", p.topic, "partition", p.index, "err", err)
-	}
-	if log.StartOffset() != start || log.Err() != nil {
-		// Retention moved the log start: fetch sessions send it. Or the
-		// log failed: a follower's fetcher stops fetching it.
-		p.wake()
-	}
 }
 
 // Partition returns a partition this broker leads, first catching up with

@@ -64,10 +64,12 @@
 // server/kafkadoor/backend.go).
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
-// (follows the metadata image, runs log maintenance; Close ends a round
-// between two logs), isrLoop (ISR changes
+// (follows the metadata image, runs log maintenance: each round the logs
+// changed lately and a share of the idle ones, maintenance.go; Close ends
+// a round between two logs), isrLoop (ISR changes
 // of the partitions led here), storageLoop (runs storage.Recovery:
-// reports and recovers failed logs), the fetch manager's one goroutine per
+// reports and recovers failed logs, looking at the logs changed lately
+// and those failed), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no
 // partition follows that leader any more), hwmCheckpointLoop (writes the
 // one high-watermark checkpoint of the partitions directory every
@@ -92,14 +94,15 @@
 // Lock order: Broker.mu, then the deletion queue's mu (a leaf), or a
 // partition's lazyLog.mu (opening, closing, deleting its log), then the
 // high-watermark checkpoint's writeMu (held across its write; no hot path
-// takes it), then Broker.openMu (the set of open logs), then its
-// appendMu, then its replica set (repl.mu), then its notifyMu, then its
+// takes it), then its appendMu, then its replica set (repl.mu), then its notifyMu, then its
 // watchers' lock, then a watching fetch session's queue, or the set of
 // the fetcher following it (replfetch.Changes' lock, a leaf); the set of
 // queued producer rebuilds' lock is a leaf taken with no other; the disk
 // reserve's lock (storage.Guard, taken by an append's admit), the
-// storage health's and the checkpoint's marksMu (its saved marks) are
-// taken last. No lock is
+// storage health's, the checkpoint's marksMu (its table of marks and the
+// list of those that moved) and the locks of the sets of open, active and
+// failed logs (openlogs.go: a walk holds one only to copy a chunk) are
+// leaves, taken last. No lock is
 // held across a wait for replication or new data, and reconcile, which
 // holds Broker.mu for writing, touches no disk: it opens and creates no
 // log, and queues the deletion of a deleted replica's log for the

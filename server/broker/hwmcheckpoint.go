@@ -84,7 +84,7 @@ type hwmCheckpoint struct {
 	logger *slog.Logger
 
 	// writeMu serializes the writes of the file; it is held across one
-	// (no hot path takes it) and taken before Broker.openMu.
+	// (no hot path takes it) and taken before marksMu.
 	writeMu sync.Mutex
 	// covered is the lowered-mark requests the last successful write
 	// covered (guarded by writeMu).

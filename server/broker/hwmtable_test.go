@@ -117,7 +117,9 @@ func sortedCheckpoint(marks map[partKey]savedMark) hwcheckpoint.Checkpoint {
 				return
 			}
 		}
-	}, func(x, y partKey) int { return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.index, y.index)) })
+	}, func(x, y partKey) int {
+		return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.index, y.index))
+	})
 	var cp hwcheckpoint.Checkpoint
 	for _, k := range keys {
 		m := marks[k]

@@ -42,7 +42,9 @@ import (
 // recovery.
 //
 // The loops that walk partitions (maintenance, ISR, storage) walk the open
-// ones only (Broker.opened): nothing can change in a log nobody opened.
+// ones only (Broker.open; maintenance and storage only the open logs
+// changed lately and a share of the others, maintenance.go): nothing can
+// change in a log nobody opened.
 // Time can, though: retention and segment.ms apply to an unopened log as
 // soon as it has a sealed segment, or its one segment has records and is
 // older than segment.ms. The retention sweep (sweepUnopened, once per
@@ -79,7 +81,7 @@ type lazyLog struct {
 
 // log is the partition's open log, nil until ensureOpen opened it. Every
 // path that uses it opened it first: Broker.Partition and Lookup, the
-// fetcher, and the loops over Broker.opened.
+// fetcher, and the loops over Broker.open.
 func (p *Partition) log() *segments.Log { return p.lazy.log.Load() }
 
 // ensureOpen opens the partition's log if it is not open yet (creating it
@@ -132,6 +134,7 @@ func (p *Partition) ensureOpen() error {
 		}
 	}
 	b.addOpened(p)
+	p.touchLog()       // maintained next round, as every log was
 	p.leaderAppended() // a leader's high watermark follows its log end and ISR
 	return nil
 }
@@ -140,6 +143,7 @@ func (p *Partition) ensureOpen() error {
 func (p *Partition) setLogConfig(cfg *segments.Config) error {
 	p.lazy.cfg.Store(cfg)
 	if log := p.log(); log != nil {
+		defer p.touchLog() // a new retention acts within a round
 		return log.SetConfig(*cfg)
 	}
 	return nil
@@ -329,6 +333,9 @@ func (b *Broker) opened() []*Partition { return b.open.snapshot() }
 // at without making it. It runs on the run goroutine only (or once Start's
 // goroutines stopped), which owns b.sweepDir.
 func (b *Broker) sweepUnopened(now time.Time) {
+	if n := b.hostedCount.Load(); n >= 0 && int64(b.open.len()) >= n {
+		return // every hosted log is open (not counted again for this)
+	}
 	if b.sweepDir == nil {
 		d, err := os.Open(b.dir)
 		if err != nil {

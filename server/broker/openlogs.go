@@ -11,11 +11,25 @@ import "sync"
 // and each walks it a chunk at a time (each), holding the lock only to
 // copy a chunk. Slots never move, so a walk sees every partition that was
 // in the set for the whole walk, once.
+//
+// The same structure holds the logs the maintenance and storage loops
+// look at every round (Broker.active, maintenance.go), with another slot
+// field of the partition: slot says which.
 type openLogs struct {
 	mu    sync.Mutex
 	slots []*Partition // nil: a free slot
 	free  []int32      // free slots, reused first
 	n     int          // partitions in the set
+	// slot is p's field holding its slot in this set (-1: not in it),
+	// guarded by mu; nil: Partition.openSlot.
+	slot func(p *Partition) *int32
+}
+
+func (s *openLogs) slotOf(p *Partition) *int32 {
+	if s.slot == nil {
+		return &p.openSlot
+	}
+	return s.slot(p)
 }
 
 // openChunk is how many partitions a walk copies under the lock at a time.
@@ -25,7 +39,12 @@ const openChunk = 256
 func (s *openLogs) add(p *Partition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p.openSlot >= 0 {
+	s.addLocked(p)
+}
+
+func (s *openLogs) addLocked(p *Partition) {
+	slot := s.slotOf(p)
+	if *slot >= 0 {
 		return
 	}
 	var i int32
@@ -36,7 +55,7 @@ func (s *openLogs) add(p *Partition) {
 		s.slots = append(s.slots, nil)
 	}
 	s.slots[i] = p
-	p.openSlot = i
+	*slot = i
 	s.n++
 }
 
@@ -44,14 +63,26 @@ func (s *openLogs) add(p *Partition) {
 func (s *openLogs) remove(p *Partition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i := p.openSlot
+	s.removeLocked(p)
+}
+
+func (s *openLogs) removeLocked(p *Partition) {
+	slot := s.slotOf(p)
+	i := *slot
 	if i < 0 {
 		return
 	}
 	s.slots[i] = nil
 	s.free = append(s.free, i)
-	p.openSlot = -1
+	*slot = -1
 	s.n--
+}
+
+// has reports whether p is in the set.
+func (s *openLogs) has(p *Partition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.slotOf(p) >= 0
 }
 
 // len is the number of partitions in the set.
@@ -84,6 +115,45 @@ func (s *openLogs) each(fn func(*Partition) bool) {
 		}
 		clear(buf[:k])
 	}
+}
+
+// eachFrom calls fn with at most n partitions of the set, from slot from
+// on, wrapping to the first slot at the end; it returns the slot after
+// the last one given, where the next call goes on. fn runs without the
+// set's lock held and stops the walk by returning false.
+func (s *openLogs) eachFrom(from, n int, fn func(*Partition) bool) (next int) {
+	var buf [openChunk]*Partition
+	scanned := 0 // slots looked at: one pass at most
+	for n > 0 {
+		s.mu.Lock()
+		total := len(s.slots)
+		if from >= total {
+			from = 0
+		}
+		k := 0
+		for k < min(len(buf), n) && scanned < total {
+			if p := s.slots[from]; p != nil {
+				buf[k] = p
+				k++
+			}
+			from, scanned = from+1, scanned+1
+			if from == total {
+				from = 0
+			}
+		}
+		s.mu.Unlock()
+		if k == 0 {
+			return from
+		}
+		n -= k
+		for _, p := range buf[:k] {
+			if !fn(p) {
+				return from
+			}
+		}
+		clear(buf[:k])
+	}
+	return from
 }
 
 // snapshot is the partitions in the set now, in a new slice: for the

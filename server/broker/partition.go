@@ -44,9 +44,14 @@ type Partition struct {
 	// lazy holds the log, opened on first use (lazylog.go): read it with
 	// p.log(), which is nil until then.
 	lazy lazyLog
-	// openSlot is the partition's slot in Broker.open (-1: not in it),
-	// guarded by the set's lock (openlogs.go).
-	openSlot int32
+	// openSlot, activeSlot and failedSlot are the partition's slots in
+	// Broker.open, active and failed (-1: not in it), each guarded by its
+	// set's lock (openlogs.go).
+	openSlot, activeSlot, failedSlot int32
+	// touchedRound is the maintenance round of the log's last change;
+	// maintainActive is set while it is in Broker.active (maintenance.go).
+	touchedRound   atomic.Int64
+	maintainActive atomic.Bool
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
@@ -123,7 +128,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 // (once per topic, not per partition: a restart hosts a million).
 func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
 	p := &Partition{topic: topic, index: index, topicID: id,
-		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1}
+		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1, activeSlot: -1, failedSlot: -1}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
 	p.term.Store(packTerm(-1, -1))
@@ -267,6 +272,7 @@ func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult,
 		setLogAppendTime(views, appendTime)
 	}
 	info, err := p.log().Append(batches, epoch)
+	p.touchLog()
 	if errors.Is(err, segments.ErrStorage) {
 		return AppendResult{}, storageErr(p.topic, p.index, err)
 	}
@@ -492,6 +498,7 @@ func (p *Partition) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bo
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 	log := p.openLog()
 	before := log.StartOffset()
+	defer p.touchLog()
 	if err := log.DeleteRecordsBefore(offset); err != nil {
 		return -1, err
 	}

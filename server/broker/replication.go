@@ -366,7 +366,9 @@ func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 		return fmt.Errorf("%w: %s-%d fetched epoch %d after local epoch %d", errDiverged, p.topic, p.index, first, last)
 	}
 	wasEmpty := p.log().StartOffset() == p.log().EndOffset()
-	if _, err := p.log().AppendReplicated(data[:whole]); err != nil {
+	_, err := p.log().AppendReplicated(data[:whole])
+	p.touchLog()
+	if err != nil {
 		p.forgetProducersLocked() // part of it may be in the log
 		return fmt.Errorf("replicate %s-%d (fetched epoch %d, local epoch %d): %w", p.topic, p.index, first, p.log().LeaderEpoch(), err)
 	}
@@ -418,6 +420,7 @@ func (p *Partition) followerLearned(hw, logStart int64) {
 	}
 	if logStart > p.log().StartOffset() {
 		p.log().DeleteRecordsBefore(min(logStart, p.log().EndOffset()))
+		p.touchLog()
 	}
 	if advanced {
 		p.wake()
@@ -441,7 +444,9 @@ func (p *Partition) truncateAsFollowerLocked(end int64, askEpoch int32) error {
 	if end < 0 || end >= p.log().EndOffset() || p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != askEpoch {
 		return nil
 	}
-	if err := p.log().Truncate(end); err != nil {
+	err := p.log().Truncate(end)
+	p.touchLog()
+	if err != nil {
 		return fmt.Errorf("truncate %s-%d to %d: %w", p.topic, p.index, end, err)
 	}
 	p.forgetProducersLocked()
@@ -467,7 +472,9 @@ func (p *Partition) resetAsFollowerLocked(offset int64, fetchEpoch int32) error 
 	if p.leader.Load() == p.repl.self || p.leaderEpoch.Load() != fetchEpoch {
 		return nil
 	}
-	if err := p.log().Reset(offset); err != nil {
+	err := p.log().Reset(offset)
+	p.touchLog()
+	if err != nil {
 		return fmt.Errorf("reset %s-%d to %d: %w", p.topic, p.index, offset, err)
 	}
 	p.forgetProducersLocked()

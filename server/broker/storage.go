@@ -33,11 +33,21 @@ func (b *Broker) storageLoop(ctx context.Context, every time.Duration) {
 
 // failedPartitions returns the hosted partitions whose log has failed.
 func (b *Broker) failedPartitions() []storage.Replica {
-	var out []storage.Replica
-	b.open.each(func(p *Partition) bool { // an unopened log has not failed
+	// A log fails in an operation: the active ones are those changed
+	// lately (maintenance.go), and maintenance adds the failures it finds.
+	b.active.each(func(p *Partition) bool {
 		if p.log().Err() != nil {
-			out = append(out, failedReplica{p})
+			b.failed.add(p)
 		}
+		return true
+	})
+	var out []storage.Replica
+	b.failed.each(func(p *Partition) bool {
+		if !b.open.has(p) || p.log().Err() == nil {
+			b.failed.remove(p) // recovered, or deleted
+			return true
+		}
+		out = append(out, failedReplica{p})
 		return true
 	})
 	return out
@@ -53,6 +63,7 @@ func (f failedReplica) Recover() error {
 		return err
 	}
 	f.recovered()
+	f.touchLog()
 	return f.syncLoweredHWM() // the log may take records again
 }
 

@@ -78,6 +78,7 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 		return AppendResult{}, nil, err
 	}
 	info, err := p.log().Append(batch, epoch)
+	p.touchLog()
 	if errors.Is(err, segments.ErrStorage) {
 		return AppendResult{}, nil, storageErr(p.topic, p.index, err)
 	}
