@@ -157,11 +157,25 @@ type Partition struct {
 	PartitionEpoch int32
 	Replicas       []int32
 	ISR            []int32
-	// AddingReplicas and RemovingReplicas are set while a reassignment
-	// runs (see ReassignPartition): Replicas is then the target followed
-	// by the replicas being removed.
-	AddingReplicas   []int32 `json:",omitempty"`
-	RemovingReplicas []int32 `json:",omitempty"`
+	// Reassignment is set while a reassignment runs (see
+	// ReassignPartition), nil otherwise: Replicas is then the target
+	// followed by the replicas being removed. It sits behind a pointer so
+	// that a partition takes 72 bytes, not the 112 of two more lists: a
+	// leader move copies its topic's partitions (copy on write of the
+	// image), and a controlled shutdown's cost was mostly those bytes
+	// (allocating, zeroing, copying and marking them, and the page faults
+	// of fresh memory). Its JSON is a partition's as before this field
+	// (partitionFields): stored topics, digests and RPC results are
+	// unchanged.
+	Reassignment *Reassignment
+}
+
+// Reassignment is what a running reassignment adds to a partition's
+// replicas and removes from them; at least one of the lists is non-nil.
+// Published ones are never modified.
+type Reassignment struct {
+	Adding   []int32
+	Removing []int32
 }
 
 // Command is the versioned envelope of every metadata change.

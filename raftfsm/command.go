@@ -213,9 +213,21 @@ func appendIDs(b []byte, ids []int32) []byte {
 	}
 	b = binary.AppendUvarint(b, uint64(len(ids))+1)
 	for _, id := range ids {
-		b = binary.AppendVarint(b, int64(id))
+		b = appendVarint32(b, id)
 	}
 	return b
+}
+
+// appendVarint32 is binary.AppendVarint(b, int64(v)), the same bytes (an
+// int32's zigzag fits a uint32), with the one byte nearly every broker id
+// and epoch takes written at once: encoding a changed topic's stored form
+// was a third of applying a leader move (BenchmarkChangePartitions).
+func appendVarint32(b []byte, v int32) []byte {
+	u := uint32(v<<1) ^ uint32(v>>31)
+	if u < 0x80 {
+		return append(b, byte(u))
+	}
+	return binary.AppendUvarint(b, uint64(u))
 }
 
 // decodeBinary decodes a binary envelope.

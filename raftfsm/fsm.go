@@ -297,9 +297,11 @@ func (c *change) putTopicChanged(old, t *Topic, changed []int32) {
 		// A partition changed twice in one command counts once.
 		slices.Sort(changed)
 		changed = slices.Compact(changed)
+		var leaders leaderDeltas
 		for _, i := range changed {
-			c.img.load.replace(&old.Partitions[i], &t.Partitions[i])
+			c.img.load.replace(&old.Partitions[i], &t.Partitions[i], &leaders)
 		}
+		leaders.applyTo(c.img.load)
 	}
 	c.img.Topics = c.img.Topics.With(t)
 	c.topics = append(c.topics, t.Name)

@@ -147,8 +147,9 @@ func (t *Topic) withPartitions() *Topic {
 func (p Partition) clone() Partition {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
-	p.AddingReplicas = slices.Clone(p.AddingReplicas)
-	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	if p.Reassignment != nil {
+		p.Reassignment = &Reassignment{Adding: slices.Clone(p.Reassignment.Adding), Removing: slices.Clone(p.Reassignment.Removing)}
+	}
 	return p
 }
 

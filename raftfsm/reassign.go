@@ -50,18 +50,45 @@ type ReassignPartition struct {
 
 // Reassigning reports whether a reassignment of p is in progress.
 func (p Partition) Reassigning() bool {
-	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
+	return len(p.AddingReplicas()) > 0 || len(p.RemovingReplicas()) > 0
+}
+
+// AddingReplicas are the replicas a running reassignment adds (nil when
+// none runs).
+func (p Partition) AddingReplicas() []int32 {
+	if p.Reassignment == nil {
+		return nil
+	}
+	return p.Reassignment.Adding
+}
+
+// RemovingReplicas are the replicas a running reassignment removes (nil
+// when none runs).
+func (p Partition) RemovingReplicas() []int32 {
+	if p.Reassignment == nil {
+		return nil
+	}
+	return p.Reassignment.Removing
+}
+
+// newReassignment is the Reassignment of adding and removing, or nil when
+// both are nil.
+func newReassignment(adding, removing []int32) *Reassignment {
+	if adding == nil && removing == nil {
+		return nil
+	}
+	return &Reassignment{Adding: adding, Removing: removing}
 }
 
 // TargetReplicas is the replica set p is being reassigned to, or its
 // replicas when no reassignment runs.
 func (p Partition) TargetReplicas() []int32 {
-	return without(p.Replicas, p.RemovingReplicas)
+	return without(p.Replicas, p.RemovingReplicas())
 }
 
 // originalReplicas is the replica set before the reassignment started.
 func (p Partition) originalReplicas() []int32 {
-	return without(p.Replicas, p.AddingReplicas)
+	return without(p.Replicas, p.AddingReplicas())
 }
 
 func (c *change) reassignPartition(cmd *ReassignPartition) (any, error) {
@@ -129,7 +156,7 @@ func completeIfCaughtUp(p *Partition) {
 	}
 	p.Replicas = target
 	p.ISR = slices.DeleteFunc(p.ISR, func(id int32) bool { return !slices.Contains(target, id) })
-	p.AddingReplicas, p.RemovingReplicas = nil, nil
+	p.Reassignment = nil
 	if p.Leader != -1 && !slices.Contains(target, p.Leader) {
 		p.Leader = target[slices.IndexFunc(target, func(id int32) bool { return slices.Contains(p.ISR, id) })]
 	}
@@ -164,7 +191,7 @@ func (c *change) checkTarget(target []int32, rf int) error {
 func (c *change) reassigned(cur Partition, replicas, adding, removing []int32) (Partition, error) {
 	next := cur.clone()
 	next.Replicas = replicas
-	next.AddingReplicas, next.RemovingReplicas = nilIfEmpty(adding), nilIfEmpty(removing)
+	next.Reassignment = newReassignment(nilIfEmpty(adding), nilIfEmpty(removing))
 	next.ISR = slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !slices.Contains(replicas, id) })
 	if len(next.ISR) == 0 {
 		return Partition{}, fmt.Errorf("%w: no in-sync replica (isr %v) among %v", ErrInvalidAssignment, cur.ISR, replicas)
@@ -194,7 +221,7 @@ func (c *change) firstInSync(replicas, isr []int32) int32 {
 
 func samePlacement(a, b Partition) bool {
 	return a.Leader == b.Leader && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.ISR, b.ISR) &&
-		slices.Equal(a.AddingReplicas, b.AddingReplicas) && slices.Equal(a.RemovingReplicas, b.RemovingReplicas)
+		slices.Equal(a.AddingReplicas(), b.AddingReplicas()) && slices.Equal(a.RemovingReplicas(), b.RemovingReplicas())
 }
 
 // without returns the members of ids not in drop, in order.

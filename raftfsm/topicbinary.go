@@ -50,13 +50,13 @@ func appendTopicBinary(b []byte, t *Topic) []byte {
 	b = binary.AppendUvarint(b, uint64(len(t.Partitions))+1)
 	for i := range t.Partitions {
 		p := &t.Partitions[i]
-		b = binary.AppendVarint(b, int64(p.Leader))
-		b = binary.AppendVarint(b, int64(p.LeaderEpoch))
-		b = binary.AppendVarint(b, int64(p.PartitionEpoch))
+		b = appendVarint32(b, p.Leader)
+		b = appendVarint32(b, p.LeaderEpoch)
+		b = appendVarint32(b, p.PartitionEpoch)
 		b = appendIDs(b, p.Replicas)
 		b = appendIDs(b, p.ISR)
-		b = appendIDs(b, p.AddingReplicas)
-		b = appendIDs(b, p.RemovingReplicas)
+		b = appendIDs(b, p.AddingReplicas())
+		b = appendIDs(b, p.RemovingReplicas())
 	}
 	return b
 }
@@ -124,8 +124,10 @@ func decodeTopicBinary(v []byte) (*Topic, error) {
 				p.PartitionEpoch = r.int32()
 				p.Replicas, ids = r.idsInto(ids)
 				p.ISR, ids = r.idsInto(ids)
-				p.AddingReplicas, ids = r.idsInto(ids)
-				p.RemovingReplicas, ids = r.idsInto(ids)
+				var adding, removing []int32
+				adding, ids = r.idsInto(ids)
+				removing, ids = r.idsInto(ids)
+				p.Reassignment = newReassignment(adding, removing)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package raftfsm
 
 import (
+	"encoding/json"
 	"strconv"
 )
 
@@ -53,13 +54,13 @@ func appendPartitionJSON(b []byte, p *Partition) []byte {
 	b = appendIDsJSON(b, p.Replicas)
 	b = append(b, `,"ISR":`...)
 	b = appendIDsJSON(b, p.ISR)
-	if len(p.AddingReplicas) > 0 { // omitempty
+	if adding := p.AddingReplicas(); len(adding) > 0 { // omitempty
 		b = append(b, `,"AddingReplicas":`...)
-		b = appendIDsJSON(b, p.AddingReplicas)
+		b = appendIDsJSON(b, adding)
 	}
-	if len(p.RemovingReplicas) > 0 {
+	if removing := p.RemovingReplicas(); len(removing) > 0 {
 		b = append(b, `,"RemovingReplicas":`...)
-		b = appendIDsJSON(b, p.RemovingReplicas)
+		b = appendIDsJSON(b, removing)
 	}
 	return append(b, '}')
 }
@@ -77,4 +78,34 @@ func appendIDsJSON(b []byte, ids []int32) []byte {
 		b = strconv.AppendInt(b, int64(id), 10)
 	}
 	return append(b, ']')
+}
+
+// partitionFields is a Partition's JSON form: the fields a partition had
+// before its reassignment lists moved behind Partition.Reassignment, so
+// that stored topics, image digests and RPC results stay what they were
+// (TestPartitionJSONIsTheFieldsForm).
+type partitionFields struct {
+	Leader           int32
+	LeaderEpoch      int32
+	PartitionEpoch   int32
+	Replicas         []int32
+	ISR              []int32
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
+}
+
+// MarshalJSON writes p as partitionFields, by hand (appendPartitionJSON).
+func (p Partition) MarshalJSON() ([]byte, error) {
+	return appendPartitionJSON(nil, &p), nil
+}
+
+// UnmarshalJSON reads p from partitionFields.
+func (p *Partition) UnmarshalJSON(b []byte) error {
+	var f partitionFields
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*p = Partition{Leader: f.Leader, LeaderEpoch: f.LeaderEpoch, PartitionEpoch: f.PartitionEpoch,
+		Replicas: f.Replicas, ISR: f.ISR, Reassignment: newReassignment(f.AddingReplicas, f.RemovingReplicas)}
+	return nil
 }

@@ -2,10 +2,12 @@ package raftfsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -205,7 +207,7 @@ func TestTopicBinaryRoundTrip(t *testing.T) {
 		{Name: "b", ID: [16]byte{1, 2, 3}, Configs: map[string]string{}, Partitions: []Partition{}},
 		{Name: "c", Configs: map[string]string{"retention.ms": "1", "cleanup.policy": "compact,delete"}, Partitions: []Partition{
 			{Leader: -1, LeaderEpoch: 1 << 30, PartitionEpoch: -5, Replicas: []int32{1, 2, 3}, ISR: []int32{}},
-			{Leader: 2, Replicas: []int32{2, 1<<31 - 1}, ISR: nil, AddingReplicas: []int32{9}, RemovingReplicas: []int32{8, 7}},
+			{Leader: 2, Replicas: []int32{2, 1<<31 - 1}, ISR: nil, Reassignment: &Reassignment{Adding: []int32{9}, Removing: []int32{8, 7}}},
 		}},
 	} {
 		got, err := decodeTopic(appendTopicBinary(nil, tp))
@@ -283,4 +285,18 @@ func TestFailedStreamingRestoreStopsApplies(t *testing.T) {
 		t.Fatal("state after a good restore differs")
 	}
 	applyAt(t, dst, 5, Command{AllocateProducerIDs: &AllocateProducerIDs{Count: 1}})
+}
+
+// appendVarint32 writes binary.AppendVarint's bytes for every int32 (the
+// stored topics and the leader moves' commands keep their encoding).
+func TestAppendVarint32IsAppendVarint(t *testing.T) {
+	vals := []int32{0, 1, -1, 63, -64, 64, -65, 127, 128, -129, 8191, -8192, 8192, 1 << 20, -(1 << 20), math.MaxInt32, math.MinInt32, math.MaxInt32 - 1, math.MinInt32 + 1}
+	for i := range 10_000 {
+		vals = append(vals, int32(uint32(i)*2654435761))
+	}
+	for _, v := range vals {
+		if got, want := appendVarint32([]byte{9}, v), binary.AppendVarint([]byte{9}, int64(v)); !bytes.Equal(got, want) {
+			t.Fatalf("%d: %x, want %x", v, got, want)
+		}
+	}
 }

@@ -29,7 +29,7 @@ func TestLeaderTracksReassignedFollowers(t *testing.T) {
 			fetched: []int32{2, 3}},
 		{name: "reassignment to 2,3,4 started",
 			meta: raftfsm.Partition{Leader: 1, PartitionEpoch: 1, Replicas: []int32{2, 3, 4, 1}, ISR: []int32{1, 2, 3},
-				AddingReplicas: []int32{4}, RemovingReplicas: []int32{1}},
+				Reassignment: &raftfsm.Reassignment{Adding: []int32{4}, Removing: []int32{1}}},
 			fetched: []int32{2, 3, 4}, wantISR: []int32{1, 2, 3, 4}},
 		{name: "cancelled before 4 joined",
 			meta:    raftfsm.Partition{Leader: 1, PartitionEpoch: 2, Replicas: []int32{2, 3, 1}, ISR: []int32{1, 2, 3}},

@@ -258,7 +258,7 @@ func (h *Door) detail(t *raftfsm.Topic) api.TopicDetail {
 	for i, pm := range t.Partitions {
 		pd := api.PartitionDetail{Partition: int32(i), Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch,
 			Replicas: nonNil(pm.Replicas), ISR: nonNil(pm.ISR)}
-		pd.AddingReplicas, pd.RemovingReplicas = pm.AddingReplicas, pm.RemovingReplicas
+		pd.AddingReplicas, pd.RemovingReplicas = pm.AddingReplicas(), pm.RemovingReplicas()
 		if p, ok := hosted[int32(i)]; ok {
 			// An empty log not opened yet is not opened for this.
 			if start, end, hwm, err := p.Offsets(); err == nil {

@@ -276,7 +276,7 @@ func topicInfo(t *raftfsm.Topic, down map[int32]bool) kafkaproto.TopicInfo {
 		Partitions: make([]kafkaproto.PartitionInfo, 0, len(t.Partitions))}
 	for i, p := range t.Partitions {
 		pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-			Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas, Removing: p.RemovingReplicas}
+			Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas(), Removing: p.RemovingReplicas()}
 		for _, r := range p.Replicas {
 			if down[r] {
 				pi.Offline = append(pi.Offline, r)

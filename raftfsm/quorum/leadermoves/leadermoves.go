@@ -78,7 +78,7 @@ func storedTopicBytes(t *raftfsm.Topic) int {
 	}
 	for i := range t.Partitions {
 		p := &t.Partitions[i]
-		n += 16 + 3*(len(p.Replicas)+len(p.ISR)+len(p.AddingReplicas)+len(p.RemovingReplicas))
+		n += 16 + 3*(len(p.Replicas)+len(p.ISR)+len(p.AddingReplicas())+len(p.RemovingReplicas()))
 	}
 	return n
 }
