@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,8 +44,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 		pre = ErrTransactionsUnsupported
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, produceParallelism)
+	var jobs []partitionJob
 	for i, rt := range req.Topics {
 		t := &resp.Topics[i]
 		*t = kmsg.NewProduceResponseTopic()
@@ -58,24 +58,44 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 				setProduceError(p, pre)
 				continue
 			}
-			if len(req.Topics) == 1 && len(rt.Partitions) == 1 {
-				s.producePartition(ctx, req.Acks, rt.Topic, rp, p)
-				continue
-			}
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				s.producePartition(ctx, req.Acks, rt.Topic, rp, p)
-			}()
+			jobs = append(jobs, partitionJob{rt.Topic, &rt.Partitions[j], p})
 		}
 	}
-	wg.Wait()
+	s.appendAll(ctx, req.Acks, jobs)
 	if req.Version >= 10 {
 		s.addLeaderHints(ctx, resp)
 	}
 	return resp
+}
+
+// partitionJob is one partition of a produce request and its answer.
+type partitionJob struct {
+	topic string
+	rp    *kmsg.ProduceRequestTopicPartition
+	p     *kmsg.ProduceResponseTopicPartition
+}
+
+// appendAll appends the request's partitions, produceParallelism at a
+// time on as many goroutines, each taking the next partition when done
+// with one: a goroutine per partition grew a new stack for each append
+// (16% of the CPU of a request of 100,000 partitions went to copying
+// stacks, BenchmarkProduceRequestEachPartition in server/kafkadoor).
+func (s *Server) appendAll(ctx context.Context, acks int16, jobs []partitionJob) {
+	if len(jobs) == 1 {
+		s.producePartition(ctx, acks, jobs[0].topic, *jobs[0].rp, jobs[0].p)
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(produceParallelism, len(jobs)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+				j := jobs[i]
+				s.producePartition(ctx, acks, j.topic, *j.rp, j.p)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // addLeaderHints tells a producer that hit NOT_LEADER_OR_FOLLOWER where the
