@@ -290,3 +290,42 @@ func TestOpenLooksForLegacyEpochsOnlyWhenListed(t *testing.T) {
 		t.Fatalf("leader epoch %d after the recovery, want 3", got)
 	}
 }
+
+// An unclean open looks for the .txnindex of the segment its transaction
+// replay starts from only when the directory's listing has one: most logs
+// never saw a transaction, and each of the 100,000 logs a broker opens
+// after a kill -9 made one failed open(2) of it (issue 19).
+func TestUncleanOpenLooksForTxnIndexOnlyWhenListed(t *testing.T) {
+	efs := vfs.NewErrorFS(vfs.NewMemFS(), nil)
+	cfg := DefaultConfig()
+	l := mustOpen(t, "/r", cfg, Options{FS: efs})
+	mustAppend(t, l, valueBatch(2, 10, time.Now().UnixMilli()), 3)
+	abandon(l)
+	var txnOpens atomic.Int64
+	efs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpOpen && strings.HasSuffix(path, txnIndexSuffix) {
+			txnOpens.Add(1)
+		}
+		return nil
+	})
+	l = mustOpen(t, "/r", cfg, Options{FS: efs})
+	if n := txnOpens.Load(); n != 0 {
+		t.Fatalf("the unclean open opened a .txnindex %d times, none listed", n)
+	}
+	if l.EndOffset() != 2 {
+		t.Fatalf("recovered end %d, want 2", l.EndOffset())
+	}
+	// One listed (written by a clean close, then left unclean) is read.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, "/r", cfg, Options{FS: efs})
+	mustAppend(t, l, valueBatch(2, 10, time.Now().UnixMilli()), 3)
+	abandon(l)
+	txnOpens.Store(0)
+	l = mustOpen(t, "/r", cfg, Options{FS: efs})
+	defer l.Close()
+	if n := txnOpens.Load(); n != 1 {
+		t.Fatalf("the unclean open opened the listed .txnindex %d times, want 1", n)
+	}
+}

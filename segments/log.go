@@ -69,6 +69,7 @@ type Log struct {
 	cleanedTo     int64        // compaction has cleaned the segments below it
 	tombstoneDue  int64        // ms when a kept tombstone may be dropped, 0 = none
 	cleanOnDisk   bool         // the state file says "clean": remove before mutating
+	opening       bool         // in openLocked: see readTxnIndexLocked
 	err           error        // sticky write/fsync error
 	dirUnsynced   bool         // created without fsyncs; see syncNewDirLocked
 	closed        bool

@@ -22,9 +22,18 @@ func (l *Log) openLocked() error {
 	if err != nil {
 		return err
 	}
+	// The open's reads of .txnindex files go by the listing (see
+	// readTxnIndexLocked); written ones are marked as they are.
+	l.opening = true
+	defer func() { l.opening = false }()
 	for _, name := range names {
 		if base, ok := parseSegmentName(name); ok {
 			l.segs = append(l.segs, &segment{base: base, maxTs: -1, rollTs: -1})
+			continue
+		}
+		if digits, ok := strings.CutSuffix(name, txnIndexSuffix); ok && len(l.segs) > 0 && digits+logSuffix == segmentName(l.segs[len(l.segs)-1].base, logSuffix) {
+			// Sorted: a segment's name comes right before its .txnindex.
+			l.segs[len(l.segs)-1].txnListed = true
 			continue
 		}
 		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, cleanedSuffix) {

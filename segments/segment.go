@@ -33,7 +33,10 @@ type segment struct {
 	rollTs int64 // ms the segment.ms clock runs from; -1 until known
 	// indexOnDisk says the index files match idx and the segment is sealed.
 	indexOnDisk bool
-	txns        segTxns // transactions (txn.go)
+	// txnListed says the directory listed a .txnindex of the segment at
+	// Open, or one was written since; consulted during Open only.
+	txnListed bool
+	txns      segTxns // transactions (txn.go)
 }
 
 func segmentName(base int64, suffix string) string {

@@ -307,6 +307,7 @@ func (l *Log) saveTxnIndexLocked(s *segment, end map[int64]OngoingTxn, endOffset
 	if err := writeFileAtomic(l.fs, l.dir, f.name, f.data); err != nil {
 		l.logger.Warn("segments: cannot write transaction index", "segment", s.base, "err", err)
 	}
+	s.txnListed = true // or its old file, if any, is
 }
 
 // txnIndexFileLocked encodes the .txnindex file of s. The file of the
@@ -320,7 +321,14 @@ func (l *Log) txnIndexFileLocked(s *segment, end map[int64]OngoingTxn, endOffset
 	return sideFile{segmentName(s.base, txnIndexSuffix), data}
 }
 
+// readTxnIndexLocked reads the .txnindex of s; os.ErrNotExist when there
+// is none. During Open it goes by the directory's listing: a segment
+// without one listed makes no call (most logs never saw a transaction,
+// and an unclean open of each looked for the file, issue 19).
 func (l *Log) readTxnIndexLocked(s *segment) (txnIndexFile, error) {
+	if l.opening && !s.txnListed {
+		return txnIndexFile{}, os.ErrNotExist
+	}
 	b, err := readFile(l.fs, filepath.Join(l.dir, segmentName(s.base, txnIndexSuffix)))
 	if err != nil {
 		return txnIndexFile{}, err
