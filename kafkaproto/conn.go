@@ -271,9 +271,8 @@ func (c *conn) handle(frame []byte) error {
 			resp = api.Serve(c.s, ctx, req)
 		}
 		if pr, ok := req.(*kmsg.ProduceRequest); ok && acks != nil && pr.TimeoutMillis > 0 {
-			// The appends are done: the waits get the request's timeout
-			// from now (ackWaits.deadline says why).
-			acks.deadline = time.Now().Add(time.Duration(pr.TimeoutMillis) * time.Millisecond)
+			// The appends are done (pipeline.go: the time rule).
+			acks.deadline = waitsUntil(start, time.Now(), time.Duration(pr.TimeoutMillis)*time.Millisecond)
 		}
 		if mr, ok := req.(*kmsg.MetadataRequest); ok {
 			if r, ok := resp.(*kmsg.MetadataResponse); ok {

@@ -45,8 +45,14 @@
 // a time, so a client's produce requests append in the order sent (as in
 // Kafka), and a writer goroutine (pipeline.go) that writes the responses in
 // the same order; an acks=all produce waits for its replicas on the writer,
-// so the reader goes on with the next request meanwhile. A Produce request touching several partitions appends them from
-// at most produceParallelism short-lived goroutines that it waits for.
+// so the reader goes on with the next request meanwhile. A Produce request
+// touching several partitions appends them from produceParallelism
+// short-lived goroutines that it waits for, each taking the next
+// partition. A produce request with a timeout T is answered about T after
+// it arrived, as clients expect: its appends begin until T less a grace G
+// (min(T/2, 5 s)); partitions not reached by then are answered
+// REQUEST_TIMED_OUT unwritten; its acks=all waits end at the later of
+// arrival + T and the appends' end + G (pipeline.go: the time rule).
 // Close closes listeners and connections and waits for every goroutine;
 // handlers see the server's context cancelled. Server.mu guards only the
 // listener and connection sets and is never held while calling the Broker.

@@ -101,22 +101,37 @@ func TestPipelinedProduceTimesOutFromItsAppends(t *testing.T) {
 	}
 	for i := range pipelined {
 		// The append is the fake's arrival: the wait ends a timeout
-		// after it, not a timeout after the wait before it ended.
-		if late := b.deadlines[i].Sub(b.arrived[i].Add(timeout)); late < 0 || late > timeout/2 { // the bug this catches is a whole timeout late
+		// after it (the appends took no time), not a timeout after the
+		// wait before it ended.
+		if late := b.deadlines[i].Sub(b.arrived[i].Add(timeout)); late < -timeout/2 || late > timeout/2 { // the bug this catches is a whole timeout late
 			t.Errorf("request %d: its wait ended %v after its append plus the request's timeout", i, late)
 		}
 	}
 }
 
-// slowAppends is a broker whose appends are slow and whose acks=all
-// writes reach their in-sync replicas shortly after each append.
+// slowAppends is a broker whose appends are slow (append, or slow[p] for
+// partition p) and whose acks=all writes reach their in-sync replicas
+// replicate after each append. It records the partitions appended.
 type slowAppends struct {
 	*memBroker
 	append, replicate time.Duration
+	slow              map[int32]time.Duration
+	mu                sync.Mutex
+	appended          map[int32]bool
 }
 
 func (b *slowAppends) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, func(context.Context) error, error) {
-	time.Sleep(b.append)
+	d, ok := b.slow[partition]
+	if !ok {
+		d = b.append
+	}
+	time.Sleep(d)
+	b.mu.Lock()
+	if b.appended == nil {
+		b.appended = map[int32]bool{}
+	}
+	b.appended[partition] = true
+	b.mu.Unlock()
 	replicated := time.Now().Add(b.replicate)
 	return ProduceResult{}, func(ctx context.Context) error {
 		select {
@@ -128,18 +143,9 @@ func (b *slowAppends) AppendForAcks(ctx context.Context, topic string, partition
 	}, nil
 }
 
-// An acks=all produce's timeout counts from the end of its appends, as
-// Kafka's delayed produce is created after the local append: a request
-// whose appends took most of its timeout is not answered REQUEST_TIMED_OUT
-// for partitions replicated a moment after their append (issue 19: a new
-// leader took 10-14 s to append one record to each of 48,000 partitions
-// of one request; 64,000 of them were answered REQUEST_TIMED_OUT at once
-// and sent again, which cost another round of 10 s).
-func TestProduceTimeoutCountsFromTheAppends(t *testing.T) {
-	mem := newMemBroker()
-	mustCreate(t, mem, "t", 4)
-	const timeout = time.Second
-	b := &slowAppends{memBroker: mem, append: timeout / 2, replicate: timeout / 5}
+// serveSlowAppends serves b on a socket and returns a client connection.
+func serveSlowAppends(t *testing.T, b Broker) net.Conn {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -157,28 +163,46 @@ func TestProduceTimeoutCountsFromTheAppends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// produceEach is an acks=all request with one batch for each of
+// partitions 0..n-1 of topic t.
+func produceEach(n int32, timeout time.Duration) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks, req.TimeoutMillis = -1, int32(timeout/time.Millisecond)
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "t"
-	for i := range int32(4) { // appended 8 at a time (produceParallelism)
+	for i := range n {
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition, rp.Records = i, testBatch(1, -1, -1)
 		rt.Partitions = append(rt.Partitions, rp)
 	}
-	// Five more topics: a ninth partition is appended in a second round,
-	// so the request's appends end 1 s (its timeout) after it arrived.
 	req.Topics = append(req.Topics, rt)
-	for range 5 {
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = 0, testBatch(1, -1, -1)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-	}
+	return req
+}
+
+// An acks=all produce's waits get a grace after the end of its appends
+// (min(T/2, 5 s)) when that ends later than its timeout T from its
+// arrival: a request whose appends took most of its timeout is not
+// answered REQUEST_TIMED_OUT for partitions replicated a moment after
+// their append (issue 19: a new leader took 10-14 s to append one record
+// to each of 48,000 partitions of one request; 64,000 of them were
+// answered REQUEST_TIMED_OUT at once and sent again, which cost another
+// round of 10 s).
+func TestProduceWaitsGetAGraceAfterTheAppends(t *testing.T) {
+	mem := newMemBroker()
+	mustCreate(t, mem, "t", 9)
+	const timeout = 2 * time.Second // grace: 1 s; appends begin until 1 s
+	// Partitions 0-7 are appended at once (produceParallelism) in 0.5 s;
+	// the ninth begins then and ends 1.8 s after the arrival, and is
+	// replicated at 2.4 s: past arrival + T, within its end + the grace.
+	b := &slowAppends{memBroker: mem, append: timeout / 4, replicate: 3 * timeout / 10,
+		slow: map[int32]time.Duration{8: 13 * timeout / 20}}
+	c := serveSlowAppends(t, b)
+	req := produceEach(9, timeout)
 	if _, err := c.Write(testFormatter.AppendRequest(nil, req, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +214,45 @@ func TestProduceTimeoutCountsFromTheAppends(t *testing.T) {
 				t.Errorf("%s-%d: error code %d, want none: replicated %v after its append", rt.Topic, p.Partition, p.ErrorCode, b.replicate)
 			}
 		}
+	}
+}
+
+// A produce request's appends begin only until its timeout less the
+// grace: the partitions not reached by then are answered
+// REQUEST_TIMED_OUT, unwritten, so that the answer comes about the
+// request's timeout after it arrived, before the client gives up (issue
+// 19: a new leader given one request for its 100,000 partitions after a
+// kill -9 was still appending when franz-go closed the connection 20 s
+// later; it sent everything again, twice).
+func TestProduceAppendsStopInTimeForTheAnswer(t *testing.T) {
+	mem := newMemBroker()
+	const parts = 48
+	mustCreate(t, mem, "t", parts)
+	const timeout = 2 * time.Second // grace: 1 s; appends begin until 1 s
+	// 8 at a time, 0.4 s each: six rounds, 2.4 s, would take longer
+	// than the timeout.
+	b := &slowAppends{memBroker: mem, append: timeout / 5}
+	c := serveSlowAppends(t, b)
+	req := produceEach(parts, timeout)
+	if _, err := c.Write(testFormatter.AppendRequest(nil, req, 1)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * timeout))
+	resp := decodeResponse(t, req, readResponseFrame(t, c), 1).(*kmsg.ProduceResponse)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cut := 0
+	for _, p := range resp.Topics[0].Partitions {
+		switch appended := b.appended[p.Partition]; {
+		case appended && p.ErrorCode != 0:
+			t.Errorf("t-%d: appended and replicated, answered error code %d", p.Partition, p.ErrorCode)
+		case !appended && p.ErrorCode != kerr.RequestTimedOut.Code:
+			t.Errorf("t-%d: not appended, answered error code %d, want REQUEST_TIMED_OUT", p.Partition, p.ErrorCode)
+		case !appended:
+			cut++
+		}
+	}
+	if cut == 0 || len(b.appended) == 0 {
+		t.Errorf("%d partitions appended, %d answered REQUEST_TIMED_OUT unwritten; want both, the appends taking longer than the timeout", len(b.appended), cut)
 	}
 }

@@ -31,6 +31,10 @@ const (
 
 func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var stopAppends time.Time // zero: none
+	if req.TimeoutMillis > 0 && req.Acks != 0 {
+		stopAppends = appendsUntil(time.Now(), time.Duration(req.TimeoutMillis)*time.Millisecond)
+	}
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
@@ -61,7 +65,7 @@ func (s *Server) produce(ctx context.Context, req *kmsg.ProduceRequest) *kmsg.Pr
 			jobs = append(jobs, partitionJob{rt.Topic, &rt.Partitions[j], p})
 		}
 	}
-	s.appendAll(ctx, req.Acks, jobs)
+	s.appendAll(ctx, req.Acks, jobs, stopAppends)
 	if req.Version >= 10 {
 		s.addLeaderHints(ctx, resp)
 	}
@@ -80,7 +84,9 @@ type partitionJob struct {
 // with one: a goroutine per partition grew a new stack for each append
 // (16% of the CPU of a request of 100,000 partitions went to copying
 // stacks, BenchmarkProduceRequestEachPartition in server/kafkadoor).
-func (s *Server) appendAll(ctx context.Context, acks int16, jobs []partitionJob) {
+// A partition not begun by stop (when not zero) is not appended: it is
+// answered REQUEST_TIMED_OUT (pipeline.go says why).
+func (s *Server) appendAll(ctx context.Context, acks int16, jobs []partitionJob, stop time.Time) {
 	if len(jobs) == 1 {
 		s.producePartition(ctx, acks, jobs[0].topic, *jobs[0].rp, jobs[0].p)
 		return
@@ -91,12 +97,20 @@ func (s *Server) appendAll(ctx context.Context, acks int16, jobs []partitionJob)
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
 				j := jobs[i]
+				if !stop.IsZero() && time.Now().After(stop) {
+					setProduceError(j.p, errAppendsOutOfTime)
+					continue
+				}
 				s.producePartition(ctx, acks, j.topic, *j.rp, j.p)
 			}
 		})
 	}
 	wg.Wait()
 }
+
+// errAppendsOutOfTime answers a partition its request's appends did not
+// reach in time; nothing of it was written.
+var errAppendsOutOfTime = fmt.Errorf("%w: the request's timeout ran out before this partition's turn to be appended; nothing was written", ErrRequestTimedOut)
 
 // addLeaderHints tells a producer that hit NOT_LEADER_OR_FOLLOWER where the
 // partition's leader is now, with its endpoint (KIP-951, v10+), so that it
