@@ -187,8 +187,7 @@ func TestOneRecordBatchCodec(t *testing.T) {
 	ownCRC := map[string]string{
 		"raftfsm/snapshot.go":                        "the metadata snapshot file",
 		"segments/statefile/statefile.go":            "the log.state file (version 4)",
-		"segments/index.go":                          "the .index and .timeindex trailers (fileCRC, declared in txn.go)",
-		"segments/txn.go":                            "the .txnindex file",
+		"segments/txn.go":                            "the .txnindex file and the .index / .timeindex trailers (appendFileCRC, checkFileCRC)",
 		"server/broker/hwmcheckpoint.go":             "the previous release's per-partition high-watermark file",
 		"server/broker/hwcheckpoint/hwcheckpoint.go": "the high-watermark checkpoint file",
 		"server/broker/producers/table.go":           "the producer table's record fingerprint",

@@ -151,9 +151,9 @@ func FuzzIndexFiles(f *testing.F) {
 		for name, b := range files {
 			switch name {
 			case offsName:
-				b = appendIndexCRC(bytes.Clone(offs))
+				b = appendFileCRC(bytes.Clone(offs))
 			case timesName:
-				b = appendIndexCRC(bytes.Clone(times))
+				b = appendFileCRC(bytes.Clone(times))
 			}
 			w, _ := mem.Create(filepath.Join(dir, name))
 			w.WriteAt(b, 0)

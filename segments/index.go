@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"sort"
 
@@ -118,11 +117,7 @@ func (x *segIndex) encodeOffsets() []byte {
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 		b = binary.BigEndian.AppendUint32(b, e.pos)
 	}
-	return appendIndexCRC(b)
-}
-
-func appendIndexCRC(b []byte) []byte {
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, fileCRC))
+	return appendFileCRC(b)
 }
 
 // indexEntries returns the entries of an index file b of entries of n
@@ -135,8 +130,8 @@ func indexEntries(b []byte, n int) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: odd length %d", errBadIndex, len(b))
 	}
-	entries := b[:len(b)-indexCRCLen]
-	if crc32.Checksum(entries, fileCRC) != binary.BigEndian.Uint32(b[len(entries):]) {
+	entries, ok := checkFileCRC(b)
+	if !ok {
 		return nil, fmt.Errorf("%w: checksum mismatch", errBadIndex)
 	}
 	return entries, nil
@@ -156,7 +151,7 @@ func (x *segIndex) encodeTimes(end uint32, maxTs int64) []byte {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.ts))
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 	}
-	return appendIndexCRC(b)
+	return appendFileCRC(b)
 }
 
 // decodeIndex parses index files and checks them: their checksums, then

@@ -243,7 +243,7 @@ func changeIndexFile(t *testing.T, mem *vfs.MemFS, path string, change func(entr
 	}
 	b = b[:len(b)-indexCRCLen]
 	change(b)
-	b = appendIndexCRC(b)
+	b = appendFileCRC(b)
 	w, err := mem.Create(path)
 	if err != nil {
 		t.Fatal(err)

@@ -445,7 +445,7 @@ func encodeTxnIndex(f txnIndexFile) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(v))
 		}
 	}
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, fileCRC))
+	return appendFileCRC(b)
 }
 
 var errBadTxnIndex = errors.New("bad transaction index")
@@ -455,14 +455,27 @@ var errBadTxnIndex = errors.New("bad transaction index")
 // batch CRCs are recordbatch's alone.
 var fileCRC = crc32.MakeTable(crc32.Castagnoli)
 
+// appendFileCRC appends the CRC-32C trailer of one of this package's own
+// files to its body b.
+func appendFileCRC(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, fileCRC))
+}
+
+// checkFileCRC splits a file of this package's own, at least 4 bytes
+// long, into its body and reports whether its CRC-32C trailer matches.
+func checkFileCRC(b []byte) (body []byte, ok bool) {
+	body = b[:len(b)-4]
+	return body, crc32.Checksum(body, fileCRC) == binary.BigEndian.Uint32(b[len(body):])
+}
+
 // decodeTxnIndex parses a .txnindex file. Its counts are checked against
 // the file's length before anything is allocated.
 func decodeTxnIndex(b []byte) (txnIndexFile, error) {
 	if len(b) < txnIndexHead+4 || string(b[:4]) != txnIndexMagic || b[4] != txnIndexVersion {
 		return txnIndexFile{}, fmt.Errorf("%w: bad header", errBadTxnIndex)
 	}
-	body := b[:len(b)-4]
-	if crc32.Checksum(body, fileCRC) != binary.BigEndian.Uint32(b[len(b)-4:]) {
+	body, ok := checkFileCRC(b)
+	if !ok {
 		return txnIndexFile{}, fmt.Errorf("%w: checksum mismatch", errBadTxnIndex)
 	}
 	nb := uint64(binary.BigEndian.Uint32(b[5:]))
