@@ -103,8 +103,12 @@ func BenchmarkClusterScale(b *testing.B) {
 	start := time.Now()
 	victim.Kill()
 	if dir := os.Getenv("RUNNEL_BENCH_PROFILES"); dir != "" { // where the survivors' CPU went (needs --pprof in RUNNEL_BENCH_ARGS)
+		window := 20 * time.Second // RUNNEL_BENCH_PROFILE_SECONDS: longer for the 300,000-partition run
+		if s, err := strconv.Atoi(os.Getenv("RUNNEL_BENCH_PROFILE_SECONDS")); err == nil && s > 0 {
+			window = time.Duration(s) * time.Second
+		}
 		for _, n := range alive {
-			go profileNode(n, fmt.Sprintf("%s/kill9-%s.pprof", dir, strings.TrimPrefix(n.URL, "http://")), 20*time.Second)
+			go profileNode(n, fmt.Sprintf("%s/kill9-%s.pprof", dir, strings.TrimPrefix(n.URL, "http://")), window)
 			for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second} {
 				time.AfterFunc(at, func() {
 					saveURL(fmt.Sprintf("%s/debug/pprof/goroutine?debug=1", n.URL),
