@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/runnel/runnel/segments/vfs"
 )
@@ -61,6 +62,28 @@ type Closing struct {
 // A log that fails is closed all the same (its next Open recovers it) and
 // its error joined to the others'.
 func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
+	_, err := CloseAllTimed(fsync, logs, parallel)
+	return err
+}
+
+// CloseTimes is where a CloseAll's time went, for the log line a node
+// writes at exit (a SIGTERM's exit once took 32.7 s at 300,000 logs on a
+// shared disk, with nothing to say which part).
+type CloseTimes struct {
+	// Logs is the time closing the logs and writing their files took
+	// (each log's own fsyncs too when there is no filesystem sync).
+	Logs time.Duration
+	// Syncs is the time in filesystem syncs, and SyncCount their number.
+	Syncs     time.Duration
+	SyncCount int
+	// Renames is the time renaming the files written into place.
+	Renames time.Duration
+}
+
+// CloseAllTimed is CloseAll, saying where its time went.
+func CloseAllTimed(fsync vfs.FSSync, logs []Closing, parallel int) (CloseTimes, error) {
+	var times CloseTimes
+	start := time.Now()
 	var mu sync.Mutex
 	var errs []error
 	fail := func(err error) {
@@ -80,7 +103,8 @@ func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
 				fail(err)
 			}
 		})
-		return errors.Join(errs...)
+		times.Logs = time.Since(start)
+		return times, errors.Join(errs...)
 	}
 	// files[i] are the names written beside logs[i]'s own, the state file
 	// last; nil when there is nothing to rename (or it failed).
@@ -96,13 +120,15 @@ func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
 			left.Store(true)
 		}
 	})
+	times.Logs = time.Since(start)
 	renames := slices.ContainsFunc(files, func(names []string) bool { return len(names) > 0 })
 	if !renames && !left.Load() {
 		// Nothing written, clean already or failed: nothing to make
 		// durable (Close does no fsync for those either).
-		return errors.Join(errs...)
+		return times, errors.Join(errs...)
 	}
 	rename := func(state bool) {
+		defer func(start time.Time) { times.Renames += time.Since(start) }(time.Now())
 		forEach(len(logs), parallel, func(i int) {
 			l := logs[i].Log
 			for _, name := range files[i] {
@@ -119,6 +145,7 @@ func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
 		})
 	}
 	sync := func(what string) bool {
+		defer func(start time.Time) { times.Syncs += time.Since(start); times.SyncCount++ }(time.Now())
 		if err := fsync.Sync(); err != nil {
 			fail(fmt.Errorf("segments: close logs, sync the filesystem %s: %w", what, err))
 			return false
@@ -132,7 +159,7 @@ func CloseAll(fsync vfs.FSSync, logs []Closing, parallel int) error {
 			sync("after renaming their state files")
 		}
 	}
-	return errors.Join(errs...)
+	return times, errors.Join(errs...)
 }
 
 // forEach calls f(0) to f(n-1), at most parallel at once.

@@ -370,6 +370,7 @@ func (b *Broker) Lookup(topic string, idx int32) (*Partition, error) {
 // Close stops the follower and closes every log (flushing it and writing
 // its recovery checkpoint).
 func (b *Broker) Close() error {
+	start := time.Now()
 	if b.cancel != nil {
 		b.cancel()
 		<-b.done
@@ -377,6 +378,7 @@ func (b *Broker) Close() error {
 		<-b.storageDone
 		<-b.hwmDone
 	}
+	loopsStopped := time.Since(start)
 	b.fetches.close()
 	b.endSweep() // run has returned: the sweep is nobody's now
 	b.mu.Lock()
@@ -391,6 +393,7 @@ func (b *Broker) Close() error {
 	// Deletions first (b.closed: reconcile queues no more): a log being
 	// deleted is not among those closed together below.
 	b.waitDeletions()
+	deletionsDone := time.Since(start)
 	// The open logs close together (segments.CloseAll): with a sync of the
 	// filesystem in place of each log's dozen fsyncs, or 16 at a time
 	// where the filesystem has none. 20,000 written logs closed one after
@@ -401,16 +404,27 @@ func (b *Broker) Close() error {
 			closing = append(closing, c)
 		}
 	}
-	err := segments.CloseAll(b.fsSync, closing, closeParallelism)
+	times, err := segments.CloseAllTimed(b.fsSync, closing, closeParallelism)
 	for _, p := range parts {
 		p.wake()
 	}
 	// The logs' marks in one write, as they closed.
+	checkpointStart := time.Now()
 	err = errors.Join(err, b.checkpointHWMs())
+	checkpoint := time.Since(checkpointStart)
 	if b.fsSync != nil {
 		err = errors.Join(err, b.fsSync.Close())
 		b.fsSync = nil
 	}
+	// Where an exit's time went (a SIGTERM's exit once took 32.7 s at
+	// 300,000 logs with nothing to say which part): the loops' last
+	// rounds, the fetchers and deletions, then the logs' own close.
+	b.logger.Info("partition logs closed", "took", time.Since(start).Round(time.Millisecond),
+		"loops_stopped", loopsStopped.Round(time.Millisecond),
+		"fetchers_and_deletions", (deletionsDone - loopsStopped).Round(time.Millisecond),
+		"logs", len(closing), "closing_logs", times.Logs.Round(time.Millisecond),
+		"fs_syncs", times.SyncCount, "syncing", times.Syncs.Round(time.Millisecond),
+		"renaming", times.Renames.Round(time.Millisecond), "checkpoint", checkpoint.Round(time.Millisecond))
 	return err
 }
 
