@@ -112,6 +112,10 @@ func (s *Server) appendAll(ctx context.Context, acks int16, jobs []partitionJob,
 // reach in time; nothing of it was written.
 var errAppendsOutOfTime = fmt.Errorf("%w: the request's timeout ran out before this partition's turn to be appended; nothing was written", ErrRequestTimedOut)
 
+// appendsOutOfTimeMessage is errAppendsOutOfTime's ErrorMessage, made once:
+// a request can answer 100,000s of partitions with it.
+var appendsOutOfTimeMessage = kapi.ErrMessage(errAppendsOutOfTime)
+
 // addLeaderHints tells a producer that hit NOT_LEADER_OR_FOLLOWER where the
 // partition's leader is now, with its endpoint (KIP-951, v10+), so that it
 // can move without a metadata round trip.
@@ -192,7 +196,11 @@ func (s *Server) producePartition(ctx context.Context, acks int16, topic string,
 
 func setProduceError(p *kmsg.ProduceResponseTopicPartition, err error) {
 	p.ErrorCode = kapi.KafkaErr(err)
-	p.ErrorMessage = kapi.ErrMessage(err)
+	if err == errAppendsOutOfTime {
+		p.ErrorMessage = appendsOutOfTimeMessage
+	} else {
+		p.ErrorMessage = kapi.ErrMessage(err)
+	}
 	p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
 }
 

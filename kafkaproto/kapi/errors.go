@@ -3,7 +3,9 @@ package kapi
 import (
 	"context"
 	"errors"
-	"regexp"
+	"reflect"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -221,16 +223,83 @@ func lookup(table []errorCode, err error) (int16, bool) {
 	return 0, false
 }
 
-// ErrMessage returns the message to put in a response's ErrorMessage field.
+// ErrMessage returns the message to put in a response's ErrorMessage field:
+// err's text without the "pkg: " prefixes Go errors carry inside the process
+// (raftfsm: ..., kafkaproto: ...), as a client's error message names no
+// internal package. A sentinel's message is made once (sentinelMessages)
+// and shared: a produce of 100,000 partitions after a broker's failure can
+// answer every partition with an error, and a regexp per partition was 5% of
+// the node's CPU (issue 19). Callers do not modify the string pointed to.
 func ErrMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := packagePrefix.ReplaceAllString(err.Error(), "")
+	if reflect.TypeOf(err) == sentinelType { // only then is err hashable for sure
+		if m, ok := sentinelMessages[err]; ok {
+			return m
+		}
+	}
+	s := stripPackagePrefixes(err.Error())
 	return &s
 }
 
-// packagePrefix matches the "pkg: " prefixes Go errors carry inside the
-// process (raftfsm: ..., kafkaproto: ...): a client's error message names no
-// internal package.
-var packagePrefix = regexp.MustCompile(`\b(api|raftfsm|segments|recordbatch|kafkaproto|server|web): `)
+// sentinelType is the dynamic type of errors.New's errors, the sentinels'.
+var sentinelType = reflect.TypeOf(errors.New(""))
+
+// sentinelMessages is ErrMessage of every sentinel of the tables.
+var sentinelMessages = func() map[error]*string {
+	m := map[error]*string{}
+	for _, table := range [][]errorCode{errorTable, groupErrorTable} {
+		for _, e := range table {
+			if reflect.TypeOf(e.err) == sentinelType {
+				s := stripPackagePrefixes(e.err.Error())
+				m[e.err] = &s
+			}
+		}
+	}
+	return m
+}()
+
+// packagePrefixes are the packages whose "name: " prefix ErrMessage removes
+// wherever it begins a word.
+var packagePrefixes = []string{"api", "raftfsm", "segments", "recordbatch", "kafkaproto", "server", "web"}
+
+// stripPackagePrefixes removes from s every "pkg: " of packagePrefixes not
+// preceded by a letter, digit or underscore. A message with prefixes only
+// at its start costs no copy.
+func stripPackagePrefixes(s string) string {
+	var b strings.Builder
+	copied := 0 // s[:copied] is in b, or removed
+	for i := 0; ; {
+		j := strings.Index(s[i:], ": ")
+		if j < 0 {
+			break
+		}
+		colon := i + j
+		i = colon + 2
+		word := colon
+		for word > 0 && isWordByte(s[word-1]) {
+			word--
+		}
+		if !slices.Contains(packagePrefixes, s[word:colon]) {
+			continue
+		}
+		if word > copied || b.Len() > 0 {
+			if b.Len() == 0 {
+				b.Grow(len(s) - copied)
+			}
+			b.WriteString(s[copied:word])
+		}
+		copied = i
+	}
+	if b.Len() == 0 {
+		return s[copied:]
+	}
+	b.WriteString(s[copied:])
+	return b.String()
+}
+
+// isWordByte is regexp's \w: an ASCII letter, digit or underscore.
+func isWordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
