@@ -119,7 +119,7 @@
 // rebuilt from the segment (a Warn line) and written anew. A file of a
 // release before the checksum (its size a multiple of the entry size) is
 // rebuilt the same way on the segment's first use, once, and written with
-// it (an Info line). An index whose checksum matches can still disagree
+// it (one Info line per process, a Debug line per segment). An index whose checksum matches can still disagree
 // with a segment changed under it: each offset entry a read, a timestamp
 // lookup or a Truncate starts or jumps from is checked against the batch
 // header at its position (which it reads anyway), and one that is not at

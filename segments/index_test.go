@@ -3,7 +3,9 @@ package segments
 import (
 	"bytes"
 	"encoding/binary"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/runnel/runnel/recordbatch"
@@ -338,5 +340,72 @@ func TestIndexChecksum(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpgradeRebuildLoggedOnce: after an upgrade every sealed segment's
+// index files lack the checksum and are rebuilt on first read. That is
+// expected, so it is said once at Info per process; each further segment
+// is a Debug line (an Info line per segment flooded the log of a node
+// holding thousands of segments).
+func TestUpgradeRebuildLoggedOnce(t *testing.T) {
+	const dir = "/upgrade"
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1024
+	cfg.IndexIntervalBytes = 100
+	mem := vfs.NewMemFS()
+	l := mustOpen(t, dir, cfg, Options{FS: mem})
+	for i := range 40 {
+		mustAppend(t, l, valueBatch(1, 80, int64(100+i)), 0)
+	}
+	want := readAll(t, l, 0, 1<<20)
+	sealed := len(l.segs) - 1
+	l.Close()
+	if sealed < 3 {
+		t.Fatalf("%d sealed segments, want several", sealed)
+	}
+	// Each sealed segment's index files as the previous release wrote
+	// them: entries, no checksum.
+	for _, s := range l.segs[:sealed] {
+		for _, f := range []struct {
+			suffix string
+			n      int
+		}{{indexSuffix, indexEntryLen}, {timeIndexSuffix, timeEntryLen}} {
+			path := filepath.Join(dir, segmentName(s.base, f.suffix))
+			b, err := readFile(mem, path)
+			if err != nil || b == nil {
+				t.Fatalf("index file %s: %v", path, err)
+			}
+			w, _ := mem.Create(path)
+			w.WriteAt(b[:len(b)-len(b)%f.n], 0)
+			w.Close()
+		}
+	}
+	upgradeRebuilds.Store(0) // a process's first upgrade
+	var logs bytes.Buffer
+	l = mustOpen(t, dir, cfg, Options{FS: mem, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	defer l.Close()
+	if got := readAll(t, l, 0, 1<<20); !bytes.Equal(got, want) {
+		t.Fatal("the log reads differently")
+	}
+	for ts := int64(100); ts < 140; ts++ { // each segment's indexes in use
+		if off, _, ok, err := l.OffsetForTimestamp(ts); err != nil || !ok || off != ts-100 {
+			t.Fatalf("timestamp %d: offset %d %v %v, want %d", ts, off, ok, err, ts-100)
+		}
+	}
+	info, debug := 0, 0
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(line, "index") || !strings.Contains(line, "previous release") {
+			continue
+		}
+		switch {
+		case strings.Contains(line, "level=INFO"):
+			info++
+		case strings.Contains(line, "level=DEBUG"):
+			debug++
+		}
+	}
+	if info != 1 || debug != sealed-1 {
+		t.Fatalf("%d Info and %d Debug lines for %d rebuilt segments, want 1 and %d:\n%s", info, debug, sealed, sealed-1, logs.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/runnel/runnel/segments/statefile"
 	"github.com/runnel/runnel/segments/vfs"
@@ -316,6 +317,10 @@ func removeIfExists(fs vfs.FS, path string) error {
 	return nil
 }
 
+// upgradeRebuilds counts the segments whose index files, written by a
+// previous release without a checksum, this process rebuilt.
+var upgradeRebuilds atomic.Int64
+
 // loadLocked makes the indexes, next offset and max timestamp of s known:
 // from the index files when they agree with the segment, else by a scan.
 func (l *Log) loadLocked(s *segment) error {
@@ -331,8 +336,14 @@ func (l *Log) loadLocked(s *segment) error {
 		s.loaded, s.indexOnDisk = true, true
 		return nil
 	} else if errors.Is(err, errNoIndexChecksum) {
-		// Expected once per sealed segment after an upgrade, on first use.
-		l.logger.Info("segments: rebuilding index", "segment", s.base, "reason", err)
+		// Expected once per sealed segment after an upgrade, on its first
+		// read: said once per process at Info, each segment at Debug (a
+		// line per segment flooded the log of a node with thousands).
+		if upgradeRebuilds.Add(1) == 1 {
+			l.logger.Info("segments: rebuilding index files of a previous release (without a checksum): each sealed segment's once, on its first read; each segment is logged at Debug", "segment", s.path(l.dir))
+		} else {
+			l.logger.Debug("segments: rebuilding index files of a previous release", "segment", s.path(l.dir))
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		l.logger.Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", err)
 	}
