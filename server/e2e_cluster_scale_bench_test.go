@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,7 @@ func BenchmarkClusterScale(b *testing.B) {
 		}
 	}
 	before := leadersOf(b, c.Node(1), names)
+	aliveCPU0, clientCPU0 := nodeCPUs(b, alive), selfCPU(b)
 	start := time.Now()
 	victim.Kill()
 	if dir := os.Getenv("RUNNEL_BENCH_PROFILES"); dir != "" { // where the survivors' CPU went (needs --pprof in RUNNEL_BENCH_ARGS)
@@ -121,7 +123,15 @@ func BenchmarkClusterScale(b *testing.B) {
 	go func() { produced <- produceEvery(b, alive, names, perTopic, start, ackSpread(b, before, victimID)) }()
 	led := waitLedWithout(b, alive[0], names, victimID, start)
 	report(b, led.Seconds(), "kill9-led-again-s")
-	report(b, (<-produced).Seconds(), "kill9-all-writable-s")
+	writable := <-produced
+	report(b, writable.Seconds(), "kill9-all-writable-s")
+	// Whose CPU the kill phase used, in cores over its length: the two
+	// survivors' and this process's (the producer, on the same 2 cores).
+	aliveCPU1, clientCPU1 := nodeCPUs(b, alive), selfCPU(b)
+	for i, n := range alive {
+		report(b, (aliveCPU1[i]-aliveCPU0[i]).Seconds()/writable.Seconds(), fmt.Sprintf("kill9-cores-node%d", nodeNumber(c, n)))
+	}
+	report(b, (clientCPU1-clientCPU0).Seconds()/writable.Seconds(), "kill9-cores-client")
 	b.Logf("after the writes: %d partitions with an ISR of one replica",
 		countPartitions(b, alive[0], names, func(p partitionView) bool { return len(p.ISR) < 2 }))
 
@@ -184,6 +194,20 @@ func nodeCPUs(b *testing.B, nodes []*servertest.Node) []time.Duration {
 		out[i] = time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 	}
 	return out
+}
+
+// selfCPU is the CPU time (user + system) this process used so far.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("own cpu: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// nodeNumber is n's place in c.Nodes, from 1.
+func nodeNumber(c *servertest.Cluster, n *servertest.Node) int {
+	return slices.Index(c.Nodes, n) + 1
 }
 
 // scaleDescribe is every partition of the named topics as node n sees them.
