@@ -76,6 +76,7 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, sent) })
 		}
 	}
+	f.m.stats.answered.Add(int64(n))
 	return f.await(done, pending)
 }
 

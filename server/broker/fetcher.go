@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +58,31 @@ type fetchManager struct {
 
 	mu       sync.Mutex
 	byLeader map[int32]*leaderFetcher // guarded by mu
+
+	stats fetchStats
+}
+
+// fetchStats counts what the fetchers did, for all leaders: the
+// requests they sent, the partitions listed and answered, and where a
+// round's time went (building its request, waiting for the leader's
+// answer, waiting for its applies). Benchmarks read them
+// (Broker.ReplicaFetchStats) to tell how many rounds a catch-up took.
+type fetchStats struct {
+	requests, listed, answered          atomic.Int64
+	buildNanos, answerNanos, applyNanos atomic.Int64
+}
+
+// ReplicaFetchStats is what fetchStats counted so far.
+type ReplicaFetchStats struct {
+	Requests, Listed, Answered int64
+	Build, Answer, ApplyWait   time.Duration
+}
+
+// ReplicaFetchStats reports what this broker's fetchers did so far.
+func (b *Broker) ReplicaFetchStats() ReplicaFetchStats {
+	s := &b.fetches.stats
+	return ReplicaFetchStats{Requests: s.requests.Load(), Listed: s.listed.Load(), Answered: s.answered.Load(),
+		Build: time.Duration(s.buildNanos.Load()), Answer: time.Duration(s.answerNanos.Load()), ApplyWait: time.Duration(s.applyNanos.Load())}
 }
 
 // leaderFetcher replicates the partitions led by one broker.

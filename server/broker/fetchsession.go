@@ -84,15 +84,22 @@ func fetchPosition(p *Partition) (end, start int64) {
 // fetch sends one Fetch for the partitions ready to replicate (those whose
 // position changed, in a session) and appends what comes back.
 func (f *leaderFetcher) fetch(conn *kafkaconn.Conn) error {
+	stats := &f.m.stats
+	t0 := time.Now()
 	req, ready := f.fetchRequest()
 	if ready == 0 {
 		f.sleep(replicaRetryBackoff)
 		return nil
 	}
+	t1 := time.Now()
+	stats.buildNanos.Add(int64(t1.Sub(t0)))
+	stats.requests.Add(1)
 	resp := kmsg.NewPtrFetchResponse()
 	ctx, cancel := context.WithTimeout(f.m.ctx, replicaFetchWait+30*time.Second)
 	defer cancel()
-	if err := conn.Do(ctx, req, resp); err != nil {
+	err := conn.Do(ctx, req, resp)
+	stats.answerNanos.Add(int64(time.Since(t1)))
+	if err != nil {
 		return err
 	}
 	if err := f.session.Answered(req, resp); errors.Is(err, replfetch.ErrSessionLost) {
@@ -101,7 +108,10 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn) error {
 	} else if err != nil {
 		return fmt.Errorf("fetch from leader %d: %w", f.leader, err)
 	}
-	if f.applyAnswer(resp) {
+	t2 := time.Now()
+	backoff := f.applyAnswer(resp)
+	stats.applyNanos.Add(int64(time.Since(t2)))
+	if backoff {
 		f.sleep(replicaRetryBackoff)
 	}
 	return nil
@@ -148,5 +158,6 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 		r.List(p, replfetch.TopicPartition{Topic: p.topic, Partition: p.index}, pos, replicaPartitionMax, st)
 		delete(f.work, p)
 	}
+	f.m.stats.listed.Add(int64(r.Listed))
 	return r.Req, f.session.Len()
 }
