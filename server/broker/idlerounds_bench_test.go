@@ -48,14 +48,27 @@ const writesPerRound = 10
 func benchIdleRounds(b *testing.B, logs int) {
 	br := idleLogs(b, b.TempDir(), logs)
 	defer br.Close()
+	next := 0
+	benchRounds(b, br, func() {
+		// A few writes a round: the checkpoint round has marks to write.
+		for range writesPerRound {
+			p, err := br.Partition("idle", int32(next%logs))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("w"), Timestamp: 1}})); err != nil {
+				b.Fatal(err)
+			}
+			next += logs/writesPerRound + 1
+		}
+	})
+}
+
+// benchRounds runs br's periodic loops a round each per op, after
+// between() (the writes between two rounds), and reports each loop's
+// process CPU a round and their weighted sum a second (BenchmarkIdleRounds).
+func benchRounds(b *testing.B, br *Broker, between func()) {
 	ctx := context.Background()
-	now := time.Now()
-	// The state the rounds find on a node once the writes are over: each
-	// log maintained and its mark checkpointed once since.
-	br.maintain(ctx, now)
-	if err := br.checkpointHWMs(); err != nil {
-		b.Fatal(err)
-	}
 	loops := []struct {
 		name   string
 		perSec float64 // rounds a second on a node
@@ -70,22 +83,17 @@ func benchIdleRounds(b *testing.B, logs int) {
 		{"storage", 1, func() { br.failedPartitions() }},
 		{"isr", 1, func() { br.isrRound(ctx, time.Now()) }},
 	}
+	// The state the rounds find on a node once the writes are over: each
+	// loop ran once since (each log maintained, its mark checkpointed, its
+	// ISR checked).
+	for _, l := range loops {
+		l.round()
+	}
 	cpu := make([]time.Duration, len(loops))
-	next := 0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		// A few writes a round: the checkpoint round has marks to write.
-		for range writesPerRound {
-			p, err := br.Partition("idle", int32(next%logs))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("w"), Timestamp: 1}})); err != nil {
-				b.Fatal(err)
-			}
-			next += logs/writesPerRound + 1
-		}
+		between()
 		for i, l := range loops {
 			c0 := processCPU(b)
 			l.round()
