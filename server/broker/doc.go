@@ -67,7 +67,8 @@
 // (follows the metadata image, runs log maintenance: each round the logs
 // changed lately and a share of the idle ones, maintenance.go; Close ends
 // a round between two logs), isrLoop (ISR changes
-// of the partitions led here), storageLoop (runs storage.Recovery:
+// of the partitions led here; a round asks only those whose check is due,
+// Partition.isrDue, replication.go), storageLoop (runs storage.Recovery:
 // reports and recovers failed logs, looking at the logs changed lately
 // and those failed), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no

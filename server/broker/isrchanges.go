@@ -55,15 +55,20 @@ func (b *Broker) updateISRs(ctx context.Context, parts []*Partition, now time.Ti
 
 // isrRound is one check of the ISRs of the partitions led here: it walks
 // the open logs (an unopened log has no follower fetching it) without
-// copying them.
-func (b *Broker) isrRound(ctx context.Context, now time.Time) {
+// copying them, and asks those whose check is due (isrCheckDue) whether
+// their ISR should change. checked is how many it asked.
+func (b *Broker) isrRound(ctx context.Context, now time.Time) (checked int) {
 	img, _ := b.meta.Image()
 	var byTopic map[string][]raftfsm.ChangePartition
 	b.open.each(func(p *Partition) bool {
-		byTopic = b.addISRChange(byTopic, img, p, now)
+		if p.isrCheckDue(now) {
+			checked++
+			byTopic = b.addISRChange(byTopic, img, p, now)
+		}
 		return true
 	})
 	b.proposeISRChanges(ctx, img, byTopic)
+	return checked
 }
 
 // addISRChange adds the ISR change p's followers call for, if any, to

@@ -92,7 +92,7 @@ func benchLedRounds(b *testing.B, logs int) {
 // ledLogs is broker 1 leading n partitions of one topic with replicas 1,
 // 2 and 3, all in the ISR, each written once and fetched to its end by
 // both followers.
-func ledLogs(b *testing.B, dir string, n int) (*fakeMeta, *Broker, []*Partition) {
+func ledLogs(b testing.TB, dir string, n int) (*fakeMeta, *Broker, []*Partition) {
 	t := &raftfsm.Topic{ID: [16]byte{8}, Name: "led", Configs: map[string]string{}}
 	for range n {
 		t.Partitions = append(t.Partitions, raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1,

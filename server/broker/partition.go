@@ -70,6 +70,10 @@ type Partition struct {
 	hwmLegacy  atomic.Bool
 	minISR     atomic.Int32 // min.insync.replicas
 	repl       replicaSet
+	// isrDue is when the ISR loop next needs to ask whether the ISR
+	// should change, in Unix nanoseconds (0: at its next round), written
+	// under repl.mu (isrChangeWanted, markISRCheckLocked).
+	isrDue atomic.Int64
 
 	appendMu sync.Mutex // serializes appends and guards producers and keys
 	// producers and keys are kept by appends, a leader's and a
@@ -101,7 +105,8 @@ type Partition struct {
 	// heartbeats answered: quorum.Node.BrokerLeaseValid); set at creation,
 	// nil: always.
 	leaseValid func(time.Time) bool
-	// now is the wall clock (record timestamps, producer-state expiry);
+	// now is the wall clock (record timestamps, producer-state expiry,
+	// when a follower fetched or caught up);
 	// nil: time.Now.
 	now func() time.Time
 

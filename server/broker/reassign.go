@@ -1,9 +1,6 @@
 package broker
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // Online partition reassignment (raftfsm.ReassignPartition). Starting one
 // adds the target replicas to the partition's replica set: brokers that are
@@ -17,7 +14,7 @@ import (
 // without a leadership change: a new replica starts unknown with a fresh
 // lag budget, a dropped one is forgotten. Called with p.repl.mu held.
 func (p *Partition) syncFollowersLocked(replicas []int32) {
-	now := time.Now()
+	now := p.wallNow()
 	for _, r := range replicas {
 		if _, ok := p.repl.followers[r]; !ok && r != p.repl.self {
 			p.repl.followers[r] = newFollowerState(now)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -64,7 +65,7 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 	p.term.Store(packTerm(pm.Leader, pm.LeaderEpoch))
 	roleChanged = old != pm.Leader || oldEpoch != pm.LeaderEpoch
 	if pm.Leader == self && (roleChanged || p.repl.followers == nil) {
-		now := time.Now()
+		now := p.wallNow()
 		p.repl.followers = map[int32]*followerState{}
 		for _, r := range pm.Replicas {
 			if r != self {
@@ -81,6 +82,7 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 	} else {
 		p.syncFollowersLocked(pm.Replicas) // a reassignment adds or drops replicas
 	}
+	p.markISRCheckLocked() // leadership, replicas or ISR may have changed
 	advanced := p.advanceHWMLocked()
 	p.repl.mu.Unlock()
 	if roleChanged || advanced {
@@ -122,7 +124,7 @@ func (p *Partition) advanceHWMLocked() bool {
 // leaderAppended is called after an append on the leader (and when its
 // log opens).
 func (p *Partition) leaderAppended() {
-	now := time.Now()
+	now := p.wallNow()
 	p.repl.mu.Lock()
 	p.creditIdleLocked(now)
 	p.advanceHWMLocked()
@@ -186,7 +188,7 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 		p.repl.mu.Unlock()
 		return fmt.Errorf("%w: follower %d fetches %s-%d at %d, log end %d", ErrOffsetOutOfRange, id, p.topic, p.index, offset, end)
 	}
-	now := time.Now()
+	now := p.wallNow()
 	f.leo = offset
 	switch {
 	case offset >= end:
@@ -200,6 +202,9 @@ func (p *Partition) FollowerFetched(id int32, offset int64, leaderEpoch int32) e
 	}
 	f.lastFetchAt, f.lastFetchEnd = now, end
 	advanced := p.advanceHWMLocked()
+	if f.leo >= p.hwm.Load() && !slices.Contains(p.repl.isr, id) {
+		p.markISRCheckLocked() // it may join
+	}
 	p.repl.mu.Unlock()
 	if advanced {
 		p.wake()
@@ -235,8 +240,10 @@ func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 	hw := p.hwm.Load()
 	isr = []int32{p.repl.self}
 	for _, r := range p.repl.replicas {
-		if f, follower := p.repl.followers[r]; follower && p.followerInISRLocked(r, f, hw, now, lagMax) {
-			isr = append(isr, r)
+		if f, follower := p.repl.followers[r]; follower {
+			if in, _ := p.followerInISRLocked(r, f, hw, now, lagMax); in {
+				isr = append(isr, r)
+			}
 		}
 	}
 	slices.Sort(isr)
@@ -246,48 +253,99 @@ func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 }
 
 // isrChangeWanted reports whether wantedISR would find a change at now,
-// without allocating: the ISR loop asks every led partition every round,
-// and nearly all answer no (issue 19: at 100,000 led partitions wantedISR
-// made two slices each a second for that answer).
+// without allocating, and records in isrDue when the ISR loop needs to ask
+// again (isrCheckDue). The loop asked every led partition every round,
+// and nearly all answered no: at 300,000 open logs a fifth of a node's CPU
+// after a kill -9 (issue 19). Without a change, the answer stays no until
+// the first of: an ISR member's lag budget runs out (the last time it was
+// known caught up, plus lagMax: an idle partition's follower sessions move
+// that on without touching the partition, so it is asked again then, once
+// a lag budget), an event that can bring a change sooner (markISRCheck:
+// new metadata, a fetch that brings a follower outside the ISR to the
+// high watermark, a recovery that lowers it), or lagMax from now, for
+// whatever none of these announces.
 func (p *Partition) isrChangeWanted(now time.Time, lagMax time.Duration) bool {
 	p.repl.mu.Lock()
 	defer p.repl.mu.Unlock()
 	if p.leader.Load() != p.repl.self || p.repl.followers == nil {
+		p.isrDue.Store(math.MaxInt64) // until setMeta makes it leader here
 		return false
 	}
 	hw := p.hwm.Load()
+	due := now.Add(lagMax)
 	same, wanted := slices.Contains(p.repl.isr, p.repl.self), 1
 	for _, r := range p.repl.replicas {
 		f, follower := p.repl.followers[r]
 		if !follower {
 			continue
 		}
-		in := p.followerInISRLocked(r, f, hw, now, lagMax)
+		in, lagsAt := p.followerInISRLocked(r, f, hw, now, lagMax)
 		if in {
 			wanted++
 		}
-		if in != slices.Contains(p.repl.isr, r) {
+		member := slices.Contains(p.repl.isr, r)
+		if in != member {
 			same = false
 		}
+		if member && lagsAt.Before(due) {
+			due = lagsAt
+		}
+		if !member && !in && f.leo >= hw && f.leo >= 0 {
+			// Lagging at the mark: a fetch of its session holding this
+			// idle partition at the end brings it back without touching
+			// the partition, so it is asked more often.
+			if at := now.Add(sessionRejoinCheck(lagMax)); at.Before(due) {
+				due = at
+			}
+		}
 	}
-	return !same || wanted != len(p.repl.isr)
+	if !same || wanted != len(p.repl.isr) {
+		p.isrDue.Store(0) // until the change is made: asked each round
+		return true
+	}
+	p.isrDue.Store(due.UnixNano())
+	return false
 }
+
+// sessionRejoinCheck is how often a partition is asked whether a follower
+// outside its ISR, at the high watermark but lagging, is caught up again
+// by its session's fetches alone (an idle partition its session holds at
+// the end): a follower back from a pause longer than the lag budget
+// rejoins within it. Every round was a walk of every partition a dead
+// follower had been at the mark of (issue 19).
+func sessionRejoinCheck(lagMax time.Duration) time.Duration { return lagMax / 4 }
+
+// isrCheckDue reports whether the ISR loop must ask p at now whether its
+// ISR should change (isrChangeWanted): a load of one word, where the
+// question took p's replica lock and its watchers' lock.
+func (p *Partition) isrCheckDue(now time.Time) bool {
+	return now.UnixNano() >= p.isrDue.Load()
+}
+
+// markISRCheckLocked makes p's ISR due for a check at the ISR loop's next
+// round. Called with p.repl.mu held (isrChangeWanted stores under it too,
+// so a check that began before this event cannot put it off).
+func (p *Partition) markISRCheckLocked() { p.isrDue.Store(0) }
 
 // followerInISRLocked reports whether follower r, in state f, belongs in
 // the ISR at now: an ISR member that has not lagged longer than lagMax
-// stays, a follower caught up to the high watermark hw joins. Called with
-// repl.mu held.
-func (p *Partition) followerInISRLocked(r int32, f *followerState, hw int64, now time.Time, lagMax time.Duration) bool {
-	lagging := now.Sub(f.caughtUpAt) > lagMax
-	if lagging {
+// stays, a follower caught up to the high watermark joins. lagsAt is when
+// its lag budget runs out as far as is known at now (the last time it was
+// known to hold the leader's log end, plus lagMax): not before then does
+// it lag. Called with repl.mu held.
+func (p *Partition) followerInISRLocked(r int32, f *followerState, hw int64, now time.Time, lagMax time.Duration) (in bool, lagsAt time.Time) {
+	lagsAt = f.caughtUpAt.Add(lagMax)
+	if now.After(lagsAt) {
 		// An idle partition is not read by the follower session's
 		// fetches, only held: each still says where the follower is.
-		lagging = now.Sub(p.watchers.CaughtUpAt(r, p.leaderEnd())) > lagMax
+		if at := p.watchers.CaughtUpAt(r, p.leaderEnd()).Add(lagMax); at.After(lagsAt) {
+			lagsAt = at
+		}
 	}
-	if lagging {
-		return false
+	if now.After(lagsAt) {
+		return false, lagsAt
 	}
-	return slices.Contains(p.repl.isr, r) || f.leo >= hw && f.leo >= 0
+	return slices.Contains(p.repl.isr, r) || f.leo >= hw && f.leo >= 0, lagsAt
 }
 
 // leaseCheckInterval is how often a write waiting for its replicas looks

@@ -89,5 +89,8 @@ func (p *Partition) recovered() {
 			break
 		}
 	}
+	p.repl.mu.Lock()
+	p.markISRCheckLocked() // a follower at the lower mark may join
+	p.repl.mu.Unlock()
 	p.wake()
 }
