@@ -73,6 +73,8 @@ type Log struct {
 	err           error        // sticky write/fsync error
 	dirUnsynced   bool         // created without fsyncs; see syncNewDirLocked
 	closed        bool
+	// errSeen is err for Err, which reads it without mu; stored with it.
+	errSeen atomic.Pointer[error]
 	// unsealed are the segments sealed by rolls whose fsync, index files
 	// and directory entries are not durable yet, oldest first. The
 	// recovery point does not pass the first one until its flush is done.
@@ -154,6 +156,7 @@ func (l *Log) failLocked(err error) error {
 	}
 	if l.err == nil {
 		l.err = err
+		l.errSeen.Store(&err)
 		l.logger.Error("segments: log failed; appends refused until it recovers", "err", err)
 	}
 	return err

@@ -21,11 +21,15 @@ const rewriteChunk = 1 << 20
 const probeFile = "storage-probe" + tmpSuffix
 
 // Err returns the sticky error (wrapping ErrStorage) that makes the log
-// refuse changes, or nil. Safe for concurrent use.
+// refuse changes, or nil. Safe for concurrent use, and takes no lock: a
+// broker's storage and maintenance loops ask every log changed lately,
+// each round (issue 19: at 300,000 logs the lock's cold word was most of
+// the storage loop's time).
 func (l *Log) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
+	if e := l.errSeen.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Recover brings a failed log back without a restart, once the disk takes
@@ -101,6 +105,7 @@ func (l *Log) reopenLocked() error {
 	l.truncGen++     // a syncTo snapshot taken before must not move the recovery point
 	l.segsGen++      // nor a compaction pass swap segments it read before
 	l.err = nil
+	l.errSeen.Store(nil)
 	return nil
 }
 

@@ -44,8 +44,8 @@ func TestRecoverAfterENOSPC(t *testing.T) {
 			if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
 				t.Fatalf("append on a full disk: %v", err)
 			}
-			if !errors.Is(l.Err(), ErrStorage) {
-				t.Fatalf("Err after the failure: %v", l.Err())
+			if err := errHoldingLock(l); !errors.Is(err, ErrStorage) {
+				t.Fatalf("Err after the failure: %v", err)
 			}
 			if err := l.Recover(); !errors.Is(err, ErrStorage) || !strings.Contains(err.Error(), "probe") {
 				t.Fatalf("recover on a full disk: %v", err)
@@ -57,8 +57,8 @@ func TestRecoverAfterENOSPC(t *testing.T) {
 			if err := l.Recover(); err != nil {
 				t.Fatalf("recover: %v", err)
 			}
-			if l.Err() != nil || l.EndOffset() != acked {
-				t.Fatalf("after recover: err %v end %d, want nil %d", l.Err(), l.EndOffset(), acked)
+			if err := errHoldingLock(l); err != nil || l.EndOffset() != acked {
+				t.Fatalf("after recover: err %v end %d, want nil %d", err, l.EndOffset(), acked)
 			}
 			if err := l.Recover(); err != nil {
 				t.Fatalf("recover of a healthy log: %v", err)
@@ -190,4 +190,13 @@ func TestRecoverConcurrent(t *testing.T) {
 		t.Fatal("nothing acknowledged")
 	}
 	t.Logf("%d batches acknowledged over 30 disk-full rounds", n)
+}
+
+// errHoldingLock is l.Err asked while l's lock is held by another: the
+// broker's loops ask it of every log changed lately, and an append or a
+// roll holding the lock must not hold them up.
+func errHoldingLock(l *Log) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Err()
 }
