@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/raftfsm/quorum"
 )
 
@@ -62,14 +63,23 @@ func TestLeaderMovesProposedInAWindow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := q.nodes[lead].Image()
-	for _, tp := range after.Topics.All() {
-		for i, p := range tp.Partitions {
-			if p.Leader == id {
-				t.Fatalf("%s-%d still led by broker %d after its controlled shutdown", tp.Name, i, id)
+	// A move command that failed (leadership lost, or a timeout when the
+	// disk stalls under load: CI saw it once at load 39) is the
+	// controller loop's to retry; every partition must end up moved.
+	var after *raftfsm.Image
+	var still string
+	waitFor(t, time.Minute, "every leadership moved off the broker shutting down", func() bool {
+		after, _ = q.nodes[lead].Image()
+		still = ""
+		for _, tp := range after.Topics.All() {
+			for i, p := range tp.Partitions {
+				if p.Leader == id && still == "" {
+					still = fmt.Sprintf("%s-%d", tp.Name, i)
+				}
 			}
 		}
-	}
+		return still == ""
+	})
 	entries := after.Index - before.Index
 	if entries < 3*quorum.MoveWindow {
 		t.Fatalf("the moves took %d raft entries: too few to see a window of %d", entries, quorum.MoveWindow)
