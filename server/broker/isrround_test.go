@@ -64,6 +64,12 @@ func TestISRRoundAsksOnlyWhatCanChange(t *testing.T) {
 	p.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 3, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}}, 1)
 	round(now.Add(8*time.Second), 1)
 	round(now.Add(9*time.Second), 0)
+	// Its topic's metadata applied again, every partition as it was
+	// (reconcile sets a changed topic's every partition): none asked.
+	for _, p := range parts {
+		p.setMeta(metaOf(p), 1)
+	}
+	round(now.Add(9*time.Second+time.Millisecond), 0)
 
 	// The followers' sessions hold every partition at its end, idle.
 	clocks := map[int32]*kapi.FetchClock{2: new(kapi.FetchClock), 3: new(kapi.FetchClock)}
@@ -194,4 +200,12 @@ func shrinks(isr, want []int32) bool {
 		}
 	}
 	return false
+}
+
+// metaOf is p's metadata as setMeta last applied it.
+func metaOf(p *Partition) raftfsm.Partition {
+	p.repl.mu.Lock()
+	defer p.repl.mu.Unlock()
+	return raftfsm.Partition{Leader: p.leader.Load(), LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: p.repl.partitionEpoch,
+		Replicas: slices.Clone(p.repl.replicas), ISR: slices.Clone(p.repl.isr)}
 }

@@ -56,6 +56,10 @@ type replicaSet struct {
 // became leader or follower with this change.
 func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool) {
 	p.repl.mu.Lock()
+	// A topic's every partition is set again when one of them changes:
+	// only a changed one is due for an ISR check.
+	placed := p.repl.self != self || p.repl.partitionEpoch != pm.PartitionEpoch ||
+		!slices.Equal(p.repl.replicas, pm.Replicas) || !slices.Equal(p.repl.isr, pm.ISR)
 	p.repl.self = self
 	p.repl.replicas = slices.Clone(pm.Replicas)
 	p.repl.isr = slices.Clone(pm.ISR)
@@ -82,7 +86,9 @@ func (p *Partition) setMeta(pm raftfsm.Partition, self int32) (roleChanged bool)
 	} else {
 		p.syncFollowersLocked(pm.Replicas) // a reassignment adds or drops replicas
 	}
-	p.markISRCheckLocked() // leadership, replicas or ISR may have changed
+	if placed || roleChanged || pm.Leader == self && p.repl.followers == nil {
+		p.markISRCheckLocked()
+	}
 	advanced := p.advanceHWMLocked()
 	p.repl.mu.Unlock()
 	if roleChanged || advanced {
