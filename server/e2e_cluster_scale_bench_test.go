@@ -52,7 +52,7 @@ func BenchmarkClusterScale(b *testing.B) {
 	// RUNNEL_BENCH_ARGS adds flags to every node (e.g. --pprof, to profile a phase).
 	args = append(args, strings.Fields(os.Getenv("RUNNEL_BENCH_ARGS"))...)
 	c := servertest.StartCluster(b, servertest.ClusterOptions{Combined: 3, Args: args})
-	b.Cleanup(func() { removeDataDirs(c.Nodes) }) // after the logs are saved (cleanups run last first)
+	b.Cleanup(func() { removeDataDirs(c.Nodes) })         // after the logs are saved (cleanups run last first)
 	if dir := os.Getenv("RUNNEL_BENCH_LOGS"); dir != "" { // to see where the time went, even after a failure
 		b.Cleanup(func() {
 			for i, n := range c.Nodes {
