@@ -36,9 +36,23 @@ import (
 // connection; it is reset with it, and after the leader lost it
 // (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH).
 //
+// A request long-polls (replicaFetchWait) only when it reports every new
+// position the follower has. Only the positions a request lists move the
+// leader's high watermark, and so answer its acks=all produces; a request
+// that left positions for the next one (more than fit, a catch-up after a
+// failover) asks for no wait, and one sent while answers are still being
+// applied (their partitions forgotten until done, fetchapply.go) waits at
+// most replicaBusyFetchWait. Each waited out the whole long poll: with
+// the new leaders' appends over, nothing new arrived to end it, and the
+// 100,000 positions of a catch-up reached the leader one request of
+// ~20,000 each 500 ms or so (issue 19).
+//
 // maxEpochAsks bounds the partitions of one OffsetForLeaderEpoch request
 // (12 bytes each and their topics').
-const maxEpochAsks = 8000
+const (
+	replicaBusyFetchWait = replicaApplyWait
+	maxEpochAsks         = 8000
+)
 
 // readyToFetch reports whether p is fetched this round. A log that refuses
 // writes (or a disk below --min-free-disk) fetches nothing: the leader then
@@ -125,12 +139,14 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn) error {
 // partitions being replicated: those the session holds.
 func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 	r := f.session.NewRequest(f.m.self, replicaFetchWait, replicaFetchMaxBytes)
+	busy, more := false, false
 	for p, st := range f.work {
 		if st == nil || !readyToFetch(p, st) {
 			r.Forget(p)
 			if st == nil || p.applying.Load() || p.disk.IsLow() {
 				// Settled: its apply or open ends with a touch, the
 				// disk's recovery with a look at every partition.
+				busy = busy || st != nil && p.applying.Load()
 				delete(f.work, p)
 			}
 			continue
@@ -153,10 +169,17 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 			// for the forget (a kill -9 at 300,000 partitions moved more
 			// than 1 MiB of forgets' worth).
 			r.ForgetIfRoom(p)
+			more = true
 			continue
 		}
 		r.List(p, replfetch.TopicPartition{Topic: p.topic, Partition: p.index}, pos, replicaPartitionMax, st)
 		delete(f.work, p)
+	}
+	switch {
+	case more:
+		r.Req.MaxWaitMillis = 0
+	case busy:
+		r.Req.MaxWaitMillis = int32(replicaBusyFetchWait / time.Millisecond)
 	}
 	f.m.stats.listed.Add(int64(r.Listed))
 	return r.Req, f.session.Len()

@@ -1,13 +1,16 @@
 package broker
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/recordbatch"
 	"github.com/runnel/runnel/segments"
+	"github.com/runnel/runnel/server/broker/replfetch"
 )
 
 func listed(req *kmsg.FetchRequest) map[int32]int64 {
@@ -158,5 +161,60 @@ func TestFollowerAsksEpochsInOneRequest(t *testing.T) {
 		if !st.truncated {
 			t.Fatalf("partition %d not checked against the leader", p.index)
 		}
+	}
+}
+
+// A fetch long-polls only when it reports every new position the
+// follower has (issue 19): only listed positions move the leader's high
+// watermark, and each request of a catch-up too large for one (here the
+// session's first, of more partitions than a request lists) waited out the
+// leader's whole long poll before the next could report the rest. One left
+// with positions still to list asks for no wait; one sent while an answer
+// is being applied waits at most replicaBusyFetchWait; one with nothing
+// left waits replicaFetchWait.
+func TestFollowerFetchWaitsOnlyWithNothingToReport(t *testing.T) {
+	perRequest := replfetch.PerRequest("t")
+	f, leader, byIndex := idleFollower(t, perRequest+500)
+	conn := connectFake(t, leader)
+	round := func() *kmsg.FetchRequest {
+		t.Helper()
+		if err := f.round(conn); err != nil {
+			t.Fatal(err)
+		}
+		return <-leader.requests
+	}
+	settled := func() { // the answer's applies are done
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for _, p := range byIndex {
+			for p.applying.Load() {
+				if time.Now().After(deadline) {
+					t.Fatalf("t-%d still being applied after 30 s", p.index)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	longPoll := int32(replicaFetchWait / time.Millisecond)
+	if req := round(); len(listed(req)) != perRequest || req.MaxWaitMillis != 0 {
+		t.Fatalf("first fetch lists %d partitions waiting %d ms, want %d waiting 0 ms (500 more to list)", len(listed(req)), req.MaxWaitMillis, perRequest)
+	}
+	settled()
+	if req := round(); len(listed(req)) != 500 || req.MaxWaitMillis != longPoll {
+		t.Fatalf("second fetch lists %d waiting %d ms, want the other 500 waiting %d ms", len(listed(req)), req.MaxWaitMillis, longPoll)
+	}
+	settled()
+	busy := byIndex[3]
+	busy.applying.Store(true) // as while an answer is applied to it
+	f.touch(busy)
+	req := round()
+	if want := int32(replicaBusyFetchWait / time.Millisecond); req.MaxWaitMillis != want || len(req.ForgottenTopics) != 1 {
+		t.Fatalf("fetch with t-3 being applied waits %d ms forgetting %+v, want %d ms forgetting t-3", req.MaxWaitMillis, req.ForgottenTopics, want)
+	}
+	busy.applying.Store(false)
+	f.touch(busy)
+	settled()
+	if req := round(); fmt.Sprint(listed(req)) != "map[3:0]" || req.MaxWaitMillis != longPoll {
+		t.Fatalf("fetch after the apply lists %v waiting %d ms, want t-3 waiting %d ms", listed(req), req.MaxWaitMillis, longPoll)
 	}
 }
