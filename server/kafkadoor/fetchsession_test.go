@@ -2,6 +2,7 @@ package kafkadoor
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net"
@@ -235,5 +236,93 @@ func TestFollowerSessionFollowsNews(t *testing.T) {
 	}
 	if resp := r.fetch(t, followerFetch(id, epoch, 0, nil)); len(resp.Topics) != 0 {
 		t.Fatalf("idle fetch after catching up answered %+v", resp.Topics)
+	}
+}
+
+// BenchmarkFollowerSessionChanged (issue 19): a follower's session of
+// 100,000 partitions in which changed of them were each appended one
+// record of 100 bytes since its last fetch, over a real listener and
+// broker. One op is what a follower does about them until it holds them
+// all: fetches of at most 8 MiB of records each (100,000 records take
+// three), each naming the new positions of what the last ones returned
+// (8,000 partitions a request at most, under the leader's 1 MiB; the rest
+// in the next), which also moves their high watermarks. The leader's work
+// should follow changed, not the session's size: compare us/changed of 100
+// and 100,000 changed. The appends are outside the timer. cpu-us/changed
+// is the process's CPU (the follower's decoding included): steadier than
+// wall time on a shared machine.
+func BenchmarkFollowerSessionChanged(b *testing.B) {
+	const per, topics = 1000, 100
+	r := newLeaderRig(b, topics, per)
+	id, epoch := r.openSession(b, topics, per)
+	record := recordbatch.Build([]recordbatch.NewRecord{{Value: make([]byte, 100), Timestamp: 1}})
+	logEnd := make([]int64, topics*per) // the follower's log end in each partition
+	for _, changed := range []int{100, 100_000} {
+		b.Run(fmt.Sprintf("changed=%d", changed), func(b *testing.B) {
+			var parts []*broker.Partition
+			for i := 0; i < topics*per; i += topics * per / changed {
+				p, err := r.br.Partition(fmt.Sprintf("idle%d", i/per), int32(i%per))
+				if err != nil {
+					b.Fatal(err)
+				}
+				parts = append(parts, p)
+			}
+			b.ReportAllocs()
+			var elapsed, cpu time.Duration
+			requests, ops := 0, 0
+			for ; b.Loop(); ops++ {
+				b.StopTimer()
+				for _, p := range parts {
+					if _, err := p.Produce(context.Background(), record, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				start := time.Now()
+				_, cpu0 := cpuTime(b)
+				var moved []int // partitions whose new position the leader has yet to hear
+				for caughtUp := 0; caughtUp < changed || len(moved) > 0; epoch++ {
+					listed := moved[:min(len(moved), 8*per)]
+					moved = moved[len(listed):]
+					req := followerFetch(id, epoch, 0, nil)
+					for _, i := range listed {
+						topic := fmt.Sprintf("idle%d", i/per)
+						if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != topic {
+							rt := kmsg.NewFetchRequestTopic()
+							rt.Topic = topic
+							req.Topics = append(req.Topics, rt)
+						}
+						rp := kmsg.NewFetchRequestTopicPartition()
+						rp.Partition, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = int32(i%per), 1, 1<<20
+						rp.FetchOffset = logEnd[i]
+						rt := &req.Topics[len(req.Topics)-1]
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp := r.fetch(b, req)
+					if requests++; requests > 1000*(ops+1) {
+						b.Fatalf("%d requests, %d of %d partitions caught up", requests, caughtUp, changed)
+					}
+					for _, t := range resp.Topics {
+						var ti int
+						fmt.Sscanf(t.Topic, "idle%d", &ti)
+						for _, p := range t.Partitions {
+							i := ti*per + int(p.Partition)
+							if len(p.RecordBatches) < 8 || int64(binary.BigEndian.Uint64(p.RecordBatches)) != logEnd[i] {
+								continue // none, or sent again at a position left behind
+							}
+							logEnd[i]++
+							moved = append(moved, i)
+							caughtUp++
+						}
+					}
+				}
+				elapsed += time.Since(start)
+				_, cpu1 := cpuTime(b)
+				cpu += cpu1 - cpu0
+			}
+			b.ReportMetric(float64(elapsed.Microseconds())/float64(ops*changed), "us/changed")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(ops*changed), "cpu-us/changed")
+			b.ReportMetric(float64(requests)/float64(ops), "requests/op")
+		})
 	}
 }
