@@ -240,6 +240,12 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 		remaining = int64(req.MaxBytes)
 	}
 	total, failed := 0, false
+	// full: the reply has no room for more records: none left, or a
+	// partition's records did not fit what was left. The partitions after
+	// are not read (issue 19: a follower's fetch of 100,000 partitions
+	// read each one after its 16 MiB were full, to drop what it read);
+	// their records wait for the next fetch, as those that did not fit.
+	full := false
 	cl, _ := s.broker.Cluster()
 	for _, t := range targets {
 		if t.topicID != ([16]byte{}) && !topicHasID(cl, t.topic, t.topicID) {
@@ -256,6 +262,7 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 			CurrentLeaderEpoch: t.leaderEpoch,
 			ReadCommitted:      req.IsolationLevel == 1,
 			ReplicaID:          req.ReplicaID,
+			NoRecords:          full || remaining <= 0, // only the offsets, and whether records wait
 		})
 		t.hw, t.lso, t.logStart, t.errCode, t.records = res.HighWatermark, res.LastStableOffset, res.LogStartOffset, 0, nil
 		t.aborted, t.found = nil, false
@@ -278,8 +285,11 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 		if res.Records != nil {
 			n = res.Records.Len()
 		}
-		t.found = n > 0
+		t.found = n > 0 || res.Pending
 		// KIP-74: only the first data may exceed the limits.
+		if total > 0 && int64(n) > remaining {
+			full = true
+		}
 		if n == 0 || (total > 0 && int64(n) > budget) || remaining <= 0 {
 			closeChunk(res.Records)
 			continue

@@ -134,14 +134,20 @@ func TestFetchByteLimits(t *testing.T) {
 		name              string
 		maxBytes, partMax int32
 		wantBatches       []int // per partition
+		// wantNoRecords: partitions read after the reply was full, asked
+		// for their offsets only (issue 19: each was read and dropped).
+		wantNoRecords int64
 	}{
-		{"everything", 1 << 20, 1 << 20, []int{4, 4, 4}},
-		{"partition limit below one batch", 1 << 20, 10, []int{1, 0, 0}},
-		{"partition limit two batches", 1 << 20, int32(2*len(batch) + 10), []int{2, 2, 2}},
-		{"response limit below one batch", 10, 1 << 20, []int{1, 0, 0}},
-		{"response limit five batches", int32(5*len(batch) + 10), 1 << 20, []int{4, 1, 0}},
+		{"everything", 1 << 20, 1 << 20, []int{4, 4, 4}, 0},
+		{"partition limit below one batch", 1 << 20, 10, []int{1, 0, 0}, 0},
+		{"partition limit two batches", 1 << 20, int32(2*len(batch) + 10), []int{2, 2, 2}, 0},
+		{"response limit below one batch", 10, 1 << 20, []int{1, 0, 0}, 2},
+		{"response limit five batches", int32(5*len(batch) + 10), 1 << 20, []int{4, 1, 0}, 0},
+		{"response limit four batches", int32(4 * len(batch)), 1 << 20, []int{4, 0, 0}, 2},
+		{"response limit four and a half batches", int32(9 * len(batch) / 2), 1 << 20, []int{4, 0, 0}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			b.noRecordReads.Store(0)
 			req := kmsg.NewPtrFetchRequest()
 			req.Version, req.MaxBytes, req.SessionEpoch = fetchMax, tc.maxBytes, -1
 			rt := kmsg.NewFetchRequestTopic()
@@ -165,6 +171,9 @@ func TestFetchByteLimits(t *testing.T) {
 				if hw := fr.Topics[0].Partitions[p].HighWatermark; hw != 200 {
 					t.Errorf("partition %d: high watermark %d", p, hw)
 				}
+			}
+			if n := b.noRecordReads.Load(); n != tc.wantNoRecords {
+				t.Errorf("%d partitions read for their offsets only, want %d", n, tc.wantNoRecords)
 			}
 		})
 	}

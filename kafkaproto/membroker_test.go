@@ -36,9 +36,12 @@ type memBroker struct {
 	// so an append after one wakes the waiting fetch.
 	emptyFetches atomic.Int64
 	reads        atomic.Int64 // partitions read by Fetch
-	watchMisses  atomic.Int64 // Watch calls left to fail (a topic the broker applies only when read)
-	host         string
-	port         int32
+	// noRecordReads counts the Fetch calls asked for no records
+	// (FetchRequest.NoRecords): the reply had no room left.
+	noRecordReads atomic.Int64
+	watchMisses   atomic.Int64 // Watch calls left to fail (a topic the broker applies only when read)
+	host          string
+	port          int32
 }
 
 type memTopic struct {
@@ -179,6 +182,11 @@ func (b *memBroker) Fetch(_ context.Context, req FetchRequest) (FetchResult, err
 	res := FetchResult{HighWatermark: p.end, LastStableOffset: p.end, LogStartOffset: p.start}
 	if req.Offset < p.start || req.Offset > p.end {
 		return res, fmt.Errorf("mem: offset %d: %w", req.Offset, ErrOffsetOutOfRange)
+	}
+	if req.NoRecords {
+		b.noRecordReads.Add(1)
+		res.Pending = req.Offset < p.end
+		return res, nil
 	}
 	var out []byte
 	for _, batch := range p.batches {

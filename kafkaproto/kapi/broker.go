@@ -209,6 +209,14 @@ type FetchRequest struct {
 	// up to the log end, not the high watermark, and Offset tells the
 	// leader how far the follower's log reaches.
 	ReplicaID int32
+	// NoRecords: the response has no room left for records (issue 19: a
+	// follower's fetch of 100,000 partitions read every one after its 16
+	// MiB were full, each read opening files, to drop what it read). The
+	// broker may answer without reading them, with Pending telling
+	// whether there are records at Offset; it checks and counts the fetch
+	// as it does any other (a follower's position moves the high
+	// watermark). A broker that reads them anyway is answered as before.
+	NoRecords bool
 }
 
 // FetchResult is one partition's fetch answer.
@@ -222,6 +230,9 @@ type FetchResult struct {
 	// offset: the client drops those producers' batches from each first
 	// offset up to the producer's abort marker.
 	AbortedTransactions []AbortedTransaction
+	// Pending (a NoRecords fetch answered without reading): there are
+	// records to read at the request's offset.
+	Pending bool
 }
 
 // AbortedTransaction is one entry of a read_committed Fetch's

@@ -352,6 +352,13 @@ func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafka
 			hwm := p.HighWatermark()
 			return kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: p.LogStart()}, toKafka(err)
 		}
+	}
+	if req.NoRecords {
+		if res, ok := pendingOnly(p, req); ok {
+			return res, nil
+		}
+	}
+	if req.ReplicaID >= 0 {
 		chunk, err = p.ReadReplica(req.Offset, req.MaxBytes)
 	} else if req.ReadCommitted {
 		var aborted []segments.AbortedTxn
@@ -607,6 +614,26 @@ func (k *Backend) CatchUpMetadata(ctx context.Context) bool {
 func (k *Backend) WriteTxnMarker(ctx context.Context, topic string, partition int32, m kafkaproto.TxnMarker) error {
 	return toKafka(k.cfg.Txn.WriteMarker(ctx, txn.Marker{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch,
 		Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch}, kafkaproto.TopicPartition{Topic: topic, Partition: partition}))
+}
+
+// pendingOnly answers a NoRecords fetch without reading the log (issue
+// 19): the partition's offsets, and that records wait at req.Offset. ok is
+// false when none do there (or the offset is out of range): the read then
+// answers as it would, which costs nothing or tells the error.
+func pendingOnly(p *broker.Partition, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, bool) {
+	start, hwm := p.LogStart(), p.HighWatermark()
+	res := kafkaproto.FetchResult{HighWatermark: hwm, LastStableOffset: hwm, LogStartOffset: start, Pending: true}
+	if lso, err := p.LSO(); err == nil {
+		res.LastStableOffset = min(lso, hwm)
+	}
+	readable := hwm // what a consumer reads up to
+	switch {
+	case req.ReplicaID >= 0:
+		readable = p.LogEnd()
+	case req.ReadCommitted:
+		readable = res.LastStableOffset
+	}
+	return res, start <= req.Offset && req.Offset < readable
 }
 
 // toKafkaAborted is the aborted transactions of a read_committed read as

@@ -47,6 +47,7 @@ func (l peerListener) Accept() (net.Conn, error) {
 // listener, and a connection to its peer door as node 2, the follower.
 type leaderRig struct {
 	br   *broker.Broker
+	k    *Backend
 	conn *kafkaconn.Conn
 }
 
@@ -91,7 +92,7 @@ func newLeaderRig(tb testing.TB, topics, per int) *leaderRig {
 	}
 	c := kafkaconn.New(nc, "follower-2")
 	tb.Cleanup(func() { c.Close() })
-	return &leaderRig{br: br, conn: c}
+	return &leaderRig{br: br, k: k, conn: c}
 }
 
 // followerFetch is a follower's Fetch (v12) in session id at epoch, listing
@@ -324,5 +325,57 @@ func BenchmarkFollowerSessionChanged(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(ops*changed), "cpu-us/changed")
 			b.ReportMetric(float64(requests)/float64(ops), "requests/op")
 		})
+	}
+}
+
+// A follower's fetch whose reply is full asks the broker for the rest of
+// its partitions' offsets only (issue 19): Backend.Fetch then reads no
+// records, still counts the follower's position (the high watermark
+// moves), and tells that records wait, so that the session reads them in
+// its next fetch. Over the socket, a reply with room for one partition's
+// records answers each of three in turn as the follower moves on.
+func TestFollowerFetchPastAFullReply(t *testing.T) {
+	r := newLeaderRig(t, 1, 1000)
+	id, epoch := r.openSession(t, 1, 1000)
+	record := recordbatch.Build([]recordbatch.NewRecord{{Value: make([]byte, 2000), Timestamp: 1}})
+	for _, i := range []int32{1, 2, 3} {
+		p, err := r.br.Partition("idle0", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Produce(context.Background(), record, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, want := range []int32{1, 2, 3} {
+		req := followerFetch(id, epoch, 0, nil)
+		if i > 0 { // the follower holds the last one's records now
+			req = followerFetch(id, epoch, 0, map[string][]int32{"idle0": {want - 1}})
+			req.Topics[0].Partitions[0].FetchOffset = 1
+		}
+		req.MaxBytes = 100
+		resp := r.fetch(t, req)
+		epoch++
+		var got []int32
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if len(p.RecordBatches) > 0 {
+					got = append(got, p.Partition)
+				}
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Fatalf("fetch %d answered records of %v, want idle0-%d's alone", i, got, want)
+		}
+	}
+	fetch := func(offset int64) (kafkaproto.FetchResult, error) {
+		return r.k.Fetch(context.Background(), kafkaproto.FetchRequest{Topic: "idle0", Partition: 3, Offset: offset,
+			MaxBytes: 1 << 20, CurrentLeaderEpoch: 1, ReplicaID: 2, NoRecords: true})
+	}
+	if res, err := fetch(0); err != nil || res.Records != nil || !res.Pending || res.HighWatermark != 0 {
+		t.Fatalf("NoRecords fetch of idle0-3 at 0: %+v, %v; want no records, pending, high watermark 0", res, err)
+	}
+	if res, err := fetch(1); err != nil || (res.Records != nil && res.Records.Len() != 0) || res.Pending || res.HighWatermark != 1 {
+		t.Fatalf("NoRecords fetch of idle0-3 at its end: %+v, %v; want nothing pending, high watermark 1", res, err)
 	}
 }
