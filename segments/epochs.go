@@ -47,6 +47,14 @@ func (l *Log) keepEpochsBeforeLocked(off int64) {
 	l.epochs = l.epochs[:i]
 }
 
+// epochsToTrimLocked reports whether trimEpochsLocked would change the
+// epochs: Maintain asks it before its full pass (maintainDueLocked).
+func (l *Log) epochsToTrimLocked() bool {
+	es := l.epochs
+	return len(es) > 1 && es[1].Start <= l.start ||
+		len(es) > 0 && (es[0].Start < l.start || es[len(es)-1].Start >= l.end)
+}
+
 // trimEpochsLocked drops epochs starting at or past the end offset and moves
 // epochs that started before the log start offset up to it. It changes the
 // entries in memory only (state files hold copies: stateLocked), and the

@@ -373,3 +373,25 @@ func TestEpochsSurviveCompactionPastTheSavedRecoveryPoint(t *testing.T) {
 		t.Fatalf("after compaction and a crash epoch 1 ends %d/%d, want 1/1", e, end)
 	}
 }
+
+// TestEpochsToTrimMatchesTheTrim: Maintain skips its full pass when
+// epochsToTrimLocked says the epochs need no trim, so it must say yes
+// exactly when trimEpochsLocked changes them (TestMaintainDue did not
+// notice the epoch check left out).
+func TestEpochsToTrimMatchesTheTrim(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20_000 {
+		var es []epochEntry
+		start := int64(0)
+		for e := range rng.IntN(5) {
+			start += rng.Int64N(4)
+			es = append(es, epochEntry{Epoch: int32(e), Start: start})
+		}
+		l := &Log{epochs: slices.Clone(es), start: rng.Int64N(12), end: rng.Int64N(14)}
+		want := l.epochsToTrimLocked()
+		l.trimEpochsLocked()
+		if changed := !slices.Equal(l.epochs, es); changed != want {
+			t.Fatalf("epochs %v, start %d, end %d: epochsToTrimLocked %v, the trim changed them: %v (to %v)", es, l.start, l.end, want, changed, l.epochs)
+		}
+	}
+}

@@ -40,8 +40,7 @@ func (l *Log) maintainDueLocked(now time.Time) bool {
 	if l.cfg.deleteOld() && len(l.segs) > 1 {
 		return true
 	}
-	// trimEpochsLocked's conditions.
-	if es := l.epochs; len(es) > 1 && es[1].Start <= l.start || len(es) > 0 && (es[0].Start < l.start || es[len(es)-1].Start >= l.end) {
+	if l.epochsToTrimLocked() {
 		return true
 	}
 	return l.recoveryPoint != l.savedRP && !l.cleanOnDisk && now.Sub(l.savedAt) >= checkpointInterval
