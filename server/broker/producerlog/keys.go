@@ -27,11 +27,17 @@ func (k *Keys) Reset() { k.reset() }
 // batches younger than the policy's expiration, the bulk of them without
 // mu (kept.load).
 func (k *Keys) Load(mu sync.Locker, log Log, policy *producers.KeyPolicy, now time.Time) error {
+	if k.loaded.Load() {
+		return nil // the caller checks again under mu; no rule made (kept.go's rule says why)
+	}
 	return k.load(mu, log, keyRule(policy, now))
 }
 
 // LoadLocked is Load with the append lock held throughout.
 func (k *Keys) LoadLocked(log Log, policy *producers.KeyPolicy, now time.Time) error {
+	if k.v != nil {
+		return nil
+	}
 	return k.loadLocked(log, keyRule(policy, now))
 }
 

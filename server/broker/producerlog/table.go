@@ -40,11 +40,17 @@ func (t *Table) Start(policy *producers.Policy) {
 // batches younger than the policy's expiration, the bulk of them without
 // mu (kept.load).
 func (t *Table) Load(mu sync.Locker, log Log, policy *producers.Policy, now time.Time) error {
+	if t.loaded.Load() {
+		return nil // the caller checks again under mu; no rule made (kept.go's rule says why)
+	}
 	return t.load(mu, log, tableRule(policy, now))
 }
 
 // LoadLocked is Load with the append lock held throughout.
 func (t *Table) LoadLocked(log Log, policy *producers.Policy, now time.Time) error {
+	if t.v != nil {
+		return nil
+	}
 	return t.loadLocked(log, tableRule(policy, now))
 }
 
