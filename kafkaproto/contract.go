@@ -54,6 +54,8 @@ const (
 type (
 	QuotaEnforcer      = kapi.QuotaEnforcer
 	ReplicatedProducer = kapi.ReplicatedProducer
+	AckWait            = kapi.AckWait
+	ReplicaWaiter      = kapi.ReplicaWaiter
 	TxnMarkerWriter    = kapi.TxnMarkerWriter
 	TxnMarker          = kapi.TxnMarker
 )

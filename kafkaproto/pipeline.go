@@ -81,7 +81,7 @@ type ackWaits struct {
 
 type ackWait struct {
 	p    *kmsg.ProduceResponseTopicPartition
-	wait func(context.Context) error
+	wait AckWait
 }
 
 type ackWaitsKey struct{}
@@ -95,7 +95,7 @@ func ackWaitsFrom(ctx context.Context) *ackWaits {
 	return w
 }
 
-func (w *ackWaits) add(p *kmsg.ProduceResponseTopicPartition, wait func(context.Context) error) {
+func (w *ackWaits) add(p *kmsg.ProduceResponseTopicPartition, wait AckWait) {
 	w.mu.Lock()
 	w.waits = append(w.waits, ackWait{p, wait})
 	w.mu.Unlock()
@@ -112,7 +112,7 @@ func (w *ackWaits) finish(ctx context.Context) {
 		defer cancel()
 	}
 	for _, aw := range w.waits {
-		if err := aw.wait(ctx); err != nil {
+		if err := aw.wait.Wait(ctx); err != nil {
 			setProduceError(aw.p, err)
 		}
 	}

@@ -25,18 +25,20 @@ type unreplicated struct {
 	deadlines []time.Time
 }
 
-func (b *unreplicated) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, func(context.Context) error, error) {
+func (b *unreplicated) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, AckWait, error) {
 	b.mu.Lock()
 	b.arrived = append(b.arrived, time.Now())
 	b.mu.Unlock()
-	return ProduceResult{}, func(ctx context.Context) error {
-		dl, _ := ctx.Deadline()
-		b.mu.Lock()
-		b.deadlines = append(b.deadlines, dl)
-		b.mu.Unlock()
-		<-ctx.Done()
-		return ctx.Err()
-	}, nil
+	return ProduceResult{}, AckWait{On: b}, nil
+}
+
+func (b *unreplicated) WaitReplicated(ctx context.Context, _ int64, _ int32) error {
+	dl, _ := ctx.Deadline()
+	b.mu.Lock()
+	b.deadlines = append(b.deadlines, dl)
+	b.mu.Unlock()
+	<-ctx.Done()
+	return ctx.Err()
 }
 
 // Each pipelined acks=all produce times out its own timeout after its
@@ -120,7 +122,7 @@ type slowAppends struct {
 	appended          map[int32]bool
 }
 
-func (b *slowAppends) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, func(context.Context) error, error) {
+func (b *slowAppends) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (ProduceResult, AckWait, error) {
 	d, ok := b.slow[partition]
 	if !ok {
 		d = b.append
@@ -132,15 +134,19 @@ func (b *slowAppends) AppendForAcks(ctx context.Context, topic string, partition
 	}
 	b.appended[partition] = true
 	b.mu.Unlock()
-	replicated := time.Now().Add(b.replicate)
-	return ProduceResult{}, func(ctx context.Context) error {
-		select {
-		case <-time.After(time.Until(replicated)):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}, nil
+	return ProduceResult{}, AckWait{On: replicatedAt(time.Now().Add(b.replicate))}, nil
+}
+
+// replicatedAt is a write whose in-sync replicas hold it at that time.
+type replicatedAt time.Time
+
+func (r replicatedAt) WaitReplicated(ctx context.Context, _ int64, _ int32) error {
+	select {
+	case <-time.After(time.Until(time.Time(r))):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // serveSlowAppends serves b on a socket and returns a client connection.

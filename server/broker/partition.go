@@ -215,7 +215,8 @@ func (p *Partition) append(batches []byte) (AppendResult, error) { return p.appe
 // checked against the key index instead (idemkeys.go, producers.KeyIndex). Without k, batches
 // under ids of the key range are refused.
 func (p *Partition) appendKeyed(batches []byte, k *producers.Key) (AppendResult, error) {
-	var views []batchView
+	var one [1]batchView // a producer's append is one batch: no allocation for it
+	views := one[:0]
 	size := 0
 	// Header, CRC and framing only: the log validates every record.
 	err := splitBatches(batches, func(b batchView) error {
@@ -433,22 +434,37 @@ func (p *Partition) ProduceKeyed(ctx context.Context, batches []byte, acks int, 
 	if err != nil {
 		return res, err
 	}
-	return res, wait(ctx)
+	return res, wait.Wait(ctx)
 }
 
 // AppendForAcks is an acks=all produce up to the wait: it refuses the write
 // when the ISR is below min.insync.replicas, appends, and returns the wait
 // for the in-sync replicas.
-func (p *Partition) AppendForAcks(batches []byte, k *producers.Key) (AppendResult, func(context.Context) error, error) {
+func (p *Partition) AppendForAcks(batches []byte, k *producers.Key) (AppendResult, ReplicaWait, error) {
 	epoch := p.leaderEpoch.Load()
 	if n, min := p.isrSize(), int(p.minISR.Load()); n < min {
-		return AppendResult{}, nil, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.topic, p.index, n, min)
+		return AppendResult{}, ReplicaWait{}, fmt.Errorf("%w: %s-%d has %d in-sync replicas, min.insync.replicas is %d", ErrNotEnoughReplicas, p.topic, p.index, n, min)
 	}
 	res, err := p.appendKeyed(batches, k)
 	if err != nil {
-		return res, nil, err
+		return res, ReplicaWait{}, err
 	}
-	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil
+	return res, ReplicaWait{p: p, Offset: res.LastOffset, Epoch: epoch}, nil
+}
+
+// ReplicaWait is what an acks=all append waits for: its partition's
+// in-sync replicas to hold Offset, appended at leader epoch Epoch
+// (WaitReplicated). A value, not a closure: a produce request holds one
+// for each of its partitions (issue 19).
+type ReplicaWait struct {
+	p      *Partition
+	Offset int64
+	Epoch  int32
+}
+
+// Wait blocks until the in-sync replicas hold the append, or ctx ends.
+func (w ReplicaWait) Wait(ctx context.Context) error {
+	return w.p.WaitReplicated(ctx, w.Offset, w.Epoch)
 }
 
 func (p *Partition) CheckLeaderEpoch(current int32) error {

@@ -168,7 +168,7 @@ func (tr *replTrio) bumpEpochs(tb testing.TB) {
 // returns when the appends were done and when the last was acknowledged.
 func (tr *replTrio) writeEvery(tb testing.TB, ctx context.Context) (appended, acked time.Duration) {
 	start := time.Now()
-	waits := make([]func(context.Context) error, len(tr.parts))
+	waits := make([]broker.ReplicaWait, len(tr.parts))
 	batch := recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("x"), Timestamp: 1}})
 	for i, p := range tr.parts {
 		_, wait, err := p.AppendForAcks(batch, nil)
@@ -179,7 +179,7 @@ func (tr *replTrio) writeEvery(tb testing.TB, ctx context.Context) (appended, ac
 	}
 	appended = time.Since(start)
 	for i, wait := range waits {
-		if err := wait(ctx); err != nil {
+		if err := wait.Wait(ctx); err != nil {
 			tb.Fatalf("%s-%d: %v", tr.parts[i].Topic(), tr.parts[i].Index(), err)
 		}
 	}

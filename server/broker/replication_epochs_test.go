@@ -248,7 +248,7 @@ func TestReplicationWaitEndsWithLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- wait(ctx) }()
+	go func() { done <- wait.Wait(ctx) }()
 	valid.Store(false) // follower 2 never fetches; the lease ends
 	if err := <-done; !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("wait after the lease ended: %v, want not leader", err)

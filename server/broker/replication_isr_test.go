@@ -140,11 +140,11 @@ func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
 	}
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := wait(done); !errors.Is(err, context.Canceled) {
+	if err := wait.Wait(done); !errors.Is(err, context.Canceled) {
 		t.Fatalf("wait before the follower fetched: %v, want the context's error", err)
 	}
 	fetched(t, p, 2, res.LastOffset+1)
-	if err := wait(context.Background()); err != nil {
+	if err := wait.Wait(context.Background()); err != nil {
 		t.Fatalf("wait after the follower fetched: %v", err)
 	}
 	// A write whose leadership moves before it is replicated fails with
@@ -154,8 +154,27 @@ func TestAcksAllWaitsForInSyncReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.setMeta(raftfsm.Partition{Leader: 2, LeaderEpoch: 2, PartitionEpoch: 5, Replicas: []int32{1, 2, 3}, ISR: []int32{2}}, 1)
-	if err := wait(context.Background()); !errors.Is(err, ErrNotLeader) {
+	if err := wait.Wait(context.Background()); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("wait after the leadership moved: %v, want ErrNotLeader", err)
+	}
+}
+
+// An acks=all wait that finds its write replicated already makes no
+// channel and no lease ticker: a new leader's request of 100,000
+// partitions waits for each in turn, most of them replicated by then
+// (issue 19).
+func TestReplicatedWaitAllocatesNothing(t *testing.T) {
+	p := isrLeader(t, []int32{1, 2}, 0)
+	p.leaseValid = func(time.Time) bool { return true }
+	res, wait, err := p.AppendForAcks(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("a"), Timestamp: 1}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetched(t, p, 2, res.LastOffset+1)
+	ctx := context.Background()
+	var err2 error
+	if allocs := testing.AllocsPerRun(100, func() { err2 = wait.Wait(ctx) }); allocs != 0 || err2 != nil {
+		t.Fatalf("a replicated write's wait: %v allocations, error %v; want none", allocs, err2)
 	}
 }
 

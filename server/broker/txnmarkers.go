@@ -88,5 +88,5 @@ func (p *Partition) appendMarker(m recordbatch.Marker) (AppendResult, func(conte
 	p.producers.Get().Marker(m, now.UnixMilli(), now)
 	p.leaderAppended()
 	res := AppendResult{BaseOffset: info.BaseOffset, LastOffset: info.LastOffset, LogAppendTime: -1, LogStart: info.LogStartOffset}
-	return res, func(ctx context.Context) error { return p.waitReplicated(ctx, res.LastOffset, epoch) }, nil
+	return res, func(ctx context.Context) error { return p.WaitReplicated(ctx, res.LastOffset, epoch) }, nil
 }

@@ -307,23 +307,32 @@ func (k *Backend) Produce(ctx context.Context, topic string, partition int32, ba
 
 // AppendForAcks splits an acks=all produce so the listener can read a
 // connection's next requests while this one waits for the in-sync replicas.
-func (k *Backend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, func(context.Context) error, error) {
+func (k *Backend) AppendForAcks(ctx context.Context, topic string, partition int32, batches []byte) (kafkaproto.ProduceResult, kafkaproto.AckWait, error) {
 	if err := admin.RefuseInternal(topic, "produce to"); err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafka(err)
+		return kafkaproto.ProduceResult{}, kafkaproto.AckWait{}, toKafka(err)
 	}
 	p, err := k.cfg.Broker.Partition(topic, partition)
 	if err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafka(err)
+		return kafkaproto.ProduceResult{}, kafkaproto.AckWait{}, toKafka(err)
 	}
 	res, wait, err := p.AppendForAcks(batches, nil)
 	if err != nil {
-		return kafkaproto.ProduceResult{}, nil, toKafka(err)
+		return kafkaproto.ProduceResult{}, kafkaproto.AckWait{}, toKafka(err)
 	}
 	if !res.Duplicate {
 		k.cfg.Metrics.Produced(topic, int(res.LastOffset-res.BaseOffset+1), len(batches))
 	}
 	return kafkaproto.ProduceResult{BaseOffset: res.BaseOffset, LogAppendTime: res.LogAppendTime, LogStartOffset: res.LogStart},
-		func(ctx context.Context) error { return toKafka(wait(ctx)) }, nil
+		kafkaproto.AckWait{On: replicaWaiter{p}, Offset: wait.Offset, Epoch: wait.Epoch}, nil
+}
+
+// replicaWaiter is a partition's wait for its in-sync replicas with the
+// broker's errors in Kafka's terms. One pointer: an AckWait holds it
+// without an allocation.
+type replicaWaiter struct{ p *broker.Partition }
+
+func (w replicaWaiter) WaitReplicated(ctx context.Context, offset int64, epoch int32) error {
+	return toKafka(w.p.WaitReplicated(ctx, offset, epoch))
 }
 
 func (k *Backend) Fetch(ctx context.Context, req kafkaproto.FetchRequest) (kafkaproto.FetchResult, error) {
