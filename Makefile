@@ -11,7 +11,7 @@ LDFLAGS  := -X github.com/runnel/runnel/server.linkVersion=$(VERSION) -X github.
 # Fuzz targets run briefly in `make test`; `make fuzz FUZZTIME=10m` runs them longer.
 FUZZTIME ?= 10s
 
-.PHONY: quota-check run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration kgo-short bench bench-short bench-http bench-auth bench-scale bench-cluster-scale chaos lint generate clean
+.PHONY: quota-check run build install test test-all test-core test-integration node-deps lint-openapi fuzz fuzz-short kgo-integration kgo-short bench bench-short bench-http bench-auth bench-scale bench-cluster-scale chaos lint lint-go generate clean
 
 run: build
 	$(BIN) serve --data-dir $(DATA_DIR)
@@ -36,7 +36,7 @@ test:
 	  sed 's/^/  /' $(SKIP_LOG); \
 	fi; exit $$status
 
-test-all: test-core test-integration fuzz-short lint-openapi kgo-short
+test-all: lint-go test-core test-integration fuzz-short lint-openapi kgo-short
 
 # npm packages of the Node-based tests, from their committed locks, when not
 # installed yet (no npm: the tests that need them skip or, in CI, fail).
@@ -137,9 +137,12 @@ chaos:
 	@RUNNEL_CHAOS=1 RUNNEL_CHAOS_RESULTS=$(CHAOS_RESULTS) $(GO) test -count=$(CHAOS_COUNT) -timeout 180m -run 'Chaos|Crash|Kill' ./...; status=$$?; \
 	$(GO) run ./scripts/chaostable -results $(CHAOS_RESULTS) -readme README.md || status=1; exit $$status
 
-lint:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+lint: lint-go
 	$(GO) vet ./...
+
+# gofmt and staticcheck (make test runs this; test-core runs vet).
+lint-go:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
 generate:

@@ -71,7 +71,7 @@ func TestErrMessageOfASentinelAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { ErrMessage(ErrRequestTimedOut) }); n != 0 {
 		t.Errorf("ErrMessage(ErrRequestTimedOut): %v allocations", n)
 	}
-	if ErrMessage(ErrNotLeader) != ErrMessage(ErrNotLeader) {
+	if first, again := ErrMessage(ErrNotLeader), ErrMessage(ErrNotLeader); first != again {
 		t.Error("a sentinel's message is made at every call")
 	}
 }

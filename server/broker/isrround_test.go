@@ -27,14 +27,14 @@ func TestISRRoundAsksOnlyWhatCanChange(t *testing.T) {
 	round := func(at time.Time, wantAsked int, wantISRs ...[]int32) {
 		t.Helper()
 		if asked := b.isrRound(ctx, at); asked != wantAsked {
-			t.Fatalf("round at +%v asked %d partitions, want %d", at.Sub(time.Now()).Round(time.Second), asked, wantAsked)
+			t.Fatalf("round at +%v asked %d partitions, want %d", time.Until(at).Round(time.Second), asked, wantAsked)
 		}
 		meta.mu.Lock()
 		proposed := meta.proposed
 		meta.proposed = nil
 		meta.mu.Unlock()
 		if len(proposed) != len(wantISRs) {
-			t.Fatalf("round at +%v proposed %+v, want ISRs %v", at.Sub(time.Now()).Round(time.Second), proposed, wantISRs)
+			t.Fatalf("round at +%v proposed %+v, want ISRs %v", time.Until(at).Round(time.Second), proposed, wantISRs)
 		}
 		for i, ch := range proposed {
 			if !slices.Equal(ch.ISR, wantISRs[i]) {
