@@ -212,6 +212,7 @@ func (l *Log) closeUnsynced(side []SideFile) (names []string, rescan bool, err e
 	}
 	l.closed = true
 	l.unsealed = nil
+	l.dropTailLocked()
 	l.forgetFilesLocked()
 	if rescan || err != nil {
 		return nil, rescan, err

@@ -146,6 +146,7 @@ func (c Config) deleteOld() bool { return strings.Contains(c.CleanupPolicy, "del
 type Options struct {
 	FS     vfs.FS           // nil: the operating system's filesystem
 	Files  *FileCache       // nil: a private cache
+	Tails  *TailCache       // nil: no in-memory tail (tail.go)
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
 }

@@ -9,7 +9,8 @@
 //
 // Open a Log per partition directory with a Config (start from
 // DefaultConfig) and Options (a shared FileCache bounds open descriptors
-// across all logs of a process). Append takes one or more concatenated
+// across all logs of a process; a shared TailCache, when given, bounds the
+// memory of the logs' in-memory tails). Append takes one or more concatenated
 // producer batches, validates every record of them (as Kafka's log
 // validator does: compressed records inflated as a stream, at most
 // Config.MaxInflatedBytes; a raw snappy block or a zstd frame of at most
@@ -20,12 +21,18 @@
 // recordbatch.Next and recordbatch.Decode (DecodeNext for the batch Next
 // just checked, without checking its CRC again), which inflate no further
 // than they read. Read returns a
-// Chunk of whole batches that a Kafka Fetch can send with sendfile. Every
+// Chunk of whole batches that a Kafka Fetch can send with sendfile, or,
+// when the offset falls among the latest batches of the active segment
+// that the log keeps in memory (its tail, tail.go: a copy of each append,
+// dropped when the bytes under it change or go, within the TailCache's
+// budget), from memory with no file opened. Every
 // Log method is safe for concurrent use; Maintain (time roll, flush.ms,
 // retention, compaction) is meant to be called periodically by one owner.
 // The package starts one goroutine per log at most: the one a roll starts
 // to flush the sealed segment, which ends when nothing is pending (Close
-// waits for it).
+// waits for it). Lock order within a log: maintainMu, syncMu, Log.mu,
+// then FileCache.mu or TailCache.mu (each held for bookkeeping only,
+// never across I/O; neither takes a Log.mu).
 //
 // # Directory layout
 //

@@ -26,6 +26,7 @@ type Log struct {
 	dir    string
 	fs     vfs.FS
 	files  *FileCache
+	tails  *TailCache // nil: no tail kept (tail.go)
 	logger *slog.Logger
 	now    func() time.Time
 
@@ -84,6 +85,9 @@ type Log struct {
 	// txnReady; each segment keeps its own in segment.txns.
 	ongoing  map[int64]OngoingTxn
 	txnReady bool
+	// tail is the latest batches of the active segment, kept in memory
+	// for reads (tail.go); nil until the first append with tails set.
+	tail *logTail
 }
 
 // Open opens (recovering if needed) or creates the log in dir.
@@ -132,7 +136,7 @@ func newLog(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	dir = filepath.Clean(dir) // segment.path joins names to it without cleaning
-	return &Log{dir: dir, fs: opts.FS, files: opts.Files, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}, nil
+	return &Log{dir: dir, fs: opts.FS, files: opts.Files, tails: opts.Tails, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}, nil
 }
 
 // Dir returns the log's directory.
@@ -157,6 +161,7 @@ func (l *Log) failLocked(err error) error {
 	if l.err == nil {
 		l.err = err
 		l.errSeen.Store(&err)
+		l.dropTailLocked() // Recover may cut a torn write back
 		l.logger.Error("segments: log failed; appends refused until it recovers", "err", err)
 	}
 	return err
@@ -292,6 +297,7 @@ func (l *Log) appendLocked(buf []byte, hs []recordbatch.Header, assign func()) (
 		pos += h.Size
 		l.assignEpochLocked(h.Epoch, h.BaseOffset)
 	}
+	l.keepTailLocked(s, s.size, buf, hs)
 	s.size = pos
 	s.next = last + 1
 	l.end = last + 1
@@ -358,6 +364,7 @@ func (l *Log) rollLocked(base int64) error {
 	}
 	l.files.release(cf)
 	p := &pendingSeal{s: s, upTo: base, files: l.indexFilesLocked(s)}
+	l.dropTailLocked() // the tail is the active segment's
 	l.segs = append(l.segs, ns)
 	p.files = append(p.files, l.txnRolledLocked(s, ns)...)
 	l.unflushed = 0
@@ -789,6 +796,7 @@ func (l *Log) Close() error {
 	err := l.closeLocked()
 	l.closed = true
 	l.unsealed = nil
+	l.dropTailLocked()
 	l.forgetFilesLocked()
 	return err
 }

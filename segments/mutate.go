@@ -34,6 +34,7 @@ func (l *Log) Truncate(to int64) error {
 	if to < l.start || to < l.segs[0].base {
 		return l.restartAtLocked(to)
 	}
+	l.dropTailLocked() // the cut may be in it; appends after it write there again
 	i := l.segmentForLocked(to)
 	end, err := l.cutEndLocked(l.segs[i], to)
 	if err != nil {
@@ -201,6 +202,7 @@ func (l *Log) Reset(offset int64) error {
 // leftovers that Open removes, finishing the restart, rather than a log
 // to recover, which would be neither the old log nor the new one.
 func (l *Log) restartAtLocked(off int64) error {
+	l.dropTailLocked()
 	l.recoveryPoint, l.start = off, off
 	l.epochs = nil // with the state file: nothing is left to carry one
 	st := l.stateLocked(off)

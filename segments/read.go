@@ -12,12 +12,14 @@ import (
 	"github.com/runnel/runnel/segments/vfs"
 )
 
-// Chunk is a byte range of whole record batches read from a log. It pins the
-// file it points into until Close. A Chunk is used by one goroutine at a time.
-// Truncate cuts a segment file in place: a chunk over the bytes cut reads
-// short, or, once appends after the cut wrote there again, their bytes
-// (the broker reads below the high watermark, which followers truncate
-// above).
+// Chunk is a byte range of whole record batches read from a log. One read
+// from a segment file pins the file until Close; one answered by the log's
+// in-memory tail (Options.Tails) holds a copy of the bytes and no file.
+// A Chunk is used by one goroutine at a time. Truncate cuts a segment file
+// in place: a file chunk over the bytes cut reads short, or, once appends
+// after the cut wrote there again, their bytes, where a tail's chunk keeps
+// the bytes it was read with (the broker reads below the high watermark,
+// which followers truncate above).
 type Chunk interface {
 	io.WriterTo // writes the bytes; uses sendfile when w is a socket
 	Len() int
@@ -45,6 +47,9 @@ func (l *Log) Read(offset int64, maxBytes int, maxOffset int64) (Chunk, error) {
 	}
 	if offset < l.start || offset > l.end {
 		return nil, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, offset, l.start, l.end)
+	}
+	if c, ok := l.readTailLocked(offset, maxBytes, maxOffset); ok {
+		return c, nil
 	}
 	for i := l.segmentForLocked(offset); i < len(l.segs) && offset < l.end; i++ {
 		s := l.segs[i]

@@ -85,6 +85,7 @@ func (l *Log) probe() error {
 // that worked, makes it durable and takes its state over.
 func (l *Log) reopenLocked() error {
 	l.forgetFilesLocked()
+	l.dropTailLocked()
 	fresh := &Log{dir: l.dir, fs: l.fs, files: l.files, logger: l.logger, now: l.now, cfg: l.cfg}
 	err := fresh.openLocked()
 	if err == nil {
