@@ -2,6 +2,7 @@ package kafkaproto
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,6 +99,13 @@ func ackWaitsFrom(ctx context.Context) *ackWaits {
 func (w *ackWaits) add(p *kmsg.ProduceResponseTopicPartition, wait AckWait) {
 	w.mu.Lock()
 	w.waits = append(w.waits, ackWait{p, wait})
+	w.mu.Unlock()
+}
+
+// reserve makes room for n more waits.
+func (w *ackWaits) reserve(n int) {
+	w.mu.Lock()
+	w.waits = slices.Grow(w.waits, n)
 	w.mu.Unlock()
 }
 

@@ -406,8 +406,9 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64, epoch int3
 // dropped (Kafka's fetcher drops such answers too).
 func (p *Partition) appendAsFollower(data []byte, fetchEpoch int32) error {
 	whole := 0
-	first := int32(-1) // the leader epoch of the first batch
-	var copied []copiedBatch
+	first := int32(-1)     // the leader epoch of the first batch
+	var one [1]copiedBatch // a partition's news in a round is mostly one batch: no allocation for it
+	copied := one[:0]
 	if err := WalkBatches(data, func(raw []byte, info recordbatch.Info) error {
 		if whole == 0 {
 			first = batchLeaderEpoch(raw)

@@ -161,3 +161,37 @@ func TestProducerTableEqual(t *testing.T) {
 		}
 	}
 }
+
+// A producer writing on keeps its last batchesKept batches without a new
+// array every few writes (issue 19), and the duplicates it answers are
+// still those of its last batchesKept batches.
+func TestProducerTableSteadyWritesAllocateNothing(t *testing.T) {
+	tbl := NewTable(&Policy{Expiration: time.Hour, MaxIDs: 10})
+	now := time.Now()
+	seq := int32(0)
+	recs := []byte("x") // a request's bytes, allocated before the write
+	write := func() {
+		tbl.Record(Batch{ProducerID: 7, FirstSeq: seq, Records: recs}, int64(seq), now.UnixMilli(), now)
+		seq++
+	}
+	for range batchesKept {
+		write()
+	}
+	hundred := func() {
+		for range 100 {
+			write()
+		}
+	}
+	if allocs := testing.AllocsPerRun(1, hundred); allocs != 0 { // a count, not an average rounded down
+		t.Fatalf("%v allocations in 100 writes, want 0", allocs)
+	}
+	for s := seq - batchesKept; s < seq; s++ {
+		base, _, dup, err := tbl.Check(Batch{ProducerID: 7, FirstSeq: s, Records: []byte("x")}, now)
+		if err != nil || !dup || base != int64(s) {
+			t.Fatalf("retry of kept batch %d: base %d, dup %v, err %v", s, base, dup, err)
+		}
+	}
+	if _, _, _, err := tbl.Check(Batch{ProducerID: 7, FirstSeq: seq - batchesKept - 1, Records: []byte("x")}, now); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("retry of a batch no longer kept: %v, want out of order", err)
+	}
+}
