@@ -75,10 +75,15 @@ type Config struct {
 	// Idle logs (issue 19): LogIdleTimeout closes the segment files of a
 	// partition no one read or wrote for this long (0: kept until
 	// --max-open-files needs room), checked by the maintenance round.
-	LogIdleTimeout   time.Duration
-	MaintainInterval time.Duration // retention, compaction, flush.ms checks
-	ShutdownTimeout  time.Duration
-	MaxBodyBytes     int64
+	LogIdleTimeout time.Duration
+	// LogTailCacheBytes is the memory all partitions' in-memory tails
+	// may hold (segments.TailCache): the batches each log appended last,
+	// from which a follower's fetch of them is answered without opening
+	// the segment file (issue 19); 0: none kept.
+	LogTailCacheBytes int64
+	MaintainInterval  time.Duration // retention, compaction, flush.ms checks
+	ShutdownTimeout   time.Duration
+	MaxBodyBytes      int64
 
 	// HighWatermarkCheckpointInterval is how often the broker writes its
 	// partitions' high watermarks to their one checkpoint file.
@@ -209,6 +214,7 @@ func DefaultConfig() Config {
 		LeaderRebalanceInterval: 30 * time.Second,
 		MaxOpenFiles:            0, // from the descriptor limit
 		LogIdleTimeout:          10 * time.Minute,
+		LogTailCacheBytes:       64 << 20,
 		MaintainInterval:        5 * time.Second,
 		StorageRetryInterval:    time.Second,
 		MinFreeDisk:             64 << 20,

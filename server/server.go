@@ -564,7 +564,8 @@ func (s *Server) startBroker(ctx context.Context) error {
 	}
 	files := segments.NewFileCache(maxFiles)
 	b, err := broker.New(broker.Config{
-		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Files: files, Logger: s.logger.With("component", "broker"),
+		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Files: files,
+		Tails: segments.NewTailCache(s.cfg.LogTailCacheBytes, 0), Logger: s.logger.With("component", "broker"),
 		ReplicaLagMax: s.cfg.ReplicaLagMax, DialLeader: s.dialBroker,
 		StorageRetry: s.cfg.StorageRetryInterval, Storage: s.storage,
 		MaxInflated: s.cfg.MaxDecompressedBatchBytes, FramingOnly: s.cfg.BenchSkipRecordValidation,

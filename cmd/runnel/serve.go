@@ -39,6 +39,7 @@ type serveFlags struct {
 	logFormat  string
 	maxFiles   int
 	logIdle    time.Duration
+	tailBytes  int64
 	hwmEvery   time.Duration
 	autoCreate bool
 	heartbeat  time.Duration
@@ -188,6 +189,7 @@ func serveCommand() (*cobra.Command, *serveFlags) {
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the HTTP listener")
 	fs.IntVar(&f.maxFiles, "max-open-files", def.MaxOpenFiles, "segment files kept open across all partitions (0: the process's descriptor limit less --kafka-max-connections, --inter-broker-max-connections and 2,048 for the rest, at least 1,024; a start warns when a value given leaves less, or the limit is under 2,048)")
 	// idle logs (issue 19)
+	fs.Int64Var(&f.tailBytes, "log-tail-cache-bytes", def.LogTailCacheBytes, "memory for the batches each partition appended last (at most 1 MiB of one partition), from which followers' and consumers' reads of them are answered without opening the segment file; the partitions appended to least recently give theirs up first (0: none kept)")
 	fs.DurationVar(&f.logIdle, "log-idle-timeout", def.LogIdleTimeout, "a partition's segment files not read or written for this long are closed (the next use opens them again); 0: kept until --max-open-files needs room")
 	fs.DurationVar(&f.hwmEvery, "high-watermark-checkpoint-interval", def.HighWatermarkCheckpointInterval, "how often the high watermarks of all partitions are written to their data directory's one checkpoint file, when one moved (Kafka's replica.high.watermark.checkpoint.interval.ms); a lowered mark is written at once, and all of them when the node stops")
 	// storage (disk full, I/O errors)
@@ -281,6 +283,7 @@ func (f *serveFlags) config() (server.Config, error) {
 	cfg.Pprof = f.pprof
 	cfg.MaxOpenFiles = f.maxFiles
 	cfg.LogIdleTimeout = f.logIdle
+	cfg.LogTailCacheBytes = f.tailBytes
 	cfg.HighWatermarkCheckpointInterval = f.hwmEvery
 	// Connection budgets and producer state (hostile input, h2).
 	cfg.KafkaMaxConnections = f.kafkaMaxConns

@@ -135,7 +135,9 @@ type Config struct {
 	NodeID  int32
 	DataDir string // the partitions live in <DataDir>/partitions
 	Files   *segments.FileCache
-	Logger  *slog.Logger
+	// Tails bounds the partitions' in-memory tails (nil: none kept).
+	Tails  *segments.TailCache
+	Logger *slog.Logger
 	// ReplicaLagMax: a follower further behind leaves the ISR.
 	ReplicaLagMax time.Duration
 	// DialLeader connects to another broker's inter-broker Kafka port
@@ -185,7 +187,7 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 	b := &Broker{
 		deletions: dirdelete.New(maxDeleteWorkers),
 		id:        cfg.NodeID, dir: dir, meta: meta, logger: cfg.Logger,
-		logOpts:       segments.Options{Files: cfg.Files, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
+		logOpts:       segments.Options{Files: cfg.Files, Tails: cfg.Tails, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
 		active:        openLogs{slot: func(p *Partition) *int32 { return &p.activeSlot }},
