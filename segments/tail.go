@@ -73,8 +73,12 @@ func NewTailCache(budget, perLog int64) *TailCache {
 	return &TailCache{budget: budget, perLog: min(perLog, budget)}
 }
 
-// Bytes reports the bytes the tails hold, overhead included.
+// Bytes reports the bytes the tails hold, overhead included (0 for a nil
+// cache).
 func (c *TailCache) Bytes() int64 {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used

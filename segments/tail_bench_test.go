@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -24,7 +25,9 @@ import (
 // with it on, the read is answered from memory.
 // Reported: opens/op (of .log files, the append's included), read-µs/op
 // (the read alone, wall time), cpu-µs/op (the process's user and system
-// CPU per op, the append's included).
+// CPU per op, the append's included), and the memory: tail-MiB (what the
+// TailCache counts) and heap-MiB (the live heap at the end, logs and
+// tails; the difference between tail off and on is the tails' real cost).
 func BenchmarkReadJustAppended(b *testing.B) {
 	n := 2000
 	if os.Getenv("RUNNEL_BENCH") == "1" {
@@ -106,4 +109,9 @@ func readJustAppended(b *testing.B, n int, tail bool) {
 	b.ReportMetric(float64(opens.Load())/float64(ops), "opens/op")
 	b.ReportMetric(float64(reading.Microseconds())/float64(ops), "read-µs/op")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(ops), "cpu-µs/op")
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "heap-MiB")
+	b.ReportMetric(float64(opts.Tails.Bytes())/(1<<20), "tail-MiB")
 }
