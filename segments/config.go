@@ -149,6 +149,12 @@ type Options struct {
 	Tails  *TailCache       // nil: no in-memory tail (tail.go)
 	Logger *slog.Logger     // nil: slog.Default()
 	Now    func() time.Time // nil: time.Now
+	// OnFail, if set, is called each time the log's sticky error is set
+	// (Err turns non-nil), whichever operation failed, a background
+	// flush of a sealed segment included: its owner learns of a failure
+	// without asking every log for Err. It runs with the log's lock held:
+	// it must not call the log, nor block.
+	OnFail func()
 }
 
 func (o Options) withDefaults() Options {

@@ -29,6 +29,7 @@ type Log struct {
 	tails  *TailCache // nil: no tail kept (tail.go)
 	logger *slog.Logger
 	now    func() time.Time
+	onFail func() // Options.OnFail
 
 	// compactHook, when set by a test, runs between a compaction pass's
 	// rewriting and its swap, without any lock held.
@@ -136,7 +137,7 @@ func newLog(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	opts = opts.withDefaults()
 	dir = filepath.Clean(dir) // segment.path joins names to it without cleaning
-	return &Log{dir: dir, fs: opts.FS, files: opts.Files, tails: opts.Tails, logger: opts.Logger.With("log", dir), now: opts.Now, cfg: cfg}, nil
+	return &Log{dir: dir, fs: opts.FS, files: opts.Files, tails: opts.Tails, logger: opts.Logger.With("log", dir), now: opts.Now, onFail: opts.OnFail, cfg: cfg}, nil
 }
 
 // Dir returns the log's directory.
@@ -163,6 +164,9 @@ func (l *Log) failLocked(err error) error {
 		l.errSeen.Store(&err)
 		l.dropTailLocked() // Recover may cut a torn write back
 		l.logger.Error("segments: log failed; appends refused until it recovers", "err", err)
+		if l.onFail != nil {
+			l.onFail()
+		}
 	}
 	return err
 }

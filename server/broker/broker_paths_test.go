@@ -24,7 +24,7 @@ func TestBrokerRefusesPartitionDirsOutsideDataDir(t *testing.T) {
 	}
 	for _, name := range []string{"../../victimdir", "..", ".", "a/b", "/abs", "../partitions-x", ""} {
 		tp := &raftfsm.Topic{Name: name, Partitions: []raftfsm.Partition{{Leader: 1, Replicas: []int32{1}, ISR: []int32{1}}}}
-		if _, err := b.openLog(tp.Name, tp.ID, 0, segments.Config{}); !errors.Is(err, errUnsafePartitionDir) {
+		if _, err := b.openLog(tp.Name, tp.ID, 0, segments.Config{}, nil); !errors.Is(err, errUnsafePartitionDir) {
 			t.Fatalf("topic %q: err %v, want %v", name, err, errUnsafePartitionDir)
 		}
 	}

@@ -69,8 +69,8 @@
 // a round between two logs), isrLoop (ISR changes
 // of the partitions led here; a round asks only those whose check is due,
 // Partition.isrDue, replication.go), storageLoop (runs storage.Recovery:
-// reports and recovers failed logs, looking at the logs changed lately
-// and those failed), the fetch manager's one goroutine per
+// reports and recovers failed logs: a log lists itself among the failed
+// ones when it fails, segments.Options.OnFail, storage.go), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no
 // partition follows that leader any more), hwmCheckpointLoop (writes the
 // one high-watermark checkpoint of the partitions directory every
@@ -103,7 +103,8 @@
 // storage health's, the checkpoint's marksMu (its table of marks and the
 // list of those that moved) and the locks of the sets of open, active and
 // failed logs (openlogs.go: a walk holds one only to copy a chunk) are
-// leaves, taken last. No lock is
+// leaves, taken last (the failed set's also under a log's own lock, by
+// the log's OnFail). No lock is
 // held across a wait for replication or new data, and reconcile, which
 // holds Broker.mu for writing, touches no disk: it opens and creates no
 // log, and queues the deletion of a deleted replica's log for the

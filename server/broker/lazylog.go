@@ -116,7 +116,9 @@ func (p *Partition) ensureOpen() error {
 	}
 	b := p.lazy.owner
 	cfg := p.lazy.cfg.Load()
-	log, err := b.openLog(p.topic, p.topicID, p.index, *cfg)
+	// A failed log is listed for the storage loop when it fails
+	// (storage.go), whichever operation failed.
+	log, err := b.openLog(p.topic, p.topicID, p.index, *cfg, func() { b.failed.add(p) })
 	if err != nil {
 		b.logger.Warn("open partition log", "topic", p.topic, "partition", p.index, "err", err)
 		return storageErr(p.topic, p.index, err)

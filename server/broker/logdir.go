@@ -81,15 +81,18 @@ func (b *Broker) partitionDir(topic string, idx int32) (string, error) {
 
 // openLog opens a partition's log, creating it when its directory does not
 // exist. A directory recording another topic id is an older topic's of the
-// same name: it is replaced.
-func (b *Broker) openLog(topic string, topicID [16]byte, idx int32, cfg segments.Config) (*segments.Log, error) {
+// same name: it is replaced. onFail is called each time the log fails
+// (segments.Options.OnFail; nil: none).
+func (b *Broker) openLog(topic string, topicID [16]byte, idx int32, cfg segments.Config, onFail func()) (*segments.Log, error) {
 	dir, err := b.partitionDir(topic, idx)
 	if err != nil {
 		return nil, err
 	}
+	opts := b.logOpts
+	opts.OnFail = onFail
 	// A new partition's directory does not exist: Create makes it with a
 	// few calls and no listing (thousands of partitions created at once).
-	log, err := segments.Create(dir, cfg, b.logOpts)
+	log, err := segments.Create(dir, cfg, opts)
 	switch {
 	case err == nil:
 		if _, err := b.recordTopicID(dir, topicID); err != nil {
@@ -108,7 +111,7 @@ func (b *Broker) openLog(topic string, topicID [16]byte, idx int32, cfg segments
 		}
 		rec = idRecord{}
 	}
-	log, err = segments.Open(dir, cfg, b.logOpts)
+	log, err = segments.Open(dir, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %d: %w", idx, err)
 	}

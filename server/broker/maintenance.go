@@ -25,11 +25,9 @@ import (
 // retention.ms of its sealed segments, the checkpoint of its recovery
 // point, compaction) — Kafka looks at retention every 5 minutes.
 //
-// A log fails in an operation: one of those changes, or the flush of a
-// segment their roll sealed. So the storage loop asks the active logs for
-// their error each round, and the failed ones (failedPartitions) until
-// they recover; a failure maintenance finds in an idle log is added to
-// the failed ones.
+// A log that fails lists itself among the failed ones for the storage
+// loop (segments.Options.OnFail, storage.go): maintenance skips it until
+// it recovered.
 const (
 	quietRounds        = 12
 	idleMaintainRounds = 12
@@ -116,8 +114,7 @@ func (b *Broker) deactivate(p *Partition, round int64, always bool) {
 func (b *Broker) maintainLog(p *Partition, now time.Time) {
 	log := p.log()
 	if log.Err() != nil {
-		b.failed.add(p) // its disk failed: storageLoop reports and recovers it
-		return
+		return // its disk failed: storageLoop reports and recovers it (OnFail listed it)
 	}
 	start := log.StartOffset()
 	if err := log.Maintain(now); err != nil {
@@ -127,8 +124,5 @@ func (b *Broker) maintainLog(p *Partition, now time.Time) {
 		// Retention moved the log start: fetch sessions send it. Or the
 		// log failed: a follower's fetcher stops fetching it.
 		p.wake()
-	}
-	if log.Err() != nil {
-		b.failed.add(p)
 	}
 }
