@@ -38,7 +38,8 @@ func maintainStateOf(l *Log) maintainState {
 // (segment.ms, flush.ms, retention by time and size, compaction), appends
 // of old and new records, rolls, DeleteRecords, truncations and fsyncs,
 // and random times, whenever maintainDueLocked says no, the full pass
-// leaves the log as it was.
+// leaves the log as it was, and so it does at any time before
+// NextMaintain.
 func TestMaintainDue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const hour = int64(time.Hour / time.Millisecond)
@@ -84,6 +85,20 @@ func TestMaintainDue(t *testing.T) {
 				}
 			case 7:
 				now = now.Add(time.Duration(rng.Int64N(int64(2 * time.Hour))))
+			}
+			// At any time before NextMaintain, as at now when it is
+			// not due, the full pass changes nothing (a broker visits
+			// an unchanged log only then).
+			if next := l.NextMaintain(); next.After(now) {
+				at := now.Add(time.Duration(rng.Int64N(int64(min(next.Sub(now), 3*time.Hour)))))
+				before := maintainStateOf(l)
+				if err := l.maintainAll(at); err != nil {
+					t.Fatalf("run %d step %d: %v", run, step, err)
+				}
+				if after := maintainStateOf(l); !reflect.DeepEqual(before, after) {
+					t.Fatalf("run %d step %d (%+v): at +%v, before NextMaintain +%v, the full pass changed\n%+v\nto\n%+v",
+						run, step, cfg, at.Sub(now), next.Sub(now), before, after)
+				}
 			}
 			l.mu.Lock()
 			due := l.maintainDueLocked(now)

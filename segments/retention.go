@@ -28,22 +28,60 @@ func (l *Log) Maintain(now time.Time) error {
 // delete, epochs to trim, a recovery-point checkpoint, compaction. When it
 // says no, maintainAll would change nothing (TestMaintainDue).
 func (l *Log) maintainDueLocked(now time.Time) bool {
+	return !now.Before(l.nextMaintainLocked())
+}
+
+// NextMaintain is the earliest time at which Maintain may have something
+// to do, as the log is now: the zero time when it may at once (a failed
+// or closed log, a roll's flush in flight, compaction, a sealed segment
+// retention may delete, epochs to trim), else the first of a segment.ms
+// roll, a flush.ms fsync and the recovery point's checkpoint, or a time
+// centuries away when none is pending. Until the log changes (an append,
+// a roll, a truncation, DeleteRecords, SetConfig, a recovery), Maintain
+// before then changes nothing: an owner of many logs keeps them in order
+// of it instead of asking each one every round (issue 19).
+func (l *Log) NextMaintain() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nextMaintainLocked()
+}
+
+// maintainNever is NextMaintain's answer when nothing is pending.
+var maintainNever = time.Unix(1<<40, 0)
+
+// nextMaintainLocked is NextMaintain; maintainDueLocked's one definition.
+func (l *Log) nextMaintainLocked() time.Time {
 	if l.closed || l.err != nil || len(l.unsealed) > 0 || l.cfg.compact() {
-		return true
+		return time.Time{}
 	}
-	if s := l.active(); s.size > 0 && (!s.loaded || s.rollTs >= 0 && now.UnixMilli()-s.rollTs >= l.cfg.SegmentMs) {
-		return true
+	if l.cfg.deleteOld() && len(l.segs) > 1 || l.epochsToTrimLocked() {
+		return time.Time{}
 	}
-	if l.unflushed > 0 && now.Sub(l.oldestUnsync).Milliseconds() >= l.cfg.FlushMs {
-		return true
+	next := maintainNever
+	if s := l.active(); s.size > 0 {
+		if !s.loaded {
+			return time.Time{}
+		}
+		if s.rollTs >= 0 && l.cfg.SegmentMs <= maintainNever.UnixMilli()-s.rollTs {
+			next = minTime(next, time.UnixMilli(s.rollTs+l.cfg.SegmentMs))
+		}
 	}
-	if l.cfg.deleteOld() && len(l.segs) > 1 {
-		return true
+	if l.unflushed > 0 && l.cfg.FlushMs <= int64(maxDuration/time.Millisecond) {
+		next = minTime(next, l.oldestUnsync.Add(time.Duration(l.cfg.FlushMs)*time.Millisecond))
 	}
-	if l.epochsToTrimLocked() {
-		return true
+	if l.recoveryPoint != l.savedRP && !l.cleanOnDisk {
+		next = minTime(next, l.savedAt.Add(checkpointInterval))
 	}
-	return l.recoveryPoint != l.savedRP && !l.cleanOnDisk && now.Sub(l.savedAt) >= checkpointInterval
+	return next
+}
+
+const maxDuration = time.Duration(1<<63 - 1)
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // maintainAll is Maintain's full pass.
