@@ -95,14 +95,14 @@ type Broker struct {
 	// open is the hosted partitions whose log is open (lazylog.go,
 	// openlogs.go); its lock is taken after a partition's lazyLog.mu.
 	open openLogs
-	// active is the open logs changed within the last quietRounds
-	// maintenance rounds, failed those whose log failed, not recovered
-	// yet (maintenance.go); maintRound counts the rounds, and rotation is
-	// where the next round's share of the other open logs starts (the run
-	// goroutine's own).
-	active, failed openLogs
-	maintRound     atomic.Int64
-	rotation       int
+	// changed is the open logs changed since their last maintenance,
+	// maintDue the others in order of their next due time, failed those
+	// whose log failed, not recovered yet (maintenance.go, storage.go).
+	changed, failed openLogs
+	maintDue        dueQueue
+	// onMaintained, set by a test, is called with each log a maintenance
+	// round maintains.
+	onMaintained func(*Partition)
 	// xattrs is where partition directories record their topic id
 	// (logdir.go).
 	xattrs xattrFS
@@ -190,7 +190,8 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		logOpts:       segments.Options{Files: cfg.Files, Tails: cfg.Tails, Logger: cfg.Logger, Now: cfg.Now, FS: cfg.FS},
 		now:           cfg.Now,
 		topics:        map[string]*hostedTopic{},
-		active:        openLogs{slot: func(p *Partition) *int32 { return &p.activeSlot }},
+		changed:       openLogs{slot: func(p *Partition) *int32 { return &p.changedSlot }},
+		maintDue:      dueQueue{dueHeap: dueHeap{idx: func(p *Partition) *int32 { return &p.maintIdx }}},
 		failed:        openLogs{slot: func(p *Partition) *int32 { return &p.failedSlot }},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,

@@ -65,8 +65,9 @@
 //
 // Goroutines, started by Broker.Start and stopped by Broker.Close: run
 // (follows the metadata image, runs log maintenance: each round the logs
-// changed lately and a share of the idle ones, maintenance.go; Close ends
-// a round between two logs), isrLoop (ISR changes
+// changed since their last one and those whose next due time came, kept
+// in a heap of due times, duequeue.go, maintenance.go; Close ends a round
+// between two logs), isrLoop (ISR changes
 // of the partitions led here; a round asks only those whose check is due,
 // Partition.isrDue, replication.go), storageLoop (runs storage.Recovery:
 // reports and recovers failed logs: a log lists itself among the failed
@@ -101,9 +102,9 @@
 // queued producer rebuilds' lock is a leaf taken with no other; the disk
 // reserve's lock (storage.Guard, taken by an append's admit), the
 // storage health's, the checkpoint's marksMu (its table of marks and the
-// list of those that moved) and the locks of the sets of open, active and
-// failed logs (openlogs.go: a walk holds one only to copy a chunk) are
-// leaves, taken last (the failed set's also under a log's own lock, by
+// list of those that moved) and the locks of the sets of open, changed and
+// failed logs (openlogs.go: a walk holds one only to copy a chunk) and
+// the due queues' (duequeue.go) are leaves, taken last (the failed set's also under a log's own lock, by
 // the log's OnFail). No lock is
 // held across a wait for replication or new data, and reconcile, which
 // holds Broker.mu for writing, touches no disk: it opens and creates no

@@ -42,9 +42,9 @@ import (
 // recovery.
 //
 // The loops that walk partitions (maintenance, ISR, storage) walk the open
-// ones only (Broker.open; maintenance and storage only the open logs
-// changed lately and a share of the others, maintenance.go): nothing can
-// change in a log nobody opened.
+// ones only (Broker.open; maintenance only those changed or due,
+// maintenance.go, the storage loop only the failed ones, storage.go):
+// nothing can change in a log nobody opened.
 // Time can, though: retention and segment.ms apply to an unopened log as
 // soon as it has a sealed segment, or its one segment has records and is
 // older than segment.ms. The retention sweep (sweepUnopened, once per
@@ -315,12 +315,14 @@ func (b *Broker) closeIdleFiles() {
 func (b *Broker) addOpened(p *Partition) {
 	if p.lazy.gone == nil {
 		b.open.add(p)
+		b.maintDue.admit(p)
 		b.hwms.opened(p)
 	}
 }
 
 func (b *Broker) removeOpened(p *Partition) {
 	b.open.remove(p)
+	b.maintDue.evict(p)
 	b.hwms.closed(p)
 }
 

@@ -3,26 +3,30 @@ package broker
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/recordbatch"
+	"github.com/runnel/runnel/segments"
 	"github.com/runnel/runnel/segments/vfs"
 )
 
-// quietLogs makes a broker with n logs written once and then left alone
-// for quietRounds maintenance rounds at now.
+// quietLogs makes a broker with n logs written once and maintained
+// once since, at now.
 func quietLogs(t *testing.T, fsys vfs.FS, n int, now time.Time) *Broker {
 	t.Helper()
 	b := writtenLogs(t, t.TempDir(), fsys, n)
 	t.Cleanup(func() { b.Close() })
-	for range quietRounds + 1 {
-		b.maintain(context.Background(), now)
+	if visited := b.maintain(context.Background(), now); visited != n {
+		t.Fatalf("the round after %d logs were written maintained %d", n, visited)
 	}
-	if n := b.active.len(); n != 0 {
-		t.Fatalf("%d logs active after %d rounds without a change, want 0", n, quietRounds+1)
+	if n := b.changed.len(); n != 0 {
+		t.Fatalf("%d logs changed after a round without a change, want 0", n)
 	}
 	return b
 }
@@ -41,65 +45,173 @@ func rolled(b *Broker) (n int) {
 
 func rolledLog(p *Partition) bool { return p.log().Segments() > 1 || p.log().StartOffset() > 0 }
 
-// Idle open logs are maintained in turn (issue 19: every round ran every
-// open log's Maintain, 300,000 of them): a round reaches its share of
-// them, and every one within idleMaintainRounds rounds, here a segment.ms
-// roll that time alone made due.
-func TestIdleLogsMaintainedInTurn(t *testing.T) {
-	const logs = 5 * idleMaintainRounds
+// An idle open log costs a round nothing until time makes something due
+// (issue 19: every round ran every open log's Maintain, 300,000 of them,
+// and later still a twelfth of them a round): here a segment.ms roll,
+// which the round at that time makes in every log.
+func TestIdleLogsMaintainedWhenDue(t *testing.T) {
+	const logs = 60
 	now := time.Now()
 	b := quietLogs(t, vfs.OSFS(), logs, now)
-	later := now.Add(8 * 24 * time.Hour) // past segment.ms: each active segment may roll
-	b.maintain(context.Background(), later)
-	if n := rolled(b); n != logs/idleMaintainRounds {
-		t.Fatalf("one round past segment.ms rolled %d of %d idle logs, want its share %d", n, logs, logs/idleMaintainRounds)
+	for at := time.Duration(0); at < maxMaintainWait; at += maxMaintainWait / 7 {
+		if visited := b.maintain(context.Background(), now.Add(at)); visited != 0 {
+			t.Fatalf("a round %v later, nothing due, maintained %d idle logs", at, visited)
+		}
 	}
-	for range idleMaintainRounds - 1 {
-		b.maintain(context.Background(), later)
+	later := now.Add(8 * 24 * time.Hour) // past segment.ms: each active segment rolls
+	if visited := b.maintain(context.Background(), later); visited != logs {
+		t.Fatalf("the round past segment.ms maintained %d of %d idle logs", visited, logs)
 	}
 	if n := rolled(b); n != logs {
-		t.Fatalf("%d rounds past segment.ms rolled %d of %d idle logs, want all", idleMaintainRounds, n, logs)
+		t.Fatalf("the round past segment.ms rolled %d of %d idle logs, want all", n, logs)
 	}
 }
 
-// A log changed is maintained the next round, not at its turn among the
-// idle ones, and each round after until it has been quiet for quietRounds.
+// A log changed is maintained the next round, and then not again until
+// it changes or something is due.
 func TestChangedLogMaintainedNextRound(t *testing.T) {
-	const logs = 5 * idleMaintainRounds
+	const logs = 60
 	now := time.Now()
 	b := quietLogs(t, vfs.OSFS(), logs, now)
-	// The log furthest from the turn of the idle ones.
-	var p *Partition
-	b.open.each(func(q *Partition) bool {
-		if int(q.openSlot) == (b.rotation+logs/2)%logs {
-			p = q
-		}
-		return p == nil
-	})
+	var seen []*Partition
+	b.onMaintained = func(p *Partition) { seen = append(seen, p) }
+	p, err := b.Partition("gate", logs/2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	appendN(t, p, 1, "again")
-	later := now.Add(8 * 24 * time.Hour)
-	b.maintain(context.Background(), later)
-	if !rolledLog(p) {
-		t.Fatalf("a changed log past segment.ms not rolled by the next round")
+	b.maintain(context.Background(), now.Add(time.Second))
+	if len(seen) != 1 || seen[0] != p {
+		t.Fatalf("the round after one log changed maintained %d logs, want that one", len(seen))
 	}
-	for i := range quietRounds - 1 {
-		if !b.active.has(p) {
-			t.Fatalf("a changed log left the active ones %d rounds after its change, want %d", i+1, quietRounds)
+	seen = nil
+	b.maintain(context.Background(), now.Add(2*time.Second))
+	if len(seen) != 0 {
+		t.Fatalf("the second round after a change maintained %d logs, want none", len(seen))
+	}
+}
+
+// No log that can need maintenance is skipped, and none is maintained
+// without a cause: over logs of several configurations (segment.ms,
+// flush.ms, retention by time and by size, compaction), random appends of
+// old and new records and random times, every round maintains each log
+// changed since its last maintenance and each log Maintain has work for
+// at that time (segments.Log.NextMaintain came), unless that log was
+// still due right after a maintenance less than idleMaintainWait ago
+// (compaction, retention by time of a sealed segment: its turn comes
+// then, as an idle log's did); and it maintains no other log but those
+// still due after their last maintenance idleMaintainWait ago and those
+// maxMaintainWait unmaintained.
+func TestMaintenanceNeverSkipsADueLog(t *testing.T) {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
+	const perTopic = 4
+	topics := map[string]map[string]string{
+		"def":   {},
+		"roll":  {"segment.ms": "3600000"},
+		"flush": {"flush.ms": "1000"},
+		"ret":   {"segment.ms": "1800000", "retention.ms": "3600000"},
+		"bytes": {"segment.ms": "1200000", "retention.bytes": "300"},
+		"cmp":   {"cleanup.policy": "compact", "segment.ms": "1800000"},
+	}
+	now := time.Now()
+	clock := func() time.Time { return now }
+	b, err := New(Config{NodeID: 1, DataDir: t.TempDir(), Files: segments.NewFileCache(256),
+		Logger: slog.New(slog.DiscardHandler), Now: clock}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var ts []*raftfsm.Topic
+	id := byte(1)
+	for name, cfgs := range topics {
+		ts = append(ts, lazyTopic(name, id, perTopic, cfgs))
+		id++
+	}
+	if err := b.Reconcile(&raftfsm.Image{Index: 2, Topics: raftfsm.TopicMapOf(ts...)}); err != nil {
+		t.Fatal(err)
+	}
+	type state struct {
+		changed   bool      // appended to since its last maintenance
+		last      time.Time // its last maintenance
+		stillDue  bool      // due right after it
+		maintains int
+	}
+	var parts []*Partition
+	model := map[*Partition]*state{}
+	for name := range topics {
+		for i := range perTopic {
+			p, err := b.Partition(name, int32(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, p)
+			model[p] = &state{changed: true} // opened: a change
 		}
-		b.maintain(context.Background(), later)
 	}
-	b.maintain(context.Background(), later)
-	if b.active.has(p) {
-		t.Fatalf("a log quiet for %d rounds still active", quietRounds)
+	visited := map[*Partition]bool{}
+	b.onMaintained = func(p *Partition) {
+		if visited[p] {
+			t.Errorf("%s-%d maintained twice in a round", p.topic, p.index)
+		}
+		visited[p] = true
+	}
+	const hour = int64(time.Hour / time.Millisecond)
+	rounds := 0
+	for step := range 600 {
+		switch rng.IntN(6) {
+		case 0, 1:
+			p := parts[rng.IntN(len(parts))]
+			ts := now.UnixMilli() - rng.Int64N(3*hour)
+			if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Key: []byte{byte(rng.IntN(3))}, Value: []byte("v"), Timestamp: ts}})); err != nil {
+				t.Fatal(err)
+			}
+			model[p].changed = true
+		case 2:
+			now = now.Add(time.Duration(rng.Int64N(int64(20 * time.Minute))))
+		default:
+			rounds++
+			type expect struct{ must, may bool }
+			want := map[*Partition]expect{}
+			for _, p := range parts {
+				st := model[p]
+				due := !now.Before(p.log().NextMaintain())
+				waited := now.Sub(st.last)
+				must := st.changed || due && !(st.stillDue && waited < idleMaintainWait)
+				want[p] = expect{must, must || st.stillDue && waited >= idleMaintainWait || waited >= maxMaintainWait}
+			}
+			clear(visited)
+			b.maintain(context.Background(), now)
+			for _, p := range parts {
+				st, w := model[p], want[p]
+				if w.must && !visited[p] {
+					t.Fatalf("step %d: %s-%d skipped: changed %v, due at +%v, last maintained %v ago, still due then %v",
+						step, p.topic, p.index, st.changed, p.log().NextMaintain().Sub(now), now.Sub(st.last), st.stillDue)
+				}
+				if visited[p] && !w.may {
+					t.Fatalf("step %d: %s-%d maintained without a cause: due at +%v, last maintained %v ago",
+						step, p.topic, p.index, p.log().NextMaintain().Sub(now), now.Sub(st.last))
+				}
+				if visited[p] {
+					st.changed, st.last, st.maintains = false, now, st.maintains+1
+					st.stillDue = !now.Before(p.log().NextMaintain())
+				}
+			}
+		}
+	}
+	// The run tested what it means to: logs maintained for time alone.
+	for _, p := range parts {
+		if model[p].maintains < 2 {
+			t.Fatalf("%s-%d maintained %d times in %d rounds", p.topic, p.index, model[p].maintains, rounds)
+		}
 	}
 }
 
 // A log that fails is reported by the storage loop's next look: one
 // whose append failed at once, and an idle one whose failure a
 // maintenance round met (here the fsync of the segment a segment.ms roll
-// sealed) within idleMaintainRounds rounds.
+// sealed) by that round's end.
 func TestFailedLogsReported(t *testing.T) {
-	const logs = 3 * idleMaintainRounds
+	const logs = 36
 	var failing atomic.Value
 	failing.Store("")
 	efs := vfs.NewErrorFS(vfs.OSFS(), func(op vfs.Op, path string) error {
@@ -134,11 +246,9 @@ func TestFailedLogsReported(t *testing.T) {
 	// An idle log's roll whose flush fails.
 	failing.Store("gate-7")
 	later := now.Add(8 * 24 * time.Hour)
-	for range idleMaintainRounds {
-		b.maintain(context.Background(), later)
-	}
+	b.maintain(context.Background(), later)
 	if got := names(); fmt.Sprint(got) != "[gate-3 gate-7]" {
-		t.Fatalf("failed logs %v after %d rounds past segment.ms with gate-7's fsyncs failing, want [gate-3 gate-7]", got, idleMaintainRounds)
+		t.Fatalf("failed logs %v after a round past segment.ms with gate-7's fsyncs failing, want [gate-3 gate-7]", got)
 	}
 	// Recovered: no longer listed.
 	failing.Store("")

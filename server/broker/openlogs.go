@@ -12,9 +12,9 @@ import "sync"
 // copy a chunk. Slots never move, so a walk sees every partition that was
 // in the set for the whole walk, once.
 //
-// The same structure holds the logs the maintenance and storage loops
-// look at every round (Broker.active, maintenance.go), with another slot
-// field of the partition: slot says which.
+// The same structure holds the logs changed since their last maintenance
+// (Broker.changed, maintenance.go) and the failed ones (Broker.failed,
+// storage.go), with another slot field of the partition: slot says which.
 type openLogs struct {
 	mu    sync.Mutex
 	slots []*Partition // nil: a free slot

@@ -44,14 +44,14 @@ type Partition struct {
 	// lazy holds the log, opened on first use (lazylog.go): read it with
 	// p.log(), which is nil until then.
 	lazy lazyLog
-	// openSlot, activeSlot and failedSlot are the partition's slots in
-	// Broker.open, active and failed (-1: not in it), each guarded by its
-	// set's lock (openlogs.go).
-	openSlot, activeSlot, failedSlot int32
-	// touchedRound is the maintenance round of the log's last change;
-	// maintainActive is set while it is in Broker.active (maintenance.go).
-	touchedRound   atomic.Int64
-	maintainActive atomic.Bool
+	// openSlot, changedSlot and failedSlot are the partition's slots in
+	// Broker.open, changed and failed (-1: not in it), each guarded by its
+	// set's lock (openlogs.go); maintIdx is its place in Broker.maintDue
+	// (guarded by the queue's lock, duequeue.go).
+	openSlot, changedSlot, failedSlot int32
+	maintIdx                          int32
+	// maintChanged is set while it is in Broker.changed (maintenance.go).
+	maintChanged atomic.Bool
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
@@ -133,7 +133,7 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 // (once per topic, not per partition: a restart hosts a million).
 func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
 	p := &Partition{topic: topic, index: index, topicID: id,
-		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1, activeSlot: -1, failedSlot: -1}
+		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1, changedSlot: -1, failedSlot: -1, maintIdx: evicted}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
 	p.term.Store(packTerm(-1, -1))
