@@ -62,8 +62,8 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 	for _, t := range resp.Topics {
 		n += len(t.Partitions)
 	}
-	done := make(chan error, n) // a late apply's result is left here unread
-	pending := 0
+	done := make(chan error, n)      // a late apply's result is left here unread
+	tasks := make([]applyTask, 0, n) // never grown: the pool holds pointers into it
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
@@ -72,13 +72,26 @@ func (f *leaderFetcher) applyAnswer(resp *kmsg.FetchResponse) (backoff bool) {
 				continue
 			}
 			f.work[p] = st
-			pending++
-			f.m.pool.Do(func() { done <- f.applyOne(p, st, rp, sent) })
+			tasks = append(tasks, applyTask{f: f, p: p, st: st, rp: rp, sent: sent, done: done})
+			f.m.pool.DoTask(&tasks[len(tasks)-1])
 		}
 	}
 	f.m.stats.answered.Add(int64(n))
-	return f.await(done, pending)
+	return f.await(done, len(tasks))
 }
+
+// applyTask is one partition's apply of an answer, queued on the pool:
+// one slice of them an answer, not a closure each (workpool.Task).
+type applyTask struct {
+	f    *leaderFetcher
+	p    *Partition
+	st   *followState
+	rp   *kmsg.FetchResponseTopicPartition
+	sent replfetch.Pos
+	done chan<- error
+}
+
+func (t *applyTask) Run() { t.done <- t.f.applyOne(t.p, t.st, t.rp, t.sent) }
 
 // applyOne is one partition's apply, on the pool. Its failure is its own:
 // the others in the answer are applied (one stuck partition used to stop

@@ -2,6 +2,7 @@ package workpool
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -66,3 +67,30 @@ func TestPoolDropsQueueWhenContextEnds(t *testing.T) {
 		t.Fatalf("%d tasks ran after the context ended, want 0", ran)
 	}
 }
+
+// DoTask queues a task the caller keeps (a pointer into its slice) and
+// runs each once, in order with closures queued by Do.
+func TestPoolRunsTasks(t *testing.T) {
+	var wg sync.WaitGroup
+	q := New(context.Background(), &wg, 1)
+	var mu sync.Mutex
+	var order []int
+	tasks := make([]countTask, 3)
+	for i := range tasks {
+		tasks[i] = countTask{i: i * 2, mu: &mu, order: &order}
+		q.DoTask(&tasks[i])
+		q.Do(func() { mu.Lock(); order = append(order, i*2+1); mu.Unlock() })
+	}
+	wg.Wait()
+	if want := []int{0, 1, 2, 3, 4, 5}; !slices.Equal(order, want) {
+		t.Fatalf("ran %v, want %v", order, want)
+	}
+}
+
+type countTask struct {
+	i     int
+	mu    *sync.Mutex
+	order *[]int
+}
+
+func (c *countTask) Run() { c.mu.Lock(); *c.order = append(*c.order, c.i); c.mu.Unlock() }
