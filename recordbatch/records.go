@@ -176,13 +176,25 @@ func ValidateRecords(h Header, buf []byte, rules Rules) error {
 	if rules.FramingOnly {
 		return checkFraming(h, buf)
 	}
+	if h.Codec() == CodecNone {
+		// Walked in place by a source on the stack: openRecords's, behind
+		// its interface, was an allocation a batch on every append (issue 19).
+		s := sliceSource{b: buf[HeaderLen:h.Size]}
+		return checkRecords(h, rules, s.next, s.finish)
+	}
 	src, err := openRecords(h.Codec(), buf[HeaderLen:h.Size], rules.MaxInflated)
 	if err != nil {
 		return err
 	}
 	defer src.release()
+	return checkRecords(h, rules, src.next, src.finish)
+}
+
+// checkRecords is ValidateRecords's check of the records next returns
+// (then finish: nothing after them).
+func checkRecords(h Header, rules Rules, next func() ([]byte, error), finish func() error) error {
 	for i := int32(0); i < h.NumRecords; i++ {
-		raw, err := src.next()
+		raw, err := next()
 		if err != nil {
 			return recordErr(i, err)
 		}
@@ -194,7 +206,7 @@ func ValidateRecords(h Header, buf []byte, rules Rules) error {
 			return err
 		}
 	}
-	if err := src.finish(); err != nil {
+	if err := finish(); err != nil {
 		return fmt.Errorf("%w: after %d records: %v", ErrCorruptBatch, h.NumRecords, err)
 	}
 	return nil

@@ -93,3 +93,19 @@ func BenchmarkValidateRecords(b *testing.B) {
 		})
 	}
 }
+
+// An uncompressed batch is validated without allocating: the leader
+// validates every batch it appends, one per partition of a produce request
+// of 100,000 partitions (issue 19).
+func TestValidateUncompressedAllocatesNothing(t *testing.T) {
+	batch := Build([]NewRecord{{Key: []byte("k"), Value: []byte("v1"), Timestamp: 1}, {Value: []byte("v2"), Timestamp: 2}})
+	h, err := Check(batch, 0, CountExact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := Rules{ExactOffsets: true, MaxInflated: 1 << 20}
+	var verr error
+	if allocs := testing.AllocsPerRun(100, func() { verr = ValidateRecords(h, batch, rules) }); allocs != 0 || verr != nil {
+		t.Fatalf("validating an uncompressed batch: %v allocations, error %v; want none", allocs, verr)
+	}
+}
