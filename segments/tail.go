@@ -60,6 +60,10 @@ const tailBatchOverhead = 64
 // further behind reads from the file.
 const DefaultTailPerLog = 1 << 20
 
+// DefaultTailBudget is the node-wide budget a server gives its tails
+// unless told otherwise (--log-tail-cache-bytes).
+const DefaultTailBudget = 64 << 20
+
 // NewTailCache returns a budget of budget bytes for all tails, at most
 // perLog of them for one log (perLog <= 0: DefaultTailPerLog; never more
 // than budget). A budget <= 0 returns nil: no log keeps a tail.

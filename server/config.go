@@ -214,7 +214,7 @@ func DefaultConfig() Config {
 		LeaderRebalanceInterval: 30 * time.Second,
 		MaxOpenFiles:            0, // from the descriptor limit
 		LogIdleTimeout:          10 * time.Minute,
-		LogTailCacheBytes:       64 << 20,
+		LogTailCacheBytes:       segments.DefaultTailBudget,
 		MaintainInterval:        5 * time.Second,
 		StorageRetryInterval:    time.Second,
 		MinFreeDisk:             64 << 20,

@@ -89,7 +89,7 @@ func newReplTrio(tb testing.TB, n int) *replTrio {
 	meta.img.Store(&raftfsm.Image{Index: 2, Topics: raftfsm.TopicMapOf(topics...), Brokers: brokers})
 	newBroker := func(id int32, dial func(context.Context, int32) (net.Conn, error)) *broker.Broker {
 		br, err := broker.New(broker.Config{NodeID: id, DataDir: tb.TempDir(), Files: segments.NewFileCache(5000),
-			Logger: logger, ReplicaLagMax: time.Hour, DialLeader: dial}, meta)
+			Tails: segments.NewTailCache(segments.DefaultTailBudget, 0), Logger: logger, ReplicaLagMax: time.Hour, DialLeader: dial}, meta)
 		if err != nil {
 			tb.Fatal(err)
 		}

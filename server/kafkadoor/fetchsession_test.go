@@ -56,7 +56,7 @@ func newLeaderRig(tb testing.TB, topics, per int) *leaderRig {
 	tb.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	br, err := broker.New(broker.Config{NodeID: 1, DataDir: tb.TempDir(), Files: segments.NewFileCache(64),
-		Tails:  segments.NewTailCache(64<<20, 0), // the server's default (--log-tail-cache-bytes)
+		Tails:  segments.NewTailCache(segments.DefaultTailBudget, 0), // the server's default (--log-tail-cache-bytes)
 		Logger: logger, ReplicaLagMax: 30 * time.Second}, nil)
 	if err != nil {
 		tb.Fatal(err)

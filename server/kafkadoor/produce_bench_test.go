@@ -70,7 +70,8 @@ func benchProduceRequest(b *testing.B, parts, files int) {
 	img := &raftfsm.Image{Index: 2, ClusterID: "c", Topics: raftfsm.TopicMapOf(topics...),
 		Brokers: map[int32]*raftfsm.Broker{1: {ID: 1, State: raftfsm.BrokerAlive, KafkaAddr: "127.0.0.1:9092"}}}
 	logger := slog.New(slog.DiscardHandler)
-	br, err := broker.New(broker.Config{NodeID: 1, DataDir: b.TempDir(), Files: segments.NewFileCache(files), Logger: logger}, nil)
+	br, err := broker.New(broker.Config{NodeID: 1, DataDir: b.TempDir(), Files: segments.NewFileCache(files),
+		Tails: segments.NewTailCache(segments.DefaultTailBudget, 0), Logger: logger}, nil) // the server's defaults
 	if err != nil {
 		b.Fatal(err)
 	}
