@@ -78,11 +78,21 @@ func (l *raftLog) DeleteRange(lo, hi uint64) error {
 
 // Set writes a stable key; a failure is fatal.
 func (l *raftLog) Set(k, v []byte) error {
+	if stableWriteHook != nil {
+		stableWriteHook(k)
+	}
 	return l.writes.check("write the raft stable store", l.WAL.Set(k, v))
 }
 
+// stableWriteHook, when set (by this package's tests only, before a node
+// opens), is called before each write of a stable key: a slow disk.
+var stableWriteHook func(key []byte)
+
 // SetUint64 writes a stable key; a failure is fatal.
 func (l *raftLog) SetUint64(k []byte, v uint64) error {
+	if stableWriteHook != nil {
+		stableWriteHook(k)
+	}
 	return l.writes.check("write the raft stable store", l.WAL.SetUint64(k, v))
 }
 
