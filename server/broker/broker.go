@@ -100,9 +100,16 @@ type Broker struct {
 	// whose log failed, not recovered yet (maintenance.go, storage.go).
 	changed, failed openLogs
 	maintDue        dueQueue
-	// onMaintained, set by a test, is called with each log a maintenance
-	// round maintains.
-	onMaintained func(*Partition)
+	// isrAsk is the open logs whose ISR the next ISR round asks about
+	// (new metadata, a follower outside the ISR at the mark, a change
+	// not made yet), isrDue the led ones in order of when it must ask
+	// next (isrchanges.go).
+	isrAsk openLogs
+	isrDue dueQueue
+	// onMaintained and onISRAsked, set by a test, are called with each
+	// log a maintenance round maintains and each partition an ISR round
+	// asks.
+	onMaintained, onISRAsked func(*Partition)
 	// xattrs is where partition directories record their topic id
 	// (logdir.go).
 	xattrs xattrFS
@@ -192,6 +199,8 @@ func New(cfg Config, meta Metadata) (*Broker, error) {
 		topics:        map[string]*hostedTopic{},
 		changed:       openLogs{slot: func(p *Partition) *int32 { return &p.changedSlot }},
 		maintDue:      dueQueue{dueHeap: dueHeap{idx: func(p *Partition) *int32 { return &p.maintIdx }}},
+		isrAsk:        openLogs{slot: func(p *Partition) *int32 { return &p.isrAskSlot }},
+		isrDue:        dueQueue{dueHeap: dueHeap{idx: func(p *Partition) *int32 { return &p.isrIdx }}},
 		failed:        openLogs{slot: func(p *Partition) *int32 { return &p.failedSlot }},
 		replicaLagMax: cfg.ReplicaLagMax,
 		storageRetry:  cfg.StorageRetry, storage: cfg.Storage,

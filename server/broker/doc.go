@@ -68,8 +68,10 @@
 // changed since their last one and those whose next due time came, kept
 // in a heap of due times, duequeue.go, maintenance.go; Close ends a round
 // between two logs), isrLoop (ISR changes
-// of the partitions led here; a round asks only those whose check is due,
-// Partition.isrDue, replication.go), storageLoop (runs storage.Recovery:
+// of the partitions led here; a round asks only those queued to be asked,
+// after new metadata or a fetch that may bring a follower back, and
+// those whose check came due, kept in a heap of due times: Partition.isrDue,
+// duequeue.go, isrchanges.go), storageLoop (runs storage.Recovery:
 // reports and recovers failed logs: a log lists itself among the failed
 // ones when it fails, segments.Options.OnFail, storage.go), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no

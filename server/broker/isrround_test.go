@@ -192,6 +192,106 @@ func TestISRCheckDueNeverHidesAChange(t *testing.T) {
 	}
 }
 
+// The ISR round asks exactly the partitions whose check is due
+// (isrCheckDue, which TestISRCheckDueNeverHidesAChange ties to the
+// changes wanted), without walking the others: over random fetches,
+// appends, session holds and fetches, metadata (leadership moving away
+// and back among it), ISR changes made and time, every round asks each
+// partition due at its time once, and no other.
+func TestISRRoundAsksEveryDuePartition(t *testing.T) {
+	const n = 12
+	meta, b, parts := ledLogs(t, t.TempDir(), n)
+	defer b.Close()
+	lagMax := b.replicaLagMax
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
+	now := time.Now()
+	for _, p := range parts {
+		p.now = func() time.Time { return now }
+	}
+	clocks := map[int32]*kapi.FetchClock{2: new(kapi.FetchClock), 3: new(kapi.FetchClock)}
+	type key struct {
+		p  *Partition
+		id int32
+	}
+	watches := map[key]*kapi.Watch{}
+	for _, p := range parts {
+		for id, c := range clocks {
+			w := kapi.NewWatch(func() {}, id, c)
+			t.Cleanup(w.Close)
+			watches[key{p, id}] = w
+		}
+	}
+	asked := map[*Partition]int{}
+	b.onISRAsked = func(p *Partition) { asked[p]++ }
+	ctx := context.Background()
+	total := 0
+	for step := range 1500 {
+		p := parts[rng.IntN(n)]
+		id := int32(2 + rng.IntN(2))
+		m := metaOf(p)
+		switch rng.IntN(8) {
+		case 0:
+			if m.Leader == 1 {
+				end := p.log().EndOffset()
+				fetched(t, p, id, max(0, end-int64(rng.IntN(2))))
+			}
+		case 1:
+			if m.Leader == 1 {
+				if _, err := p.append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case 2:
+			w := watches[key{p, id}]
+			w.SetPosition(p.log().EndOffset() - int64(rng.IntN(2)))
+			p.Watch(w)
+		case 3:
+			clocks[id].Tick(now)
+		case 4:
+			m.PartitionEpoch++
+			m.ISR = [][]int32{{1}, {1, 2}, {1, 3}, {1, 2, 3}}[rng.IntN(4)]
+			if rng.IntN(4) == 0 { // leadership moves to 2, or back here
+				m.LeaderEpoch++
+				m.Leader = 3 - m.Leader
+			}
+			p.setMeta(m, 1)
+		case 5:
+			meta.mu.Lock()
+			proposed := meta.proposed
+			meta.proposed = nil
+			meta.mu.Unlock()
+			for _, ch := range proposed { // the controller makes the changes
+				q := parts[ch.Partition]
+				if cur := metaOf(q); cur.PartitionEpoch == ch.PartitionEpoch && cur.Leader == 1 {
+					cur.PartitionEpoch++
+					cur.ISR = ch.ISR
+					q.setMeta(cur, 1)
+				}
+			}
+		default:
+			now = now.Add(time.Duration(rng.Int64N(int64(lagMax / 2))))
+			due := map[*Partition]bool{}
+			for _, q := range parts {
+				if q.isrCheckDue(now) {
+					due[q] = true
+				}
+			}
+			clear(asked)
+			checked := b.isrRound(ctx, now)
+			total += checked
+			for _, q := range parts {
+				if due[q] && asked[q] != 1 || !due[q] && asked[q] != 0 {
+					t.Fatalf("step %d: %s-%d asked %d times, due %v (at %v)", step, q.topic, q.index, asked[q], due[q],
+						time.Unix(0, q.isrDue.Load()).Sub(now))
+				}
+			}
+		}
+	}
+	if total < n {
+		t.Fatalf("%d partitions asked in all: the run did not test the rounds", total)
+	}
+}
+
 // shrinks reports whether want leaves out a member of isr.
 func shrinks(isr, want []int32) bool {
 	for _, r := range isr {

@@ -316,6 +316,8 @@ func (b *Broker) addOpened(p *Partition) {
 	if p.lazy.gone == nil {
 		b.open.add(p)
 		b.maintDue.admit(p)
+		b.isrDue.admit(p)
+		p.askISR() // asked at the next ISR round, as every opened log was
 		b.hwms.opened(p)
 	}
 }
@@ -323,6 +325,7 @@ func (b *Broker) addOpened(p *Partition) {
 func (b *Broker) removeOpened(p *Partition) {
 	b.open.remove(p)
 	b.maintDue.evict(p)
+	b.isrDue.evict(p)
 	b.hwms.closed(p)
 }
 

@@ -66,22 +66,22 @@ func (b *Broker) maintain(ctx context.Context, now time.Time) (visited int) {
 	b.sweepUnopened(now)
 	// Last: the files the round itself used are not idle.
 	defer b.closeIdleFiles()
-	b.changed.each(func(p *Partition) bool {
+	// A change from now on is seen next round.
+	changed := b.changed.take(func(p *Partition) { p.maintChanged.Store(false) })
+	for i, p := range changed {
 		if ctx.Err() != nil {
-			return false
+			for _, p := range changed[i:] { // left for the next round (Close)
+				p.touchLog()
+			}
+			return visited
 		}
-		b.changed.mu.Lock()
-		b.changed.removeLocked(p)
-		p.maintChanged.Store(false) // a change from now on is seen next round
-		b.changed.mu.Unlock()
 		if b.open.has(p) { // not deleted, nor closed
 			visited++
 			b.maintained(p)
 			b.maintainLog(p, now)
 			b.maintainNext(p, now)
 		}
-		return true
-	})
+	}
 	var buf [maintainBatch]*Partition
 	for ctx.Err() == nil {
 		due := b.maintDue.popDue(now.UnixNano(), buf[:])

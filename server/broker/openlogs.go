@@ -156,6 +156,30 @@ func (s *openLogs) eachFrom(from, n int, fn func(*Partition) bool) (next int) {
 	return from
 }
 
+// take empties the set and returns what it held, calling taken with each
+// partition under the set's lock (which clears a flag saying it is in
+// the set): one added again meanwhile is in the set for the next take,
+// not in what this one returns. The lock is held a chunk at a time.
+func (s *openLogs) take(taken func(*Partition)) []*Partition {
+	var out []*Partition
+	for from := 0; ; {
+		s.mu.Lock()
+		for k := 0; from < len(s.slots) && k < openChunk; from++ {
+			if p := s.slots[from]; p != nil {
+				s.removeLocked(p)
+				taken(p)
+				out = append(out, p)
+				k++
+			}
+		}
+		done := from >= len(s.slots)
+		s.mu.Unlock()
+		if done {
+			return out
+		}
+	}
+}
+
 // snapshot is the partitions in the set now, in a new slice: for the
 // tests, and the rare caller that needs them all at once.
 func (s *openLogs) snapshot() []*Partition {

@@ -52,6 +52,11 @@ type Partition struct {
 	maintIdx                          int32
 	// maintChanged is set while it is in Broker.changed (maintenance.go).
 	maintChanged atomic.Bool
+	// isrAskSlot is its slot in Broker.isrAsk, where isrAsked says it is
+	// (guarded by the set's lock; the flag read without it), and isrIdx
+	// its place in Broker.isrDue (isrchanges.go).
+	isrAskSlot, isrIdx int32
+	isrAsked           atomic.Bool
 
 	leaderEpoch atomic.Int32
 	leader      atomic.Int32 // the partition's leader per the metadata image
@@ -72,7 +77,8 @@ type Partition struct {
 	repl       replicaSet
 	// isrDue is when the ISR loop next needs to ask whether the ISR
 	// should change, in Unix nanoseconds (0: at its next round), written
-	// under repl.mu (isrChangeWanted, markISRCheckLocked).
+	// under repl.mu (isrChangeWanted, markISRCheckLocked), which queue the
+	// partition for the round then (Broker.isrAsk, isrDue).
 	isrDue atomic.Int64
 
 	appendMu sync.Mutex // serializes appends and guards producers and keys
@@ -133,7 +139,8 @@ func newPartition(topic string, index int32, id [16]byte, log *segments.Log, cfg
 // (once per topic, not per partition: a restart hosts a million).
 func newPartitionWith(topic string, index int32, id [16]byte, log *segments.Log, pc partitionConfig) *Partition {
 	p := &Partition{topic: topic, index: index, topicID: id,
-		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1, changedSlot: -1, failedSlot: -1, maintIdx: evicted}
+		maxRecordBytes: consumeMaxRecordBytes, openSlot: -1, changedSlot: -1, failedSlot: -1, maintIdx: evicted,
+		isrAskSlot: -1, isrIdx: evicted}
 	p.leader.Store(-1)
 	p.leaderEpoch.Store(-1)
 	p.term.Store(packTerm(-1, -1))

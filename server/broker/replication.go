@@ -260,7 +260,8 @@ func (p *Partition) wantedISR(now time.Time, lagMax time.Duration) (isr []int32,
 
 // isrChangeWanted reports whether wantedISR would find a change at now,
 // without allocating, and records in isrDue when the ISR loop needs to ask
-// again (isrCheckDue). The loop asked every led partition every round,
+// again (isrCheckDue), queueing the partition for that round (Broker.isrDue,
+// or Broker.isrAsk for the next one). The loop asked every led partition every round,
 // and nearly all answered no: at 300,000 open logs a fifth of a node's CPU
 // after a kill -9 (issue 19). Without a change, the answer stays no until
 // the first of: an ISR member's lag budget runs out (the last time it was
@@ -275,6 +276,9 @@ func (p *Partition) isrChangeWanted(now time.Time, lagMax time.Duration) bool {
 	defer p.repl.mu.Unlock()
 	if p.leader.Load() != p.repl.self || p.repl.followers == nil {
 		p.isrDue.Store(math.MaxInt64) // until setMeta makes it leader here
+		if b := p.lazy.owner; b != nil {
+			b.isrDue.unset(p)
+		}
 		return false
 	}
 	hw := p.hwm.Load()
@@ -306,10 +310,19 @@ func (p *Partition) isrChangeWanted(now time.Time, lagMax time.Duration) bool {
 		}
 	}
 	if !same || wanted != len(p.repl.isr) {
-		p.isrDue.Store(0) // until the change is made: asked each round
+		p.markISRCheckLocked() // until the change is made: asked each round
+		if b := p.lazy.owner; b != nil {
+			b.isrDue.unset(p) // asked next round as the set's, not twice
+		}
 		return true
 	}
-	p.isrDue.Store(due.UnixNano())
+	// After now: a round takes the partitions due at its time, so it
+	// must not find this one due again.
+	at := max(due.UnixNano(), now.UnixNano()+1)
+	p.isrDue.Store(at)
+	if b := p.lazy.owner; b != nil {
+		b.isrDue.set(p, at)
+	}
 	return false
 }
 
@@ -322,8 +335,9 @@ func (p *Partition) isrChangeWanted(now time.Time, lagMax time.Duration) bool {
 func sessionRejoinCheck(lagMax time.Duration) time.Duration { return lagMax / 4 }
 
 // isrCheckDue reports whether the ISR loop must ask p at now whether its
-// ISR should change (isrChangeWanted): a load of one word, where the
-// question took p's replica lock and its watchers' lock.
+// ISR should change (isrChangeWanted). The round does not ask it: it
+// takes the partitions queued for then (Broker.isrDue, isrAsk), which
+// TestISRRoundAsksEveryDuePartition ties to it.
 func (p *Partition) isrCheckDue(now time.Time) bool {
 	return now.UnixNano() >= p.isrDue.Load()
 }
@@ -331,7 +345,25 @@ func (p *Partition) isrCheckDue(now time.Time) bool {
 // markISRCheckLocked makes p's ISR due for a check at the ISR loop's next
 // round. Called with p.repl.mu held (isrChangeWanted stores under it too,
 // so a check that began before this event cannot put it off).
-func (p *Partition) markISRCheckLocked() { p.isrDue.Store(0) }
+func (p *Partition) markISRCheckLocked() {
+	p.isrDue.Store(0)
+	p.askISR()
+}
+
+// askISR puts p among the partitions the next ISR round asks (isrRound).
+// Cheap once it is: an atomic load.
+func (p *Partition) askISR() {
+	b := p.lazy.owner
+	if b == nil || p.isrAsked.Load() {
+		return
+	}
+	b.isrAsk.mu.Lock()
+	if !p.isrAsked.Load() {
+		b.isrAsk.addLocked(p)
+		p.isrAsked.Store(true)
+	}
+	b.isrAsk.mu.Unlock()
+}
 
 // followerInISRLocked reports whether follower r, in state f, belongs in
 // the ISR at now: an ISR member that has not lagged longer than lagMax
