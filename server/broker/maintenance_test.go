@@ -104,7 +104,7 @@ func TestChangedLogMaintainedNextRound(t *testing.T) {
 // maxMaintainWait unmaintained.
 func TestMaintenanceNeverSkipsADueLog(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 19))
-	const perTopic = 4
+	const perTopic = 3
 	topics := map[string]map[string]string{
 		"def":   {},
 		"roll":  {"segment.ms": "3600000"},
@@ -157,7 +157,7 @@ func TestMaintenanceNeverSkipsADueLog(t *testing.T) {
 	}
 	const hour = int64(time.Hour / time.Millisecond)
 	rounds := 0
-	for step := range 600 {
+	for step := range 300 {
 		switch rng.IntN(6) {
 		case 0, 1:
 			p := parts[rng.IntN(len(parts))]
