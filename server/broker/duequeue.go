@@ -125,23 +125,6 @@ func (q *dueQueue) removeLocked(p *Partition) {
 	}
 }
 
-// at is p's queued time, and whether it is queued.
-func (q *dueQueue) at(p *Partition) (int64, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if i := *q.idx(p); i >= 0 {
-		return q.heap[i].at, true
-	}
-	return 0, false
-}
-
-// len is how many partitions are queued.
-func (q *dueQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.heap)
-}
-
 // popDue takes out of the queue the partitions due at now (queued at or
 // before it), earliest first, at most len(buf) of them, into buf.
 func (q *dueQueue) popDue(now int64, buf []*Partition) []*Partition {

@@ -117,45 +117,6 @@ func (s *openLogs) each(fn func(*Partition) bool) {
 	}
 }
 
-// eachFrom calls fn with at most n partitions of the set, from slot from
-// on, wrapping to the first slot at the end; it returns the slot after
-// the last one given, where the next call goes on. fn runs without the
-// set's lock held and stops the walk by returning false.
-func (s *openLogs) eachFrom(from, n int, fn func(*Partition) bool) (next int) {
-	var buf [openChunk]*Partition
-	scanned := 0 // slots looked at: one pass at most
-	for n > 0 {
-		s.mu.Lock()
-		total := len(s.slots)
-		if from >= total {
-			from = 0
-		}
-		k := 0
-		for k < min(len(buf), n) && scanned < total {
-			if p := s.slots[from]; p != nil {
-				buf[k] = p
-				k++
-			}
-			from, scanned = from+1, scanned+1
-			if from == total {
-				from = 0
-			}
-		}
-		s.mu.Unlock()
-		if k == 0 {
-			return from
-		}
-		n -= k
-		for _, p := range buf[:k] {
-			if !fn(p) {
-				return from
-			}
-		}
-		clear(buf[:k])
-	}
-	return from
-}
-
 // take empties the set and returns what it held, calling taken with each
 // partition under the set's lock (which clears a flag saying it is in
 // the set): one added again meanwhile is in the set for the next take,
