@@ -286,10 +286,27 @@ func kcat(t *testing.T, stdin io.Reader, args ...string) []byte {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil || stderr.Len() > 0 {
+	if rest := withoutUncompressedNotice(stderr.String()); err != nil || rest != "" {
 		t.Fatalf("kcat %v: %v\n%s", args, err, stderr.String())
 	}
 	return out
+}
+
+// withoutUncompressedNotice drops librdkafka's notice that it sends a
+// gzip, snappy or lz4 batch uncompressed: librdkafka 2.0 (Debian 12's
+// kcat) compresses those codecs only for a broker that accepts Produce
+// v0, which runnel, like Kafka 4.0 (KIP-896), does not (zstd, which needs
+// v7, it compresses). It says so once a day by the host's monotonic
+// clock, so the test passed on a machine up for less than a day and failed
+// on one up longer; the records still go through and are checked.
+func withoutUncompressedNotice(stderr string) string {
+	var rest strings.Builder
+	for line := range strings.Lines(stderr) {
+		if !strings.Contains(line, "|COMPRESSION|") || !strings.Contains(line, "Broker does not support compression type") {
+			rest.WriteString(line)
+		}
+	}
+	return rest.String()
 }
 
 // TestKafkaKafkajs runs testdata/kafkajs/roundtrip.js: kafkajs creates a
