@@ -126,6 +126,14 @@ func BenchmarkClusterScale(b *testing.B) {
 		}
 		for _, n := range alive {
 			go profileNode(n, fmt.Sprintf("%s/kill9-%s.pprof", dir, strings.TrimPrefix(n.URL, "http://")), window)
+			// What the phase allocated (the collector's work follows it):
+			// the allocation profiles at its start and at the window's end,
+			// to be read with pprof -base.
+			allocs := func(at string) {
+				saveURL(n.URL+"/debug/pprof/allocs", fmt.Sprintf("%s/kill9-%s-allocs-%s.pprof", dir, strings.TrimPrefix(n.URL, "http://"), at))
+			}
+			go allocs("start")
+			time.AfterFunc(window, func() { allocs("end") })
 			for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second} {
 				time.AfterFunc(at, func() {
 					saveURL(fmt.Sprintf("%s/debug/pprof/goroutine?debug=1", n.URL),
