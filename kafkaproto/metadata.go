@@ -14,8 +14,8 @@ import (
 // top-level error code from 13, KIP-1102, which is 0 unless the request is
 // refused as a whole: runnel never asks a client to rebootstrap).
 // Missing topics are created only when both the request allows it and
-// Options.AutoCreateTopics is set. The answer for every topic is streamed
-// (metadatawrite.go).
+// Options.AutoCreateTopics is set. The answer is streamed, for every topic
+// or the named ones (metadatawrite.go).
 const (
 	metadataKey = 3
 	metadataMin = 0
@@ -23,6 +23,30 @@ const (
 )
 
 func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp, cl, topics := s.metadataTopics(ctx, req)
+	for _, e := range topics {
+		if e.info != nil {
+			resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, e.info))
+		} else {
+			resp.Topics = append(resp.Topics, *e.fixed)
+		}
+	}
+	return resp
+}
+
+// metadataEntry is one topic of a Metadata answer: a topic of the cluster
+// (info), written from the image when the answer is encoded, or an answer
+// made whole here (fixed: an unknown or invalid topic, one just created).
+type metadataEntry struct {
+	info  *TopicInfo
+	fixed *kmsg.MetadataResponseTopic
+}
+
+// metadataTopics answers req but for its topics array: the response with
+// the brokers filled in, the cluster view it was made from, and the topics
+// in the order the request named them (every topic of the cluster when it
+// named none), after creating the missing ones it may.
+func (s *Server) metadataTopics(ctx context.Context, req *kmsg.MetadataRequest) (*kmsg.MetadataResponse, *Cluster, []metadataEntry) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	cl, _ := s.broker.Cluster()
 	if missingTopics(cl, req) {
@@ -37,11 +61,13 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 	metadataBrokers(ctx, cl, resp)
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if allTopics {
+		topics := make([]metadataEntry, len(cl.Topics))
 		for i := range cl.Topics {
-			resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, &cl.Topics[i]))
+			topics[i].info = &cl.Topics[i]
 		}
-		return resp
+		return resp, cl, topics
 	}
+	topics := make([]metadataEntry, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		var (
 			t  *TopicInfo
@@ -51,7 +77,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			if t, ok = cl.TopicByID(rt.TopicID); !ok {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
-				resp.Topics = append(resp.Topics, mt)
+				topics = append(topics, metadataEntry{fixed: &mt})
 				continue
 			}
 		} else if rt.Topic != nil {
@@ -63,7 +89,7 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			// (and delete-then-recreate flows rely on it).
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.ErrorCode = rt.Topic, kerr.LeaderNotAvailable.Code
-			resp.Topics = append(resp.Topics, mt)
+			topics = append(topics, metadataEntry{fixed: &mt})
 			continue
 		}
 		if !ok {
@@ -72,12 +98,12 @@ func (s *Server) metadata(ctx context.Context, req *kmsg.MetadataRequest) *kmsg.
 			if rt.Topic != nil && !kapi.ValidTopicName(*rt.Topic) {
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			}
-			resp.Topics = append(resp.Topics, mt)
+			topics = append(topics, metadataEntry{fixed: &mt})
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(ctx, cl, t))
+		topics = append(topics, metadataEntry{info: t})
 	}
-	return resp
+	return resp, cl, topics
 }
 
 // metadataBrokers fills in the cluster id, controller and the brokers

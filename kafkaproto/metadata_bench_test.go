@@ -15,8 +15,9 @@ import (
 // in-memory connection, against a cluster of 100 topics of 1,000 RF-1
 // partitions: B/op is what the listener allocates to answer it, reported
 // beside the response's bytes per partition. "streamed" is the listener's
-// path (metadataReply); "structs" the one it replaced, kmsg structs for
-// every partition encoded into one buffer, measured in the same run.
+// path (metadataReply); "named" the same path for a request naming every
+// topic; "structs" the one it replaced, kmsg structs for every partition
+// encoded into one buffer, measured in the same run.
 func BenchmarkMetadataAllTopics(b *testing.B) {
 	mb := newMemBroker()
 	cl := *mb.cluster
@@ -49,6 +50,29 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 			c.out = nil // a connection keeps no buffer this large (pipeline.go)
 		}
 		b.ReportMetric(float64(nc.out.Len())/(topics*parts), "response-B/partition")
+		b.ReportMetric(float64(nc.out.Len())/(1<<20), "response-MiB")
+	})
+	// The same topics named in the request, as franz-go and the Java
+	// client ask (streamed since issue 19; "structs" before).
+	named := kmsg.NewPtrMetadataRequest()
+	named.Version = 12
+	for _, t := range cl.Topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t.Name)
+		named.Topics = append(named.Topics, rt)
+	}
+	namedFrame := testFormatter.AppendRequest(nil, named, 1)[4:]
+	b.Run("named", func(b *testing.B) {
+		nc := &captureConn{}
+		c := &conn{s: s, nc: nc}
+		b.ReportAllocs()
+		for range b.N {
+			nc.out.Reset()
+			if err := c.handle(namedFrame); err != nil {
+				b.Fatal(err)
+			}
+			c.out = nil
+		}
 		b.ReportMetric(float64(nc.out.Len())/(1<<20), "response-MiB")
 	})
 	b.Run("structs", func(b *testing.B) {

@@ -66,6 +66,69 @@ func TestMetadataReplyMatchesKmsg(t *testing.T) {
 	}
 }
 
+// TestMetadataReplyNamedMatchesKmsg: an answer for named topics is
+// streamed too, and is byte for byte what kmsg encodes from metadata's
+// structs, at every version: topics named by name and by id, twice, unknown,
+// invalid, in the request's order.
+func TestMetadataReplyNamedMatchesKmsg(t *testing.T) {
+	mb := newMemBroker()
+	cl := *mb.cluster
+	cl.Brokers = append(cl.Brokers, BrokerInfo{ID: 2, Host: "h2", Port: 9})
+	cl.Topics = []TopicInfo{
+		{Name: "a", ID: [16]byte{1}, Partitions: []PartitionInfo{{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{1}, Offline: []int32{2}}}},
+		{Name: "b", ID: [16]byte{2}},
+		{Name: "c", ID: [16]byte{3}},
+	}
+	for p := range 3000 {
+		cl.Topics[1].Partitions = append(cl.Topics[1].Partitions, PartitionInfo{Partition: int32(p), Leader: int32(p%3 + 1), LeaderEpoch: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
+	}
+	cl.IndexTopicIDs()
+	mb.mu.Lock()
+	mb.cluster = &cl
+	mb.mu.Unlock()
+	s := NewServer(mb, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	for v := int16(metadataMin); v <= metadataMax; v++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = v
+		for _, name := range []string{"b", "missing", "a", "not a valid name!", "b"} {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			req.Topics = append(req.Topics, rt)
+		}
+		if v >= 10 { // by id: a known one and an unknown one
+			for _, id := range [][16]byte{{3}, {9}} {
+				rt := kmsg.NewMetadataRequestTopic()
+				rt.TopicID = id
+				req.Topics = append(req.Topics, rt)
+			}
+		}
+		reply, ok := s.serveMetadata(context.Background(), req).(*metadataReply)
+		if !ok {
+			t.Fatalf("v%d: not streamed", v)
+		}
+		prefix := []byte{0, 0, 0, 0, 0, 0, 0, 42}
+		want := s.metadata(context.Background(), req).AppendTo(append([]byte(nil), prefix...))
+		binary.BigEndian.PutUint32(want, uint32(len(want)-4))
+		var got bytes.Buffer
+		if _, err := reply.writeTo(&got, append([]byte(nil), prefix...)); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("v%d: streamed %d bytes, kmsg encodes %d, first difference at %d", v, got.Len(), len(want), firstDiff(got.Bytes(), want))
+		}
+		// And kmsg reads it back as the request asked.
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.Version = v
+		if err := resp.ReadFrom(got.Bytes()[8:]); err != nil {
+			t.Fatalf("v%d: read back: %v", v, err)
+		}
+		if len(resp.Topics) != len(req.Topics) || len(resp.Topics[0].Partitions) != 3000 || resp.Topics[1].ErrorCode == 0 || resp.Topics[3].ErrorCode == 0 {
+			t.Fatalf("v%d: %d topics for %d named, %d partitions of b, codes %d/%d for the missing and the invalid", v, len(resp.Topics), len(req.Topics), len(resp.Topics[0].Partitions), resp.Topics[1].ErrorCode, resp.Topics[3].ErrorCode)
+		}
+	}
+}
+
 func firstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
