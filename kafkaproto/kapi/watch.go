@@ -157,6 +157,25 @@ func (ws *Watchers) CaughtUpAt(replica int32, end int64) time.Time {
 	return at
 }
 
+// Holds reports whether a live fetch session of follower replica holds
+// this partition (its watch attached, its clock not stopped): only then
+// can the follower's position here be credited without a fetch of the
+// partition (CaughtUpAt). A session ends when its connection does (the
+// follower died or restarted): its watches are detached then.
+func (ws *Watchers) Holds(replica int32) bool {
+	if ws.n.Load() == 0 {
+		return false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, w := range ws.list {
+		if w.replica == replica && w.clock != nil && w.clock.nanos.Load() >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // FetchClock is when a follower's fetch session last fetched; a closed
 // session's clock stops.
 type FetchClock struct {

@@ -309,3 +309,40 @@ func metaOf(p *Partition) raftfsm.Partition {
 	return raftfsm.Partition{Leader: p.leader.Load(), LeaderEpoch: p.leaderEpoch.Load(), PartitionEpoch: p.repl.partitionEpoch,
 		Replicas: slices.Clone(p.repl.replicas), ISR: slices.Clone(p.repl.isr)}
 }
+
+// A follower outside the ISR, at the high watermark but lagging, is asked
+// about again within sessionRejoinCheck only while a fetch session of its
+// holds the partition (its fetches alone may bring it back); a dead
+// follower's session is gone, and only a fetch of the partition, which
+// asks itself, can: its partitions wait for their members' lag budget.
+func TestRejoinCheckOnlyWhileASessionHolds(t *testing.T) {
+	const lagMax = 20 * time.Second
+	for _, held := range []bool{false, true} {
+		p := isrLeader(t, []int32{1, 2}, 3)
+		now := time.Now()
+		p.now = func() time.Time { return now }
+		end := p.log().EndOffset()
+		fetched(t, p, 3, end) // at the mark
+		now = now.Add(2 * lagMax)
+		fetched(t, p, 2, end) // the member keeps up; 3 lags now
+		if held {
+			clock := new(kapi.FetchClock)
+			clock.Tick(now.Add(-lagMax)) // fetched, but not at the end since
+			w := kapi.NewWatch(func() {}, 3, clock)
+			t.Cleanup(w.Close)
+			w.SetPosition(end - 1)
+			p.Watch(w)
+		}
+		if p.isrChangeWanted(now, lagMax) {
+			t.Fatalf("held %t: a change wanted: ISR %v", held, p.currentISR())
+		}
+		due := time.Unix(0, p.isrDue.Load()).Sub(now)
+		want := lagMax // the member's budget
+		if held {
+			want = sessionRejoinCheck(lagMax)
+		}
+		if due != want {
+			t.Fatalf("held %t: next check in %v, want %v", held, due, want)
+		}
+	}
+}

@@ -300,10 +300,15 @@ func (p *Partition) isrChangeWanted(now time.Time, lagMax time.Duration) bool {
 		if member && lagsAt.Before(due) {
 			due = lagsAt
 		}
-		if !member && !in && f.leo >= hw && f.leo >= 0 {
+		if !member && !in && f.leo >= hw && f.leo >= 0 && p.watchers.Holds(r) {
 			// Lagging at the mark: a fetch of its session holding this
 			// idle partition at the end brings it back without touching
-			// the partition, so it is asked more often.
+			// the partition, so it is asked more often. Only while a
+			// session holds it: without one only a fetch of the
+			// partition brings the follower back, and that fetch asks
+			// (FollowerFetched). A dead follower's partitions were
+			// asked every sessionRejoinCheck until their first write
+			// (issue 19: 100,000s of them after a kill -9).
 			if at := now.Add(sessionRejoinCheck(lagMax)); at.Before(due) {
 				due = at
 			}
