@@ -12,7 +12,8 @@ import (
 
 // A healthy single node at the default log level: started, 100 HTTP requests
 // served, stopped. Its log has no WARN or ERROR line, no line per request,
-// and the ready line says where the UI, the API and the Kafka listener are.
+// the ready line says where the UI, the API and the Kafka listener are, and
+// the last line where the stop's time went.
 func TestLogsQuietSingleNode(t *testing.T) {
 	n := servertest.Start(t, servertest.Options{})
 	do := func(method, path, body string) {
@@ -46,7 +47,7 @@ func TestLogsQuietSingleNode(t *testing.T) {
 	n.Stop()
 
 	logs := n.Logs()
-	var ready string
+	var ready, closed string
 	for line := range strings.Lines(logs) {
 		switch {
 		case strings.Contains(line, "level=WARN"), strings.Contains(line, "level=ERROR"):
@@ -55,6 +56,14 @@ func TestLogsQuietSingleNode(t *testing.T) {
 			t.Errorf("a request logged at the default level: %s", line)
 		case strings.Contains(line, `msg="runnel ready"`):
 			ready = line
+		case strings.Contains(line, `msg="server closed"`):
+			closed = line
+		}
+	}
+	// The stop says where its time went, step by step.
+	for _, want := range []string{"controlled_shutdown=", "http=", "kafka=", "partitions=", "metadata="} {
+		if !strings.Contains(closed, want) {
+			t.Errorf("stop line %q lacks %s", closed, want)
 		}
 	}
 	for _, want := range []string{"ui=" + n.URL + "/ui/", "api=" + n.URL, "kafka=" + n.KafkaAddr} {

@@ -17,11 +17,24 @@ import (
 func (s *Server) Close() error {
 	s.ready.Store(false)
 	var errs []error
+	// Where the exit's time went, logged at the end ("server closed"): a
+	// controlled shutdown at 300,000 partitions moved its leaderships in
+	// 3 s and exited 11 s after SIGTERM, 2.6 s of them closing the logs
+	// (issue 19); the rest was not told apart.
+	var steps []any
+	last := time.Now()
+	step := func(name string) {
+		now := time.Now()
+		steps = append(steps, name, now.Sub(last).Round(time.Millisecond))
+		last = now
+	}
 	if s.broker != nil {
 		s.controlledShutdown()
+		step("controlled_shutdown")
 	}
 	if s.httpSrv != nil {
 		errs = append(errs, s.stopHTTP())
+		step("http")
 	}
 	if s.stopElections != nil {
 		s.stopElections()
@@ -33,6 +46,7 @@ func (s *Server) Close() error {
 		if err := s.kafka.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("stop Kafka listener: %w", err))
 		}
+		step("kafka")
 	}
 	// The inter-node listeners end the hand-offs waiting on them (the HTTP
 	// server closed interHTTP if it served it).
@@ -43,12 +57,14 @@ func (s *Server) Close() error {
 		s.handoffs.close()
 	}
 	s.wg.Wait()
+	step("inter_node")
 	if s.txn != nil {
 		s.txn.Close()
 	}
 	if s.groups != nil {
 		s.groups.Close()
 	}
+	step("coordinators")
 	// Nothing forwards any more (the HTTP servers and the coordinators
 	// stopped): the forwarder's pooled connections to other nodes close.
 	if s.forward != nil {
@@ -58,17 +74,20 @@ func (s *Server) Close() error {
 		if err := s.broker.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close partitions: %w", err))
 		}
+		step("partitions")
 	}
 	if s.meta != nil {
 		if err := s.meta.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close metadata node: %w", err))
 		}
+		step("metadata")
 	}
 	s.tls.Close()
 	s.faults.close()
 	if s.lock != nil {
 		s.lock.Close()
 	}
+	s.logger.Info("server closed", steps...)
 	return errors.Join(errs...)
 }
 
