@@ -119,7 +119,10 @@ bench-scale:
 # Three nodes holding PARTITIONS with replication factor 3 (issue 19):
 # creation, RSS and idle CPU per node, kill -9 of the busiest leader (time
 # until all are led again and writable with acks=all), restart, and a
-# controlled shutdown. The issue asks for 300000.
+# controlled shutdown. The issue asks for 300000. A run leaves ~11 GB of files
+# and their inodes in the kernel's caches, which slowed the next run's bursts
+# 2-3x on the 23 GiB machine: start runs alike (as root: sync; echo 3 >
+# /proc/sys/vm/drop_caches); the benchmark logs MemFree, Cached and Slab.
 bench-cluster-scale:
 	RUNNEL_BENCH=1 RUNNEL_BENCH_PARTITIONS=$(PARTITIONS) $(GO) test -run '^$$' -bench 'ClusterScale' -benchtime 1x -count=1 -timeout 120m ./server/
 
