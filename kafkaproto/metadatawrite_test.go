@@ -47,21 +47,7 @@ func TestMetadataReplyMatchesKmsg(t *testing.T) {
 		for v := int16(metadataMin); v <= metadataMax; v++ {
 			req := kmsg.NewPtrMetadataRequest()
 			req.Version = v
-			name := fmt.Sprintf("v%d, %d topics", v, len(topics))
-			reply, ok := s.serveMetadata(context.Background(), req).(*metadataReply)
-			if !ok {
-				t.Fatalf("%s: not streamed", name)
-			}
-			prefix := []byte{0, 0, 0, 0, 0, 0, 0, 42}
-			want := s.metadata(context.Background(), req).AppendTo(append([]byte(nil), prefix...))
-			binary.BigEndian.PutUint32(want, uint32(len(want)-4))
-			var got bytes.Buffer
-			if _, err := reply.writeTo(&got, append([]byte(nil), prefix...)); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Fatalf("%s: streamed %d bytes, kmsg encodes %d, first difference at %d", name, got.Len(), len(want), firstDiff(got.Bytes(), want))
-			}
+			streamedMatchesKmsg(t, s, req, fmt.Sprintf("v%d, %d topics", v, len(topics)))
 		}
 	}
 }
@@ -103,30 +89,40 @@ func TestMetadataReplyNamedMatchesKmsg(t *testing.T) {
 				req.Topics = append(req.Topics, rt)
 			}
 		}
-		reply, ok := s.serveMetadata(context.Background(), req).(*metadataReply)
-		if !ok {
-			t.Fatalf("v%d: not streamed", v)
-		}
-		prefix := []byte{0, 0, 0, 0, 0, 0, 0, 42}
-		want := s.metadata(context.Background(), req).AppendTo(append([]byte(nil), prefix...))
-		binary.BigEndian.PutUint32(want, uint32(len(want)-4))
-		var got bytes.Buffer
-		if _, err := reply.writeTo(&got, append([]byte(nil), prefix...)); err != nil {
-			t.Fatalf("v%d: %v", v, err)
-		}
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("v%d: streamed %d bytes, kmsg encodes %d, first difference at %d", v, got.Len(), len(want), firstDiff(got.Bytes(), want))
-		}
+		got := streamedMatchesKmsg(t, s, req, fmt.Sprintf("v%d", v))
 		// And kmsg reads it back as the request asked.
 		resp := kmsg.NewPtrMetadataResponse()
 		resp.Version = v
-		if err := resp.ReadFrom(got.Bytes()[8:]); err != nil {
+		if err := resp.ReadFrom(got[8:]); err != nil {
 			t.Fatalf("v%d: read back: %v", v, err)
 		}
 		if len(resp.Topics) != len(req.Topics) || len(resp.Topics[0].Partitions) != 3000 || resp.Topics[1].ErrorCode == 0 || resp.Topics[3].ErrorCode == 0 {
 			t.Fatalf("v%d: %d topics for %d named, %d partitions of b, codes %d/%d for the missing and the invalid", v, len(resp.Topics), len(req.Topics), len(resp.Topics[0].Partitions), resp.Topics[1].ErrorCode, resp.Topics[3].ErrorCode)
 		}
 	}
+}
+
+// streamedMatchesKmsg checks that s streams its answer to req
+// (metadataReply) and that the frame it writes is, byte for byte, the one
+// kmsg encodes from metadata's structs; it returns the frame (a 4-byte
+// size and a 4-byte correlation id first).
+func streamedMatchesKmsg(t *testing.T, s *Server, req *kmsg.MetadataRequest, name string) []byte {
+	t.Helper()
+	reply, ok := s.serveMetadata(context.Background(), req).(*metadataReply)
+	if !ok {
+		t.Fatalf("%s: not streamed", name)
+	}
+	prefix := []byte{0, 0, 0, 0, 0, 0, 0, 42}
+	want := s.metadata(context.Background(), req).AppendTo(append([]byte(nil), prefix...))
+	binary.BigEndian.PutUint32(want, uint32(len(want)-4))
+	var got bytes.Buffer
+	if _, err := reply.writeTo(&got, append([]byte(nil), prefix...)); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("%s: streamed %d bytes, kmsg encodes %d, first difference at %d", name, got.Len(), len(want), firstDiff(got.Bytes(), want))
+	}
+	return got.Bytes()
 }
 
 func firstDiff(a, b []byte) int {
