@@ -67,7 +67,19 @@ func (s *Server) metadataTopics(ctx context.Context, req *kmsg.MetadataRequest) 
 		}
 		return resp, cl, topics
 	}
+	// Each topic is answered once, however often it is named (by name, by
+	// id or both), in the order first named: Kafka reads the names into a
+	// set, and answering every copy let a 1 MB request naming a big topic
+	// 100,000 times ask for gigabytes.
 	topics := make([]metadataEntry, 0, len(req.Topics))
+	named := make(map[namedTopic]struct{}, len(req.Topics))
+	once := func(k namedTopic) bool {
+		if _, dup := named[k]; dup {
+			return false
+		}
+		named[k] = struct{}{}
+		return true
+	}
 	for _, rt := range req.Topics {
 		var (
 			t  *TopicInfo
@@ -75,6 +87,9 @@ func (s *Server) metadataTopics(ctx context.Context, req *kmsg.MetadataRequest) 
 		)
 		if rt.Topic == nil && rt.TopicID != [16]byte{} {
 			if t, ok = cl.TopicByID(rt.TopicID); !ok {
+				if !once(namedTopic{id: rt.TopicID}) {
+					continue
+				}
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
 				topics = append(topics, metadataEntry{fixed: &mt})
@@ -82,6 +97,14 @@ func (s *Server) metadataTopics(ctx context.Context, req *kmsg.MetadataRequest) 
 			}
 		} else if rt.Topic != nil {
 			t, ok = cl.Topic(*rt.Topic)
+		}
+		switch {
+		case ok && !once(namedTopic{name: t.Name, known: true}):
+			continue
+		case !ok && rt.Topic != nil && !once(namedTopic{name: *rt.Topic}):
+			continue
+		case !ok && rt.Topic == nil && !once(namedTopic{null: true}):
+			continue
 		}
 		if rt.Topic != nil && created[*rt.Topic] {
 			// Kafka answers the request that creates a topic with
@@ -104,6 +127,16 @@ func (s *Server) metadataTopics(ctx context.Context, req *kmsg.MetadataRequest) 
 		topics = append(topics, metadataEntry{info: t})
 	}
 	return resp, cl, topics
+}
+
+// namedTopic is what a Metadata request names, to answer each once: a
+// topic of the cluster (known, by its name however it was named), or an
+// unknown name, an unknown id or a null name.
+type namedTopic struct {
+	name  string
+	id    [16]byte
+	known bool
+	null  bool
 }
 
 // metadataBrokers fills in the cluster id, controller and the brokers
