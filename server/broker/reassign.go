@@ -16,15 +16,13 @@ import "slices"
 func (p *Partition) syncFollowersLocked(replicas []int32) {
 	now := p.wallNow()
 	for _, r := range replicas {
-		if _, ok := p.repl.followers[r]; !ok && r != p.repl.self {
-			p.repl.followers[r] = newFollowerState(now)
+		if p.repl.followers.get(r) == nil && r != p.repl.self {
+			p.repl.followers = append(p.repl.followers, followerEntry{id: r, followerState: newFollowerState(now)})
 		}
 	}
-	for r := range p.repl.followers {
-		if !slices.Contains(replicas, r) {
-			delete(p.repl.followers, r)
-		}
-	}
+	p.repl.followers = slices.DeleteFunc(p.repl.followers, func(e followerEntry) bool {
+		return !slices.Contains(replicas, e.id)
+	})
 }
 
 // dropReplicaLocked stops hosting partition idx of ht if it is hosted here:

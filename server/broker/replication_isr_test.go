@@ -370,8 +370,8 @@ func TestFollowerKeepingUpWithAppendsStaysInSync(t *testing.T) {
 	const lagMax = 10 * time.Second
 	p := isrLeader(t, []int32{1, 2, 3}, 2)
 	p.repl.mu.Lock()
-	for _, f := range p.repl.followers {
-		f.caughtUpAt = time.Now().Add(-time.Hour) // last at the end long ago
+	for i := range p.repl.followers {
+		p.repl.followers[i].caughtUpAt = time.Now().Add(-time.Hour) // last at the end long ago
 	}
 	p.repl.mu.Unlock()
 	appendOne := func() {

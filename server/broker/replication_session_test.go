@@ -123,8 +123,8 @@ func TestIdleFollowerCaughtUpUntilAppend(t *testing.T) {
 	fetched(t, p, 3, 5)
 	idleSince := time.Now().Add(-time.Hour) // the last fetch that listed the partition
 	p.repl.mu.Lock()
-	for _, f := range p.repl.followers {
-		f.caughtUpAt = idleSince
+	for i := range p.repl.followers {
+		p.repl.followers[i].caughtUpAt = idleSince
 	}
 	p.repl.mu.Unlock()
 	for _, id := range []int32{2, 3} {
