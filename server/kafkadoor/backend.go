@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -270,17 +271,34 @@ func fencedBrokers(img *raftfsm.Image) map[int32]bool {
 	return down
 }
 
-// topicInfo converts one topic; down are the fenced brokers.
+// topicInfo converts one topic; down are the fenced brokers. The
+// partitions share their replica and ISR arrays with the image, and those
+// with one offline replica share a one-element array per fenced broker:
+// after a kill -9 every partition of the broker's has one, and a fresh
+// array for each was most of a topic's allocations, converted again on
+// every change of the topic (issue 19). Nothing writes to them.
 func topicInfo(t *raftfsm.Topic, down map[int32]bool) kafkaproto.TopicInfo {
 	ti := kafkaproto.TopicInfo{Name: t.Name, ID: t.ID, Internal: admin.IsInternal(t.Name),
 		Partitions: make([]kafkaproto.PartitionInfo, 0, len(t.Partitions))}
+	var single map[int32][]int32 // fenced broker -> {broker}, made on first use
 	for i, p := range t.Partitions {
 		pi := kafkaproto.PartitionInfo{Partition: int32(i), Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
 			Replicas: p.Replicas, ISR: p.ISR, Adding: p.AddingReplicas(), Removing: p.RemovingReplicas()}
 		for _, r := range p.Replicas {
-			if down[r] {
-				pi.Offline = append(pi.Offline, r)
+			if !down[r] {
+				continue
 			}
+			if pi.Offline != nil { // more than one: its own array
+				pi.Offline = append(slices.Clip(pi.Offline), r)
+				continue
+			}
+			if single[r] == nil {
+				if single == nil {
+					single = map[int32][]int32{}
+				}
+				single[r] = []int32{r}
+			}
+			pi.Offline = single[r]
 		}
 		ti.Partitions = append(ti.Partitions, pi)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -71,6 +72,21 @@ func TestClusterFromImage(t *testing.T) {
 	}
 	if again, _ := k.Cluster(); again != c {
 		t.Error("the same image was converted twice")
+	}
+	// Partitions with one offline replica share its array; one with two
+	// has its own, and appending to one never shows in another.
+	img5 := *img
+	img5.Brokers = maps.Clone(img.Brokers)
+	img5.Brokers[5] = &raftfsm.Broker{ID: 5, State: raftfsm.BrokerFenced}
+	img5.Topics = raftfsm.TopicMapOf(&raftfsm.Topic{Name: "t", Partitions: []raftfsm.Partition{
+		{Leader: 1, Replicas: []int32{1, 2}}, {Leader: 1, Replicas: []int32{2, 1, 5}}, {Leader: 1, Replicas: []int32{1, 2}}, {Leader: 1, Replicas: []int32{5, 1}},
+	}})
+	meta.img = &img5
+	c5, _ := k.Cluster()
+	ps := c5.Topics[0].Partitions
+	ps[0].Offline = append(ps[0].Offline, 9)
+	if got := fmt.Sprint(ps[0].Offline, ps[1].Offline, ps[2].Offline, ps[3].Offline); got != "[2 9] [2 5] [2] [5]" {
+		t.Fatalf("offline replicas %s", got)
 	}
 	meta.img = &raftfsm.Image{ClusterID: "c2"}
 	if next, _ := k.Cluster(); next == c || next.ClusterID != "c2" {

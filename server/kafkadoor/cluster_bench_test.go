@@ -12,11 +12,21 @@ import (
 // an image of 100 topics of 1,000 partitions with replication factor 3.
 // Every such change publishes an image, and the door's view is asked for
 // by Metadata requests and by the leader hints of NOT_LEADER answers,
-// which a failover makes many of at once.
+// which a failover makes many of at once. fenced: broker 3 is fenced, so
+// every partition has an offline replica (after a kill -9).
 func BenchmarkClusterAfterOneTopicChange(b *testing.B) {
+	for _, fenced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fenced=%v", fenced), func(b *testing.B) { benchClusterAfterOneTopicChange(b, fenced) })
+	}
+}
+
+func benchClusterAfterOneTopicChange(b *testing.B, fenced bool) {
 	brokers := map[int32]*raftfsm.Broker{}
 	for id := int32(1); id <= 3; id++ {
 		brokers[id] = &raftfsm.Broker{ID: id, State: raftfsm.BrokerAlive, KafkaAddr: fmt.Sprintf("h%d:9092", id)}
+	}
+	if fenced {
+		brokers[3].State = raftfsm.BrokerFenced
 	}
 	var topics []*raftfsm.Topic
 	for i := range 100 {
