@@ -58,11 +58,7 @@ func (s *Server) fetch(ctx context.Context, req *kmsg.FetchRequest) *fetchReply 
 	}
 	if err := s.checkReplica(ctx, req.ReplicaID, "Fetch"); err != nil {
 		fr := newFetchReply(req)
-		for i := range fr.Topics {
-			for j := range fr.Topics[i].Partitions {
-				fr.Topics[i].Partitions[j].ErrorCode = kapi.KafkaErr(err)
-			}
-		}
+		fr.setErrCode(kapi.KafkaErr(err))
 		return fr
 	}
 	sess, targets, code := fetchTargets(ctx, s, req)
@@ -303,36 +299,48 @@ func (s *Server) fetchOnce(ctx context.Context, req *kmsg.FetchRequest, targets 
 
 // buildFetchReply turns the targets into the response, grouped by topic.
 // In an incremental session fetch only partitions with news are included.
-// The reply takes over the targets' chunks.
+// The reply takes over the targets' chunks. Each topic's partitions are
+// carved from one array, sized by counting first: grown by append, a
+// follower's answer of 100,000 partitions was copied about 17 times over.
 func buildFetchReply(req *kmsg.FetchRequest, sess *fetchSession, targets []*fetchTarget) *fetchReply {
 	fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
+	// The targets answered, each with its topic's index, and how many
+	// each topic has.
+	kept := targets[:0]
+	topicOf := make([]int32, 0, len(targets))
+	var counts []int
 	topicIdx := make(map[string]int)
+	last := -1
 	for _, t := range targets {
 		if sess != nil && !sess.mustRespond(t) {
 			closeChunk(t.records)
 			t.records = nil
 			continue
 		}
-		i, ok := topicIdx[t.topic]
-		if !ok {
-			i = len(fr.Topics)
-			topicIdx[t.topic] = i
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.topic, t.topicID
-			fr.Topics = append(fr.Topics, rt)
-			fr.chunks = append(fr.chunks, nil)
-		}
-		p := kmsg.NewFetchResponseTopicPartition()
-		p.Partition, p.ErrorCode = t.partition, t.errCode
-		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = t.hw, t.lso, t.logStart
-		if t.aborted != nil {
-			p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(t.aborted))
-			for k, a := range t.aborted {
-				p.AbortedTransactions[k] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+		// A topic's partitions usually come one after another.
+		if last < 0 || fr.topics[last].name != t.topic {
+			i, ok := topicIdx[t.topic]
+			if !ok {
+				i = len(fr.topics)
+				topicIdx[t.topic] = i
+				fr.topics = append(fr.topics, fetchTopic{name: t.topic, id: t.topicID})
+				counts = append(counts, 0)
 			}
+			last = i
 		}
-		fr.Topics[i].Partitions = append(fr.Topics[i].Partitions, p)
-		fr.chunks[i] = append(fr.chunks[i], t.records)
+		kept = append(kept, t)
+		topicOf = append(topicOf, int32(last))
+		counts[last]++
+	}
+	parts := make([]fetchPart, len(kept))
+	for i := range fr.topics {
+		t := &fr.topics[i]
+		t.parts, parts = parts[:0:counts[i]], parts[counts[i]:]
+	}
+	for k, t := range kept {
+		ft := &fr.topics[topicOf[k]]
+		ft.parts = append(ft.parts, fetchPart{partition: t.partition, errCode: t.errCode,
+			hw: t.hw, lso: t.lso, logStart: t.logStart, aborted: t.aborted, records: t.records})
 		t.records = nil
 	}
 	if sess != nil {
@@ -351,31 +359,35 @@ func closeChunk(c Chunk) {
 // newFetchReply is a reply mirroring the request's partitions, with no data.
 func newFetchReply(req *kmsg.FetchRequest) *fetchReply {
 	fr := &fetchReply{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
-	fr.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
-	fr.chunks = make([][]Chunk, len(req.Topics))
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	parts := make([]fetchPart, n)
+	fr.topics = make([]fetchTopic, len(req.Topics))
 	for i, rt := range req.Topics {
-		t := &fr.Topics[i]
-		*t = kmsg.NewFetchResponseTopic()
-		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		t.Partitions = make([]kmsg.FetchResponseTopicPartition, len(rt.Partitions))
-		fr.chunks[i] = make([]Chunk, len(rt.Partitions))
+		t := &fr.topics[i]
+		t.name, t.id = rt.Topic, rt.TopicID
+		t.parts, parts = parts[:len(rt.Partitions):len(rt.Partitions)], parts[len(rt.Partitions):]
 		for j, rp := range rt.Partitions {
-			p := &t.Partitions[j]
-			*p = kmsg.NewFetchResponseTopicPartition()
-			p.Partition = rp.Partition
-			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.parts[j] = fetchPart{partition: rp.Partition, hw: -1, lso: -1, logStart: -1}
 		}
 	}
 	return fr
 }
 
+// setErrCode sets every partition's error code.
+func (fr *fetchReply) setErrCode(code int16) {
+	for i := range fr.topics {
+		for j := range fr.topics[i].parts {
+			fr.topics[i].parts[j].errCode = code
+		}
+	}
+}
+
 func fetchError(req *kmsg.FetchRequest, code int16) *fetchReply {
 	fr := newFetchReply(req)
 	fr.ErrorCode = code
-	for i := range fr.Topics {
-		for j := range fr.Topics[i].Partitions {
-			fr.Topics[i].Partitions[j].ErrorCode = code
-		}
-	}
+	fr.setErrCode(code)
 	return fr
 }

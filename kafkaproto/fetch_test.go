@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -39,25 +40,25 @@ func TestFetchWriterMatchesKmsg(t *testing.T) {
 				}
 				fr := newFetchReply(req)
 				fr.ThrottleMillis, fr.ErrorCode, fr.SessionID = 3, 0, 0
-				for i := range fr.Topics {
-					for j := range fr.Topics[i].Partitions {
-						p := &fr.Topics[i].Partitions[j]
-						p.HighWatermark, p.LastStableOffset, p.LogStartOffset = rng.Int64N(1<<40), rng.Int64N(1<<40), rng.Int64N(100)
+				for i := range fr.topics {
+					for j := range fr.topics[i].parts {
+						p := &fr.topics[i].parts[j]
+						p.hw, p.lso, p.logStart = rng.Int64N(1<<40), rng.Int64N(1<<40), rng.Int64N(100)
 						if rng.IntN(2) == 0 { // read_committed: an array, maybe empty
-							p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+							p.aborted = []AbortedTransaction{}
 							for range rng.IntN(3) {
-								p.AbortedTransactions = append(p.AbortedTransactions,
-									kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: rng.Int64N(1 << 40), FirstOffset: rng.Int64N(1 << 40)})
+								p.aborted = append(p.aborted,
+									AbortedTransaction{ProducerID: rng.Int64N(1 << 40), FirstOffset: rng.Int64N(1 << 40)})
 							}
 						}
 						switch rng.IntN(4) {
 						case 0: // empty
 						case 1:
-							p.ErrorCode = kerr.OffsetOutOfRange.Code
+							p.errCode = kerr.OffsetOutOfRange.Code
 						case 2: // inlined
-							fr.chunks[i][j] = newTestChunk(&open, 1+rng.IntN(inlineChunk))
+							p.records = newTestChunk(&open, 1+rng.IntN(inlineChunk))
 						case 3: // written on its own
-							fr.chunks[i][j] = newTestChunk(&open, inlineChunk+1+rng.IntN(300<<10))
+							p.records = newTestChunk(&open, inlineChunk+1+rng.IntN(300<<10))
 						}
 					}
 				}
@@ -76,6 +77,68 @@ func TestFetchWriterMatchesKmsg(t *testing.T) {
 				fr.close()
 			})
 		}
+	}
+	if open != 0 {
+		t.Fatalf("%d chunks left open", open)
+	}
+}
+
+// TestBuildFetchReplyGroupsByTopic: targets of interleaved topics are
+// answered grouped by topic, the topics in the order first read and each
+// one's partitions in the order read, as kmsg structs appended one by one
+// would hold them; writeTo writes what kmsg encodes, also for an answer of
+// 20,000 partitions written in several pieces.
+func TestBuildFetchReplyGroupsByTopic(t *testing.T) {
+	var open countingInt
+	for _, n := range []int{7, 20_000} {
+		t.Run(fmt.Sprintf("partitions=%d", n), func(t *testing.T) {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version = 12
+			want := req.ResponseKind().(*kmsg.FetchResponse)
+			order := []string{"a", "b", "a", "c", "b", "a", "d"}
+			var targets []*fetchTarget
+			for i := range n {
+				tg := &fetchTarget{topic: order[i%len(order)], partition: int32(i), hw: int64(i), lso: int64(i) - 1, logStart: 3}
+				if i%5 == 1 {
+					tg.errCode = kerr.NotLeaderForPartition.Code
+				}
+				if i%4 == 0 {
+					tg.aborted = []AbortedTransaction{{ProducerID: int64(i), FirstOffset: 1}}
+				}
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = tg.partition, tg.errCode, tg.hw, tg.lso, tg.logStart
+				if tg.aborted != nil {
+					rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{ProducerID: int64(i), FirstOffset: 1}}
+				}
+				rp.RecordBatches = []byte{}
+				if i%3 == 0 {
+					c := newTestChunk(&open, 1+i%100)
+					tg.records, rp.RecordBatches = c, c.b
+				}
+				targets = append(targets, tg)
+				k := slices.IndexFunc(want.Topics, func(rt kmsg.FetchResponseTopic) bool { return rt.Topic == tg.topic })
+				if k < 0 {
+					k = len(want.Topics)
+					rt := kmsg.NewFetchResponseTopic()
+					rt.Topic = tg.topic
+					want.Topics = append(want.Topics, rt)
+				}
+				want.Topics[k].Partitions = append(want.Topics[k].Partitions, rp)
+			}
+			fr := buildFetchReply(req, nil, targets)
+			defer fr.close()
+			wantBytes := want.AppendTo(nil)
+			if got := fr.AppendTo(nil); !bytes.Equal(got, wantBytes) {
+				t.Fatalf("reply encodes as %d bytes, want %d (kmsg structs appended one by one)", len(got), len(wantBytes))
+			}
+			var got bytes.Buffer
+			if _, err := fr.writeTo(&got, []byte{0, 0, 0, 0, 9, 9, 9, 9}); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes()[8:], wantBytes) || int(binary.BigEndian.Uint32(got.Bytes())) != got.Len()-4 {
+				t.Fatalf("writeTo wrote %d bytes, want %d", got.Len()-8, len(wantBytes))
+			}
+		})
 	}
 	if open != 0 {
 		t.Fatalf("%d chunks left open", open)
@@ -162,13 +225,13 @@ func TestFetchByteLimits(t *testing.T) {
 			defer fr.close()
 			for p, want := range tc.wantBatches {
 				got := 0
-				if c := fr.chunks[0][p]; c != nil {
+				if c := fr.topics[0].parts[p].records; c != nil {
 					got = c.Len() / len(batch)
 				}
 				if got != want {
 					t.Errorf("partition %d: %d batches, want %d", p, got, want)
 				}
-				if hw := fr.Topics[0].Partitions[p].HighWatermark; hw != 200 {
+				if hw := fr.topics[0].parts[p].hw; hw != 200 {
 					t.Errorf("partition %d: high watermark %d", p, hw)
 				}
 			}
@@ -219,13 +282,13 @@ func TestFetchSessions(t *testing.T) {
 	}
 	answered := func(fr *fetchReply) map[int32]int {
 		out := map[int32]int{}
-		for i, rt := range fr.Topics {
-			for j, rp := range rt.Partitions {
+		for _, rt := range fr.topics {
+			for _, rp := range rt.parts {
 				n := 0
-				if c := fr.chunks[i][j]; c != nil {
+				if c := rp.records; c != nil {
 					n = c.Len()
 				}
-				out[rp.Partition] = n
+				out[rp.partition] = n
 			}
 		}
 		return out

@@ -102,8 +102,8 @@ func TestSessionFetchReadsOnlyNews(t *testing.T) {
 				t.Fatalf("creating fetch: session %d, %d partitions read, want %d", id, b.reads.Load(), topics*per)
 			}
 			b.reads.Store(0)
-			if fr := fetch(id, 1, 0, nil); len(fr.Topics) != 0 || b.reads.Load() != 0 {
-				t.Fatalf("idle fetch answered %d topics and read %d partitions, want none", len(fr.Topics), b.reads.Load())
+			if fr := fetch(id, 1, 0, nil); len(fr.topics) != 0 || b.reads.Load() != 0 {
+				t.Fatalf("idle fetch answered %d topics and read %d partitions, want none", len(fr.topics), b.reads.Load())
 			}
 			// A waiting fetch wakes for the one append, whenever it comes.
 			done := make(chan *fetchReply)
@@ -118,9 +118,9 @@ func TestSessionFetchReadsOnlyNews(t *testing.T) {
 			}
 			fr := <-done
 			defer fr.close()
-			if len(fr.Topics) != 1 || fr.Topics[0].Topic != "n1" || len(fr.Topics[0].Partitions) != 1 ||
-				fr.Topics[0].Partitions[0].Partition != 7 || fr.chunks[0][0] == nil || fr.chunks[0][0].Len() == 0 {
-				t.Fatalf("the waiting fetch answered %+v, want n1-7's records", fr.Topics)
+			if len(fr.topics) != 1 || fr.topics[0].name != "n1" || len(fr.topics[0].parts) != 1 ||
+				fr.topics[0].parts[0].partition != 7 || fr.topics[0].parts[0].records == nil || fr.topics[0].parts[0].records.Len() == 0 {
+				t.Fatalf("the waiting fetch answered %+v, want n1-7's records", fr.topics)
 			}
 			if n := b.reads.Load(); n != 1 {
 				t.Fatalf("the waiting fetch read %d partitions, want 1", n)
@@ -128,13 +128,13 @@ func TestSessionFetchReadsOnlyNews(t *testing.T) {
 			// Found records are read again (the client may not move on);
 			// once it does, the partition is quiet again.
 			b.reads.Store(0)
-			if fr := fetch(id, 3, 0, nil); len(fr.Topics) != 1 || b.reads.Load() != 1 {
-				t.Fatalf("the next fetch answered %d topics, read %d partitions; want n1-7 again", len(fr.Topics), b.reads.Load())
+			if fr := fetch(id, 3, 0, nil); len(fr.topics) != 1 || b.reads.Load() != 1 {
+				t.Fatalf("the next fetch answered %d topics, read %d partitions; want n1-7 again", len(fr.topics), b.reads.Load())
 			}
 			fetch(id, 4, 0, map[string]map[int32]int64{"n1": {7: 2}})
 			b.reads.Store(0)
-			if fr := fetch(id, 5, 0, nil); len(fr.Topics) != 0 || b.reads.Load() != 0 {
-				t.Fatalf("after moving on: %d topics answered, %d partitions read", len(fr.Topics), b.reads.Load())
+			if fr := fetch(id, 5, 0, nil); len(fr.topics) != 0 || b.reads.Load() != 0 {
+				t.Fatalf("after moving on: %d topics answered, %d partitions read", len(fr.topics), b.reads.Load())
 			}
 			// A new log start is news too.
 			if _, err := b.DeleteRecords(ctx, "n0", 3, 0); err != nil {
@@ -148,8 +148,8 @@ func TestSessionFetchReadsOnlyNews(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.reads.Store(0)
-			if fr := fetch(id, 7, 0, nil); len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].LogStartOffset != 1 || b.reads.Load() != 1 {
-				t.Fatalf("after DeleteRecords: answered %+v, read %d partitions", fr.Topics, b.reads.Load())
+			if fr := fetch(id, 7, 0, nil); len(fr.topics) != 1 || fr.topics[0].parts[0].logStart != 1 || b.reads.Load() != 1 {
+				t.Fatalf("after DeleteRecords: answered %+v, read %d partitions", fr.topics, b.reads.Load())
 			}
 			// The connection's end detaches every watch.
 			st.endSession()
@@ -207,8 +207,8 @@ func TestSessionRereadsUnwatchedPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	fr := fetch(id, 2)
-	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 || fr.Topics[0].Partitions[0].Partition != 1 || fr.chunks[0][0] == nil {
-		t.Fatalf("after an append to late-1: answered %+v, want its records", fr.Topics)
+	if len(fr.topics) != 1 || len(fr.topics[0].parts) != 1 || fr.topics[0].parts[0].partition != 1 || fr.topics[0].parts[0].records == nil {
+		t.Fatalf("after an append to late-1: answered %+v, want its records", fr.topics)
 	}
 }
 
@@ -246,7 +246,7 @@ func TestSessionFetchMinBytesAcrossPartitions(t *testing.T) {
 	select {
 	case fr := <-done:
 		fr.close()
-		t.Fatalf("answered %+v with fewer than MinBytes", fr.Topics)
+		t.Fatalf("answered %+v with fewer than MinBytes", fr.topics)
 	default: // (it may not have read yet: the check below is what counts)
 	}
 	if _, err := b.Produce(ctx, "m", 2, batch, -1); err != nil {
@@ -255,10 +255,10 @@ func TestSessionFetchMinBytesAcrossPartitions(t *testing.T) {
 	fr := <-done
 	defer fr.close()
 	got := map[int32]int{}
-	for i, rt := range fr.Topics {
-		for j, rp := range rt.Partitions {
-			if c := fr.chunks[i][j]; c != nil {
-				got[rp.Partition] = c.Len()
+	for _, rt := range fr.topics {
+		for _, rp := range rt.parts {
+			if c := rp.records; c != nil {
+				got[rp.partition] = c.Len()
 			}
 		}
 	}
