@@ -97,16 +97,35 @@ func (s *Server) checkReplica(ctx context.Context, replicaID int32, api string) 
 	return fmt.Errorf("%w: replica id %d", ErrReplicaNotAuthorized, replicaID)
 }
 
-// requestTargets lists the partitions of a request, in request order.
+// requestTargets lists the partitions of a request, in request order,
+// made in one array.
 func requestTargets(req *kmsg.FetchRequest) []*fetchTarget {
-	var out []*fetchTarget
+	targets := make([]fetchTarget, requestPartitions(req))
+	out := make([]*fetchTarget, 0, len(targets))
 	for _, rt := range req.Topics {
-		for _, rp := range rt.Partitions {
-			out = append(out, &fetchTarget{topic: rt.Topic, topicID: rt.TopicID, partition: rp.Partition, offset: rp.FetchOffset,
-				maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch})
+		for i := range rt.Partitions {
+			t := &targets[len(out)]
+			t.position(rt.Topic, rt.TopicID, &rt.Partitions[i])
+			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// requestPartitions counts the partitions a request names.
+func requestPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	return n
+}
+
+// position sets t to what the request asks of a partition, forgetting
+// what the last read found.
+func (t *fetchTarget) position(topic string, topicID [16]byte, rp *kmsg.FetchRequestTopicPartition) {
+	*t = fetchTarget{topic: topic, topicID: topicID, partition: rp.Partition, offset: rp.FetchOffset,
+		maxBytes: rp.PartitionMaxBytes, leaderEpoch: rp.CurrentLeaderEpoch}
 }
 
 // longPoll reads the targets until enough bytes are there or the wait ends.
@@ -143,13 +162,15 @@ func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *
 		sess.clock.Tick(now) // the follower is where the session says, in every partition
 	}
 	deadline := now.Add(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
-	var read, round []*sessionPart
-	var targets []*fetchTarget
+	// The session's arrays of the last fetch are reused: a follower's
+	// fetches of 100,000 partitions grew new ones by append each time.
+	read, round, targets := sess.read[:0], sess.round[:0], sess.targets[:0]
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		sess.read, sess.round, sess.targets = read[:0], round[:0], targets[:0]
 	}()
 	for {
 		_, metaChanged := s.broker.Cluster()
@@ -173,7 +194,7 @@ func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *
 			// not applied yet, which the read may catch up with) is read
 			// again by the next fetch, which attaches it.
 			p.unwatched = sess.watcher.Watch(p.target.topic, p.target.partition, p.watch) != nil
-			targets = append(targets, p.target)
+			targets = append(targets, &p.target)
 			if !p.read {
 				p.read = true
 				read = append(read, p)
@@ -200,10 +221,13 @@ func (s *Server) sessionPoll(ctx context.Context, req *kmsg.FetchRequest, sess *
 		case <-timer.C:
 		}
 	}
-	out := make([]*fetchTarget, len(read))
+	// The session's too: buildFetchReply is done with it before the
+	// next fetch.
+	out := slices.Grow(sess.out[:0], len(read))[:len(read)]
+	sess.out = out
 	for i, p := range read {
 		p.read, p.inRound = false, false
-		out[i] = p.target
+		out[i] = &p.target
 		if p.target.errCode != 0 || p.target.found || p.unwatched {
 			sess.mark(p)
 		}

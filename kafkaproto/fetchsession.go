@@ -105,11 +105,20 @@ type fetchSession struct {
 	// wake is closed when a part is queued; nil until a fetch takes it.
 	// Guarded by mu.
 	wake chan struct{}
+
+	// fresh holds parts made in one array for the partitions of the
+	// request creating the session, not used yet (put takes them in turn).
+	fresh []sessionPart
+	// sessionPoll's arrays, kept for the next fetch (out: the targets it
+	// returns, which buildFetchReply is done with before then).
+	read, round []*sessionPart
+	targets     []*fetchTarget
+	out         []*fetchTarget
 }
 
 // sessionPart is a partition in a session and what was last sent about it.
 type sessionPart struct {
-	target                        *fetchTarget
+	target                        fetchTarget
 	watch                         *Watch
 	sent                          bool
 	sentHW, sentLSO, sentLogStart int64
@@ -133,20 +142,18 @@ func fetchTargets(ctx context.Context, s *Server, req *kmsg.FetchRequest) (*fetc
 		return nil, requestTargets(req), 0
 	case req.SessionEpoch == 0: // full fetch, (re)creating the session
 		st.endSession()
-		targets := requestTargets(req)
+		n := requestPartitions(req)
 		limit := s.sessionLimit(req, st)
 		watcher, ok := s.broker.(PartitionWatcher)
-		if len(targets) > limit || !ok {
-			return nil, targets, 0
+		if n > limit || !ok {
+			return nil, requestTargets(req), 0
 		}
 		replica := int32(-1)
 		if req.ReplicaID >= 0 {
 			replica = req.ReplicaID // fetch checked it names the peer
 		}
-		st.session = newFetchSession(s.sessionIDs.Add(1)&math.MaxInt32|1, limit, watcher, replica)
-		for _, t := range targets {
-			st.session.put(t)
-		}
+		st.session = newFetchSession(s.sessionIDs.Add(1)&math.MaxInt32|1, limit, watcher, replica, n)
+		st.session.putAll(req)
 		return st.session, nil, 0
 	}
 	sess := st.session
@@ -181,27 +188,41 @@ func (s *Server) sessionLimit(req *kmsg.FetchRequest, st *connState) int {
 	return maxSessionPartitions
 }
 
-func newFetchSession(id int32, limit int, watcher PartitionWatcher, replica int32) *fetchSession {
-	sess := &fetchSession{id: id, full: true, limit: limit, index: map[topicPartition]*sessionPart{},
-		watcher: watcher, replica: replica}
+// newFetchSession makes a session for a request of n partitions.
+func newFetchSession(id int32, limit int, watcher PartitionWatcher, replica int32, n int) *fetchSession {
+	sess := &fetchSession{id: id, full: true, limit: limit, index: make(map[topicPartition]*sessionPart, n),
+		watcher: watcher, replica: replica, fresh: make([]sessionPart, n)}
 	if replica >= 0 {
 		sess.clock = new(FetchClock)
 	}
 	return sess
 }
 
+// putAll puts every partition the request names, in request order.
+func (sess *fetchSession) putAll(req *kmsg.FetchRequest) {
+	for _, rt := range req.Topics {
+		for i := range rt.Partitions {
+			sess.put(rt.Topic, rt.TopicID, &rt.Partitions[i])
+		}
+	}
+}
+
 // put adds a partition or replaces its fetch position; either way it is
 // read by the next fetch.
-func (sess *fetchSession) put(t *fetchTarget) {
-	key := topicPartition{t.topic, t.partition}
+func (sess *fetchSession) put(topic string, topicID [16]byte, rp *kmsg.FetchRequestTopicPartition) {
+	key := topicPartition{topic, rp.Partition}
 	p, ok := sess.index[key]
 	if !ok {
-		p = &sessionPart{}
+		if len(sess.fresh) > 0 {
+			p, sess.fresh = &sess.fresh[0], sess.fresh[1:]
+		} else {
+			p = &sessionPart{}
+		}
 		p.watch = kapi.NewWatch(func() { sess.mark(p) }, sess.replica, sess.clock)
 		sess.index[key] = p
 	}
-	p.target = t
-	p.watch.SetPosition(t.offset)
+	p.target.position(topic, topicID, rp)
+	p.watch.SetPosition(rp.FetchOffset)
 	sess.mark(p)
 }
 
@@ -229,9 +250,7 @@ func (sess *fetchSession) close() {
 // past its limit.
 func (sess *fetchSession) update(req *kmsg.FetchRequest) bool {
 	sess.full = false
-	for _, t := range requestTargets(req) {
-		sess.put(t)
-	}
+	sess.putAll(req)
 	for _, ft := range req.ForgottenTopics {
 		for _, i := range ft.Partitions {
 			key := topicPartition{ft.Topic, i}
