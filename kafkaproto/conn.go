@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -324,6 +325,11 @@ func (c *conn) write(h header, resp kmsg.Response, flexibleHeader bool) error {
 		var err error
 		c.out, err = mr.writeTo(c.nc, out)
 		return err
+	}
+	if pr, ok := resp.(*kmsg.ProduceResponse); ok {
+		// Sized once, not grown by kmsg's appends; a buffer larger than
+		// keepBuffer is dropped after the write (writeLoop).
+		out = slices.Grow(out, produceResponseSize(pr))
 	}
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out, uint32(len(out)-4))

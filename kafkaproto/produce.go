@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -234,4 +235,95 @@ func produceError(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 func (s *Server) transactional() bool {
 	_, ok := s.broker.(TxnCoordinator)
 	return ok
+}
+
+// produceResponseSize is the length of resp encoded by kmsg (unknown tagged
+// fields, which this package never sets, are not counted: a response with
+// them only grows its buffer). The connection sizes its buffer with it
+// before encoding: grown by appends, the answer of a request of ~190,000
+// partitions (~7 MB) was copied into buffers of doubling sizes, 87 MB of
+// what a survivor allocated in 40 s after a kill -9 at 300,000 partitions
+// (issue 19).
+func produceResponseSize(resp *kmsg.ProduceResponse) int {
+	v, flexible := resp.Version, resp.IsFlexible()
+	arrayLen := func(n int) int {
+		if flexible {
+			return uvarintLen(uint64(n) + 1)
+		}
+		return 4
+	}
+	str := func(s string) int {
+		if flexible {
+			return uvarintLen(uint64(len(s))+1) + len(s)
+		}
+		return 2 + len(s)
+	}
+	nullable := func(s *string) int {
+		switch {
+		case s != nil:
+			return str(*s)
+		case flexible:
+			return 1
+		}
+		return 2
+	}
+	n := arrayLen(len(resp.Topics))
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if v >= 13 {
+			n += 16 // topic id
+		} else {
+			n += str(t.Topic)
+		}
+		n += arrayLen(len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			n += 4 + 2 + 8 // partition, error code, base offset
+			if v >= 2 {
+				n += 8 // log append time
+			}
+			if v >= 5 {
+				n += 8 // log start offset
+			}
+			if v >= 8 {
+				n += arrayLen(len(p.ErrorRecords))
+				for k := range p.ErrorRecords {
+					n += 4 + nullable(p.ErrorRecords[k].ErrorMessage)
+					if flexible {
+						n++ // tags
+					}
+				}
+				n += nullable(p.ErrorMessage)
+			}
+			if flexible {
+				n++ // the count of tagged fields
+				if p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 {
+					n += 1 + 1 + 4 + 4 + 1 // tag, its length, leader id, epoch, its tags
+				}
+			}
+		}
+		if flexible {
+			n++ // topic tags
+		}
+	}
+	if v >= 1 {
+		n += 4 // throttle
+	}
+	if flexible {
+		n++ // the count of tagged fields
+		if len(resp.Brokers) > 0 {
+			b := arrayLen(len(resp.Brokers))
+			for i := range resp.Brokers {
+				br := &resp.Brokers[i]
+				b += 4 + str(br.Host) + 4 + nullable(br.Rack) + 1 // node id, host, port, rack, tags
+			}
+			n += 1 + uvarintLen(uint64(b)) + b // tag, its length, the brokers
+		}
+	}
+	return n
+}
+
+// uvarintLen is the length of x as an unsigned varint.
+func uvarintLen(x uint64) int {
+	return (bits.Len64(x|1) + 6) / 7
 }
