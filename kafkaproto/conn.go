@@ -12,6 +12,7 @@ import (
 	"net"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -33,7 +34,7 @@ var (
 const (
 	minFrame   = 10       // key, version, correlation id, client id length
 	readChunk  = 64 << 10 // frame buffers grow by at most this per read
-	keepBuffer = 1 << 20  // a connection keeps a frame buffer up to this size
+	keepBuffer = 1 << 20  // a connection keeps frame and response buffers up to this size
 )
 
 // header is a parsed request header (v1 or v2).
@@ -105,9 +106,6 @@ func (s *Server) serveConn(nc net.Conn, d door) {
 			}
 			return
 		}
-		if cap(c.in) > keepBuffer {
-			c.in = nil
-		}
 	}
 }
 
@@ -143,6 +141,9 @@ func (c *conn) readFrame() ([]byte, error) {
 	if limit := c.s.frameLimit(int16(binary.BigEndian.Uint16(key))); n > limit {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, n, limit)
 	}
+	if n > keepBuffer {
+		return c.readLargeFrame(n)
+	}
 	buf := c.in[:0]
 	for len(buf) < n {
 		want := min(n, len(buf)+max(len(buf), readChunk))
@@ -158,6 +159,47 @@ func (c *conn) readFrame() ([]byte, error) {
 		}
 	}
 	c.in = buf
+	return buf, nil
+}
+
+// frameBlocks holds the readChunk-sized blocks readLargeFrame reads into
+// (the pool lets the collector take them back).
+var frameBlocks = sync.Pool{New: func() any { return new([readChunk]byte) }}
+
+// readLargeFrame reads a frame of n bytes, more than a connection keeps
+// (only Produce may be that large). Until half of it has arrived it goes
+// into pooled blocks; then into one array of n bytes, which the rest is
+// read into directly. So the frame is allocated once, and as before no
+// more is allocated than twice what arrived: grown by doubling from
+// readChunk, a 15 MB frame cost 32 MB of arrays, and the produce requests
+// of ~190,000 partitions after a kill -9 at 300,000 partitions were 40 MB
+// of what a survivor allocated in 40 s (issue 19). The array is the
+// request's alone: it is not kept for the next frame.
+func (c *conn) readLargeFrame(n int) ([]byte, error) {
+	blocks := make([]*[readChunk]byte, 0, n/2/readChunk+1)
+	defer func() {
+		for _, b := range blocks {
+			frameBlocks.Put(b)
+		}
+	}()
+	got := 0
+	for 2*got < n {
+		b := frameBlocks.Get().(*[readChunk]byte)
+		blocks = append(blocks, b)
+		m, err := io.ReadFull(c.br, b[:min(readChunk, n-got)])
+		got += m
+		if err != nil {
+			return nil, fmt.Errorf("kafkaproto: reading %d byte frame: %w", n, err)
+		}
+	}
+	buf := make([]byte, n)
+	at := 0
+	for _, b := range blocks {
+		at += copy(buf[at:got], b[:])
+	}
+	if _, err := io.ReadFull(c.br, buf[got:]); err != nil {
+		return nil, fmt.Errorf("kafkaproto: reading %d byte frame: %w", n, err)
+	}
 	return buf, nil
 }
 

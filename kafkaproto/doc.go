@@ -84,7 +84,8 @@
 //
 // A frame larger than Options.MaxRequestSize (Produce) or 1 MiB (any other
 // API) closes the connection before its body is read; the frame buffer
-// grows only as bytes arrive. kmsg refuses an array count larger than the
+// grows only as bytes arrive (a frame over 1 MiB gets an array of its own
+// once half of it has). kmsg refuses an array count larger than the
 // bytes left divided by the smallest element size before allocating, so a
 // decoded request costs at most a small multiple (measured: 16x) of its
 // frame. Unknown API keys, undecodable versions and malformed bodies close

@@ -145,7 +145,7 @@ func BenchmarkReadFrame(b *testing.B) {
 				if err != nil || len(got) != size {
 					b.Fatalf("read %d bytes, %v", len(got), err)
 				}
-				if cap(c.in) > keepBuffer { // as serveConn does after each request
+				if cap(c.in) > keepBuffer { // as serveConn did after each request (a frame over keepBuffer has its own array since)
 					c.in = nil
 				}
 			}
