@@ -2,9 +2,12 @@ package vfs
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -93,5 +96,117 @@ func TestOSFSOpenFile(t *testing.T) {
 	defer g.Close()
 	if size, err := g.Size(); err != nil || size != 0 {
 		t.Errorf("size after Create %d, %v; want 0", size, err)
+	}
+}
+
+// An fdFile reads, writes and fails as an *os.File over the same file:
+// ReadAt short only with io.EOF, errors as *PathError naming the file,
+// fs.ErrClosed after Close (a second Close too), a path of any length,
+// and a path holding a NUL refused with EINVAL.
+func TestFdFileAsOSFile(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "00000000000000000000.log")
+	f, err := openFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(*fdFile); !ok {
+		t.Fatalf("openFile gave %T, want *fdFile", f)
+	}
+	if n, err := f.WriteAt([]byte("hello"), 2); n != 5 || err != nil {
+		t.Fatalf("WriteAt: %d, %v", n, err)
+	}
+	if size, err := f.Size(); size != 7 || err != nil {
+		t.Fatalf("Size: %d, %v; want 7", size, err)
+	}
+	b := make([]byte, 4)
+	if n, err := f.ReadAt(b, 1); n != 4 || err != nil || string(b) != "\x00hel" {
+		t.Fatalf("ReadAt: %d, %q, %v", n, b[:n], err)
+	}
+	if n, err := f.ReadAt(b, 5); n != 2 || err != io.EOF || string(b[:n]) != "lo" {
+		t.Fatalf("ReadAt across the end: %d, %q, %v; want 2, \"lo\", io.EOF", n, b[:n], err)
+	}
+	if n, err := f.ReadAt(b, 7); n != 0 || err != io.EOF {
+		t.Fatalf("ReadAt at the end: %d, %v; want 0, io.EOF", n, err)
+	}
+	if _, err := f.ReadAt(b, -1); err == nil {
+		t.Fatal("ReadAt at -1: no error")
+	}
+	if err := f.Truncate(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(name); err != nil || string(got) != "\x00\x00h" {
+		t.Fatalf("file after Truncate: %q, %v", got, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for op, err := range map[string]error{
+		"read":     second(f.ReadAt(b, 0)),
+		"write":    second(f.WriteAt(b, 0)),
+		"truncate": f.Truncate(0),
+		"sync":     f.Sync(),
+		"stat":     second(f.Size()),
+		"close":    f.Close(),
+	} {
+		var pe *fs.PathError
+		if !errors.Is(err, fs.ErrClosed) || !errors.As(err, &pe) || pe.Path != name || pe.Op != op {
+			t.Errorf("%s after Close: %v, want a *PathError %q of %s wrapping fs.ErrClosed", op, err, op, name)
+		}
+	}
+	rc, err := f.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Control(func(uintptr) { t.Error("Control ran after Close") }); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("Control after Close: %v, want fs.ErrClosed", err)
+	}
+
+	long := filepath.Join(dir, strings.Repeat("d", 200), strings.Repeat("e", 100))
+	if err := os.MkdirAll(filepath.Dir(long), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := openFile(long, os.O_RDWR|os.O_CREATE); err != nil {
+		t.Fatalf("open of a %d-byte path: %v", len(long), err)
+	} else {
+		f.Close()
+	}
+	if _, err := openFile(name+"\x00x", os.O_RDWR); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("open of a path holding a NUL: %v, want EINVAL", err)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// Close while another goroutine's call uses the descriptor closes it when
+// that call ends, never under it: the number could be reused by the next
+// open meanwhile.
+func TestFdFileCloseWaitsForCalls(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(name, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := openFile(name, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := f.(*fdFile).fd
+	rc, _ := f.(syscall.Conn).SyscallConn()
+	err = rc.Control(func(uintptr) {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close during Control: %v", err)
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+			t.Errorf("descriptor closed under a Control call: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && target == name {
+		t.Errorf("descriptor %d still open on %s after the call ended", fd, name)
 	}
 }

@@ -13,3 +13,15 @@ func openFile(name string, flag int) (File, error) {
 	}
 	return osFile{f}, nil
 }
+
+// osFile is an *os.File; it keeps SyscallConn visible so Chunk.WriteTo can
+// use sendfile.
+type osFile struct{ *os.File }
+
+func (f osFile) Size() (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}

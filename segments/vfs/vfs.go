@@ -1,7 +1,8 @@
 // Package vfs is the filesystem the log in package segments reaches the disk
 // through (shaped after pebble's vfs): the FS and File interfaces, the
-// operating system's implementation (OSFS, files 0600 and directories 0700,
-// opened outside Go's poller: openfile_linux.go),
+// operating system's implementation (OSFS, files 0600 and directories 0700;
+// on Linux a file is its raw descriptor, outside Go's poller and without
+// an *os.File: openfile_linux.go),
 // and two for tests and fault injection: MemFS, in memory, whose Crash keeps
 // only what was synced (and a random part of the rest), and ErrorFS, which
 // fails chosen operations (an fsync, a torn write, ENOSPC) through an
@@ -132,16 +133,4 @@ func (osFS) SyncDir(dir string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// osFile is an *os.File; it keeps SyscallConn visible so Chunk.WriteTo can
-// use sendfile.
-type osFile struct{ *os.File }
-
-func (f osFile) Size() (int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
 }
