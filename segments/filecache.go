@@ -1,9 +1,7 @@
 package segments
 
 import (
-	"container/list"
 	"errors"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -32,16 +30,24 @@ import (
 // forget meanwhile keeps the handle it brings out of the cache: the caller
 // gets the file as it was before the forget, as a caller pinned before it
 // would have.
+//
+// A burst writing to more logs than the cache holds opens a file and
+// closes another for every append (issue 19: 300,000 partitions behind
+// 20,000 descriptors), so that cycle allocates one thing only, the
+// cachedFile: the open in flight is registered as the entry it will
+// become, and the idle list is threaded through the entries (a
+// container/list element, an opening record and its slice were three
+// more allocations an open).
 type FileCache struct {
 	max int
 
 	mu      sync.Mutex // guards the fields below; taken after any Log.mu
 	entries map[fileKey]*cachedFile
-	idle    *list.List // unpinned entries, least recently used first (by idleSince)
-	open    int        // open files, including forgotten ones still pinned
-	// opening is the opens and creates in flight, by path: a forget marks
-	// them stale.
-	opening map[fileKey][]*opening
+	idle    idleList // unpinned entries, least recently used first (by idleSince)
+	open    int      // open files, including forgotten ones still pinned
+	// opening is the opens and creates in flight, by path (chained by
+	// cachedFile.nextOpening): a forget marks them forgotten.
+	opening map[fileKey]*cachedFile
 }
 
 type fileKey struct {
@@ -49,19 +55,52 @@ type fileKey struct {
 	path string
 }
 
-// opening is one open or create in flight; stale (guarded by
-// FileCache.mu) once the path was forgotten since it started.
-type opening struct{ stale bool }
-
-// cachedFile is one open file; refs counts its pins. Fields other than f and
-// key are guarded by FileCache.mu.
+// cachedFile is one open file; refs counts its pins. Before its file is
+// open it is an open or create in flight (in FileCache.opening), forgotten
+// once the path was forgotten since it started. Fields other than f and
+// key are guarded by FileCache.mu; f is set before the entry is inserted.
 type cachedFile struct {
 	key       fileKey
 	f         vfs.File
 	refs      int
-	elem      *list.Element // in idle while refs == 0 and not forgotten
-	forgotten bool          // no longer in entries; closed at refs == 0
-	idleSince time.Time     // when refs last fell to 0 (monotonic clock)
+	forgotten bool      // not in entries (or not to be); closed at refs == 0
+	idleSince time.Time // when refs last fell to 0 (monotonic clock)
+	// prev and next link it in FileCache.idle while refs == 0 and not
+	// forgotten; nextOpening chains the opens in flight of one path.
+	prev, next, nextOpening *cachedFile
+}
+
+// idleList is a doubly linked list of cachedFiles through their prev and
+// next fields.
+type idleList struct {
+	front, back *cachedFile
+	len         int
+}
+
+func (l *idleList) pushBack(e *cachedFile) {
+	e.prev, e.next = l.back, nil
+	if l.back != nil {
+		l.back.next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+	l.len++
+}
+
+func (l *idleList) remove(e *cachedFile) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.front = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.back = e.prev
+	}
+	e.prev, e.next = nil, nil
+	l.len--
 }
 
 // NewFileCache returns a cache holding at most max open files (at least 1).
@@ -69,8 +108,8 @@ func NewFileCache(max int) *FileCache {
 	if max < 1 {
 		max = 1
 	}
-	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile), idle: list.New(),
-		opening: make(map[fileKey][]*opening)}
+	return &FileCache{max: max, entries: make(map[fileKey]*cachedFile),
+		opening: make(map[fileKey]*cachedFile)}
 }
 
 // OpenFiles reports the number of files the cache holds open.
@@ -85,11 +124,7 @@ func (c *FileCache) acquire(fs vfs.FS, path string) (*cachedFile, error) {
 	k := fileKey{fs, path}
 	c.mu.Lock()
 	if e, ok := c.entries[k]; ok {
-		if e.refs == 0 {
-			c.idle.Remove(e.elem)
-			e.elem = nil
-		}
-		e.refs++
+		c.pinLocked(e)
 		c.mu.Unlock()
 		return e, nil
 	}
@@ -97,26 +132,31 @@ func (c *FileCache) acquire(fs vfs.FS, path string) (*cachedFile, error) {
 	c.mu.Unlock()
 	f, err := c.openRoom(func() (vfs.File, error) { return fs.Open(path) })
 	c.mu.Lock()
-	c.endLocked(k, op)
+	c.endLocked(op)
 	if err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
-	if e, ok := c.entries[k]; ok && !op.stale {
+	if e, ok := c.entries[k]; ok && !op.forgotten {
 		// Opened meanwhile by another caller: share its handle.
-		if e.refs == 0 {
-			c.idle.Remove(e.elem)
-			e.elem = nil
-		}
-		e.refs++
+		c.pinLocked(e)
 		c.mu.Unlock()
 		_ = f.Close()
 		return e, nil
 	}
-	e, closing := c.insertLocked(k, f, op.stale)
+	var buf [1]vfs.File
+	closing := c.insertLocked(op, f, buf[:0])
 	c.mu.Unlock()
 	closeAll(closing)
-	return e, nil
+	return op, nil
+}
+
+// pinLocked pins e, cached.
+func (c *FileCache) pinLocked(e *cachedFile) {
+	if e.refs == 0 {
+		c.idle.remove(e)
+	}
+	e.refs++
 }
 
 // create creates (or truncates) path and returns it pinned.
@@ -129,7 +169,7 @@ func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	closeAll(closing)
 	f, err := c.openRoom(func() (vfs.File, error) { return fs.Create(path) })
 	c.mu.Lock()
-	c.endLocked(k, op)
+	c.endLocked(op)
 	if err != nil {
 		c.mu.Unlock()
 		return nil, err
@@ -137,11 +177,10 @@ func (c *FileCache) create(fs vfs.FS, path string) (*cachedFile, error) {
 	// Whatever was cached under path meanwhile may be the file before
 	// this create: the created one replaces it.
 	closing = c.forgetLocked(k, nil)
-	e, more := c.insertLocked(k, f, op.stale)
+	closing = c.insertLocked(op, f, closing)
 	c.mu.Unlock()
 	closeAll(closing)
-	closeAll(more)
-	return e, nil
+	return op, nil
 }
 
 // openRoom runs open, and when the process is out of descriptors (EMFILE,
@@ -160,8 +199,8 @@ func (c *FileCache) openRoom(open func() (vfs.File, error)) (vfs.File, error) {
 	}
 	c.mu.Lock()
 	var closing []vfs.File
-	for n := (c.idle.Len() + 1) / 2; n > 0; n-- {
-		closing = c.closeIdleLocked(c.idle.Front().Value.(*cachedFile), closing)
+	for n := (c.idle.len + 1) / 2; n > 0; n-- {
+		closing = c.closeIdleLocked(c.idle.front, closing)
 	}
 	c.mu.Unlock()
 	if len(closing) == 0 {
@@ -171,40 +210,50 @@ func (c *FileCache) openRoom(open func() (vfs.File, error)) (vfs.File, error) {
 	return open()
 }
 
-// startLocked registers an open or create of k in flight.
-func (c *FileCache) startLocked(k fileKey) *opening {
-	op := &opening{}
-	c.opening[k] = append(c.opening[k], op)
+// startLocked registers an open or create of k in flight: the entry it
+// becomes once its file is open.
+func (c *FileCache) startLocked(k fileKey) *cachedFile {
+	op := &cachedFile{key: k, nextOpening: c.opening[k]}
+	c.opening[k] = op
 	return op
 }
 
 // endLocked unregisters it.
-func (c *FileCache) endLocked(k fileKey, op *opening) {
-	ops := slices.DeleteFunc(c.opening[k], func(o *opening) bool { return o == op })
-	if len(ops) == 0 {
-		delete(c.opening, k)
+func (c *FileCache) endLocked(op *cachedFile) {
+	p := c.opening[op.key]
+	if p == op {
+		if op.nextOpening == nil {
+			delete(c.opening, op.key)
+		} else {
+			c.opening[op.key] = op.nextOpening
+		}
 	} else {
-		c.opening[k] = ops
+		for p.nextOpening != op {
+			p = p.nextOpening
+		}
+		p.nextOpening = op.nextOpening
 	}
+	op.nextOpening = nil
 }
 
-// insertLocked pins f, opened as k, and returns the files to close (after
-// c.mu is released) to keep within max. A stale open (k was forgotten
-// while it was in flight) is pinned but not cached: closed at its release.
-func (c *FileCache) insertLocked(k fileKey, f vfs.File, stale bool) (*cachedFile, []vfs.File) {
-	e := &cachedFile{key: k, f: f, refs: 1, forgotten: stale}
-	if !stale {
-		c.entries[k] = e
+// insertLocked pins e, an open just ended (endLocked), with its file f
+// and appends to closing the files to close (after c.mu is released) to
+// keep within max. An open forgotten while it was in flight is pinned but
+// not cached: closed at its release.
+func (c *FileCache) insertLocked(e *cachedFile, f vfs.File, closing []vfs.File) []vfs.File {
+	e.f, e.refs = f, 1
+	if !e.forgotten {
+		c.entries[e.key] = e
 	}
 	c.open++
-	return e, c.evictLocked(nil)
+	return c.evictLocked(closing)
 }
 
 // evictLocked appends to closing the idle files to close to keep within
 // max, taken out of the cache.
 func (c *FileCache) evictLocked(closing []vfs.File) []vfs.File {
-	for c.open > c.max && c.idle.Len() > 0 {
-		closing = c.closeIdleLocked(c.idle.Front().Value.(*cachedFile), closing)
+	for c.open > c.max && c.idle.len > 0 {
+		closing = c.closeIdleLocked(c.idle.front, closing)
 	}
 	return closing
 }
@@ -212,8 +261,7 @@ func (c *FileCache) evictLocked(closing []vfs.File) []vfs.File {
 // closeIdleLocked takes the idle entry e out of the cache and appends its
 // file to closing.
 func (c *FileCache) closeIdleLocked(e *cachedFile, closing []vfs.File) []vfs.File {
-	c.idle.Remove(e.elem)
-	e.elem = nil
+	c.idle.remove(e)
 	delete(c.entries, e.key)
 	return c.closeLocked(e, closing)
 }
@@ -240,13 +288,14 @@ func (c *FileCache) release(e *cachedFile) {
 		c.mu.Unlock()
 		return
 	}
-	var closing []vfs.File
+	var buf [1]vfs.File
+	closing := buf[:0]
 	if e.forgotten {
-		closing = c.closeLocked(e, nil)
+		closing = c.closeLocked(e, closing)
 	} else {
 		e.idleSince = time.Now()
-		e.elem = c.idle.PushBack(e)
-		closing = c.evictLocked(nil)
+		c.idle.pushBack(e)
+		closing = c.evictLocked(closing)
 	}
 	c.mu.Unlock()
 	closeAll(closing)
@@ -261,8 +310,8 @@ func (c *FileCache) release(e *cachedFile) {
 func (c *FileCache) CloseIdle(cutoff time.Time) int {
 	c.mu.Lock()
 	var closing []vfs.File
-	for c.idle.Len() > 0 {
-		e := c.idle.Front().Value.(*cachedFile)
+	for c.idle.len > 0 {
+		e := c.idle.front
 		if !e.idleSince.Before(cutoff) {
 			break
 		}
@@ -284,8 +333,8 @@ func (c *FileCache) forget(fs vfs.FS, path string) {
 }
 
 func (c *FileCache) forgetLocked(k fileKey, closing []vfs.File) []vfs.File {
-	for _, op := range c.opening[k] {
-		op.stale = true
+	for op := c.opening[k]; op != nil; op = op.nextOpening {
+		op.forgotten = true
 	}
 	e, ok := c.entries[k]
 	if !ok {
@@ -294,8 +343,7 @@ func (c *FileCache) forgetLocked(k fileKey, closing []vfs.File) []vfs.File {
 	delete(c.entries, k)
 	e.forgotten = true
 	if e.refs == 0 {
-		c.idle.Remove(e.elem)
-		e.elem = nil
+		c.idle.remove(e)
 		closing = c.closeLocked(e, closing)
 	}
 	return closing
