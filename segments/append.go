@@ -157,9 +157,10 @@ func (l *Log) appendLocked(buf []byte, hs []recordbatch.Header, assign func()) (
 // writeLocked writes buf at the end of s. On failure it cuts the file back
 // so no partial batch is left, and the error becomes sticky.
 func (l *Log) writeLocked(s *segment, buf []byte) error {
-	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	path := l.segPathLocked(s)
+	cf, err := l.files.acquire(l.fs, path)
 	if err != nil {
-		return l.failLocked(fmt.Errorf("segments: open %s: %w", s.path(l.dir), err))
+		return l.failLocked(fmt.Errorf("segments: open %s: %w", path, err))
 	}
 	defer l.files.release(cf)
 	s.indexOnDisk = false
@@ -167,7 +168,7 @@ func (l *Log) writeLocked(s *segment, buf []byte) error {
 		if terr := cf.f.Truncate(s.size); terr != nil {
 			l.logger.Error("segments: cannot cut back a failed write; recovery will", "err", terr)
 		}
-		return l.failLocked(fmt.Errorf("segments: write %s: %w", s.path(l.dir), err))
+		return l.failLocked(fmt.Errorf("segments: write %s: %w", path, err))
 	}
 	return nil
 }

@@ -86,6 +86,10 @@ type Log struct {
 	// tail is the latest batches of the active segment, kept in memory
 	// for reads (tail.go); nil until the first append with tails set.
 	tail *logTail
+	// segPath is the path of the segment based at segPathBase, the last
+	// one an append or read asked for (segPathLocked); "" until then.
+	segPath     string
+	segPathBase int64
 }
 
 // Open opens (recovering if needed) or creates the log in dir.

@@ -67,7 +67,7 @@ func (l *Log) readSegmentLocked(s *segment, offset int64, maxBytes int, maxOffse
 	if err := l.loadLocked(s); err != nil {
 		return nil, false, err
 	}
-	cf, err := l.files.acquire(l.fs, s.path(l.dir))
+	cf, err := l.files.acquire(l.fs, l.segPathLocked(s))
 	if err != nil {
 		return nil, false, fmt.Errorf("segments: read: %w", err)
 	}

@@ -58,9 +58,10 @@ func writeSegmentName(b *strings.Builder, base int64, suffix string) {
 }
 
 // path is the segment file's path in dir, a Log's directory (cleaned by
-// newLog). Every append and read makes it, to find its file in the
+// newLog). Every append and read needs it, to find its file in the
 // FileCache: filepath.Join and Sprintf took 0.76 us of it, ~15% of an
 // append to a log whose file is open (BenchmarkAppendEachPartition).
+// They take it from segPathLocked, which makes it once a segment.
 func (s *segment) path(dir string) string {
 	if dir == "" || dir == "." || os.IsPathSeparator(dir[len(dir)-1]) { // the root
 		return filepath.Join(dir, segmentName(s.base, logSuffix))
@@ -71,6 +72,19 @@ func (s *segment) path(dir string) string {
 	b.WriteByte(filepath.Separator)
 	writeSegmentName(&b, s.base, logSuffix)
 	return b.String()
+}
+
+// segPathLocked is s.path(l.dir), kept for the last segment asked, the
+// active one while appends come: each append and read finds its file in
+// the FileCache by path, and a burst writing to more logs than the cache
+// holds also opens it by that path, so a path made per append was an
+// allocation of each (issue 19). One path a log, not one a segment: a
+// node holds 300,000 logs.
+func (l *Log) segPathLocked(s *segment) string {
+	if l.segPath == "" || l.segPathBase != s.base {
+		l.segPath, l.segPathBase = s.path(l.dir), s.base
+	}
+	return l.segPath
 }
 
 // parseSegmentName returns the base offset of a "%020d.log" file name.
