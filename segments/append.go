@@ -166,7 +166,7 @@ func (l *Log) writeLocked(s *segment, buf []byte) error {
 	s.indexOnDisk = false
 	if _, err := cf.f.WriteAt(buf, s.size); err != nil {
 		if terr := cf.f.Truncate(s.size); terr != nil {
-			l.logger.Error("segments: cannot cut back a failed write; recovery will", "err", terr)
+			l.logger().Error("segments: cannot cut back a failed write; recovery will", "err", terr)
 		}
 		return l.failLocked(fmt.Errorf("segments: write %s: %w", path, err))
 	}

@@ -223,7 +223,7 @@ func (l *Log) closeUnsynced(side []SideFile) (names []string, rescan bool, err e
 		if err := writeFileNoSync(l.fs, filepath.Join(l.dir, f.name+tmpSuffix), f.data); err != nil {
 			if strings.HasSuffix(f.name, txnIndexSuffix) {
 				// As in Close: a missing .txnindex is rebuilt by a replay.
-				l.logger.Warn("segments: cannot write transaction index", "file", f.name, "err", err)
+				l.logger().Warn("segments: cannot write transaction index", "file", f.name, "err", err)
 				continue
 			}
 			return nil, false, fmt.Errorf("segments: close %s: write %s: %w", l.dir, f.name, err)

@@ -71,7 +71,7 @@ func (l *Log) compact(nowMs int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || l.err != nil || c.gen != l.segsGen {
-		l.logger.Debug("segments: compaction pass dropped: segments changed under it")
+		l.logger().Debug("segments: compaction pass dropped: segments changed under it")
 		return nil // the next pass redoes it
 	}
 	for len(done) > 0 {
@@ -171,7 +171,7 @@ func (l *Log) collectKeys(s *segment, size int64, c *cleaner) error {
 		if err != nil {
 			// Its keys may be partly collected: filter keeps the batch
 			// whole, and a later record of a key it holds may still win.
-			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
+			l.logger().Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
 		}
 		return nil
 	})
@@ -238,7 +238,7 @@ func (l *Log) cleanSegment(s *segment, size int64, interval int32, c *cleaner) (
 	err = l.walkSegment(s, size, func(_ int64, h recordbatch.Header, b []byte) error {
 		nb, err := c.filter(h, b)
 		if err != nil {
-			l.logger.Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
+			l.logger().Warn("segments: compaction keeps an undecodable batch", "offset", h.BaseOffset, "err", err)
 			nb = b
 		}
 		if len(nb) != len(b) {

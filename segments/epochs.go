@@ -93,7 +93,7 @@ func (l *Log) writeState(st logState) error {
 	}
 	if l.legacyEpochs.Load() {
 		if err := removeIfExists(l.fs, filepath.Join(l.dir, epochsFile)); err != nil {
-			l.logger.Warn("segments: cannot remove the old leader-epoch checkpoint; ignored from now on", "err", err)
+			l.logger().Warn("segments: cannot remove the old leader-epoch checkpoint; ignored from now on", "err", err)
 			return nil
 		}
 		l.legacyEpochs.Store(false)

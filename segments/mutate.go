@@ -276,7 +276,7 @@ func (l *Log) dropOldestLocked(n int) error {
 	// The new oldest segment's transaction state must not need the
 	// segments going away: rebuilt (and its file rewritten) now if bad.
 	if err := l.txnLoadLocked(n); err != nil {
-		l.logger.Warn("segments: transaction state of the new oldest segment unknown", "segment", l.segs[n].base, "err", err)
+		l.logger().Warn("segments: transaction state of the new oldest segment unknown", "segment", l.segs[n].base, "err", err)
 	} else {
 		l.saveTxnIndexLocked(l.segs[n], nil, -1)
 	}

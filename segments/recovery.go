@@ -67,7 +67,7 @@ func (l *Log) openLocked() error {
 	if st.Restarting {
 		// A Reset, or a Truncate below the log start, cut short: what is
 		// left of the old log goes, as it would have.
-		l.logger.Warn("segments: finishing a restart of the log cut short", "start", st.StartOffset, "segments", len(l.segs))
+		l.logger().Warn("segments: finishing a restart of the log cut short", "start", st.StartOffset, "segments", len(l.segs))
 		return l.restartAtLocked(st.StartOffset)
 	}
 	for _, s := range l.segs {
@@ -110,7 +110,7 @@ func (l *Log) openLocked() error {
 		// start moved, or cut by a Truncate whose restart did not begin):
 		// start over at the start offset, as Kafka does, so it never
 		// moves back.
-		l.logger.Warn("segments: log ends below its start offset; restarting it empty", "start", l.start, "end", l.end)
+		l.logger().Warn("segments: log ends below its start offset; restarting it empty", "start", l.start, "end", l.end)
 		return l.restartAtLocked(l.start)
 	}
 	l.trimEpochsLocked()
@@ -126,7 +126,7 @@ func (l *Log) readStateLocked() (logState, error) {
 	if err != nil {
 		// Corrupt (a checksum that does not match) or not ours: nothing
 		// in it is trusted, the log is recovered as one without it.
-		l.logger.Warn("segments: ignoring a bad state file; recovering every segment", "file", filepath.Join(l.dir, stateFile), "err", err)
+		l.logger().Warn("segments: ignoring a bad state file; recovering every segment", "file", filepath.Join(l.dir, stateFile), "err", err)
 		return logState{}, nil
 	}
 	return st, nil
@@ -139,7 +139,7 @@ func (l *Log) readEpochsLocked() ([]epochEntry, error) {
 	}
 	es, err := statefile.DecodeLegacyEpochs(b)
 	if err != nil {
-		l.logger.Warn("segments: ignoring a bad leader-epoch checkpoint", "err", err)
+		l.logger().Warn("segments: ignoring a bad leader-epoch checkpoint", "err", err)
 		return nil, nil
 	}
 	return es, nil
@@ -255,7 +255,7 @@ func (l *Log) recoverSegmentLocked(s *segment, minNext int64) (stopped bool, err
 		return false, fmt.Errorf("scan %s: %w", s.path(l.dir), err)
 	}
 	if r.stop != nil {
-		l.logger.Warn("segments: truncating a torn or corrupt tail", "segment", s.base, "at", r.valid, "size", s.size, "reason", r.stop)
+		l.logger().Warn("segments: truncating a torn or corrupt tail", "segment", s.base, "at", r.valid, "size", s.size, "reason", r.stop)
 		if err := cf.f.Truncate(r.valid); err != nil {
 			return false, err
 		}
@@ -340,12 +340,12 @@ func (l *Log) loadLocked(s *segment) error {
 		// read: said once per process at Info, each segment at Debug (a
 		// line per segment flooded the log of a node with thousands).
 		if upgradeRebuilds.Add(1) == 1 {
-			l.logger.Info("segments: rebuilding index files of a previous release (without a checksum): each sealed segment's once, on its first read; each segment is logged at Debug", "segment", s.path(l.dir))
+			l.logger().Info("segments: rebuilding index files of a previous release (without a checksum): each sealed segment's once, on its first read; each segment is logged at Debug", "segment", s.path(l.dir))
 		} else {
-			l.logger.Debug("segments: rebuilding index files of a previous release", "segment", s.path(l.dir))
+			l.logger().Debug("segments: rebuilding index files of a previous release", "segment", s.path(l.dir))
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		l.logger.Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", err)
+		l.logger().Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", err)
 	}
 	return l.rebuildIndexLocked(s, cf.f)
 }
@@ -361,12 +361,12 @@ func (l *Log) rebuildIndexLocked(s *segment, f vfs.File) error {
 	if r.stop != nil {
 		// Below the recovery point the bytes were fsynced; keep them, index
 		// what is readable, and say so.
-		l.logger.Error("segments: corrupt batch below the recovery point", "segment", s.base, "at", r.valid, "reason", r.stop)
+		l.logger().Error("segments: corrupt batch below the recovery point", "segment", s.base, "at", r.valid, "reason", r.stop)
 	}
 	s.idx, s.next, s.maxTs, s.rollTs, s.loaded = r.idx, r.next, r.maxTs, r.rollTs, true
 	if s != l.active() {
 		if err := l.sealLocked(s); err != nil {
-			l.logger.Warn("segments: cannot write rebuilt index", "err", err)
+			l.logger().Warn("segments: cannot write rebuilt index", "err", err)
 		}
 	}
 	return nil
@@ -377,7 +377,7 @@ func (l *Log) rebuildIndexLocked(s *segment, f vfs.File) error {
 // errBadIndex: an index file changed on disk, see checkEntry); the read is
 // then answered from the rebuilt index.
 func (l *Log) rebuildBadIndexLocked(s *segment, f vfs.File, cause error) error {
-	l.logger.Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", cause)
+	l.logger().Warn("segments: rebuilding an index that does not match its segment", "segment", s.path(l.dir), "reason", cause)
 	return l.rebuildIndexLocked(s, f)
 }
 

@@ -217,7 +217,7 @@ func (l *Log) retainLocked(now time.Time) error {
 	if err := l.markDirtyLocked(); err != nil {
 		return err
 	}
-	l.logger.Debug("segments: retention deletes segments", "count", n)
+	l.logger().Debug("segments: retention deletes segments", "count", n)
 	if err := l.dropOldestLocked(n); err != nil {
 		return err
 	}

@@ -192,7 +192,7 @@ func (l *Log) writeSeal(p *pendingSeal, st logState) error {
 		if err := writeFileAtomicNoDirSync(l.fs, l.dir, f.name, f.data); err != nil {
 			if strings.HasSuffix(f.name, txnIndexSuffix) {
 				// As before: a missing .txnindex is rebuilt by a replay.
-				l.logger.Warn("segments: cannot write transaction index", "file", f.name, "err", err)
+				l.logger().Warn("segments: cannot write transaction index", "file", f.name, "err", err)
 				continue
 			}
 			return fmt.Errorf("segments: write index: %w", err)

@@ -67,7 +67,7 @@ func (l *Log) Recover() error {
 	if err := l.reopenLocked(); err != nil {
 		return fmt.Errorf("%w: reopen %s: %w", ErrStorage, l.dir, err)
 	}
-	l.logger.Info("segments: log recovered; appends accepted again", "end", l.end)
+	l.logger().Info("segments: log recovered; appends accepted again", "end", l.end)
 	return nil
 }
 
@@ -86,7 +86,7 @@ func (l *Log) probe() error {
 func (l *Log) reopenLocked() error {
 	l.forgetFilesLocked()
 	l.dropTailLocked()
-	fresh := &Log{dir: l.dir, fs: l.fs, files: l.files, logger: l.logger, now: l.now, cfg: l.cfg}
+	fresh := &Log{dir: l.dir, fs: l.fs, files: l.files, baseLogger: l.baseLogger, now: l.now, cfg: l.cfg}
 	err := fresh.openLocked()
 	if err == nil {
 		err = fresh.resyncLocked()

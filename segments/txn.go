@@ -211,7 +211,7 @@ func (l *Log) txnBaseLocked(i int, f txnIndexFile, ferr error) (map[int64]Ongoin
 		return f.base, nil
 	}
 	if !errors.Is(ferr, os.ErrNotExist) {
-		l.logger.Info("segments: rebuilding transaction index", "segment", l.segs[i].base, "reason", ferr)
+		l.logger().Info("segments: rebuilding transaction index", "segment", l.segs[i].base, "reason", ferr)
 	}
 	if i == 0 {
 		return map[int64]OngoingTxn{}, nil
@@ -305,7 +305,7 @@ func (l *Log) rebuildTxnsFromLocked(i int) error {
 func (l *Log) saveTxnIndexLocked(s *segment, end map[int64]OngoingTxn, endOffset int64) {
 	f := l.txnIndexFileLocked(s, end, endOffset)
 	if err := writeFileAtomic(l.fs, l.dir, f.name, f.data); err != nil {
-		l.logger.Warn("segments: cannot write transaction index", "segment", s.base, "err", err)
+		l.logger().Warn("segments: cannot write transaction index", "segment", s.base, "err", err)
 	}
 	s.txnListed = true // or its old file, if any, is
 }
