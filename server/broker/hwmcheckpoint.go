@@ -91,6 +91,11 @@ type hwmCheckpoint struct {
 	covered uint64
 	// requested counts the lowered-mark requests (syncLoweredHWM).
 	requested atomic.Uint64
+	// bufs is the memory each write builds and encodes the checkpoint
+	// in, and spare the array of the dirty list it took (cleared), kept
+	// for the next write (guarded by writeMu: the writer's own).
+	bufs  checkpointBufs
+	spare []*Partition
 
 	// marksMu guards table, dirty, changed and written; a leaf.
 	marksMu sync.Mutex
@@ -303,14 +308,19 @@ func (b *Broker) writeHWMsLocked() error {
 	req := c.requested.Load() // before the marks are read: each request up to it is covered
 	c.marksMu.Lock()
 	dirty := c.dirty
-	c.dirty = nil
+	c.dirty, c.spare = c.spare[:0], nil
+	defer func() {
+		clear(dirty) // holds no partition
+		c.spare = dirty[:0]
+	}()
 	for _, p := range dirty {
 		p.hwmDirty.Store(false) // before its mark is read: a move from now on is the next write's
 	}
 	gen := c.changed
-	cp := c.table.checkpoint()
+	cp := c.table.checkpointInto(&c.bufs)
 	c.marksMu.Unlock()
-	if err := segments.WriteFileAtomic(c.fs, c.dir, hwmCheckpointFile, cp.Encode()); err != nil {
+	c.bufs.file = cp.AppendEncode(c.bufs.file[:0])
+	if err := segments.WriteFileAtomic(c.fs, c.dir, hwmCheckpointFile, c.bufs.file); err != nil {
 		for _, p := range dirty {
 			p.hwmMoved() // still to write
 		}
