@@ -155,3 +155,49 @@ func TestForgetsKeepTheRequestWithinTheLeadersLimit(t *testing.T) {
 		t.Fatalf("%d forgotten, want the request filled with forgets", forgot)
 	}
 }
+
+// A request is built in the memory of the one before (issue 19): it
+// lists and forgets only its own partitions, in its own topics, however
+// many the one before held, and once the session's requests were as
+// large before, building one allocates nothing.
+func TestRequestReusesTheOneBefore(t *testing.T) {
+	var s Session[int, struct{}]
+	names := []string{"t0", "t1", "t2"}
+	tp := func(i int) TopicPartition { return TopicPartition{names[i%3], int32(i)} }
+	r := s.NewRequest(1, 0, 1<<20)
+	for i := range 300 {
+		r.List(i, tp(i), Pos{1, 5, 0}, 1<<20, struct{}{})
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SessionID = 3
+	if err := s.Answered(r.Req, resp); err != nil {
+		t.Fatal(err)
+	}
+	build := func(list, forget []int) *kmsg.FetchRequest {
+		r := s.NewRequest(1, 0, 1<<20)
+		for _, i := range list {
+			r.List(i, tp(i), Pos{1, 6, 0}, 1<<20, struct{}{})
+		}
+		for _, i := range forget {
+			r.Forget(i)
+		}
+		return r.Req
+	}
+	req := build([]int{3, 4, 5}, []int{9, 10})
+	if got := fmt.Sprint(positions(req)); got != "map[3:6 4:6 5:6]" || len(req.Topics) != 3 || req.SessionID != 3 || req.SessionEpoch != 1 {
+		t.Fatalf("request after one of 300: lists %s in %d topics, session %d epoch %d", got, len(req.Topics), req.SessionID, req.SessionEpoch)
+	}
+	if ft := req.ForgottenTopics; len(ft) != 2 || ft[0].Topic != "t0" || fmt.Sprint(ft[0].Partitions) != "[9]" || ft[1].Topic != "t1" || fmt.Sprint(ft[1].Partitions) != "[10]" {
+		t.Fatalf("forgets %v", req.ForgottenTopics)
+	}
+	if err := s.Answered(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if req := build(nil, nil); len(req.Topics) != 0 || len(req.ForgottenTopics) != 0 || req.SessionEpoch != 2 {
+		t.Fatalf("empty request lists %v, forgets %v at epoch %d", req.Topics, req.ForgottenTopics, req.SessionEpoch)
+	}
+	list := []int{20, 21, 22, 23}
+	if n := testing.AllocsPerRun(20, func() { build(list, nil) }); n != 0 {
+		t.Fatalf("building a request as large as one before allocates %v times, want 0", n)
+	}
+}

@@ -65,6 +65,11 @@ type Session[K comparable, V any] struct {
 	epoch int32
 	sent  map[K]held[V]
 	byKey map[TopicPartition]K
+	// next is the request NewRequest returns, its memory reused from
+	// the one before (issue 19: building each request's partition list
+	// anew was 108 MB of a survivor's 2.26 GB in the 40 s after a kill
+	// -9 at 300,000 partitions).
+	next Request[K, V]
 }
 
 type held[V any] struct {
@@ -121,9 +126,18 @@ type Request[K comparable, V any] struct {
 
 // NewRequest starts the session's next request from replica, waiting at
 // most wait for at least one byte and at most maxBytes. A full request
-// starts the session's positions over.
+// starts the session's positions over. The request is built in the
+// memory of the one before, which must no longer be used (its Req
+// neither): a session's requests are sent one at a time.
 func (s *Session[K, V]) NewRequest(replica int32, wait time.Duration, maxBytes int32) *Request[K, V] {
-	req := kmsg.NewPtrFetchRequest()
+	r := &s.next
+	if r.Req == nil {
+		r.Req = kmsg.NewPtrFetchRequest()
+	}
+	topics, forgotten := r.Req.Topics[:0], r.Req.ForgottenTopics[:0]
+	req := r.Req
+	*req = kmsg.NewFetchRequest()
+	req.Topics, req.ForgottenTopics = topics, forgotten
 	req.SetVersion(12)
 	req.ReplicaID = replica
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
@@ -138,7 +152,10 @@ func (s *Session[K, V]) NewRequest(replica int32, wait time.Duration, maxBytes i
 	if s.sent == nil {
 		s.sent, s.byKey = map[K]held[V]{}, map[TopicPartition]K{}
 	}
-	return &Request[K, V]{Req: req, s: s}
+	clear(r.topics)
+	clear(r.forgotten)
+	r.Listed, r.size, r.s = 0, 0, s
+	return r
 }
 
 // Room reports whether the request may list another partition of topic.
@@ -161,10 +178,12 @@ func (r *Request[K, V]) List(k K, tp TopicPartition, pos Pos, maxBytes int32, v 
 	r.size += r.cost(r.topics, tp.Topic, listedBytes)
 	i, ok := r.topics[tp.Topic]
 	if !ok {
-		t := kmsg.NewFetchRequestTopic()
-		t.Topic = tp.Topic
-		r.Req.Topics = append(r.Req.Topics, t)
-		i = len(r.Req.Topics) - 1
+		i = len(r.Req.Topics)
+		r.Req.Topics = reuseTail(r.Req.Topics)
+		t := &r.Req.Topics[i]
+		parts := t.Partitions[:0]
+		*t = kmsg.NewFetchRequestTopic()
+		t.Topic, t.Partitions = tp.Topic, parts
 		if r.topics == nil {
 			r.topics = map[string]int{}
 		}
@@ -197,16 +216,29 @@ func (r *Request[K, V]) Forget(k K) {
 	r.size += r.cost(r.forgotten, h.tp.Topic, forgottenBytes)
 	i, ok := r.forgotten[h.tp.Topic]
 	if !ok {
-		ft := kmsg.NewFetchRequestForgottenTopic()
-		ft.Topic = h.tp.Topic
-		r.Req.ForgottenTopics = append(r.Req.ForgottenTopics, ft)
-		i = len(r.Req.ForgottenTopics) - 1
+		i = len(r.Req.ForgottenTopics)
+		r.Req.ForgottenTopics = reuseTail(r.Req.ForgottenTopics)
+		ft := &r.Req.ForgottenTopics[i]
+		parts := ft.Partitions[:0]
+		*ft = kmsg.NewFetchRequestForgottenTopic()
+		ft.Topic, ft.Partitions = h.tp.Topic, parts
 		if r.forgotten == nil {
 			r.forgotten = map[string]int{}
 		}
 		r.forgotten[h.tp.Topic] = i
 	}
 	r.Req.ForgottenTopics[i].Partitions = append(r.Req.ForgottenTopics[i].Partitions, h.tp.Partition)
+}
+
+// reuseTail is s one element longer: the element past its length when
+// its array has one (the caller keeps what it holds worth keeping, its
+// partitions' array), a zero one appended otherwise.
+func reuseTail[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s[:len(s)+1]
+	}
+	var zero T
+	return append(s, zero)
 }
 
 // ForgetIfRoom forgets k, as Forget does, when the request has room for
