@@ -110,6 +110,7 @@ type leaderFetcher struct {
 	// when they were collected.
 	session replfetch.Session[*Partition, *followState]
 	work    map[*Partition]*followState
+	answer  *fetchAnswer // the last round's, reused once its applies are done (fetchapply.go)
 	lowDisk bool
 	looked  int // partitions the rounds looked at, summed (tests count it)
 }
@@ -233,6 +234,7 @@ func (f *leaderFetcher) run() {
 				continue
 			}
 			conn = kafkaconn.New(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
+			conn.Watch(f.m.ctx) // Close ends a fetch in flight at once
 		}
 		if err := f.round(conn); err != nil {
 			if f.m.ctx.Err() == nil {

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -108,22 +107,20 @@ func (f *leaderFetcher) fetch(conn *kafkaconn.Conn) error {
 	t1 := time.Now()
 	stats.buildNanos.Add(int64(t1.Sub(t0)))
 	stats.requests.Add(1)
-	resp := kmsg.NewPtrFetchResponse()
-	ctx, cancel := context.WithTimeout(f.m.ctx, replicaFetchWait+30*time.Second)
-	defer cancel()
-	err := conn.Do(ctx, req, resp)
+	a := f.nextAnswer()
+	err := conn.Fetch(replicaFetchWait+30*time.Second, req, &a.FetchAnswer)
 	stats.answerNanos.Add(int64(time.Since(t1)))
 	if err != nil {
 		return err
 	}
-	if err := f.session.Answered(req, resp); errors.Is(err, replfetch.ErrSessionLost) {
+	if err := f.session.Answered(req, &a.Resp); errors.Is(err, replfetch.ErrSessionLost) {
 		f.m.logger.Debug("replica fetch session lost", "leader", f.leader, "err", err)
 		return nil // the next request opens a new one
 	} else if err != nil {
 		return fmt.Errorf("fetch from leader %d: %w", f.leader, err)
 	}
 	t2 := time.Now()
-	backoff := f.applyAnswer(resp)
+	backoff := f.applyAnswer(a)
 	stats.applyNanos.Add(int64(time.Since(t2)))
 	if backoff {
 		f.sleep(replicaRetryBackoff)

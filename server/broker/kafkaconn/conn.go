@@ -3,9 +3,7 @@ package kafkaconn
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"time"
 
@@ -21,6 +19,9 @@ type Conn struct {
 	format *kmsg.RequestFormatter
 	corr   int32
 	buf    []byte
+
+	watched context.Context // Watch's: its end fails every Fetch
+	unwatch func() bool
 }
 
 // maxReplicaResponse bounds one response frame before it is allocated.
@@ -56,43 +57,10 @@ func (c *Conn) Do(ctx context.Context, req kmsg.Request, resp kmsg.Response) err
 }
 
 func (c *Conn) do(req kmsg.Request, resp kmsg.Response) error {
-	c.corr++
-	c.buf = c.format.AppendRequest(c.buf[:0], req, c.corr)
-	if _, err := c.conn.Write(c.buf); err != nil {
-		return fmt.Errorf("send %s: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(c.r, size[:]); err != nil {
-		return fmt.Errorf("read %s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > maxReplicaResponse {
-		return fmt.Errorf("read %s response: frame of %d bytes", kmsg.NameForKey(req.Key()), n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.r, body); err != nil {
-		return fmt.Errorf("read %s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
-		return fmt.Errorf("read %s response: correlation id %d, want %d", kmsg.NameForKey(req.Key()), corr, c.corr)
-	}
-	body = body[4:]
 	resp.SetVersion(req.GetVersion())
-	if resp.IsFlexible() && req.Key() != 18 {
-		// The response header's tagged fields: none are defined, so skip them.
-		tags, n := binary.Uvarint(body)
-		if n <= 0 {
-			return fmt.Errorf("read %s response: bad header tags", kmsg.NameForKey(req.Key()))
-		}
-		body = body[n:]
-		for i := uint64(0); i < tags; i++ {
-			_, n1 := binary.Uvarint(body)
-			l, n2 := binary.Uvarint(body[max(n1, 0):])
-			if n1 <= 0 || n2 <= 0 || uint64(len(body)) < uint64(n1+n2)+l {
-				return fmt.Errorf("read %s response: bad header tag", kmsg.NameForKey(req.Key()))
-			}
-			body = body[uint64(n1+n2)+l:]
-		}
+	body, err := c.roundTrip(req, resp.IsFlexible(), func(n int) []byte { return make([]byte, n) })
+	if err != nil {
+		return err
 	}
 	if err := resp.ReadFrom(body); err != nil {
 		return fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
@@ -100,4 +68,9 @@ func (c *Conn) do(req kmsg.Request, resp kmsg.Response) error {
 	return nil
 }
 
-func (c *Conn) Close() error { return c.conn.Close() }
+func (c *Conn) Close() error {
+	if c.unwatch != nil {
+		c.unwatch()
+	}
+	return c.conn.Close()
+}
