@@ -94,3 +94,42 @@ type countTask struct {
 }
 
 func (c *countTask) Run() { c.mu.Lock(); *c.order = append(*c.order, c.i); c.mu.Unlock() }
+
+type burstTask struct{ n *int }
+
+func (c burstTask) Run() { *c.n++ }
+
+// A drained queue keeps its array for the next burst (issue 19: a
+// follower queues an answer's 100,000 applies at once), and a queue
+// consumed from the front while tasks keep coming moves its tasks down
+// instead of growing on: every task runs once, in order.
+func TestQueueKeepsItsArray(t *testing.T) {
+	var wg sync.WaitGroup
+	q := New(context.Background(), &wg, 1)
+	ran := 0
+	hold := make(chan struct{})
+	q.Do(func() { <-hold }) // the one worker waits: the rest queue
+	for range 1000 {
+		q.DoTask(burstTask{&ran})
+	}
+	close(hold)
+	wg.Wait()
+	kept := cap(q.queue)
+	if ran != 1000 || kept < 1000 || len(q.queue) != 0 || q.head != 0 {
+		t.Fatalf("after a burst: %d ran, queue len %d cap %d head %d; want 1000 ran, the array kept, empty", ran, len(q.queue), kept, q.head)
+	}
+	var order []int
+	var mu sync.Mutex
+	hold = make(chan struct{})
+	q.Do(func() { <-hold })
+	for i := range 3 * kept {
+		if i == kept/2 { // the worker consumes while more come
+			close(hold)
+		}
+		q.Do(func() { mu.Lock(); order = append(order, i); mu.Unlock() })
+	}
+	wg.Wait()
+	if len(order) != 3*kept || !slices.IsSorted(order) {
+		t.Fatalf("%d of %d tasks ran, in order %v", len(order), 3*kept, slices.IsSorted(order))
+	}
+}
