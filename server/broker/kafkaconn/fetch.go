@@ -226,7 +226,11 @@ func (a *FetchAnswer) decode(body []byte) error {
 			}
 			p.PreferredReadReplica = r.int32()
 			p.RecordBatches = r.bytes(r.length(1))
-			r.tags(func(key uint64, b []byte) { partitionTag(p, key, b) })
+			r.tags(func(key uint64, b []byte) {
+				if !partitionTag(p, key, b) {
+					r.bad = true
+				}
+			})
 		}
 		ends = append(ends, len(parts))
 		r.tags(nil)
@@ -248,8 +252,13 @@ func (a *FetchAnswer) decode(body []byte) error {
 	return nil
 }
 
-// partitionTag reads a partition's known tagged fields.
-func partitionTag(p *kmsg.FetchResponseTopicPartition, key uint64, b []byte) {
+// partitionTag reads a partition's known tagged field: false when its
+// bytes are not exactly the field (its struct and that struct's tagged
+// fields). Strict on purpose: kmsg reads a nested tag section's count and
+// loops that many times even past the end of its bytes, so a leader's
+// malformed field could hold a follower's fetcher for as long as a count
+// of 2^63 takes.
+func partitionTag(p *kmsg.FetchResponseTopicPartition, key uint64, b []byte) bool {
 	r := fetchReader{b: b}
 	switch key {
 	case 0:
@@ -261,7 +270,11 @@ func partitionTag(p *kmsg.FetchResponseTopicPartition, key uint64, b []byte) {
 	case 2:
 		p.SnapshotID.EndOffset = r.int64()
 		p.SnapshotID.Epoch = r.int32()
+	default:
+		return true // unknown: skipped
 	}
+	r.tags(nil)
+	return !r.bad && len(r.b) == 0
 }
 
 // roundTrip writes req and reads its answer's body (past the correlation

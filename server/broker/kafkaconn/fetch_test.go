@@ -1,10 +1,14 @@
 package kafkaconn
 
 import (
+	"bytes"
+	"unsafe"
+
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/runnel/runnel/internal/alloctest"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -206,4 +210,60 @@ func TestFetchEndsWithTheWatchedContext(t *testing.T) {
 	if err := c.Fetch(time.Hour, req, &a); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a later Fetch: %v, want context.Canceled", err)
 	}
+}
+
+// FuzzFetchAnswerDecode: the Fetch v12 decoder reads a leader's bytes,
+// which a follower cannot trust to be well formed: any input is decoded
+// or refused without a panic, within what its length allows (every
+// partition takes at least 37 bytes, and a partition's struct is larger
+// than that: the extra bound is those structs, twice for the array's
+// growth); and what it accepts, kmsg reads the same, field by field.
+func FuzzFetchAnswerDecode(f *testing.F) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 8 {
+		f.Add(randomFetchResponse(rng).AppendTo(nil))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	partSize := int(unsafe.Sizeof(kmsg.FetchResponseTopicPartition{}))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var a FetchAnswer
+		var err error
+		extra := 2 * (len(body)/37 + 1) * partSize
+		if n := alloctest.Bytes(func() { err = a.decode(body) }); n > alloctest.Limit(len(body), extra) {
+			t.Fatalf("decode allocated %d bytes for %d", n, len(body))
+		}
+		if err != nil {
+			return
+		}
+		ref := kmsg.NewPtrFetchResponse()
+		ref.SetVersion(12)
+		if err := ref.ReadFrom(body); err != nil {
+			t.Fatalf("decoded what kmsg refuses (%v)", err)
+		}
+		got := &a.Resp
+		if len(got.Topics) != len(ref.Topics) || got.ThrottleMillis != ref.ThrottleMillis || got.ErrorCode != ref.ErrorCode || got.SessionID != ref.SessionID {
+			t.Fatalf("response %+v, kmsg %+v", got, ref)
+		}
+		for i := range got.Topics {
+			gt, rt := &got.Topics[i], &ref.Topics[i]
+			if gt.Topic != rt.Topic || len(gt.Partitions) != len(rt.Partitions) {
+				t.Fatalf("topic %d: %q of %d partitions, kmsg %q of %d", i, gt.Topic, len(gt.Partitions), rt.Topic, len(rt.Partitions))
+			}
+			for j := range gt.Partitions {
+				gp, rp := gt.Partitions[j], rt.Partitions[j]
+				if gp.Partition != rp.Partition || gp.ErrorCode != rp.ErrorCode || gp.HighWatermark != rp.HighWatermark ||
+					gp.LastStableOffset != rp.LastStableOffset || gp.LogStartOffset != rp.LogStartOffset ||
+					gp.PreferredReadReplica != rp.PreferredReadReplica || !bytes.Equal(gp.RecordBatches, rp.RecordBatches) ||
+					(gp.AbortedTransactions == nil) != (rp.AbortedTransactions == nil) || len(gp.AbortedTransactions) != len(rp.AbortedTransactions) {
+					t.Fatalf("topic %d partition %d: %+v, kmsg %+v", i, j, gp, rp)
+				}
+				for k := range gp.AbortedTransactions {
+					if ga, ra := gp.AbortedTransactions[k], rp.AbortedTransactions[k]; ga.ProducerID != ra.ProducerID || ga.FirstOffset != ra.FirstOffset {
+						t.Fatalf("topic %d partition %d aborted %d: %+v, kmsg %+v", i, j, k, ga, ra)
+					}
+				}
+			}
+		}
+	})
 }
