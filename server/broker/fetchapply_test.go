@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -205,5 +206,42 @@ func fakeLeaderOf(t *testing.T, n int) (leader *fakeLeader, write func(i int)) {
 		if _, err := leader.others[i].append(recordbatch.Build([]recordbatch.NewRecord{{Value: []byte("v"), Timestamp: 1}})); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A round whose applies run late leaves its answer to them, and a later
+// round reads into it once every one of them has reported back, never
+// before (issue 19: in a burst every round left its answer, and each
+// decoded into new arrays); at most maxRetiredAnswers wait so.
+func TestNextAnswerReusesRetiredOnesOnceDone(t *testing.T) {
+	f := &leaderFetcher{}
+	running := func(a *fetchAnswer, applies int) {
+		a.done, a.pending = make(chan error, applies), applies
+	}
+	a1 := f.nextAnswer()
+	running(a1, 2)
+	a2 := f.nextAnswer()
+	if a2 == a1 {
+		t.Fatal("the answer of two running applies was read into")
+	}
+	running(a2, 1)
+	a1.done <- nil // one of a1's two
+	a3 := f.nextAnswer()
+	if a3 == a1 || a3 == a2 {
+		t.Fatal("an answer with an apply still running was read into")
+	}
+	running(a3, 1)
+	a1.done <- errors.New("late") // a1's last
+	if a4 := f.nextAnswer(); a4 != a1 || a1.pending != 0 || len(a1.done) != 0 {
+		t.Fatalf("got %p (a1 %p) with %d pending, %d results queued: want a1, drained", a4, a1, a1.pending, len(a1.done))
+	}
+	if a := f.nextAnswer(); a != a1 {
+		t.Fatal("the last answer, done, was not read into again")
+	}
+	for range 2 * maxRetiredAnswers {
+		running(f.nextAnswer(), 1)
+	}
+	if len(f.retired) > maxRetiredAnswers {
+		t.Fatalf("%d answers kept for their late applies, at most %d", len(f.retired), maxRetiredAnswers)
 	}
 }

@@ -110,7 +110,8 @@ type leaderFetcher struct {
 	// when they were collected.
 	session replfetch.Session[*Partition, *followState]
 	work    map[*Partition]*followState
-	answer  *fetchAnswer // the last round's, reused once its applies are done (fetchapply.go)
+	answer  *fetchAnswer   // the last round's, reused once its applies are done (fetchapply.go)
+	retired []*fetchAnswer // earlier rounds' whose applies ran late, reused once done (nextAnswer)
 	lowDisk bool
 	looked  int // partitions the rounds looked at, summed (tests count it)
 }
