@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -248,13 +248,13 @@ func produceResponseSize(resp *kmsg.ProduceResponse) int {
 	v, flexible := resp.Version, resp.IsFlexible()
 	arrayLen := func(n int) int {
 		if flexible {
-			return uvarintLen(uint64(n) + 1)
+			return kbin.UvarintLen(uint32(n) + 1)
 		}
 		return 4
 	}
 	str := func(s string) int {
 		if flexible {
-			return uvarintLen(uint64(len(s))+1) + len(s)
+			return kbin.UvarintLen(uint32(len(s))+1) + len(s)
 		}
 		return 2 + len(s)
 	}
@@ -317,13 +317,8 @@ func produceResponseSize(resp *kmsg.ProduceResponse) int {
 				br := &resp.Brokers[i]
 				b += 4 + str(br.Host) + 4 + nullable(br.Rack) + 1 // node id, host, port, rack, tags
 			}
-			n += 1 + uvarintLen(uint64(b)) + b // tag, its length, the brokers
+			n += 1 + kbin.UvarintLen(uint32(b)) + b // tag, its length, the brokers
 		}
 	}
 	return n
-}
-
-// uvarintLen is the length of x as an unsigned varint.
-func uvarintLen(x uint64) int {
-	return (bits.Len64(x|1) + 6) / 7
 }
