@@ -68,12 +68,7 @@ func TestMetadataReplyNamedMatchesKmsg(t *testing.T) {
 	for p := range 3000 {
 		cl.Topics[1].Partitions = append(cl.Topics[1].Partitions, PartitionInfo{Partition: int32(p), Leader: int32(p%3 + 1), LeaderEpoch: int32(p), Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}})
 	}
-	cl.IndexTopicIDs()
-	mb.mu.Lock()
-	mb.cluster = &cl
-	mb.mu.Unlock()
-	s := NewServer(mb, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	defer s.Close()
+	s := serveCluster(t, mb, cl)
 	for v := int16(metadataMin); v <= metadataMax; v++ {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Version = v
@@ -146,12 +141,7 @@ func TestMetadataNamedTopicsAnsweredOnce(t *testing.T) {
 	for p := range 3000 {
 		cl.Topics[0].Partitions = append(cl.Topics[0].Partitions, PartitionInfo{Partition: int32(p), Leader: 1, Replicas: []int32{1}, ISR: []int32{1}})
 	}
-	cl.IndexTopicIDs()
-	mb.mu.Lock()
-	mb.cluster = &cl
-	mb.mu.Unlock()
-	s := NewServer(mb, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	defer s.Close()
+	s := serveCluster(t, mb, cl)
 	for _, v := range []int16{1, 9, 12} {
 		req := kmsg.NewPtrMetadataRequest()
 		req.Version = v
@@ -187,4 +177,17 @@ func TestMetadataNamedTopicsAnsweredOnce(t *testing.T) {
 			t.Fatalf("v%d: answered %+v first, then code %d for the missing topic", v, resp.Topics[0].Topic, resp.Topics[1].ErrorCode)
 		}
 	}
+}
+
+// serveCluster is a server on mb whose cluster is cl (its topic ids
+// indexed), closed when the test ends.
+func serveCluster(t *testing.T, mb *memBroker, cl Cluster) *Server {
+	t.Helper()
+	cl.IndexTopicIDs()
+	mb.mu.Lock()
+	mb.cluster = &cl
+	mb.mu.Unlock()
+	s := NewServer(mb, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	t.Cleanup(func() { s.Close() })
+	return s
 }
