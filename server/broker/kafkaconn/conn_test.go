@@ -14,9 +14,22 @@ import (
 // for a slow leader's answer, so a controlled shutdown at 30,000
 // partitions did not exit within 30 s (issue 19).
 func TestDoEndsWithItsContext(t *testing.T) {
+	c := silentPeer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Do(ctx, kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do after its context was cancelled: %v, want context.Canceled", err)
+	}
+}
+
+// silentPeer is a connection to a peer that reads every request and never
+// answers, closed when the test ends.
+func silentPeer(t *testing.T) *Conn {
+	t.Helper()
 	client, server := net.Pipe()
-	defer server.Close()
-	go func() { // read the request, never answer
+	go func() {
 		buf := make([]byte, 4096)
 		for {
 			if _, err := server.Read(buf); err != nil {
@@ -25,12 +38,9 @@ func TestDoEndsWithItsContext(t *testing.T) {
 		}
 	}()
 	c := New(client, "test")
-	defer c.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Do(ctx, kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()) }()
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Do after its context was cancelled: %v, want context.Canceled", err)
-	}
+	t.Cleanup(func() {
+		c.Close()
+		server.Close()
+	})
+	return c
 }

@@ -183,18 +183,7 @@ func TestFetchAnswerReusesItsMemory(t *testing.T) {
 // The end of the context a connection watches ends a Fetch waiting for
 // its answer at once, and fails every later one.
 func TestFetchEndsWithTheWatchedContext(t *testing.T) {
-	client, server := net.Pipe()
-	defer server.Close()
-	go func() { // read the request, never answer
-		buf := make([]byte, 4096)
-		for {
-			if _, err := server.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
-	c := New(client, "test")
-	defer c.Close()
+	c := silentPeer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.Watch(ctx)
 	req := kmsg.NewPtrFetchRequest()
