@@ -17,26 +17,7 @@ func TestChunkWriteToSocket(t *testing.T) {
 		mustAppend(t, l, valueBatch(10, 100, int64(i)), 0)
 	}
 	want := readAll(t, l, 500, 1<<20)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, got := socketSink(t)
 	for i := 0; i < 2; i++ {
 		c, err := l.Read(500, 1<<20, -1)
 		if err != nil {
@@ -58,4 +39,31 @@ func TestChunkWriteToSocket(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, append(bytes.Clone(want), want...)) {
 		t.Fatalf("socket got %d bytes, want %d", len(b), 2*len(want))
 	}
+}
+
+// socketSink is a TCP connection to a local listener, and what the
+// listener read from it until it was closed.
+func socketSink(t *testing.T) (net.Conn, <-chan []byte) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		got <- b
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, got
 }

@@ -2,7 +2,6 @@ package segments
 
 import (
 	"bytes"
-	"io"
 	"net"
 	"syscall"
 	"testing"
@@ -16,26 +15,7 @@ func TestChunkSendfileHandled(t *testing.T) {
 	defer l.Close()
 	mustAppend(t, l, valueBatch(10, 100, 1), 0)
 	want := readAll(t, l, 0, 1<<20)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		b, _ := io.ReadAll(c)
-		got <- b
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, got := socketSink(t)
 	c, err := l.Read(0, 1<<20, -1)
 	if err != nil {
 		t.Fatal(err)
