@@ -233,9 +233,9 @@ func (n *Node) bootstrapVoters() raft.Configuration {
 // T = 300ms fails over in under a second, but on a machine as loaded as
 // this project's (load 20 to 40 on 2 cores) a leader's heartbeats come
 // late by more than that every few seconds, and the controllers elected
-// one another without end (README, "Controller scale"): the default for
-// several voters stays 1s, and a closing leader hands over at once
-// (handOver). A crashed leader is noticed without the timeout too: its
+// one another without end (docs/scale.md, "Controller scale"): the
+// default for several voters stays 1s, and a closing leader hands over at
+// once (handOver). A crashed leader is noticed without the timeout too: its
 // connections end and its port refuses, and the leader watch (watch.go)
 // has a survivor stand at once; only a leader that hangs, or a machine
 // cut off, waits out the timeouts.
