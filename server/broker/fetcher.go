@@ -114,14 +114,22 @@ type leaderFetcher struct {
 	retired []*fetchAnswer // earlier rounds' whose applies ran late, reused once done (nextAnswer)
 	lowDisk bool
 	looked  int // partitions the rounds looked at, summed (tests count it)
+
+	// Epochs asked in the background (fetchepochs.go): its answers, nil
+	// when none runs; and how many partitions one request asks about
+	// (maxEpochAsks; tests make it small).
+	epochs         chan epochBatch
+	asksPerRequest int
 }
 
 type followState struct {
 	truncated bool // the log was checked against the leader's epochs
+	asking    bool // its epochs are being asked in the background
 }
 
 func newLeaderFetcher(m *fetchManager, leader int32) *leaderFetcher {
-	return &leaderFetcher{m: m, leader: leader, poke: make(chan struct{}, 1), work: map[*Partition]*followState{}}
+	return &leaderFetcher{m: m, leader: leader, poke: make(chan struct{}, 1), work: map[*Partition]*followState{},
+		asksPerRequest: maxEpochAsks}
 }
 
 func newFetchManager(self int32, dial func(context.Context, int32) (net.Conn, error), disk *storage.Guard, logger *slog.Logger) *fetchManager {
@@ -265,143 +273,6 @@ func (f *leaderFetcher) sleep(d time.Duration) {
 	case <-f.poke:
 	case <-f.m.ctx.Done():
 	}
-}
-
-// truncate asks the leader where each new follower's log diverged and cuts
-// the local log there: one OffsetForLeaderEpoch request for all of them
-// (up to maxEpochAsks each), as Kafka's fetcher batches them. One
-// request per partition, each a round trip during which nothing was
-// fetched from this leader, kept thousands of partitions out of the ISR
-// after a leader moved many at once (issue 19).
-func (f *leaderFetcher) truncate(conn *kafkaconn.Conn) error {
-	var asks []epochAsk
-	for p, st := range f.work {
-		if st == nil || p.applying.Load() || st.truncated {
-			continue // busy: checked once its apply or open is done
-		}
-		// A log never written has nothing to cut, and stays unopened
-		// until the leader sends it records (applyFetched). Following any
-		// other opens its log (lazylog.go), on the fetch pool
-		// (fetchapply.go): the partition is checked in a round after
-		// that; one that fails to open is not fetched and is tried again.
-		// Whether an unopened log holds records is a listing of its
-		// directory, made on the pool too (openOff), not in this loop: a
-		// follower back from a restart listed the directories of the
-		// 66,000 partitions it followed from one leader one after the
-		// other here, fetching nothing from it meanwhile (issue 19).
-		if p.log() == nil {
-			if lp := p.lazy.peeked.Load(); lp != nil && lp.empty() {
-				st.truncated = true
-			} else {
-				f.openOff(p)
-			}
-			continue
-		}
-		lastEpoch := p.log().LeaderEpoch()
-		if lastEpoch < 0 || p.log().EndOffset() == 0 {
-			st.truncated = true
-			continue
-		}
-		asks = append(asks, epochAsk{p: p, st: st, askEpoch: p.leaderEpoch.Load(), lastEpoch: lastEpoch})
-	}
-	for len(asks) > 0 {
-		k := min(len(asks), maxEpochAsks)
-		if err := f.askEpochs(conn, asks[:k]); err != nil {
-			return err
-		}
-		asks = asks[k:]
-	}
-	return nil
-}
-
-// epochAsk is one partition's question to the leader: where does my last
-// epoch end in your log, asked at leader epoch askEpoch.
-type epochAsk struct {
-	p                   *Partition
-	st                  *followState
-	askEpoch, lastEpoch int32
-}
-
-// askEpochs sends one OffsetForLeaderEpoch for asks and cuts each log
-// where it diverged.
-func (f *leaderFetcher) askEpochs(conn *kafkaconn.Conn, asks []epochAsk) error {
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.SetVersion(4)
-	req.ReplicaID = f.m.self
-	byTopic := map[string]int{}
-	byKey := make(map[replfetch.TopicPartition]*epochAsk, len(asks))
-	for i := range asks {
-		a := &asks[i]
-		ti, ok := byTopic[a.p.topic]
-		if !ok {
-			rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-			rt.Topic = a.p.topic
-			req.Topics = append(req.Topics, rt)
-			ti = len(req.Topics) - 1
-			byTopic[a.p.topic] = ti
-		}
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.Partition, rp.CurrentLeaderEpoch, rp.LeaderEpoch = a.p.index, a.askEpoch, a.lastEpoch
-		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, rp)
-		byKey[replfetch.TopicPartition{Topic: a.p.topic, Partition: a.p.index}] = a
-	}
-	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
-	ctx, cancel := context.WithTimeout(f.m.ctx, 10*time.Second)
-	err := conn.Do(ctx, req, resp)
-	cancel()
-	if err != nil {
-		return err
-	}
-	for _, rt := range resp.Topics {
-		for _, r := range rt.Partitions {
-			key := replfetch.TopicPartition{Topic: rt.Topic, Partition: r.Partition}
-			a := byKey[key]
-			if a == nil {
-				return fmt.Errorf("offset for leader epoch: answer for %s-%d, not asked", rt.Topic, r.Partition)
-			}
-			delete(byKey, key) // answered once
-			if r.ErrorCode != 0 {
-				continue // the leader is not ready for us yet; try again next round
-			}
-			p := a.p
-			end, done, err := divergence(p, r.LeaderEpoch, r.EndOffset)
-			if err != nil {
-				return err
-			}
-			f.m.logger.Debug("follower truncation", "topic", p.topic, "partition", p.index, "leader", f.leader,
-				"leader_epoch", a.askEpoch, "last_epoch", a.lastEpoch, "log_end", p.log().EndOffset(),
-				"answer_epoch", r.LeaderEpoch, "answer_end", r.EndOffset, "cut_to", end, "done", done)
-			if err := p.truncateAsFollower(end, a.askEpoch); err != nil {
-				return err
-			}
-			a.st.truncated = done
-		}
-	}
-	return nil
-}
-
-// divergence is where a follower's log stops matching the leader's, from
-// the leader's answer to OffsetForLeaderEpoch (the largest epoch it has at
-// or below the follower's last, and where that epoch ends in its log), as
-// Kafka's follower decides it (KIP-279). When the leader's epoch is one
-// this log does not have, the log is cut where its own largest epoch below
-// that ends, and done is false: the next round asks again with the epoch
-// the log then ends with. end -1 cuts nothing (the leader knows no epoch
-// at or below ours).
-func divergence(p *Partition, leaderEpoch int32, leaderEnd int64) (end int64, done bool, err error) {
-	if leaderEnd < 0 || leaderEpoch < 0 {
-		return -1, true, nil
-	}
-	epoch, mine, err := p.log().EndOffsetForEpoch(leaderEpoch)
-	if err != nil {
-		return 0, false, err
-	}
-	if epoch < 0 {
-		// Nothing here at or below the leader's epoch: all of it is
-		// above the leader's history.
-		return min(leaderEnd, p.log().EndOffset()), true, nil
-	}
-	return min(leaderEnd, mine), epoch == leaderEpoch, nil
 }
 
 var errRetryLater = errors.New("retry later")

@@ -44,6 +44,9 @@ type fakeLeader struct {
 	// it answers every partition listed, at once).
 	quiet     bool
 	epochAsks atomic.Int32 // OffsetForLeaderEpoch requests answered
+	// holdEpochs, when set, holds each OffsetForLeaderEpoch answer until
+	// it can receive from it (closed: answer at once).
+	holdEpochs chan struct{}
 }
 
 // part is the partition the fake leads with index i.
@@ -86,6 +89,9 @@ func (l *fakeLeader) serve(t testing.TB, conn net.Conn) {
 		var resp kmsg.Response
 		switch req := req.(type) {
 		case *kmsg.OffsetForLeaderEpochRequest:
+			if l.holdEpochs != nil {
+				<-l.holdEpochs
+			}
 			l.epochAsks.Add(1)
 			out := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 			for _, rt := range req.Topics {

@@ -175,7 +175,9 @@ func (f *leaderFetcher) fetchRequest() (req *kmsg.FetchRequest, ready int) {
 	switch {
 	case more:
 		r.Req.MaxWaitMillis = 0
-	case busy:
+	case busy || f.epochs != nil:
+		// Partitions settle meanwhile (an apply, an ask of epochs in the
+		// background): they are listed by the next request.
 		r.Req.MaxWaitMillis = int32(replicaBusyFetchWait / time.Millisecond)
 	}
 	f.m.stats.listed.Add(int64(r.Listed))
