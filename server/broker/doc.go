@@ -75,7 +75,10 @@
 // reports and recovers failed logs: a log lists itself among the failed
 // ones when it fails, segments.Options.OnFail, storage.go), the fetch manager's one goroutine per
 // leader followed (leaderFetcher.run; stopped by Close or when no
-// partition follows that leader any more), hwmCheckpointLoop (writes the
+// partition follows that leader any more) and, while it checks more
+// partitions against that leader's epochs than one request asks about,
+// one more asking them on a connection of its own (fetchepochs.go; ends
+// when answered, or at Close), hwmCheckpointLoop (writes the
 // one high-watermark checkpoint of the partitions directory every
 // --high-watermark-checkpoint-interval when a mark moved: hwmcheckpoint.go,
 // over the leaf codec hwcheckpoint), its pool of at most
