@@ -28,14 +28,7 @@ func TestFollowerFetchesWhileAskingEpochs(t *testing.T) {
 	parts := map[*Partition]*followState{}
 	var follower []*Partition
 	for i := range int32(n) {
-		lp := epochTestPartitionAt(t, i, 1)
-		lead(t, lp, 1, "v", 2)
-		leader.others = append(leader.others, lp)
-		fp := epochTestPartitionAt(t, i, 2)
-		follow(fp, 1, 1)
-		replicate(t, lp, fp)
-		follow(fp, 1, 2) // a new leader epoch: check the log again
-		lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
+		fp := movedFollower(t, leader, i)
 		parts[fp] = &followState{truncated: i == 0}
 		follower = append(follower, fp)
 	}
@@ -112,6 +105,23 @@ func TestFollowerFetchesWhileAskingEpochs(t *testing.T) {
 	if got := leader.epochAsks.Load(); got != 2 {
 		t.Fatalf("%d OffsetForLeaderEpoch requests for 3 partitions at 2 a request, want 2", got)
 	}
+}
+
+// movedFollower makes partition i of leader (two records written at
+// leader epoch 1, leading at epoch 2 now) and its follower, which holds
+// both records and has just seen epoch 2: its log is to be checked
+// against the leader's epochs again. It returns the follower.
+func movedFollower(t *testing.T, leader *fakeLeader, i int32) *Partition {
+	t.Helper()
+	lp := epochTestPartitionAt(t, i, 1)
+	lead(t, lp, 1, "v", 2)
+	leader.others = append(leader.others, lp)
+	fp := epochTestPartitionAt(t, i, 2)
+	follow(fp, 1, 1)
+	replicate(t, lp, fp)
+	follow(fp, 1, 2) // a new leader epoch: check the log again
+	lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
+	return fp
 }
 
 // waitSettled waits until no partition of ps is being applied.

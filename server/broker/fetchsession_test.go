@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,19 +137,9 @@ func TestFollowerAsksEpochsInOneRequest(t *testing.T) {
 	leader := &fakeLeader{}
 	parts := map[*Partition]*followState{}
 	for i := range int32(n) {
-		lp := epochTestPartitionAt(t, i, 1)
-		lead(t, lp, 1, "v", 2)
-		leader.others = append(leader.others, lp)
-		fp := epochTestPartitionAt(t, i, 2)
-		follow(fp, 1, 1)
-		replicate(t, lp, fp)
-		follow(fp, 1, 2) // a new leader epoch: check the log again
-		parts[fp] = &followState{}
+		parts[movedFollower(t, leader, i)] = &followState{}
 	}
 	leader.p = leader.others[0]
-	for _, lp := range leader.others {
-		lp.setMeta(raftfsm.Partition{Leader: 1, LeaderEpoch: 2, Replicas: []int32{1, 2}, ISR: []int32{1}}, 1)
-	}
 	m := testFetchManager(t, 2)
 	f := testFetcher(m, 1, parts)
 	f.collect()
@@ -185,15 +177,7 @@ func TestFollowerFetchWaitsOnlyWithNothingToReport(t *testing.T) {
 	}
 	settled := func() { // the answer's applies are done
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for _, p := range byIndex {
-			for p.applying.Load() {
-				if time.Now().After(deadline) {
-					t.Fatalf("t-%d still being applied after 30 s", p.index)
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}
+		waitSettled(t, slices.Collect(maps.Values(byIndex)))
 	}
 	longPoll := int32(replicaFetchWait / time.Millisecond)
 	if req := round(); len(listed(req)) != perRequest || req.MaxWaitMillis != 0 {
