@@ -106,13 +106,11 @@ func (f *leaderFetcher) askInBackground(asks []epochAsk) {
 	f.m.wg.Go(func() {
 		defer f.wake() // the next round takes the answers
 		defer close(ch)
-		c, err := f.m.dial(f.m.ctx, f.leader)
+		conn, err := f.connect()
 		if err != nil {
 			ch <- epochBatch{asks: asks, err: fmt.Errorf("dial leader %d: %w", f.leader, err)}
 			return
 		}
-		conn := kafkaconn.New(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
-		conn.Watch(f.m.ctx)
 		defer conn.Close()
 		for len(asks) > 0 {
 			k := min(len(asks), per)

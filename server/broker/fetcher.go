@@ -236,14 +236,13 @@ func (f *leaderFetcher) run() {
 			continue
 		}
 		if conn == nil {
-			c, err := f.m.dial(f.m.ctx, f.leader)
+			c, err := f.connect()
 			if err != nil {
 				f.m.logger.Debug("dial partition leader", "leader", f.leader, "err", err)
 				f.sleep(replicaRetryBackoff)
 				continue
 			}
-			conn = kafkaconn.New(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
-			conn.Watch(f.m.ctx) // Close ends a fetch in flight at once
+			conn = c
 		}
 		if err := f.round(conn); err != nil {
 			if f.m.ctx.Err() == nil {
@@ -255,6 +254,18 @@ func (f *leaderFetcher) run() {
 			f.sleep(replicaRetryBackoff)
 		}
 	}
+}
+
+// connect dials the leader: a connection Close ends, with a request in
+// flight at once.
+func (f *leaderFetcher) connect() (*kafkaconn.Conn, error) {
+	c, err := f.m.dial(f.m.ctx, f.leader)
+	if err != nil {
+		return nil, err
+	}
+	conn := kafkaconn.New(c, fmt.Sprintf("runnel-replica-%d", f.m.self))
+	conn.Watch(f.m.ctx)
+	return conn, nil
 }
 
 // round is one fetch round: the changed partitions are collected, those
