@@ -410,16 +410,20 @@ func (b *Broker) Close() error {
 	// filesystem in place of each log's dozen fsyncs, or 16 at a time
 	// where the filesystem has none. 20,000 written logs closed one after
 	// another took minutes after SIGTERM.
+	gatherStart := time.Now()
 	var closing []segments.Closing
 	for _, p := range parts {
 		if c, ok := p.closing(); ok {
 			closing = append(closing, c)
 		}
 	}
+	gathered := time.Since(gatherStart)
 	times, err := segments.CloseAllTimed(b.fsSync, closing, closeParallelism)
+	wakeStart := time.Now()
 	for _, p := range parts {
 		p.wake()
 	}
+	woken := time.Since(wakeStart)
 	// The logs' marks in one write, as they closed.
 	checkpointStart := time.Now()
 	err = errors.Join(err, b.checkpointHWMs())
@@ -430,10 +434,14 @@ func (b *Broker) Close() error {
 	}
 	// Where an exit's time went (a SIGTERM's exit once took 32.7 s at
 	// 300,000 logs with nothing to say which part): the loops' last
-	// rounds, the fetchers and deletions, then the logs' own close.
+	// rounds, the fetchers and deletions, the partitions' last state
+	// (gathering: each one's lock, refusing new work), then the logs' own
+	// close and the waking of whatever waited on a partition (waking).
+	// 300,000 partitions' closes left 1.4-3.2 s of "took" unnamed (issue 19).
 	b.logger.Info("partition logs closed", "took", time.Since(start).Round(time.Millisecond),
 		"loops_stopped", loopsStopped.Round(time.Millisecond),
 		"fetchers_and_deletions", (deletionsDone - loopsStopped).Round(time.Millisecond),
+		"gathering", gathered.Round(time.Millisecond), "waking", woken.Round(time.Millisecond),
 		"logs", len(closing), "closing_logs", times.Logs.Round(time.Millisecond),
 		"fs_syncs", times.SyncCount, "syncing", times.Syncs.Round(time.Millisecond),
 		"renaming", times.Renames.Round(time.Millisecond), "checkpoint", checkpoint.Round(time.Millisecond))
