@@ -61,10 +61,11 @@ type conn struct {
 	jobs  chan<- writeJob // responses for writeLoop
 	// mutedUntil: no request is read before it (a quota throttle; quotas.go).
 	mutedUntil time.Time
+	act        *activity // what it is doing, for a slow Close's log
 }
 
-func (s *Server) serveConn(nc net.Conn, d door) {
-	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk)}
+func (s *Server) serveConn(nc net.Conn, d door, act *activity) {
+	c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(nc, readChunk), act: act}
 	c.state.door, c.state.peerID = d, -1
 	_, c.state.tls = nc.(*tls.Conn)
 	if pc, ok := nc.(PeerConn); ok && d == peerDoor {
@@ -88,11 +89,16 @@ func (s *Server) serveConn(nc net.Conn, d door) {
 	defer func() {
 		cancel()
 		close(jobs)
+		act.set(phaseDraining, -1)
 		<-written
 	}()
-	defer c.state.endSession() // its partitions stop calling it
+	defer func() {
+		act.set(phaseEndingSession, -1)
+		c.state.endSession() // its partitions stop calling it
+	}()
 	for {
 		c.waitMuted()
+		act.set(phaseReading, -1)
 		frame, err := c.readFrame()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && s.ctx.Err() == nil {
@@ -270,6 +276,7 @@ func (c *conn) handle(frame []byte) error {
 	if err := c.checkAuth(h.key); err != nil {
 		return err
 	}
+	c.act.set(phaseHandling, h.key)
 	supported := h.version >= api.Min && h.version <= api.Max
 	if h.key == apiVersionsKey && !supported {
 		// Answer in v0 so that the client can pick a version it shares.

@@ -118,7 +118,7 @@ type Server struct {
 	mu        sync.Mutex // guards the fields below
 	closed    bool
 	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]struct{}
+	conns     map[net.Conn]*activity
 	perIP     map[string]int // open client connections by remote IP
 }
 
@@ -160,7 +160,7 @@ func NewServer(broker Broker, opts Options) *Server {
 		ctx:       ctx,
 		cancel:    cancel,
 		listeners: make(map[net.Listener]struct{}),
-		conns:     make(map[net.Conn]struct{}),
+		conns:     make(map[net.Conn]*activity),
 		perIP:     make(map[string]int),
 	}
 }
@@ -296,7 +296,9 @@ func (s *Server) startConn(conn net.Conn, d door) {
 	if ip != "" {
 		s.perIP[ip]++
 	}
-	s.conns[conn] = struct{}{}
+	act := &activity{}
+	act.set(phaseReading, -1)
+	s.conns[conn] = act
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -313,7 +315,7 @@ func (s *Server) startConn(conn net.Conn, d door) {
 			s.mu.Unlock()
 			conn.Close()
 		}()
-		s.serveConn(conn, d)
+		s.serveConn(conn, d, act)
 	}()
 }
 
@@ -334,6 +336,8 @@ func remoteIP(conn net.Conn) string {
 }
 
 // Close stops every listener and connection and waits for their goroutines.
+// A wait longer than closeReportAfter is logged with what the connections
+// are doing (activity.go), and its end with the time it took.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -345,6 +349,25 @@ func (s *Server) Close() error {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeReportAfter):
+		s.mu.Lock()
+		acts := make([]*activity, 0, len(s.conns))
+		for _, a := range s.conns {
+			acts = append(acts, a)
+		}
+		s.mu.Unlock()
+		s.log.Info("kafka listener closing: waiting for connections", "connections", len(acts),
+			"busy", describeBusy(acts, time.Now()))
+		<-done
+		s.log.Info("kafka listener closed", "waited", time.Since(start))
+	}
 	return nil
 }
