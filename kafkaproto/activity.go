@@ -11,7 +11,7 @@ import (
 )
 
 // closeReportAfter is how long Close waits for the connections before it
-// logs what they are doing.
+// logs what they are doing, and again each time as long after.
 const closeReportAfter = time.Second
 
 // activity is what a connection's goroutine is doing, so that a slow Close

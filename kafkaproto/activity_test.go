@@ -65,7 +65,7 @@ func (b *syncBuffer) String() string {
 }
 
 // A Close that waits for a connection more than a second logs what the
-// connection is doing, then how long it waited.
+// connection is doing, again each second, then how long it waited.
 func TestCloseNamesWhatItWaitsFor(t *testing.T) {
 	mb := newMemBroker()
 	mustCreate(t, mb, "t", 1)
@@ -107,6 +107,14 @@ func TestCloseNamesWhatItWaitsFor(t *testing.T) {
 	}
 	if line := logs.String(); !strings.Contains(line, "handling DescribeConfigs: 1 (oldest ") {
 		t.Fatalf("the wait's log does not name the handler:\n%s", line)
+	}
+	// A wait that goes on is logged again: what the connections do
+	// changes as they end.
+	for strings.Count(logs.String(), "waiting for connections") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("one log of a wait longer than 2 s; logs:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	close(b.release)
 	<-closed
