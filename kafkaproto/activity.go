@@ -1,13 +1,12 @@
 package kafkaproto
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/internal/waitlog"
 )
 
 // closeReportAfter is how long Close waits for the connections before it
@@ -60,41 +59,14 @@ func (a *activity) set(p connPhase, key int16) {
 // describeBusy summarizes the activities, e.g. "handling Fetch: 2 (oldest
 // 1.2s); ending its fetch session: 1 (oldest 0.8s)", most first.
 func describeBusy(acts []*activity, now time.Time) string {
-	type group struct {
-		n      int
-		oldest time.Duration
-	}
-	groups := map[string]*group{}
+	var g waitlog.Groups
 	for _, a := range acts {
 		p := connPhase(a.phase.Load())
 		name := p.String()
 		if p == phaseHandling {
 			name += " " + kmsg.NameForKey(int16(a.key.Load()))
 		}
-		g := groups[name]
-		if g == nil {
-			g = &group{}
-			groups[name] = g
-		}
-		g.n++
-		g.oldest = max(g.oldest, now.Sub(time.Unix(0, a.since.Load())))
+		g.Add(name, now.Sub(time.Unix(0, a.since.Load())))
 	}
-	names := make([]string, 0, len(groups))
-	for name := range groups {
-		names = append(names, name)
-	}
-	slices.SortFunc(names, func(x, y string) int {
-		if d := groups[y].n - groups[x].n; d != 0 {
-			return d
-		}
-		return strings.Compare(x, y)
-	})
-	var b strings.Builder
-	for i, name := range names {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s: %d (oldest %v)", name, groups[name].n, groups[name].oldest.Round(time.Millisecond))
-	}
-	return b.String()
+	return g.String()
 }

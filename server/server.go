@@ -44,7 +44,11 @@
 //
 // Goroutines, all owned by the Server and stopped by Close (in this order):
 //   - the HTTP server on each HTTP listener and on interHTTP (forwarded
-//     requests), stopped by stopHTTP (graceful, then request contexts end);
+//     requests), stopped by stopHTTP (graceful, then request contexts end,
+//     and with them a request's body read and, a grace later, its answer's
+//     write: httpwait.go); while it waits past the grace, stopHTTP's one
+//     reporter goroutine logs each second what is in flight (it ends when
+//     Shutdown returns, and stopHTTP waits for it);
 //     the HTTP door (server/httpdoor) runs on its goroutines and starts
 //     none of its own beyond a request's (ListTransactions's per-broker
 //     asks, waited for before the request returns);
@@ -140,6 +144,7 @@ type Server struct {
 	httpSrv        *http.Server
 	tls            *tlsreload.Reloader // nil without --tls-cert-file
 	cancelRequests context.CancelFunc  // ends the contexts of HTTP requests
+	httpWaits      httpWaits           // the HTTP requests and connections a stop waits for
 	forward        *httpdoor.Forwarder // forwarded HTTP, the door's (also the group coordinator's reads)
 	// interBroker receives inter-broker Kafka connections from the raft port.
 	interBroker *connListener
@@ -358,7 +363,8 @@ func (s *Server) open() (err error) {
 	hostCheck := api.HostCheck(allowed, httpdoor.HostCheckExempt, s.logger.With("component", "http"))
 	forwarded := func(r *http.Request) bool { return httpdoor.IsForwarded(r.Context()) }
 	s.httpSrv = &http.Server{BaseContext: httpdoor.BaseContext(reqCtx, s.interHTTP),
-		Handler:           hostCheck(httpdoor.MarkForwarded(door.WithAuth(s.quotas.HTTP(door.GroupsProxy(handler), forwarded)))),
+		Handler:           s.httpWaits.wrap(hostCheck(httpdoor.MarkForwarded(door.WithAuth(s.quotas.HTTP(door.GroupsProxy(handler), forwarded))))),
+		ConnState:         s.httpWaits.connState,
 		ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	// HTTP/2 on every port: negotiated by ALPN over TLS, and with prior
 	// knowledge (h2c) on the plaintext port, so one connection carries

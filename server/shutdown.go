@@ -149,12 +149,39 @@ func otherBrokerAlive(img *raftfsm.Image, self int32) bool {
 // stopHTTP lets in-flight requests finish; long polls and live-tail streams,
 // which would otherwise hold the shutdown for their whole wait, are ended
 // after a short grace through their request context.
+//
+// Each second of a wait past the grace is logged with what it waits for
+// (httpwait.go), and such a wait's end with the time it took.
 func (s *Server) stopHTTP() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout())
 	defer cancel()
+	start := time.Now()
 	grace := time.AfterFunc(httpShutdownGrace, s.cancelRequests)
 	defer grace.Stop()
-	if err := s.httpSrv.Shutdown(ctx); err != nil {
+	stopped, reported := make(chan struct{}), make(chan bool, 1)
+	go func() { // ends when Shutdown returns, waited for below
+		tick := time.NewTicker(httpShutdownGrace)
+		defer tick.Stop()
+		logged := false
+		for {
+			select {
+			case <-stopped:
+				reported <- logged
+				return
+			case <-tick.C:
+				logged = true
+				requests, conns := s.httpWaits.describe(time.Now())
+				s.logger.Info("http server closing: waiting", "requests", requests, "connections", conns,
+					"waited", time.Since(start))
+			}
+		}
+	}()
+	err := s.httpSrv.Shutdown(ctx)
+	close(stopped)
+	if <-reported {
+		s.logger.Info("http server closed", "waited", time.Since(start))
+	}
+	if err != nil {
 		s.httpSrv.Close()
 		return fmt.Errorf("stop HTTP: %w", err)
 	}
