@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -339,5 +340,51 @@ func TestFetchSessions(t *testing.T) {
 	req.Version, req.SessionEpoch = 12, 0
 	if fr := s.fetch(context.Background(), req); fr.SessionID != 0 || fr.ErrorCode != 0 {
 		t.Fatalf("sessionless: %+v", fr.FetchResponse)
+	}
+}
+
+// fetchCountingBroker counts the partition reads a fetch makes.
+type fetchCountingBroker struct {
+	*memBroker
+	reads atomic.Int64
+}
+
+func (b *fetchCountingBroker) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	b.reads.Add(1)
+	return b.memBroker.Fetch(ctx, req)
+}
+
+// A fetch running when the listener closes reads no more partitions: its
+// answer goes nowhere, and at 300,000 partitions reading the rest of a
+// follower's session held the stop ~2 s after Close (issue 19). Each
+// partition not read is answered NOT_LEADER_OR_FOLLOWER.
+func TestFetchReadsNothingOnceClosing(t *testing.T) {
+	mb := newMemBroker()
+	mustCreate(t, mb, "t", 8)
+	b := &fetchCountingBroker{memBroker: mb}
+	s := NewServer(b, Options{})
+	req := kmsg.NewPtrFetchRequest()
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "t"
+	for p := range int32(8) {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	targets := requestTargets(req)
+	if _, failed := s.fetchOnce(context.Background(), req, targets); failed || b.reads.Load() != 8 {
+		t.Fatalf("open listener: failed %v, %d reads, want 8", failed, b.reads.Load())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.reads.Store(0)
+	if _, failed := s.fetchOnce(ctx, req, targets); !failed || b.reads.Load() != 0 {
+		t.Fatalf("closing listener: failed %v, %d reads, want none", failed, b.reads.Load())
+	}
+	for _, tg := range targets {
+		if tg.errCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("partition %d not read answered %d", tg.partition, tg.errCode)
+		}
 	}
 }
