@@ -36,6 +36,7 @@ type memBroker struct {
 	// so an append after one wakes the waiting fetch.
 	emptyFetches atomic.Int64
 	reads        atomic.Int64 // partitions read by Fetch
+	watches      atomic.Int64 // Watch calls
 	// noRecordReads counts the Fetch calls asked for no records
 	// (FetchRequest.NoRecords): the reply had no room left.
 	noRecordReads atomic.Int64
@@ -219,6 +220,7 @@ func (b *memBroker) Notify(topic string, partition int32) <-chan struct{} {
 }
 
 func (b *memBroker) Watch(topic string, partition int32, w *Watch) error {
+	b.watches.Add(1)
 	if b.watchMisses.Add(-1) >= 0 {
 		return fmt.Errorf("mem: %s/%d not applied yet: %w", topic, partition, ErrUnknownTopicOrPartition)
 	}
