@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/runnel/runnel"
 	"github.com/runnel/runnel/api"
@@ -352,6 +354,42 @@ func TestSlowBody(t *testing.T) {
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", res.StatusCode)
+	}
+}
+
+// TestBodyReadEndsWithTheRequest: a body whose request's context ended
+// before its read began (a stopping node's grace is over: the server ended
+// every request's context, and cut the reads in flight) is not waited for
+// BodyReadTimeout: starting the read set a deadline that overwrote the
+// stop's cut, and a half-sent body held the stop.
+func TestBodyReadEndsWithTheRequest(t *testing.T) {
+	h, err := rest.NewHandler(fullBackend{newMemBackend()}, rest.Options{Registerer: prometheus.NewRegistry(), BodyReadTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	srv.Config.BaseContext = func(net.Listener) context.Context { return ended }
+	srv.Start()
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = io.WriteString(conn, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer in 10 s (the body was waited for): %v", err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusRequestTimeout {

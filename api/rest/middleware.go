@@ -229,6 +229,13 @@ func (h *handler) slurp(w http.ResponseWriter, r *http.Request, body io.Reader, 
 	// Not every ResponseWriter supports deadlines (httptest's recorder does
 	// not); then the server's own ReadTimeout is the only bound.
 	deadline := rc.SetReadDeadline(h.opts.Now().Add(h.opts.BodyReadTimeout)) == nil
+	if deadline && r.Context().Err() != nil {
+		// The request ended before its body was read (a stopping server
+		// ended every request's context and cut the reads in flight): the
+		// deadline just set would have overwritten that cut, and a client
+		// holding its body half-sent would hold the stop.
+		_ = rc.SetReadDeadline(h.opts.Now())
+	}
 	var buf bytes.Buffer
 	if size > 0 {
 		buf.Grow(int(size) + bytes.MinRead) // ReadFrom wants MinRead free to not grow
