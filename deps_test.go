@@ -13,7 +13,8 @@ import (
 
 // The front doors, the stores, the inter-node port and the UI import no
 // other project package (the root package with the embedded spec aside)
-// but the leaf internal/warnlimit (segments also the leaf codec
+// but the leaves internal/warnlimit and (kafkaproto) internal/waitlog
+// (segments also the leaf codec
 // recordbatch, which it stores batches through); the metadata state
 // machine (raftfsm) is a leaf too, and the raft node that runs it (raftfsm/quorum) imports only
 // it and internode; the coordinators under server/ (server/groups) reach the
@@ -50,12 +51,13 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"segments":           {"recordbatch"},       // one partition's log, over the codec
 		"segments/vfs":       nil,                   // the filesystem the log writes through
 		"segments/statefile": {"internal/textline"}, // the log's state file codec, over the shared line splitter
-		"kafkaproto":         {"internal/warnlimit"}, "internode": {"internal/warnlimit"},
+		"kafkaproto":         {"internal/warnlimit", "internal/waitlog"}, "internode": {"internal/warnlimit"},
 		"kafkaproto/kapi":    nil,                      // the Kafka listener's contract (Broker, sentinels, handler entry): a leaf
 		"kafkaproto/admin":   {"kafkaproto/kapi"},      // the Kafka admin APIs, over the listener's contract
 		"kafkaproto/groups":  {"kafkaproto/kapi"},      // the Kafka consumer group APIs, likewise
 		"kafkaproto/txn":     {"kafkaproto/kapi"},      // the Kafka transaction APIs, likewise
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
+		"internal/waitlog":   nil,                      // what a slow stop waits for, grouped for its log: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf
 		"internal/disktest":  nil,                      // a real full disk for tests (tmpfs, ballast): a leaf
@@ -100,7 +102,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 			"server/groups", "server/metrics", "server/quota"},
 		// The composition root: config, lifecycle, wiring; its subpackages
 		// always, and what it wires them with.
-		"server": {"api", "api/rest", "internal/warnlimit", "internode", "kafkaproto", "raftfsm", "raftfsm/quorum",
+		"server": {"api", "api/rest", "internal/warnlimit", "internal/waitlog", "internode", "kafkaproto", "raftfsm", "raftfsm/quorum",
 			"recordbatch", "segments", "segments/vfs", "web"},
 		// The binary: its commands, and the configuration types its flags
 		// fill (rest.Limits, raftfsm.Limits, internode's certificates).
