@@ -24,8 +24,10 @@ type group struct {
 	oldest time.Duration
 }
 
-// Add counts one thing named name, in flight for age.
+// Add counts one thing named name (cut to MaxName bytes: names longer
+// share their group), in flight for age.
 func (g *Groups) Add(name string, age time.Duration) {
+	name = name[:min(len(name), MaxName)]
 	if g.groups == nil {
 		g.groups = map[string]*group{}
 	}
@@ -38,8 +40,17 @@ func (g *Groups) Add(name string, age time.Duration) {
 	x.oldest = max(x.oldest, age)
 }
 
+// MaxListed bounds the groups String lists, and MaxName each name's
+// length: names can come from clients (an HTTP request's path), and one
+// stop's log line must not grow with what they send.
+const (
+	MaxListed = 10
+	MaxName   = 128
+)
+
 // String is the groups, most first (then by name): "name: n (oldest
-// age)", separated by "; ".
+// age)", separated by "; ", at most MaxListed of them ("; 4 more groups"
+// after).
 func (g *Groups) String() string {
 	names := make([]string, 0, len(g.groups))
 	for name := range g.groups {
@@ -52,11 +63,14 @@ func (g *Groups) String() string {
 		return strings.Compare(x, y)
 	})
 	var b strings.Builder
-	for i, name := range names {
+	for i, name := range names[:min(len(names), MaxListed)] {
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s: %d (oldest %v)", name, g.groups[name].n, g.groups[name].oldest.Round(time.Millisecond))
+	}
+	if more := len(names) - MaxListed; more > 0 {
+		fmt.Fprintf(&b, "; %d more groups", more)
 	}
 	return b.String()
 }
