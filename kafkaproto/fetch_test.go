@@ -351,14 +351,7 @@ func TestFetchReadsNothingOnceClosing(t *testing.T) {
 	mustCreate(t, b, "t", 8)
 	s := NewServer(b, Options{})
 	req := kmsg.NewPtrFetchRequest()
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "t"
-	for p := range int32(8) {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	req.Topics = append(req.Topics, requestTopic("t", partitionsUpTo(8)...))
 	targets := requestTargets(req)
 	if _, failed := s.fetchOnce(context.Background(), req, targets); failed || b.reads.Load() != 8 {
 		t.Fatalf("open listener: failed %v, %d reads, want 8", failed, b.reads.Load())
@@ -374,4 +367,26 @@ func TestFetchReadsNothingOnceClosing(t *testing.T) {
 			t.Fatalf("partition %d not read answered %d", tg.partition, tg.errCode)
 		}
 	}
+}
+
+// requestTopic is a Fetch request's topic asking for parts from offset 0,
+// 1 MiB each.
+func requestTopic(topic string, parts ...int32) kmsg.FetchRequestTopic {
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	for _, p := range parts {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return rt
+}
+
+// partitionsUpTo is partitions 0 to n-1.
+func partitionsUpTo(n int32) []int32 {
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	return parts
 }

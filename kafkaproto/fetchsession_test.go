@@ -184,14 +184,7 @@ func TestSessionRereadsUnwatchedPartition(t *testing.T) {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch, req.MaxBytes = 12, 2, id, epoch, 1<<20
 		if len(parts) > 0 {
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = "late"
-			for _, p := range parts {
-				rp := kmsg.NewFetchRequestTopicPartition()
-				rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = append(req.Topics, rt)
+			req.Topics = append(req.Topics, requestTopic("late", parts...))
 		}
 		fr := s.fetch(ctx, req)
 		t.Cleanup(fr.close)
@@ -224,14 +217,7 @@ func TestSessionFetchMinBytesAcrossPartitions(t *testing.T) {
 	ctx := withConnState(context.Background(), &connState{peerID: -1})
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.SessionEpoch, req.MaxBytes = 12, -1, 0, 1<<20
-	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = "m"
-	for p := range int32(3) {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	req.Topics = append(req.Topics, requestTopic("m", partitionsUpTo(3)...))
 	full := s.fetch(ctx, req)
 	full.close()
 	batch := testBatch(1, -1, -1)
@@ -287,14 +273,7 @@ func TestSessionFetchStopsOnceClosing(t *testing.T) {
 				req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch = 12, 2, id, epoch
 				req.MaxBytes, req.MinBytes = 1<<20, 1
 				if parts > 0 {
-					rt := kmsg.NewFetchRequestTopic()
-					rt.Topic = "t"
-					for p := range parts {
-						rp := kmsg.NewFetchRequestTopicPartition()
-						rp.Partition, rp.PartitionMaxBytes = p, 1<<20
-						rt.Partitions = append(rt.Partitions, rp)
-					}
-					req.Topics = append(req.Topics, rt)
+					req.Topics = append(req.Topics, requestTopic("t", partitionsUpTo(parts)...))
 				}
 				fr := s.fetch(ctx, req)
 				t.Cleanup(fr.close)

@@ -341,17 +341,7 @@ func TestSlowBody(t *testing.T) {
 		o.BodyReadTimeout = 100 * time.Millisecond
 		return nil
 	})
-	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	res, err := postHalfBody(t, e.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,6 +349,23 @@ func TestSlowBody(t *testing.T) {
 	if res.StatusCode != http.StatusRequestTimeout {
 		t.Fatalf("status %d, want 408", res.StatusCode)
 	}
+}
+
+// postHalfBody sends addr a POST /v1/topics whose body stops after 4 of
+// its 100 bytes and returns the answer, waited for up to 10 s.
+func postHalfBody(t *testing.T, addr string) (*http.Response, error) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_, err = io.WriteString(conn, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return http.ReadResponse(bufio.NewReader(conn), nil)
 }
 
 // TestBodyReadEndsWithTheRequest: a body whose request's context ended
@@ -377,17 +384,7 @@ func TestBodyReadEndsWithTheRequest(t *testing.T) {
 	srv.Config.BaseContext = func(net.Listener) context.Context { return ended }
 	srv.Start()
 	defer srv.Close()
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_, err = io.WriteString(conn, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"na")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	res, err := postHalfBody(t, srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatalf("no answer in 10 s (the body was waited for): %v", err)
 	}
