@@ -58,6 +58,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"kafkaproto/txn":     {"kafkaproto/kapi"},      // the Kafka transaction APIs, likewise
 		"internal/warnlimit": nil,                      // rate-limited WARN lines: a leaf
 		"internal/waitlog":   nil,                      // what a slow stop waits for, grouped for its log: a leaf
+		"internal/syncbuf":   nil,                      // a byte buffer for concurrent writers, the logs tests watch: a leaf
 		"internal/testport":  nil,                      // free loopback ports for tests: a leaf
 		"internal/alloctest": nil,                      // what code allocates, for the tests bounding decoders: a leaf
 		"internal/disktest":  nil,                      // a real full disk for tests (tmpfs, ballast): a leaf
@@ -89,7 +90,7 @@ func TestPackageDependencyDirection(t *testing.T) {
 		"server/admin":              {"raftfsm", "server/broker", "server/broker/topicconfig", "server/groups"}, // both doors' metadata changes and elections; never server
 		"server/metrics":            {"api", "raftfsm"},                                                         // the Prometheus collectors and the UI's series
 		"server/tlsreload":          nil,                                                                        // the client-facing certificate, reloaded: a leaf
-		"server/servertest":         {"internal/testport"},                                                      // the harness running real runnel processes
+		"server/servertest":         {"internal/testport", "internal/syncbuf"},                                  // the harness running real runnel processes
 		// The coordinators on a broker (their backends): never server.
 		"server/coordinators": {"api", "kafkaproto", "raftfsm", "recordbatch", "segments", "server/admin", "server/broker",
 			"server/broker/kafkaconn", "server/groups", "server/metrics", "server/txn"},

@@ -17,30 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/syncbuf"
 	"github.com/runnel/runnel/internal/warnlimit"
 )
 
 // protoEcho is a test protocol: its handler echoes what it reads and
 // records the node id the peer proved.
 const protoEcho byte = 'T'
-
-// syncBuffer is a bytes.Buffer safe for the mux's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type echoMux struct {
 	*Mux
@@ -195,7 +178,7 @@ func TestMuxPeerTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			m := startEchoMux(t, tc.server, &logs)
 			ok, err := echoes(t, m.Addr().String(), tc.client, tc.want, 2*time.Second)
 			if ok != tc.ok {
@@ -277,7 +260,7 @@ func TestPeerTLSRelayGainsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var seen syncBuffer
+	var seen syncbuf.Buffer
 	relayed := make(chan struct{})
 	go func() {
 		defer close(relayed)

@@ -1,16 +1,16 @@
 package kafkaproto
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/runnel/runnel/internal/syncbuf"
 )
 
 func TestDescribeBusy(t *testing.T) {
@@ -47,23 +47,6 @@ func (b *stuckBroker) DescribeConfigs(ctx context.Context, res ConfigResource) (
 	return b.memBroker.DescribeConfigs(ctx, res)
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A Close that waits for a connection more than a second logs what the
 // connection is doing, again each second, then how long it waited.
 func TestCloseNamesWhatItWaitsFor(t *testing.T) {
@@ -76,7 +59,7 @@ func TestCloseNamesWhatItWaitsFor(t *testing.T) {
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	mb.setAdvertised("127.0.0.1", int32(addr.Port))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := NewServer(b, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	go s.Serve(context.Background(), ln)
 	cl := newClient(t, ln.Addr().String())

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/syncbuf"
 	"github.com/runnel/runnel/server/servertest"
 )
 
@@ -33,36 +34,19 @@ type devRow struct {
 // devRun is a running `runnel dev cluster` process.
 type devRun struct {
 	cmd    *exec.Cmd
-	lines  chan string // stdout, line by line, until "Cluster ready."; closed at EOF
-	stdout *devBuffer  // all of stdout
-	stderr *devBuffer
+	lines  chan string     // stdout, line by line, until "Cluster ready."; closed at EOF
+	stdout *syncbuf.Buffer // all of stdout
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	err    error // valid once done is closed
 	rows   []devRow
-}
-
-type devBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *devBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *devBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startDev runs `runnel dev cluster args...`; the test's cleanup kills it and
 // every node it printed if they are still running.
 func startDev(t *testing.T, args ...string) *devRun {
 	t.Helper()
-	r := &devRun{lines: make(chan string, 64), stdout: &devBuffer{}, stderr: &devBuffer{}, done: make(chan struct{})}
+	r := &devRun{lines: make(chan string, 64), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(servertest.Binary(t), append([]string{"dev", "cluster"}, args...)...)
 	r.cmd.Stderr = r.stderr
 	out, err := r.cmd.StdoutPipe()

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/syncbuf"
 	"github.com/runnel/runnel/raftfsm"
 	"github.com/runnel/runnel/raftfsm/quorum"
 )
@@ -32,7 +32,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 type cluster struct {
 	t     testing.TB
 	cfgs  []quorum.Config
-	logs  []*syncBuffer
+	logs  []*syncbuf.Buffer
 	nodes []*quorum.Node // nil: stopped
 }
 
@@ -57,7 +57,7 @@ func newCluster(t *testing.T, size int) *cluster {
 
 // add registers a node configuration (Dir and Logger filled in).
 func (c *cluster) add(cfg quorum.Config) {
-	buf := &syncBuffer{}
+	buf := &syncbuf.Buffer{}
 	cfg.Dir = c.t.TempDir()
 	i := len(c.nodes)
 	c.t.Cleanup(func() { c.stop(i) }) // before the TempDir goes (cleanups run last first)
@@ -341,22 +341,4 @@ func TestClusterOfFiveQuorum(t *testing.T) {
 	if img.Brokers[1] == nil || img.Brokers[3] == nil {
 		t.Fatalf("brokers %v", img.Brokers)
 	}
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

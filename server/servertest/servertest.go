@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/runnel/runnel/internal/syncbuf"
 	"github.com/runnel/runnel/internal/testport"
 )
 
@@ -126,7 +127,7 @@ type Node struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *syncbuf.Buffer
 	done chan struct{}
 }
 
@@ -201,7 +202,7 @@ func (n *Node) StartNoWait() {
 	cmd := exec.Command(n.bin, n.Args()...)
 	cmd.Env = append(os.Environ(), n.opts.Env...)
 	if n.logs == nil {
-		n.logs = &lockedBuffer{}
+		n.logs = &syncbuf.Buffer{}
 	}
 	cmd.Stdout = n.logs
 	cmd.Stderr = n.logs
@@ -334,23 +335,6 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // PID returns the running process's id, or 0 when the node is not running.
